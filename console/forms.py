@@ -1,0 +1,20 @@
+from django import forms
+
+from replication.models import NAME_VALIDATOR
+
+
+class ClusterForm(forms.Form):
+    name = forms.CharField(max_length=200, validators=[NAME_VALIDATOR])
+    bootstrap_servers = forms.CharField(
+        label="bootstrap.servers", max_length=1000,
+        widget=forms.TextInput(attrs={"placeholder": "broker1:9092,broker2:9092"}),
+    )
+    client_config = forms.CharField(
+        label="Client config",
+        required=False,
+        widget=forms.Textarea(
+            attrs={"rows": 5, "placeholder": "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN"}
+        ),
+        help_text="One key=value per line, confluent-kafka property names. "
+        "Passwords and keys are encrypted at rest and never shown again.",
+    )

@@ -1,0 +1,154 @@
+"""Isthmus settings. Everything that differs between machines comes from the environment.
+
+ISTHMUS_VAR_DIR   local state (database, keys, devstack data); default ./var
+DATABASE_URL      default sqlite:///<var>/isthmus.sqlite3
+REDIS_URL         Celery broker and control channel; default redis://127.0.0.1:6380/0
+SPARK_MASTER      where link streams run; default local[*]
+SECRET_KEY        Django's signing key; generated into <var>/secret_key when unset
+ISTHMUS_ENCRYPTION_KEY  Fernet key for secrets at rest; generated into <var>/encryption_key when unset
+DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS
+"""
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import dj_database_url
+from cryptography.fernet import Fernet
+from django.core.management.utils import get_random_secret_key
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("ISTHMUS_VAR_DIR", BASE_DIR / "var")).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _key_from_env_or_file(env_name: str, filename: str, make) -> str:
+    """A key from the environment, or one generated once into var/ (owner-only)."""
+    if os.environ.get(env_name):
+        return os.environ[env_name]
+    path = VAR_DIR / filename
+    if not path.exists():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(make())
+        except FileExistsError:  # another process made it first
+            pass
+    return path.read_text().strip()
+
+
+def _env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+SECRET_KEY = _key_from_env_or_file("SECRET_KEY", "secret_key", get_random_secret_key)
+ENCRYPTION_KEY = _key_from_env_or_file(
+    "ISTHMUS_ENCRYPTION_KEY", "encryption_key", lambda: Fernet.generate_key().decode()
+)
+DEBUG = os.environ.get("DEBUG", "").lower() in ("1", "true", "yes")
+ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "replication",
+    "console",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+WSGI_APPLICATION = "console.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "console.access.context",
+            ],
+        },
+    }
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'isthmus.sqlite3'}"),
+        conn_max_age=60,
+    )
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The web server, worker and beat share one file; wait for a lock rather than fail.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # HTMX reads the token from the page, not the cookie
+X_FRAME_OPTIONS = "DENY"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "console" / "static"]
+WHITENOISE_USE_FINDERS = True  # serve straight from the apps; no collectstatic step needed
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6380/0")
+SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_RESULT_EXPIRES = timedelta(hours=1)
+CELERY_BEAT_SCHEDULE = {
+    "refresh-clusters": {
+        "task": "replication.tasks.refresh_clusters",
+        "schedule": timedelta(seconds=30),
+    },
+}
+
+# How long a request to a Kafka cluster may take before the console calls it unreachable.
+KAFKA_ADMIN_TIMEOUT = float(os.environ.get("ISTHMUS_KAFKA_TIMEOUT", "5"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"librdkafka": {"level": "WARNING"}},
+}

@@ -1,0 +1,35 @@
+from django.contrib import messages
+from django.shortcuts import redirect, render
+
+from console.access import require
+from console.forms import ClusterForm
+from replication import audit
+from replication.clusters import ClusterError, parse_client_config, probe_clusters, register_cluster
+from replication.models import KafkaCluster
+
+
+@require("console.view")
+def cluster_list(request):
+    clusters = list(KafkaCluster.objects.all())
+    template = "clusters/list.html#status-table" if request.htmx else "clusters/list.html"
+    return render(request, template, {"healths": probe_clusters(clusters)})
+
+
+@require("cluster.register")
+def cluster_create(request):
+    form = ClusterForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            cluster = register_cluster(
+                audit.Actor.from_request(request),
+                data["name"],
+                data["bootstrap_servers"],
+                parse_client_config(data["client_config"]),
+            )
+        except ClusterError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Registered cluster {cluster.name} (id {cluster.cluster_id}).")
+            return redirect("clusters")
+    return render(request, "clusters/form.html", {"form": form})

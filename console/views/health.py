@@ -1,0 +1,34 @@
+from django.db import connection
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET
+
+from console.access import public
+from replication.clusters import probe_clusters
+from replication.models import KafkaCluster
+from replication.redis_channel import ping as redis_ping
+
+
+@public
+@require_GET
+def healthz(request):
+    """Database, Redis and every registered cluster; 503 when the console itself cannot work."""
+    checks = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = {"ok": True}
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        checks["database"] = {"ok": False, "error": str(exc)}
+    checks["redis"] = redis_ping()
+    clusters = {}
+    if checks["database"]["ok"]:
+        for health in probe_clusters(list(KafkaCluster.objects.all())):
+            clusters[health.cluster.name] = {
+                "ok": health.reachable and health.id_matches,
+                "cluster_id": health.cluster_id,
+                "brokers": health.broker_count,
+                "error": health.error,
+            }
+    ok = checks["database"]["ok"] and checks["redis"]["ok"]
+    body = {"status": "ok" if ok else "unavailable", **checks, "clusters": clusters}
+    return JsonResponse(body, status=200 if ok else 503)

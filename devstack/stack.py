@@ -1,0 +1,227 @@
+"""The embedded stack: two Kafka clusters, Redis, a Celery worker and beat, and the web console.
+
+`up` checks every port first (so a conflict starts nothing), starts what is not already running,
+then waits until each part answers. `down` stops, by recorded pid, exactly what `up` started.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import kafka, processes
+from .kafka import ROOT
+
+
+@dataclass
+class Component:
+    name: str
+    address: str
+    ports: tuple[int, ...]
+    command: Callable[[], list[str]]
+    ready: Callable[[], bool]
+    env: Callable[[], dict[str, str]] = dict
+    prepare: Callable[[], None] = lambda: None
+    start_timeout: float = 60.0
+
+
+@dataclass
+class PartStatus:
+    name: str
+    address: str
+    pid: int | None
+    healthy: bool
+
+    @property
+    def state(self) -> str:
+        if self.pid is None:
+            return "stopped"
+        return "healthy" if self.healthy else "unhealthy"
+
+
+class StackError(RuntimeError):
+    pass
+
+
+def _kafka_ready(node: kafka.KafkaNode, var_dir: Path) -> bool:
+    """The node answers metadata requests on both its listeners."""
+    from confluent_kafka.admin import AdminClient
+
+    for conf in ({"bootstrap.servers": node.bootstrap}, kafka.sasl_client_config(node, var_dir)):
+        admin = AdminClient({**conf, "socket.timeout.ms": 2000, "log_level": 0})
+        admin.describe_cluster(request_timeout=2).result(timeout=3)
+    return True
+
+
+def _redis_ready(port: int) -> bool:
+    import redis
+
+    return bool(redis.Redis(port=port, socket_timeout=1).ping())
+
+
+def _http_ok(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - fixed local URL
+        return resp.status == 200
+
+
+def _celery_worker_ready(node_name: str) -> bool:
+    from console.celery import app
+
+    replies = app.control.ping(destination=[node_name], timeout=1.0)
+    return bool(replies)
+
+
+class Stack:
+    """The devstack rooted at `var_dir`; `names` limits it to some of its parts."""
+
+    def __init__(self, var_dir: Path, web_port: int = 8000, redis_port: int = 6380):
+        self.var_dir = var_dir
+        self.web_port = web_port
+        self.redis_port = redis_port
+        self.components = self._components()
+
+    # The parts, in start order. -------------------------------------------------------------
+
+    def _components(self) -> list[Component]:
+        var = self.var_dir
+        venv_bin = Path(sys.executable).parent
+        worker_name = "isthmus-worker@devstack"
+        parts = [
+            Component(
+                name=node.name,
+                address=f"{node.bootstrap} (SASL {node.sasl_bootstrap})",
+                ports=(node.plaintext_port, node.sasl_port, node.controller_port),
+                prepare=lambda node=node: kafka.format_storage(node, var),
+                command=lambda node=node: kafka.broker_command(node, var),
+                env=lambda node=node: kafka.broker_env(node, var),
+                ready=lambda node=node: _kafka_ready(node, var),
+                start_timeout=90,
+            )
+            for node in kafka.NODES
+        ]
+        parts.append(
+            Component(
+                name="redis",
+                address=f"127.0.0.1:{self.redis_port}",
+                ports=(self.redis_port,),
+                prepare=lambda: (var / "redis").mkdir(parents=True, exist_ok=True),
+                command=lambda: [
+                    "redis-server",
+                    "--bind", "127.0.0.1",
+                    "--port", str(self.redis_port),
+                    "--dir", str(var / "redis"),
+                    "--save", "60 1",
+                    "--daemonize", "no",
+                ],
+                ready=lambda: _redis_ready(self.redis_port),
+            )
+        )
+        django_env = self._django_env
+        parts += [
+            Component(
+                name="worker",
+                address=f"celery node {worker_name}",
+                ports=(),
+                command=lambda: [
+                    str(venv_bin / "celery"), "-A", "console", "worker",
+                    "--loglevel", "INFO", "--concurrency", "2", "--hostname", worker_name,
+                ],
+                env=django_env,
+                ready=lambda: _celery_worker_ready(worker_name),
+            ),
+            Component(
+                name="beat",
+                address="celery beat",
+                ports=(),
+                command=lambda: [
+                    str(venv_bin / "celery"), "-A", "console", "beat", "--loglevel", "INFO",
+                    "--schedule", str(var / "celerybeat-schedule"),
+                ],
+                env=django_env,
+                ready=lambda: True,
+            ),
+            Component(
+                name="web",
+                address=f"http://127.0.0.1:{self.web_port}",
+                ports=(self.web_port,),
+                command=lambda: [
+                    str(venv_bin / "gunicorn"), "console.wsgi",
+                    "--bind", f"127.0.0.1:{self.web_port}",
+                    "--workers", "2", "--threads", "4",
+                    "--access-logfile", "-",
+                ],
+                env=django_env,
+                ready=lambda: _http_ok(f"http://127.0.0.1:{self.web_port}/healthz"),
+            ),
+        ]
+        return parts
+
+    def _django_env(self) -> dict[str, str]:
+        return {"DJANGO_SETTINGS_MODULE": "console.settings"}
+
+    # Operations. ---------------------------------------------------------------------------
+
+    def select(self, names: Iterable[str] | None) -> list[Component]:
+        if not names:
+            return self.components
+        known = {c.name: c for c in self.components}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise StackError(f"Unknown part(s) {', '.join(unknown)}; the parts are {', '.join(known)}.")
+        return [c for c in self.components if c.name in names]
+
+    def pidfile(self, part: Component) -> Path:
+        return self.var_dir / "run" / f"{part.name}.pid"
+
+    def logfile(self, part: Component) -> Path:
+        return self.var_dir / "log" / f"{part.name}.log"
+
+    def up(self, names: Iterable[str] | None = None, echo: Callable[[str], None] = print) -> None:
+        parts = self.select(names)
+        to_start = [p for p in parts if processes.read_pidfile(self.pidfile(p)) is None]
+        processes.check_ports_free({port: p.name for p in to_start for port in p.ports})
+        for part in to_start:
+            part.prepare()
+            env = {**os.environ, **part.env()}
+            pid = processes.start(
+                part.command(), pidfile=self.pidfile(part), logfile=self.logfile(part),
+                env=env, cwd=ROOT,
+            )
+            echo(f"started {part.name} (pid {pid})")
+        for part in parts:
+            if not processes.wait_for(part.ready, part.start_timeout):
+                running = processes.read_pidfile(self.pidfile(part))
+                why = "it exited" if running is None else "it did not answer in time"
+                raise StackError(
+                    f"{part.name} failed to start: {why}. See {self.logfile(part)} "
+                    f"(or 'python manage.py devstack logs {part.name}')."
+                )
+            echo(f"{part.name:<12} ready at {part.address}")
+
+    def down(self, names: Iterable[str] | None = None, echo: Callable[[str], None] = print) -> None:
+        for part in reversed(self.select(names)):
+            pid = processes.stop(self.pidfile(part))
+            if pid is not None:
+                echo(f"stopped {part.name} (pid {pid})")
+
+    def status(self, names: Iterable[str] | None = None) -> list[PartStatus]:
+        result = []
+        for part in self.select(names):
+            running = processes.read_pidfile(self.pidfile(part))
+            healthy = running is not None and processes.wait_for(part.ready, 0)
+            result.append(
+                PartStatus(part.name, part.address, running.pid if running else None, healthy)
+            )
+        return result
+
+    def log_tail(self, name: str, lines: int = 50) -> str:
+        (part,) = self.select([name])
+        path = self.logfile(part)
+        if not path.exists():
+            return f"(no log yet at {path})"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+

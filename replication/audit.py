@@ -1,0 +1,55 @@
+"""Who did what: every mutating action writes one AuditEvent through `record`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .models import AuditEvent
+
+
+@dataclass(frozen=True)
+class Actor:
+    """The person (or system part) behind an action, with where the request came from."""
+
+    user: Any = None
+    name: str = ""
+    address: str | None = None
+    user_agent: str = ""
+
+    @classmethod
+    def from_request(cls, request) -> Actor:
+        return cls(
+            user=request.user if request.user.is_authenticated else None,
+            name=request.user.get_username() if request.user.is_authenticated else "",
+            address=request.META.get("REMOTE_ADDR"),
+            user_agent=request.META.get("HTTP_USER_AGENT", "")[:400],
+        )
+
+    @classmethod
+    def system(cls, name: str) -> Actor:
+        return cls(name=name)
+
+
+def record(
+    actor: Actor,
+    action: str,
+    target: str,
+    *,
+    result: str = AuditEvent.Result.OK,
+    before: dict | None = None,
+    after: dict | None = None,
+    message: str = "",
+) -> AuditEvent:
+    return AuditEvent.objects.create(
+        actor=actor.user,
+        actor_name=actor.name,
+        address=actor.address,
+        user_agent=actor.user_agent,
+        action=action,
+        target=target,
+        before=before,
+        after=after,
+        result=result,
+        message=message,
+    )

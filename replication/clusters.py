@@ -1,0 +1,142 @@
+"""The cluster registry: register Kafka clusters and observe their health."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from . import audit
+from .kafka_admin import KafkaAdmin, KafkaAdminError
+from .models import NAME_VALIDATOR, AuditEvent, KafkaCluster
+
+log = logging.getLogger(__name__)
+
+
+class ClusterError(Exception):
+    """A cluster operation was refused; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ClusterHealth:
+    cluster: KafkaCluster
+    reachable: bool
+    cluster_id: str | None = None
+    broker_count: int | None = None
+    controller_id: int | None = None
+    authorizer_enabled: bool | None = None
+    error: str = ""
+
+    @property
+    def id_matches(self) -> bool:
+        return self.cluster_id == self.cluster.cluster_id
+
+
+def parse_client_config(text: str) -> dict[str, str]:
+    """Parse `key=value` lines (blank lines and # comments ignored) into a dict."""
+    config: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise ClusterError(f"Line {number} of the client config is not 'key=value': {line!r}.")
+        config[key.strip()] = value.strip()
+    if "bootstrap.servers" in config:
+        raise ClusterError("Give bootstrap.servers in its own field, not in the client config.")
+    return config
+
+
+def admin_for(cluster: KafkaCluster) -> KafkaAdmin:
+    return KafkaAdmin(cluster.connection_config(), timeout=settings.KAFKA_ADMIN_TIMEOUT)
+
+
+def _connect(config: dict[str, str]) -> KafkaAdmin:
+    try:
+        return KafkaAdmin(config, timeout=settings.KAFKA_ADMIN_TIMEOUT)
+    except KafkaException as exc:
+        raise ClusterError(
+            f"The client config is not valid: {exc.args[0].str()}. "
+            "Use confluent-kafka (librdkafka) property names, e.g. security.protocol, "
+            "sasl.mechanism, sasl.username, sasl.password."
+        ) from exc
+
+
+def register_cluster(
+    actor: audit.Actor, name: str, bootstrap_servers: str, config: dict[str, str]
+) -> KafkaCluster:
+    """Register a reachable cluster under `name`, recording its cluster id."""
+    target = f"cluster {name}"
+    try:
+        try:
+            NAME_VALIDATOR(name)
+        except ValidationError as exc:
+            raise ClusterError(f"Invalid cluster name {name!r}: {exc.messages[0]}") from exc
+        if KafkaCluster.objects.filter(name=name).exists():
+            raise ClusterError(f"A cluster named {name!r} is already registered; pick another name.")
+        bootstrap_servers = bootstrap_servers.strip()
+        if not bootstrap_servers:
+            raise ClusterError("bootstrap.servers is required, e.g. broker1:9092,broker2:9092.")
+        admin = _connect({"bootstrap.servers": bootstrap_servers, **config})
+        try:
+            description = admin.describe_cluster()
+        except KafkaAdminError as exc:
+            raise ClusterError(f"{exc} Nothing was registered.") from exc
+    except ClusterError as exc:
+        audit.record(actor, "cluster.register", target, result=AuditEvent.Result.REFUSED,
+                     message=str(exc))
+        raise
+    with transaction.atomic():
+        cluster = KafkaCluster(name=name, bootstrap_servers=bootstrap_servers,
+                               cluster_id=description.cluster_id)
+        cluster.set_client_config(config)
+        cluster.save()
+        audit.record(
+            actor, "cluster.register", target,
+            after={"bootstrap.servers": bootstrap_servers, "cluster_id": description.cluster_id,
+                   "config": dict(cluster.display_config())},
+        )
+    log.info("Registered cluster %s (id %s) at %s", name, description.cluster_id,
+             bootstrap_servers)
+    return cluster
+
+
+def probe_cluster(cluster: KafkaCluster) -> ClusterHealth:
+    """Ask the cluster itself who it is, how many brokers it has and whether ACLs apply."""
+    try:
+        admin = admin_for(cluster)
+        description = admin.describe_cluster()
+        authorizer = admin.authorizer_enabled()
+    except (KafkaAdminError, ClusterError, KafkaException, RuntimeError) as exc:
+        return ClusterHealth(cluster, reachable=False, error=str(exc))
+    health = ClusterHealth(
+        cluster,
+        reachable=True,
+        cluster_id=description.cluster_id,
+        broker_count=description.broker_count,
+        controller_id=description.controller_id,
+        authorizer_enabled=authorizer,
+    )
+    if not health.id_matches:
+        return ClusterHealth(
+            **{**health.__dict__, "error": (
+                f"bootstrap.servers now reaches a different cluster (id {health.cluster_id}) "
+                f"than the one registered as {cluster.name} (id {cluster.cluster_id}). "
+                "Check bootstrap.servers before linking anything to it."
+            )}
+        )
+    return health
+
+
+def probe_clusters(clusters: list[KafkaCluster]) -> list[ClusterHealth]:
+    """Probe several clusters at once, so one unreachable cluster does not hold up the rest."""
+    if not clusters:
+        return []
+    with ThreadPoolExecutor(max_workers=min(8, len(clusters))) as pool:
+        return list(pool.map(probe_cluster, clusters))

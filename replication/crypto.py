@@ -1,0 +1,43 @@
+"""Secrets at rest: client-config values that are passwords or keys are encrypted with Fernet."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from cryptography.fernet import Fernet, InvalidToken
+from django.conf import settings
+
+SENSITIVE_MASK = "(sensitive)"
+
+# Kafka marks these as PASSWORD-type configs; librdkafka names follow the same words.
+_SENSITIVE = re.compile(
+    r"(password|secret|jaas\.config|key\.pem|keystore\.key|private\.key|token|credential)",
+    re.IGNORECASE,
+)
+
+
+def is_sensitive(key: str) -> bool:
+    return bool(_SENSITIVE.search(key))
+
+
+def _fernet() -> Fernet:
+    return Fernet(settings.ENCRYPTION_KEY.encode())
+
+
+def encrypt_json(data: dict[str, str]) -> str:
+    if not data:
+        return ""
+    return _fernet().encrypt(json.dumps(data, sort_keys=True).encode()).decode()
+
+
+def decrypt_json(token: str) -> dict[str, str]:
+    if not token:
+        return {}
+    try:
+        return json.loads(_fernet().decrypt(token.encode()))
+    except InvalidToken as exc:
+        raise RuntimeError(
+            "Stored secrets cannot be decrypted with the current encryption key. "
+            "Restore the ISTHMUS_ENCRYPTION_KEY (or var/encryption_key) they were saved with."
+        ) from exc

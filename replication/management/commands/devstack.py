@@ -1,0 +1,40 @@
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from devstack.processes import PortInUse
+from devstack.stack import Stack, StackError
+
+
+class Command(BaseCommand):
+    help = "Start, stop or inspect the embedded stack: two Kafka clusters, Redis, Celery, web."
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=["up", "down", "status", "logs"])
+        parser.add_argument("parts", nargs="*", help="limit to these parts (default: all)")
+        parser.add_argument("-n", "--lines", type=int, default=50, help="log lines to show")
+
+    def handle(self, action, parts, lines, **options):
+        stack = Stack(settings.VAR_DIR)
+        try:
+            if action == "up":
+                stack.up(parts, echo=self.stdout.write)
+            elif action == "down":
+                stack.down(parts, echo=self.stdout.write)
+                self.stdout.write("devstack is down.")
+            elif action == "status":
+                self._status(stack, parts)
+            else:
+                for part in stack.select(parts):
+                    self.stdout.write(f"==> {stack.logfile(part)} <==")
+                    self.stdout.write(stack.log_tail(part.name, lines))
+        except (StackError, PortInUse) as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _status(self, stack: Stack, parts: list[str]) -> None:
+        rows = stack.status(parts)
+        self.stdout.write(f"{'PART':<12} {'STATE':<10} {'PID':>8}  ADDRESS")
+        for row in rows:
+            pid = str(row.pid) if row.pid else "-"
+            self.stdout.write(f"{row.name:<12} {row.state:<10} {pid:>8}  {row.address}")
+        if any(row.state != "healthy" for row in rows):
+            raise CommandError("Some parts are not healthy.")

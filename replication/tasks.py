@@ -1,0 +1,27 @@
+"""Celery tasks: thin wrappers that load objects and call the domain functions."""
+
+import logging
+
+from celery import shared_task
+
+from .clusters import probe_clusters
+from .models import KafkaCluster
+
+log = logging.getLogger(__name__)
+
+
+@shared_task
+def refresh_clusters() -> dict[str, dict]:
+    """Probe every registered cluster and log the ones that are unreachable or changed."""
+    report = {}
+    for health in probe_clusters(list(KafkaCluster.objects.all())):
+        if health.error:
+            log.warning("Cluster %s: %s", health.cluster.name, health.error)
+        report[health.cluster.name] = {
+            "reachable": health.reachable,
+            "cluster_id": health.cluster_id,
+            "broker_count": health.broker_count,
+            "authorizer_enabled": health.authorizer_enabled,
+            "error": health.error,
+        }
+    return report
