@@ -6,7 +6,8 @@ from replication.models import NAME_VALIDATOR
 class ClusterForm(forms.Form):
     name = forms.CharField(max_length=200, validators=[NAME_VALIDATOR])
     bootstrap_servers = forms.CharField(
-        label="bootstrap.servers", max_length=1000,
+        label="bootstrap.servers",
+        max_length=1000,
         widget=forms.TextInput(attrs={"placeholder": "broker1:9092,broker2:9092"}),
     )
     client_config = forms.CharField(

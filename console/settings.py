@@ -5,7 +5,8 @@ DATABASE_URL      default sqlite:///<var>/isthmus.sqlite3
 REDIS_URL         Celery broker and control channel; default redis://127.0.0.1:6380/0
 SPARK_MASTER      where link streams run; default local[*]
 SECRET_KEY        Django's signing key; generated into <var>/secret_key when unset
-ISTHMUS_ENCRYPTION_KEY  Fernet key for secrets at rest; generated into <var>/encryption_key when unset
+ISTHMUS_ENCRYPTION_KEY  Fernet key for secrets at rest; generated into
+                  <var>/encryption_key when unset
 DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS
 """
 
@@ -102,6 +103,8 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The web server, worker and beat share one file; wait for a lock rather than fail.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # A file, not memory, so that the Celery worker started by the tests can open it too.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-isthmus.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -120,7 +123,8 @@ TIME_ZONE = "UTC"
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = VAR_DIR / "static"  # collectstatic target (containers)
+STATIC_ROOT.mkdir(exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "console" / "static"]
 WHITENOISE_USE_FINDERS = True  # serve straight from the apps; no collectstatic step needed
 
@@ -150,5 +154,5 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"librdkafka": {"level": "WARNING"}},
+    "loggers": {"librdkafka": {"level": "WARNING"}, "py4j": {"level": "WARNING"}},
 }

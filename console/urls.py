@@ -6,8 +6,9 @@ from console.access import public, require
 from console.views import clusters, health
 
 urlpatterns = [
-    path("", require("console.view")(RedirectView.as_view(pattern_name="clusters")),
-         name="dashboard"),
+    path(
+        "", require("console.view")(RedirectView.as_view(pattern_name="clusters")), name="dashboard"
+    ),
     path("login/", public(auth_views.LoginView.as_view()), name="login"),
     path("logout/", public(auth_views.LogoutView.as_view()), name="logout"),
     path("healthz", health.healthz, name="healthz"),

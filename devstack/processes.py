@@ -6,6 +6,7 @@ what `up` started and never a later process that happens to reuse the pid.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -90,17 +91,14 @@ def _group_members(pid: int) -> list[psutil.Process]:
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pid, sig)  # the process was started as a session (and group) leader
-    except (ProcessLookupError, PermissionError):
-        pass
+    # The process was started as a session (and so process group) leader.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
 
 
 def _kill_quietly(proc: psutil.Process) -> None:
-    try:
+    with contextlib.suppress(psutil.Error):
         proc.kill()
-    except psutil.Error:
-        pass
 
 
 def port_holder(port: int, host: str = "127.0.0.1") -> str | None:
@@ -145,11 +143,9 @@ def wait_for(check, timeout: float, interval: float = 0.5) -> bool:
     """Call `check()` until it returns true or `timeout` seconds pass."""
     deadline = time.monotonic() + timeout
     while True:
-        try:
+        with contextlib.suppress(Exception):  # a failing probe just means "not yet"
             if check():
                 return True
-        except Exception:  # noqa: BLE001 - a failing probe just means "not yet"
-            pass
         if time.monotonic() >= deadline:
             return False
         time.sleep(interval)

@@ -111,11 +111,16 @@ class Stack:
                 prepare=lambda: (var / "redis").mkdir(parents=True, exist_ok=True),
                 command=lambda: [
                     "redis-server",
-                    "--bind", "127.0.0.1",
-                    "--port", str(self.redis_port),
-                    "--dir", str(var / "redis"),
-                    "--save", "60 1",
-                    "--daemonize", "no",
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.redis_port),
+                    "--dir",
+                    str(var / "redis"),
+                    "--save",
+                    "60 1",
+                    "--daemonize",
+                    "no",
                 ],
                 ready=lambda: _redis_ready(self.redis_port),
             )
@@ -127,8 +132,16 @@ class Stack:
                 address=f"celery node {worker_name}",
                 ports=(),
                 command=lambda: [
-                    str(venv_bin / "celery"), "-A", "console", "worker",
-                    "--loglevel", "INFO", "--concurrency", "2", "--hostname", worker_name,
+                    str(venv_bin / "celery"),
+                    "-A",
+                    "console",
+                    "worker",
+                    "--loglevel",
+                    "INFO",
+                    "--concurrency",
+                    "2",
+                    "--hostname",
+                    worker_name,
                 ],
                 env=django_env,
                 ready=lambda: _celery_worker_ready(worker_name),
@@ -138,8 +151,14 @@ class Stack:
                 address="celery beat",
                 ports=(),
                 command=lambda: [
-                    str(venv_bin / "celery"), "-A", "console", "beat", "--loglevel", "INFO",
-                    "--schedule", str(var / "celerybeat-schedule"),
+                    str(venv_bin / "celery"),
+                    "-A",
+                    "console",
+                    "beat",
+                    "--loglevel",
+                    "INFO",
+                    "--schedule",
+                    str(var / "celerybeat-schedule"),
                 ],
                 env=django_env,
                 ready=lambda: True,
@@ -149,10 +168,16 @@ class Stack:
                 address=f"http://127.0.0.1:{self.web_port}",
                 ports=(self.web_port,),
                 command=lambda: [
-                    str(venv_bin / "gunicorn"), "console.wsgi",
-                    "--bind", f"127.0.0.1:{self.web_port}",
-                    "--workers", "2", "--threads", "4",
-                    "--access-logfile", "-",
+                    str(venv_bin / "gunicorn"),
+                    "console.wsgi",
+                    "--bind",
+                    f"127.0.0.1:{self.web_port}",
+                    "--workers",
+                    "2",
+                    "--threads",
+                    "4",
+                    "--access-logfile",
+                    "-",
                 ],
                 env=django_env,
                 ready=lambda: _http_ok(f"http://127.0.0.1:{self.web_port}/healthz"),
@@ -171,7 +196,9 @@ class Stack:
         known = {c.name: c for c in self.components}
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise StackError(f"Unknown part(s) {', '.join(unknown)}; the parts are {', '.join(known)}.")
+            raise StackError(
+                f"Unknown part(s) {', '.join(unknown)}; the parts are {', '.join(known)}."
+            )
         return [c for c in self.components if c.name in names]
 
     def pidfile(self, part: Component) -> Path:
@@ -188,8 +215,11 @@ class Stack:
             part.prepare()
             env = {**os.environ, **part.env()}
             pid = processes.start(
-                part.command(), pidfile=self.pidfile(part), logfile=self.logfile(part),
-                env=env, cwd=ROOT,
+                part.command(),
+                pidfile=self.pidfile(part),
+                logfile=self.logfile(part),
+                env=env,
+                cwd=ROOT,
             )
             echo(f"started {part.name} (pid {pid})")
         for part in parts:
@@ -224,4 +254,3 @@ class Stack:
         if not path.exists():
             return f"(no log yet at {path})"
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-

@@ -79,7 +79,9 @@ def register_cluster(
         except ValidationError as exc:
             raise ClusterError(f"Invalid cluster name {name!r}: {exc.messages[0]}") from exc
         if KafkaCluster.objects.filter(name=name).exists():
-            raise ClusterError(f"A cluster named {name!r} is already registered; pick another name.")
+            raise ClusterError(
+                f"A cluster named {name!r} is already registered; pick another name."
+            )
         bootstrap_servers = bootstrap_servers.strip()
         if not bootstrap_servers:
             raise ClusterError("bootstrap.servers is required, e.g. broker1:9092,broker2:9092.")
@@ -89,21 +91,27 @@ def register_cluster(
         except KafkaAdminError as exc:
             raise ClusterError(f"{exc} Nothing was registered.") from exc
     except ClusterError as exc:
-        audit.record(actor, "cluster.register", target, result=AuditEvent.Result.REFUSED,
-                     message=str(exc))
+        audit.record(
+            actor, "cluster.register", target, result=AuditEvent.Result.REFUSED, message=str(exc)
+        )
         raise
     with transaction.atomic():
-        cluster = KafkaCluster(name=name, bootstrap_servers=bootstrap_servers,
-                               cluster_id=description.cluster_id)
+        cluster = KafkaCluster(
+            name=name, bootstrap_servers=bootstrap_servers, cluster_id=description.cluster_id
+        )
         cluster.set_client_config(config)
         cluster.save()
         audit.record(
-            actor, "cluster.register", target,
-            after={"bootstrap.servers": bootstrap_servers, "cluster_id": description.cluster_id,
-                   "config": dict(cluster.display_config())},
+            actor,
+            "cluster.register",
+            target,
+            after={
+                "bootstrap.servers": bootstrap_servers,
+                "cluster_id": description.cluster_id,
+                "config": dict(cluster.display_config()),
+            },
         )
-    log.info("Registered cluster %s (id %s) at %s", name, description.cluster_id,
-             bootstrap_servers)
+    log.info("Registered cluster %s (id %s) at %s", name, description.cluster_id, bootstrap_servers)
     return cluster
 
 
@@ -125,11 +133,14 @@ def probe_cluster(cluster: KafkaCluster) -> ClusterHealth:
     )
     if not health.id_matches:
         return ClusterHealth(
-            **{**health.__dict__, "error": (
-                f"bootstrap.servers now reaches a different cluster (id {health.cluster_id}) "
-                f"than the one registered as {cluster.name} (id {cluster.cluster_id}). "
-                "Check bootstrap.servers before linking anything to it."
-            )}
+            **{
+                **health.__dict__,
+                "error": (
+                    f"bootstrap.servers now reaches a different cluster (id {health.cluster_id}) "
+                    f"than the one registered as {cluster.name} (id {cluster.cluster_id}). "
+                    "Check bootstrap.servers before linking anything to it."
+                ),
+            }
         )
     return health
 

@@ -33,8 +33,13 @@ class ClusterDescription:
 
 
 _ANY_ACL = AclBindingFilter(
-    ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
-    AclOperation.ANY, AclPermissionType.ANY,
+    ResourceType.ANY,
+    None,
+    ResourcePatternType.ANY,
+    None,
+    None,
+    AclOperation.ANY,
+    AclPermissionType.ANY,
 )
 
 
@@ -55,8 +60,11 @@ class KafkaAdmin:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         detail = error.str() if error else str(exc) or type(exc).__name__
         hint = ""
-        if error and error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT,
-                                      KafkaError._ALL_BROKERS_DOWN):
+        if error and error.code() in (
+            KafkaError._TRANSPORT,
+            KafkaError._TIMED_OUT,
+            KafkaError._ALL_BROKERS_DOWN,
+        ):
             hint = " Check that the brokers are running and that bootstrap.servers is right."
         elif error and error.code() == KafkaError._AUTHENTICATION:
             hint = " Check the SASL/SSL settings and credentials in the client config."

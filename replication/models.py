@@ -83,6 +83,9 @@ class AuditEvent(models.Model):
     class Meta:
         ordering = ["-at", "-id"]
 
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or '-'} {self.action} {self.target}"
+
     def save(self, *args, **kwargs):
         if self.pk is not None:
             raise ValueError("Audit events are append-only.")

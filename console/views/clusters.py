@@ -30,6 +30,8 @@ def cluster_create(request):
         except ClusterError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Registered cluster {cluster.name} (id {cluster.cluster_id}).")
+            messages.success(
+                request, f"Registered cluster {cluster.name} (id {cluster.cluster_id})."
+            )
             return redirect("clusters")
     return render(request, "clusters/form.html", {"form": form})

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,39 +15,82 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='KafkaCluster',
+            name="KafkaCluster",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True, validators=[django.core.validators.RegexValidator('^(?!\\.{1,2}$)[a-zA-Z0-9._-]{1,200}$', "Use 1-200 letters, digits, '.', '_' or '-' (and not '.' or '..').")])),
-                ('bootstrap_servers', models.CharField(max_length=1000)),
-                ('client_config', models.JSONField(blank=True, default=dict)),
-                ('encrypted_secrets', models.TextField(blank=True, default='')),
-                ('cluster_id', models.CharField(blank=True, help_text='The Kafka cluster id found when it was registered.', max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=200,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^(?!\\.{1,2}$)[a-zA-Z0-9._-]{1,200}$",
+                                "Use 1-200 letters, digits, '.', '_' or '-' (and not '.' or '..').",
+                            )
+                        ],
+                    ),
+                ),
+                ("bootstrap_servers", models.CharField(max_length=1000)),
+                ("client_config", models.JSONField(blank=True, default=dict)),
+                ("encrypted_secrets", models.TextField(blank=True, default="")),
+                (
+                    "cluster_id",
+                    models.CharField(
+                        blank=True,
+                        help_text="The Kafka cluster id found when it was registered.",
+                        max_length=64,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('actor_name', models.CharField(blank=True, max_length=150)),
-                ('address', models.GenericIPAddressField(blank=True, null=True)),
-                ('user_agent', models.CharField(blank=True, max_length=400)),
-                ('action', models.CharField(max_length=100)),
-                ('target', models.CharField(blank=True, max_length=400)),
-                ('before', models.JSONField(blank=True, null=True)),
-                ('after', models.JSONField(blank=True, null=True)),
-                ('result', models.CharField(choices=[('ok', 'Ok'), ('refused', 'Refused'), ('failed', 'Failed')], max_length=10)),
-                ('message', models.TextField(blank=True)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("actor_name", models.CharField(blank=True, max_length=150)),
+                ("address", models.GenericIPAddressField(blank=True, null=True)),
+                ("user_agent", models.CharField(blank=True, max_length=400)),
+                ("action", models.CharField(max_length=100)),
+                ("target", models.CharField(blank=True, max_length=400)),
+                ("before", models.JSONField(blank=True, null=True)),
+                ("after", models.JSONField(blank=True, null=True)),
+                (
+                    "result",
+                    models.CharField(
+                        choices=[("ok", "Ok"), ("refused", "Refused"), ("failed", "Failed")],
+                        max_length=10,
+                    ),
+                ),
+                ("message", models.TextField(blank=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at', '-id'],
+                "ordering": ["-at", "-id"],
             },
         ),
     ]

@@ -10,5 +10,8 @@ def create_roles(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("replication", "0001_initial"), ("auth", "0012_alter_user_first_name_max_length")]
+    dependencies = [
+        ("replication", "0001_initial"),
+        ("auth", "0012_alter_user_first_name_max_length"),
+    ]
     operations = [migrations.RunPython(create_roles, migrations.RunPython.noop)]

@@ -24,7 +24,9 @@ class Command(BaseCommand):
             bootstrap = config.pop("bootstrap.servers")
             existing = KafkaCluster.objects.filter(name=node.name).first()
             if existing:
-                self.stdout.write(f"cluster {node.name} already registered (id {existing.cluster_id})")
+                self.stdout.write(
+                    f"cluster {node.name} already registered (id {existing.cluster_id})"
+                )
                 continue
             try:
                 cluster = register_cluster(actor, node.name, bootstrap, config)
@@ -44,9 +46,15 @@ class Command(BaseCommand):
         password = secrets.token_urlsafe(12)
         user = users.objects.create_superuser("admin", "", password)
         user.groups.add(Group.objects.get(name="admin"))
-        audit.record(audit.Actor.system("setup_demo"), "user.create", "user admin",
-                     after={"roles": ["admin"]})
-        self.stdout.write(self.style.SUCCESS(
-            f"Created the first admin user.\n  username: admin\n  password: {password}\n"
-            "  (shown once; change it with 'python manage.py changepassword admin')"
-        ))
+        audit.record(
+            audit.Actor.system("setup_demo"),
+            "user.create",
+            "user admin",
+            after={"roles": ["admin"]},
+        )
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Created the first admin user.\n  username: admin\n  password: {password}\n"
+                "  (shown once; change it with 'python manage.py changepassword admin')"
+            )
+        )

@@ -1,0 +1,69 @@
+# Isthmus. The two commands: `make demo` and `make test`. Both set up what they need first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+MVN    := mvn -B -q -gs devstack/maven-settings.xml -f devstack/pom.xml
+export PATH := $(CURDIR)/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: help setup system-packages demo down status test lint format
+
+help:
+	@echo "make demo    set up, start the embedded stack and the console on http://127.0.0.1:8000"
+	@echo "make test    set up and run the tests (starts the clusters if they are not running)"
+	@echo "make down    stop everything 'make demo' started"
+	@echo "make status  show each part of the stack"
+
+setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched .cache/jars/spark/.fetched
+
+# Debian packages the stack needs, installed only when missing.
+system-packages:
+	@missing=""; \
+	command -v java >/dev/null         || missing="$$missing openjdk-17-jre-headless"; \
+	command -v mvn >/dev/null          || missing="$$missing maven"; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	[ -x /usr/bin/chromium ]           || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# Apache Kafka 4.x (broker, tools, MirrorMaker 2) and Spark's Kafka connector, from Maven Central.
+.cache/jars/%/.fetched: devstack/pom.xml devstack/maven-settings.xml
+	rm -rf .cache/jars/$*
+	$(MVN) -P $* dependency:copy-dependencies -DoutputDirectory=../.cache/jars/$*
+	touch $@
+
+demo: setup
+	$(PY) manage.py migrate --noinput -v 0
+	$(PY) manage.py devstack up
+	$(PY) manage.py setup_demo
+	@echo
+	@echo "Isthmus console: http://127.0.0.1:8000  (stop everything with: make down)"
+
+down:
+	@[ -x $(PY) ] && $(PY) manage.py devstack down || echo "Nothing to stop: no virtualenv yet."
+
+status:
+	$(PY) manage.py devstack status
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format:
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: setup lint
+	$(VENV)/bin/pytest

@@ -1,0 +1,189 @@
+"""Shared fixtures.
+
+The devstack clusters and Redis start once per session (reused if already up, and stopped at the
+end only if this session started them). A real Celery worker runs against the test database on
+its own Redis database, so a running `make demo` worker never sees test tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from django.conf import settings
+
+from devstack import kafka
+from devstack.processes import wait_for
+from devstack.stack import Stack
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_REDIS_URL = "redis://127.0.0.1:6380/15"
+SHARED_PARTS = ["source", "destination", "redis"]
+
+
+@pytest.fixture(scope="session")
+def stack() -> Stack:
+    return Stack(settings.VAR_DIR)
+
+
+@pytest.fixture(scope="session")
+def devstack(stack):
+    """The two clusters and Redis, up for the whole session."""
+    already = {s.name for s in stack.status(SHARED_PARTS) if s.pid}
+    stack.up(SHARED_PARTS, echo=lambda _: None)
+    yield stack
+    started_here = [name for name in SHARED_PARTS if name not in already]
+    if started_here:
+        stack.down(started_here, echo=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def var_dir() -> Path:
+    return settings.VAR_DIR
+
+
+@pytest.fixture(scope="session")
+def source_bootstrap(devstack) -> str:
+    return kafka.SOURCE.bootstrap
+
+
+@pytest.fixture(scope="session")
+def destination_bootstrap(devstack) -> str:
+    return kafka.DESTINATION.bootstrap
+
+
+def admin_config(node: kafka.KafkaNode) -> dict[str, str]:
+    """The privileged `admin` principal's client config for `node`."""
+    return kafka.sasl_client_config(node, settings.VAR_DIR, user="admin")
+
+
+@pytest.fixture
+def topic_name(request) -> str:
+    """A topic name no other test uses."""
+    base = re.sub(r"[^a-zA-Z0-9-]", "-", request.node.name)[:60]
+    return f"{base}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def make_topic(devstack):
+    """Create topics through the admin principal; deleted after the test."""
+    made: list[tuple[kafka.KafkaNode, str]] = []
+
+    def make(node: kafka.KafkaNode, name: str, partitions: int = 1, **config: str) -> str:
+        admin = AdminClient(admin_config(node))
+        futures = admin.create_topics([NewTopic(name, partitions, 1, config=config)])
+        futures[name].result(timeout=30)
+        made.append((node, name))
+        return name
+
+    yield make
+    for node, name in made:
+        AdminClient(admin_config(node)).delete_topics([name])
+
+
+# Users, one per role. -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def users(db, django_user_model):
+    from django.contrib.auth.models import Group
+
+    from console.access import ROLES
+
+    made = {}
+    for role in ROLES:
+        user = django_user_model.objects.create_user(role, password=f"{role}-password-1")
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+        made[role] = user
+    return made
+
+
+@pytest.fixture
+def client_as(client, users):
+    """A test client logged in with the given role."""
+
+    def login(role: str):
+        client.force_login(users[role])
+        return client
+
+    return login
+
+
+# Registered clusters (the devstack's, as `make demo` registers them). -------------------------
+
+
+@pytest.fixture
+def registered_clusters(db, devstack):
+    from replication import audit
+    from replication.clusters import register_cluster
+
+    clusters = {}
+    for node in kafka.NODES:
+        config = admin_config(node)
+        bootstrap = config.pop("bootstrap.servers")
+        clusters[node.name] = register_cluster(
+            audit.Actor.system("tests"), node.name, bootstrap, config
+        )
+    return clusters
+
+
+# A real Celery worker. ----------------------------------------------------------------------
+
+
+def _database_url_for_worker() -> str:
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    return (
+        f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or 'localhost'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}"
+    )
+
+
+@pytest.fixture(scope="session")
+def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory):
+    """A real `celery worker` process on the test database and its own Redis database."""
+    from console.celery import app
+
+    app.conf.update(broker_url=TEST_REDIS_URL, result_backend=TEST_REDIS_URL)
+    node = f"test-worker-{os.getpid()}@localhost"
+    log = tmp_path_factory.mktemp("celery") / "worker.log"
+    env = {
+        **os.environ,
+        "REDIS_URL": TEST_REDIS_URL,
+        "DATABASE_URL": _database_url_for_worker(),
+    }
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "console",
+                "worker",
+                "--pool",
+                "solo",
+                "--loglevel",
+                "INFO",
+                "--hostname",
+                node,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        if not wait_for(lambda: app.control.ping(destination=[node], timeout=1), 60):
+            raise RuntimeError(f"Celery worker did not start; see {log}:\n{log.read_text()}")
+        yield app
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

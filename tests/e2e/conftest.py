@@ -1,0 +1,48 @@
+import os
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+# The machine has no network but the package registries: keep Chromium from calling home.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    # Playwright's sync API runs an event loop; Django's ORM must be allowed beside it.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def login(page, live_server, users):
+    def as_role(role: str):
+        page.goto(f"{live_server.url}/clusters/")
+        page.fill("#id_username", role)
+        page.fill("#id_password", f"{role}-password-1")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/clusters/")
+        return page
+
+    return as_role

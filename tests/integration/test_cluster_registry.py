@@ -1,0 +1,147 @@
+"""Registering clusters, and the Clusters page, against the real devstack clusters."""
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from devstack import kafka
+from replication import audit
+from replication.clusters import ClusterError, register_cluster
+from replication.models import AuditEvent, KafkaCluster
+from tests.conftest import admin_config
+
+pytestmark = pytest.mark.integration
+
+
+def test_it_lists_both_clusters_with_their_real_cluster_ids(
+    registered_clusters, client_as, var_dir
+):
+    response = client_as("viewer").get(reverse("clusters"))
+    assert response.status_code == 200
+    page = response.content.decode()
+    for node in kafka.NODES:
+        # The id Kafka wrote to disk when the storage was formatted: an independent judge.
+        real_id = kafka.cluster_id_on_disk(node, var_dir)
+        assert real_id and real_id in page
+        assert registered_clusters[node.name].cluster_id == real_id
+    assert page.count('class="badge ok">reachable') == 2
+    assert page.count("ACLs enforced") == 2
+
+
+def test_the_status_table_refreshes_as_an_htmx_partial(registered_clusters, client_as):
+    response = client_as("viewer").get(reverse("clusters"), HTTP_HX_REQUEST="true")
+    page = response.content.decode()
+    assert page.lstrip().startswith('<div id="cluster-status"')
+    assert "<html" not in page
+    assert registered_clusters["source"].cluster_id in page
+
+
+def test_registering_an_unreachable_cluster_is_refused_and_saves_nothing(db):
+    with pytest.raises(ClusterError) as refused:
+        register_cluster(audit.Actor.system("tests"), "nowhere", "127.0.0.1:1", {})
+    message = str(refused.value)
+    assert "127.0.0.1:1" in message and "Nothing was registered" in message
+    assert not KafkaCluster.objects.exists()
+    event = AuditEvent.objects.get()
+    assert (event.action, event.result) == ("cluster.register", "refused")
+
+
+@pytest.mark.parametrize(
+    "name,bootstrap,config,expected",
+    [
+        ("..", "127.0.0.1:9092", {}, "Invalid cluster name"),
+        ("bad name", "127.0.0.1:9092", {}, "Invalid cluster name"),
+        ("ok", "", {}, "bootstrap.servers is required"),
+        ("ok", "127.0.0.1:9092", {"no.such.property": "1"}, "no.such.property"),
+    ],
+)
+def test_bad_registrations_say_what_is_wrong(db, name, bootstrap, config, expected):
+    with pytest.raises(ClusterError, match=expected):
+        register_cluster(audit.Actor.system("tests"), name, bootstrap, config)
+    assert not KafkaCluster.objects.exists()
+
+
+def test_a_name_can_be_registered_only_once(registered_clusters):
+    config = admin_config(kafka.SOURCE)
+    bootstrap = config.pop("bootstrap.servers")
+    with pytest.raises(ClusterError, match="already registered"):
+        register_cluster(audit.Actor.system("tests"), "source", bootstrap, config)
+
+
+def test_secrets_are_encrypted_at_rest_and_never_rendered(registered_clusters, client_as):
+    password = admin_config(kafka.DESTINATION)["sasl.password"]
+    cluster = KafkaCluster.objects.get(name="destination")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM replication_kafkacluster WHERE id = %s", [cluster.id])
+        raw_row = repr(cursor.fetchone())
+    assert password not in raw_row
+    assert cluster.connection_config()["sasl.password"] == password
+    assert dict(cluster.display_config())["sasl.password"] == "(sensitive)"
+    page = client_as("admin").get(reverse("clusters")).content.decode()
+    assert password not in page
+    event = AuditEvent.objects.filter(target="cluster destination").get()
+    assert password not in repr(event.after)
+    assert event.after["config"]["sasl.password"] == "(sensitive)"
+
+
+def test_an_admin_registers_a_cluster_from_the_form(devstack, client_as):
+    client = client_as("admin")
+    response = client.post(
+        reverse("cluster-create"),
+        {"name": "plain-source", "bootstrap_servers": kafka.SOURCE.bootstrap, "client_config": ""},
+    )
+    assert response.status_code == 302
+    cluster = KafkaCluster.objects.get(name="plain-source")
+    assert cluster.cluster_id == kafka.cluster_id_on_disk(kafka.SOURCE, devstack.var_dir)
+    event = AuditEvent.objects.get(action="cluster.register")
+    assert (event.actor_name, event.result) == ("admin", "ok")
+
+
+def test_the_form_shows_why_a_registration_failed(devstack, client_as):
+    response = client_as("admin").post(
+        reverse("cluster-create"),
+        {"name": "broken", "bootstrap_servers": "127.0.0.1:1", "client_config": "nonsense"},
+    )
+    assert response.status_code == 200
+    assert "not &#x27;key=value&#x27;" in response.content.decode()
+    assert not KafkaCluster.objects.exists()
+
+
+def test_only_admins_may_register_clusters(db, client_as):
+    for role in ("viewer", "operator", "approver"):
+        response = client_as(role).post(
+            reverse("cluster-create"),
+            {"name": "x", "bootstrap_servers": "127.0.0.1:9092", "client_config": ""},
+        )
+        assert response.status_code == 403, role
+    assert not KafkaCluster.objects.exists()
+
+
+def test_healthz_reports_database_redis_and_each_cluster(registered_clusters, client):
+    response = client.get(reverse("healthz"))
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["database"] == {"ok": True}
+    assert body["redis"] == {"ok": True}
+    assert body["clusters"]["source"]["cluster_id"] == registered_clusters["source"].cluster_id
+    assert body["clusters"]["destination"]["ok"] is True
+
+
+def test_healthz_shows_an_unreachable_cluster(registered_clusters, client):
+    KafkaCluster.objects.filter(name="source").update(bootstrap_servers="127.0.0.1:1")
+    body = client.get(reverse("healthz")).json()
+    assert body["clusters"]["source"]["ok"] is False
+    assert "127.0.0.1:1" in body["clusters"]["source"]["error"]
+    assert body["clusters"]["destination"]["ok"] is True
+
+
+def test_a_real_celery_worker_probes_the_registered_clusters(
+    transactional_db, celery_worker, registered_clusters
+):
+    from replication.tasks import refresh_clusters
+
+    report = refresh_clusters.delay().get(timeout=60)
+    assert report["source"]["cluster_id"] == registered_clusters["source"].cluster_id
+    assert report["destination"]["cluster_id"] == registered_clusters["destination"].cluster_id
+    assert report["destination"]["authorizer_enabled"] is True

@@ -1,0 +1,172 @@
+"""The embedded clusters are real Kafka clusters with the listener and ACL layout we rely on."""
+
+import subprocess
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from devstack import kafka
+from tests.conftest import ROOT, admin_config
+
+pytestmark = pytest.mark.integration
+
+
+def produce(config: dict, topic: str, records: list[dict]) -> list:
+    """Produce `records` and return each delivery report's (error, partition, offset)."""
+    reports = []
+    producer = Producer({**config, "enable.idempotence": True, "linger.ms": 0})
+    for record in records:
+        producer.produce(
+            topic,
+            on_delivery=lambda err, msg: reports.append((err, msg.partition(), msg.offset())),
+            **record,
+        )
+    assert producer.flush(30) == 0, "records still queued after 30 s"
+    return reports
+
+
+def consume_all(bootstrap: str, topic: str, expected: int) -> list:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    records = []
+    try:
+        for _ in range(60):
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if len(records) >= expected:
+                    break
+                continue
+            assert msg.error() is None, msg.error()
+            records.append(msg)
+    finally:
+        consumer.close()
+    return records
+
+
+@pytest.mark.parametrize("node", kafka.NODES, ids=lambda n: n.name)
+def test_it_produces_and_consumes_on_each_cluster(node, make_topic, topic_name):
+    make_topic(node, topic_name)
+    sent = [
+        {
+            "key": b"k1",
+            "value": b"first",
+            "headers": [("h", b"\x00\x01"), ("h", b"2")],
+            "timestamp": 1_700_000_000_000,
+        },
+        {"key": None, "value": b"second", "timestamp": 1_700_000_000_001},
+        {"key": b"k3", "value": None, "timestamp": 1_700_000_000_002},
+    ]
+    reports = produce({"bootstrap.servers": node.bootstrap}, topic_name, sent)
+    assert [(e, p, o) for e, p, o in reports] == [(None, 0, 0), (None, 0, 1), (None, 0, 2)]
+
+    got = consume_all(node.bootstrap, topic_name, expected=3)
+    assert [(m.partition(), m.offset(), m.key(), m.value()) for m in got] == [
+        (0, 0, b"k1", b"first"),
+        (0, 1, None, b"second"),
+        (0, 2, b"k3", None),
+    ]
+    assert got[0].headers() == [("h", b"\x00\x01"), ("h", b"2")]
+    assert [m.timestamp()[1] for m in got] == [1_700_000_000_000 + i for i in range(3)]
+
+
+def make_read_only(node: kafka.KafkaNode, topic: str) -> None:
+    """ALLOW Read/Describe and DENY Write for User:* on `topic`, as DESIGN decision 2."""
+
+    def acl(operation, permission):
+        return AclBinding(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            "User:*",
+            "*",
+            operation,
+            permission,
+        )
+
+    admin = AdminClient(admin_config(node))
+    bindings = [
+        acl(AclOperation.READ, AclPermissionType.ALLOW),
+        acl(AclOperation.DESCRIBE, AclPermissionType.ALLOW),
+        acl(AclOperation.WRITE, AclPermissionType.DENY),
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(timeout=30)
+
+
+def test_a_read_only_topic_refuses_ordinary_producers_but_not_the_replicator(
+    make_topic, topic_name, var_dir
+):
+    node = kafka.DESTINATION
+    make_topic(node, topic_name)
+    make_read_only(node, topic_name)
+
+    # An anonymous client on the PLAINTEXT listener is refused by the broker itself.
+    reports = produce({"bootstrap.servers": node.bootstrap}, topic_name, [{"value": b"nope"}])
+    assert reports[0][0] is not None
+    assert reports[0][0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    # So is Kafka's own console producer.
+    cli = subprocess.run(
+        [
+            str(ROOT / "bin" / "kafka-console-producer"),
+            "--topic",
+            topic_name,
+            "--bootstrap-server",
+            f"localhost:{node.plaintext_port}",
+        ],
+        input="typed by hand\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "TopicAuthorizationException" in cli.stderr or "Not authorized" in cli.stderr, cli.stderr
+
+    # The privileged replicator principal writes over SASL.
+    replicator = kafka.sasl_client_config(node, var_dir, user="replicator")
+    reports = produce(replicator, topic_name, [{"key": b"r", "value": b"mirrored"}])
+    assert reports == [(None, 0, 0)]
+
+    # And anyone can still read: exactly the replicator's record, nothing from the refused ones.
+    got = consume_all(node.bootstrap, topic_name, expected=1)
+    assert [(m.offset(), m.key(), m.value()) for m in got] == [(0, b"r", b"mirrored")]
+
+
+def test_kafka_topics_cli_works_as_in_the_tutorial(source_bootstrap, topic_name):
+    result = subprocess.run(
+        [
+            str(ROOT / "bin" / "kafka-topics"),
+            "--create",
+            "--topic",
+            topic_name,
+            "--bootstrap-server",
+            "localhost:9092",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"Created topic {topic_name}."
+    listed = subprocess.run(
+        [str(ROOT / "bin" / "kafka-topics"), "--list", "--bootstrap-server", "localhost:9092"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert topic_name in listed.stdout.split()
+    AdminClient(admin_config(kafka.SOURCE)).delete_topics([topic_name])

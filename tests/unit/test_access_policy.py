@@ -1,0 +1,58 @@
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from console.access import POLICY, ROLES, can
+
+
+def all_patterns(resolver=None, prefix=""):
+    for entry in (resolver or get_resolver()).url_patterns:
+        if isinstance(entry, URLResolver):
+            yield from all_patterns(entry, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            yield prefix + str(entry.pattern), entry.callback
+
+
+def test_every_url_goes_through_the_access_policy():
+    unguarded = [
+        route
+        for route, view in all_patterns()
+        if getattr(view, "access_action", None) not in ({"public"} | set(POLICY))
+    ]
+    assert unguarded == []
+
+
+def test_only_login_logout_and_healthz_are_public():
+    public = sorted(route for route, view in all_patterns() if view.access_action == "public")
+    assert public == ["healthz", "login/", "logout/"]
+
+
+def test_roles_decide_actions(users):
+    assert all(can(users[role], "console.view") for role in ROLES)
+    assert [role for role in ROLES if can(users[role], "cluster.register")] == ["admin"]
+
+
+def test_a_user_without_a_role_can_do_nothing(db, django_user_model):
+    nobody = django_user_model.objects.create_user("nobody", password="x-password-1")
+    assert not any(can(nobody, action) for action in POLICY)
+
+
+def test_anonymous_users_are_sent_to_login(client, db):
+    response = client.get("/clusters/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/?next=/clusters/")
+
+
+def test_an_expired_session_during_an_htmx_poll_redirects_the_whole_page(client, db):
+    response = client.get(
+        "/clusters/", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/clusters/"
+    )
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == "/login/?next=/clusters/"
+
+
+def test_csrf_is_enforced(db, users):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(users["admin"])
+    response = client.post("/clusters/new/", {"name": "x", "bootstrap_servers": "h:1"})
+    assert response.status_code == 403
