@@ -43,7 +43,13 @@ NODES = (SOURCE, DESTINATION)
 
 
 def credentials(var_dir: Path) -> dict[str, str]:
-    """Passwords of the privileged principals, generated on first use and kept in var/."""
+    """Passwords of the privileged principals, generated on first use and kept in var/.
+
+    ISTHMUS_ADMIN_PASSWORD and ISTHMUS_REPLICATOR_PASSWORD take precedence (containers).
+    """
+    from_env = {u: os.environ.get(f"ISTHMUS_{u.upper()}_PASSWORD") for u in PRIVILEGED_USERS}
+    if all(from_env.values()):
+        return from_env
     path = var_dir / "credentials.json"
     if path.exists():
         return json.loads(path.read_text())
@@ -55,10 +61,12 @@ def credentials(var_dir: Path) -> dict[str, str]:
     return creds
 
 
-def sasl_client_config(node: KafkaNode, var_dir: Path, user: str = "admin") -> dict[str, str]:
+def sasl_client_config(
+    node: KafkaNode, var_dir: Path, user: str = "admin", bootstrap: str | None = None
+) -> dict[str, str]:
     """confluent-kafka client settings for `user` on the node's SASL listener."""
     return {
-        "bootstrap.servers": node.sasl_bootstrap,
+        "bootstrap.servers": bootstrap or node.sasl_bootstrap,
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "PLAIN",
         "sasl.username": user,

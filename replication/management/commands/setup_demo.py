@@ -17,10 +17,20 @@ class Command(BaseCommand):
         "admin user. Safe to run again."
     )
 
+    def add_arguments(self, parser):
+        for node in kafka.NODES:
+            parser.add_argument(
+                f"--{node.name}-bootstrap",
+                default=node.sasl_bootstrap,
+                help=f"SASL address of the {node.name} cluster (default {node.sasl_bootstrap})",
+            )
+
     def handle(self, **options):
         actor = audit.Actor.system("setup_demo")
         for node in kafka.NODES:
-            config = kafka.sasl_client_config(node, settings.VAR_DIR, user="admin")
+            config = kafka.sasl_client_config(
+                node, settings.VAR_DIR, user="admin", bootstrap=options[f"{node.name}_bootstrap"]
+            )
             bootstrap = config.pop("bootstrap.servers")
             existing = KafkaCluster.objects.filter(name=node.name).first()
             if existing:
