@@ -14,4 +14,5 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/new/", clusters.cluster_create, name="cluster-create"),
+    path("clusters/<str:name>/", clusters.cluster_detail, name="cluster-detail"),
 ]

@@ -1,10 +1,16 @@
 from django.contrib import messages
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 
 from console.access import require
 from console.forms import ClusterForm
 from replication import audit
-from replication.clusters import ClusterError, parse_client_config, probe_clusters, register_cluster
+from replication.clusters import (
+    ClusterError,
+    parse_client_config,
+    probe_cluster,
+    probe_clusters,
+    register_cluster,
+)
 from replication.models import KafkaCluster
 
 
@@ -13,6 +19,12 @@ def cluster_list(request):
     clusters = list(KafkaCluster.objects.all())
     template = "clusters/list.html#status-table" if request.htmx else "clusters/list.html"
     return render(request, template, {"healths": probe_clusters(clusters)})
+
+
+@require("console.view")
+def cluster_detail(request, name):
+    cluster = get_object_or_404(KafkaCluster, name=name)
+    return render(request, "clusters/detail.html", {"health": probe_cluster(cluster)})
 
 
 @require("cluster.register")

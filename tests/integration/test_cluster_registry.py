@@ -61,6 +61,13 @@ def test_bad_registrations_say_what_is_wrong(db, name, bootstrap, config, expect
     assert not KafkaCluster.objects.exists()
 
 
+def test_the_detail_page_shows_the_cluster_and_its_config(registered_clusters, client_as):
+    page = client_as("viewer").get(reverse("cluster-detail", args=["source"])).content.decode()
+    assert registered_clusters["source"].cluster_id in page
+    assert "127.0.0.1:9192" in page and "SASL_PLAINTEXT" in page
+    assert client_as("viewer").get(reverse("cluster-detail", args=["nope"])).status_code == 404
+
+
 def test_a_name_can_be_registered_only_once(registered_clusters):
     config = admin_config(kafka.SOURCE)
     bootstrap = config.pop("bootstrap.servers")
@@ -77,8 +84,10 @@ def test_secrets_are_encrypted_at_rest_and_never_rendered(registered_clusters, c
     assert password not in raw_row
     assert cluster.connection_config()["sasl.password"] == password
     assert dict(cluster.display_config())["sasl.password"] == "(sensitive)"
-    page = client_as("admin").get(reverse("clusters")).content.decode()
-    assert password not in page
+    for url in (reverse("clusters"), reverse("cluster-detail", args=["destination"])):
+        page = client_as("admin").get(url).content.decode()
+        assert password not in page
+    assert "sasl.username" in page and "(sensitive)" in page
     event = AuditEvent.objects.filter(target="cluster destination").get()
     assert password not in repr(event.after)
     assert event.after["config"]["sasl.password"] == "(sensitive)"
