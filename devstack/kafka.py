@@ -144,12 +144,16 @@ def format_storage(node: KafkaNode, var_dir: Path) -> None:
         return
     config = write_config(node, var_dir)
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-    subprocess.run(
+    result = subprocess.run(
         [str(KAFKA_RUN), "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
-        check=True,
         capture_output=True,
         text=True,
     )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"Formatting the {node.name} cluster's storage in {home / 'data'} failed: "
+            f"{(result.stderr or result.stdout).strip()}"
+        )
 
 
 def cluster_id_on_disk(node: KafkaNode, var_dir: Path) -> str | None:

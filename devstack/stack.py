@@ -212,7 +212,10 @@ class Stack:
         to_start = [p for p in parts if processes.read_pidfile(self.pidfile(p)) is None]
         processes.check_ports_free({port: p.name for p in to_start for port in p.ports})
         for part in to_start:
-            part.prepare()
+            try:
+                part.prepare()
+            except (RuntimeError, OSError) as exc:
+                raise StackError(f"{part.name} could not be prepared: {exc}") from exc
             env = {**os.environ, **part.env()}
             pid = processes.start(
                 part.command(),
@@ -228,7 +231,8 @@ class Stack:
                 why = "it exited" if running is None else "it did not answer in time"
                 raise StackError(
                     f"{part.name} failed to start: {why}. See {self.logfile(part)} "
-                    f"(or 'python manage.py devstack logs {part.name}')."
+                    f"(or 'python manage.py devstack logs {part.name}'). Parts already started "
+                    "keep running; 'python manage.py devstack down' stops them."
                 )
             echo(f"{part.name:<12} ready at {part.address}")
 

@@ -6,6 +6,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -14,6 +15,7 @@ from confluent_kafka.admin import (
 )
 
 from devstack import kafka
+from devstack.processes import wait_for
 from tests.conftest import ROOT, admin_config
 
 pytestmark = pytest.mark.integration
@@ -106,6 +108,19 @@ def make_read_only(node: kafka.KafkaNode, topic: str) -> None:
     ]
     for future in admin.create_acls(bindings).values():
         future.result(timeout=30)
+    # The controller has committed them; wait until the broker's authorizer holds them too.
+    topic_acls = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    assert wait_for(
+        lambda: len(admin.describe_acls(topic_acls).result(timeout=10)) == len(bindings), 30
+    )
 
 
 def test_a_read_only_topic_refuses_ordinary_producers_but_not_the_replicator(
