@@ -76,7 +76,7 @@ def _celery_worker_ready(node_name: str) -> bool:
 
 
 class Stack:
-    """The devstack rooted at `var_dir`; `names` limits it to some of its parts."""
+    """The devstack rooted at `var_dir`. Operations take part names to act on only some parts."""
 
     def __init__(self, var_dir: Path, web_port: int = 8000, redis_port: int = 6380):
         self.var_dir = var_dir

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from confluent_kafka import KafkaException
 from django.conf import settings
@@ -132,15 +132,13 @@ def probe_cluster(cluster: KafkaCluster) -> ClusterHealth:
         authorizer_enabled=authorizer,
     )
     if not health.id_matches:
-        return ClusterHealth(
-            **{
-                **health.__dict__,
-                "error": (
-                    f"bootstrap.servers now reaches a different cluster (id {health.cluster_id}) "
-                    f"than the one registered as {cluster.name} (id {cluster.cluster_id}). "
-                    "Check bootstrap.servers before linking anything to it."
-                ),
-            }
+        return replace(
+            health,
+            error=(
+                f"bootstrap.servers now reaches a different cluster (id {health.cluster_id}) "
+                f"than the one registered as {cluster.name} (id {cluster.cluster_id}). "
+                "Check bootstrap.servers before linking anything to it."
+            ),
         )
     return health
 

@@ -47,17 +47,24 @@ class KafkaAdmin:
     def __init__(self, config: dict[str, str], timeout: float = 5.0):
         self.bootstrap = config.get("bootstrap.servers", "?")
         self.timeout = timeout
+        self._client_errors: list[KafkaError] = []
         self._client = AdminClient(
             {
                 **config,
                 "socket.timeout.ms": int(timeout * 1000),
                 "socket.connection.setup.timeout.ms": int(timeout * 1000),
                 "logger": logger,
+                "error_cb": self._client_errors.append,
             }
         )
 
     def _fail(self, doing: str, exc: Exception) -> KafkaAdminError:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+        # A failed login shows up on the request as a timeout; the client's own error says why.
+        self._client.poll(0)
+        auth_errors = [e for e in self._client_errors if e.code() == KafkaError._AUTHENTICATION]
+        if auth_errors:
+            error = auth_errors[-1]
         detail = error.str() if error else str(exc) or type(exc).__name__
         hint = ""
         if error and error.code() in (
@@ -75,7 +82,7 @@ class KafkaAdmin:
             result = self._client.describe_cluster(request_timeout=self.timeout).result(
                 timeout=self.timeout + 1
             )
-        except (KafkaException, TimeoutError, Exception) as exc:  # noqa: BLE001
+        except (KafkaException, TimeoutError) as exc:
             raise self._fail("describe the cluster", exc) from exc
         controller = result.controller.id if result.controller else None
         return ClusterDescription(result.cluster_id, len(result.nodes), controller)
@@ -92,5 +99,5 @@ class KafkaAdmin:
             if isinstance(error, KafkaError) and error.code() == KafkaError.SECURITY_DISABLED:
                 return False
             raise self._fail("read the ACLs", exc) from exc
-        except Exception as exc:  # noqa: BLE001 - a future timing out
+        except TimeoutError as exc:
             raise self._fail("read the ACLs", exc) from exc

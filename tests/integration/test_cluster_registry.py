@@ -68,6 +68,15 @@ def test_the_detail_page_shows_the_cluster_and_its_config(registered_clusters, c
     assert client_as("viewer").get(reverse("cluster-detail", args=["nope"])).status_code == 404
 
 
+def test_wrong_credentials_are_refused_with_a_hint(devstack, db):
+    config = {**admin_config(kafka.DESTINATION), "sasl.password": "not-the-password"}
+    bootstrap = config.pop("bootstrap.servers")
+    with pytest.raises(ClusterError, match="credentials") as refused:
+        register_cluster(audit.Actor.system("tests"), "wrong-password", bootstrap, config)
+    assert "not-the-password" not in str(refused.value)
+    assert not KafkaCluster.objects.exists()
+
+
 def test_a_name_can_be_registered_only_once(registered_clusters):
     config = admin_config(kafka.SOURCE)
     bootstrap = config.pop("bootstrap.servers")
@@ -143,6 +152,18 @@ def test_healthz_shows_an_unreachable_cluster(registered_clusters, client):
     assert body["clusters"]["source"]["ok"] is False
     assert "127.0.0.1:1" in body["clusters"]["source"]["error"]
     assert body["clusters"]["destination"]["ok"] is True
+
+
+def test_an_address_that_now_reaches_another_cluster_is_flagged(registered_clusters, client_as):
+    KafkaCluster.objects.filter(name="source").update(
+        bootstrap_servers=kafka.DESTINATION.sasl_bootstrap
+    )
+    page = client_as("viewer").get(reverse("clusters")).content.decode()
+    assert "different cluster" in page
+    assert "now reaches a different cluster" in page
+    body = client_as("viewer").get(reverse("healthz")).json()
+    assert body["clusters"]["source"]["ok"] is False
+    assert body["clusters"]["source"]["cluster_id"] == registered_clusters["destination"].cluster_id
 
 
 def test_a_real_celery_worker_probes_the_registered_clusters(
