@@ -154,5 +154,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"librdkafka": {"level": "WARNING"}, "py4j": {"level": "WARNING"}},
+    "loggers": {
+        # librdkafka repeats each connection failure many times a second; the console's own
+        # messages carry its cause. Set LIBRDKAFKA_LOG_LEVEL=DEBUG to see it all.
+        "librdkafka": {"level": os.environ.get("LIBRDKAFKA_LOG_LEVEL", "CRITICAL")},
+        "py4j": {"level": "WARNING"},
+    },
 }
