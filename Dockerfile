@@ -11,7 +11,10 @@ COPY devstack devstack
 COPY templates templates
 # Editable, so the project root (templates, manage.py) stays /app.
 RUN pip install --no-cache-dir -e '.[postgres]'
-ENV ISTHMUS_VAR_DIR=/data DJANGO_SETTINGS_MODULE=console.settings
-RUN mkdir -p /data && python manage.py collectstatic --noinput -v 0
+ENV ISTHMUS_VAR_DIR=/data STATIC_ROOT=/app/static DJANGO_SETTINGS_MODULE=console.settings
+# Throwaway keys and state for this build step only, so no key ends up in an image layer.
+RUN ISTHMUS_VAR_DIR=/tmp/build SECRET_KEY=build-only \
+    ISTHMUS_ENCRYPTION_KEY="$(python -c 'import base64,os;print(base64.urlsafe_b64encode(os.urandom(32)).decode())')" \
+    python manage.py collectstatic --noinput -v 0 && rm -rf /tmp/build
 EXPOSE 8000
 CMD ["gunicorn", "console.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]

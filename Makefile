@@ -22,6 +22,7 @@ setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched .cache/jars
 # Debian packages the stack needs, installed only when missing.
 system-packages:
 	@missing=""; \
+	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v java >/dev/null         || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn >/dev/null          || missing="$$missing maven"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
@@ -29,11 +30,13 @@ system-packages:
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 $(VENV)/.installed: pyproject.toml
-	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	@# A venv left half-made by an earlier failure has no working pip: start it over.
+	$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@

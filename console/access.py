@@ -70,4 +70,5 @@ def context(request) -> dict:
     user = getattr(request, "user", None)
     if user is None:
         return {}
-    return {"allowed": {a.replace(".", "_"): can(user, a) for a in POLICY}}
+    roles = roles_of(user)
+    return {"allowed": {a.replace(".", "_"): bool(roles & POLICY[a]) for a in POLICY}}

@@ -18,24 +18,17 @@ import dj_database_url
 from cryptography.fernet import Fernet
 from django.core.management.utils import get_random_secret_key
 
+from devstack.secretfile import read_or_create
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ISTHMUS_VAR_DIR", BASE_DIR / "var")).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR.chmod(0o700)  # holds the database, keys and cluster credentials
 
 
 def _key_from_env_or_file(env_name: str, filename: str, make) -> str:
     """A key from the environment, or one generated once into var/ (owner-only)."""
-    if os.environ.get(env_name):
-        return os.environ[env_name]
-    path = VAR_DIR / filename
-    if not path.exists():
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(make())
-        except FileExistsError:  # another process made it first
-            pass
-    return path.read_text().strip()
+    return os.environ.get(env_name) or read_or_create(VAR_DIR / filename, make)
 
 
 def _env_list(name: str, default: str) -> list[str]:
@@ -123,8 +116,8 @@ TIME_ZONE = "UTC"
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"  # collectstatic target (containers)
-STATIC_ROOT.mkdir(exist_ok=True)
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))  # collectstatic target
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "console" / "static"]
 WHITENOISE_USE_FINDERS = True  # serve straight from the apps; no collectstatic step needed
 

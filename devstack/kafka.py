@@ -11,6 +11,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import secretfile
+
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA_RUN = ROOT / "devstack" / "kafka-run"
 PRIVILEGED_USERS = ("admin", "replicator")
@@ -51,14 +53,8 @@ def credentials(var_dir: Path) -> dict[str, str]:
     if all(from_env.values()):
         return from_env
     path = var_dir / "credentials.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    var_dir.mkdir(parents=True, exist_ok=True)
-    creds = {user: secrets.token_urlsafe(18) for user in PRIVILEGED_USERS}
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(creds, f)
-    return creds
+    make = lambda: json.dumps({user: secrets.token_urlsafe(18) for user in PRIVILEGED_USERS})  # noqa: E731
+    return json.loads(secretfile.read_or_create(path, make))
 
 
 def sasl_client_config(

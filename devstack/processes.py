@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -29,16 +28,26 @@ class Running:
     create_time: float
 
 
-def read_pidfile(path: Path) -> Running | None:
-    """The process recorded in `path` if it is still the same live process, else None."""
+def _recorded(path: Path) -> Running | None:
     try:
         data = json.loads(path.read_text())
-        proc = psutil.Process(data["pid"])
-        if abs(proc.create_time() - data["create_time"]) > 1 or proc.status() == "zombie":
-            return None
-        return Running(data["pid"], data["create_time"])
-    except (FileNotFoundError, ValueError, KeyError, psutil.Error):
+        return Running(int(data["pid"]), float(data["create_time"]))
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
+
+
+def read_pidfile(path: Path) -> Running | None:
+    """The process recorded in `path` if it is still the same live process, else None."""
+    recorded = _recorded(path)
+    if recorded is None:
+        return None
+    try:
+        proc = psutil.Process(recorded.pid)
+        if abs(proc.create_time() - recorded.create_time) > 1 or proc.status() == "zombie":
+            return None
+    except psutil.Error:
+        return None
+    return recorded
 
 
 def start(cmd: list[str], *, pidfile: Path, logfile: Path, env: dict[str, str], cwd: Path) -> int:
@@ -63,42 +72,46 @@ def start(cmd: list[str], *, pidfile: Path, logfile: Path, env: dict[str, str], 
 
 
 def stop(pidfile: Path, timeout: float = 30.0) -> int | None:
-    """Stop the process group recorded in `pidfile`: SIGTERM, then SIGKILL after `timeout`.
+    """Stop what `pidfile` records: SIGTERM to the leader, SIGKILL to any survivor after `timeout`.
 
-    Returns the pid that was stopped, or None when nothing recorded there was running.
+    Members of the leader's session are stopped too, even when the leader itself is gone, so a
+    crashed gunicorn or Celery parent leaves no orphaned workers. Returns the recorded pid, or
+    None when nothing of it was running.
     """
-    running = read_pidfile(pidfile)
+    recorded = _recorded(pidfile)
     pidfile.unlink(missing_ok=True)
-    if running is None:
+    if recorded is None:
         return None
-    members = _group_members(running.pid)
-    _signal_group(running.pid, signal.SIGTERM)
+    members = _session_members(recorded)
+    if not members:
+        return None
+    leader = [p for p in members if p.pid == recorded.pid]
+    # The leader shuts its own children down gracefully (Celery finishes its tasks, gunicorn
+    # drains requests); orphans without a leader are asked directly.
+    for proc in leader or members:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
     _, alive = psutil.wait_procs(members, timeout=timeout)
-    if alive:
-        _signal_group(running.pid, signal.SIGKILL)
-        for proc in alive:
-            _kill_quietly(proc)
-        psutil.wait_procs(alive, timeout=5)
-    return running.pid
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=5)
+    return recorded.pid
 
 
-def _group_members(pid: int) -> list[psutil.Process]:
-    try:
-        leader = psutil.Process(pid)
-        return [leader, *leader.children(recursive=True)]
-    except psutil.Error:
-        return []
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    # The process was started as a session (and so process group) leader.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-
-
-def _kill_quietly(proc: psutil.Process) -> None:
+def _session_members(recorded: Running) -> list[psutil.Process]:
+    """Live processes in the session the recorded leader started (its sid is the leader's pid)."""
     with contextlib.suppress(psutil.Error):
-        proc.kill()
+        if abs(psutil.Process(recorded.pid).create_time() - recorded.create_time) > 1:
+            # The pid was recycled. Linux never reuses a pid still used as a session id, so no
+            # orphan of ours can share that session: it belongs to someone else.
+            return []
+    members = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getsid(proc.pid) == recorded.pid:
+                members.append(proc)
+    return members
 
 
 def port_holder(port: int, host: str = "127.0.0.1") -> str | None:

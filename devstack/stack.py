@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -66,6 +67,12 @@ def _redis_ready(port: int) -> bool:
 def _http_ok(url: str) -> bool:
     with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - fixed local URL
         return resp.status == 200
+
+
+def _alive_for(pidfile: Path, seconds: float) -> bool:
+    """The recorded process is running and has been for `seconds` (it did not die at start)."""
+    running = processes.read_pidfile(pidfile)
+    return running is not None and time.time() - running.create_time >= seconds
 
 
 def _celery_worker_ready(node_name: str) -> bool:
@@ -161,7 +168,7 @@ class Stack:
                     str(var / "celerybeat-schedule"),
                 ],
                 env=django_env,
-                ready=lambda: True,
+                ready=lambda: _alive_for(self.var_dir / "run" / "beat.pid", 3),
             ),
             Component(
                 name="web",
@@ -180,7 +187,9 @@ class Stack:
                     "-",
                 ],
                 env=django_env,
-                ready=lambda: _http_ok(f"http://127.0.0.1:{self.web_port}/healthz"),
+                # Liveness only: /healthz also probes every cluster, and an unreachable
+                # cluster must not stop the console from starting.
+                ready=lambda: _http_ok(f"http://127.0.0.1:{self.web_port}/login/"),
             ),
         ]
         return parts
@@ -191,6 +200,7 @@ class Stack:
     # Operations. ---------------------------------------------------------------------------
 
     def select(self, names: Iterable[str] | None) -> list[Component]:
+        names = list(names or [])
         if not names:
             return self.components
         known = {c.name: c for c in self.components}
@@ -216,14 +226,20 @@ class Stack:
                 part.prepare()
             except (RuntimeError, OSError) as exc:
                 raise StackError(f"{part.name} could not be prepared: {exc}") from exc
-            env = {**os.environ, **part.env()}
-            pid = processes.start(
-                part.command(),
-                pidfile=self.pidfile(part),
-                logfile=self.logfile(part),
-                env=env,
-                cwd=ROOT,
-            )
+            command = part.command()
+            try:
+                pid = processes.start(
+                    command,
+                    pidfile=self.pidfile(part),
+                    logfile=self.logfile(part),
+                    env={**os.environ, **part.env()},
+                    cwd=ROOT,
+                )
+            except OSError as exc:
+                raise StackError(
+                    f"{part.name} could not be started ({command[0]}: {exc.strerror}). "
+                    "Run 'make setup' to install what the stack needs."
+                ) from exc
             echo(f"started {part.name} (pid {pid})")
         for part in parts:
             if not processes.wait_for(part.ready, part.start_timeout):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from confluent_kafka import KafkaException
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from . import audit
 from .kafka_admin import KafkaAdmin, KafkaAdminError
@@ -36,6 +36,19 @@ class ClusterHealth:
     def id_matches(self) -> bool:
         return self.cluster_id == self.cluster.cluster_id
 
+    @property
+    def ok(self) -> bool:
+        return self.reachable and self.id_matches
+
+    def as_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "cluster_id": self.cluster_id,
+            "brokers": self.broker_count,
+            "authorizer_enabled": self.authorizer_enabled,
+            "error": self.error,
+        }
+
 
 def parse_client_config(text: str) -> dict[str, str]:
     """Parse `key=value` lines (blank lines and # comments ignored) into a dict."""
@@ -46,7 +59,8 @@ def parse_client_config(text: str) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
-            raise ClusterError(f"Line {number} of the client config is not 'key=value': {line!r}.")
+            # The line itself is not echoed back: it may hold a password.
+            raise ClusterError(f"Line {number} of the client config is not 'key=value'.")
         config[key.strip()] = value.strip()
     if "bootstrap.servers" in config:
         raise ClusterError("Give bootstrap.servers in its own field, not in the client config.")
@@ -54,7 +68,7 @@ def parse_client_config(text: str) -> dict[str, str]:
 
 
 def admin_for(cluster: KafkaCluster) -> KafkaAdmin:
-    return KafkaAdmin(cluster.connection_config(), timeout=settings.KAFKA_ADMIN_TIMEOUT)
+    return _connect(cluster.connection_config())
 
 
 def _connect(config: dict[str, str]) -> KafkaAdmin:
@@ -73,45 +87,48 @@ def register_cluster(
 ) -> KafkaCluster:
     """Register a reachable cluster under `name`, recording its cluster id."""
     target = f"cluster {name}"
+    name_taken = f"A cluster named {name!r} is already registered; pick another name."
     try:
         try:
             NAME_VALIDATOR(name)
         except ValidationError as exc:
             raise ClusterError(f"Invalid cluster name {name!r}: {exc.messages[0]}") from exc
         if KafkaCluster.objects.filter(name=name).exists():
-            raise ClusterError(
-                f"A cluster named {name!r} is already registered; pick another name."
-            )
+            raise ClusterError(name_taken)
         bootstrap_servers = bootstrap_servers.strip()
         if not bootstrap_servers:
             raise ClusterError("bootstrap.servers is required, e.g. broker1:9092,broker2:9092.")
-        admin = _connect({"bootstrap.servers": bootstrap_servers, **config})
         try:
-            description = admin.describe_cluster()
+            description = _connect(
+                {"bootstrap.servers": bootstrap_servers, **config}
+            ).describe_cluster()
         except KafkaAdminError as exc:
             raise ClusterError(f"{exc} Nothing was registered.") from exc
+        cluster = KafkaCluster(
+            name=name, bootstrap_servers=bootstrap_servers, cluster_id=description.cluster_id
+        )
+        cluster.set_client_config(config)
+        try:
+            with transaction.atomic():
+                cluster.save()
+        except IntegrityError as exc:  # registered by someone else while we connected
+            raise ClusterError(name_taken) from exc
     except ClusterError as exc:
         audit.record(
             actor, "cluster.register", target, result=AuditEvent.Result.REFUSED, message=str(exc)
         )
         raise
-    with transaction.atomic():
-        cluster = KafkaCluster(
-            name=name, bootstrap_servers=bootstrap_servers, cluster_id=description.cluster_id
-        )
-        cluster.set_client_config(config)
-        cluster.save()
-        audit.record(
-            actor,
-            "cluster.register",
-            target,
-            after={
-                "bootstrap.servers": bootstrap_servers,
-                "cluster_id": description.cluster_id,
-                "config": dict(cluster.display_config()),
-            },
-        )
-    log.info("Registered cluster %s (id %s) at %s", name, description.cluster_id, bootstrap_servers)
+    audit.record(
+        actor,
+        "cluster.register",
+        target,
+        after={
+            "bootstrap.servers": bootstrap_servers,
+            "cluster_id": cluster.cluster_id,
+            "config": dict(cluster.display_config()),
+        },
+    )
+    log.info("Registered cluster %s (id %s) at %s", name, cluster.cluster_id, bootstrap_servers)
     return cluster
 
 

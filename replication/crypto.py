@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -25,17 +24,13 @@ def _fernet() -> Fernet:
     return Fernet(settings.ENCRYPTION_KEY.encode())
 
 
-def encrypt_json(data: dict[str, str]) -> str:
-    if not data:
-        return ""
-    return _fernet().encrypt(json.dumps(data, sort_keys=True).encode()).decode()
+def encrypt(value: str) -> str:
+    return _fernet().encrypt(value.encode()).decode()
 
 
-def decrypt_json(token: str) -> dict[str, str]:
-    if not token:
-        return {}
+def decrypt(token: str) -> str:
     try:
-        return json.loads(_fernet().decrypt(token.encode()))
+        return _fernet().decrypt(token.encode()).decode()
     except InvalidToken as exc:
         raise RuntimeError(
             "Stored secrets cannot be decrypted with the current encryption key. "

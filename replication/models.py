@@ -15,14 +15,15 @@ NAME_VALIDATOR = RegexValidator(
 class KafkaCluster(models.Model):
     """A Kafka cluster the console talks to, with the client config used to reach it.
 
-    Secret values of the client config are kept encrypted in `encrypted_secrets` and are never
-    rendered back; `client_config` holds only the non-secret keys.
+    Secret values of the client config are kept in `secret_config`, each encrypted on its own
+    (so their names can be listed without the key) and never rendered back; `client_config`
+    holds only the non-secret keys.
     """
 
     name = models.CharField(max_length=200, unique=True, validators=[NAME_VALIDATOR])
     bootstrap_servers = models.CharField(max_length=1000)
     client_config = models.JSONField(default=dict, blank=True)
-    encrypted_secrets = models.TextField(blank=True, default="")
+    secret_config = models.JSONField(default=dict, blank=True, help_text="key -> Fernet token")
     cluster_id = models.CharField(
         max_length=64, blank=True, help_text="The Kafka cluster id found when it was registered."
     )
@@ -37,25 +38,20 @@ class KafkaCluster(models.Model):
 
     def set_client_config(self, config: dict[str, str]) -> None:
         """Store `config` (without bootstrap.servers), encrypting its sensitive values."""
-        plain = {k: v for k, v in config.items() if not crypto.is_sensitive(k)}
-        secret = {k: v for k, v in config.items() if crypto.is_sensitive(k)}
-        self.client_config = plain
-        self.encrypted_secrets = crypto.encrypt_json(secret)
+        self.client_config = {k: v for k, v in config.items() if not crypto.is_sensitive(k)}
+        self.secret_config = {
+            k: crypto.encrypt(v) for k, v in config.items() if crypto.is_sensitive(k)
+        }
 
     def connection_config(self) -> dict[str, str]:
         """The full client config to connect with, secrets decrypted."""
-        return {
-            "bootstrap.servers": self.bootstrap_servers,
-            **self.client_config,
-            **crypto.decrypt_json(self.encrypted_secrets),
-        }
+        secrets = {k: crypto.decrypt(token) for k, token in self.secret_config.items()}
+        return {"bootstrap.servers": self.bootstrap_servers, **self.client_config, **secrets}
 
     def display_config(self) -> list[tuple[str, str]]:
         """The client config as shown to people: sensitive values masked."""
-        shown = dict(self.client_config)
-        for key in crypto.decrypt_json(self.encrypted_secrets):
-            shown[key] = crypto.SENSITIVE_MASK
-        return sorted(shown.items())
+        masked = dict.fromkeys(self.secret_config, crypto.SENSITIVE_MASK)
+        return sorted({**self.client_config, **masked}.items())
 
 
 class AuditEvent(models.Model):

@@ -17,11 +17,5 @@ def refresh_clusters() -> dict[str, dict]:
     for health in probe_clusters(list(KafkaCluster.objects.all())):
         if health.error:
             log.warning("Cluster %s: %s", health.cluster.name, health.error)
-        report[health.cluster.name] = {
-            "reachable": health.reachable,
-            "cluster_id": health.cluster_id,
-            "broker_count": health.broker_count,
-            "authorizer_enabled": health.authorizer_enabled,
-            "error": health.error,
-        }
+        report[health.cluster.name] = health.as_dict()
     return report

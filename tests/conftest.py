@@ -36,11 +36,13 @@ def stack() -> Stack:
 def devstack(stack):
     """The two clusters and Redis, up for the whole session."""
     already = {s.name for s in stack.status(SHARED_PARTS) if s.pid}
-    stack.up(SHARED_PARTS, echo=lambda _: None)
-    yield stack
     started_here = [name for name in SHARED_PARTS if name not in already]
-    if started_here:
-        stack.down(started_here, echo=lambda _: None)
+    try:
+        stack.up(SHARED_PARTS, echo=lambda _: None)
+        yield stack
+    finally:
+        if started_here:
+            stack.down(started_here, echo=lambda _: None)
 
 
 @pytest.fixture(scope="session")
@@ -186,4 +188,8 @@ def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory
         yield app
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -2,7 +2,7 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
-from console.access import public
+from console.access import can, public
 from replication.clusters import probe_clusters
 from replication.models import KafkaCluster
 from replication.redis_channel import ping as redis_ping
@@ -11,7 +11,11 @@ from replication.redis_channel import ping as redis_ping
 @public
 @require_GET
 def healthz(request):
-    """Database, Redis and every registered cluster; 503 when the console itself cannot work."""
+    """Database, Redis and every registered cluster; 503 when the console itself cannot work.
+
+    Anyone (a load balancer, a monitor) sees what is up; error details are for signed-in users.
+    """
+    detailed = can(request.user, "console.view")
     checks = {}
     try:
         with connection.cursor() as cursor:
@@ -23,12 +27,12 @@ def healthz(request):
     clusters = {}
     if checks["database"]["ok"]:
         for health in probe_clusters(list(KafkaCluster.objects.all())):
-            clusters[health.cluster.name] = {
-                "ok": health.reachable and health.id_matches,
-                "cluster_id": health.cluster_id,
-                "brokers": health.broker_count,
-                "error": health.error,
-            }
+            report = health.as_dict()
+            clusters[health.cluster.name] = (
+                report if detailed else {"ok": report["ok"], "cluster_id": report["cluster_id"]}
+            )
     ok = checks["database"]["ok"] and checks["redis"]["ok"]
+    if not detailed:
+        checks = {name: {"ok": check["ok"]} for name, check in checks.items()}
     body = {"status": "ok" if ok else "unavailable", **checks, "clusters": clusters}
     return JsonResponse(body, status=200 if ok else 503)

@@ -146,9 +146,14 @@ def test_healthz_reports_database_redis_and_each_cluster(registered_clusters, cl
     assert body["clusters"]["destination"]["ok"] is True
 
 
-def test_healthz_shows_an_unreachable_cluster(registered_clusters, client):
+def test_healthz_shows_an_unreachable_cluster_with_details_only_to_users(
+    registered_clusters, client, client_as
+):
     KafkaCluster.objects.filter(name="source").update(bootstrap_servers="127.0.0.1:1")
-    body = client.get(reverse("healthz")).json()
+    anonymous = client.get(reverse("healthz")).json()
+    assert anonymous["clusters"]["source"] == {"ok": False, "cluster_id": None}
+    assert "127.0.0.1:1" not in repr(anonymous)
+    body = client_as("viewer").get(reverse("healthz")).json()
     assert body["clusters"]["source"]["ok"] is False
     assert "127.0.0.1:1" in body["clusters"]["source"]["error"]
     assert body["clusters"]["destination"]["ok"] is True

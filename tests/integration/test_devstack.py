@@ -1,5 +1,8 @@
 """The devstack launcher: idempotent start, stop by pid, clear port conflicts, status."""
 
+import contextlib
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -7,8 +10,8 @@ import sys
 import psutil
 import pytest
 
-from devstack import kafka
-from devstack.processes import PortInUse
+from devstack import kafka, processes
+from devstack.processes import PortInUse, wait_for
 from devstack.stack import Stack
 from tests.conftest import ROOT
 
@@ -23,17 +26,18 @@ def free_port() -> int:
 
 def test_up_twice_starts_once_and_down_stops_exactly_what_up_started(tmp_path):
     stack = Stack(tmp_path, redis_port=free_port())
-    stack.up(["redis"], echo=lambda _: None)
-    (first,) = stack.status(["redis"])
-    assert first.state == "healthy"
+    try:
+        stack.up(["redis"], echo=lambda _: None)
+        (first,) = stack.status(["redis"])
+        assert first.state == "healthy"
 
-    started = []
-    stack.up(["redis"], echo=started.append)
-    assert not any(line.startswith("started") for line in started)
-    (second,) = stack.status(["redis"])
-    assert second.pid == first.pid
-
-    stack.down(["redis"], echo=lambda _: None)
+        started = []
+        stack.up(["redis"], echo=started.append)
+        assert not any(line.startswith("started") for line in started)
+        (second,) = stack.status(["redis"])
+        assert second.pid == first.pid
+    finally:
+        stack.down(["redis"], echo=lambda _: None)
     assert not psutil.pid_exists(first.pid) or psutil.Process(first.pid).status() == "zombie"
     (after,) = stack.status(["redis"])
     assert (after.state, after.pid) == ("stopped", None)
@@ -70,7 +74,7 @@ def test_status_shows_each_shared_part_with_address_pid_and_health(devstack):
     assert lines["destination"][3] == "127.0.0.1:9093"
 
 
-def test_the_broker_config_enforces_acls_without_trusting_anonymous(var_dir):
+def test_the_broker_config_enforces_acls_without_trusting_anonymous(devstack, var_dir):
     props = dict(
         line.split("=", 1)
         for line in kafka.server_properties(kafka.DESTINATION, var_dir).splitlines()
@@ -82,3 +86,24 @@ def test_the_broker_config_enforces_acls_without_trusting_anonymous(var_dir):
     assert "PLAINTEXT://127.0.0.1:9093" in props["listeners"]
     config = (kafka.DESTINATION.home(var_dir) / "server.properties").stat()
     assert config.st_mode & 0o077 == 0, "server.properties holds passwords: owner-only"
+
+
+def test_down_also_stops_children_orphaned_by_a_dead_leader(tmp_path):
+    pidfile = tmp_path / "run" / "part.pid"
+    leader = processes.start(
+        ["bash", "-c", "sleep 300 & sleep 300 & wait"],
+        pidfile=pidfile,
+        logfile=tmp_path / "part.log",
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+    )
+    assert wait_for(lambda: len(psutil.Process(leader).children()) == 2, 10)
+    children = psutil.Process(leader).children()
+    os.kill(leader, signal.SIGKILL)
+    with contextlib.suppress(psutil.NoSuchProcess):
+        psutil.Process(leader).wait(5)
+    assert all(child.is_running() for child in children)
+
+    assert processes.stop(pidfile, timeout=5) == leader
+    gone, alive = psutil.wait_procs(children, timeout=5)
+    assert alive == []

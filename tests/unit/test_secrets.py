@@ -38,7 +38,7 @@ def test_sensitive_values_are_encrypted_and_masked():
     cluster = KafkaCluster(name="c", bootstrap_servers="h:9092")
     cluster.set_client_config({"sasl.username": "bob", "sasl.password": "hunter2-secret"})
     assert cluster.client_config == {"sasl.username": "bob"}
-    assert "hunter2-secret" not in cluster.encrypted_secrets
+    assert "hunter2-secret" not in repr(cluster.secret_config)
     assert cluster.connection_config() == {
         "bootstrap.servers": "h:9092",
         "sasl.username": "bob",

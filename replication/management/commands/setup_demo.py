@@ -4,6 +4,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from devstack import kafka
 from replication import audit
@@ -53,15 +54,21 @@ class Command(BaseCommand):
                 "(reset it with 'python manage.py changepassword admin')."
             )
             return
+        if users.objects.filter(username="admin").exists():
+            raise CommandError(
+                "A user named 'admin' exists but is not an admin. Make it one with "
+                "'python manage.py createsuperuser' under another name, or remove it."
+            )
         password = secrets.token_urlsafe(12)
-        user = users.objects.create_superuser("admin", "", password)
-        user.groups.add(Group.objects.get(name="admin"))
-        audit.record(
-            audit.Actor.system("setup_demo"),
-            "user.create",
-            "user admin",
-            after={"roles": ["admin"]},
-        )
+        with transaction.atomic():
+            user = users.objects.create_superuser("admin", "", password)
+            user.groups.add(Group.objects.get(name="admin"))
+            audit.record(
+                audit.Actor.system("setup_demo"),
+                "user.create",
+                "user admin",
+                after={"roles": ["admin"]},
+            )
         self.stdout.write(
             self.style.SUCCESS(
                 f"Created the first admin user.\n  username: admin\n  password: {password}\n"
