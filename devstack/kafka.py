@@ -52,9 +52,11 @@ def credentials(var_dir: Path) -> dict[str, str]:
     from_env = {u: os.environ.get(f"ISTHMUS_{u.upper()}_PASSWORD") for u in PRIVILEGED_USERS}
     if all(from_env.values()):
         return from_env
-    path = var_dir / "credentials.json"
-    make = lambda: json.dumps({user: secrets.token_urlsafe(18) for user in PRIVILEGED_USERS})  # noqa: E731
-    return json.loads(secretfile.read_or_create(path, make))
+
+    def generate() -> str:
+        return json.dumps({user: secrets.token_urlsafe(18) for user in PRIVILEGED_USERS})
+
+    return json.loads(secretfile.read_or_create(var_dir / "credentials.json", generate))
 
 
 def sasl_client_config(

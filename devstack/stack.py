@@ -132,7 +132,6 @@ class Stack:
                 ready=lambda: _redis_ready(self.redis_port),
             )
         )
-        django_env = self._django_env
         parts += [
             Component(
                 name="worker",
@@ -150,7 +149,6 @@ class Stack:
                     "--hostname",
                     worker_name,
                 ],
-                env=django_env,
                 ready=lambda: _celery_worker_ready(worker_name),
             ),
             Component(
@@ -167,8 +165,7 @@ class Stack:
                     "--schedule",
                     str(var / "celerybeat-schedule"),
                 ],
-                env=django_env,
-                ready=lambda: _alive_for(self.var_dir / "run" / "beat.pid", 3),
+                ready=lambda: _alive_for(self.pidfile("beat"), 3),
             ),
             Component(
                 name="web",
@@ -186,16 +183,12 @@ class Stack:
                     "--access-logfile",
                     "-",
                 ],
-                env=django_env,
                 # Liveness only: /healthz also probes every cluster, and an unreachable
                 # cluster must not stop the console from starting.
                 ready=lambda: _http_ok(f"http://127.0.0.1:{self.web_port}/login/"),
             ),
         ]
         return parts
-
-    def _django_env(self) -> dict[str, str]:
-        return {"DJANGO_SETTINGS_MODULE": "console.settings"}
 
     # Operations. ---------------------------------------------------------------------------
 
@@ -211,15 +204,15 @@ class Stack:
             )
         return [c for c in self.components if c.name in names]
 
-    def pidfile(self, part: Component) -> Path:
-        return self.var_dir / "run" / f"{part.name}.pid"
+    def pidfile(self, name: str) -> Path:
+        return self.var_dir / "run" / f"{name}.pid"
 
-    def logfile(self, part: Component) -> Path:
-        return self.var_dir / "log" / f"{part.name}.log"
+    def logfile(self, name: str) -> Path:
+        return self.var_dir / "log" / f"{name}.log"
 
     def up(self, names: Iterable[str] | None = None, echo: Callable[[str], None] = print) -> None:
         parts = self.select(names)
-        to_start = [p for p in parts if processes.read_pidfile(self.pidfile(p)) is None]
+        to_start = [p for p in parts if processes.read_pidfile(self.pidfile(p.name)) is None]
         processes.check_ports_free({port: p.name for p in to_start for port in p.ports})
         for part in to_start:
             try:
@@ -230,8 +223,8 @@ class Stack:
             try:
                 pid = processes.start(
                     command,
-                    pidfile=self.pidfile(part),
-                    logfile=self.logfile(part),
+                    pidfile=self.pidfile(part.name),
+                    logfile=self.logfile(part.name),
                     env={**os.environ, **part.env()},
                     cwd=ROOT,
                 )
@@ -243,10 +236,10 @@ class Stack:
             echo(f"started {part.name} (pid {pid})")
         for part in parts:
             if not processes.wait_for(part.ready, part.start_timeout):
-                running = processes.read_pidfile(self.pidfile(part))
+                running = processes.read_pidfile(self.pidfile(part.name))
                 why = "it exited" if running is None else "it did not answer in time"
                 raise StackError(
-                    f"{part.name} failed to start: {why}. See {self.logfile(part)} "
+                    f"{part.name} failed to start: {why}. See {self.logfile(part.name)} "
                     f"(or 'python manage.py devstack logs {part.name}'). Parts already started "
                     "keep running; 'python manage.py devstack down' stops them."
                 )
@@ -254,14 +247,14 @@ class Stack:
 
     def down(self, names: Iterable[str] | None = None, echo: Callable[[str], None] = print) -> None:
         for part in reversed(self.select(names)):
-            pid = processes.stop(self.pidfile(part))
+            pid = processes.stop(self.pidfile(part.name))
             if pid is not None:
                 echo(f"stopped {part.name} (pid {pid})")
 
     def status(self, names: Iterable[str] | None = None) -> list[PartStatus]:
         result = []
         for part in self.select(names):
-            running = processes.read_pidfile(self.pidfile(part))
+            running = processes.read_pidfile(self.pidfile(part.name))
             healthy = running is not None and processes.wait_for(part.ready, 0)
             result.append(
                 PartStatus(part.name, part.address, running.pid if running else None, healthy)
@@ -270,7 +263,7 @@ class Stack:
 
     def log_tail(self, name: str, lines: int = 50) -> str:
         (part,) = self.select([name])
-        path = self.logfile(part)
+        path = self.logfile(part.name)
         if not path.exists():
             return f"(no log yet at {path})"
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])

@@ -138,7 +138,7 @@ def probe_cluster(cluster: KafkaCluster) -> ClusterHealth:
         admin = admin_for(cluster)
         description = admin.describe_cluster()
         authorizer = admin.authorizer_enabled()
-    except (KafkaAdminError, ClusterError, KafkaException, RuntimeError) as exc:
+    except (KafkaAdminError, ClusterError, RuntimeError) as exc:  # RuntimeError: decryption
         return ClusterHealth(cluster, reachable=False, error=str(exc))
     health = ClusterHealth(
         cluster,
@@ -160,8 +160,9 @@ def probe_cluster(cluster: KafkaCluster) -> ClusterHealth:
     return health
 
 
-def probe_clusters(clusters: list[KafkaCluster]) -> list[ClusterHealth]:
-    """Probe several clusters at once, so one unreachable cluster does not hold up the rest."""
+def probe_clusters() -> list[ClusterHealth]:
+    """Probe every registered cluster at once, so one unreachable cluster holds up no other."""
+    clusters = list(KafkaCluster.objects.all())
     if not clusters:
         return []
     with ThreadPoolExecutor(max_workers=min(8, len(clusters))) as pool:

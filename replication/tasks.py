@@ -5,7 +5,6 @@ import logging
 from celery import shared_task
 
 from .clusters import probe_clusters
-from .models import KafkaCluster
 
 log = logging.getLogger(__name__)
 
@@ -14,7 +13,7 @@ log = logging.getLogger(__name__)
 def refresh_clusters() -> dict[str, dict]:
     """Probe every registered cluster and log the ones that are unreachable or changed."""
     report = {}
-    for health in probe_clusters(list(KafkaCluster.objects.all())):
+    for health in probe_clusters():
         if health.error:
             log.warning("Cluster %s: %s", health.cluster.name, health.error)
         report[health.cluster.name] = health.as_dict()

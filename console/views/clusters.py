@@ -16,9 +16,8 @@ from replication.models import KafkaCluster
 
 @require("console.view")
 def cluster_list(request):
-    clusters = list(KafkaCluster.objects.all())
     template = "clusters/list.html#status-table" if request.htmx else "clusters/list.html"
-    return render(request, template, {"healths": probe_clusters(clusters)})
+    return render(request, template, {"healths": probe_clusters()})
 
 
 @require("console.view")

@@ -56,3 +56,4 @@ def test_csrf_is_enforced(db, users):
     client.force_login(users["admin"])
     response = client.post("/clusters/new/", {"name": "x", "bootstrap_servers": "h:1"})
     assert response.status_code == 403
+    assert b"CSRF verification failed" in response.content

@@ -25,7 +25,7 @@ class Command(BaseCommand):
                 self._status(stack, parts)
             else:
                 for part in stack.select(parts):
-                    self.stdout.write(f"==> {stack.logfile(part)} <==")
+                    self.stdout.write(f"==> {stack.logfile(part.name)} <==")
                     self.stdout.write(stack.log_tail(part.name, lines))
         except (StackError, PortInUse) as exc:
             raise CommandError(str(exc)) from exc
