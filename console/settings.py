@@ -94,7 +94,11 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The web server, worker and beat share one file; wait for a lock rather than fail.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # WAL lets readers go on beside a writer; IMMEDIATE takes the write lock up front, so two
+    # writers queue instead of deadlocking on a lock upgrade.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=20, transaction_mode="IMMEDIATE", init_command="PRAGMA journal_mode=WAL;"
+    )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not memory, so that the Celery worker started by the tests can open it too.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-isthmus.sqlite3")}
@@ -135,6 +139,12 @@ CELERY_BEAT_SCHEDULE = {
     "refresh-clusters": {
         "task": "replication.tasks.refresh_clusters",
         "schedule": timedelta(seconds=30),
+    },
+    # Each link's syncers run at the link's own intervals; this only looks for due work.
+    "sync-links": {
+        "task": "replication.tasks.sync_links",
+        "schedule": timedelta(seconds=1),
+        "options": {"expires": 5},
     },
 }
 

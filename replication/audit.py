@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import ReplicationError
 from .models import AuditEvent
 
 
@@ -53,3 +56,14 @@ def record(
         result=result,
         message=message,
     )
+
+
+@contextmanager
+def refusals(actor: Actor, action: str, target: str) -> Iterator[None]:
+    """Audit a refused operation (a ReplicationError) before it reaches the caller."""
+    try:
+        yield
+    except ReplicationError as exc:
+        result = AuditEvent.Result.FAILED if exc.status == 503 else AuditEvent.Result.REFUSED
+        record(actor, action, target, result=result, message=str(exc))
+        raise

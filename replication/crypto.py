@@ -36,3 +36,20 @@ def decrypt(token: str) -> str:
             "Stored secrets cannot be decrypted with the current encryption key. "
             "Restore the ISTHMUS_ENCRYPTION_KEY (or var/encryption_key) they were saved with."
         ) from exc
+
+
+def split_secrets(config: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Split a config into its plain part and its sensitive part, each secret encrypted."""
+    plain = {k: v for k, v in config.items() if not is_sensitive(k)}
+    secret = {k: encrypt(v) for k, v in config.items() if is_sensitive(k)}
+    return plain, secret
+
+
+def join_secrets(plain: dict[str, str], secret: dict[str, str]) -> dict[str, str]:
+    """The config again, secrets decrypted (for clients only, never for display)."""
+    return {**plain, **{k: decrypt(token) for k, token in secret.items()}}
+
+
+def masked(plain: dict[str, str], secret: dict[str, str]) -> dict[str, str]:
+    """The config as people see it: secret values replaced by the sensitive mark."""
+    return {**plain, **dict.fromkeys(secret, SENSITIVE_MASK)}

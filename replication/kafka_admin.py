@@ -8,12 +8,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
+    AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
     ResourcePatternType,
     ResourceType,
 )
@@ -23,6 +31,32 @@ logger = logging.getLogger("librdkafka")
 
 class KafkaAdminError(Exception):
     """A cluster could not be reached or refused a request."""
+
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message)
+        self.code = code
+
+
+class TopicNotFound(KafkaAdminError):
+    """The topic does not exist on that cluster."""
+
+
+class AuthorizerDisabled(KafkaAdminError):
+    """The cluster runs no authorizer, so it has no ACLs to set."""
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: str
+    partitions: int
+    replication_factor: int
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    value: str | None
+    is_set: bool  # set on the topic itself rather than inherited from a default
 
 
 @dataclass(frozen=True)
@@ -75,7 +109,23 @@ class KafkaAdmin:
             hint = " Check that the brokers are running and that bootstrap.servers is right."
         elif error and error.code() == KafkaError._AUTHENTICATION:
             hint = " Check the SASL/SSL settings and credentials in the client config."
-        return KafkaAdminError(f"Could not {doing} at {self.bootstrap}: {detail}.{hint}")
+        return KafkaAdminError(
+            f"Could not {doing} at {self.bootstrap}: {detail}.{hint}",
+            code=error.code() if error else None,
+        )
+
+    def _wait(self, future, doing: str):
+        try:
+            return future.result(timeout=self.timeout + 1)
+        except (KafkaException, TimeoutError) as exc:
+            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise TopicNotFound(f"Could not {doing}: no such topic.") from exc
+            if error is not None and error.code() == KafkaError.SECURITY_DISABLED:
+                raise AuthorizerDisabled(
+                    f"Could not {doing}: the cluster has no authorizer."
+                ) from exc
+            raise self._fail(doing, exc) from exc
 
     def describe_cluster(self) -> ClusterDescription:
         try:
@@ -86,6 +136,89 @@ class KafkaAdmin:
             raise self._fail("describe the cluster", exc) from exc
         controller = result.controller.id if result.controller else None
         return ClusterDescription(result.cluster_id, len(result.nodes), controller)
+
+    def list_topic_names(self) -> set[str]:
+        try:
+            metadata = self._client.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise self._fail("list the topics", exc) from exc
+        return set(metadata.topics)
+
+    def describe_topic(self, name: str) -> TopicInfo:
+        futures = self._client.describe_topics(
+            TopicCollection([name]), request_timeout=self.timeout
+        )
+        result = self._wait(futures[name], f"describe topic {name!r}")
+        replicas = len(result.partitions[0].replicas) if result.partitions else 0
+        return TopicInfo(name, str(result.topic_id), len(result.partitions), replicas)
+
+    def topic_configs(self, name: str) -> dict[str, ConfigValue]:
+        resource = ConfigResource(ResourceType.TOPIC, name)
+        futures = self._client.describe_configs([resource], request_timeout=self.timeout)
+        entries = self._wait(futures[resource], f"read the configs of topic {name!r}")
+        return {
+            key: ConfigValue(entry.value, entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+            for key, entry in entries.items()
+        }
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int | None,
+        configs: dict[str, str],
+        validate_only: bool = False,
+    ) -> None:
+        topic = NewTopic(name, partitions, replication_factor or -1, config=configs)
+        futures = self._client.create_topics(
+            [topic], request_timeout=self.timeout, validate_only=validate_only
+        )
+        self._wait(futures[name], f"create topic {name!r}")
+
+    def delete_topic(self, name: str) -> None:
+        futures = self._client.delete_topics([name], request_timeout=self.timeout)
+        self._wait(futures[name], f"delete topic {name!r}")
+
+    def create_partitions(self, name: str, total: int) -> None:
+        futures = self._client.create_partitions(
+            [NewPartitions(name, total)], request_timeout=self.timeout
+        )
+        self._wait(futures[name], f"grow topic {name!r} to {total} partitions")
+
+    def alter_topic_configs(self, name: str, to_set: dict[str, str], to_delete: list[str]) -> None:
+        entries = [
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in to_set.items()
+        ] + [
+            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in to_delete
+        ]
+        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+        futures = self._client.incremental_alter_configs([resource], request_timeout=self.timeout)
+        self._wait(futures[resource], f"change the configs of topic {name!r}")
+
+    def create_acls(self, bindings: list[AclBinding]) -> None:
+        futures = self._client.create_acls(bindings, request_timeout=self.timeout)
+        for future in futures.values():
+            self._wait(future, "create ACLs")
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> None:
+        futures = self._client.delete_acls(filters, request_timeout=self.timeout)
+        for future in futures.values():
+            self._wait(future, "delete ACLs")
+
+    def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
+        """The log end offset (high watermark) of each partition."""
+        return self._offsets(topic, partitions, OffsetSpec.latest())
+
+    def _offsets(self, topic: str, partitions: int, spec: OffsetSpec) -> dict[int, int]:
+        if partitions == 0:
+            return {}
+        request = {TopicPartition(topic, p): spec for p in range(partitions)}
+        futures = self._client.list_offsets(request, request_timeout=self.timeout)
+        return {
+            tp.partition: self._wait(future, f"read the offsets of topic {topic!r}").offset
+            for tp, future in futures.items()
+        }
 
     def authorizer_enabled(self) -> bool:
         """Whether the brokers run an authorizer (ACLs are enforced)."""

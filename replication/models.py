@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils import timezone
 
-from . import crypto
+from . import crypto, link_configs
 
 NAME_VALIDATOR = RegexValidator(
     r"^(?!\.{1,2}$)[a-zA-Z0-9._-]{1,200}$",
@@ -38,20 +41,18 @@ class KafkaCluster(models.Model):
 
     def set_client_config(self, config: dict[str, str]) -> None:
         """Store `config` (without bootstrap.servers), encrypting its sensitive values."""
-        self.client_config = {k: v for k, v in config.items() if not crypto.is_sensitive(k)}
-        self.secret_config = {
-            k: crypto.encrypt(v) for k, v in config.items() if crypto.is_sensitive(k)
-        }
+        self.client_config, self.secret_config = crypto.split_secrets(config)
 
     def connection_config(self) -> dict[str, str]:
         """The full client config to connect with, secrets decrypted."""
-        secrets = {k: crypto.decrypt(token) for k, token in self.secret_config.items()}
-        return {"bootstrap.servers": self.bootstrap_servers, **self.client_config, **secrets}
+        return {
+            "bootstrap.servers": self.bootstrap_servers,
+            **crypto.join_secrets(self.client_config, self.secret_config),
+        }
 
     def display_config(self) -> list[tuple[str, str]]:
         """The client config as shown to people: sensitive values masked."""
-        masked = dict.fromkeys(self.secret_config, crypto.SENSITIVE_MASK)
-        return sorted({**self.client_config, **masked}.items())
+        return sorted(crypto.masked(self.client_config, self.secret_config).items())
 
 
 class AuditEvent(models.Model):
@@ -86,3 +87,120 @@ class AuditEvent(models.Model):
         if self.pk is not None:
             raise ValueError("Audit events are append-only.")
         super().save(*args, **kwargs)
+
+
+class ClusterLink(models.Model):
+    """A named link that mirrors topics from a source cluster into `destination`.
+
+    `configs` holds the link configs set explicitly (not defaults); secret values live encrypted
+    in `secret_configs`, one Fernet token per key, exactly like a cluster's client config.
+    """
+
+    class State(models.TextChoices):
+        ACTIVE = "ACTIVE"
+        PAUSED = "PAUSED"
+        UNAVAILABLE = "UNAVAILABLE"
+        FAILED = "FAILED"
+
+    name = models.CharField(max_length=200, validators=[NAME_VALIDATOR])
+    link_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    destination = models.ForeignKey(KafkaCluster, on_delete=models.PROTECT, related_name="links")
+    source_cluster_id = models.CharField(max_length=64)
+    configs = models.JSONField(default=dict, blank=True)
+    secret_configs = models.JSONField(default=dict, blank=True, help_text="key -> Fernet token")
+    state = models.CharField(max_length=20, choices=State.choices, default=State.ACTIVE)
+    state_time = models.DateTimeField(default=timezone.now)
+    error_code = models.CharField(max_length=60, default="NO_ERROR")
+    error_message = models.TextField(blank=True)
+    # Bookkeeping of the syncers: when each last ran, and the availability probe's failure run.
+    availability_failures = models.PositiveIntegerField(default=0)
+    availability_checked_at = models.DateTimeField(null=True, blank=True)
+    metadata_refreshed_at = models.DateTimeField(null=True, blank=True)
+    configs_synced_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["destination__name", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["destination", "name"], name="link_name_per_destination"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_configs(self, configs: dict[str, str]) -> None:
+        """Store the explicitly set configs, encrypting their sensitive values."""
+        self.configs, self.secret_configs = crypto.split_secrets(configs)
+
+    def all_configs(self) -> dict[str, str]:
+        """The explicitly set configs, secrets decrypted: for clients, never for display."""
+        return crypto.join_secrets(self.configs, self.secret_configs)
+
+    def config(self, name: str) -> str | None:
+        """The effective value of a non-secret config: as set, else its default."""
+        return link_configs.effective(self.configs, name)
+
+    def int_config(self, name: str) -> int:
+        return int(self.config(name))
+
+    def source_client_config(self) -> dict[str, str]:
+        """librdkafka settings for the link's connection to its source."""
+        return link_configs.source_client_config(self.all_configs())
+
+    @property
+    def prefix(self) -> str:
+        return self.configs.get("cluster.link.prefix", "")
+
+
+class MirrorTopic(models.Model):
+    """A read-only topic on the link's destination that copies one source topic."""
+
+    class State(models.TextChoices):
+        PENDING_MIRROR = "PENDING_MIRROR"
+        ACTIVE = "ACTIVE"
+        PAUSED = "PAUSED"
+        LINK_PAUSED = "LINK_PAUSED"
+        PENDING_STOPPED = "PENDING_STOPPED"
+        STOPPED = "STOPPED"
+        FAILED = "FAILED"
+        SOURCE_UNAVAILABLE = "SOURCE_UNAVAILABLE"
+
+    class Error(models.TextChoices):
+        NO_ERROR = "NO_ERROR"
+        SOURCE_TOPIC_MAY_BE_DELETED = "SOURCE_TOPIC_MAY_BE_DELETED"
+        SOURCE_TOPIC_ID_CHANGED = "SOURCE_TOPIC_ID_CHANGED"
+        SOURCE_PARTITIONS_DECREASED = "SOURCE_PARTITIONS_DECREASED"
+
+    link = models.ForeignKey(ClusterLink, on_delete=models.CASCADE, related_name="mirrors")
+    # The link's destination, kept here so a topic name is unique per destination cluster.
+    destination = models.ForeignKey(KafkaCluster, on_delete=models.PROTECT, related_name="+")
+    source_topic = models.CharField(max_length=249)
+    mirror_topic = models.CharField(max_length=249)
+    source_topic_id = models.CharField(max_length=64, blank=True)
+    num_partitions = models.PositiveIntegerField(default=0)
+    replication_factor = models.PositiveIntegerField(default=0)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.PENDING_MIRROR)
+    state_time = models.DateTimeField(default=timezone.now)
+    mirror_error = models.CharField(max_length=60, choices=Error.choices, default=Error.NO_ERROR)
+    error_message = models.TextField(blank=True)
+    paused = models.BooleanField(default=False, help_text="Paused by a user (survives link pause).")
+    config_overrides = models.JSONField(default=dict, blank=True)
+    stop_offsets = models.JSONField(
+        null=True, blank=True, help_text="partition -> destination log end offset when stopped"
+    )
+    read_only_enforced = models.BooleanField(default=True)
+    source_missing_since = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["mirror_topic"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["destination", "mirror_topic"], name="mirror_topic_per_destination"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.mirror_topic

@@ -7,6 +7,7 @@ its own Redis database, so a running `make demo` worker never sees test tasks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -135,6 +136,33 @@ def registered_clusters(db, devstack):
     return clusters
 
 
+@pytest.fixture
+def make_link(registered_clusters):
+    """Create links from the source (over PLAINTEXT, as in the tutorial) into the destination.
+
+    Afterwards every mirror topic the test made is deleted from the destination, ACLs and all.
+    """
+    from replication import audit, read_only
+    from replication.kafka_admin import KafkaAdmin, KafkaAdminError
+    from replication.links import create_link
+    from replication.models import MirrorTopic
+
+    def make(configs: dict[str, str] | None = None, name: str | None = None):
+        return create_link(
+            audit.Actor.system("tests"),
+            registered_clusters["destination"],
+            name or f"link-{uuid.uuid4().hex[:8]}",
+            {"bootstrap.servers": kafka.SOURCE.bootstrap, **(configs or {})},
+        )
+
+    yield make
+    admin = KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10)
+    for topic in MirrorTopic.objects.values_list("mirror_topic", flat=True):
+        with contextlib.suppress(KafkaAdminError):
+            admin.delete_topic(topic)
+        read_only.lift(admin, topic)
+
+
 # A real Celery worker. ----------------------------------------------------------------------
 
 
@@ -150,12 +178,14 @@ def _database_url_for_worker() -> str:
 
 @pytest.fixture(scope="session")
 def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory):
-    """A real `celery worker` process on the test database and its own Redis database."""
+    """A real `celery worker` process, with beat, on the test database and its own Redis
+    database. Only committed rows (tests using `transactional_db`) are visible to it."""
     from console.celery import app
 
     app.conf.update(broker_url=TEST_REDIS_URL, result_backend=TEST_REDIS_URL)
     node = f"test-worker-{os.getpid()}@localhost"
-    log = tmp_path_factory.mktemp("celery") / "worker.log"
+    folder = tmp_path_factory.mktemp("celery")
+    log = folder / "worker.log"
     env = {
         **os.environ,
         "REDIS_URL": TEST_REDIS_URL,
@@ -176,6 +206,9 @@ def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory
                 "INFO",
                 "--hostname",
                 node,
+                "--beat",
+                "--schedule",
+                str(folder / "beat-schedule"),
             ],
             cwd=ROOT,
             env=env,

@@ -3,61 +3,19 @@
 import subprocess
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import (
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
     AdminClient,
-    ResourcePatternType,
-    ResourceType,
 )
 
 from devstack import kafka
 from devstack.processes import wait_for
+from replication import read_only
+from replication.kafka_admin import KafkaAdmin
 from tests.conftest import ROOT, admin_config
+from tests.kafka_clients import READ_ONLY_ACLS, acls_on, consume_all, produce
 
 pytestmark = pytest.mark.integration
-
-
-def produce(config: dict, topic: str, records: list[dict]) -> list:
-    """Produce `records` and return each delivery report's (error, partition, offset)."""
-    reports = []
-    producer = Producer({**config, "enable.idempotence": True, "linger.ms": 0})
-    for record in records:
-        producer.produce(
-            topic,
-            on_delivery=lambda err, msg: reports.append((err, msg.partition(), msg.offset())),
-            **record,
-        )
-    assert producer.flush(30) == 0, "records still queued after 30 s"
-    return reports
-
-
-def consume_all(bootstrap: str, topic: str, expected: int) -> list:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"reader-{topic}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
-    records = []
-    try:
-        for _ in range(60):
-            msg = consumer.poll(0.5)
-            if msg is None:
-                if len(records) >= expected:
-                    break
-                continue
-            assert msg.error() is None, msg.error()
-            records.append(msg)
-    finally:
-        consumer.close()
-    return records
 
 
 @pytest.mark.parametrize("node", kafka.NODES, ids=lambda n: n.name)
@@ -86,49 +44,14 @@ def test_it_produces_and_consumes_on_each_cluster(node, make_topic, topic_name):
     assert [m.timestamp()[1] for m in got] == [1_700_000_000_000 + i for i in range(3)]
 
 
-def make_read_only(node: kafka.KafkaNode, topic: str) -> None:
-    """ALLOW Read/Describe and DENY Write for User:* on `topic`, as DESIGN decision 2."""
-
-    def acl(operation, permission):
-        return AclBinding(
-            ResourceType.TOPIC,
-            topic,
-            ResourcePatternType.LITERAL,
-            "User:*",
-            "*",
-            operation,
-            permission,
-        )
-
-    admin = AdminClient(admin_config(node))
-    bindings = [
-        acl(AclOperation.READ, AclPermissionType.ALLOW),
-        acl(AclOperation.DESCRIBE, AclPermissionType.ALLOW),
-        acl(AclOperation.WRITE, AclPermissionType.DENY),
-    ]
-    for future in admin.create_acls(bindings).values():
-        future.result(timeout=30)
-    # The controller has committed them; wait until the broker's authorizer holds them too.
-    topic_acls = AclBindingFilter(
-        ResourceType.TOPIC,
-        topic,
-        ResourcePatternType.LITERAL,
-        None,
-        None,
-        AclOperation.ANY,
-        AclPermissionType.ANY,
-    )
-    assert wait_for(
-        lambda: len(admin.describe_acls(topic_acls).result(timeout=10)) == len(bindings), 30
-    )
-
-
 def test_a_read_only_topic_refuses_ordinary_producers_but_not_the_replicator(
     make_topic, topic_name, var_dir
 ):
     node = kafka.DESTINATION
     make_topic(node, topic_name)
-    make_read_only(node, topic_name)
+    assert read_only.enforce(KafkaAdmin(admin_config(node)), topic_name)
+    # The controller has committed them; wait until the broker's authorizer holds them too.
+    assert wait_for(lambda: acls_on(node, topic_name) == READ_ONLY_ACLS, 30)
 
     # An anonymous client on the PLAINTEXT listener is refused by the broker itself.
     reports = produce({"bootstrap.servers": node.bootstrap}, topic_name, [{"value": b"nope"}])

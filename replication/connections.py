@@ -1,0 +1,31 @@
+"""Admin clients for a link's two ends: the source through the link's own credentials, the
+destination through its registered (privileged) client config."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaException
+from django.conf import settings
+
+from .errors import ReplicationError, unavailable
+from .kafka_admin import KafkaAdmin, KafkaAdminError
+from .models import ClusterLink
+
+
+def source_admin(link: ClusterLink) -> KafkaAdmin:
+    return connect(link.source_client_config())
+
+
+def destination_admin(link: ClusterLink) -> KafkaAdmin:
+    return connect(link.destination.connection_config())
+
+
+def connect(config: dict[str, str]) -> KafkaAdmin:
+    try:
+        return KafkaAdmin(config, timeout=settings.KAFKA_ADMIN_TIMEOUT)
+    except KafkaException as exc:
+        raise ReplicationError(f"The client config is not valid: {exc.args[0].str()}.") from exc
+
+
+def unreachable(side: str, exc: KafkaAdminError) -> ReplicationError:
+    """A cluster did not answer: say which end of the link, and that nothing changed."""
+    return unavailable(f"The {side} cluster did not answer. {exc} Nothing was changed.")

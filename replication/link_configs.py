@@ -1,0 +1,406 @@
+"""Cluster link configs: the keys a link accepts, their defaults and checks, and how the source
+connection keys (Java client names, as Cluster Linking takes them) become librdkafka settings.
+
+Keys and defaults follow Confluent Cluster Linking; offset, ACL and auto-create keys come later.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from . import crypto
+from .errors import ReplicationError
+
+PREFIX_PATTERN = re.compile(r"^[a-zA-Z0-9._-]{1,200}$")
+
+
+def _positive_int(value: str) -> str:
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError("must be a whole number of at least 1")
+    return str(int(value))
+
+
+def _non_negative_int(value: str) -> str:
+    if not value.isdigit():
+        raise ValueError("must be a whole number of 0 or more")
+    return str(int(value))
+
+
+def _boolean(value: str) -> str:
+    if value.lower() not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return value.lower()
+
+
+def _start_offset_spec(value: str) -> str:
+    if value.lower() in ("earliest", "latest"):
+        return value.lower()
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            "must be earliest, latest or an ISO-8601 timestamp such as 2026-11-21T09:00:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        raise ValueError("needs a time zone, e.g. 2026-11-21T09:00:00Z or +01:00")
+    return value
+
+
+def _prefix(value: str) -> str:
+    if not PREFIX_PATTERN.match(value):
+        raise ValueError("may hold only letters, digits, '.', '_' and '-'")
+    return value
+
+
+def _topic_config_list(value: str) -> str:
+    from .topic_configs import SYNCABLE
+
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = sorted(set(names) - SYNCABLE)
+    if unknown:
+        raise ValueError(
+            f"names configs that are never synced: {', '.join(unknown)}. "
+            f"Syncable configs: {', '.join(sorted(SYNCABLE))}"
+        )
+    return ",".join(names)
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value.upper() not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return value.upper()
+
+    return check
+
+
+def _only(expected: str, why: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value.upper() != expected:
+            raise ValueError(f"can only be {expected}: {why}")
+        return expected
+
+    return check
+
+
+def _text(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value.strip()
+
+
+def _mechanism(value: str) -> str:
+    return _choice("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")(value)
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    default: str | None
+    check: Callable[[str], str]
+    doc: str
+    immutable: bool = False  # set at creation only
+    read_only: bool = False  # shown, never changed
+    connection: bool = False  # part of the client config for the source
+
+
+_SSL_KEYS: dict[str, tuple[Callable[[str], str], str]] = {
+    "ssl.truststore.location": (_text, "Path of a PEM file of trusted CA certificates."),
+    "ssl.truststore.certificates": (_text, "Trusted CA certificates, inline PEM."),
+    "ssl.truststore.type": (
+        _only("PEM", "the console's clients read trust stores as PEM"),
+        "PEM.",
+    ),
+    "ssl.truststore.password": (str, "Not needed for PEM trust stores; accepted and unused."),
+    "ssl.keystore.location": (_text, "Path of the client key store (PKCS12) for mutual TLS."),
+    "ssl.keystore.password": (str, "Password of the key store."),
+    "ssl.keystore.type": (_choice("PKCS12", "PEM"), "PKCS12 or PEM."),
+    "ssl.keystore.certificate.chain": (_text, "Client certificate chain, inline PEM."),
+    "ssl.keystore.key": (_text, "Client private key, inline PEM."),
+    "ssl.key.password": (str, "Password of the client private key."),
+    "ssl.endpoint.identification.algorithm": (
+        lambda v: _choice("HTTPS", "")(v).lower(),
+        "https (check the broker host name) or empty to skip the check.",
+    ),
+}
+
+KEYS: dict[str, ConfigKey] = {
+    k.name: k
+    for k in [
+        ConfigKey(
+            "bootstrap.servers",
+            None,
+            _text,
+            "Brokers of the source cluster, host:port[,host:port].",
+            connection=True,
+        ),
+        ConfigKey(
+            "security.protocol",
+            "PLAINTEXT",
+            _choice("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+            "How the link connects to the source.",
+            connection=True,
+        ),
+        ConfigKey(
+            "sasl.mechanism", "PLAIN", _mechanism, "SASL mechanism for the source.", connection=True
+        ),
+        ConfigKey(
+            "sasl.jaas.config",
+            None,
+            _text,
+            "The link's SASL login, e.g. org.apache.kafka.common.security.plain.PlainLoginModule "
+            'required username="u" password="p";',
+            connection=True,
+        ),
+        ConfigKey(
+            "sasl.username", None, _text, "SASL user, instead of sasl.jaas.config.", connection=True
+        ),
+        ConfigKey(
+            "sasl.password",
+            None,
+            _text,
+            "SASL password, instead of sasl.jaas.config.",
+            connection=True,
+        ),
+        *(
+            ConfigKey(name, None, check, doc, connection=True)
+            for name, (check, doc) in _SSL_KEYS.items()
+        ),
+        ConfigKey(
+            "metadata.max.age.ms",
+            "300000",
+            _positive_int,
+            "How often the link refreshes source metadata; new source partitions appear on "
+            "the mirror within this time.",
+        ),
+        ConfigKey(
+            "topic.config.sync.ms",
+            "5000",
+            _positive_int,
+            "How often mirror topic configs are refreshed from the source.",
+        ),
+        ConfigKey(
+            "topic.config.sync.include",
+            None,
+            _topic_config_list,
+            "Comma-separated syncable topic configs to sync; unset means all. Configs left out "
+            "may be overridden on the mirror.",
+        ),
+        ConfigKey(
+            "cluster.link.prefix",
+            None,
+            _prefix,
+            "Prefix added to mirror topic names. Set at creation only.",
+            immutable=True,
+        ),
+        ConfigKey(
+            "cluster.link.paused",
+            "false",
+            _boolean,
+            "Pause the whole link; its mirrors show LINK_PAUSED.",
+        ),
+        ConfigKey(
+            "mirror.start.offset.spec",
+            "earliest",
+            _start_offset_spec,
+            "Where new mirrors begin: earliest, latest or an ISO-8601 timestamp.",
+        ),
+        ConfigKey(
+            "availability.check.ms",
+            "60000",
+            _positive_int,
+            "Interval of the source availability probe.",
+        ),
+        ConfigKey(
+            "availability.check.consecutive.failure.threshold",
+            "5",
+            _positive_int,
+            "Failed probes in a row after which the link is UNAVAILABLE.",
+        ),
+        ConfigKey(
+            "cluster.link.retry.timeout.ms",
+            "300000",
+            _non_negative_int,
+            "How long a missing source topic is retried before its mirror FAILS.",
+        ),
+        ConfigKey(
+            "link.mode",
+            "DESTINATION",
+            _only("DESTINATION", "Isthmus runs links from the destination side"),
+            "This side's role in the link.",
+            read_only=True,
+        ),
+        ConfigKey(
+            "connection.mode",
+            "OUTBOUND",
+            _only("OUTBOUND", "the destination side opens the connection to the source"),
+            "Which side opens the connection.",
+            read_only=True,
+        ),
+    ]
+}
+
+
+_JAAS_MODULE = re.compile(r"^\s*([\w.$]+)\s+(required|requisite|sufficient|optional)\b")
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_LOGIN_MODULES = {
+    "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
+    "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
+}
+
+
+def parse_jaas(line: str) -> tuple[str, str, str]:
+    """(login module, username, password) of a PLAIN or SCRAM `sasl.jaas.config` line."""
+    module = _JAAS_MODULE.match(line)
+    if not module or module.group(1) not in _LOGIN_MODULES:
+        raise ValueError(
+            "must use PlainLoginModule or ScramLoginModule, e.g. "
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            'username="u" password="p";'
+        )
+    options = dict(_JAAS_OPTION.findall(line))
+    if "username" not in options or "password" not in options:
+        raise ValueError('needs username="..." and password="..."')
+    return module.group(1), options["username"], options["password"]
+
+
+def validate(configs: dict[str, str]) -> dict[str, str]:
+    """Check every key and value, and that they fit together; return them normalised.
+
+    Raises ReplicationError naming every problem at once, and listing the valid keys when a
+    key is unknown.
+    """
+    problems: list[str] = []
+    unknown: list[str] = []
+    clean: dict[str, str] = {}
+    for name, value in configs.items():
+        key = KEYS.get(name)
+        if key is None:
+            unknown.append(name)
+            continue
+        try:
+            clean[name] = key.check(str(value).strip())
+        except ValueError as exc:
+            problems.append(f"{name} {exc}.")
+    if unknown:
+        problems.append(
+            f"Unknown link config{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(u) for u in unknown)}. Valid link configs: {', '.join(KEYS)}."
+        )
+    if not problems:
+        problems = _check_together(clean)
+    if problems:
+        raise ReplicationError(" ".join(problems))
+    return clean
+
+
+def _check_together(configs: dict[str, str]) -> list[str]:
+    problems = []
+    if not configs.get("bootstrap.servers"):
+        problems.append("bootstrap.servers is required: the source cluster's brokers.")
+    protocol = configs.get("security.protocol", "PLAINTEXT")
+    mechanism = configs.get("sasl.mechanism", "PLAIN")
+    if protocol.startswith("SASL"):
+        if "sasl.jaas.config" in configs:
+            try:
+                module, _, _ = parse_jaas(configs["sasl.jaas.config"])
+            except ValueError as exc:
+                problems.append(f"sasl.jaas.config {exc}.")
+            else:
+                if mechanism not in _LOGIN_MODULES[module]:
+                    problems.append(
+                        f"sasl.jaas.config uses {module.rsplit('.', 1)[1]}, which does not "
+                        f"fit sasl.mechanism={mechanism}."
+                    )
+        elif not ("sasl.username" in configs and "sasl.password" in configs):
+            problems.append(
+                f"security.protocol={protocol} needs the link's credentials: sasl.jaas.config, "
+                "or sasl.username and sasl.password."
+            )
+    elif any(k.startswith("sasl.") for k in configs):
+        problems.append(
+            f"SASL settings are given but security.protocol is {protocol}; "
+            "set security.protocol=SASL_PLAINTEXT or SASL_SSL."
+        )
+    if not protocol.endswith("SSL") and any(k.startswith("ssl.") for k in configs):
+        problems.append(
+            f"SSL settings are given but security.protocol is {protocol}; "
+            "set security.protocol=SSL or SASL_SSL."
+        )
+    return problems
+
+
+def effective(configs: dict[str, str], name: str) -> str | None:
+    """The value of `name`: as set, else its default."""
+    return configs.get(name, KEYS[name].default)
+
+
+def source_client_config(configs: dict[str, str]) -> dict[str, str]:
+    """librdkafka settings for reaching the source, from the link's (Java-named) configs."""
+    client = {"bootstrap.servers": configs["bootstrap.servers"]}
+    protocol = effective(configs, "security.protocol")
+    client["security.protocol"] = protocol
+    if protocol.startswith("SASL"):
+        client["sasl.mechanism"] = effective(configs, "sasl.mechanism")
+        if "sasl.jaas.config" in configs:
+            _, client["sasl.username"], client["sasl.password"] = parse_jaas(
+                configs["sasl.jaas.config"]
+            )
+        else:
+            client["sasl.username"] = configs["sasl.username"]
+            client["sasl.password"] = configs["sasl.password"]
+    renames = {
+        "ssl.truststore.location": "ssl.ca.location",
+        "ssl.truststore.certificates": "ssl.ca.pem",
+        "ssl.keystore.location": "ssl.keystore.location",
+        "ssl.keystore.password": "ssl.keystore.password",
+        "ssl.keystore.certificate.chain": "ssl.certificate.pem",
+        "ssl.keystore.key": "ssl.key.pem",
+        "ssl.key.password": "ssl.key.password",
+    }
+    for name, librdkafka_name in renames.items():
+        if name in configs:
+            client[librdkafka_name] = configs[name]
+    if "ssl.endpoint.identification.algorithm" in configs:
+        client["ssl.endpoint.identification.algorithm"] = (
+            configs["ssl.endpoint.identification.algorithm"] or "none"
+        )
+    return client
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One link config as describe shows it (the fields of Kafka REST's link config data)."""
+
+    name: str
+    value: str | None
+    is_default: bool
+    is_read_only: bool
+    is_sensitive: bool
+    source: str
+    doc: str
+
+
+def describe(plain: dict[str, str], secret: dict[str, str]) -> list[ConfigEntry]:
+    """Every link config that is set or has a default; secret values masked."""
+    shown = crypto.masked(plain, secret)
+    entries = []
+    for key in KEYS.values():
+        if key.name not in shown and key.default is None:
+            continue
+        is_set = key.name in shown
+        entries.append(
+            ConfigEntry(
+                name=key.name,
+                value=shown[key.name] if is_set else key.default,
+                is_default=not is_set,
+                is_read_only=key.read_only or key.immutable,
+                is_sensitive=key.name in secret,
+                source="DYNAMIC_CLUSTER_LINK_CONFIG" if is_set else "DEFAULT_CONFIG",
+                doc=key.doc,
+            )
+        )
+    return entries

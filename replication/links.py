@@ -1,0 +1,317 @@
+"""Cluster links: create, list, alter configs, pause, resume, delete; and the link's own state
+changes made by the availability check. One function per state change."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from . import audit, crypto, link_configs, mirrors
+from .connections import connect
+from .errors import ReplicationError, conflict, not_found
+from .kafka_admin import KafkaAdmin, KafkaAdminError
+from .models import NAME_VALIDATOR, ClusterLink, KafkaCluster, MirrorTopic
+
+log = logging.getLogger(__name__)
+
+State = ClusterLink.State
+
+
+def get_link(destination: KafkaCluster, name: str) -> ClusterLink:
+    link = ClusterLink.objects.filter(destination=destination, name=name).first()
+    if link is None:
+        raise not_found(
+            f"No cluster link named {name!r} on cluster {destination.name}. "
+            "List the links to see their names."
+        )
+    return link
+
+
+def list_links(destination: KafkaCluster | None = None) -> QuerySet[ClusterLink]:
+    """Links with their mirror topics, optionally only those into `destination`."""
+    links = ClusterLink.objects.select_related("destination").prefetch_related("mirrors")
+    return links.filter(destination=destination) if destination else links
+
+
+def snapshot(link: ClusterLink) -> dict:
+    """What the audit trail keeps of a link: no secret values."""
+    return {
+        "state": link.state,
+        "source_cluster_id": link.source_cluster_id,
+        "configs": crypto.masked(link.configs, link.secret_configs),
+    }
+
+
+def _check_source(config: dict[str, str], expected_id: str | None) -> str:
+    """Reach the source with the link's credentials; return its cluster id.
+
+    The link must be able to describe the cluster and list its topics.
+    """
+    admin: KafkaAdmin = connect(link_configs.source_client_config(config))
+    try:
+        cluster_id = admin.describe_cluster().cluster_id
+        admin.list_topic_names()
+    except KafkaAdminError as exc:
+        raise ReplicationError(
+            f"The link cannot reach its source. {exc} Nothing was changed."
+        ) from exc
+    if expected_id and cluster_id != expected_id:
+        raise conflict(
+            f"bootstrap.servers reaches cluster {cluster_id}, not the expected source cluster "
+            f"{expected_id}. Check bootstrap.servers. Nothing was changed."
+        )
+    return cluster_id
+
+
+def create_link(
+    actor: audit.Actor,
+    destination: KafkaCluster,
+    name: str,
+    configs: dict[str, str],
+    *,
+    source_cluster_id: str | None = None,
+    validate_only: bool = False,
+    validate_link: bool = True,
+) -> ClusterLink:
+    """Create a link into `destination` from the source that `configs` connect to.
+
+    With `validate_link` (the default) the source must answer with the link's credentials and,
+    if `source_cluster_id` is given, be that cluster; without it the id must be given.
+    With `validate_only` nothing is saved and the unsaved link is returned.
+    """
+    with audit.refusals(actor, "link.create", f"link {name} on {destination.name}"):
+        try:
+            NAME_VALIDATOR(name)
+        except ValidationError as exc:
+            raise ReplicationError(f"Invalid link name {name!r}: {exc.messages[0]}") from exc
+        if ClusterLink.objects.filter(destination=destination, name=name).exists():
+            raise conflict(f"A cluster link named {name!r} already exists on {destination.name}.")
+        clean = link_configs.validate(configs)
+        if validate_link:
+            source_cluster_id = _check_source(clean, source_cluster_id)
+        elif not source_cluster_id:
+            raise ReplicationError(
+                "Without link validation the source cluster id must be given "
+                "(--cluster-id, or source_cluster_id in the API)."
+            )
+        if source_cluster_id == destination.cluster_id:
+            raise ReplicationError(
+                f"The source is cluster {destination.name} itself; "
+                "a link copies between two different clusters."
+            )
+        paused = clean.get("cluster.link.paused") == "true"
+        link = ClusterLink(
+            name=name,
+            destination=destination,
+            source_cluster_id=source_cluster_id,
+            state=State.PAUSED if paused else State.ACTIVE,
+        )
+        link.set_configs(clean)
+        if validate_only:
+            return link
+        try:
+            with transaction.atomic():
+                link.save()
+        except IntegrityError as exc:
+            raise conflict(f"A cluster link named {name!r} already exists.") from exc
+    audit.record(actor, "link.create", f"link {name} on {destination.name}", after=snapshot(link))
+    log.info("Created cluster link %s from %s into %s", name, source_cluster_id, destination)
+    return link
+
+
+def describe_link_configs(link: ClusterLink) -> list[link_configs.ConfigEntry]:
+    return link_configs.describe(link.configs, link.secret_configs)
+
+
+def alter_link_configs(
+    actor: audit.Actor,
+    link: ClusterLink,
+    to_set: dict[str, str],
+    to_delete: list[str] = (),
+    *,
+    validate_only: bool = False,
+) -> ClusterLink:
+    """Set and delete (reset to default) link configs; all or nothing.
+
+    New connection settings must still reach the link's source cluster. Setting
+    cluster.link.paused pauses or resumes the link.
+    """
+    with audit.refusals(actor, "link.alter_configs", f"link {link.name}"):
+        problems = []
+        for name in [*to_set, *to_delete]:
+            key = link_configs.KEYS.get(name)
+            if key is None:
+                continue  # validate() below names it with the list of valid keys
+            if key.immutable:
+                problems.append(f"{name} is set when the link is created and cannot be changed.")
+            elif key.read_only:
+                problems.append(f"{name} is read-only.")
+        unknown = [n for n in to_delete if n not in link_configs.KEYS]
+        if unknown:
+            problems.append(
+                f"Unknown link config {', '.join(map(repr, unknown))}. "
+                f"Valid link configs: {', '.join(link_configs.KEYS)}."
+            )
+        if "bootstrap.servers" in to_delete:
+            problems.append("bootstrap.servers cannot be deleted: the link needs its source.")
+        if problems:
+            raise ReplicationError(" ".join(problems))
+        current = link.all_configs()
+        merged = {**current, **to_set}
+        for name in to_delete:
+            merged.pop(name, None)
+        clean = link_configs.validate(merged)
+        names = [*to_set, *to_delete]
+        if any(link_configs.KEYS[n].connection for n in names):
+            _check_source(clean, link.source_cluster_id)
+        if validate_only:
+            return link
+        was_paused = link.state == State.PAUSED
+        wants_paused = clean.pop("cluster.link.paused", "false") == "true"
+        if was_paused:  # pause_link and resume_link own this key
+            clean["cluster.link.paused"] = "true"
+        before = snapshot(link)
+        link.set_configs(clean)
+        link.save(update_fields=["configs", "secret_configs"])
+    audit.record(
+        actor, "link.alter_configs", f"link {link.name}", before=before, after=snapshot(link)
+    )
+    if wants_paused and not was_paused:
+        pause_link(actor, link)
+    elif was_paused and not wants_paused:
+        resume_link(actor, link)
+    return link
+
+
+def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
+    """Pause the whole link: its running mirrors show LINK_PAUSED."""
+    with audit.refusals(actor, "link.pause", f"link {link.name}"):
+        if link.state == State.PAUSED:
+            raise conflict(f"Cluster link {link.name!r} is already paused.")
+    before = snapshot(link)
+    now = timezone.now()
+    with transaction.atomic():
+        link.configs = {**link.configs, "cluster.link.paused": "true"}
+        link.state, link.state_time = State.PAUSED, now
+        link.save(update_fields=["configs", "state", "state_time"])
+        link.mirrors.filter(state__in=mirrors.RUNNING - {MirrorTopic.State.PAUSED}).update(
+            state=MirrorTopic.State.LINK_PAUSED, state_time=now
+        )
+    audit.record(actor, "link.pause", f"link {link.name}", before=before, after=snapshot(link))
+    log.info("Paused cluster link %s", link.name)
+    return link
+
+
+def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
+    """Resume a paused link; its mirrors run again unless paused on their own."""
+    with audit.refusals(actor, "link.resume", f"link {link.name}"):
+        if link.state != State.PAUSED:
+            raise conflict(f"Cluster link {link.name!r} is not paused (it is {link.state}).")
+    before = snapshot(link)
+    now = timezone.now()
+    with transaction.atomic():
+        link.configs = {k: v for k, v in link.configs.items() if k != "cluster.link.paused"}
+        link.state, link.state_time = State.ACTIVE, now
+        link.error_code, link.error_message = "NO_ERROR", ""
+        link.availability_failures, link.availability_checked_at = 0, None
+        link.save()
+        link.mirrors.filter(state=MirrorTopic.State.LINK_PAUSED).update(
+            state=MirrorTopic.State.ACTIVE, state_time=now
+        )
+    audit.record(actor, "link.resume", f"link {link.name}", before=before, after=snapshot(link))
+    log.info("Resumed cluster link %s", link.name)
+    return link
+
+
+def delete_link(
+    actor: audit.Actor, link: ClusterLink, *, force: bool = False, validate_only: bool = False
+) -> None:
+    """Delete a link. Refused while it has mirrors still mirroring, unless `force`, which fails
+    them over first (they become ordinary writable topics)."""
+    with audit.refusals(actor, "link.delete", f"link {link.name}"):
+        live = list(link.mirrors.exclude(state=MirrorTopic.State.STOPPED))
+        if live and not force:
+            raise conflict(
+                f"Cluster link {link.name!r} still has mirror topics: "
+                f"{', '.join(m.mirror_topic for m in live)}. Promote, fail over or delete them "
+                "first, or force the deletion, which fails them over."
+            )
+        if validate_only:
+            return
+        for mirror in live:
+            mirrors.failover_mirror(actor, mirror)
+    before = snapshot(link)
+    link.delete()
+    audit.record(actor, "link.delete", f"link {link.name}", before=before)
+    log.info("Deleted cluster link %s%s", link.name, " (forced)" if live else "")
+
+
+# State changes made by the availability check. --------------------------------------------
+
+_LINK_ERRORS = {
+    "_AUTHENTICATION": "AUTHENTICATION_ERROR",
+    "_RESOLVE": "UNRESOLVABLE_BOOTSTRAP_ERROR",
+    "_TRANSPORT": "BOOTSTRAP_TCP_CONNECTION_FAILED_ERROR",
+    "_ALL_BROKERS_DOWN": "BOOTSTRAP_TCP_CONNECTION_FAILED_ERROR",
+    "_TIMED_OUT": "TIMEOUT_ERROR",
+}
+
+
+def link_error_code(exc: Exception) -> str:
+    from confluent_kafka import KafkaError
+
+    code = getattr(exc, "code", None)
+    for name, link_error in _LINK_ERRORS.items():
+        if code == getattr(KafkaError, name):
+            return link_error
+    return "UNKNOWN"
+
+
+def mark_unavailable(link: ClusterLink, error_code: str, message: str) -> bool:
+    """The source failed too many checks: the link is UNAVAILABLE, its mirrors
+    SOURCE_UNAVAILABLE. Only an ACTIVE link changes; returns whether it did."""
+    now = timezone.now()
+    with transaction.atomic():
+        changed = ClusterLink.objects.filter(pk=link.pk, state=State.ACTIVE).update(
+            state=State.UNAVAILABLE, state_time=now, error_code=error_code, error_message=message
+        )
+        if changed:
+            link.mirrors.filter(state__in=mirrors.RUNNING).update(
+                state=MirrorTopic.State.SOURCE_UNAVAILABLE, state_time=now
+            )
+    if changed:
+        log.warning("Cluster link %s is UNAVAILABLE: %s", link.name, message)
+        audit.record(
+            audit.Actor.system("availability check"),
+            "link.unavailable",
+            f"link {link.name}",
+            result=audit.AuditEvent.Result.FAILED,
+            message=message,
+        )
+    return bool(changed)
+
+
+def mark_available(link: ClusterLink) -> bool:
+    """The source answers again: the link is ACTIVE and its mirrors run as before."""
+    now = timezone.now()
+    with transaction.atomic():
+        changed = ClusterLink.objects.filter(pk=link.pk, state=State.UNAVAILABLE).update(
+            state=State.ACTIVE, state_time=now, error_code="NO_ERROR", error_message=""
+        )
+        if changed:
+            link.mirrors.filter(state=MirrorTopic.State.SOURCE_UNAVAILABLE, paused=True).update(
+                state=MirrorTopic.State.PAUSED, state_time=now
+            )
+            link.mirrors.filter(state=MirrorTopic.State.SOURCE_UNAVAILABLE).update(
+                state=MirrorTopic.State.ACTIVE, state_time=now
+            )
+    if changed:
+        log.info("Cluster link %s is available again", link.name)
+        audit.record(
+            audit.Actor.system("availability check"), "link.available", f"link {link.name}"
+        )
+    return bool(changed)

@@ -1,0 +1,444 @@
+"""Mirror topics: create, list, describe, pause, resume, fail over, delete; and the state
+changes the syncers make. One function per state change.
+
+A mirror is created read-only (ACLs first, then the topic, so no one can write to it in
+between) and with nothing half-made left behind when a step fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from . import audit, read_only, topic_configs
+from .connections import destination_admin, source_admin, unreachable
+from .errors import ReplicationError, conflict, not_found
+from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from .models import ClusterLink, KafkaCluster, MirrorTopic
+
+log = logging.getLogger(__name__)
+
+State = MirrorTopic.State
+Error = MirrorTopic.Error
+
+# States in which a mirror follows its source (or would, but for a pause or an outage).
+RUNNING = frozenset({State.ACTIVE, State.PAUSED, State.LINK_PAUSED, State.SOURCE_UNAVAILABLE})
+
+_TOPIC_NAME = re.compile(r"^(?!\.{1,2}$)[a-zA-Z0-9._-]{1,249}$")
+
+
+def get_mirror(destination: KafkaCluster, name: str, link: ClusterLink | None = None):
+    mirrors = MirrorTopic.objects.select_related("link", "destination")
+    mirror = mirrors.filter(destination=destination, mirror_topic=name).first()
+    if mirror is None or (link is not None and mirror.link_id != link.pk):
+        where = f"link {link.name!r}" if link else f"cluster {destination.name}"
+        raise not_found(f"Topic {name!r} is not a mirror topic of {where}.")
+    return mirror
+
+
+def list_mirrors(
+    *,
+    link: ClusterLink | None = None,
+    destination: KafkaCluster | None = None,
+    states: list[str] | None = None,
+) -> QuerySet[MirrorTopic]:
+    mirrors = MirrorTopic.objects.select_related("link", "destination")
+    if link is not None:
+        mirrors = mirrors.filter(link=link)
+    if destination is not None:
+        mirrors = mirrors.filter(destination=destination)
+    if states:
+        mirrors = mirrors.filter(state__in=states)
+    return mirrors
+
+
+def snapshot(mirror: MirrorTopic) -> dict:
+    return {
+        "link": mirror.link.name,
+        "source_topic": mirror.source_topic,
+        "state": mirror.state,
+        "partitions": mirror.num_partitions,
+        "config_overrides": mirror.config_overrides,
+        "stop_offsets": mirror.stop_offsets,
+    }
+
+
+def _running_state(link: ClusterLink, paused: bool) -> str:
+    if paused:
+        return State.PAUSED
+    if link.state == ClusterLink.State.PAUSED:
+        return State.LINK_PAUSED
+    if link.state == ClusterLink.State.UNAVAILABLE:
+        return State.SOURCE_UNAVAILABLE
+    return State.ACTIVE
+
+
+def create_mirror(
+    actor: audit.Actor,
+    link: ClusterLink,
+    source_topic: str,
+    *,
+    mirror_topic: str | None = None,
+    replication_factor: int | None = None,
+    configs: dict[str, str] | None = None,
+    validate_only: bool = False,
+) -> MirrorTopic:
+    """Create a read-only mirror of `source_topic` on the link's destination.
+
+    The mirror has the source's partition count and the configs its classes call for, plus
+    `configs` as overrides; its replication factor defaults to the destination's default.
+    """
+    name = mirror_topic or link.prefix + source_topic
+    target = f"mirror {name} on link {link.name}"
+    overrides = dict(configs or {})
+    with audit.refusals(actor, "mirror.create", target):
+        expected = link.prefix + source_topic
+        if not _TOPIC_NAME.match(source_topic):
+            raise ReplicationError(
+                f"Invalid source topic name {source_topic!r}: use 1-249 letters, digits, "
+                "'.', '_' or '-'."
+            )
+        if name != expected:
+            raise ReplicationError(
+                f"A mirror topic is named after its source topic"
+                f"{' with the link prefix ' + repr(link.prefix) if link.prefix else ''}: "
+                f"expected {expected!r}, not {name!r}."
+            )
+        if len(name) > 249:
+            raise ReplicationError(f"Mirror topic name {name!r} is longer than 249 characters.")
+        if link.state == ClusterLink.State.FAILED:
+            raise conflict(
+                f"Cluster link {link.name!r} has FAILED ({link.error_message}); "
+                "fix it before adding mirrors."
+            )
+        if replication_factor is not None and replication_factor < 1:
+            raise ReplicationError("The replication factor must be at least 1.")
+        topic_configs.check_overrides(overrides)
+        taken = MirrorTopic.objects.filter(destination=link.destination, mirror_topic=name).first()
+        if taken:
+            raise conflict(
+                f"Topic {name!r} is already a mirror topic of link {taken.link.name!r} "
+                f"on {link.destination.name}."
+            )
+        destination, source = destination_admin(link), source_admin(link)
+        try:
+            existing = destination.list_topic_names()
+        except KafkaAdminError as exc:
+            raise unreachable("destination", exc) from exc
+        if name in existing:
+            raise conflict(
+                f"Topic {name!r} already exists on {link.destination.name}. Delete it first "
+                "(for example after a promote), or mirror into another cluster."
+            )
+        try:
+            info = source.describe_topic(source_topic)
+            wanted = topic_configs.desired(
+                source.topic_configs(source_topic),
+                link.config("topic.config.sync.include"),
+                overrides,
+            )
+        except TopicNotFound as exc:
+            raise not_found(
+                f"Source topic {source_topic!r} does not exist on the source cluster "
+                f"{link.source_cluster_id}. Create it there first, or check the name."
+            ) from exc
+        except KafkaAdminError as exc:
+            raise unreachable("source", exc) from exc
+        try:
+            destination.create_topic(
+                name, info.partitions, replication_factor, wanted, validate_only=True
+            )
+        except KafkaAdminError as exc:
+            raise ReplicationError(
+                f"{link.destination.name} would refuse mirror topic {name!r}: {exc}"
+            ) from exc
+        mirror = MirrorTopic(
+            link=link,
+            destination=link.destination,
+            source_topic=source_topic,
+            mirror_topic=name,
+            source_topic_id=info.topic_id,
+            num_partitions=info.partitions,
+            config_overrides=overrides,
+        )
+        if validate_only:
+            return mirror
+        try:  # reserve the name before touching the destination
+            with transaction.atomic():
+                mirror.save()
+        except IntegrityError as exc:
+            raise conflict(f"Topic {name!r} is being created as a mirror already.") from exc
+        _provision(mirror, destination, replication_factor, wanted)
+    audit.record(actor, "mirror.create", target, after=snapshot(mirror))
+    log.info(
+        "Created mirror topic %s of %s over link %s (%d partitions, read-only %s)",
+        name,
+        source_topic,
+        link.name,
+        mirror.num_partitions,
+        "enforced" if mirror.read_only_enforced else "NOT enforced: no authorizer",
+    )
+    return mirror
+
+
+def _provision(
+    mirror: MirrorTopic, admin: KafkaAdmin, replication_factor: int | None, configs: dict
+) -> None:
+    """Make the read-only topic; on any failure undo every step and forget the mirror."""
+    name = mirror.mirror_topic
+    created = False
+    try:
+        mirror.read_only_enforced = read_only.enforce(admin, name)
+        admin.create_topic(name, mirror.num_partitions, replication_factor, configs)
+        created = True
+        mirror.replication_factor = _wait_for_topic(admin, name).replication_factor
+    except KafkaAdminError as exc:
+        try:
+            if created:
+                admin.delete_topic(name)
+            read_only.lift(admin, name)
+        except KafkaAdminError:
+            log.exception("Could not undo the half-made mirror topic %s", name)
+        mirror.delete()
+        raise ReplicationError(
+            f"Creating mirror topic {name!r} failed and was undone: {exc}", 503
+        ) from exc
+    mirror.state, mirror.state_time = _running_state(mirror.link, False), timezone.now()
+    mirror.save()
+
+
+def _wait_for_topic(admin: KafkaAdmin, name: str, attempts: int = 20):
+    """A new topic can take a moment to show in the metadata of every broker."""
+    for _ in range(attempts - 1):
+        try:
+            return admin.describe_topic(name)
+        except TopicNotFound:
+            time.sleep(0.1)
+    return admin.describe_topic(name)
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    partition: int
+    state: str
+    dest_log_end_offset: int
+    source_high_watermark: int
+    # The stream reports its fetches (the Spark engine); until it has fetched, -1.
+    last_fetch_source_high_watermark: int = -1
+    time_since_last_fetch_ms: int = -1
+
+    @property
+    def lag(self) -> int:
+        if self.source_high_watermark < 0 or self.dest_log_end_offset < 0:
+            return -1
+        return max(0, self.source_high_watermark - self.dest_log_end_offset)
+
+
+@dataclass(frozen=True)
+class MirrorStatus:
+    mirror: MirrorTopic
+    partitions: list[PartitionStatus] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def max_lag(self) -> int:
+        return max((p.lag for p in self.partitions), default=-1)
+
+
+def describe_mirror(mirror: MirrorTopic) -> MirrorStatus:
+    """Per partition: the destination's log end offset and the source's high watermark, read
+    from the clusters now, and the lag between them."""
+    errors: list[str] = []
+    dest_offsets: dict[int, int] = {}
+    source_offsets: dict[int, int] = {}
+    partitions = mirror.num_partitions
+    try:
+        destination = destination_admin(mirror.link)
+        partitions = destination.describe_topic(mirror.mirror_topic).partitions
+        dest_offsets = destination.end_offsets(mirror.mirror_topic, partitions)
+    except (KafkaAdminError, ReplicationError) as exc:
+        errors.append(f"Destination: {exc}")
+    if mirror.state != State.STOPPED:
+        try:
+            source = source_admin(mirror.link)
+            count = source.describe_topic(mirror.source_topic).partitions
+            source_offsets = source.end_offsets(mirror.source_topic, count)
+        except (KafkaAdminError, ReplicationError) as exc:
+            errors.append(f"Source: {exc}")
+    return MirrorStatus(
+        mirror,
+        [
+            PartitionStatus(
+                partition=p,
+                state=mirror.state,
+                dest_log_end_offset=dest_offsets.get(p, -1),
+                source_high_watermark=source_offsets.get(p, -1),
+            )
+            for p in range(partitions)
+        ],
+        errors,
+    )
+
+
+def pause_mirror(actor: audit.Actor, mirror: MirrorTopic) -> MirrorTopic:
+    """Stop fetching for this mirror; it stays read-only."""
+    target = f"mirror {mirror.mirror_topic}"
+    with audit.refusals(actor, "mirror.pause", target):
+        if mirror.state == State.PAUSED:
+            raise conflict(f"Mirror topic {mirror.mirror_topic!r} is already paused.")
+        if mirror.state not in RUNNING:
+            raise conflict(_not_running(mirror, "pause"))
+    before = snapshot(mirror)
+    mirror.paused = True
+    mirror.state, mirror.state_time = State.PAUSED, timezone.now()
+    mirror.save(update_fields=["paused", "state", "state_time"])
+    audit.record(actor, "mirror.pause", target, before=before, after=snapshot(mirror))
+    return mirror
+
+
+def resume_mirror(actor: audit.Actor, mirror: MirrorTopic) -> MirrorTopic:
+    target = f"mirror {mirror.mirror_topic}"
+    with audit.refusals(actor, "mirror.resume", target):
+        if mirror.state != State.PAUSED:
+            raise conflict(
+                f"Mirror topic {mirror.mirror_topic!r} is not paused (it is {mirror.state})."
+            )
+    before = snapshot(mirror)
+    mirror.paused = False
+    mirror.state, mirror.state_time = _running_state(mirror.link, False), timezone.now()
+    mirror.save(update_fields=["paused", "state", "state_time"])
+    audit.record(actor, "mirror.resume", target, before=before, after=snapshot(mirror))
+    return mirror
+
+
+def _not_running(mirror: MirrorTopic, verb: str) -> str:
+    if mirror.state == State.STOPPED:
+        return (
+            f"Topic {mirror.mirror_topic!r} has already stopped its mirror from "
+            f"{mirror.link.name!r}; it is a normal topic now, with nothing to {verb}."
+        )
+    return f"Mirror topic {mirror.mirror_topic!r} is {mirror.state}; it cannot be {verb}d now."
+
+
+def failover_mirror(actor: audit.Actor, mirror: MirrorTopic) -> MirrorTopic:
+    """Stop mirroring at once, whatever the lag: the topic becomes writable and the link
+    remembers where each partition stopped."""
+    target = f"mirror {mirror.mirror_topic}"
+    with audit.refusals(actor, "mirror.failover", target):
+        if mirror.state == State.STOPPED:
+            raise conflict(_not_running(mirror, "fail over"))
+        admin = destination_admin(mirror.link)
+        try:
+            partitions = admin.describe_topic(mirror.mirror_topic).partitions
+            stop_offsets = admin.end_offsets(mirror.mirror_topic, partitions)
+            read_only.lift(admin, mirror.mirror_topic)
+        except KafkaAdminError as exc:
+            raise unreachable("destination", exc) from exc
+    before = snapshot(mirror)
+    mirror.stop_offsets = {str(p): offset for p, offset in stop_offsets.items()}
+    mirror.state, mirror.state_time, mirror.paused = State.STOPPED, timezone.now(), False
+    mirror.save()
+    audit.record(actor, "mirror.failover", target, before=before, after=snapshot(mirror))
+    log.info("Failed over mirror topic %s; it is writable now", mirror.mirror_topic)
+    return mirror
+
+
+def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
+    """Delete the mirror topic on the destination, with its data, and end the mirroring."""
+    target = f"mirror {mirror.mirror_topic}"
+    with audit.refusals(actor, "mirror.delete", target):
+        admin = destination_admin(mirror.link)
+        try:
+            with contextlib.suppress(TopicNotFound):  # deleted outside the console already
+                admin.delete_topic(mirror.mirror_topic)
+            read_only.lift(admin, mirror.mirror_topic)
+        except KafkaAdminError as exc:
+            raise unreachable("destination", exc) from exc
+    before = snapshot(mirror)
+    mirror.delete()
+    audit.record(actor, "mirror.delete", target, before=before)
+    log.info("Deleted mirror topic %s", mirror.mirror_topic)
+
+
+# State changes made by the syncers. ---------------------------------------------------------
+
+_SYNCER = audit.Actor.system("reconciler")
+
+
+def fail_mirror(mirror: MirrorTopic, error: str, message: str) -> None:
+    """An unrecoverable per-topic error: the mirror is FAILED with `error`."""
+    before = snapshot(mirror)
+    mirror.state, mirror.state_time = State.FAILED, timezone.now()
+    mirror.mirror_error, mirror.error_message = error, message
+    mirror.save(update_fields=["state", "state_time", "mirror_error", "error_message"])
+    log.error("Mirror topic %s FAILED (%s): %s", mirror.mirror_topic, error, message)
+    audit.record(
+        _SYNCER,
+        "mirror.fail",
+        f"mirror {mirror.mirror_topic}",
+        result=audit.AuditEvent.Result.FAILED,
+        before=before,
+        after=snapshot(mirror),
+        message=message,
+    )
+
+
+def grow_mirror(mirror: MirrorTopic, admin: KafkaAdmin, partitions: int) -> None:
+    """The source gained partitions: the mirror gets as many."""
+    before = snapshot(mirror)
+    admin.create_partitions(mirror.mirror_topic, partitions)
+    mirror.num_partitions = partitions
+    mirror.save(update_fields=["num_partitions"])
+    log.info("Grew mirror topic %s to %d partitions", mirror.mirror_topic, partitions)
+    audit.record(
+        _SYNCER,
+        "mirror.grow",
+        f"mirror {mirror.mirror_topic}",
+        before=before,
+        after=snapshot(mirror),
+    )
+
+
+def note_source_missing(mirror: MirrorTopic, now: datetime) -> None:
+    """The source topic is gone: retry until the link's retry timeout, then fail the mirror."""
+    if mirror.source_missing_since is None:
+        mirror.source_missing_since = now
+        mirror.save(update_fields=["source_missing_since"])
+        log.warning(
+            "Source topic %s of mirror %s is missing; retrying",
+            mirror.source_topic,
+            mirror.mirror_topic,
+        )
+    timeout_ms = mirror.link.int_config("cluster.link.retry.timeout.ms")
+    if (now - mirror.source_missing_since).total_seconds() * 1000 >= timeout_ms:
+        fail_mirror(
+            mirror,
+            Error.SOURCE_TOPIC_MAY_BE_DELETED,
+            f"Source topic {mirror.source_topic!r} has been missing for longer than "
+            f"cluster.link.retry.timeout.ms ({timeout_ms} ms). Delete the mirror, or "
+            "re-create the source topic and then the mirror.",
+        )
+
+
+def note_source_present(mirror: MirrorTopic) -> None:
+    if mirror.source_missing_since is not None:
+        mirror.source_missing_since = None
+        mirror.save(update_fields=["source_missing_since"])
+
+
+def forget_mirror(mirror: MirrorTopic, admin: KafkaAdmin) -> None:
+    """The mirror topic was deleted on the destination outside the console: the mirroring
+    ends, as it does after an ordinary topic delete in Cluster Linking."""
+    read_only.lift(admin, mirror.mirror_topic)
+    before = snapshot(mirror)
+    mirror.delete()
+    log.warning("Mirror topic %s was deleted on the destination; mirroring ended", mirror)
+    audit.record(_SYNCER, "mirror.forget", f"mirror {mirror.mirror_topic}", before=before)

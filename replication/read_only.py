@@ -1,0 +1,58 @@
+"""Read-only mirror topics, enforced by the destination broker with ACLs (DESIGN decision 2).
+
+Everyone may read a mirror; no one but the link's privileged principal (a super user, to whom
+ACLs do not apply) may write to it or change its configs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from .kafka_admin import AuthorizerDisabled, KafkaAdmin
+
+_RULES = [
+    (AclOperation.READ, AclPermissionType.ALLOW),
+    (AclOperation.DESCRIBE, AclPermissionType.ALLOW),
+    (AclOperation.DESCRIBE_CONFIGS, AclPermissionType.ALLOW),
+    (AclOperation.WRITE, AclPermissionType.DENY),
+    (AclOperation.ALTER_CONFIGS, AclPermissionType.DENY),
+]
+
+
+def bindings(topic: str) -> list[AclBinding]:
+    return [
+        AclBinding(
+            ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:*", "*", op, permission
+        )
+        for op, permission in _RULES
+    ]
+
+
+def enforce(admin: KafkaAdmin, topic: str) -> bool:
+    """Make `topic` read-only; False when the cluster has no authorizer to enforce it."""
+    try:
+        admin.create_acls(bindings(topic))
+    except AuthorizerDisabled:
+        return False
+    return True
+
+
+def lift(admin: KafkaAdmin, topic: str) -> None:
+    """Remove the read-only ACLs of `topic` (and only those)."""
+    filters = [
+        AclBindingFilter(
+            ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:*", "*", op, permission
+        )
+        for op, permission in _RULES
+    ]
+    with contextlib.suppress(AuthorizerDisabled):
+        admin.delete_acls(filters)

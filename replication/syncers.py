@@ -1,0 +1,147 @@
+"""The reconciler: for each link, at the link's own intervals, check that the source answers,
+follow source partitions and topic identity, and keep mirror topic configs in sync.
+
+Celery beat calls `run_due_syncs` every second; each syncer runs only when its interval
+(availability.check.ms, metadata.max.age.ms, topic.config.sync.ms) has passed.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.utils import timezone
+
+from . import links, mirrors, topic_configs
+from .connections import destination_admin, source_admin
+from .errors import ReplicationError
+from .kafka_admin import KafkaAdminError, TopicNotFound
+from .models import ClusterLink, MirrorTopic
+
+log = logging.getLogger(__name__)
+
+# Mirrors whose source and configs the syncers follow (the link being ACTIVE).
+FOLLOWED = [MirrorTopic.State.ACTIVE, MirrorTopic.State.PAUSED]
+
+
+def run_due_syncs(now: datetime | None = None) -> None:
+    for link in ClusterLink.objects.select_related("destination"):
+        try:
+            sync_link(link, now or timezone.now())
+        except (KafkaAdminError, ReplicationError) as exc:
+            log.warning("Syncing cluster link %s: %s", link.name, exc)
+        except Exception:  # one broken link must not stop the others
+            log.exception("Syncing cluster link %s failed", link.name)
+
+
+def _due(last: datetime | None, interval_ms: int, now: datetime) -> bool:
+    return last is None or (now - last).total_seconds() * 1000 >= interval_ms
+
+
+def sync_link(link: ClusterLink, now: datetime) -> None:
+    if link.state == ClusterLink.State.PAUSED:
+        return
+    if _due(link.availability_checked_at, link.int_config("availability.check.ms"), now):
+        check_source(link, now)
+        link.refresh_from_db()
+    if link.state != ClusterLink.State.ACTIVE:
+        return
+    if _due(link.metadata_refreshed_at, link.int_config("metadata.max.age.ms"), now):
+        refresh_metadata(link, now)
+    if _due(link.configs_synced_at, link.int_config("topic.config.sync.ms"), now):
+        sync_topic_configs(link, now)
+
+
+def check_source(link: ClusterLink, now: datetime) -> None:
+    """Probe the source; after the threshold of failures in a row the link is UNAVAILABLE,
+    and the first success brings it back."""
+    try:
+        cluster_id = source_admin(link).describe_cluster().cluster_id
+        if cluster_id != link.source_cluster_id:
+            raise KafkaAdminError(
+                f"bootstrap.servers now reaches cluster {cluster_id}, not the link's source "
+                f"{link.source_cluster_id}."
+            )
+    except (KafkaAdminError, ReplicationError) as exc:
+        failures = link.availability_failures + 1
+        ClusterLink.objects.filter(pk=link.pk).update(
+            availability_failures=failures, availability_checked_at=now
+        )
+        threshold = link.int_config("availability.check.consecutive.failure.threshold")
+        log.warning(
+            "Source of cluster link %s failed its availability check (%d of %d): %s",
+            link.name,
+            failures,
+            threshold,
+            exc,
+        )
+        if failures >= threshold:
+            links.mark_unavailable(link, links.link_error_code(exc), str(exc))
+        return
+    ClusterLink.objects.filter(pk=link.pk).update(
+        availability_failures=0, availability_checked_at=now
+    )
+    if link.state == ClusterLink.State.UNAVAILABLE:
+        links.mark_available(link)
+
+
+def refresh_metadata(link: ClusterLink, now: datetime) -> None:
+    """Follow each mirror's source topic: its partitions, its identity, its existence."""
+    ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=now)
+    source, destination = source_admin(link), destination_admin(link)
+    for mirror in link.mirrors.filter(state__in=FOLLOWED):
+        try:
+            mirror_partitions = destination.describe_topic(mirror.mirror_topic).partitions
+        except TopicNotFound:
+            mirrors.forget_mirror(mirror, destination)
+            continue
+        try:
+            info = source.describe_topic(mirror.source_topic)
+        except TopicNotFound:
+            mirrors.note_source_missing(mirror, now)
+            continue
+        mirrors.note_source_present(mirror)
+        if info.topic_id != mirror.source_topic_id:
+            mirrors.fail_mirror(
+                mirror,
+                MirrorTopic.Error.SOURCE_TOPIC_ID_CHANGED,
+                f"Source topic {mirror.source_topic!r} was deleted and re-created (topic id "
+                f"{mirror.source_topic_id} is now {info.topic_id}). Delete this mirror and "
+                "create it again to mirror the new topic.",
+            )
+        elif info.partitions < mirror_partitions:
+            mirrors.fail_mirror(
+                mirror,
+                MirrorTopic.Error.SOURCE_PARTITIONS_DECREASED,
+                f"Source topic {mirror.source_topic!r} has {info.partitions} partitions, fewer "
+                f"than the mirror's {mirror_partitions}; partitions cannot be removed.",
+            )
+        elif info.partitions > mirror_partitions:
+            mirrors.grow_mirror(mirror, destination, info.partitions)
+
+
+def sync_topic_configs(link: ClusterLink, now: datetime) -> None:
+    """Make each mirror's synced configs equal to its source topic's."""
+    ClusterLink.objects.filter(pk=link.pk).update(configs_synced_at=now)
+    source, destination = source_admin(link), destination_admin(link)
+    include = link.config("topic.config.sync.include")
+    for mirror in link.mirrors.filter(state__in=FOLLOWED):
+        try:
+            source_configs = source.topic_configs(mirror.source_topic)
+            mirror_configs = destination.topic_configs(mirror.mirror_topic)
+        except TopicNotFound:
+            continue  # refresh_metadata decides what a missing topic means
+        overrides = mirror.config_overrides
+        to_set, to_delete = topic_configs.changes(
+            topic_configs.desired(source_configs, include, overrides),
+            {k: v.value for k, v in mirror_configs.items() if v.is_set},
+            topic_configs.synced_names(include, overrides),
+        )
+        if to_set or to_delete:
+            destination.alter_topic_configs(mirror.mirror_topic, to_set, to_delete)
+            log.info(
+                "Synced configs of mirror topic %s from its source: set %s, reset %s",
+                mirror.mirror_topic,
+                to_set or "nothing",
+                to_delete or "nothing",
+            )

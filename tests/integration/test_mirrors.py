@@ -1,0 +1,244 @@
+"""Mirror topics against the real clusters: creation by config class, read-only enforcement by
+the destination broker, describe, pause / resume, delete, and every refusal."""
+
+import pytest
+from confluent_kafka import KafkaError
+
+from devstack import kafka
+from devstack.processes import wait_for
+from replication import audit
+from replication.errors import ReplicationError
+from replication.kafka_admin import KafkaAdmin, TopicNotFound
+from replication.mirrors import (
+    create_mirror,
+    delete_mirror,
+    describe_mirror,
+    list_mirrors,
+    pause_mirror,
+    resume_mirror,
+)
+from replication.models import AuditEvent, MirrorTopic
+from tests.conftest import admin_config
+from tests.kafka_clients import READ_ONLY_ACLS, acls_on, consume_all, produce, run_tool
+
+pytestmark = pytest.mark.integration
+
+ACTOR = audit.Actor.system("tests")
+
+
+def destination_admin() -> KafkaAdmin:
+    return KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10)
+
+
+def test_a_mirror_copies_partitions_and_configs_by_class(make_link, make_topic, topic_name):
+    make_topic(
+        kafka.SOURCE,
+        topic_name,
+        partitions=3,
+        **{
+            "retention.ms": "123456890",
+            "cleanup.policy": "compact",
+            "max.message.bytes": "2000000",
+        },
+    )
+    link = make_link()
+    mirror = create_mirror(ACTOR, link, topic_name, configs={"segment.ms": "3600000"})
+
+    assert (mirror.state, mirror.num_partitions, mirror.replication_factor) == ("ACTIVE", 3, 1)
+    info = destination_admin().describe_topic(topic_name)
+    assert info.partitions == 3
+    assert info.topic_id != mirror.source_topic_id  # its own topic, with its own id
+    configs = destination_admin().topic_configs(topic_name)
+    set_on_mirror = {k: v.value for k, v in configs.items() if v.is_set}
+    assert set_on_mirror == {
+        # strictly mirrored: always, as on the source
+        "cleanup.policy": "compact",
+        "max.message.bytes": "2000000",
+        "message.timestamp.type": "CreateTime",
+        # synced: set on the source
+        "retention.ms": "123456890",
+        # the override given at creation
+        "segment.ms": "3600000",
+    }
+    assert acls_on(kafka.DESTINATION, topic_name) == READ_ONLY_ACLS
+    assert mirror.read_only_enforced
+
+
+def test_synced_configs_left_out_of_the_include_list_are_not_copied(
+    make_link, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name, **{"retention.ms": "1000000", "segment.ms": "7200000"})
+    link = make_link({"topic.config.sync.include": "segment.ms"})
+    create_mirror(ACTOR, link, topic_name)
+    configs = destination_admin().topic_configs(topic_name)
+    assert configs["segment.ms"].value == "7200000"
+    assert not configs["retention.ms"].is_set
+
+
+def test_the_mirror_is_read_only_for_ordinary_clients_and_kafkas_own_producer(
+    make_link, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name)
+    create_mirror(ACTOR, make_link(), topic_name)
+    plain = {"bootstrap.servers": kafka.DESTINATION.bootstrap}
+    assert wait_for(lambda: acls_on(kafka.DESTINATION, topic_name) == READ_ONLY_ACLS, 30)
+
+    reports = produce(plain, topic_name, [{"value": b"hi"}])
+    assert reports[0][0] is not None
+    assert reports[0][0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    cli = run_tool(
+        "kafka-console-producer",
+        "--topic",
+        topic_name,
+        "--bootstrap-server",
+        "localhost:9093",
+        stdin="hi\n",
+    )
+    assert "TopicAuthorizationException" in cli.stderr or "Not authorized" in cli.stderr
+
+    altered = run_tool(
+        "kafka-configs",
+        "--alter",
+        "--topic",
+        topic_name,
+        "--add-config",
+        "retention.ms=1",
+        "--bootstrap-server",
+        "localhost:9093",
+    )
+    assert altered.returncode != 0 and "authoriz" in altered.stderr.lower()
+
+    # Reading and describing stay open to everyone, as the tutorial's kafka-configs does.
+    described = run_tool(
+        "kafka-configs", "--describe", "--topic", topic_name, "--bootstrap-server", "localhost:9093"
+    )
+    assert described.returncode == 0 and "cleanup.policy=delete" in described.stdout
+    assert consume_all(kafka.DESTINATION.bootstrap, topic_name, expected=0) == []
+
+
+def test_a_prefixed_link_names_mirrors_with_its_prefix(make_link, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name)
+    link = make_link({"cluster.link.prefix": "dc1."})
+    mirror = create_mirror(ACTOR, link, topic_name)
+    assert mirror.mirror_topic == f"dc1.{topic_name}"
+    assert destination_admin().describe_topic(f"dc1.{topic_name}").partitions == 1
+    with pytest.raises(ReplicationError, match=f"expected 'dc1.{topic_name}'"):
+        create_mirror(ACTOR, link, topic_name, mirror_topic=topic_name)
+
+
+def nothing_left_of(topic: str) -> bool:
+    try:
+        destination_admin().describe_topic(topic)
+        return False
+    except TopicNotFound:
+        pass
+    return (
+        not acls_on(kafka.DESTINATION, topic)
+        and not MirrorTopic.objects.filter(mirror_topic=topic).exists()
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs,expected,status",
+    [
+        ({"configs": {"cleanup.policy": "compact"}}, "always mirrored from the source", 400),
+        ({"configs": {"retention.ms": "soon"}}, "would refuse mirror topic", 400),
+        ({"configs": {"no.such.config": "1"}}, "would refuse mirror topic", 400),
+        ({"replication_factor": 3}, "would refuse mirror topic", 400),
+        ({"replication_factor": 0}, "at least 1", 400),
+        ({"mirror_topic": "another-name"}, "named after its source topic", 400),
+    ],
+)
+def test_bad_mirrors_are_refused_and_nothing_is_left_behind(
+    make_link, make_topic, topic_name, kwargs, expected, status
+):
+    make_topic(kafka.SOURCE, topic_name)
+    with pytest.raises(ReplicationError, match=expected) as refused:
+        create_mirror(ACTOR, make_link(), topic_name, **kwargs)
+    assert refused.value.status == status
+    assert nothing_left_of(topic_name)
+    assert AuditEvent.objects.get(action="mirror.create").result == "refused"
+
+
+def test_a_missing_source_topic_is_refused(make_link, topic_name):
+    with pytest.raises(ReplicationError, match="does not exist on the source") as refused:
+        create_mirror(ACTOR, make_link(), topic_name)
+    assert refused.value.status == 404
+    assert nothing_left_of(topic_name)
+
+
+def test_a_name_taken_on_the_destination_is_refused(make_link, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name)
+    make_topic(kafka.DESTINATION, topic_name)
+    with pytest.raises(ReplicationError, match="already exists on destination") as refused:
+        create_mirror(ACTOR, make_link(), topic_name)
+    assert refused.value.status == 409
+    assert not acls_on(kafka.DESTINATION, topic_name)
+
+
+def test_a_topic_mirrored_by_another_link_is_refused(make_link, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name)
+    first = make_link()
+    create_mirror(ACTOR, first, topic_name)
+    with pytest.raises(ReplicationError, match=f"already a mirror topic of link '{first.name}'"):
+        create_mirror(ACTOR, make_link(), topic_name)
+
+
+def test_validate_only_creates_nothing(make_link, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    mirror = create_mirror(ACTOR, make_link(), topic_name, validate_only=True)
+    assert mirror.pk is None and mirror.num_partitions == 2
+    assert nothing_left_of(topic_name)
+
+
+def test_describe_reads_offsets_and_lag_from_both_clusters(make_link, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    records = [{"value": b"first", "partition": 0}, {"value": b"second", "partition": 0}]
+    produce({"bootstrap.servers": kafka.SOURCE.bootstrap}, topic_name, records)
+    mirror = create_mirror(ACTOR, make_link(), topic_name)
+
+    status = describe_mirror(mirror)
+    assert status.errors == []
+    rows = [
+        (p.partition, p.state, p.dest_log_end_offset, p.source_high_watermark, p.lag)
+        for p in status.partitions
+    ]
+    # No data is copied yet (that is the stream's job): the lag is the whole source.
+    assert rows == [(0, "ACTIVE", 0, 2, 2), (1, "ACTIVE", 0, 0, 0)]
+    assert status.max_lag == 2
+    assert [p.last_fetch_source_high_watermark for p in status.partitions] == [-1, -1]
+
+
+def test_pausing_and_resuming_a_mirror(make_link, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name)
+    mirror = create_mirror(ACTOR, make_link(), topic_name)
+    pause_mirror(ACTOR, mirror)
+    assert MirrorTopic.objects.get(pk=mirror.pk).state == "PAUSED"
+    assert [m.mirror_topic for m in list_mirrors(states=["PAUSED"])] == [topic_name]
+    with pytest.raises(ReplicationError, match="already paused"):
+        pause_mirror(ACTOR, mirror)
+    resume_mirror(ACTOR, mirror)
+    assert MirrorTopic.objects.get(pk=mirror.pk).state == "ACTIVE"
+    with pytest.raises(ReplicationError, match="is not paused"):
+        resume_mirror(ACTOR, mirror)
+    # Paused, the topic is still read-only.
+    assert acls_on(kafka.DESTINATION, topic_name) == READ_ONLY_ACLS
+
+
+def test_a_stopped_mirror_cannot_be_paused(make_link, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name)
+    mirror = create_mirror(ACTOR, make_link(), topic_name)
+    mirror.state = MirrorTopic.State.STOPPED
+    mirror.save()
+    with pytest.raises(ReplicationError, match="has already stopped its mirror") as refused:
+        pause_mirror(ACTOR, mirror)
+    assert refused.value.status == 409
+
+
+def test_deleting_a_mirror_removes_the_topic_and_its_acls(make_link, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name)
+    mirror = create_mirror(ACTOR, make_link(), topic_name)
+    delete_mirror(ACTOR, mirror)
+    assert wait_for(lambda: nothing_left_of(topic_name), 30)
+    assert AuditEvent.objects.filter(action="mirror.delete", result="ok").count() == 1

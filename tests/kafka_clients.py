@@ -1,0 +1,92 @@
+"""Plain Kafka clients and Kafka's own CLI tools, used by tests as independent judges."""
+
+from __future__ import annotations
+
+import subprocess
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import (
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from devstack import kafka
+from tests.conftest import ROOT, admin_config
+
+READ_ONLY_ACLS = {
+    ("READ", "ALLOW"),
+    ("DESCRIBE", "ALLOW"),
+    ("DESCRIBE_CONFIGS", "ALLOW"),
+    ("WRITE", "DENY"),
+    ("ALTER_CONFIGS", "DENY"),
+}
+
+
+def produce(config: dict, topic: str, records: list[dict]) -> list:
+    """Produce `records` and return each delivery report's (error, partition, offset)."""
+    reports = []
+    producer = Producer({**config, "enable.idempotence": True, "linger.ms": 0})
+    for record in records:
+        producer.produce(
+            topic,
+            on_delivery=lambda err, msg: reports.append((err, msg.partition(), msg.offset())),
+            **record,
+        )
+    assert producer.flush(30) == 0, "records still queued after 30 s"
+    return reports
+
+
+def consume_all(bootstrap: str, topic: str, expected: int) -> list:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    records = []
+    try:
+        for _ in range(60):
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if len(records) >= expected:
+                    break
+                continue
+            assert msg.error() is None, msg.error()
+            records.append(msg)
+    finally:
+        consumer.close()
+    return records
+
+
+def run_tool(tool: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run one of the bin/ wrappers of Kafka's CLI tools, as a user would type it."""
+    return subprocess.run(
+        [str(ROOT / "bin" / tool), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def acls_on(node: kafka.KafkaNode, topic: str) -> set[tuple[str, str]]:
+    """The (operation, permission) pairs granted to User:* on `topic`."""
+    admin = AdminClient(admin_config(node))  # kept alive until the answer comes
+    wanted = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    found = admin.describe_acls(wanted).result(timeout=10)
+    return {(b.operation.name, b.permission_type.name) for b in found if b.principal == "User:*"}
