@@ -20,6 +20,12 @@ EVERYONE = frozenset(ROLES)
 POLICY: dict[str, frozenset[str]] = {
     "console.view": EVERYONE,
     "cluster.register": frozenset({"admin"}),
+    # create links, change their configs, pause and resume them
+    "link.manage": frozenset({"operator", "admin"}),
+    "link.delete": frozenset({"admin"}),
+    # create mirror topics, pause and resume them
+    "mirror.manage": frozenset({"operator", "admin"}),
+    "mirror.delete": frozenset({"admin"}),
 }
 
 

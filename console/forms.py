@@ -1,6 +1,7 @@
 from django import forms
 
-from replication.models import NAME_VALIDATOR
+from replication.clusters import parse_properties
+from replication.models import NAME_VALIDATOR, KafkaCluster
 
 
 class ClusterForm(forms.Form):
@@ -19,3 +20,71 @@ class ClusterForm(forms.Form):
         help_text="One key=value per line, confluent-kafka property names. "
         "Passwords and keys are encrypted at rest and never shown again.",
     )
+
+
+class PropertiesField(forms.CharField):
+    """`key=value` lines, parsed into a dict; the error names the line, never its content."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 5}))
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        try:
+            return parse_properties(super().clean(value) or "")
+        except ValueError as exc:
+            raise forms.ValidationError(f"{exc} is not 'key=value'.") from exc
+
+
+class LinkForm(forms.Form):
+    name = forms.CharField(label="Link name", max_length=200, validators=[NAME_VALIDATOR])
+    destination = forms.ModelChoiceField(
+        KafkaCluster.objects.all(), empty_label=None, help_text="The cluster that holds mirrors."
+    )
+    source = forms.ModelChoiceField(
+        KafkaCluster.objects.all(),
+        required=False,
+        empty_label="(given by bootstrap.servers below)",
+        label="Source cluster",
+        help_text="A registered cluster: the link connects with its address and credentials.",
+    )
+    configs = PropertiesField(
+        label="Link configs",
+        widget=forms.Textarea(
+            attrs={
+                "rows": 6,
+                "placeholder": "bootstrap.servers=localhost:9092\nmetadata.max.age.ms=5000",
+            }
+        ),
+        help_text="One key=value per line. Secrets are encrypted at rest and never shown again.",
+    )
+
+    def link_configs(self) -> dict[str, str]:
+        """The configs to create the link with: the chosen source's connection, then the text."""
+        source = self.cleaned_data["source"]
+        base = {}
+        if source is not None:
+            base = source.connection_config()
+        return {**base, **self.cleaned_data["configs"]}
+
+
+class LinkConfigForm(forms.Form):
+    name = forms.CharField(label="Config", max_length=200)
+    value = forms.CharField(max_length=10_000)
+
+
+class MirrorForm(forms.Form):
+    source_topic = forms.CharField(max_length=249)
+    replication_factor = forms.IntegerField(
+        required=False, min_value=1, help_text="Empty: the destination's default."
+    )
+    configs = PropertiesField(
+        label="Config overrides",
+        help_text="One key=value per line, e.g. retention.ms=7776000000. Strictly mirrored "
+        "configs (cleanup.policy, max.message.bytes, message.timestamp.type) come from the source.",
+    )
+
+
+class ConfirmForm(forms.Form):
+    force = forms.BooleanField(required=False)

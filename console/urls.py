@@ -3,7 +3,10 @@ from django.urls import path
 from django.views.generic import RedirectView
 
 from console.access import public, require
-from console.views import clusters, health
+from console.views import clusters, health, links, mirrors
+
+LINK = "links/<str:destination>/<str:name>/"
+MIRROR = "mirrors/<str:destination>/<str:topic>/"
 
 urlpatterns = [
     path(
@@ -15,4 +18,18 @@ urlpatterns = [
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/new/", clusters.cluster_create, name="cluster-create"),
     path("clusters/<str:name>/", clusters.cluster_detail, name="cluster-detail"),
+    path("links/", links.link_list, name="links"),
+    path("links/new/", links.link_create, name="link-create"),
+    path(LINK, links.link_detail, name="link-detail"),
+    path(LINK + "configs/", links.link_config_set, name="link-config-set"),
+    path(LINK + "configs/<str:config>/reset/", links.link_config_reset, name="link-config-reset"),
+    path(LINK + "pause/", links.link_pause, name="link-pause"),
+    path(LINK + "resume/", links.link_resume, name="link-resume"),
+    path(LINK + "delete/", links.link_delete, name="link-delete"),
+    path(LINK + "mirrors/new/", mirrors.mirror_create, name="mirror-create"),
+    path("mirrors/", mirrors.mirror_list, name="mirrors"),
+    path(MIRROR, mirrors.mirror_detail, name="mirror-detail"),
+    path(MIRROR + "pause/", mirrors.mirror_pause, name="mirror-pause"),
+    path(MIRROR + "resume/", mirrors.mirror_resume, name="mirror-resume"),
+    path(MIRROR + "delete/", mirrors.mirror_delete, name="mirror-delete"),
 ]

@@ -51,7 +51,21 @@ class ClusterHealth:
 
 
 def parse_client_config(text: str) -> dict[str, str]:
-    """Parse `key=value` lines (blank lines and # comments ignored) into a dict."""
+    """Parse `key=value` lines into a client config (bootstrap.servers has its own field)."""
+    try:
+        config = parse_properties(text)
+    except ValueError as exc:
+        raise ClusterError(f"{exc} of the client config is not 'key=value'.") from exc
+    if "bootstrap.servers" in config:
+        raise ClusterError("Give bootstrap.servers in its own field, not in the client config.")
+    return config
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse `key=value` lines (blank lines and # comments ignored) into a dict.
+
+    A bad line raises ValueError naming its number only: the line may hold a password.
+    """
     config: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -59,11 +73,8 @@ def parse_client_config(text: str) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
-            # The line itself is not echoed back: it may hold a password.
-            raise ClusterError(f"Line {number} of the client config is not 'key=value'.")
+            raise ValueError(f"Line {number}")
         config[key.strip()] = value.strip()
-    if "bootstrap.servers" in config:
-        raise ClusterError("Give bootstrap.servers in its own field, not in the client config.")
     return config
 
 

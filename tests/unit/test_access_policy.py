@@ -28,6 +28,10 @@ def test_only_login_logout_and_healthz_are_public():
 def test_roles_decide_actions(users):
     assert all(can(users[role], "console.view") for role in ROLES)
     assert [role for role in ROLES if can(users[role], "cluster.register")] == ["admin"]
+    for action in ("link.manage", "mirror.manage"):
+        assert [role for role in ROLES if can(users[role], action)] == ["operator", "admin"]
+    for action in ("link.delete", "mirror.delete"):
+        assert [role for role in ROLES if can(users[role], action)] == ["admin"]
 
 
 def test_a_user_without_a_role_can_do_nothing(db, django_user_model):

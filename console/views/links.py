@@ -1,0 +1,147 @@
+"""Cluster link pages: list, create, detail with configs and mirrors, pause / resume / delete."""
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from console.access import require
+from console.forms import LinkConfigForm, LinkForm
+from console.views.actions import act, confirm
+from replication import audit, links
+from replication.clusters import probe_cluster
+from replication.errors import ReplicationError
+from replication.models import ClusterLink, KafkaCluster
+
+
+def find_link(destination: str, name: str) -> ClusterLink:
+    cluster = get_object_or_404(KafkaCluster, name=destination)
+    try:
+        return links.get_link(cluster, name)
+    except ReplicationError as exc:
+        raise Http404(str(exc)) from exc
+
+
+def with_source_names(found):
+    """Name each link's source where it is a registered cluster."""
+    names = dict(KafkaCluster.objects.values_list("cluster_id", "name"))
+    for link in found:
+        link.source_name = names.get(link.source_cluster_id, "")
+    return found
+
+
+@require("console.view")
+def link_list(request):
+    return render(request, "links/list.html", {"links": with_source_names(links.list_links())})
+
+
+@require("link.manage")
+def link_create(request):
+    form = LinkForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            link = links.create_link(
+                audit.Actor.from_request(request),
+                form.cleaned_data["destination"],
+                form.cleaned_data["name"],
+                form.link_configs(),
+            )
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Created cluster link {link.name}.")
+            return redirect("link-detail", link.destination.name, link.name)
+    return render(request, "links/form.html", {"form": form})
+
+
+@require("console.view")
+def link_detail(request, destination, name):
+    link = with_source_names([find_link(destination, name)])[0]
+    return render(
+        request,
+        "links/detail.html",
+        {
+            "link": link,
+            "configs": links.describe_link_configs(link),
+            "mirrors": link.mirrors.all(),
+            "destination_health": probe_cluster(link.destination),
+            "config_form": LinkConfigForm(),
+        },
+    )
+
+
+@require("link.manage")
+@require_POST
+def link_config_set(request, destination, name):
+    link = find_link(destination, name)
+    form = LinkConfigForm(request.POST)
+    if form.is_valid():
+        act(
+            request,
+            lambda actor: links.alter_link_configs(
+                actor, link, {form.cleaned_data["name"]: form.cleaned_data["value"]}
+            ),
+            f"Set {form.cleaned_data['name']} on link {link.name}.",
+        )
+    return redirect("link-detail", destination, name)
+
+
+@require("link.manage")
+@require_POST
+def link_config_reset(request, destination, name, config):
+    link = find_link(destination, name)
+    act(
+        request,
+        lambda actor: links.alter_link_configs(actor, link, {}, [config]),
+        f"Reset {config} to its default on link {link.name}.",
+    )
+    return redirect("link-detail", destination, name)
+
+
+@require("link.manage")
+def link_pause(request, destination, name):
+    link = find_link(destination, name)
+    return confirm(
+        request,
+        question=f"Pause cluster link {link.name}?",
+        explanation="Every mirror of the link stops fetching and shows LINK_PAUSED. "
+        "The mirrors stay read-only.",
+        run=lambda actor, force: links.pause_link(actor, link),
+        done=f"Paused cluster link {link.name}.",
+        back_url=link_url(link),
+    )
+
+
+@require("link.manage")
+def link_resume(request, destination, name):
+    link = find_link(destination, name)
+    return confirm(
+        request,
+        question=f"Resume cluster link {link.name}?",
+        explanation="Its mirrors fetch again, except those paused on their own.",
+        run=lambda actor, force: links.resume_link(actor, link),
+        done=f"Resumed cluster link {link.name}.",
+        back_url=link_url(link),
+    )
+
+
+@require("link.delete")
+def link_delete(request, destination, name):
+    link = find_link(destination, name)
+    return confirm(
+        request,
+        question=f"Delete cluster link {link.name}?",
+        explanation="A link with mirror topics is deleted only when forced: forcing fails "
+        "every mirror over first, so each becomes an ordinary writable topic that no longer "
+        "follows its source.",
+        run=lambda actor, force: links.delete_link(actor, link, force=force),
+        done=f"Deleted cluster link {link.name}.",
+        back_url=link_url(link),
+        after_url=reverse("links"),
+        offer_force=link.mirrors.exclude(state="STOPPED").exists(),
+    )
+
+
+def link_url(link: ClusterLink) -> str:
+    return reverse("link-detail", args=[link.destination.name, link.name])

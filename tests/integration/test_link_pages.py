@@ -1,0 +1,169 @@
+"""The link and mirror pages, driven with Django's test client against the real clusters."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from devstack import kafka
+from replication import audit
+from replication.mirrors import create_mirror
+from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from tests.kafka_clients import produce
+
+pytestmark = pytest.mark.integration
+
+
+def detail_url(link):
+    return reverse("link-detail", args=[link.destination.name, link.name])
+
+
+def mirror_url(topic):
+    return reverse("mirror-detail", args=["destination", topic])
+
+
+def test_viewers_see_links_with_their_state_but_cannot_change_them(make_link, client_as):
+    link = make_link(name="seen-link")
+    client = client_as("viewer")
+    page = client.get(reverse("links")).content.decode()
+    assert "seen-link" in page and 'data-state="ACTIVE"' in page
+    assert "Create link" not in page
+    assert client.get(reverse("link-create")).status_code == 403
+    assert client.post(reverse("link-pause", args=["destination", link.name])).status_code == 403
+    assert "/pause/" not in client.get(detail_url(link)).content.decode()
+
+
+def test_creating_a_link_shows_config_errors_inline_and_saves_nothing(
+    registered_clusters, client_as
+):
+    form = {
+        "name": "web-link",
+        "destination": registered_clusters["destination"].pk,
+        "configs": f"bootstrap.servers={kafka.SOURCE.bootstrap}\nmetadata.max.age=5000",
+    }
+    response = client_as("operator").post(reverse("link-create"), form)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Unknown link config &#x27;metadata.max.age&#x27;" in page
+    assert "Valid link configs: bootstrap.servers" in page
+    assert not ClusterLink.objects.exists()
+
+
+def test_a_link_from_a_registered_source_takes_its_credentials_and_masks_them(
+    registered_clusters, client_as, var_dir
+):
+    form = {
+        "name": "web-link",
+        "destination": registered_clusters["destination"].pk,
+        "source": registered_clusters["source"].pk,
+        "configs": "metadata.max.age.ms=5000",
+    }
+    response = client_as("operator").post(reverse("link-create"), form)
+    link = ClusterLink.objects.get(name="web-link")
+    assert response.status_code == 302 and response["Location"] == detail_url(link)
+    assert link.source_cluster_id == registered_clusters["source"].cluster_id
+    page = client_as("viewer").get(detail_url(link)).content.decode()
+    password = kafka.credentials(var_dir)["admin"]
+    assert password not in page
+    assert '<tr data-config="sasl.password">' in page and "(sensitive)" in page
+    assert "metadata.max.age.ms" in page and "5000" in page
+
+
+def test_setting_and_resetting_a_config_from_the_page(make_link, client_as):
+    link = make_link()
+    client = client_as("operator")
+    set_url = reverse("link-config-set", args=["destination", link.name])
+    client.post(set_url, {"name": "topic.config.sync.ms", "value": "2000"})
+    link.refresh_from_db()
+    assert link.configs["topic.config.sync.ms"] == "2000"
+
+    reset = reverse("link-config-reset", args=["destination", link.name, "topic.config.sync.ms"])
+    client.post(reset)
+    link.refresh_from_db()
+    assert "topic.config.sync.ms" not in link.configs
+
+    response = client.post(set_url, {"name": "cluster.link.prefix", "value": "x."}, follow=True)
+    assert "cannot be changed" in response.content.decode()
+
+
+def test_pausing_asks_first_then_pauses(make_link, client_as):
+    link = make_link()
+    client = client_as("operator")
+    url = reverse("link-pause", args=["destination", link.name])
+    confirm = client.get(url)
+    assert "Pause cluster link" in confirm.content.decode()
+    link.refresh_from_db()
+    assert link.state == "ACTIVE"  # asking changed nothing
+    client.post(url)
+    link.refresh_from_db()
+    assert link.state == "PAUSED"
+    client.post(reverse("link-resume", args=["destination", link.name]))
+    link.refresh_from_db()
+    assert link.state == "ACTIVE"
+    assert AuditEvent.objects.filter(action="link.pause", actor_name="operator").exists()
+
+
+def test_creating_a_mirror_from_the_page(make_link, make_topic, topic_name, client_as):
+    link = make_link()
+    client = client_as("operator")
+    url = reverse("mirror-create", args=["destination", link.name])
+
+    missing = client.post(url, {"source_topic": topic_name, "configs": ""})
+    assert "does not exist on the source cluster" in missing.content.decode()
+
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    produce({"bootstrap.servers": kafka.SOURCE.bootstrap}, topic_name, [{"value": b"a", "partition": 0}] * 3)
+    response = client.post(url, {"source_topic": topic_name, "configs": "retention.ms=86400000"})
+    assert response.status_code == 302 and response["Location"] == mirror_url(topic_name)
+    assert MirrorTopic.objects.get(mirror_topic=topic_name).config_overrides == {
+        "retention.ms": "86400000"
+    }
+    page = client.get(mirror_url(topic_name)).content.decode()
+    assert 'data-state="ACTIVE"' in page and 'hx-trigger="every 3s"' in page
+    assert page.count("<tr data-partition=") == 2
+
+    partial = client.get(mirror_url(topic_name), HTTP_HX_REQUEST="true").content.decode()
+    assert partial.lstrip().startswith('<div id="partitions"') and "<html" not in partial
+    assert '<td class="lag">3</td>' in partial.replace('<td class="lag">0</td>', "")
+
+
+def test_only_admins_delete_and_a_link_with_mirrors_needs_force(
+    make_link, make_topic, topic_name, client_as
+):
+    link = make_link()
+    make_topic(kafka.SOURCE, topic_name)
+    create_mirror(audit.Actor.system("tests"), link, topic_name)
+    url = reverse("link-delete", args=["destination", link.name])
+    assert client_as("operator").post(url).status_code == 403
+
+    admin = client_as("admin")
+    assert "Force: fail its mirror topics over first" in admin.get(url).content.decode()
+    refused = admin.post(url, follow=True).content.decode()
+    assert f"still has mirror topics: {topic_name}" in refused
+    assert ClusterLink.objects.filter(pk=link.pk).exists()
+
+
+def test_an_admin_deletes_a_mirror_topic(make_link, make_topic, topic_name, client_as):
+    link = make_link()
+    make_topic(kafka.SOURCE, topic_name)
+    create_mirror(audit.Actor.system("tests"), link, topic_name)
+    url = reverse("mirror-delete", args=["destination", topic_name])
+    assert client_as("operator").post(url).status_code == 403
+    response = client_as("admin").post(url)
+    assert response.status_code == 302 and response["Location"] == detail_url(link)
+    assert not MirrorTopic.objects.filter(mirror_topic=topic_name).exists()
+
+
+def test_the_mirror_list_filters_by_state(make_link, make_topic, topic_name, client_as):
+    link = make_link()
+    make_topic(kafka.SOURCE, topic_name)
+    create_mirror(audit.Actor.system("tests"), link, topic_name)
+    client = client_as("viewer")
+    assert topic_name in client.get(reverse("mirrors")).content.decode()
+    assert topic_name not in client.get(reverse("mirrors") + "?state=PAUSED").content.decode()
+
+
+def test_unknown_links_and_mirrors_are_not_found(registered_clusters, client_as):
+    client = client_as("viewer")
+    assert client.get(reverse("link-detail", args=["destination", "nope"])).status_code == 404
+    assert client.get(mirror_url("nope")).status_code == 404
