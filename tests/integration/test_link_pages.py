@@ -1,7 +1,5 @@
 """The link and mirror pages, driven with Django's test client against the real clusters."""
 
-import re
-
 import pytest
 from django.urls import reverse
 
@@ -112,7 +110,11 @@ def test_creating_a_mirror_from_the_page(make_link, make_topic, topic_name, clie
     assert "does not exist on the source cluster" in missing.content.decode()
 
     make_topic(kafka.SOURCE, topic_name, partitions=2)
-    produce({"bootstrap.servers": kafka.SOURCE.bootstrap}, topic_name, [{"value": b"a", "partition": 0}] * 3)
+    produce(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        topic_name,
+        [{"value": b"a", "partition": 0}] * 3,
+    )
     response = client.post(url, {"source_topic": topic_name, "configs": "retention.ms=86400000"})
     assert response.status_code == 302 and response["Location"] == mirror_url(topic_name)
     assert MirrorTopic.objects.get(mirror_topic=topic_name).config_overrides == {
