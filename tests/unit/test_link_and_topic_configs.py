@@ -1,0 +1,117 @@
+"""Pure logic: link config checks and the source-connection translation, and topic configs by
+class. (Their effect on real clusters is proven in tests/integration.)"""
+
+import pytest
+
+from replication import link_configs, topic_configs
+from replication.errors import ReplicationError
+from replication.kafka_admin import ConfigValue
+
+JAAS = (
+    "org.apache.kafka.common.security.scram.ScramLoginModule required "
+    'username="link" password="p\\"w";'
+)
+
+
+def test_a_jaas_login_becomes_librdkafka_credentials():
+    config = link_configs.validate(
+        {
+            "bootstrap.servers": "b:9096",
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": JAAS,
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": "/etc/ca.pem",
+            "ssl.endpoint.identification.algorithm": "",
+        }
+    )
+    assert link_configs.source_client_config(config) == {
+        "bootstrap.servers": "b:9096",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "link",
+        "sasl.password": 'p\\"w',
+        "ssl.ca.location": "/etc/ca.pem",
+        "ssl.endpoint.identification.algorithm": "none",
+    }
+
+
+@pytest.mark.parametrize(
+    "configs,expected",
+    [
+        ({"security.protocol": "SASL_SSL", "sasl.jaas.config": JAAS}, "does not fit"),
+        ({"security.protocol": "SASL_SSL", "sasl.jaas.config": "x required;"}, "PlainLoginModule"),
+        ({"sasl.username": "u"}, "security.protocol is PLAINTEXT"),
+        ({"ssl.truststore.type": "JKS", "security.protocol": "SSL"}, "can only be PEM"),
+        ({"ssl.keystore.key": "k"}, "set security.protocol=SSL or SASL_SSL"),
+        ({"mirror.start.offset.spec": "2026-11-21T09:00:00"}, "needs a time zone"),
+        ({"availability.check.consecutive.failure.threshold": "0"}, "at least 1"),
+        ({"connection.mode": "INBOUND"}, "connection.mode can only be OUTBOUND"),
+    ],
+)
+def test_configs_that_do_not_fit_together_are_refused(configs, expected):
+    with pytest.raises(ReplicationError, match=expected):
+        link_configs.validate({"bootstrap.servers": "b:9092", **configs})
+
+
+def test_good_values_are_normalised():
+    config = link_configs.validate(
+        {
+            "bootstrap.servers": " b:9092 ",
+            "cluster.link.paused": "TRUE",
+            "mirror.start.offset.spec": "2026-11-21T09:00:00Z",
+            "topic.config.sync.include": "retention.ms, segment.ms",
+        }
+    )
+    assert config == {
+        "bootstrap.servers": "b:9092",
+        "cluster.link.paused": "true",
+        "mirror.start.offset.spec": "2026-11-21T09:00:00Z",
+        "topic.config.sync.include": "retention.ms,segment.ms",
+    }
+
+
+def source(**values: tuple[str, bool]) -> dict[str, ConfigValue]:
+    return {k.replace("_", "."): ConfigValue(*v) for k, v in values.items()}
+
+
+SOURCE = source(
+    cleanup_policy=("delete", False),
+    max_message_bytes=("1048588", False),
+    retention_ms=("123456890", True),
+    segment_ms=("604800000", False),
+    retention_bytes=("1000", True),
+)
+
+
+def test_strictly_mirrored_always_synced_only_when_set_and_overrides_win():
+    wanted = topic_configs.desired(SOURCE, None, {"retention.bytes": "5"})
+    assert wanted == {
+        "cleanup.policy": "delete",
+        "max.message.bytes": "1048588",
+        "retention.ms": "123456890",
+        "retention.bytes": "5",
+    }
+
+
+def test_the_include_list_limits_what_is_synced():
+    assert "retention.ms" not in topic_configs.desired(SOURCE, "segment.ms", {})
+    assert topic_configs.synced_names("retention.ms", {}) == topic_configs.STRICTLY_MIRRORED | {
+        "retention.ms"
+    }
+
+
+def test_changes_set_what_differs_and_reset_what_the_source_dropped():
+    managed = topic_configs.synced_names(None, {"retention.bytes": "5"})
+    to_set, to_delete = topic_configs.changes(
+        {"cleanup.policy": "delete", "retention.ms": "1", "retention.bytes": "5"},
+        {"cleanup.policy": "delete", "segment.ms": "9", "retention.bytes": "5", "x.y": "1"},
+        managed,
+    )
+    # retention.bytes is an override (unmanaged), x.y is independent: neither is touched.
+    assert (to_set, to_delete) == ({"retention.ms": "1"}, ["segment.ms"])
+
+
+def test_strictly_mirrored_configs_cannot_be_overridden():
+    with pytest.raises(ReplicationError, match="cleanup.policy is always mirrored"):
+        topic_configs.check_overrides({"cleanup.policy": "compact", "retention.ms": "1"})
