@@ -1,5 +1,6 @@
 from django import forms
 
+from replication import link_configs
 from replication.clusters import parse_properties
 from replication.models import NAME_VALIDATOR, KafkaCluster
 
@@ -60,18 +61,41 @@ class LinkForm(forms.Form):
         help_text="One key=value per line. Secrets are encrypted at rest and never shown again.",
     )
 
+    def clean(self):
+        data = super().clean()
+        source = data.get("source")
+        if source is not None:
+            # Registered clusters hold librdkafka settings; links take Kafka's (Java) names.
+            foreign = sorted(set(source.connection_config()) - link_configs.KEYS.keys())
+            if foreign:
+                raise forms.ValidationError(
+                    f"Cluster {source.name} is reached with {', '.join(foreign)}, which a link "
+                    "cannot take. Leave the source empty and give the link's own connection "
+                    "settings (e.g. ssl.truststore.location) in the configs."
+                )
+        return data
+
     def link_configs(self) -> dict[str, str]:
         """The configs to create the link with: the chosen source's connection, then the text."""
         source = self.cleaned_data["source"]
-        base = {}
-        if source is not None:
-            base = source.connection_config()
+        base = source.connection_config() if source is not None else {}
         return {**base, **self.cleaned_data["configs"]}
 
 
 class LinkConfigForm(forms.Form):
-    name = forms.CharField(label="Config", max_length=200)
-    value = forms.CharField(max_length=10_000)
+    """Set and reset link configs in one change (so e.g. SASL can be swapped for SSL)."""
+
+    set = PropertiesField(
+        label="Set", widget=forms.Textarea(attrs={"rows": 2, "placeholder": "key=value"})
+    )
+    reset = forms.CharField(
+        required=False,
+        label="Reset to default",
+        widget=forms.TextInput(attrs={"placeholder": "key,key"}),
+    )
+
+    def names_to_reset(self) -> list[str]:
+        return [n.strip() for n in self.cleaned_data["reset"].split(",") if n.strip()]
 
 
 class MirrorForm(forms.Form):

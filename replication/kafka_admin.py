@@ -208,12 +208,9 @@ class KafkaAdmin:
 
     def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
         """The log end offset (high watermark) of each partition."""
-        return self._offsets(topic, partitions, OffsetSpec.latest())
-
-    def _offsets(self, topic: str, partitions: int, spec: OffsetSpec) -> dict[int, int]:
         if partitions == 0:
             return {}
-        request = {TopicPartition(topic, p): spec for p in range(partitions)}
+        request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
         futures = self._client.list_offsets(request, request_timeout=self.timeout)
         return {
             tp.partition: self._wait(future, f"read the offsets of topic {topic!r}").offset

@@ -94,10 +94,7 @@ def create_link(
         if validate_link:
             source_cluster_id = _check_source(clean, source_cluster_id)
         elif not source_cluster_id:
-            raise ReplicationError(
-                "Without link validation the source cluster id must be given "
-                "(--cluster-id, or source_cluster_id in the API)."
-            )
+            raise ReplicationError("Without link validation the source cluster id must be given.")
         if source_cluster_id == destination.cluster_id:
             raise ReplicationError(
                 f"The source is cluster {destination.name} itself; "
@@ -158,6 +155,12 @@ def alter_link_configs(
             )
         if "bootstrap.servers" in to_delete:
             problems.append("bootstrap.servers cannot be deleted: the link needs its source.")
+        if "bootstrap.servers" in to_set and link.secret_configs.keys() - to_set.keys():
+            # Otherwise the stored secrets could be sent to a host that merely claims the id.
+            problems.append(
+                "Changing bootstrap.servers of a link with credentials needs the credentials "
+                f"again: set {', '.join(sorted(link.secret_configs))} in the same change."
+            )
         if problems:
             raise ReplicationError(" ".join(problems))
         current = link.all_configs()
@@ -219,9 +222,7 @@ def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
         link.error_code, link.error_message = "NO_ERROR", ""
         link.availability_failures, link.availability_checked_at = 0, None
         link.save()
-        link.mirrors.filter(state=MirrorTopic.State.LINK_PAUSED).update(
-            state=MirrorTopic.State.ACTIVE, state_time=now
-        )
+        _restore_running(link, MirrorTopic.State.LINK_PAUSED, now)
     audit.record(actor, "link.resume", f"link {link.name}", before=before, after=snapshot(link))
     log.info("Resumed cluster link %s", link.name)
     return link
@@ -242,12 +243,29 @@ def delete_link(
             )
         if validate_only:
             return
-        for mirror in live:
-            mirrors.failover_mirror(actor, mirror)
+        for done, mirror in enumerate(live):
+            try:
+                mirrors.failover_mirror(actor, mirror)
+            except ReplicationError as exc:
+                if done:
+                    stopped = ", ".join(m.mirror_topic for m in live[:done])
+                    exc.args = (
+                        f"Could not fail over {mirror.mirror_topic!r}: {exc} The link was not "
+                        f"deleted; already failed over (now writable): {stopped}.",
+                    )
+                raise
     before = snapshot(link)
     link.delete()
     audit.record(actor, "link.delete", f"link {link.name}", before=before)
     log.info("Deleted cluster link %s%s", link.name, " (forced)" if live else "")
+
+
+def _restore_running(link: ClusterLink, held: str, now) -> None:
+    """Mirrors held in `held` by the link run again, or stay paused if a user paused them."""
+    link.mirrors.filter(state=held, paused=True).update(
+        state=MirrorTopic.State.PAUSED, state_time=now
+    )
+    link.mirrors.filter(state=held).update(state=MirrorTopic.State.ACTIVE, state_time=now)
 
 
 # State changes made by the availability check. --------------------------------------------
@@ -303,12 +321,7 @@ def mark_available(link: ClusterLink) -> bool:
             state=State.ACTIVE, state_time=now, error_code="NO_ERROR", error_message=""
         )
         if changed:
-            link.mirrors.filter(state=MirrorTopic.State.SOURCE_UNAVAILABLE, paused=True).update(
-                state=MirrorTopic.State.PAUSED, state_time=now
-            )
-            link.mirrors.filter(state=MirrorTopic.State.SOURCE_UNAVAILABLE).update(
-                state=MirrorTopic.State.ACTIVE, state_time=now
-            )
+            _restore_running(link, MirrorTopic.State.SOURCE_UNAVAILABLE, now)
     if changed:
         log.info("Cluster link %s is available again", link.name)
         audit.record(

@@ -194,15 +194,13 @@ def _provision(
 ) -> None:
     """Make the read-only topic; on any failure undo every step and forget the mirror."""
     name = mirror.mirror_topic
-    created = False
     try:
         mirror.read_only_enforced = read_only.enforce(admin, name)
         admin.create_topic(name, mirror.num_partitions, replication_factor, configs)
-        created = True
         mirror.replication_factor = _wait_for_topic(admin, name).replication_factor
     except KafkaAdminError as exc:
-        try:
-            if created:
+        try:  # the topic may exist even when its creation timed out; the name was free before
+            with contextlib.suppress(TopicNotFound):
                 admin.delete_topic(name)
             read_only.lift(admin, name)
         except KafkaAdminError:
@@ -337,8 +335,11 @@ def failover_mirror(actor: audit.Actor, mirror: MirrorTopic) -> MirrorTopic:
             raise conflict(_not_running(mirror, "fail over"))
         admin = destination_admin(mirror.link)
         try:
-            partitions = admin.describe_topic(mirror.mirror_topic).partitions
-            stop_offsets = admin.end_offsets(mirror.mirror_topic, partitions)
+            try:
+                partitions = admin.describe_topic(mirror.mirror_topic).partitions
+                stop_offsets = admin.end_offsets(mirror.mirror_topic, partitions)
+            except TopicNotFound:  # deleted outside the console: nothing to keep
+                stop_offsets = {}
             read_only.lift(admin, mirror.mirror_topic)
         except KafkaAdminError as exc:
             raise unreachable("destination", exc) from exc
@@ -359,9 +360,12 @@ def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
         try:
             with contextlib.suppress(TopicNotFound):  # deleted outside the console already
                 admin.delete_topic(mirror.mirror_topic)
-            read_only.lift(admin, mirror.mirror_topic)
         except KafkaAdminError as exc:
             raise unreachable("destination", exc) from exc
+    try:
+        read_only.lift(admin, mirror.mirror_topic)
+    except KafkaAdminError:  # the topic is gone; left-over ACLs block no one
+        log.warning("Could not remove the read-only ACLs of deleted topic %s", mirror)
     before = snapshot(mirror)
     mirror.delete()
     audit.record(actor, "mirror.delete", target, before=before)
@@ -378,7 +382,15 @@ def fail_mirror(mirror: MirrorTopic, error: str, message: str) -> None:
     before = snapshot(mirror)
     mirror.state, mirror.state_time = State.FAILED, timezone.now()
     mirror.mirror_error, mirror.error_message = error, message
-    mirror.save(update_fields=["state", "state_time", "mirror_error", "error_message"])
+    # Only a mirror still following its source fails: a failover meanwhile stands.
+    changed = MirrorTopic.objects.filter(pk=mirror.pk, state__in=RUNNING).update(
+        state=mirror.state,
+        state_time=mirror.state_time,
+        mirror_error=error,
+        error_message=message,
+    )
+    if not changed:
+        return
     log.error("Mirror topic %s FAILED (%s): %s", mirror.mirror_topic, error, message)
     audit.record(
         _SYNCER,
@@ -404,6 +416,25 @@ def grow_mirror(mirror: MirrorTopic, admin: KafkaAdmin, partitions: int) -> None
         f"mirror {mirror.mirror_topic}",
         before=before,
         after=snapshot(mirror),
+    )
+
+
+def sync_configs(
+    mirror: MirrorTopic, admin: KafkaAdmin, to_set: dict[str, str], to_delete: list[str]
+) -> None:
+    """Bring the mirror's synced topic configs in line with its source."""
+    admin.alter_topic_configs(mirror.mirror_topic, to_set, to_delete)
+    log.info(
+        "Synced configs of mirror topic %s from its source: set %s, reset %s",
+        mirror.mirror_topic,
+        to_set or "nothing",
+        to_delete or "nothing",
+    )
+    audit.record(
+        _SYNCER,
+        "mirror.sync_configs",
+        f"mirror {mirror.mirror_topic}",
+        after={"set": to_set, "reset": to_delete},
     )
 
 

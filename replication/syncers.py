@@ -8,6 +8,7 @@ Celery beat calls `run_due_syncs` every second; each syncer runs only when its i
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
 from django.utils import timezone
@@ -15,7 +16,7 @@ from django.utils import timezone
 from . import links, mirrors, topic_configs
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError
-from .kafka_admin import KafkaAdminError, TopicNotFound
+from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from .models import ClusterLink, MirrorTopic
 
 log = logging.getLogger(__name__)
@@ -90,34 +91,48 @@ def refresh_metadata(link: ClusterLink, now: datetime) -> None:
     ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=now)
     source, destination = source_admin(link), destination_admin(link)
     for mirror in link.mirrors.filter(state__in=FOLLOWED):
-        try:
-            mirror_partitions = destination.describe_topic(mirror.mirror_topic).partitions
-        except TopicNotFound:
-            mirrors.forget_mirror(mirror, destination)
-            continue
-        try:
-            info = source.describe_topic(mirror.source_topic)
-        except TopicNotFound:
-            mirrors.note_source_missing(mirror, now)
-            continue
-        mirrors.note_source_present(mirror)
-        if info.topic_id != mirror.source_topic_id:
-            mirrors.fail_mirror(
-                mirror,
-                MirrorTopic.Error.SOURCE_TOPIC_ID_CHANGED,
-                f"Source topic {mirror.source_topic!r} was deleted and re-created (topic id "
-                f"{mirror.source_topic_id} is now {info.topic_id}). Delete this mirror and "
-                "create it again to mirror the new topic.",
-            )
-        elif info.partitions < mirror_partitions:
-            mirrors.fail_mirror(
-                mirror,
-                MirrorTopic.Error.SOURCE_PARTITIONS_DECREASED,
-                f"Source topic {mirror.source_topic!r} has {info.partitions} partitions, fewer "
-                f"than the mirror's {mirror_partitions}; partitions cannot be removed.",
-            )
-        elif info.partitions > mirror_partitions:
-            mirrors.grow_mirror(mirror, destination, info.partitions)
+        _for_each_mirror(mirror, lambda m: _follow_source(m, source, destination, now))
+
+
+def _for_each_mirror(mirror: MirrorTopic, work: Callable[[MirrorTopic], None]) -> None:
+    """One mirror's trouble (a refused change, a timeout) must not hold up the others."""
+    try:
+        work(mirror)
+    except (KafkaAdminError, ReplicationError) as exc:
+        log.warning("Syncing mirror topic %s: %s", mirror.mirror_topic, exc)
+
+
+def _follow_source(
+    mirror: MirrorTopic, source: KafkaAdmin, destination: KafkaAdmin, now: datetime
+) -> None:
+    try:
+        mirror_partitions = destination.describe_topic(mirror.mirror_topic).partitions
+    except TopicNotFound:
+        mirrors.forget_mirror(mirror, destination)
+        return
+    try:
+        info = source.describe_topic(mirror.source_topic)
+    except TopicNotFound:
+        mirrors.note_source_missing(mirror, now)
+        return
+    mirrors.note_source_present(mirror)
+    if info.topic_id != mirror.source_topic_id:
+        mirrors.fail_mirror(
+            mirror,
+            MirrorTopic.Error.SOURCE_TOPIC_ID_CHANGED,
+            f"Source topic {mirror.source_topic!r} was deleted and re-created (topic id "
+            f"{mirror.source_topic_id} is now {info.topic_id}). Delete this mirror and "
+            "create it again to mirror the new topic.",
+        )
+    elif info.partitions < mirror_partitions:
+        mirrors.fail_mirror(
+            mirror,
+            MirrorTopic.Error.SOURCE_PARTITIONS_DECREASED,
+            f"Source topic {mirror.source_topic!r} has {info.partitions} partitions, fewer "
+            f"than the mirror's {mirror_partitions}; partitions cannot be removed.",
+        )
+    elif info.partitions > mirror_partitions:
+        mirrors.grow_mirror(mirror, destination, info.partitions)
 
 
 def sync_topic_configs(link: ClusterLink, now: datetime) -> None:
@@ -126,22 +141,22 @@ def sync_topic_configs(link: ClusterLink, now: datetime) -> None:
     source, destination = source_admin(link), destination_admin(link)
     include = link.config("topic.config.sync.include")
     for mirror in link.mirrors.filter(state__in=FOLLOWED):
-        try:
-            source_configs = source.topic_configs(mirror.source_topic)
-            mirror_configs = destination.topic_configs(mirror.mirror_topic)
-        except TopicNotFound:
-            continue  # refresh_metadata decides what a missing topic means
-        overrides = mirror.config_overrides
-        to_set, to_delete = topic_configs.changes(
-            topic_configs.desired(source_configs, include, overrides),
-            {k: v.value for k, v in mirror_configs.items() if v.is_set},
-            topic_configs.synced_names(include, overrides),
-        )
-        if to_set or to_delete:
-            destination.alter_topic_configs(mirror.mirror_topic, to_set, to_delete)
-            log.info(
-                "Synced configs of mirror topic %s from its source: set %s, reset %s",
-                mirror.mirror_topic,
-                to_set or "nothing",
-                to_delete or "nothing",
-            )
+        _for_each_mirror(mirror, lambda m: _sync_configs(m, source, destination, include))
+
+
+def _sync_configs(
+    mirror: MirrorTopic, source: KafkaAdmin, destination: KafkaAdmin, include: str | None
+) -> None:
+    try:
+        source_configs = source.topic_configs(mirror.source_topic)
+        mirror_configs = destination.topic_configs(mirror.mirror_topic)
+    except TopicNotFound:
+        return  # refresh_metadata decides what a missing topic means
+    overrides = mirror.config_overrides
+    to_set, to_delete = topic_configs.changes(
+        topic_configs.desired(source_configs, include, overrides),
+        {k: v.value for k, v in mirror_configs.items() if v.is_set},
+        topic_configs.synced_names(include, overrides),
+    )
+    if to_set or to_delete:
+        mirrors.sync_configs(mirror, destination, to_set, to_delete)

@@ -8,9 +8,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .errors import ReplicationError
+from .kafka_admin import ConfigValue
 
 STRICTLY_MIRRORED = frozenset(
     {
@@ -53,12 +52,6 @@ SYNCED = frozenset(
 SYNCABLE = STRICTLY_MIRRORED | SYNCED
 
 
-@dataclass(frozen=True)
-class SourceConfig:
-    value: str | None
-    is_set: bool  # set on the topic itself, not a broker or built-in default
-
-
 def synced_names(include: str | None, overrides: dict[str, str]) -> frozenset[str]:
     """The configs the link keeps equal to the source for one mirror."""
     chosen = SYNCED if include is None else SYNCED & {n.strip() for n in include.split(",")}
@@ -76,7 +69,7 @@ def check_overrides(overrides: dict[str, str]) -> None:
 
 
 def desired(
-    source: dict[str, SourceConfig], include: str | None, overrides: dict[str, str]
+    source: dict[str, ConfigValue], include: str | None, overrides: dict[str, str]
 ) -> dict[str, str]:
     """The topic-level configs the mirror should carry."""
     wanted = dict(overrides)

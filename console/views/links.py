@@ -73,29 +73,20 @@ def link_detail(request, destination, name):
 
 @require("link.manage")
 @require_POST
-def link_config_set(request, destination, name):
+def link_configs_alter(request, destination, name):
     link = find_link(destination, name)
     form = LinkConfigForm(request.POST)
-    if form.is_valid():
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+    else:
+        to_set, to_reset = form.cleaned_data["set"], form.names_to_reset()
         act(
             request,
-            lambda actor: links.alter_link_configs(
-                actor, link, {form.cleaned_data["name"]: form.cleaned_data["value"]}
-            ),
-            f"Set {form.cleaned_data['name']} on link {link.name}.",
+            lambda actor: links.alter_link_configs(actor, link, to_set, to_reset),
+            f"Changed the configs of link {link.name}: "
+            + ", ".join([*to_set, *(f"{n} reset" for n in to_reset)])
+            + ".",
         )
-    return redirect("link-detail", destination, name)
-
-
-@require("link.manage")
-@require_POST
-def link_config_reset(request, destination, name, config):
-    link = find_link(destination, name)
-    act(
-        request,
-        lambda actor: links.alter_link_configs(actor, link, {}, [config]),
-        f"Reset {config} to its default on link {link.name}.",
-    )
     return redirect("link-detail", destination, name)
 
 

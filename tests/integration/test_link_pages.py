@@ -67,20 +67,16 @@ def test_a_link_from_a_registered_source_takes_its_credentials_and_masks_them(
     assert "metadata.max.age.ms" in page and "5000" in page
 
 
-def test_setting_and_resetting_a_config_from_the_page(make_link, client_as):
-    link = make_link()
+def test_setting_and_resetting_configs_from_the_page(make_link, client_as):
+    link = make_link({"topic.config.sync.ms": "2000"})
     client = client_as("operator")
-    set_url = reverse("link-config-set", args=["destination", link.name])
-    client.post(set_url, {"name": "topic.config.sync.ms", "value": "2000"})
+    url = reverse("link-configs-alter", args=["destination", link.name])
+    client.post(url, {"set": "metadata.max.age.ms=5000", "reset": "topic.config.sync.ms"})
     link.refresh_from_db()
-    assert link.configs["topic.config.sync.ms"] == "2000"
-
-    reset = reverse("link-config-reset", args=["destination", link.name, "topic.config.sync.ms"])
-    client.post(reset)
-    link.refresh_from_db()
+    assert link.configs["metadata.max.age.ms"] == "5000"
     assert "topic.config.sync.ms" not in link.configs
 
-    response = client.post(set_url, {"name": "cluster.link.prefix", "value": "x."}, follow=True)
+    response = client.post(url, {"set": "cluster.link.prefix=x.", "reset": ""}, follow=True)
     assert "cannot be changed" in response.content.decode()
 
 

@@ -13,6 +13,7 @@ from replication.links import (
     delete_link,
     describe_link_configs,
     list_links,
+    mark_unavailable,
     pause_link,
     resume_link,
 )
@@ -63,6 +64,27 @@ def test_a_link_over_sasl_keeps_its_password_encrypted_and_masked(registered_clu
     assert shown["sasl.jaas.config"].value == "(sensitive)"
     assert shown["sasl.jaas.config"].is_sensitive
     assert password not in str(AuditEvent.objects.get(action="link.create").after)
+
+
+def test_moving_a_link_with_credentials_needs_the_credentials_again(registered_clusters, var_dir):
+    password = kafka.credentials(var_dir)["replicator"]
+    login = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.username": "replicator",
+        "sasl.password": password,
+    }
+    link = create_link(
+        ACTOR,
+        registered_clusters["destination"],
+        "moving",
+        {"bootstrap.servers": kafka.SOURCE.sasl_bootstrap, **login},
+    )
+    elsewhere = {"bootstrap.servers": f"localhost:{kafka.SOURCE.sasl_port}"}
+    with pytest.raises(ReplicationError, match="needs the credentials again: set sasl.password"):
+        alter_link_configs(ACTOR, link, elsewhere)
+    alter_link_configs(ACTOR, link, {**elsewhere, "sasl.password": password})
+    link.refresh_from_db()
+    assert link.configs["bootstrap.servers"] == elsewhere["bootstrap.servers"]
 
 
 def test_a_link_with_wrong_sasl_credentials_is_refused(registered_clusters):
@@ -258,6 +280,16 @@ def test_pausing_a_link_pauses_its_mirrors_and_resuming_brings_them_back(
     mirror.refresh_from_db()
     own_pause.refresh_from_db()
     assert (link.state, mirror.state, own_pause.state) == ("ACTIVE", "ACTIVE", "PAUSED")
+
+    # A user's pause also survives an outage followed by a link pause and resume.
+    assert mark_unavailable(link, "TIMEOUT_ERROR", "timed out")
+    own_pause.refresh_from_db()
+    assert own_pause.state == "SOURCE_UNAVAILABLE"
+    link.refresh_from_db()
+    pause_link(ACTOR, link)
+    resume_link(ACTOR, link)
+    own_pause.refresh_from_db()
+    assert own_pause.state == "PAUSED"
     with pytest.raises(ReplicationError, match="is not paused"):
         resume_link(ACTOR, link)
 
