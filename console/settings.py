@@ -162,5 +162,8 @@ LOGGING = {
         # messages carry its cause. Set LIBRDKAFKA_LOG_LEVEL=DEBUG to see it all.
         "librdkafka": {"level": os.environ.get("LIBRDKAFKA_LOG_LEVEL", "CRITICAL")},
         "py4j": {"level": "WARNING"},
+        # "Task ... succeeded" once a second from the syncers says nothing; tasks log their news.
+        "celery.app.trace": {"level": os.environ.get("CELERY_TASK_LOG_LEVEL", "WARNING")},
+        "celery.worker.strategy": {"level": os.environ.get("CELERY_TASK_LOG_LEVEL", "WARNING")},
     },
 }
