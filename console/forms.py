@@ -61,24 +61,13 @@ class LinkForm(forms.Form):
         help_text="One key=value per line. Secrets are encrypted at rest and never shown again.",
     )
 
-    def clean(self):
-        data = super().clean()
-        source = data.get("source")
-        if source is not None:
-            # Registered clusters hold librdkafka settings; links take Kafka's (Java) names.
-            foreign = sorted(set(source.connection_config()) - link_configs.KEYS.keys())
-            if foreign:
-                raise forms.ValidationError(
-                    f"Cluster {source.name} is reached with {', '.join(foreign)}, which a link "
-                    "cannot take. Leave the source empty and give the link's own connection "
-                    "settings (e.g. ssl.truststore.location) in the configs."
-                )
-        return data
-
     def link_configs(self) -> dict[str, str]:
-        """The configs to create the link with: the chosen source's connection, then the text."""
+        """The configs to create the link with: the chosen source's connection, then the text.
+
+        Raises ReplicationError when the source's connection cannot be a link's.
+        """
         source = self.cleaned_data["source"]
-        base = source.connection_config() if source is not None else {}
+        base = link_configs.from_cluster(source) if source is not None else {}
         return {**base, **self.cleaned_data["configs"]}
 
 

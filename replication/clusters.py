@@ -6,20 +6,16 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from confluent_kafka import KafkaException
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from . import audit
-from .kafka_admin import KafkaAdmin, KafkaAdminError
-from .models import NAME_VALIDATOR, AuditEvent, KafkaCluster
+from .connections import cluster_admin, connect
+from .errors import ReplicationError, conflict
+from .kafka_admin import KafkaAdminError
+from .models import NAME_VALIDATOR, KafkaCluster
 
 log = logging.getLogger(__name__)
-
-
-class ClusterError(Exception):
-    """A cluster operation was refused; the message says why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -55,9 +51,9 @@ def parse_client_config(text: str) -> dict[str, str]:
     try:
         config = parse_properties(text)
     except ValueError as exc:
-        raise ClusterError(f"{exc} of the client config is not 'key=value'.") from exc
+        raise ReplicationError(f"{exc} of the client config is not 'key=value'.") from exc
     if "bootstrap.servers" in config:
-        raise ClusterError("Give bootstrap.servers in its own field, not in the client config.")
+        raise ReplicationError("Give bootstrap.servers in its own field, not in the client config.")
     return config
 
 
@@ -78,43 +74,28 @@ def parse_properties(text: str) -> dict[str, str]:
     return config
 
 
-def admin_for(cluster: KafkaCluster) -> KafkaAdmin:
-    return _connect(cluster.connection_config())
-
-
-def _connect(config: dict[str, str]) -> KafkaAdmin:
-    try:
-        return KafkaAdmin(config, timeout=settings.KAFKA_ADMIN_TIMEOUT)
-    except KafkaException as exc:
-        raise ClusterError(
-            f"The client config is not valid: {exc.args[0].str()}. "
-            "Use confluent-kafka (librdkafka) property names, e.g. security.protocol, "
-            "sasl.mechanism, sasl.username, sasl.password."
-        ) from exc
-
-
 def register_cluster(
     actor: audit.Actor, name: str, bootstrap_servers: str, config: dict[str, str]
 ) -> KafkaCluster:
     """Register a reachable cluster under `name`, recording its cluster id."""
     target = f"cluster {name}"
     name_taken = f"A cluster named {name!r} is already registered; pick another name."
-    try:
+    with audit.refusals(actor, "cluster.register", target):
         try:
             NAME_VALIDATOR(name)
         except ValidationError as exc:
-            raise ClusterError(f"Invalid cluster name {name!r}: {exc.messages[0]}") from exc
+            raise ReplicationError(f"Invalid cluster name {name!r}: {exc.messages[0]}") from exc
         if KafkaCluster.objects.filter(name=name).exists():
-            raise ClusterError(name_taken)
+            raise conflict(name_taken)
         bootstrap_servers = bootstrap_servers.strip()
         if not bootstrap_servers:
-            raise ClusterError("bootstrap.servers is required, e.g. broker1:9092,broker2:9092.")
+            raise ReplicationError("bootstrap.servers is required, e.g. broker1:9092,broker2:9092.")
         try:
-            description = _connect(
+            description = connect(
                 {"bootstrap.servers": bootstrap_servers, **config}
             ).describe_cluster()
         except KafkaAdminError as exc:
-            raise ClusterError(f"{exc} Nothing was registered.") from exc
+            raise ReplicationError(f"{exc} Nothing was registered.") from exc
         cluster = KafkaCluster(
             name=name, bootstrap_servers=bootstrap_servers, cluster_id=description.cluster_id
         )
@@ -123,12 +104,7 @@ def register_cluster(
             with transaction.atomic():
                 cluster.save()
         except IntegrityError as exc:  # registered by someone else while we connected
-            raise ClusterError(name_taken) from exc
-    except ClusterError as exc:
-        audit.record(
-            actor, "cluster.register", target, result=AuditEvent.Result.REFUSED, message=str(exc)
-        )
-        raise
+            raise conflict(name_taken) from exc
     audit.record(
         actor,
         "cluster.register",
@@ -146,10 +122,10 @@ def register_cluster(
 def probe_cluster(cluster: KafkaCluster) -> ClusterHealth:
     """Ask the cluster itself who it is, how many brokers it has and whether ACLs apply."""
     try:
-        admin = admin_for(cluster)
+        admin = cluster_admin(cluster)
         description = admin.describe_cluster()
         authorizer = admin.authorizer_enabled()
-    except (KafkaAdminError, ClusterError, RuntimeError) as exc:  # RuntimeError: decryption
+    except (KafkaAdminError, ReplicationError, RuntimeError) as exc:  # RuntimeError: decryption
         return ClusterHealth(cluster, reachable=False, error=str(exc))
     health = ClusterHealth(
         cluster,

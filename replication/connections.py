@@ -1,5 +1,5 @@
-"""Admin clients for a link's two ends: the source through the link's own credentials, the
-destination through its registered (privileged) client config."""
+"""Admin clients: for a registered cluster through its (privileged) client config, and for a
+link's source through the link's own credentials."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.conf import settings
 
 from .errors import ReplicationError, unavailable
 from .kafka_admin import KafkaAdmin, KafkaAdminError
-from .models import ClusterLink
+from .models import ClusterLink, KafkaCluster
 
 
 def source_admin(link: ClusterLink) -> KafkaAdmin:
@@ -16,14 +16,22 @@ def source_admin(link: ClusterLink) -> KafkaAdmin:
 
 
 def destination_admin(link: ClusterLink) -> KafkaAdmin:
-    return connect(link.destination.connection_config())
+    return cluster_admin(link.destination)
+
+
+def cluster_admin(cluster: KafkaCluster) -> KafkaAdmin:
+    return connect(cluster.connection_config())
 
 
 def connect(config: dict[str, str]) -> KafkaAdmin:
     try:
         return KafkaAdmin(config, timeout=settings.KAFKA_ADMIN_TIMEOUT)
     except KafkaException as exc:
-        raise ReplicationError(f"The client config is not valid: {exc.args[0].str()}.") from exc
+        raise ReplicationError(
+            f"The client config is not valid: {exc.args[0].str()}. "
+            "Use confluent-kafka (librdkafka) property names, e.g. security.protocol, "
+            "sasl.mechanism, sasl.username, sasl.password."
+        ) from exc
 
 
 def unreachable(side: str, exc: KafkaAdminError) -> ReplicationError:

@@ -128,12 +128,8 @@ class KafkaAdmin:
             raise self._fail(doing, exc) from exc
 
     def describe_cluster(self) -> ClusterDescription:
-        try:
-            result = self._client.describe_cluster(request_timeout=self.timeout).result(
-                timeout=self.timeout + 1
-            )
-        except (KafkaException, TimeoutError) as exc:
-            raise self._fail("describe the cluster", exc) from exc
+        future = self._client.describe_cluster(request_timeout=self.timeout)
+        result = self._wait(future, "describe the cluster")
         controller = result.controller.id if result.controller else None
         return ClusterDescription(result.cluster_id, len(result.nodes), controller)
 
@@ -220,14 +216,9 @@ class KafkaAdmin:
     def authorizer_enabled(self) -> bool:
         """Whether the brokers run an authorizer (ACLs are enforced)."""
         try:
-            self._client.describe_acls(_ANY_ACL, request_timeout=self.timeout).result(
-                timeout=self.timeout + 1
+            self._wait(
+                self._client.describe_acls(_ANY_ACL, request_timeout=self.timeout), "read the ACLs"
             )
-            return True
-        except KafkaException as exc:
-            error = exc.args[0]
-            if isinstance(error, KafkaError) and error.code() == KafkaError.SECURITY_DISABLED:
-                return False
-            raise self._fail("read the ACLs", exc) from exc
-        except TimeoutError as exc:
-            raise self._fail("read the ACLs", exc) from exc
+        except AuthorizerDisabled:
+            return False
+        return True

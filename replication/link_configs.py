@@ -333,6 +333,23 @@ def _check_together(configs: dict[str, str]) -> list[str]:
     return problems
 
 
+def from_cluster(cluster) -> dict[str, str]:
+    """A registered cluster's connection as link configs, so a link can reuse it.
+
+    Registered clusters hold librdkafka settings; links take Kafka's (Java) names, which agree
+    for bootstrap, SASL/PLAIN and SCRAM, but not for most SSL settings.
+    """
+    config = cluster.connection_config()
+    foreign = sorted(set(config) - KEYS.keys())
+    if foreign:
+        raise ReplicationError(
+            f"Cluster {cluster.name} is reached with {', '.join(foreign)}, which a link "
+            "cannot take. Leave the source empty and give the link's own connection "
+            "settings (e.g. ssl.truststore.location) in the configs."
+        )
+    return config
+
+
 def effective(configs: dict[str, str], name: str) -> str | None:
     """The value of `name`: as set, else its default."""
     return configs.get(name, KEYS[name].default)

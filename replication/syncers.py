@@ -42,22 +42,29 @@ def _due(last: datetime | None, interval_ms: int, now: datetime) -> bool:
 def sync_link(link: ClusterLink, now: datetime) -> None:
     if link.state == ClusterLink.State.PAUSED:
         return
-    if _due(link.availability_checked_at, link.int_config("availability.check.ms"), now):
-        check_source(link, now)
-        link.refresh_from_db()
-    if link.state != ClusterLink.State.ACTIVE:
+    check_due = _due(link.availability_checked_at, link.int_config("availability.check.ms"), now)
+    metadata_due = _due(link.metadata_refreshed_at, link.int_config("metadata.max.age.ms"), now)
+    configs_due = _due(link.configs_synced_at, link.int_config("topic.config.sync.ms"), now)
+    if not (check_due or metadata_due or configs_due):
         return
-    if _due(link.metadata_refreshed_at, link.int_config("metadata.max.age.ms"), now):
-        refresh_metadata(link, now)
-    if _due(link.configs_synced_at, link.int_config("topic.config.sync.ms"), now):
-        sync_topic_configs(link, now)
+    source = source_admin(link)  # one client per end for all of this run's syncers
+    if check_due:
+        check_source(link, now, source)
+        link.refresh_from_db()
+    if link.state != ClusterLink.State.ACTIVE or not (metadata_due or configs_due):
+        return
+    destination = destination_admin(link)
+    if metadata_due:
+        refresh_metadata(link, now, source, destination)
+    if configs_due:
+        sync_topic_configs(link, now, source, destination)
 
 
-def check_source(link: ClusterLink, now: datetime) -> None:
+def check_source(link: ClusterLink, now: datetime, source: KafkaAdmin | None = None) -> None:
     """Probe the source; after the threshold of failures in a row the link is UNAVAILABLE,
     and the first success brings it back."""
     try:
-        cluster_id = source_admin(link).describe_cluster().cluster_id
+        cluster_id = (source or source_admin(link)).describe_cluster().cluster_id
         if cluster_id != link.source_cluster_id:
             raise KafkaAdminError(
                 f"bootstrap.servers now reaches cluster {cluster_id}, not the link's source "
@@ -86,10 +93,16 @@ def check_source(link: ClusterLink, now: datetime) -> None:
         links.mark_available(link)
 
 
-def refresh_metadata(link: ClusterLink, now: datetime) -> None:
+def refresh_metadata(
+    link: ClusterLink,
+    now: datetime,
+    source: KafkaAdmin | None = None,
+    destination: KafkaAdmin | None = None,
+) -> None:
     """Follow each mirror's source topic: its partitions, its identity, its existence."""
     ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=now)
-    source, destination = source_admin(link), destination_admin(link)
+    source = source or source_admin(link)
+    destination = destination or destination_admin(link)
     for mirror in link.mirrors.filter(state__in=FOLLOWED):
         _for_each_mirror(mirror, lambda m: _follow_source(m, source, destination, now))
 
@@ -135,10 +148,16 @@ def _follow_source(
         mirrors.grow_mirror(mirror, destination, info.partitions)
 
 
-def sync_topic_configs(link: ClusterLink, now: datetime) -> None:
+def sync_topic_configs(
+    link: ClusterLink,
+    now: datetime,
+    source: KafkaAdmin | None = None,
+    destination: KafkaAdmin | None = None,
+) -> None:
     """Make each mirror's synced configs equal to its source topic's."""
     ClusterLink.objects.filter(pk=link.pk).update(configs_synced_at=now)
-    source, destination = source_admin(link), destination_admin(link)
+    source = source or source_admin(link)
+    destination = destination or destination_admin(link)
     include = link.config("topic.config.sync.include")
     for mirror in link.mirrors.filter(state__in=FOLLOWED):
         _for_each_mirror(mirror, lambda m: _sync_configs(m, source, destination, include))

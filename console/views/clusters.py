@@ -5,12 +5,12 @@ from console.access import require
 from console.forms import ClusterForm
 from replication import audit
 from replication.clusters import (
-    ClusterError,
     parse_client_config,
     probe_cluster,
     probe_clusters,
     register_cluster,
 )
+from replication.errors import ReplicationError
 from replication.models import KafkaCluster
 
 
@@ -38,7 +38,7 @@ def cluster_create(request):
                 data["bootstrap_servers"],
                 parse_client_config(data["client_config"]),
             )
-        except ClusterError as exc:
+        except ReplicationError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(

@@ -6,7 +6,8 @@ from django.urls import reverse
 
 from devstack import kafka
 from replication import audit
-from replication.clusters import ClusterError, register_cluster
+from replication.clusters import register_cluster
+from replication.errors import ReplicationError
 from replication.models import AuditEvent, KafkaCluster
 from tests.conftest import admin_config
 
@@ -37,7 +38,7 @@ def test_the_status_table_refreshes_as_an_htmx_partial(registered_clusters, clie
 
 
 def test_registering_an_unreachable_cluster_is_refused_and_saves_nothing(db):
-    with pytest.raises(ClusterError) as refused:
+    with pytest.raises(ReplicationError) as refused:
         register_cluster(audit.Actor.system("tests"), "nowhere", "127.0.0.1:1", {})
     message = str(refused.value)
     assert "127.0.0.1:1" in message and "Nothing was registered" in message
@@ -56,7 +57,7 @@ def test_registering_an_unreachable_cluster_is_refused_and_saves_nothing(db):
     ],
 )
 def test_bad_registrations_say_what_is_wrong(db, name, bootstrap, config, expected):
-    with pytest.raises(ClusterError, match=expected):
+    with pytest.raises(ReplicationError, match=expected):
         register_cluster(audit.Actor.system("tests"), name, bootstrap, config)
     assert not KafkaCluster.objects.exists()
 
@@ -71,7 +72,7 @@ def test_the_detail_page_shows_the_cluster_and_its_config(registered_clusters, c
 def test_wrong_credentials_are_refused_with_a_hint(devstack, db):
     config = {**admin_config(kafka.DESTINATION), "sasl.password": "not-the-password"}
     bootstrap = config.pop("bootstrap.servers")
-    with pytest.raises(ClusterError, match="credentials") as refused:
+    with pytest.raises(ReplicationError, match="credentials") as refused:
         register_cluster(audit.Actor.system("tests"), "wrong-password", bootstrap, config)
     assert "not-the-password" not in str(refused.value)
     assert not KafkaCluster.objects.exists()
@@ -80,7 +81,7 @@ def test_wrong_credentials_are_refused_with_a_hint(devstack, db):
 def test_a_name_can_be_registered_only_once(registered_clusters):
     config = admin_config(kafka.SOURCE)
     bootstrap = config.pop("bootstrap.servers")
-    with pytest.raises(ClusterError, match="already registered"):
+    with pytest.raises(ReplicationError, match="already registered"):
         register_cluster(audit.Actor.system("tests"), "source", bootstrap, config)
 
 

@@ -114,7 +114,12 @@ def test_the_mirror_is_read_only_for_ordinary_clients_and_kafkas_own_producer(
         "kafka-configs", "--describe", "--topic", topic_name, "--bootstrap-server", "localhost:9093"
     )
     assert described.returncode == 0 and "cleanup.policy=delete" in described.stdout
-    assert consume_all(kafka.DESTINATION.bootstrap, topic_name, expected=0) == []
+    # The privileged principal (as the link will) writes; an anonymous consumer reads it back.
+    assert produce(admin_config(kafka.DESTINATION), topic_name, [{"value": b"copied"}]) == [
+        (None, 0, 0)
+    ]
+    got = consume_all(kafka.DESTINATION.bootstrap, topic_name, expected=1)
+    assert [(m.offset(), m.value()) for m in got] == [(0, b"copied")]
 
 
 def test_a_prefixed_link_names_mirrors_with_its_prefix(make_link, make_topic, topic_name):

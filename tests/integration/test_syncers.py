@@ -131,8 +131,11 @@ def test_a_stopped_source_makes_the_link_unavailable_and_it_recovers_by_itself(
         devstack.up(["source"], echo=lambda _: None)
     assert wait_for(lambda: states() == ("ACTIVE", "ACTIVE"), 60)
     assert (link.error_code, link.error_message) == ("NO_ERROR", "")
-    actions = list(AuditEvent.objects.filter(actor_name="availability check").values_list("action"))
-    assert actions[-2:] in ([("link.available",), ("link.unavailable",)],)
+    newest_first = AuditEvent.objects.filter(actor_name="availability check")
+    assert list(newest_first.values_list("action", flat=True)[:2]) == [
+        "link.available",
+        "link.unavailable",
+    ]
 
 
 # Failure cases, with the syncers called directly. ------------------------------------------

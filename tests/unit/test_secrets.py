@@ -1,7 +1,8 @@
 import pytest
 
-from replication.clusters import ClusterError, parse_client_config
+from replication.clusters import parse_client_config
 from replication.crypto import is_sensitive
+from replication.errors import ReplicationError
 from replication.models import KafkaCluster
 
 
@@ -52,7 +53,7 @@ def test_client_config_lines_are_parsed_with_clear_errors():
         "security.protocol": "SASL_SSL",
         "a": "b=c",
     }
-    with pytest.raises(ClusterError, match="Line 2 .* not 'key=value'"):
+    with pytest.raises(ReplicationError, match="Line 2 .* not 'key=value'"):
         parse_client_config("a=1\njunk\n")
-    with pytest.raises(ClusterError, match="its own field"):
+    with pytest.raises(ReplicationError, match="its own field"):
         parse_client_config("bootstrap.servers=x:1")

@@ -8,7 +8,8 @@ from django.db import transaction
 
 from devstack import kafka
 from replication import audit
-from replication.clusters import ClusterError, register_cluster
+from replication.clusters import register_cluster
+from replication.errors import ReplicationError
 from replication.models import KafkaCluster
 
 
@@ -41,7 +42,7 @@ class Command(BaseCommand):
                 continue
             try:
                 cluster = register_cluster(actor, node.name, bootstrap, config)
-            except ClusterError as exc:
+            except ReplicationError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"registered cluster {cluster.name} (id {cluster.cluster_id})")
         self._first_admin()
