@@ -1,6 +1,7 @@
 """The pinned PySpark and the Kafka connector jars fetched by Maven read the real source cluster."""
 
 import glob
+import time
 
 import pytest
 from confluent_kafka import Producer
@@ -9,6 +10,10 @@ from devstack import kafka
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
+
+# Record times within the brokers' 7-day retention: older ones may be deleted before Spark
+# reads them, whenever the broker's retention check happens to run.
+RECENT = int(time.time() * 1000) - 60_000
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +43,7 @@ def test_spark_reads_records_with_offsets_headers_and_timestamps(spark, make_top
             value=f"v{i}".encode(),
             partition=i % 2,
             headers=[("h", bytes([i]))],
-            timestamp=1_700_000_000_000 + i,
+            timestamp=RECENT + i,
         )
     assert producer.flush(30) == 0
 
@@ -59,8 +64,8 @@ def test_spark_reads_records_with_offsets_headers_and_timestamps(spark, make_top
     ]
     assert [list(r.headers) for r in rows][0][0].value == bytes([0])
     assert [int(r.timestamp.timestamp() * 1000) for r in rows] == [
-        1_700_000_000_000,
-        1_700_000_000_002,
-        1_700_000_000_001,
-        1_700_000_000_003,
+        RECENT,
+        RECENT + 2,
+        RECENT + 1,
+        RECENT + 3,
     ]
