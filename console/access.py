@@ -26,6 +26,8 @@ POLICY: dict[str, frozenset[str]] = {
     # create mirror topics, pause and resume them
     "mirror.manage": frozenset({"operator", "admin"}),
     "mirror.delete": frozenset({"admin"}),
+    # make and revoke one's own API tokens
+    "token.manage": EVERYONE,
 }
 
 

@@ -101,3 +101,11 @@ class MirrorForm(forms.Form):
 
 class ConfirmForm(forms.Form):
     force = forms.BooleanField(required=False)
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(
+        max_length=100,
+        widget=forms.TextInput(attrs={"placeholder": "laptop CLI"}),
+        help_text="What the token is for, so you know which one to revoke.",
+    )

@@ -1,9 +1,9 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 from console.access import public, require
-from console.views import clusters, health, links, mirrors
+from console.views import account, clusters, health, links, mirrors
 
 LINK = "links/<str:destination>/<str:name>/"
 MIRROR = "mirrors/<str:destination>/<str:topic>/"
@@ -15,6 +15,9 @@ urlpatterns = [
     path("login/", public(auth_views.LoginView.as_view()), name="login"),
     path("logout/", public(auth_views.LogoutView.as_view()), name="logout"),
     path("healthz", health.healthz, name="healthz"),
+    path("kafka/v3/", include("console.api.urls")),
+    path("account/", account.account, name="account"),
+    path("account/tokens/<int:pk>/revoke/", account.token_revoke, name="token-revoke"),
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/new/", clusters.cluster_create, name="cluster-create"),
     path("clusters/<str:name>/", clusters.cluster_detail, name="cluster-detail"),

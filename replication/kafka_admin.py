@@ -54,6 +54,17 @@ class TopicInfo:
 
 
 @dataclass(frozen=True)
+class PartitionReplicas:
+    partition: int
+    leader: int | None
+    replicas: list[int]
+    isr: list[int]
+    log_start_offset: int
+    log_end_offset: int
+    leader_epoch: int | None
+
+
+@dataclass(frozen=True)
 class ConfigValue:
     value: str | None
     is_set: bool  # set on the topic itself rather than inherited from a default
@@ -212,6 +223,34 @@ class KafkaAdmin:
             tp.partition: self._wait(future, f"read the offsets of topic {topic!r}").offset
             for tp, future in futures.items()
         }
+
+    def partition_replicas(self, topic: str) -> list[PartitionReplicas]:
+        """Each partition's leader, replicas, in-sync replicas and log offsets."""
+        futures = self._client.describe_topics(
+            TopicCollection([topic]), request_timeout=self.timeout
+        )
+        partitions = self._wait(futures[topic], f"describe topic {topic!r}").partitions
+        offsets = {}
+        for name, spec in (("start", OffsetSpec.earliest()), ("end", OffsetSpec.latest())):
+            request = {TopicPartition(topic, p.id): spec for p in partitions}
+            for tp, future in self._client.list_offsets(
+                request, request_timeout=self.timeout
+            ).items():
+                offsets[name, tp.partition] = self._wait(
+                    future, f"read the offsets of topic {topic!r}"
+                )
+        return [
+            PartitionReplicas(
+                partition=p.id,
+                leader=p.leader.id if p.leader else None,
+                replicas=[r.id for r in p.replicas],
+                isr=[r.id for r in p.isr],
+                log_start_offset=offsets["start", p.id].offset,
+                log_end_offset=offsets["end", p.id].offset,
+                leader_epoch=offsets["end", p.id].leader_epoch,
+            )
+            for p in sorted(partitions, key=lambda p: p.id)
+        ]
 
     def authorizer_enabled(self) -> bool:
         """Whether the brokers run an authorizer (ACLs are enforced)."""

@@ -286,7 +286,9 @@ def describe_mirror(mirror: MirrorTopic) -> MirrorStatus:
     )
 
 
-def pause_mirror(actor: audit.Actor, mirror: MirrorTopic) -> MirrorTopic:
+def pause_mirror(
+    actor: audit.Actor, mirror: MirrorTopic, *, validate_only: bool = False
+) -> MirrorTopic:
     """Stop fetching for this mirror; it stays read-only."""
     target = f"mirror {mirror.mirror_topic}"
     with audit.refusals(actor, "mirror.pause", target):
@@ -294,6 +296,8 @@ def pause_mirror(actor: audit.Actor, mirror: MirrorTopic) -> MirrorTopic:
             raise conflict(f"Mirror topic {mirror.mirror_topic!r} is already paused.")
         if mirror.state not in RUNNING:
             raise conflict(_not_running(mirror, "pause"))
+    if validate_only:
+        return mirror
     before = snapshot(mirror)
     mirror.paused = True
     mirror.state, mirror.state_time = State.PAUSED, timezone.now()
@@ -302,13 +306,17 @@ def pause_mirror(actor: audit.Actor, mirror: MirrorTopic) -> MirrorTopic:
     return mirror
 
 
-def resume_mirror(actor: audit.Actor, mirror: MirrorTopic) -> MirrorTopic:
+def resume_mirror(
+    actor: audit.Actor, mirror: MirrorTopic, *, validate_only: bool = False
+) -> MirrorTopic:
     target = f"mirror {mirror.mirror_topic}"
     with audit.refusals(actor, "mirror.resume", target):
         if mirror.state != State.PAUSED:
             raise conflict(
                 f"Mirror topic {mirror.mirror_topic!r} is not paused (it is {mirror.state})."
             )
+    if validate_only:
+        return mirror
     before = snapshot(mirror)
     mirror.paused = False
     mirror.state, mirror.state_time = _running_state(mirror.link, False), timezone.now()

@@ -204,3 +204,29 @@ class MirrorTopic(models.Model):
 
     def __str__(self) -> str:
         return self.mirror_topic
+
+
+class ApiToken(models.Model):
+    """A personal API token: the user's roles, for the JSON API and the CLI.
+
+    Only a SHA-256 digest of the secret is kept; the secret is shown once, when made.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    # The first characters of the token, to tell tokens apart on the user's page.
+    prefix = models.CharField(max_length=20)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "name"], name="one_token_name_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

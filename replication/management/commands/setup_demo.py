@@ -1,4 +1,5 @@
 import secrets
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -7,10 +8,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from devstack import kafka
+from isthmus_cli.common import TOKEN_KEY, URL_KEY, read_properties
 from replication import audit
 from replication.clusters import register_cluster
 from replication.errors import ReplicationError
 from replication.models import KafkaCluster
+from replication.tokens import authenticate, create_token
+
+CLI_TOKEN_NAME = "make demo: command-line tools"  # noqa: S105 (a name, not a secret)
 
 
 class Command(BaseCommand):
@@ -26,6 +31,16 @@ class Command(BaseCommand):
                 default=node.sasl_bootstrap,
                 help=f"SASL address of the {node.name} cluster (default {node.sasl_bootstrap})",
             )
+        parser.add_argument(
+            "--console-url",
+            default="http://127.0.0.1:8000",
+            help="where the command-line tools reach the console",
+        )
+        parser.add_argument(
+            "--cli-config",
+            type=Path,
+            help="the file the command-line tools read (default var/cli.properties)",
+        )
 
     def handle(self, **options):
         actor = audit.Actor.system("setup_demo")
@@ -46,6 +61,10 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"registered cluster {cluster.name} (id {cluster.cluster_id})")
         self._first_admin()
+        self._cli_config(
+            options["cli_config"] or Path(settings.VAR_DIR) / "cli.properties",
+            options["console_url"],
+        )
 
     def _first_admin(self) -> None:
         users = get_user_model()
@@ -75,4 +94,21 @@ class Command(BaseCommand):
                 f"Created the first admin user.\n  username: admin\n  password: {password}\n"
                 "  (shown once; change it with 'python manage.py changepassword admin')"
             )
+        )
+
+    def _cli_config(self, path: Path, url: str) -> None:
+        """Give the command-line tools the admin's API token, in an owner-only file."""
+        if path.is_file():
+            token = read_properties(path).get(TOKEN_KEY, "")
+            if authenticate(token):
+                self.stdout.write(f"The command-line tools use {path}.")
+                return
+        admin = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
+        admin.api_tokens.filter(name=CLI_TOKEN_NAME).delete()
+        _, secret = create_token(audit.Actor.system("setup_demo"), admin, CLI_TOKEN_NAME)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{URL_KEY}={url}\n{TOKEN_KEY}={secret}\n")
+        path.chmod(0o600)
+        self.stdout.write(
+            f"Wrote {path}: the command-line tools in bin/ act as {admin.get_username()}."
         )

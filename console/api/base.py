@@ -1,0 +1,197 @@
+"""What every JSON API call goes through: authentication (a bearer token, or the browser
+session with its CSRF check), the access policy, and errors in the Kafka REST v3 envelope
+`{"error_code": ..., "message": ...}`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import wraps
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+
+from console.access import POLICY, can
+from replication.errors import ReplicationError
+from replication.models import KafkaCluster
+from replication.tokens import authenticate
+
+# HTTP status -> the v3 envelope's error_code (40002 is Kafka REST's "invalid request").
+ERROR_CODES = {
+    400: 40002,
+    401: 40101,
+    403: 40301,
+    404: 40401,
+    405: 40501,
+    409: 40901,
+    415: 41501,
+    503: 50301,
+}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def error_response(status: int, message: str) -> JsonResponse:
+    response = JsonResponse(
+        {"error_code": ERROR_CODES.get(status, status * 100), "message": message}, status=status
+    )
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="isthmus"'
+    return response
+
+
+def no_content() -> HttpResponse:
+    return HttpResponse(status=204)
+
+
+def _csrf_failure(request: HttpRequest) -> str | None:
+    """Run Django's CSRF check for a session-authenticated call; the reason it failed, if so."""
+    reasons: list[str] = []
+
+    class Check(CsrfViewMiddleware):
+        def _reject(self, request, reason):
+            reasons.append(reason)
+            return HttpResponse(status=403)
+
+    check = Check(lambda _: HttpResponse())
+    check.process_request(request)
+    check.process_view(request, None, (), {})
+    return reasons[0] if reasons else None
+
+
+def _authenticate(request: HttpRequest) -> None:
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header:
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise ApiError(401, "Send the API token as 'Authorization: Bearer <token>'.")
+        user = authenticate(secret.strip())
+        if user is None:
+            raise ApiError(
+                401,
+                "The API token is not valid: it was revoked, mistyped or its user is disabled. "
+                "Make a new one on your account page.",
+            )
+        request.user = user
+        return
+    if not request.user.is_authenticated:
+        raise ApiError(
+            401,
+            "Authentication required: send an API token as 'Authorization: Bearer <token>' "
+            "(make one on your account page in the console).",
+        )
+    # A browser session: the same CSRF protection as the console's forms.
+    reason = _csrf_failure(request)
+    if reason:
+        raise ApiError(403, f"CSRF verification failed: {reason}. Send the X-CSRFToken header.")
+
+
+def endpoint(**actions: str) -> Callable:
+    """An API view whose HTTP methods are allowed by these access-policy actions,
+    e.g. `@endpoint(GET="console.view", POST="link.manage")`."""
+    for action in actions.values():
+        if action not in POLICY:
+            raise KeyError(f"Unknown action {action!r}; add it to console.access.POLICY.")
+
+    def decorate(view):
+        @csrf_exempt  # checked in _authenticate for session calls; tokens need none
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            try:
+                action = actions.get(request.method)
+                if action is None:
+                    raise ApiError(
+                        405,
+                        f"{request.method} is not supported here; use "
+                        f"{' or '.join(sorted(actions))}.",
+                    )
+                _authenticate(request)
+                if not can(request.user, action):
+                    raise ApiError(
+                        403, f"Your role does not allow {action} ({request.user.get_username()})."
+                    )
+                return view(request, *args, **kwargs)
+            except ApiError as exc:
+                return error_response(exc.status, str(exc))
+            except ReplicationError as exc:
+                return error_response(exc.status, str(exc))
+
+        wrapper.access_actions = dict(actions)
+        return wrapper
+
+    return decorate
+
+
+def json_body(request: HttpRequest) -> dict:
+    """The request's JSON object (an empty body counts as `{}`)."""
+    if not request.body:
+        return {}
+    content_type = request.content_type or ""
+    if content_type != "application/json":
+        raise ApiError(415, f"Send the body as application/json, not {content_type or 'nothing'}.")
+    try:
+        body = json.loads(request.body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"The request body is not valid JSON: {exc}.") from exc
+    if not isinstance(body, dict):
+        raise ApiError(400, "The request body must be a JSON object.")
+    return body
+
+
+def field(body: dict, name: str, kind: type, *, required: bool = False, default=None):
+    """`body[name]`, which must be of `kind` when present."""
+    if name not in body or body[name] is None:
+        if required:
+            raise ApiError(400, f"The request body needs {name!r}.")
+        return default
+    value = body[name]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ApiError(400, f"{name!r} must be a {_KIND_NAMES[kind]}, not {json.dumps(value)}.")
+    return value
+
+
+_KIND_NAMES = {str: "string", int: "number", list: "list", dict: "object", bool: "boolean"}
+
+
+def name_values(body: dict, name: str = "configs") -> dict[str, str]:
+    """A v3 `[{"name": ..., "value": ...}]` list as a dict."""
+    result: dict[str, str] = {}
+    for i, entry in enumerate(field(body, name, list, default=[])):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ApiError(
+                400, f'{name}[{i}] must be an object like {{"name": "k", "value": "v"}}.'
+            )
+        value = entry.get("value")
+        if not isinstance(value, str):
+            raise ApiError(400, f"{name}[{i}] ({entry['name']}) needs a string value.")
+        result[entry["name"]] = value
+    return result
+
+
+def flag(request: HttpRequest, name: str, default: bool = False) -> bool:
+    """A boolean query parameter: true or false."""
+    value = request.GET.get(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ApiError(400, f"Query parameter {name} must be true or false, not {value!r}.")
+
+
+def cluster(cluster_id: str) -> KafkaCluster:
+    found = KafkaCluster.objects.filter(cluster_id=cluster_id).first()
+    if found is None:
+        raise ApiError(
+            404,
+            f"No registered cluster has id {cluster_id!r}. GET /kafka/v3/clusters lists them.",
+        )
+    return found
+
+
+def self_url(request: HttpRequest, path: str) -> dict:
+    return {"self": request.build_absolute_uri(path)}

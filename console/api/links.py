@@ -1,0 +1,205 @@
+"""Kafka REST v3 cluster-link endpoints: /kafka/v3/clusters/{cluster_id}/links…"""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+
+from django.http import JsonResponse
+
+from console.api.base import (
+    ApiError,
+    cluster,
+    endpoint,
+    field,
+    flag,
+    json_body,
+    name_values,
+    no_content,
+    self_url,
+)
+from replication import audit, link_configs
+from replication.links import (
+    alter_link_configs,
+    create_link,
+    delete_link,
+    describe_link_configs,
+    get_link,
+    list_links,
+)
+from replication.models import ClusterLink, MirrorTopic
+
+BASE = "/kafka/v3/clusters/{cluster_id}/links"
+
+# Mirror states counted per category, as Cluster Linking's link description does.
+_CATEGORIES = {
+    "ACTIVE": "ACTIVE",
+    "PAUSED": "PAUSED",
+    "LINK_PAUSED": "PAUSED",
+    "PENDING_MIRROR": "PENDING",
+    "PENDING_STOPPED": "PENDING",
+    "FAILED": "IN_ERROR",
+    "SOURCE_UNAVAILABLE": "IN_ERROR",
+    "STOPPED": "NOT_APPLICABLE",
+}
+
+
+def kafka_uuid(value) -> str:
+    """A UUID as Kafka prints its ids: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def link_data(request, link: ClusterLink) -> dict:
+    mirrors: list[MirrorTopic] = list(link.mirrors.all())
+    partitions = Counter()
+    for mirror in mirrors:
+        partitions[_CATEGORIES[mirror.state]] += mirror.num_partitions
+    path = f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}"
+    return {
+        "kind": "KafkaLinkData",
+        "metadata": self_url(request, path),
+        "source_cluster_id": link.source_cluster_id,
+        "destination_cluster_id": None,
+        "remote_cluster_id": None,
+        "link_name": link.name,
+        "link_id": str(link.link_id),
+        "cluster_link_id": kafka_uuid(link.link_id),
+        "topic_names": [m.mirror_topic for m in mirrors],
+        "link_state": link.state,
+        "link_error": link.error_code,
+        "link_error_message": link.error_message or None,
+        "tasks": [],
+        "category_counts": [
+            {"state_category": category, "count": count}
+            for category, count in sorted(partitions.items())
+        ],
+    }
+
+
+def config_data(request, link: ClusterLink, entry: link_configs.ConfigEntry) -> dict:
+    path = f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}/configs/{entry.name}"
+    return {
+        "kind": "KafkaLinkConfigData",
+        "metadata": self_url(request, path),
+        "cluster_id": link.destination.cluster_id,
+        "link_name": link.name,
+        "name": entry.name,
+        "value": None if entry.is_sensitive else entry.value,
+        "is_default": entry.is_default,
+        "is_read_only": entry.is_read_only,
+        "is_sensitive": entry.is_sensitive,
+        "source": entry.source,
+        "synonyms": [],
+    }
+
+
+@endpoint(GET="console.view", POST="link.manage")
+def links(request, cluster_id):
+    destination = cluster(cluster_id)
+    if request.method == "GET":
+        return JsonResponse(
+            {
+                "kind": "KafkaLinkDataList",
+                "metadata": self_url(request, request.path),
+                "data": [link_data(request, link) for link in list_links(destination)],
+            }
+        )
+    name = request.GET.get("link_name")
+    if not name:
+        raise ApiError(400, "Give the link's name as the link_name query parameter.")
+    body = json_body(request)
+    for unsupported in ("destination_cluster_id", "remote_cluster_id", "cluster_link_id"):
+        if body.get(unsupported):
+            raise ApiError(
+                400,
+                f"{unsupported} is for source-initiated or bidirectional links, which need "
+                "Confluent Server; Isthmus links are destination-initiated. "
+                "Give source_cluster_id instead.",
+            )
+    create_link(
+        audit.Actor.from_request(request),
+        destination,
+        name,
+        name_values(body),
+        source_cluster_id=field(body, "source_cluster_id", str),
+        validate_only=flag(request, "validate_only"),
+        validate_link=flag(request, "validate_link", default=True),
+    )
+    return no_content()
+
+
+@endpoint(GET="console.view", DELETE="link.delete")
+def link(request, cluster_id, link_name):
+    found = get_link(cluster(cluster_id), link_name)
+    if request.method == "GET":
+        flag(request, "include_tasks")  # accepted; Isthmus reports no per-task breakdown yet
+        return JsonResponse(link_data(request, found))
+    delete_link(
+        audit.Actor.from_request(request),
+        found,
+        force=flag(request, "force"),
+        validate_only=flag(request, "validate_only"),
+    )
+    return no_content()
+
+
+@endpoint(GET="console.view")
+def link_configs_list(request, cluster_id, link_name):
+    found = get_link(cluster(cluster_id), link_name)
+    return JsonResponse(
+        {
+            "kind": "KafkaLinkConfigDataList",
+            "metadata": self_url(request, request.path),
+            "data": [config_data(request, found, e) for e in describe_link_configs(found)],
+        }
+    )
+
+
+@endpoint(GET="console.view", PUT="link.manage", DELETE="link.manage")
+def link_config(request, cluster_id, link_name, config_name):
+    found = get_link(cluster(cluster_id), link_name)
+    if config_name not in link_configs.KEYS:
+        raise ApiError(
+            404,
+            f"Unknown link config {config_name!r}. "
+            f"Valid link configs: {', '.join(link_configs.KEYS)}.",
+        )
+    actor = audit.Actor.from_request(request)
+    if request.method == "PUT":
+        value = field(json_body(request), "value", str, required=True)
+        alter_link_configs(actor, found, {config_name: value})
+        return no_content()
+    if request.method == "DELETE":
+        alter_link_configs(actor, found, {}, [config_name])
+        return no_content()
+    for entry in describe_link_configs(found):
+        if entry.name == config_name:
+            return JsonResponse(config_data(request, found, entry))
+    raise ApiError(404, f"Link config {config_name!r} is not set and has no default.")
+
+
+@endpoint(PUT="link.manage")
+def link_configs_alter(request, cluster_id, link_name):
+    found = get_link(cluster(cluster_id), link_name)
+    to_set: dict[str, str] = {}
+    to_delete: list[str] = []
+    for i, entry in enumerate(field(json_body(request), "data", list, required=True)):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ApiError(400, f'data[{i}] must be an object like {{"name": "k", "value": "v"}}.')
+        operation = str(entry.get("operation") or "SET").upper()
+        if operation == "DELETE":
+            to_delete.append(entry["name"])
+        elif operation == "SET":
+            if not isinstance(entry.get("value"), str):
+                raise ApiError(400, f"data[{i}] ({entry['name']}) needs a string value to SET.")
+            to_set[entry["name"]] = entry["value"]
+        else:
+            raise ApiError(400, f"data[{i}].operation must be SET or DELETE, not {operation!r}.")
+    alter_link_configs(
+        audit.Actor.from_request(request),
+        found,
+        to_set,
+        to_delete,
+        validate_only=flag(request, "validate_only"),
+    )
+    return no_content()

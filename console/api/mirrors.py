@@ -1,0 +1,173 @@
+"""Kafka REST v3 mirror-topic endpoints: …/links/{link_name}/mirrors…, …/links/-/mirrors."""
+
+from __future__ import annotations
+
+import re
+
+from django.http import JsonResponse
+
+from console.api.base import (
+    ApiError,
+    cluster,
+    endpoint,
+    field,
+    flag,
+    json_body,
+    name_values,
+    no_content,
+    self_url,
+)
+from console.api.links import BASE
+from replication import audit
+from replication.errors import ReplicationError
+from replication.links import get_link
+from replication.mirrors import (
+    create_mirror,
+    describe_mirror,
+    get_mirror,
+    list_mirrors,
+    pause_mirror,
+    resume_mirror,
+)
+from replication.models import MirrorTopic
+
+# The mirror actions of the API, by the name after the colon.
+ACTIONS = {
+    "pause": ("KafkaPauseMirror", pause_mirror),
+    "resume": ("KafkaResumeMirror", resume_mirror),
+}
+
+
+def mirror_data(request, mirror: MirrorTopic) -> dict:
+    """A mirror as Kafka REST shows it, with the lag read from both clusters now.
+
+    Beyond the v3 fields, each lag entry carries the destination log end offset, the source
+    high watermark and the time since the last fetch, which `kafka-mirrors --describe` prints.
+    """
+    status = describe_mirror(mirror)
+    path = f"{BASE.format(cluster_id=mirror.destination.cluster_id)}/{mirror.link.name}"
+    transition_errors = []
+    if mirror.error_message:
+        transition_errors.append(
+            {"error_code": mirror.mirror_error, "error_message": mirror.error_message}
+        )
+    return {
+        "kind": "KafkaMirrorData",
+        "metadata": self_url(request, f"{path}/mirrors/{mirror.mirror_topic}"),
+        "link_name": mirror.link.name,
+        "link_id": str(mirror.link.link_id),
+        "mirror_topic_name": mirror.mirror_topic,
+        "source_topic_name": mirror.source_topic,
+        "source_topic_id": mirror.source_topic_id,
+        "num_partitions": len(status.partitions) or mirror.num_partitions,
+        "mirror_lags": [
+            {
+                "partition": p.partition,
+                "lag": p.lag,
+                "last_source_fetch_offset": p.last_fetch_source_high_watermark,
+                "dest_log_end_offset": p.dest_log_end_offset,
+                "source_high_watermark": p.source_high_watermark,
+                "time_since_last_fetch_ms": p.time_since_last_fetch_ms,
+            }
+            for p in status.partitions
+        ],
+        "mirror_status": mirror.state,
+        "mirror_topic_error": mirror.mirror_error,
+        "state_time_ms": int(mirror.state_time.timestamp() * 1000),
+        "mirror_state_transition_errors": transition_errors,
+        "read_only_enforced": mirror.read_only_enforced,
+        "status_errors": status.errors,
+    }
+
+
+def _states(request) -> list[str] | None:
+    wanted = request.GET.get("mirror_status")
+    if not wanted:
+        return None
+    if wanted not in MirrorTopic.State.values:
+        raise ApiError(
+            400,
+            f"Unknown mirror_status {wanted!r}. Use one of: {', '.join(MirrorTopic.State.values)}.",
+        )
+    return [wanted]
+
+
+def _mirror_list(request, mirrors) -> JsonResponse:
+    return JsonResponse(
+        {
+            "kind": "KafkaMirrorDataList",
+            "metadata": self_url(request, request.path),
+            "data": [mirror_data(request, m) for m in mirrors],
+        }
+    )
+
+
+@endpoint(GET="console.view")
+def all_mirrors(request, cluster_id):
+    destination = cluster(cluster_id)
+    return _mirror_list(request, list_mirrors(destination=destination, states=_states(request)))
+
+
+@endpoint(GET="console.view", POST="mirror.manage")
+def mirrors(request, cluster_id, link_name):
+    link = get_link(cluster(cluster_id), link_name)
+    if request.method == "GET":
+        return _mirror_list(request, list_mirrors(link=link, states=_states(request)))
+    body = json_body(request)
+    create_mirror(
+        audit.Actor.from_request(request),
+        link,
+        field(body, "source_topic_name", str, required=True),
+        mirror_topic=field(body, "mirror_topic_name", str),
+        replication_factor=field(body, "replication_factor", int),
+        configs=name_values(body),
+        validate_only=flag(request, "validate_only"),
+    )
+    return no_content()
+
+
+@endpoint(GET="console.view")
+def mirror(request, cluster_id, link_name, mirror_topic_name):
+    destination = cluster(cluster_id)
+    found = get_mirror(destination, mirror_topic_name, get_link(destination, link_name))
+    return JsonResponse(mirror_data(request, found))
+
+
+def _named_mirrors(body: dict, link) -> list[str]:
+    names = field(body, "mirror_topic_names", list)
+    pattern = field(body, "mirror_topic_name_pattern", str)
+    if (names is None) == (pattern is None):
+        raise ApiError(
+            400, "Give either mirror_topic_names (a list) or mirror_topic_name_pattern (a regex)."
+        )
+    if pattern is not None:
+        try:
+            matcher = re.compile(pattern)
+        except re.error as exc:
+            raise ApiError(400, f"mirror_topic_name_pattern is not a valid regex: {exc}.") from exc
+        names = [m.mirror_topic for m in link.mirrors.all() if matcher.fullmatch(m.mirror_topic)]
+    if not names or not all(isinstance(n, str) for n in names):
+        raise ApiError(400, "Name at least one mirror topic, as a list of strings.")
+    return names
+
+
+@endpoint(POST="mirror.manage")
+def mirrors_action(request, cluster_id, link_name, action):
+    """Pause or resume mirrors; each topic's outcome is reported on its own, with HTTP 200."""
+    destination = cluster(cluster_id)
+    link = get_link(destination, link_name)
+    kind, operation = ACTIONS[action]
+    names = _named_mirrors(json_body(request), link)
+    validate_only = flag(request, "validate_only")
+    actor = audit.Actor.from_request(request)
+    results = []
+    for name in names:
+        outcome = {"mirror_topic_name": name, "error_code": None, "error_message": None}
+        try:
+            operation(actor, get_mirror(destination, name, link), validate_only=validate_only)
+        except ReplicationError as exc:
+            outcome.update(error_code=exc.status, error_message=str(exc))
+        results.append({**outcome, "mirror_lags": []})
+    return JsonResponse(
+        {"kind": kind, "metadata": self_url(request, request.path), "data": results}
+    )

@@ -1,0 +1,32 @@
+"""The JSON API, on Kafka REST v3 paths (mounted at /kafka/v3/)."""
+
+from django.urls import path
+
+from console.api import clusters, links, mirrors, openapi
+
+CLUSTER = "clusters/<str:cluster_id>/"
+LINK = CLUSTER + "links/<str:link_name>/"
+
+urlpatterns = [
+    path("openapi.json", openapi.document, name="api-openapi"),
+    path("clusters", clusters.clusters, name="api-clusters"),
+    path(CLUSTER[:-1], clusters.cluster_detail, name="api-cluster"),
+    path(CLUSTER + "links", links.links, name="api-links"),
+    # "-" stands for every link; it must come before the link-name routes.
+    path(CLUSTER + "links/-/mirrors", mirrors.all_mirrors, name="api-all-mirrors"),
+    path(LINK[:-1], links.link, name="api-link"),
+    path(LINK + "configs", links.link_configs_list, name="api-link-configs"),
+    path(LINK + "configs:alter", links.link_configs_alter, name="api-link-configs-alter"),
+    path(LINK + "configs/<str:config_name>", links.link_config, name="api-link-config"),
+    path(LINK + "mirrors", mirrors.mirrors, name="api-mirrors"),
+    *[
+        path(
+            f"{LINK}mirrors:{action}",
+            mirrors.mirrors_action,
+            {"action": action},
+            name=f"api-mirrors-{action}",
+        )
+        for action in mirrors.ACTIONS
+    ],
+    path(LINK + "mirrors/<str:mirror_topic_name>", mirrors.mirror, name="api-mirror"),
+]

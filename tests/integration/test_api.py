@@ -1,0 +1,382 @@
+"""The JSON API on Kafka REST v3 paths, against the real devstack clusters."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from django.test import Client
+
+from devstack import kafka
+from replication import audit
+from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.tokens import create_token
+from tests.kafka_clients import acls_on, produce
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def api(users):
+    """A client calling with an API token of the given role."""
+
+    def as_role(role: str) -> Client:
+        name = f"{role} token {uuid.uuid4().hex[:6]}"
+        _, secret = create_token(audit.Actor.system("tests"), users[role], name)
+        return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    return as_role
+
+
+@pytest.fixture
+def links_url(registered_clusters) -> str:
+    return f"/kafka/v3/clusters/{registered_clusters['destination'].cluster_id}/links"
+
+
+def send(client: Client, method: str, url: str, body=None):
+    data = body if isinstance(body, str | bytes) else json.dumps(body) if body is not None else ""
+    return getattr(client, method)(url, data=data, content_type="application/json")
+
+
+def assert_error(response, status: int, *fragments: str) -> None:
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert set(body) == {"error_code", "message"}
+    assert body["error_code"] // 100 == status
+    for fragment in fragments:
+        assert fragment in body["message"]
+
+
+# Authentication and roles ------------------------------------------------------------------
+
+
+def test_a_request_without_a_token_is_refused(client, registered_clusters, links_url):
+    response = client.get(links_url)
+    assert_error(response, 401, "Authorization: Bearer")
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_wrong_or_revoked_token_is_refused(api, users, links_url):
+    assert_error(
+        Client(HTTP_AUTHORIZATION="Bearer isthmus_not-a-real-token").get(links_url),
+        401,
+        "not valid",
+    )
+    assert_error(Client(HTTP_AUTHORIZATION="Basic abc").get(links_url), 401, "Bearer")
+    token, secret = create_token(audit.Actor.system("tests"), users["admin"], "soon gone")
+    caller = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert caller.get(links_url).status_code == 200
+    token.delete()
+    assert_error(caller.get(links_url), 401, "revoked")
+
+
+def test_a_disabled_user_token_stops_working(api, users, links_url):
+    caller = api("operator")
+    users["operator"].is_active = False
+    users["operator"].save()
+    assert_error(caller.get(links_url), 401)
+
+
+def test_a_viewer_token_can_read_but_not_create_pause_or_delete(
+    api, make_link, make_topic, topic_name, links_url
+):
+    link = make_link()
+    make_topic(kafka.SOURCE, topic_name)
+    mirrors = f"{links_url}/{link.name}/mirrors"
+    assert (
+        send(api("operator"), "post", mirrors, {"source_topic_name": topic_name}).status_code == 204
+    )
+    viewer = api("viewer")
+
+    assert viewer.get(links_url).status_code == 200
+    assert viewer.get(f"{mirrors}/{topic_name}").status_code == 200
+    assert_error(
+        send(viewer, "post", f"{links_url}?link_name=by-viewer", {"configs": []}),
+        403,
+        "link.manage",
+    )
+    assert_error(send(viewer, "post", mirrors, {"source_topic_name": topic_name}), 403)
+    assert_error(
+        send(viewer, "post", f"{mirrors}:pause", {"mirror_topic_names": [topic_name]}), 403
+    )
+    assert_error(viewer.delete(f"{links_url}/{link.name}?force=true"), 403)
+    assert_error(api("operator").delete(f"{links_url}/{link.name}?force=true"), 403)
+
+    assert MirrorTopic.objects.get(mirror_topic=topic_name).state == MirrorTopic.State.ACTIVE
+    assert ClusterLink.objects.filter(name=link.name).exists()
+    assert not ClusterLink.objects.filter(name="by-viewer").exists()
+
+
+def test_a_browser_session_needs_the_csrf_token(users, links_url):
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(users["admin"])
+    assert browser.get(links_url).status_code == 200
+    response = send(browser, "post", f"{links_url}?link_name=x", {"configs": []})
+    assert_error(response, 403, "CSRF verification failed")
+
+
+# Links ---------------------------------------------------------------------------------------
+
+
+def test_an_operator_creates_lists_and_reads_a_link(api, users, registered_clusters, links_url):
+    operator = api("operator")
+    configs = [
+        {"name": "bootstrap.servers", "value": kafka.SOURCE.bootstrap},
+        {"name": "metadata.max.age.ms", "value": "5000"},
+    ]
+    response = send(operator, "post", f"{links_url}?link_name=api-link", {"configs": configs})
+    assert response.status_code == 204, response.content
+
+    source_id = registered_clusters["source"].cluster_id
+    listed = operator.get(links_url).json()
+    assert listed["kind"] == "KafkaLinkDataList"
+    [data] = [d for d in listed["data"] if d["link_name"] == "api-link"]
+    link = ClusterLink.objects.get(name="api-link")
+    assert data["source_cluster_id"] == source_id
+    assert data["link_id"] == str(link.link_id)
+    assert data["link_state"] == "ACTIVE"
+    assert data["link_error"] == "NO_ERROR"
+    assert data["topic_names"] == []
+    assert data["metadata"]["self"].endswith(f"{links_url}/api-link")
+    assert operator.get(f"{links_url}/api-link").json() == data
+
+    event = AuditEvent.objects.filter(action="link.create").first()
+    assert (event.actor, event.result) == (users["operator"], "ok")
+
+
+def test_validate_only_creates_nothing(api, links_url):
+    configs = [{"name": "bootstrap.servers", "value": kafka.SOURCE.bootstrap}]
+    url = f"{links_url}?link_name=just-checking&validate_only=true"
+    assert send(api("operator"), "post", url, {"configs": configs}).status_code == 204
+    assert not ClusterLink.objects.filter(name="just-checking").exists()
+
+
+def test_bad_link_requests_get_the_v3_error_envelope(api, links_url, make_link):
+    operator = api("operator")
+    good = [{"name": "bootstrap.servers", "value": kafka.SOURCE.bootstrap}]
+    assert_error(
+        send(operator, "post", f"{links_url}?link_name=x", "{not json"), 400, "not valid JSON"
+    )
+    assert_error(send(operator, "post", f"{links_url}?link_name=x", "[1]"), 400, "JSON object")
+    assert_error(
+        send(operator, "post", f"{links_url}?link_name=x", {"configs": {"a": "b"}}),
+        400,
+        "'configs' must be a list",
+    )
+    assert_error(
+        send(operator, "post", f"{links_url}?link_name=x", {"configs": [{"name": "a"}]}),
+        400,
+        "needs a string value",
+    )
+    unknown = [*good, {"name": "no.such.config", "value": "1"}]
+    assert_error(
+        send(operator, "post", f"{links_url}?link_name=x", {"configs": unknown}),
+        400,
+        "no.such.config",
+        "metadata.max.age.ms",  # the message lists the valid keys
+    )
+    assert_error(send(operator, "post", links_url, {"configs": good}), 400, "link_name")
+    assert_error(send(operator, "post", f"{links_url}?link_name=bad/name", {"configs": good}), 400)
+    assert_error(
+        send(operator, "post", f"{links_url}?link_name=x&validate_only=maybe", {"configs": good}),
+        400,
+        "true or false",
+    )
+    unreachable = [{"name": "bootstrap.servers", "value": "127.0.0.1:1"}]
+    assert_error(
+        send(operator, "post", f"{links_url}?link_name=x", {"configs": unreachable}),
+        400,
+        "cannot reach its source",
+    )
+    taken = make_link()
+    assert_error(
+        send(operator, "post", f"{links_url}?link_name={taken.name}", {"configs": good}),
+        409,
+        "already exists",
+    )
+    assert_error(operator.get(f"{links_url}/missing"), 404, "No cluster link named 'missing'")
+    assert_error(operator.get("/kafka/v3/clusters/nope/links"), 404, "No registered cluster")
+    assert_error(operator.patch(links_url), 405, "GET or POST")
+    assert_error(
+        operator.post(f"{links_url}?link_name=x", data="a=b", content_type="text/plain"), 415
+    )
+    assert set(ClusterLink.objects.values_list("name", flat=True)) == {taken.name}
+
+
+def test_link_configs_are_listed_set_reset_and_altered_in_batches(api, make_link, links_url):
+    from tests.conftest import admin_config
+
+    secured = admin_config(kafka.SOURCE)
+    password = secured["sasl.password"]
+    link = make_link(
+        {
+            "bootstrap.servers": kafka.SOURCE.sasl_bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{secured["sasl.username"]}" password="{password}";'
+            ),
+        }
+    )
+    operator = api("operator")
+    configs = f"{links_url}/{link.name}/configs"
+
+    listed = {c["name"]: c for c in operator.get(configs).json()["data"]}
+    assert listed["sasl.jaas.config"]["value"] is None
+    assert listed["sasl.jaas.config"]["is_sensitive"] is True
+    assert password.encode() not in operator.get(configs).content
+    assert listed["metadata.max.age.ms"]["is_default"] is True
+    assert listed["link.mode"]["is_read_only"] is True
+
+    assert (
+        send(operator, "put", f"{configs}/metadata.max.age.ms", {"value": "7000"}).status_code
+        == 204
+    )
+    one = operator.get(f"{configs}/metadata.max.age.ms").json()
+    assert (one["value"], one["is_default"], one["source"]) == (
+        "7000",
+        False,
+        "DYNAMIC_CLUSTER_LINK_CONFIG",
+    )
+    assert operator.delete(f"{configs}/metadata.max.age.ms").status_code == 204
+    assert operator.get(f"{configs}/metadata.max.age.ms").json()["is_default"] is True
+
+    batch = {
+        "data": [
+            {"name": "topic.config.sync.ms", "value": "2000", "operation": "SET"},
+            {"name": "cluster.link.retry.timeout.ms", "operation": "DELETE"},
+        ]
+    }
+    assert send(operator, "put", f"{configs}:alter?validate_only=true", batch).status_code == 204
+    link.refresh_from_db()
+    assert "topic.config.sync.ms" not in link.configs
+    assert send(operator, "put", f"{configs}:alter", batch).status_code == 204
+    link.refresh_from_db()
+    assert link.configs["topic.config.sync.ms"] == "2000"
+
+    assert_error(operator.get(f"{configs}/no.such"), 404, "Valid link configs")
+    assert_error(
+        send(operator, "put", f"{configs}:alter", {"data": [{"name": "x", "operation": "ADD"}]}),
+        400,
+        "SET or DELETE",
+    )
+    assert_error(
+        send(operator, "put", f"{configs}/cluster.link.prefix", {"value": "p."}),
+        400,
+        "cannot be changed",
+    )
+
+
+def test_deleting_a_link_with_mirrors_needs_force(
+    api, make_link, make_topic, topic_name, links_url
+):
+    link = make_link()
+    make_topic(kafka.SOURCE, topic_name)
+    admin = api("admin")
+    mirrors = f"{links_url}/{link.name}/mirrors"
+    assert send(admin, "post", mirrors, {"source_topic_name": topic_name}).status_code == 204
+
+    assert_error(admin.delete(f"{links_url}/{link.name}"), 409, topic_name, "force")
+    assert admin.delete(f"{links_url}/{link.name}?force=true&validate_only=true").status_code == 204
+    assert ClusterLink.objects.filter(pk=link.pk).exists()
+    assert admin.delete(f"{links_url}/{link.name}?force=true").status_code == 204
+    assert not ClusterLink.objects.filter(pk=link.pk).exists()
+    # Forced: the mirror was failed over first, so the topic is left writable.
+    assert acls_on(kafka.DESTINATION, topic_name) == set()
+
+
+# Mirrors -------------------------------------------------------------------------------------
+
+
+def test_mirrors_are_created_described_listed_paused_and_resumed(
+    api, make_link, make_topic, topic_name, links_url
+):
+    link = make_link()
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    produce(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        topic_name,
+        [{"key": b"k", "value": b"v", "partition": p} for p in (0, 1, 1)],
+    )
+    operator = api("operator")
+    mirrors = f"{links_url}/{link.name}/mirrors"
+
+    body = {"source_topic_name": topic_name, "configs": [{"name": "retention.ms", "value": "9000"}]}
+    assert send(operator, "post", mirrors, body).status_code == 204
+
+    data = operator.get(f"{mirrors}/{topic_name}").json()
+    mirror = MirrorTopic.objects.get(mirror_topic=topic_name)
+    assert data["kind"] == "KafkaMirrorData"
+    assert (data["link_name"], data["source_topic_name"], data["mirror_status"]) == (
+        link.name,
+        topic_name,
+        "ACTIVE",
+    )
+    assert data["num_partitions"] == 2
+    assert data["source_topic_id"] == mirror.source_topic_id
+    lags = {entry["partition"]: entry for entry in data["mirror_lags"]}
+    assert sorted(lags) == [0, 1]
+    # Nothing is copied yet (the engine is another part): all three records are lag.
+    assert sum(e["source_high_watermark"] for e in lags.values()) == 3
+    assert sum(e["lag"] for e in lags.values()) == 3
+    assert all(e["dest_log_end_offset"] == 0 for e in lags.values())
+    assert data["state_time_ms"] == int(mirror.state_time.timestamp() * 1000)
+
+    everywhere = operator.get(f"{links_url}/-/mirrors").json()
+    assert topic_name in [m["mirror_topic_name"] for m in everywhere["data"]]
+    assert operator.get(f"{mirrors}?mirror_status=PAUSED").json()["data"] == []
+
+    pause = send(
+        operator, "post", f"{mirrors}:pause", {"mirror_topic_names": [topic_name, "not-a-mirror"]}
+    )
+    assert pause.status_code == 200
+    results = {r["mirror_topic_name"]: r for r in pause.json()["data"]}
+    assert results[topic_name]["error_code"] is None
+    assert results["not-a-mirror"]["error_code"] == 404
+    assert "not a mirror topic" in results["not-a-mirror"]["error_message"]
+    assert [
+        m["mirror_topic_name"]
+        for m in operator.get(f"{mirrors}?mirror_status=PAUSED").json()["data"]
+    ] == [topic_name]
+
+    again = send(operator, "post", f"{mirrors}:pause", {"mirror_topic_name_pattern": ".*"})
+    assert again.json()["data"][0]["error_code"] == 409
+    assert "already paused" in again.json()["data"][0]["error_message"]
+
+    checked = send(
+        operator,
+        "post",
+        f"{mirrors}:resume?validate_only=true",
+        {"mirror_topic_names": [topic_name]},
+    )
+    assert checked.json()["data"][0]["error_code"] is None
+    mirror.refresh_from_db()
+    assert mirror.state == MirrorTopic.State.PAUSED
+    resumed = send(operator, "post", f"{mirrors}:resume", {"mirror_topic_names": [topic_name]})
+    assert resumed.json()["data"][0]["error_code"] is None
+    mirror.refresh_from_db()
+    assert mirror.state == MirrorTopic.State.ACTIVE
+
+
+def test_bad_mirror_requests_get_clear_errors(api, make_link, make_topic, topic_name, links_url):
+    link = make_link()
+    operator = api("operator")
+    mirrors = f"{links_url}/{link.name}/mirrors"
+    assert_error(send(operator, "post", mirrors, {}), 400, "source_topic_name")
+    assert_error(send(operator, "post", mirrors, {"source_topic_name": 5}), 400, "must be a string")
+    assert_error(
+        send(operator, "post", mirrors, {"source_topic_name": topic_name}),
+        404,
+        f"Source topic {topic_name!r} does not exist",
+    )
+    assert_error(operator.get(f"{mirrors}?mirror_status=SLEEPY"), 400, "ACTIVE")
+    assert_error(send(operator, "post", f"{mirrors}:pause", {}), 400, "mirror_topic_names")
+    assert_error(
+        send(operator, "post", f"{mirrors}:pause", {"mirror_topic_name_pattern": "("}),
+        400,
+        "regex",
+    )
+    assert_error(operator.get(f"{mirrors}/{topic_name}"), 404, "not a mirror topic")
+    assert not MirrorTopic.objects.exists()

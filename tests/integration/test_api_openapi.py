@@ -1,0 +1,214 @@
+"""The OpenAPI document against the real API: every documented path answers as documented, and
+every route of the API is documented.
+
+The operations are taken from the document itself, so a newly documented path is covered
+without touching this module.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from urllib.parse import urlencode
+
+import pytest
+
+from console.api import urls as api_urls
+from console.api.base import ERROR_CODES
+from console.api.openapi import SPEC
+from devstack import kafka
+from replication import audit
+from replication.tokens import create_token
+
+pytestmark = pytest.mark.integration
+
+PREFIX = SPEC["servers"][0]["url"]
+HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+CONFIG = "metadata.max.age.ms"
+# Answers that would mean the path is not really there, or broke.
+NEVER = {404, 405, 500}
+
+
+def token(user, name: str = "t") -> str:
+    _, secret = create_token(audit.Actor.system("tests"), user, name)
+    return f"Bearer {secret}"
+
+
+def resolve(node):
+    """`node`, with a `$ref` to somewhere in the document followed."""
+    while isinstance(node, dict) and "$ref" in node:
+        assert node["$ref"].startswith("#/"), node
+        target = SPEC
+        for part in node["$ref"][2:].split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def documented_operations():
+    """(path, METHOD, operation, parameters) for every operation of the document."""
+    for path, item in SPEC["paths"].items():
+        for method, op in item.items():
+            if method in HTTP_METHODS:
+                params = [
+                    resolve(p) for p in [*item.get("parameters", []), *op.get("parameters", [])]
+                ]
+                yield path, method.upper(), op, params
+
+
+def routes() -> dict[tuple[str, str], str]:
+    """(path, METHOD) -> access-policy action, for every route of console/api/urls.py, with
+    the path spelt as the document spells it."""
+    found = {}
+    for pattern in api_urls.urlpatterns:
+        path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
+        for method, action in pattern.callback.access_actions.items():
+            found[(path, method)] = action
+    return found
+
+
+_JSON_TYPES = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def mismatches(value, schema, where: str = "body") -> list[str]:
+    """How `value` differs from the documented `schema`: required fields, types, enums."""
+    schema = resolve(schema)
+    kinds = schema.get("type")
+    if kinds:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_JSON_TYPES[k](value) for k in kinds):
+            return [f"{where} is {value!r}, documented as {'/'.join(kinds)}"]
+    found = []
+    if "const" in schema and value != schema["const"]:
+        found.append(f"{where} is {value!r}, documented as {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        found.append(f"{where} is {value!r}, documented as one of {schema['enum']}")
+    if isinstance(value, dict):
+        found += [f"{where} lacks {n!r}" for n in schema.get("required", []) if n not in value]
+        for name, sub in schema.get("properties", {}).items():
+            if name in value:
+                found += mismatches(value[name], sub, f"{where}.{name}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            found += mismatches(item, schema["items"], f"{where}[{i}]")
+    return found
+
+
+def real_example(example: dict, *, mirror: str, fresh_topic: str, source_cluster_id: str):
+    """A documented request-body example, with its names made those of the real objects."""
+    body = copy.deepcopy(example)
+    if "source_topic_name" in body:  # a new mirror: of a source topic not mirrored yet
+        body["source_topic_name"] = fresh_topic
+        if "mirror_topic_name" in body:
+            body["mirror_topic_name"] = fresh_topic
+    if "mirror_topic_names" in body:
+        body["mirror_topic_names"] = [mirror]
+    if "mirror_topic_name_pattern" in body:
+        body["mirror_topic_name_pattern"] = re.escape(mirror)
+    if "source_cluster_id" in body:
+        body["source_cluster_id"] = source_cluster_id
+    for entry in body.get("configs", []):
+        if entry.get("name") == "bootstrap.servers":
+            entry["value"] = kafka.SOURCE.bootstrap
+    return body
+
+
+def test_every_route_of_the_api_is_documented_with_the_permission_it_needs():
+    documented = {(path, method): op for path, method, op, _ in documented_operations()}
+    actual = routes()
+    assert set(documented) == set(actual)
+    assert {key: op["x-isthmus-action"] for key, op in documented.items()} == actual
+
+
+def test_every_documented_path_answers_as_documented(
+    client, users, registered_clusters, make_link, make_topic, topic_name
+):
+    auth = token(users["admin"])
+    destination = registered_clusters["destination"]
+    link = make_link({CONFIG: "5000"})
+    source_topic = make_topic(kafka.SOURCE, topic_name)
+    fresh_topic = make_topic(kafka.SOURCE, f"{topic_name}-fresh")
+    made = client.post(
+        f"{PREFIX}/clusters/{destination.cluster_id}/links/{link.name}/mirrors",
+        {"source_topic_name": source_topic},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=auth,
+    )
+    assert made.status_code == 204, made.content
+    values = {
+        "cluster_id": destination.cluster_id,
+        "link_name": link.name,
+        "config_name": CONFIG,
+        "mirror_topic_name": source_topic,  # the link has no prefix
+    }
+
+    problems, answered = [], []
+    # Deletes last, so what they remove is still there for the others.
+    for path, method, op, params in sorted(documented_operations(), key=lambda o: o[1] == "DELETE"):
+        where = f"{method} {path}"
+        url = PREFIX + re.sub(r"{(\w+)}", lambda m: values[m[1]], path)
+        query = {p["name"]: p["example"] for p in params if p["in"] == "query" and p["required"]}
+        if any(p["in"] == "query" and p["name"] == "validate_only" for p in params):
+            query["validate_only"] = "true"  # a write: checked, not made
+        if query:
+            url += "?" + urlencode(query)
+        data = ""
+        if "requestBody" in op:
+            example = resolve(op["requestBody"])["content"]["application/json"]["example"]
+            body = real_example(
+                example,
+                mirror=source_topic,
+                fresh_topic=fresh_topic,
+                source_cluster_id=link.source_cluster_id,
+            )
+            data = json.dumps(body)
+        response = client.generic(
+            method, url, data, content_type="application/json", HTTP_AUTHORIZATION=auth
+        )
+        status = response.status_code
+        answered.append(f"{where}: {status}")
+        documented = {int(s) for s in op["responses"]}
+        if status not in documented or status in NEVER:
+            problems.append(f"{where} answered {status} {response.content[:500]!r}")
+            continue
+        if method == "GET" and status != 200:
+            problems.append(f"{where} of real objects answered {status} {response.content!r}")
+            continue
+        content = op["responses"][str(status)].get("content", {})
+        if status == 204 or not content:
+            if response.content:
+                problems.append(f"{where} answered {status} with a body {response.content!r}")
+            continue
+        assert response["Content-Type"] == "application/json", where
+        schema = content["application/json"]["schema"]
+        problems += [f"{where}: {m}" for m in mismatches(response.json(), schema)]
+
+    assert not problems, "\n".join(problems + ["", "Answers:", *answered])
+
+
+def test_the_document_is_served_to_every_role_and_only_with_authentication(client, users):
+    url = f"{PREFIX}/openapi.json"
+    response = client.get(url, HTTP_AUTHORIZATION=token(users["viewer"]))
+    assert response.status_code == 200
+    document = response.json()
+    assert document["openapi"].startswith("3.1.")
+    assert document == json.loads(json.dumps(SPEC))
+    assert document["servers"] == [{"url": "/kafka/v3"}]
+
+    anonymous = client.get(url)
+    assert anonymous.status_code == 401
+    assert anonymous.json() == {
+        "error_code": ERROR_CODES[401],
+        "message": anonymous.json()["message"],
+    }
+    assert anonymous.json()["message"]
+    assert anonymous["WWW-Authenticate"] == 'Bearer realm="isthmus"'

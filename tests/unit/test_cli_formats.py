@@ -1,0 +1,62 @@
+"""The command-line tools' parsing and output formats, against the seed tutorial's text."""
+
+import pytest
+
+from isthmus_cli.common import CliError, read_properties, split_configs
+from isthmus_cli.replica_status import COLUMNS, MIRROR_COLUMNS, table
+
+# From the tutorial: kafka-replica-status --topics demo --include-mirror
+TUTORIAL_REPLICA_STATUS = [
+    "Topic Partition Replica IsLeader IsObserver IsIsrEligible IsInIsr IsCaughtUp "
+    "LastCaughtUpLagMs LastFetchLagMs LogStartOffset LogEndOffset LeaderEpoch MirrorState "
+    "MirrorLastFetchTimeMs MirrorLastFetchHighWatermark",
+    "demo  0         1       true     false      true          true    true       0          "
+    "       0              0              3            0           ACTIVE      -1           "
+    "         -1",
+]
+
+
+def test_replica_status_is_laid_out_like_the_tutorial():
+    row = [
+        "demo",
+        "0",
+        "1",
+        "true",
+        "false",
+        "true",
+        "true",
+        "true",
+        "0",
+        "0",
+        "0",
+        "3",
+        "0",
+        "ACTIVE",
+        "-1",
+        "-1",
+    ]
+    assert table([row], COLUMNS + MIRROR_COLUMNS) == TUTORIAL_REPLICA_STATUS
+
+
+def test_config_lists_split_on_commas_outside_brackets():
+    assert split_configs("bootstrap.servers=localhost:9092,metadata.max.age.ms=5000") == {
+        "bootstrap.servers": "localhost:9092",
+        "metadata.max.age.ms": "5000",
+    }
+    assert split_configs("bootstrap.servers=[a:1,b:2],x=y") == {
+        "bootstrap.servers": "a:1,b:2",
+        "x": "y",
+    }
+    with pytest.raises(CliError, match="is not name=value"):
+        split_configs("bootstrap.servers")
+
+
+def test_properties_files_are_read_like_java_properties(tmp_path):
+    path = tmp_path / "link.properties"
+    path.write_text("# a comment\n! another\nbootstrap.servers=h:1\nsasl.mechanism: PLAIN\n\n")
+    assert read_properties(path) == {"bootstrap.servers": "h:1", "sasl.mechanism": "PLAIN"}
+    path.write_text("no separator here\n")
+    with pytest.raises(CliError, match="line 1"):
+        read_properties(path)
+    with pytest.raises(CliError, match="Cannot read"):
+        read_properties(tmp_path / "missing")
