@@ -1,0 +1,183 @@
+"""What the command-line tools share: finding the console and the token, calling the JSON API,
+naming the destination cluster by --bootstrap-server, and parsing Kafka-style options.
+
+The tools never touch the database: every change goes through the console's API, and so
+through its access policy and audit trail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+
+from replication.kafka_admin import KafkaAdmin, KafkaAdminError
+from replication.link_configs import source_client_config
+
+DEFAULT_CONFIG = Path.home() / ".config" / "isthmus" / "cli.properties"
+URL_KEY, TOKEN_KEY = "isthmus.url", "isthmus.token"
+
+
+class CliError(Exception):
+    """Something the user must fix; printed to stderr, exit status 1."""
+
+
+def run(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
+    """Wrap a tool's main: errors go to stderr with a non-zero exit status."""
+
+    def wrapped(argv: list[str] | None = None) -> int:
+        try:
+            return main(argv)
+        except CliError as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+
+    return wrapped
+
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument(
+        "--bootstrap-server",
+        required=True,
+        help="the destination cluster (host:port,...), as in Kafka's own tools",
+    )
+    p.add_argument(
+        "--command-config",
+        help="properties file: Kafka client settings for --bootstrap-server, and "
+        f"{URL_KEY} / {TOKEN_KEY} for the Isthmus console",
+    )
+    return p
+
+
+def read_properties(path: str | Path) -> dict[str, str]:
+    """A Java properties file: key=value (or key: value) lines, # and ! comments."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise CliError(f"Cannot read {path}: {exc.strerror}.") from exc
+    props = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        match = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)$", line)
+        if not match:
+            raise CliError(f"{path} line {number} is not 'key=value'.")
+        props[match.group(1)] = match.group(2)
+    return props
+
+
+def split_configs(text: str) -> dict[str, str]:
+    """`k=v,k2=v2`, where a value holding commas is written in brackets: `k=[a,b]`."""
+    configs = {}
+    for item in re.findall(r"(?:[^,\[]|\[[^\]]*\])+", text):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise CliError(f"{item!r} is not name=value. Write configs as k1=v1,k2=v2.")
+        value = value.strip()
+        if value.startswith("[") and value.endswith("]"):
+            value = value[1:-1]
+        configs[name.strip()] = value
+    return configs
+
+
+def names(text: str | None) -> list[str]:
+    return [n.strip() for n in (text or "").split(",") if n.strip()]
+
+
+class Console:
+    """The Isthmus console's JSON API, called with a bearer token."""
+
+    def __init__(self, url: str, token: str):
+        self.url = url.rstrip("/")
+        self.token = token
+
+    def call(self, method: str, path: str, body: dict | None = None, **query) -> dict | None:
+        query = {k: str(v).lower() if isinstance(v, bool) else v for k, v in query.items()}
+        url = f"{self.url}/kafka/v3{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        # The URL is the console's, http(s) as checked in console_settings.
+        request = urllib.request.Request(  # noqa: S310
+            url,
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            raise CliError(_error_message(exc)) from exc
+        except urllib.error.URLError as exc:
+            raise CliError(
+                f"Cannot reach the Isthmus console at {self.url}: {exc.reason}. "
+                f"Is it running? Check {URL_KEY} / ISTHMUS_URL."
+            ) from exc
+        return json.loads(payload) if payload else None
+
+
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    try:
+        return json.loads(exc.read())["message"]
+    except (ValueError, KeyError, TypeError):
+        return f"The console answered HTTP {exc.code} {exc.reason}."
+
+
+def console_settings(command_config: dict[str, str]) -> tuple[str, str]:
+    """The console URL and token: from --command-config, else ISTHMUS_URL / ISTHMUS_TOKEN,
+    else the file named by ISTHMUS_CONFIG (default ~/.config/isthmus/cli.properties)."""
+    file = Path(os.environ.get("ISTHMUS_CONFIG") or DEFAULT_CONFIG)
+    stored = read_properties(file) if file.is_file() else {}
+    url = command_config.get(URL_KEY) or os.environ.get("ISTHMUS_URL") or stored.get(URL_KEY)
+    token = (
+        command_config.get(TOKEN_KEY) or os.environ.get("ISTHMUS_TOKEN") or stored.get(TOKEN_KEY)
+    )
+    if url and not url.startswith(("http://", "https://")):
+        raise CliError(f"The console URL must start with http:// or https://, not {url!r}.")
+    if not url or not token:
+        raise CliError(
+            f"No Isthmus console {'URL' if not url else 'token'} given. Set {URL_KEY} and "
+            f"{TOKEN_KEY} in the --command-config file, or ISTHMUS_URL and ISTHMUS_TOKEN in the "
+            f"environment, or write them to {file}. Make a token on your account page in the "
+            "console; 'make demo' writes var/cli.properties for its admin."
+        )
+    return url, token
+
+
+class Session:
+    """One tool run: the console, and the destination cluster named by --bootstrap-server,
+    which is asked for its id (as Kafka's tools would connect to it)."""
+
+    def __init__(self, args: argparse.Namespace):
+        command_config = read_properties(args.command_config) if args.command_config else {}
+        self.console = Console(*console_settings(command_config))
+        kafka_settings = {k: v for k, v in command_config.items() if not k.startswith("isthmus.")}
+        try:
+            self.admin = KafkaAdmin(
+                source_client_config(
+                    {**kafka_settings, "bootstrap.servers": args.bootstrap_server}
+                ),
+                timeout=10,
+            )
+            self.cluster_id = self.admin.describe_cluster().cluster_id
+        except (KafkaAdminError, KafkaException, KeyError, ValueError) as exc:
+            raise CliError(
+                f"Cannot reach the cluster at --bootstrap-server {args.bootstrap_server}: {exc}"
+            ) from exc
+        self.links = f"/clusters/{self.cluster_id}/links"
+
+    def call(self, method: str, path: str, body: dict | None = None, **query):
+        return self.console.call(method, path, body, **query)

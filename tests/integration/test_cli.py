@@ -1,0 +1,335 @@
+"""The Confluent-compatible command-line tools, typed as the seed tutorial writes them, against
+a live console and the real clusters."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from devstack import kafka
+from isthmus_cli.replica_status import COLUMNS, MIRROR_COLUMNS
+from replication import audit, read_only
+from replication.kafka_admin import KafkaAdmin
+from replication.models import ClusterLink, MirrorTopic
+from replication.tokens import create_token
+from tests.conftest import ROOT, admin_config
+from tests.kafka_clients import READ_ONLY_ACLS, acls_on, produce, run_tool
+
+pytestmark = pytest.mark.integration
+
+
+def _drop_topic(node: kafka.KafkaNode, name: str) -> None:
+    """Delete `name` (and its read-only ACLs) and wait until the cluster no longer lists it."""
+    client = AdminClient(admin_config(node))
+    if name in client.list_topics(timeout=10).topics:
+        client.delete_topics([name])[name].result(timeout=30)
+    read_only.lift(KafkaAdmin(admin_config(node), timeout=10), name)
+    deadline = time.monotonic() + 30
+    while name in client.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def demo_topic(devstack):
+    """The tutorial's topic `demo`, fresh on the source and absent from the destination."""
+    for node in kafka.NODES:
+        _drop_topic(node, "demo")
+    client = AdminClient(admin_config(kafka.SOURCE))  # kept alive until the answer comes
+    client.create_topics([NewTopic("demo", 1, 1)])["demo"].result(timeout=30)
+    yield "demo"
+    for node in kafka.NODES:
+        _drop_topic(node, "demo")
+
+
+@pytest.fixture
+def tokens(users):
+    return {
+        role: create_token(audit.Actor.system("tests"), user, "cli")[1]
+        for role, user in users.items()
+    }
+
+
+@pytest.fixture
+def typed(live_server, registered_clusters, tokens):
+    """Run a command line as typed in a shell, with bin/ first on PATH and a role's token."""
+
+    def run(line: str, role: str = "operator", **env: str) -> subprocess.CompletedProcess:
+        environment = {
+            **os.environ,
+            "PATH": f"{ROOT / 'bin'}:{os.environ['PATH']}",
+            "ISTHMUS_URL": live_server.url,
+            "ISTHMUS_TOKEN": tokens[role],
+            "ISTHMUS_CONFIG": "/nonexistent",
+            **env,
+        }
+        return subprocess.run(
+            shlex.split(line), capture_output=True, text=True, env=environment, timeout=120
+        )
+
+    return run
+
+
+def ok(result: subprocess.CompletedProcess) -> list[str]:
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def refused(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode != 0
+    assert result.stdout == ""
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+def test_the_tutorial_link_and_mirror_commands_work_as_written(
+    typed, demo_topic, registered_clusters
+):
+    produce(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        "demo",
+        [{"value": v} for v in (b"first", b"second", b"third")],
+    )
+    source_id = registered_clusters["source"].cluster_id
+    destination_id = registered_clusters["destination"].cluster_id
+
+    assert ok(
+        typed(
+            "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
+            "--config bootstrap.servers=localhost:9092,metadata.max.age.ms=5000"
+        )
+    ) == ["Cluster link 'demo-link' creation successfully completed."]
+    link = ClusterLink.objects.get(name="demo-link")
+    assert link.configs == {"bootstrap.servers": "localhost:9092", "metadata.max.age.ms": "5000"}
+    assert link.source_cluster_id == source_id
+
+    assert ok(
+        typed(
+            "kafka-mirrors --create --mirror-topic demo --link demo-link "
+            "--bootstrap-server localhost:9093"
+        )
+    ) == ["Created topic demo."]
+    assert acls_on(kafka.DESTINATION, "demo") == READ_ONLY_ACLS
+    described = ok(
+        run_tool(
+            "kafka-topics", "--describe", "--topic", "demo", "--bootstrap-server", "localhost:9093"
+        )
+    )
+    assert "PartitionCount: 1" in described[0]
+
+    assert ok(
+        typed(
+            "kafka-cluster-links --list --link demo-link --include-topics "
+            "--bootstrap-server localhost:9093"
+        )
+    ) == [
+        f"Link name: 'demo-link', link ID: '{link.link_id}', remote cluster ID: '{source_id}', "
+        f"local cluster ID: '{destination_id}', remote cluster available: 'true', topics: [demo]"
+    ]
+
+    header, row = ok(
+        typed(
+            "kafka-replica-status --topics demo --include-mirror --bootstrap-server localhost:9093"
+        )
+    )
+    assert header.split() == COLUMNS + MIRROR_COLUMNS
+    cells = row.split()
+    # Nothing is copied yet (the mirror engine is a separate part): the mirror's log is empty.
+    assert " ".join(cells[:12]) == "demo 0 1 true false true true true 0 0 0 0"
+    assert cells[12].isdigit()
+    assert cells[13:] == ["ACTIVE", "-1", "-1"]
+    # Each value starts under its header, as Kafka's tool prints them.
+    assert [m.start() for m in re.finditer(r"\S+", row)] == [
+        m.start() for m in re.finditer(r"\S+", header)
+    ]
+
+    topic_line, partition_line = ok(
+        typed("kafka-mirrors --describe --topics demo --bootstrap-server localhost:9093")
+    )
+    mirror = MirrorTopic.objects.get(mirror_topic="demo")
+    assert re.fullmatch(
+        rf"Topic: demo  LinkName: demo-link  LinkId: {link.link_id}  SourceTopic: demo  "
+        rf"State: ACTIVE  SourceTopicId: {re.escape(mirror.source_topic_id)}  "
+        r"StoppedSequenceNumber: 0  StateTime: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
+        topic_line,
+    )
+    assert partition_line == (
+        "    Partition: 0  State: ACTIVE  DestLogEndOffset: 0  LastFetchSourceHighWatermark: -1  "
+        "Lag: 3  TimeSinceLastFetchMs: -1"
+    )
+
+    assert ok(typed("kafka-mirrors --list --bootstrap-server localhost:9093")) == ["demo"]
+
+
+def test_mirrors_are_paused_and_unpaused_by_topic_name(typed, demo_topic):
+    ok(
+        typed(
+            "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
+            "--config bootstrap.servers=localhost:9092"
+        )
+    )
+    ok(
+        typed(
+            "kafka-mirrors --create --mirror-topic demo --link demo-link "
+            "--bootstrap-server localhost:9093"
+        )
+    )
+
+    assert ok(typed("kafka-mirrors --pause --topics demo --bootstrap-server localhost:9093")) == [
+        "Request for pausing topic demo's mirror was successfully scheduled."
+    ]
+    assert MirrorTopic.objects.get(mirror_topic="demo").state == "PAUSED"
+    again = typed("kafka-mirrors --pause --topics demo --bootstrap-server localhost:9093")
+    assert again.returncode == 1 and "already paused" in again.stderr
+    describe = ok(
+        typed("kafka-mirrors --describe --links demo-link --bootstrap-server localhost:9093")
+    )
+    assert "State: PAUSED" in describe[0] and "State: PAUSED" in describe[1]
+
+    ok(
+        typed(
+            "kafka-mirrors --unpause --topics demo --validate-only "
+            "--bootstrap-server localhost:9093"
+        )
+    )
+    assert MirrorTopic.objects.get(mirror_topic="demo").state == "PAUSED"
+    assert ok(typed("kafka-mirrors --unpause --topics demo --bootstrap-server localhost:9093")) == [
+        "Request for resuming topic demo's mirror was successfully scheduled."
+    ]
+    assert MirrorTopic.objects.get(mirror_topic="demo").state == "ACTIVE"
+    refused(
+        typed("kafka-mirrors --pause --topics nothing-here --bootstrap-server localhost:9093"),
+        "nothing-here is not a mirror topic",
+    )
+
+
+def test_link_configs_are_described_and_altered_with_kafka_configs(typed, demo_topic):
+    ok(
+        typed(
+            "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
+            "--config bootstrap.servers=localhost:9092"
+        )
+    )
+
+    assert ok(
+        typed(
+            "kafka-configs --bootstrap-server localhost:9093 --alter --cluster-link demo-link "
+            "--add-config cluster.link.retry.timeout.ms=10000,metadata.max.age.ms=5000"
+        )
+    ) == ["Completed updating config for cluster-link demo-link."]
+    assert ok(
+        typed("kafka-configs --bootstrap-server localhost:9093 --describe --cluster-link demo-link")
+    ) == [
+        "Dynamic configs for cluster-link demo-link are:",
+        "  bootstrap.servers=localhost:9092 sensitive=false synonyms={}",
+        "  metadata.max.age.ms=5000 sensitive=false synonyms={}",
+        "  cluster.link.retry.timeout.ms=10000 sensitive=false synonyms={}",
+    ]
+    ok(
+        typed(
+            "kafka-configs --bootstrap-server localhost:9093 --alter --cluster-link demo-link "
+            "--delete-config metadata.max.age.ms"
+        )
+    )
+    assert ClusterLink.objects.get(name="demo-link").configs == {
+        "bootstrap.servers": "localhost:9092",
+        "cluster.link.retry.timeout.ms": "10000",
+    }
+    refused(
+        typed(
+            "kafka-configs --bootstrap-server localhost:9093 --alter --cluster-link demo-link "
+            "--add-config no.such=1"
+        ),
+        "Unknown link config 'no.such'",
+        "metadata.max.age.ms",
+    )
+    # Without --cluster-link it is Apache Kafka's own tool.
+    topic = ok(typed("kafka-configs --bootstrap-server localhost:9092 --describe --topic demo"))
+    assert topic[0] == "Dynamic configs for topic demo are:"
+
+
+def test_roles_decide_what_the_tools_may_do(typed, demo_topic):
+    create = (
+        "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
+        "--config bootstrap.servers=localhost:9092"
+    )
+    refused(typed(create, role="viewer"), "Your role does not allow link.manage")
+    assert not ClusterLink.objects.exists()
+    ok(typed(create))
+    ok(
+        typed(
+            "kafka-mirrors --create --mirror-topic demo --link demo-link "
+            "--bootstrap-server localhost:9093"
+        )
+    )
+    refused(
+        typed(
+            "kafka-mirrors --pause --topics demo --bootstrap-server localhost:9093", role="viewer"
+        ),
+        "Your role does not allow mirror.manage",
+    )
+    delete = "kafka-cluster-links --bootstrap-server localhost:9093 --delete --link demo-link"
+    refused(typed(delete, role="viewer"), "link.delete")
+    refused(typed(delete, role="operator"), "link.delete")
+    refused(typed(delete, role="admin"), "still has mirror topics: demo", "force")
+    assert ok(typed(delete + " --force --validate-only", role="admin")) == [
+        "Cluster link 'demo-link' deletion successfully validated."
+    ]
+    assert ok(typed(delete + " --force", role="admin")) == [
+        "Cluster link 'demo-link' deletion successfully completed."
+    ]
+    assert not ClusterLink.objects.exists()
+
+
+def test_mistakes_get_clear_errors_on_stderr(typed, demo_topic):
+    create = (
+        "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
+        "--config bootstrap.servers=localhost:9092"
+    )
+    refused(typed(create, ISTHMUS_TOKEN="isthmus_wrong"), "not valid")
+    refused(typed(create, ISTHMUS_TOKEN="", ISTHMUS_URL=""), "No Isthmus console URL given")
+    refused(typed(create, ISTHMUS_URL="http://127.0.0.1:9"), "Cannot reach the Isthmus console")
+    refused(
+        typed(create.replace("localhost:9093", "localhost:1")),
+        "Cannot reach the cluster at --bootstrap-server localhost:1",
+    )
+    refused(typed(create.replace("localhost:9092", "localhost:1")), "cannot reach its source")
+    refused(typed(create + ",linger=5"), "Unknown link config 'linger'")
+    refused(
+        typed("kafka-cluster-links --bootstrap-server localhost:9093 --create --link x"),
+        "--config or --config-file",
+    )
+    refused(typed("kafka-cluster-links --bootstrap-server localhost:9093 --delete"), "needs --link")
+    refused(
+        typed(
+            "kafka-mirrors --create --mirror-topic demo --link nope "
+            "--bootstrap-server localhost:9093"
+        ),
+        "No cluster link named 'nope'",
+    )
+    refused(
+        typed("kafka-mirrors --failover --topics demo --bootstrap-server localhost:9093"),
+        "not offered by Isthmus yet",
+    )
+    assert not ClusterLink.objects.exists()
+
+
+def test_the_console_and_token_can_come_from_a_command_config_file(
+    typed, demo_topic, tokens, live_server, tmp_path
+):
+    config = tmp_path / "admin.properties"
+    config.write_text(f"isthmus.url={live_server.url}\nisthmus.token={tokens['admin']}\n")
+    ok(
+        typed(
+            "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
+            f"--config bootstrap.servers=localhost:9092 --command-config {config}",
+            ISTHMUS_URL="",
+            ISTHMUS_TOKEN="",
+        )
+    )
+    assert ClusterLink.objects.get(name="demo-link")

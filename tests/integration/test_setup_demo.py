@@ -1,0 +1,32 @@
+"""`make demo`'s setup: the clusters registered, the first admin, and the tools' token."""
+
+import pytest
+from django.core.management import call_command
+
+from isthmus_cli.common import read_properties
+from replication.models import ApiToken, KafkaCluster
+from replication.tokens import authenticate
+
+pytestmark = pytest.mark.integration
+
+
+def test_setup_demo_registers_the_clusters_and_gives_the_tools_a_token(
+    db, devstack, tmp_path, capsys
+):
+    path = tmp_path / "cli.properties"
+    call_command("setup_demo", "--cli-config", str(path), "--console-url", "http://h:8000")
+
+    assert set(KafkaCluster.objects.values_list("name", flat=True)) == {"source", "destination"}
+    props = read_properties(path)
+    assert props["isthmus.url"] == "http://h:8000"
+    assert authenticate(props["isthmus.token"]).username == "admin"
+    assert path.stat().st_mode & 0o777 == 0o600
+
+    # Run again: nothing new, the same token kept.
+    call_command("setup_demo", "--cli-config", str(path))
+    assert read_properties(path) == props
+    assert ApiToken.objects.count() == 1
+    # A token revoked meanwhile is replaced.
+    ApiToken.objects.all().delete()
+    call_command("setup_demo", "--cli-config", str(path))
+    assert authenticate(read_properties(path)["isthmus.token"]).username == "admin"
