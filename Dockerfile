@@ -8,6 +8,7 @@ COPY console console
 COPY replication replication
 COPY spark_jobs spark_jobs
 COPY devstack devstack
+COPY isthmus_cli isthmus_cli
 COPY templates templates
 # Editable, so the project root (templates, manage.py) stays /app.
 RUN pip install --no-cache-dir -e '.[postgres]'
