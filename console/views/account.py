@@ -1,7 +1,7 @@
 """The signed-in user's own page: roles and personal API tokens."""
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from console.access import require, roles_of
@@ -11,11 +11,14 @@ from replication import audit
 from replication.errors import ReplicationError
 from replication.tokens import create_token, revoke_token
 
+NEW_TOKEN_KEY = "new_api_token"  # noqa: S105 (a session key)
+
 
 @require("token.manage")
 def account(request):
     form = TokenForm(request.POST or None)
-    secret = None
+    # A new token's secret rides in the session to the page after the redirect, once.
+    secret = request.session.pop(NEW_TOKEN_KEY, None)
     if request.method == "POST" and form.is_valid():
         try:
             token, secret = create_token(
@@ -25,7 +28,8 @@ def account(request):
             form.add_error("name", str(exc))
         else:
             messages.success(request, f"Made API token {token.name!r}. Copy it now.")
-            form = TokenForm()
+            request.session[NEW_TOKEN_KEY] = secret
+            return redirect("account")
     return render(
         request,
         "account/detail.html",
