@@ -53,7 +53,7 @@ def create(session: Session, args) -> None:
 
 def list_links(session: Session, args) -> None:
     if args.link:
-        links = [session.call("GET", f"{session.links}/{args.link}")]
+        links = [session.call("GET", session.link_path(args.link))]
     else:
         links = session.call("GET", session.links)["data"]
     for link in links:
@@ -71,7 +71,7 @@ def list_links(session: Session, args) -> None:
 def delete(session: Session, args) -> None:
     session.call(
         "DELETE",
-        f"{session.links}/{args.link}",
+        session.link_path(args.link),
         force=args.force,
         validate_only=args.validate_only,
     )

@@ -68,6 +68,8 @@ def read_properties(path: str | Path) -> dict[str, str]:
     except OSError as exc:
         raise CliError(f"Cannot read {path}: {exc.strerror}.") from exc
     props = {}
+    # A line ending in a backslash continues on the next (long sasl.jaas.config values).
+    text = re.sub(r"\\\n[ \t]*", "", text)
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line[0] in "#!":
@@ -178,6 +180,11 @@ class Session:
                 f"Cannot reach the cluster at --bootstrap-server {args.bootstrap_server}: {exc}"
             ) from exc
         self.links = f"/clusters/{self.cluster_id}/links"
+
+    def link_path(self, link: str, *rest: str) -> str:
+        """The API path of a link (and what is under it), each name quoted."""
+        parts = [urllib.parse.quote(link, safe=""), *rest]
+        return f"{self.links}/{'/'.join(parts)}"
 
     def call(self, method: str, path: str, body: dict | None = None, **query):
         return self.console.call(method, path, body, **query)

@@ -16,10 +16,13 @@ def _kafka_configs(argv: list[str]) -> None:
     """Hand the call to Apache Kafka's tool: from KAFKA_HOME if set, else the fetched jars."""
     if os.environ.get("KAFKA_HOME"):
         tool = Path(os.environ["KAFKA_HOME"]) / "bin" / "kafka-configs.sh"
-        os.execv(tool, [str(tool), *argv])  # noqa: S606
-    if not KAFKA_RUN.exists():
-        raise CliError("Apache Kafka's kafka-configs was not found: set KAFKA_HOME.")
-    os.execv(KAFKA_RUN, [str(KAFKA_RUN), "kafka.admin.ConfigCommand", *argv])  # noqa: S606
+        command = [str(tool), *argv]
+    else:
+        tool = KAFKA_RUN
+        command = [str(tool), "kafka.admin.ConfigCommand", *argv]
+    if not tool.exists():
+        raise CliError(f"Apache Kafka's kafka-configs was not found at {tool}: set KAFKA_HOME.")
+    os.execv(tool, command)  # noqa: S606
 
 
 def _arguments(argv):
@@ -36,7 +39,7 @@ def _arguments(argv):
 
 
 def describe(session: Session, args) -> None:
-    data = session.call("GET", f"{session.links}/{args.cluster_link}/configs")["data"]
+    data = session.call("GET", session.link_path(args.cluster_link, "configs"))["data"]
     shown = data if args.all else [c for c in data if not c["is_default"]]
     print(f"{'All' if args.all else 'Dynamic'} configs for cluster-link {args.cluster_link} are:")
     for config in shown:
@@ -53,7 +56,7 @@ def alter(session: Session, args) -> None:
         raise CliError("Give --add-config, --add-config-file or --delete-config.")
     changes = [{"name": k, "value": v, "operation": "SET"} for k, v in to_set.items()]
     changes += [{"name": k, "operation": "DELETE"} for k in to_delete]
-    session.call("PUT", f"{session.links}/{args.cluster_link}/configs:alter", {"data": changes})
+    session.call("PUT", session.link_path(args.cluster_link, "configs:alter"), {"data": changes})
     print(f"Completed updating config for cluster-link {args.cluster_link}.")
 
 

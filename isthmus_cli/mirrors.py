@@ -59,7 +59,7 @@ def create(session: Session, args) -> None:
     configs.update(split_configs(args.config) if args.config else {})
     source = args.source_topic
     if source is None:
-        link_configs = session.call("GET", f"{session.links}/{args.link}/configs")["data"]
+        link_configs = session.call("GET", session.link_path(args.link, "configs"))["data"]
         prefix = next((c["value"] for c in link_configs if c["name"] == "cluster.link.prefix"), "")
         source = args.mirror_topic.removeprefix(prefix or "")
     body = {
@@ -69,16 +69,21 @@ def create(session: Session, args) -> None:
     }
     if args.replication_factor is not None:
         body["replication_factor"] = args.replication_factor
-    session.call("POST", f"{session.links}/{args.link}/mirrors", body)
-    print(f"Created topic {args.mirror_topic}.")
+    session.call(
+        "POST", session.link_path(args.link, "mirrors"), body, validate_only=args.validate_only
+    )
+    if args.validate_only:
+        print(f"Creation of mirror topic {args.mirror_topic} successfully validated.")
+    else:
+        print(f"Created topic {args.mirror_topic}.")
 
 
 def _mirrors(session: Session, links: list[str]) -> list[dict]:
     if not links:
-        return session.call("GET", f"{session.links}/-/mirrors")["data"]
+        return session.call("GET", session.link_path("-", "mirrors"))["data"]
     found = []
     for link in links:
-        found += session.call("GET", f"{session.links}/{link}/mirrors")["data"]
+        found += session.call("GET", session.link_path(link, "mirrors"))["data"]
     return found
 
 
@@ -131,14 +136,23 @@ def describe(session: Session, args) -> None:
 
 def alter(session: Session, args, action: str, verb: str) -> int:
     """Pause or resume the named mirrors, each on its own link; report each topic."""
+    link_of = {
+        topic: link["link_name"]
+        for link in session.call("GET", session.links)["data"]
+        for topic in link["topic_names"]
+    }
+    topics = names(args.topics)
+    missing = [t for t in topics if t not in link_of]
+    if missing:
+        raise CliError(f"Topic {', '.join(missing)} is not a mirror topic of any cluster link.")
     by_link = defaultdict(list)
-    for mirror in _chosen(session, [], names(args.topics)):
-        by_link[mirror["link_name"]].append(mirror["mirror_topic_name"])
+    for topic in topics:
+        by_link[link_of[topic]].append(topic)
     failed = 0
     for link, topics in by_link.items():
         result = session.call(
             "POST",
-            f"{session.links}/{link}/mirrors:{action}",
+            session.link_path(link, f"mirrors:{action}"),
             {"mirror_topic_names": topics},
             validate_only=args.validate_only,
         )

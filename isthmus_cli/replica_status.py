@@ -81,7 +81,7 @@ def _rows(session: Session, topic: str, mirror: dict | None, include_mirror: boo
 
 def table(rows: list[list[str]], columns: list[str]) -> list[str]:
     """Columns left-aligned, each as wide as its widest cell, one space apart."""
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     return [
         " ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
         for line in [columns, *rows]
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             raise CliError(f"Topic {', '.join(missing)} does not exist on {args.bootstrap_server}.")
         mirrors = {}
         if args.include_mirror:
-            listed = session.call("GET", f"{session.links}/-/mirrors")["data"]
+            listed = session.call("GET", session.link_path("-", "mirrors"))["data"]
             mirrors = {m["mirror_topic_name"]: m for m in listed}
         rows = [
             row

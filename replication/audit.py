@@ -22,9 +22,13 @@ class Actor:
 
     @classmethod
     def from_request(cls, request) -> Actor:
+        name = request.user.get_username() if request.user.is_authenticated else ""
+        token = getattr(request, "api_token", None)
+        if token is not None:  # say which of the user's tokens made the call
+            name = f"{name} (API token {token.name!r})"
         return cls(
             user=request.user if request.user.is_authenticated else None,
-            name=request.user.get_username() if request.user.is_authenticated else "",
+            name=name[:150],
             address=request.META.get("REMOTE_ADDR"),
             user_agent=request.META.get("HTTP_USER_AGENT", "")[:400],
         )

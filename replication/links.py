@@ -88,6 +88,8 @@ def create_link(
             NAME_VALIDATOR(name)
         except ValidationError as exc:
             raise ReplicationError(f"Invalid link name {name!r}: {exc.messages[0]}") from exc
+        if name == "-":
+            raise ReplicationError("A link cannot be named '-': the API uses it for every link.")
         if ClusterLink.objects.filter(destination=destination, name=name).exists():
             raise conflict(f"A cluster link named {name!r} already exists on {destination.name}.")
         clean = link_configs.validate(configs)

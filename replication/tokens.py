@@ -53,8 +53,8 @@ def revoke_token(actor: audit.Actor, token: ApiToken) -> None:
     audit.record(actor, "token.revoke", target, before=before)
 
 
-def authenticate(secret: str):
-    """The active user a token belongs to, or None."""
+def authenticate(secret: str) -> ApiToken | None:
+    """The token with this secret, if its user is active."""
     if not secret.startswith(TOKEN_PREFIX):
         return None
     token = ApiToken.objects.select_related("user").filter(digest=_digest(secret)).first()
@@ -63,4 +63,4 @@ def authenticate(secret: str):
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > _USE_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    return token

@@ -65,19 +65,17 @@ def _csrf_failure(request: HttpRequest) -> str | None:
 
 
 def _authenticate(request: HttpRequest) -> None:
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    if header:
-        scheme, _, secret = header.partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            raise ApiError(401, "Send the API token as 'Authorization: Bearer <token>'.")
-        user = authenticate(secret.strip())
-        if user is None:
+    scheme, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    # Other schemes (a proxy's Basic auth, say) are not ours: the session decides then.
+    if scheme.lower() == "bearer":
+        token = authenticate(secret.strip())
+        if token is None:
             raise ApiError(
                 401,
                 "The API token is not valid: it was revoked, mistyped or its user is disabled. "
                 "Make a new one on your account page.",
             )
-        request.user = user
+        request.user, request.api_token = token.user, token
         return
     if not request.user.is_authenticated:
         raise ApiError(

@@ -3,6 +3,7 @@
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 
 from console.access import require, roles_of
 from console.forms import TokenForm
@@ -15,6 +16,7 @@ NEW_TOKEN_KEY = "new_api_token"  # noqa: S105 (a session key)
 
 
 @require("token.manage")
+@never_cache  # the page that shows a new token must not stay in the browser's cache
 def account(request):
     form = TokenForm(request.POST or None)
     # A new token's secret rides in the session to the page after the redirect, once.

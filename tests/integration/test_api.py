@@ -115,6 +115,16 @@ def test_a_browser_session_needs_the_csrf_token(users, links_url):
     response = send(browser, "post", f"{links_url}?link_name=x", {"configs": []})
     assert_error(response, 403, "CSRF verification failed")
 
+    browser.get("/account/")  # any console page gives the browser its CSRF cookie
+    configs = [{"name": "bootstrap.servers", "value": kafka.SOURCE.bootstrap}]
+    response = browser.post(
+        f"{links_url}?link_name=from-browser&validate_only=true",
+        data=json.dumps({"configs": configs}),
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=browser.cookies["csrftoken"].value,
+    )
+    assert response.status_code == 204, response.content
+
 
 # Links ---------------------------------------------------------------------------------------
 
@@ -178,6 +188,7 @@ def test_bad_link_requests_get_the_v3_error_envelope(api, links_url, make_link):
     )
     assert_error(send(operator, "post", links_url, {"configs": good}), 400, "link_name")
     assert_error(send(operator, "post", f"{links_url}?link_name=bad/name", {"configs": good}), 400)
+    assert_error(send(operator, "post", f"{links_url}?link_name=-", {"configs": good}), 400, "'-'")
     assert_error(
         send(operator, "post", f"{links_url}?link_name=x&validate_only=maybe", {"configs": good}),
         400,
@@ -334,6 +345,13 @@ def test_mirrors_are_created_described_listed_paused_and_resumed(
     assert pause.status_code == 200
     results = {r["mirror_topic_name"]: r for r in pause.json()["data"]}
     assert results[topic_name]["error_code"] is None
+    event = AuditEvent.objects.filter(action="mirror.pause").first()
+    assert (event.actor.username, event.result, event.target) == (
+        "operator",
+        "ok",
+        f"mirror {topic_name}",
+    )
+    assert event.actor_name.startswith("operator (API token 'operator token ")
     assert results["not-a-mirror"]["error_code"] == 404
     assert "not a mirror topic" in results["not-a-mirror"]["error_message"]
     assert [

@@ -23,6 +23,11 @@ from tests.kafka_clients import READ_ONLY_ACLS, acls_on, produce, run_tool
 
 pytestmark = pytest.mark.integration
 
+CREATE_LINK = (
+    "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
+    "--config bootstrap.servers=localhost:9092"
+)
+
 
 def _drop_topic(node: kafka.KafkaNode, name: str) -> None:
     """Delete `name` (and its read-only ACLs) and wait until the cluster no longer lists it."""
@@ -166,13 +171,21 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
     assert ok(typed("kafka-mirrors --list --bootstrap-server localhost:9093")) == ["demo"]
 
 
-def test_mirrors_are_paused_and_unpaused_by_topic_name(typed, demo_topic):
-    ok(
+def test_a_mirror_creation_can_be_validated_without_creating_it(typed, demo_topic):
+    ok(typed(CREATE_LINK))
+    assert ok(
         typed(
-            "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
-            "--config bootstrap.servers=localhost:9092"
+            "kafka-mirrors --create --mirror-topic demo --link demo-link --validate-only "
+            "--bootstrap-server localhost:9093"
         )
-    )
+    ) == ["Creation of mirror topic demo successfully validated."]
+    assert not MirrorTopic.objects.exists()
+    destination = AdminClient(admin_config(kafka.DESTINATION))
+    assert "demo" not in destination.list_topics(timeout=10).topics
+
+
+def test_mirrors_are_paused_and_unpaused_by_topic_name(typed, demo_topic):
+    ok(typed(CREATE_LINK))
     ok(
         typed(
             "kafka-mirrors --create --mirror-topic demo --link demo-link "
@@ -209,12 +222,7 @@ def test_mirrors_are_paused_and_unpaused_by_topic_name(typed, demo_topic):
 
 
 def test_link_configs_are_described_and_altered_with_kafka_configs(typed, demo_topic):
-    ok(
-        typed(
-            "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
-            "--config bootstrap.servers=localhost:9092"
-        )
-    )
+    ok(typed(CREATE_LINK))
 
     assert ok(
         typed(
@@ -254,10 +262,7 @@ def test_link_configs_are_described_and_altered_with_kafka_configs(typed, demo_t
 
 
 def test_roles_decide_what_the_tools_may_do(typed, demo_topic):
-    create = (
-        "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
-        "--config bootstrap.servers=localhost:9092"
-    )
+    create = CREATE_LINK
     refused(typed(create, role="viewer"), "Your role does not allow link.manage")
     assert not ClusterLink.objects.exists()
     ok(typed(create))
@@ -287,10 +292,7 @@ def test_roles_decide_what_the_tools_may_do(typed, demo_topic):
 
 
 def test_mistakes_get_clear_errors_on_stderr(typed, demo_topic):
-    create = (
-        "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
-        "--config bootstrap.servers=localhost:9092"
-    )
+    create = CREATE_LINK
     refused(typed(create, ISTHMUS_TOKEN="isthmus_wrong"), "not valid")
     refused(typed(create, ISTHMUS_TOKEN="", ISTHMUS_URL=""), "No Isthmus console URL given")
     refused(typed(create, ISTHMUS_URL="http://127.0.0.1:9"), "Cannot reach the Isthmus console")
@@ -311,6 +313,9 @@ def test_mistakes_get_clear_errors_on_stderr(typed, demo_topic):
             "--bootstrap-server localhost:9093"
         ),
         "No cluster link named 'nope'",
+    )
+    refused(
+        typed(create.replace("--link demo-link", "--link 'x?force=true&'")), "Invalid link name"
     )
     refused(
         typed("kafka-mirrors --failover --topics demo --bootstrap-server localhost:9093"),

@@ -19,7 +19,7 @@ def test_setup_demo_registers_the_clusters_and_gives_the_tools_a_token(
     assert set(KafkaCluster.objects.values_list("name", flat=True)) == {"source", "destination"}
     props = read_properties(path)
     assert props["isthmus.url"] == "http://h:8000"
-    assert authenticate(props["isthmus.token"]).username == "admin"
+    assert authenticate(props["isthmus.token"]).user.username == "admin"
     assert path.stat().st_mode & 0o777 == 0o600
 
     # Run again: nothing new, the same token kept.
@@ -29,4 +29,4 @@ def test_setup_demo_registers_the_clusters_and_gives_the_tools_a_token(
     # A token revoked meanwhile is replaced.
     ApiToken.objects.all().delete()
     call_command("setup_demo", "--cli-config", str(path))
-    assert authenticate(read_properties(path)["isthmus.token"]).username == "admin"
+    assert authenticate(read_properties(path)["isthmus.token"]).user.username == "admin"

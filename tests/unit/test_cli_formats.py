@@ -38,6 +38,10 @@ def test_replica_status_is_laid_out_like_the_tutorial():
     assert table([row], COLUMNS + MIRROR_COLUMNS) == TUTORIAL_REPLICA_STATUS
 
 
+def test_replica_status_of_no_topics_is_just_the_header():
+    assert table([], COLUMNS) == [" ".join(COLUMNS)]
+
+
 def test_config_lists_split_on_commas_outside_brackets():
     assert split_configs("bootstrap.servers=localhost:9092,metadata.max.age.ms=5000") == {
         "bootstrap.servers": "localhost:9092",
@@ -55,6 +59,15 @@ def test_properties_files_are_read_like_java_properties(tmp_path):
     path = tmp_path / "link.properties"
     path.write_text("# a comment\n! another\nbootstrap.servers=h:1\nsasl.mechanism: PLAIN\n\n")
     assert read_properties(path) == {"bootstrap.servers": "h:1", "sasl.mechanism": "PLAIN"}
+    path.write_text(
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
+        '    username="u" \\\n'
+        '    password="p";\n'
+    )
+    assert read_properties(path) == {
+        "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="u" password="p";'
+    }
     path.write_text("no separator here\n")
     with pytest.raises(CliError, match="line 1"):
         read_properties(path)

@@ -1,3 +1,4 @@
+import os
 import secrets
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from replication import audit
 from replication.clusters import register_cluster
 from replication.errors import ReplicationError
 from replication.models import KafkaCluster
-from replication.tokens import authenticate, create_token
+from replication.tokens import authenticate, create_token, revoke_token
 
 CLI_TOKEN_NAME = "make demo: command-line tools"  # noqa: S105 (a name, not a secret)
 
@@ -104,11 +105,15 @@ class Command(BaseCommand):
                 self.stdout.write(f"The command-line tools use {path}.")
                 return
         admin = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
-        admin.api_tokens.filter(name=CLI_TOKEN_NAME).delete()
-        _, secret = create_token(audit.Actor.system("setup_demo"), admin, CLI_TOKEN_NAME)
+        actor = audit.Actor.system("setup_demo")
+        for stale in admin.api_tokens.filter(name=CLI_TOKEN_NAME):
+            revoke_token(actor, stale)
+        _, secret = create_token(actor, admin, CLI_TOKEN_NAME)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"{URL_KEY}={url}\n{TOKEN_KEY}={secret}\n")
-        path.chmod(0o600)
+        path.unlink(missing_ok=True)
+        # Created owner-only, so the token is never readable by others, even for a moment.
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+            out.write(f"{URL_KEY}={url}\n{TOKEN_KEY}={secret}\n")
         self.stdout.write(
             f"Wrote {path}: the command-line tools in bin/ act as {admin.get_username()}."
         )
