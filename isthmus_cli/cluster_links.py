@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from isthmus_cli.common import CliError, Session, parser, read_properties, run, split_configs
+from isthmus_cli.common import CliError, Session, configs_from, parser, run
 
 
 def _arguments(argv):
@@ -30,8 +30,7 @@ def _arguments(argv):
 
 
 def create(session: Session, args) -> None:
-    configs = read_properties(args.config_file) if args.config_file else {}
-    configs.update(split_configs(args.config) if args.config else {})
+    configs = configs_from(args.config_file, args.config)
     if not configs:
         raise CliError("Give the link's configs with --config or --config-file.")
     if args.exclude_validate_link and not args.cluster_id:

@@ -95,6 +95,13 @@ def split_configs(text: str) -> dict[str, str]:
     return configs
 
 
+def configs_from(file: str | None, text: str | None) -> dict[str, str]:
+    """Configs from a properties file and a `k=v,...` option; the option wins."""
+    configs = read_properties(file) if file else {}
+    configs.update(split_configs(text) if text else {})
+    return configs
+
+
 def names(text: str | None) -> list[str]:
     return [n.strip() for n in (text or "").split(",") if n.strip()]
 

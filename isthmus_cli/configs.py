@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from isthmus_cli.common import CliError, Session, names, parser, read_properties, run, split_configs
+from isthmus_cli.common import CliError, Session, configs_from, names, parser, run
 
 KAFKA_RUN = Path(__file__).resolve().parent.parent / "devstack" / "kafka-run"
 
@@ -49,8 +49,7 @@ def describe(session: Session, args) -> None:
 
 
 def alter(session: Session, args) -> None:
-    to_set = read_properties(args.add_config_file) if args.add_config_file else {}
-    to_set.update(split_configs(args.add_config) if args.add_config else {})
+    to_set = configs_from(args.add_config_file, args.add_config)
     to_delete = names(args.delete_config)
     if not to_set and not to_delete:
         raise CliError("Give --add-config, --add-config-file or --delete-config.")

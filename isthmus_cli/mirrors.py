@@ -10,11 +10,10 @@ from datetime import datetime
 from isthmus_cli.common import (
     CliError,
     Session,
+    configs_from,
     names,
     parser,
-    read_properties,
     run,
-    split_configs,
 )
 
 STOPPING = ("PENDING_STOPPED", "STOPPED")
@@ -55,8 +54,7 @@ def _arguments(argv):
 
 
 def create(session: Session, args) -> None:
-    configs = read_properties(args.config_file) if args.config_file else {}
-    configs.update(split_configs(args.config) if args.config else {})
+    configs = configs_from(args.config_file, args.config)
     source = args.source_topic
     if source is None:
         link_configs = session.call("GET", session.link_path(args.link, "configs"))["data"]
@@ -149,11 +147,11 @@ def alter(session: Session, args, action: str, verb: str) -> int:
     for topic in topics:
         by_link[link_of[topic]].append(topic)
     failed = 0
-    for link, topics in by_link.items():
+    for link, link_topics in by_link.items():
         result = session.call(
             "POST",
             session.link_path(link, f"mirrors:{action}"),
-            {"mirror_topic_names": topics},
+            {"mirror_topic_names": link_topics},
             validate_only=args.validate_only,
         )
         for outcome in result["data"]:
