@@ -188,10 +188,22 @@ class Session:
             ) from exc
         self.links = f"/clusters/{self.cluster_id}/links"
 
-    def link_path(self, link: str, *rest: str) -> str:
-        """The API path of a link (and what is under it), each name quoted."""
-        parts = [urllib.parse.quote(link, safe=""), *rest]
-        return f"{self.links}/{'/'.join(parts)}"
+    def link_path(self, *parts: str) -> str:
+        """The API path of a link, or of what is under it; each name quoted."""
+        return "/".join([self.links, *(urllib.parse.quote(p, safe=":") for p in parts)])
+
+    def mirror_links(self, links: list[str] = ()) -> dict[str, str]:
+        """Each mirror topic's link (of `links` only, if given), from the link list: no lag
+        is read for this."""
+        return {
+            topic: link["link_name"]
+            for link in self.call("GET", self.links)["data"]
+            if not links or link["link_name"] in links
+            for topic in link["topic_names"]
+        }
+
+    def mirror(self, link: str, topic: str) -> dict:
+        return self.call("GET", self.link_path(link, "mirrors", topic))
 
     def call(self, method: str, path: str, body: dict | None = None, **query):
         return self.console.call(method, path, body, **query)

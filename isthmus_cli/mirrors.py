@@ -85,17 +85,21 @@ def _mirrors(session: Session, links: list[str]) -> list[dict]:
     return found
 
 
-def _chosen(session: Session, links: list[str], topics: list[str]) -> list[dict]:
-    """The mirrors of `links` (all links if none), only `topics` if given; all must exist."""
-    mirrors = _mirrors(session, links)
-    if not topics:
-        return mirrors
-    by_name = {m["mirror_topic_name"]: m for m in mirrors}
-    missing = [t for t in topics if t not in by_name]
+def _links_of(session: Session, topics: list[str], links: list[str] = ()) -> dict[str, str]:
+    """The link of each of `topics`, which must all be mirror topics (of `links`, if given)."""
+    link_of = session.mirror_links(links)
+    missing = [t for t in topics if t not in link_of]
     if missing:
         where = f"link {', '.join(links)}" if links else "any cluster link"
         raise CliError(f"Topic {', '.join(missing)} is not a mirror topic of {where}.")
-    return [by_name[t] for t in topics]
+    return {t: link_of[t] for t in topics}
+
+
+def _chosen(session: Session, links: list[str], topics: list[str]) -> list[dict]:
+    """The mirrors of `links` (all links if none), only `topics` if given; all must exist."""
+    if not topics:
+        return _mirrors(session, links)
+    return [session.mirror(link, t) for t, link in _links_of(session, topics, links).items()]
 
 
 def list_mirrors(session: Session, args) -> None:
@@ -134,18 +138,9 @@ def describe(session: Session, args) -> None:
 
 def alter(session: Session, args, action: str, verb: str) -> int:
     """Pause or resume the named mirrors, each on its own link; report each topic."""
-    link_of = {
-        topic: link["link_name"]
-        for link in session.call("GET", session.links)["data"]
-        for topic in link["topic_names"]
-    }
-    topics = names(args.topics)
-    missing = [t for t in topics if t not in link_of]
-    if missing:
-        raise CliError(f"Topic {', '.join(missing)} is not a mirror topic of any cluster link.")
     by_link = defaultdict(list)
-    for topic in topics:
-        by_link[link_of[topic]].append(topic)
+    for topic, link in _links_of(session, names(args.topics)).items():
+        by_link[link].append(topic)
     failed = 0
     for link, link_topics in by_link.items():
         result = session.call(

@@ -98,13 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         missing = [t for t in topics if t not in existing]
         if missing:
             raise CliError(f"Topic {', '.join(missing)} does not exist on {args.bootstrap_server}.")
+        topics = topics or sorted(t for t in existing if not t.startswith("__"))
         mirrors = {}
         if args.include_mirror:
-            listed = session.call("GET", session.link_path("-", "mirrors"))["data"]
-            mirrors = {m["mirror_topic_name"]: m for m in listed}
+            link_of = session.mirror_links()
+            mirrors = {t: session.mirror(link_of[t], t) for t in topics if t in link_of}
         rows = [
             row
-            for topic in topics or sorted(t for t in existing if not t.startswith("__"))
+            for topic in topics
             for row in _rows(session, topic, mirrors.get(topic), args.include_mirror)
         ]
     except KafkaAdminError as exc:

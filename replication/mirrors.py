@@ -11,6 +11,7 @@ import contextlib
 import logging
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -252,38 +253,70 @@ class MirrorStatus:
 
 
 def describe_mirror(mirror: MirrorTopic) -> MirrorStatus:
-    """Per partition: the destination's log end offset and the source's high watermark, read
-    from the clusters now, and the lag between them."""
-    errors: list[str] = []
-    dest_offsets: dict[int, int] = {}
-    source_offsets: dict[int, int] = {}
-    partitions = mirror.num_partitions
-    try:
-        destination = destination_admin(mirror.link)
-        partitions = destination.describe_topic(mirror.mirror_topic).partitions
-        dest_offsets = destination.end_offsets(mirror.mirror_topic, partitions)
-    except (KafkaAdminError, ReplicationError) as exc:
-        errors.append(f"Destination: {exc}")
-    if mirror.state != State.STOPPED:
+    return describe_mirrors([mirror])[0]
+
+
+def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
+    """Per partition of each mirror: the destination's log end offset and the source's high
+    watermark, read from the clusters now, and the lag between them.
+
+    One client per cluster end serves all the mirrors; an end that did not answer is not asked
+    again for the next mirror, so a source that is down costs one timeout, not one per mirror.
+    """
+    ends: dict[tuple[str, int], KafkaAdmin | str] = {}
+
+    def log_end_offsets(side: str, key: int, connect, link, topic: str, errors: list[str]):
+        end = ends.get((side, key))
+        if end is None:
+            try:
+                end = ends[side, key] = connect(link)
+            except ReplicationError as exc:
+                end = ends[side, key] = str(exc)
+        if isinstance(end, str):
+            errors.append(f"{side}: {end}")
+            return {}
         try:
-            source = source_admin(mirror.link)
-            count = source.describe_topic(mirror.source_topic).partitions
-            source_offsets = source.end_offsets(mirror.source_topic, count)
-        except (KafkaAdminError, ReplicationError) as exc:
-            errors.append(f"Source: {exc}")
-    return MirrorStatus(
-        mirror,
-        [
-            PartitionStatus(
-                partition=p,
-                state=mirror.state,
-                dest_log_end_offset=dest_offsets.get(p, -1),
-                source_high_watermark=source_offsets.get(p, -1),
+            return end.end_offsets(topic, end.describe_topic(topic).partitions)
+        except TopicNotFound as exc:
+            errors.append(f"{side}: {exc}")
+        except KafkaAdminError as exc:
+            ends[side, key] = str(exc)
+            errors.append(f"{side}: {exc}")
+        return {}
+
+    statuses = []
+    for mirror in mirrors:
+        errors: list[str] = []
+        dest_offsets = log_end_offsets(
+            "Destination",
+            mirror.destination_id,
+            destination_admin,
+            mirror.link,
+            mirror.mirror_topic,
+            errors,
+        )
+        source_offsets = {}
+        if mirror.state != State.STOPPED:
+            source_offsets = log_end_offsets(
+                "Source", mirror.link_id, source_admin, mirror.link, mirror.source_topic, errors
             )
-            for p in range(partitions)
-        ],
-        errors,
-    )
+        partitions = len(dest_offsets) or mirror.num_partitions
+        statuses.append(
+            MirrorStatus(
+                mirror,
+                [
+                    PartitionStatus(
+                        partition=p,
+                        state=mirror.state,
+                        dest_log_end_offset=dest_offsets.get(p, -1),
+                        source_high_watermark=source_offsets.get(p, -1),
+                    )
+                    for p in range(partitions)
+                ],
+                errors,
+            )
+        )
+    return statuses
 
 
 def pause_mirror(

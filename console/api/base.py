@@ -49,19 +49,20 @@ def no_content() -> HttpResponse:
     return HttpResponse(status=204)
 
 
+class _CsrfCheck(CsrfViewMiddleware):
+    """Django's own CSRF check, reporting why it refused instead of answering."""
+
+    def _reject(self, request, reason):
+        return reason
+
+
+_CSRF = _CsrfCheck(lambda _: HttpResponse())
+
+
 def _csrf_failure(request: HttpRequest) -> str | None:
-    """Run Django's CSRF check for a session-authenticated call; the reason it failed, if so."""
-    reasons: list[str] = []
-
-    class Check(CsrfViewMiddleware):
-        def _reject(self, request, reason):
-            reasons.append(reason)
-            return HttpResponse(status=403)
-
-    check = Check(lambda _: HttpResponse())
-    check.process_request(request)
-    check.process_view(request, None, (), {})
-    return reasons[0] if reasons else None
+    """Why a session-authenticated call fails the CSRF check, if it does."""
+    _CSRF.process_request(request)
+    return _CSRF.process_view(request, None, (), {})
 
 
 def _authenticate(request: HttpRequest) -> None:

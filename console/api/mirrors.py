@@ -22,8 +22,10 @@ from replication import audit
 from replication.errors import ReplicationError
 from replication.links import get_link
 from replication.mirrors import (
+    MirrorStatus,
     create_mirror,
     describe_mirror,
+    describe_mirrors,
     get_mirror,
     list_mirrors,
     pause_mirror,
@@ -38,13 +40,13 @@ ACTIONS = {
 }
 
 
-def mirror_data(request, mirror: MirrorTopic) -> dict:
+def mirror_data(request, status: MirrorStatus) -> dict:
     """A mirror as Kafka REST shows it, with the lag read from both clusters now.
 
     Beyond the v3 fields, each lag entry carries the destination log end offset, the source
     high watermark and the time since the last fetch, which `kafka-mirrors --describe` prints.
     """
-    status = describe_mirror(mirror)
+    mirror = status.mirror
     path = f"{BASE.format(cluster_id=mirror.destination.cluster_id)}/{mirror.link.name}"
     transition_errors = []
     if mirror.error_message:
@@ -97,7 +99,7 @@ def _mirror_list(request, mirrors) -> JsonResponse:
         {
             "kind": "KafkaMirrorDataList",
             "metadata": self_url(request, request.path),
-            "data": [mirror_data(request, m) for m in mirrors],
+            "data": [mirror_data(request, s) for s in describe_mirrors(mirrors)],
         }
     )
 
@@ -130,7 +132,7 @@ def mirrors(request, cluster_id, link_name):
 def mirror(request, cluster_id, link_name, mirror_topic_name):
     destination = cluster(cluster_id)
     found = get_mirror(destination, mirror_topic_name, get_link(destination, link_name))
-    return JsonResponse(mirror_data(request, found))
+    return JsonResponse(mirror_data(request, describe_mirror(found)))
 
 
 def _named_mirrors(body: dict, link) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 
@@ -145,6 +146,8 @@ def test_an_operator_creates_lists_and_reads_a_link(api, users, registered_clust
     link = ClusterLink.objects.get(name="api-link")
     assert data["source_cluster_id"] == source_id
     assert data["link_id"] == str(link.link_id)
+    # Kafka's own id form: the same UUID as URL-safe base64 without padding.
+    assert base64.urlsafe_b64decode(data["cluster_link_id"] + "==") == link.link_id.bytes
     assert data["link_state"] == "ACTIVE"
     assert data["link_error"] == "NO_ERROR"
     assert data["topic_names"] == []

@@ -13,6 +13,7 @@ from replication.mirrors import (
     create_mirror,
     delete_mirror,
     describe_mirror,
+    describe_mirrors,
     list_mirrors,
     pause_mirror,
     resume_mirror,
@@ -213,6 +214,36 @@ def test_describe_reads_offsets_and_lag_from_both_clusters(make_link, make_topic
     assert rows == [(0, "ACTIVE", 0, 2, 2), (1, "ACTIVE", 0, 0, 0)]
     assert status.max_lag == 2
     assert [p.last_fetch_source_high_watermark for p in status.partitions] == [-1, -1]
+
+
+def test_describing_many_mirrors_asks_a_source_that_is_down_only_once(
+    make_link, make_topic, topic_name, monkeypatch
+):
+    link = make_link()
+    made = []
+    for name in (f"{topic_name}-a", f"{topic_name}-b"):
+        make_topic(kafka.SOURCE, name)
+        made.append(create_mirror(ACTOR, link, name))
+    # The source goes away: its address now answers nothing.
+    link.set_configs({**link.all_configs(), "bootstrap.servers": "127.0.0.1:1"})
+    link.save()
+    asked = []
+    real_describe = KafkaAdmin.describe_topic
+
+    def describe_topic(admin, name):
+        asked.append(admin.bootstrap)
+        return real_describe(admin, name)
+
+    monkeypatch.setattr(KafkaAdmin, "describe_topic", describe_topic)
+    statuses = describe_mirrors(list_mirrors(link=link))
+
+    assert [s.mirror.mirror_topic for s in statuses] == [m.mirror_topic for m in made]
+    for status in statuses:
+        assert [p.dest_log_end_offset for p in status.partitions] == [0]
+        assert [p.source_high_watermark for p in status.partitions] == [-1]
+        assert len(status.errors) == 1 and status.errors[0].startswith("Source: ")
+        assert "127.0.0.1:1" in status.errors[0]
+    assert asked.count("127.0.0.1:1") == 1
 
 
 def test_pausing_and_resuming_a_mirror(make_link, make_topic, topic_name):
