@@ -127,6 +127,13 @@ WHITENOISE_USE_FINDERS = True  # serve straight from the apps; no collectstatic 
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6380/0")
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
+# Where link streams keep Spark's checkpoints (one folder per link).
+STREAM_CHECKPOINT_DIR = Path(
+    os.environ.get("ISTHMUS_STREAM_CHECKPOINT_DIR", VAR_DIR / "streams")
+).resolve()
+# The most source records one micro-batch of a link stream copies: bounds the time between
+# progress reports during a catch-up.
+STREAM_MAX_RECORDS_PER_BATCH = int(os.environ.get("ISTHMUS_STREAM_MAX_RECORDS_PER_BATCH", "400000"))
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
@@ -141,6 +148,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": timedelta(seconds=30),
     },
     # Each link's syncers run at the link's own intervals; this only looks for due work.
+    # Start, watch and stop the links' streams.
+    "supervise-streams": {
+        "task": "replication.tasks.supervise_streams",
+        "schedule": timedelta(seconds=2),
+        "options": {"expires": 5},
+    },
     "sync-links": {
         "task": "replication.tasks.sync_links",
         "schedule": timedelta(seconds=1),

@@ -130,7 +130,8 @@ def describe(session: Session, args) -> None:
                 f"    Partition: {lag['partition']}  State: {mirror['mirror_status']}  "
                 f"DestLogEndOffset: {lag['dest_log_end_offset']}  "
                 f"LastFetchSourceHighWatermark: {lag['last_source_fetch_offset']}  "
-                f"Lag: {lag['lag']}  TimeSinceLastFetchMs: {lag['time_since_last_fetch_ms']}"
+                f"Lag: {lag['lag']}  TimeSinceLastFetchMs: {lag['time_since_last_fetch_ms']}  "
+                f"OffsetMode: {lag['offset_mode']}"
             )
         for problem in mirror["status_errors"]:
             print(f"    Warning: {problem}", file=sys.stderr)

@@ -6,6 +6,7 @@ Every failure becomes a KafkaAdminError whose message says what went wrong and w
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
@@ -159,6 +160,14 @@ class KafkaAdmin:
         replicas = len(result.partitions[0].replicas) if result.partitions else 0
         return TopicInfo(name, str(result.topic_id), len(result.partitions), replicas)
 
+    def partition_counts(self, names: list[str]) -> dict[str, int]:
+        """How many partitions each topic has, in one request."""
+        futures = self._client.describe_topics(TopicCollection(names), request_timeout=self.timeout)
+        return {
+            name: len(self._wait(future, f"describe topic {name!r}").partitions)
+            for name, future in futures.items()
+        }
+
     def topic_configs(self, name: str) -> dict[str, ConfigValue]:
         resource = ConfigResource(ResourceType.TOPIC, name)
         futures = self._client.describe_configs([resource], request_timeout=self.timeout)
@@ -215,12 +224,25 @@ class KafkaAdmin:
 
     def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
         """The log end offset (high watermark) of each partition."""
-        if partitions == 0:
+        found = self.offsets([(topic, p) for p in range(partitions)])
+        return {p: offset for (_, p), offset in found.items()}
+
+    def offsets(
+        self, partitions: Iterable[tuple[str, int]], at: str | int = "latest"
+    ) -> dict[tuple[str, int], int]:
+        """Each (topic, partition)'s offset `at`: "latest" (the high watermark), "earliest"
+        (the log start) or a time in ms (the first record at or after it, else -1)."""
+        spec = {"latest": OffsetSpec.latest(), "earliest": OffsetSpec.earliest()}.get(at)
+        if spec is None:
+            spec = OffsetSpec.for_timestamp(int(at))
+        request = {TopicPartition(t, p): spec for t, p in partitions}
+        if not request:
             return {}
-        request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
         futures = self._client.list_offsets(request, request_timeout=self.timeout)
         return {
-            tp.partition: self._wait(future, f"read the offsets of topic {topic!r}").offset
+            (tp.topic, tp.partition): self._wait(
+                future, f"read the offsets of topic {tp.topic!r}"
+            ).offset
             for tp, future in futures.items()
         }
 

@@ -6,6 +6,7 @@ Keys and defaults follow Confluent Cluster Linking; offset, ACL and auto-create 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -385,6 +386,30 @@ def source_client_config(configs: dict[str, str]) -> dict[str, str]:
         client["ssl.endpoint.identification.algorithm"] = (
             configs["ssl.endpoint.identification.algorithm"] or "none"
         )
+    return client
+
+
+def source_java_config(configs: dict[str, str]) -> dict[str, str]:
+    """Java client settings for reaching the source (for Spark's Kafka source), from the
+    link's configs: its connection keys as given, with a JAAS line made from
+    sasl.username / sasl.password where those were given instead."""
+    client = {
+        name: value
+        for name, value in configs.items()
+        if name in KEYS and KEYS[name].connection and name not in ("sasl.username", "sasl.password")
+    }
+    client["security.protocol"] = effective(configs, "security.protocol")
+    if client["security.protocol"].startswith("SASL"):
+        client["sasl.mechanism"] = effective(configs, "sasl.mechanism")
+        if "sasl.jaas.config" not in configs:
+            module = "plain.PlainLoginModule"
+            if client["sasl.mechanism"].startswith("SCRAM"):
+                module = "scram.ScramLoginModule"
+            user, password = (json.dumps(configs[k]) for k in ("sasl.username", "sasl.password"))
+            client["sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.{module} required "
+                f"username={user} password={password};"
+            )
     return client
 
 

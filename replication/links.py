@@ -212,10 +212,13 @@ def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
 
 
 def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
-    """Resume a paused link; its mirrors run again unless paused on their own."""
+    """Resume a paused link, or retry a failed one; its mirrors run again unless paused on
+    their own."""
     with audit.refusals(actor, "link.resume", f"link {link.name}"):
-        if link.state != State.PAUSED:
-            raise conflict(f"Cluster link {link.name!r} is not paused (it is {link.state}).")
+        if link.state not in (State.PAUSED, State.FAILED):
+            raise conflict(
+                f"Cluster link {link.name!r} is neither paused nor failed (it is {link.state})."
+            )
     before = snapshot(link)
     now = timezone.now()
     with transaction.atomic():
@@ -328,5 +331,26 @@ def mark_available(link: ClusterLink) -> bool:
         log.info("Cluster link %s is available again", link.name)
         audit.record(
             audit.Actor.system("availability check"), "link.available", f"link {link.name}"
+        )
+    return bool(changed)
+
+
+def fail_link(link: ClusterLink, message: str) -> bool:
+    """The link's stream keeps failing: the link is FAILED with the last error, until someone
+    resumes it. Only an ACTIVE link changes; returns whether it did."""
+    changed = ClusterLink.objects.filter(pk=link.pk, state=State.ACTIVE).update(
+        state=State.FAILED,
+        state_time=timezone.now(),
+        error_code="STREAM_FAILED",
+        error_message=message,
+    )
+    if changed:
+        log.error("Cluster link %s FAILED: %s", link.name, message)
+        audit.record(
+            audit.Actor.system("stream supervisor"),
+            "link.failed",
+            f"link {link.name}",
+            result=audit.AuditEvent.Result.FAILED,
+            message=message,
         )
     return bool(changed)

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import audit, read_only, topic_configs
+from . import audit, read_only, streams, topic_configs
 from .connections import destination_admin, source_admin, unreachable
 from .errors import ReplicationError, conflict, not_found
 from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
@@ -230,15 +230,27 @@ class PartitionStatus:
     state: str
     dest_log_end_offset: int
     source_high_watermark: int
-    # The stream reports its fetches (the Spark engine); until it has fetched, -1.
+    # From the link's stream: the source high watermark at its last fetch, how long ago that
+    # was, and the partition's current offset run (source offset S went to destination D).
     last_fetch_source_high_watermark: int = -1
     time_since_last_fetch_ms: int = -1
+    run: tuple[int, int] = (0, 0)
+    translated: bool = False
+    read_upto: int = -1  # source offsets the stream has read past (gaps included)
+
+    @property
+    def offset_mode(self) -> str:
+        """IDENTICAL while destination offsets equal source offsets, else TRANSLATED."""
+        return "TRANSLATED" if self.translated else "IDENTICAL"
 
     @property
     def lag(self) -> int:
+        """Source records not yet in the mirror (in source offsets, so records that compaction
+        or transactions removed from the source count until the mirror is past them)."""
         if self.source_high_watermark < 0 or self.dest_log_end_offset < 0:
             return -1
-        return max(0, self.source_high_watermark - self.dest_log_end_offset)
+        next_source = self.run[0] + (self.dest_log_end_offset - self.run[1])
+        return max(0, self.source_high_watermark - max(next_source, self.read_upto))
 
 
 @dataclass(frozen=True)
@@ -285,6 +297,8 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
         return {}
 
     statuses = []
+    reports: dict[int, tuple[dict, int]] = {}
+    now_ms = int(time.time() * 1000)
     for mirror in mirrors:
         errors: list[str] = []
         dest_offsets = log_end_offsets(
@@ -300,16 +314,22 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
             source_offsets = log_end_offsets(
                 "Source", mirror.link_id, source_admin, mirror.link, mirror.source_topic, errors
             )
+        if mirror.link_id not in reports:
+            reports[mirror.link_id] = streams.progress(mirror.link)
+        progress, fetched_at_ms = reports[mirror.link_id]
+        reported = progress.get(mirror.mirror_topic, {}) if mirror.state in RUNNING else {}
         partitions = len(dest_offsets) or mirror.num_partitions
         statuses.append(
             MirrorStatus(
                 mirror,
                 [
-                    PartitionStatus(
-                        partition=p,
-                        state=mirror.state,
-                        dest_log_end_offset=dest_offsets.get(p, -1),
-                        source_high_watermark=source_offsets.get(p, -1),
+                    _partition_status(
+                        mirror,
+                        p,
+                        dest_offsets.get(p, -1),
+                        source_offsets.get(p, -1),
+                        reported.get(str(p)),
+                        now_ms - fetched_at_ms if fetched_at_ms else -1,
                     )
                     for p in range(partitions)
                 ],
@@ -317,6 +337,29 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
             )
         )
     return statuses
+
+
+def _partition_status(
+    mirror: MirrorTopic,
+    partition: int,
+    dest_end: int,
+    source_hw: int,
+    reported: dict | None,
+    since_fetch_ms: int,
+) -> PartitionStatus:
+    if reported is None:  # the stream has not reported this partition (yet)
+        return PartitionStatus(partition, mirror.state, dest_end, source_hw)
+    return PartitionStatus(
+        partition,
+        mirror.state,
+        dest_end,
+        source_hw,
+        last_fetch_source_high_watermark=reported["source_hw"],
+        time_since_last_fetch_ms=since_fetch_ms if reported["source_hw"] >= 0 else -1,
+        run=tuple(reported["run"]),
+        translated=reported["translated"],
+        read_upto=reported["read_upto"],
+    )
 
 
 def pause_mirror(

@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from . import redis_channel, syncers
+from . import redis_channel, streams, syncers
 from .clusters import probe_clusters
 
 log = logging.getLogger(__name__)
@@ -21,13 +21,24 @@ def refresh_clusters() -> dict[str, dict]:
     return report
 
 
-@shared_task
-def sync_links() -> None:
-    """Run the links' due syncers; one run at a time however many workers there are."""
-    lock = redis_channel.client().lock("isthmus:sync-links", timeout=120, blocking=False)
+def _one_at_a_time(name: str, work) -> None:
+    """Run `work` unless another worker is running it already."""
+    lock = redis_channel.client().lock(f"isthmus:{name}", timeout=120, blocking=False)
     if not lock.acquire():
         return
     try:
-        syncers.run_due_syncs()
+        work()
     finally:
         lock.release()
+
+
+@shared_task
+def sync_links() -> None:
+    """Run the links' due syncers; one run at a time however many workers there are."""
+    _one_at_a_time("sync-links", syncers.run_due_syncs)
+
+
+@shared_task
+def supervise_streams() -> None:
+    """Start, restart and stop the links' streams; one run at a time."""
+    _one_at_a_time("supervise-streams", streams.supervise_all)

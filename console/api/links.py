@@ -18,7 +18,7 @@ from console.api.base import (
     no_content,
     self_url,
 )
-from replication import audit, link_configs
+from replication import audit, link_configs, streams
 from replication.links import (
     alter_link_configs,
     create_link,
@@ -55,6 +55,7 @@ def link_data(request, link: ClusterLink) -> dict:
     for mirror in mirrors:
         partitions[_CATEGORIES[mirror.state]] += mirror.num_partitions
     path = f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}"
+    stream = streams.status(link)
     return {
         "kind": "KafkaLinkData",
         "metadata": self_url(request, path),
@@ -73,6 +74,13 @@ def link_data(request, link: ClusterLink) -> dict:
             {"state_category": category, "count": count}
             for category, count in sorted(partitions.items())
         ],
+        "stream": {
+            "state": stream.state,
+            "records_per_sec": stream.records_per_sec,
+            "bytes_per_sec": stream.bytes_per_sec,
+            "failures": stream.failures,
+            "error": stream.error,
+        },
     }
 
 

@@ -70,6 +70,7 @@ def mirror_data(request, status: MirrorStatus) -> dict:
                 "dest_log_end_offset": p.dest_log_end_offset,
                 "source_high_watermark": p.source_high_watermark,
                 "time_since_last_fetch_ms": p.time_since_last_fetch_ms,
+                "offset_mode": p.offset_mode,
             }
             for p in status.partitions
         ],

@@ -353,6 +353,18 @@ SCHEMAS = {
                 ),
                 "Mirror partitions by state category; categories with none are left out.",
             ),
+            "stream": record(
+                "*Isthmus*: the link's stream, which copies its mirrors.",
+                {
+                    "state": string(
+                        enum=["STOPPED", "STARTING", "RUNNING", "RESTARTING", "FAILED", "UNKNOWN"]
+                    ),
+                    "records_per_sec": {"type": "number"},
+                    "bytes_per_sec": {"type": "number"},
+                    "failures": integer("Failures in a row; restarts back off, then FAILED."),
+                    "error": string("The stream's last error, if any."),
+                },
+            ),
         },
     ),
     "KafkaLinkDataList": listing("KafkaLinkDataList", "KafkaLinkData", "Cluster links."),
@@ -394,6 +406,13 @@ SCHEMAS = {
                 "*Isthmus*: milliseconds since the last fetch from the source; -1 unknown "
                 "(as `kafka-mirrors --describe` prints it)."
             ),
+            "offset_mode": {
+                "type": "string",
+                "enum": ["IDENTICAL", "TRANSLATED"],
+                "description": "*Isthmus*: IDENTICAL while the mirror's offsets equal the "
+                "source's; TRANSLATED once they differ (the mirror started above offset 0, or "
+                "compaction, transactions or retention left gaps), with a durable translation.",
+            },
         },
     ),
     "KafkaMirrorData": record(

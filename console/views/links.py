@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 from console.access import require
 from console.forms import LinkConfigForm, LinkForm
 from console.views.actions import act, confirm
-from replication import audit, links
+from replication import audit, links, streams
 from replication.clusters import probe_cluster
 from replication.errors import ReplicationError
 from replication.models import ClusterLink, KafkaCluster
@@ -66,6 +66,7 @@ def link_detail(request, destination, name):
             "configs": links.describe_link_configs(link),
             "mirrors": link.mirrors.all(),
             "destination_health": probe_cluster(link.destination),
+            "stream": streams.status(link),
             "config_form": LinkConfigForm(),
         },
     )

@@ -165,7 +165,7 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
     )
     assert partition_line == (
         "    Partition: 0  State: ACTIVE  DestLogEndOffset: 0  LastFetchSourceHighWatermark: -1  "
-        "Lag: 3  TimeSinceLastFetchMs: -1"
+        "Lag: 3  TimeSinceLastFetchMs: -1  OffsetMode: IDENTICAL"
     )
 
     assert ok(typed("kafka-mirrors --list --bootstrap-server localhost:9093")) == ["demo"]

@@ -1,0 +1,251 @@
+"""Stream supervision: each cluster link with a mirror to run has one link stream (the Spark
+application in `spark_jobs/`); this module starts it, tells it which mirrors to run, watches
+its heartbeat and stops it.
+
+Celery beat calls `supervise_all` every couple of seconds. A stream that dies, stops beating
+or stops making progress is restarted after a growing pause; after `MAX_FAILURES` failures in
+a row the link is FAILED with the stream's last error. What each stream knows lives in Redis
+and in the destination cluster, so losing a worker, the beat or Redis loses no data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+from django.conf import settings
+
+from devstack import processes
+from spark_jobs import control, launch, translation
+
+from . import links, read_only
+from .connections import destination_admin
+from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from .models import ClusterLink, MirrorTopic
+from .redis_channel import client
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_TIMEOUT_S = 30  # a stream silent this long is hung
+STARTUP_TIMEOUT_S = 180  # time to start Spark and send the first heartbeat
+STUCK_TIMEOUT_S = 300  # a stream with records to copy and no batch done for this long is stuck
+HEALTHY_AFTER_S = 60  # running this long without trouble forgives earlier failures
+BACKOFF_S = [5, 10, 20, 40, 80]
+MAX_FAILURES = len(BACKOFF_S) + 1
+
+
+def folder(link_id: str) -> Path:
+    return settings.VAR_DIR / "streams" / str(link_id)
+
+
+def _pidfile(link_id: str) -> Path:
+    return folder(link_id) / "stream.pid"
+
+
+def log_file(link_id: str) -> Path:
+    return folder(link_id) / "stream.log"
+
+
+def _supervision_key(link_id: str) -> str:
+    return f"isthmus:stream:{link_id}:supervision"
+
+
+@dataclass(frozen=True)
+class StreamStatus:
+    """What the console shows of a link's stream."""
+
+    state: str  # STOPPED, STARTING, RUNNING, RESTARTING or FAILED
+    pid: int | None = None
+    records_per_sec: float = 0.0
+    bytes_per_sec: float = 0.0
+    failures: int = 0
+    error: str = ""
+
+
+def wanted_mirrors(link: ClusterLink) -> dict[str, dict]:
+    """The mirrors the link's stream should run now."""
+    if link.state != ClusterLink.State.ACTIVE:
+        return {}
+    start = link.config("mirror.start.offset.spec")
+    return {
+        m.mirror_topic: {"source_topic": m.source_topic, "start": start}
+        for m in link.mirrors.filter(state=MirrorTopic.State.ACTIVE)
+    }
+
+
+def stream_spec(link: ClusterLink) -> dict:
+    """What a stream needs to know: where to read, where to write, where to report."""
+    return {
+        "link_id": str(link.link_id),
+        "link_name": link.name,
+        "redis_url": settings.REDIS_URL,
+        "source": link.source_client_config(),
+        "source_spark": link.source_java_config(),
+        "destination": link.destination.connection_config(),
+        "checkpoint_dir": str(settings.STREAM_CHECKPOINT_DIR / str(link.link_id)),
+        "max_offsets_per_trigger": settings.STREAM_MAX_RECORDS_PER_BATCH,
+    }
+
+
+def supervise_all() -> None:
+    known = set()
+    for link in ClusterLink.objects.select_related("destination"):
+        known.add(str(link.link_id))
+        try:
+            supervise(link)
+        except Exception:  # one broken link must not stop the others
+            log.exception("Supervising the stream of cluster link %s failed", link.name)
+    streams = settings.VAR_DIR / "streams"
+    for orphan in streams.iterdir() if streams.exists() else []:
+        if orphan.name not in known and processes.read_pidfile(orphan / "stream.pid"):
+            log.info("Stopping the stream of deleted cluster link %s", orphan.name)
+            processes.stop(orphan / "stream.pid")
+
+
+def supervise(link: ClusterLink, now: float | None = None) -> None:
+    """Bring the link's stream in line with its mirrors: tell it what to run; start, restart
+    or stop it."""
+    now = now or time.time()
+    link_id = str(link.link_id)
+    r = client()
+    wanted = wanted_mirrors(link)
+    control.write_json(r, control.mirrors_key(link_id), {"mirrors": wanted})
+    record = control.read_json(r, _supervision_key(link_id)) or {"failures": 0}
+    if record.get("failures", 0) >= MAX_FAILURES and link.state == ClusterLink.State.ACTIVE:
+        record = {"failures": 0}  # resumed after it FAILED: a fresh start
+    running = processes.read_pidfile(_pidfile(link_id))
+    heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
+    if not wanted:
+        if running:
+            log.info("Stopping the stream of cluster link %s: no mirror to run", link.name)
+            processes.stop(_pidfile(link_id))
+        if record.get("failures") and link.state != ClusterLink.State.FAILED:
+            r.delete(_supervision_key(link_id))
+        return
+    if running:
+        trouble = _trouble(heartbeat, record, now)
+        if trouble:
+            log.warning("The stream of cluster link %s %s; restarting it", link.name, trouble)
+            processes.stop(_pidfile(link_id))
+            _note_failure(link, r, record, trouble, now)
+        elif record.get("failures") and now - record.get("started", now) > HEALTHY_AFTER_S:
+            r.delete(_supervision_key(link_id))
+        return
+    if _pidfile(link_id).exists():  # it was running and is gone
+        _pidfile(link_id).unlink()
+        if heartbeat.get("state") != "stopped":
+            error = heartbeat.get("error") or f"it exited; see {log_file(link_id)}"
+            log.warning("The stream of cluster link %s died: %s", link.name, error)
+            if not _note_failure(link, r, record, error, now):
+                return
+    if now < record.get("retry_at", 0):
+        return
+    start(link, r, record, now)
+
+
+def _trouble(heartbeat: dict, record: dict, now: float) -> str:
+    started = record.get("started", now)
+    beat = heartbeat.get("at_ms", 0) / 1000
+    if beat < started:  # nothing heard from this run of the stream yet
+        if now - started > STARTUP_TIMEOUT_S:
+            return f"sent no heartbeat within {STARTUP_TIMEOUT_S} s of starting"
+        return ""
+    if now - beat > HEARTBEAT_TIMEOUT_S:
+        return f"sent no heartbeat for {now - beat:.0f} s"
+    last_batch = heartbeat.get("last_batch_ms", 0) / 1000 or beat
+    if heartbeat.get("behind") and now - max(last_batch, started) > STUCK_TIMEOUT_S:
+        return f"copied nothing for {STUCK_TIMEOUT_S} s although its source has new records"
+    return ""
+
+
+def _note_failure(link: ClusterLink, r: redis.Redis, record: dict, error: str, now: float) -> bool:
+    """Count a failure; returns whether the stream may be started again (after a pause)."""
+    failures = record.get("failures", 0) + 1
+    record.update(failures=failures, error=error)
+    if failures >= MAX_FAILURES:
+        control.write_json(r, _supervision_key(str(link.link_id)), record)
+        links.fail_link(link, f"The link's stream failed {failures} times in a row: {error}")
+        return False
+    record["retry_at"] = now + BACKOFF_S[failures - 1]
+    control.write_json(r, _supervision_key(str(link.link_id)), record)
+    return True
+
+
+def start(link: ClusterLink, r: redis.Redis, record: dict, now: float) -> None:
+    """Start the link's stream (its mirror set is already in Redis)."""
+    link_id = str(link.link_id)
+    ensure_translation_topic(destination_admin(link))
+    argv, env = launch.submit_command(stream_spec(link), master=settings.SPARK_MASTER)
+    pid = processes.start(
+        argv, pidfile=_pidfile(link_id), logfile=log_file(link_id), env=env, cwd=launch.ROOT
+    )
+    record.update(started=now, retry_at=0)
+    control.write_json(r, _supervision_key(link_id), record)
+    log.info("Started the stream of cluster link %s (pid %d)", link.name, pid)
+
+
+def stop(link: ClusterLink) -> None:
+    processes.stop(_pidfile(str(link.link_id)))
+
+
+def ensure_translation_topic(admin: KafkaAdmin) -> None:
+    """The destination's offset translation topic: kept forever, written only by links."""
+    try:
+        admin.describe_topic(translation.TOPIC)
+        return
+    except TopicNotFound:
+        pass
+    try:
+        read_only.enforce(admin, translation.TOPIC)
+        admin.create_topic(
+            translation.TOPIC, 1, None, {"retention.ms": "-1", "cleanup.policy": "delete"}
+        )
+    except KafkaAdminError as exc:
+        if "already exists" not in str(exc):
+            raise
+
+
+def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
+    now = now or time.time()
+    link_id = str(link.link_id)
+    try:
+        r = client()
+        heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
+        record = control.read_json(r, _supervision_key(link_id)) or {}
+    except redis.RedisError as exc:
+        return StreamStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
+    running = processes.read_pidfile(_pidfile(link_id))
+    failures, error = record.get("failures", 0), record.get("error", "")
+    if link.state == ClusterLink.State.FAILED:
+        return StreamStatus("FAILED", failures=failures, error=error)
+    if running is None:
+        state = "RESTARTING" if failures else "STOPPED"
+        return StreamStatus(state, failures=failures, error=error)
+    fresh = heartbeat.get("at_ms", 0) / 1000 >= record.get("started", now)
+    if not fresh or heartbeat.get("state") != "running":
+        return StreamStatus("STARTING", running.pid, failures=failures, error=error)
+    return StreamStatus(
+        "RUNNING",
+        running.pid,
+        heartbeat.get("records_per_sec", 0.0),
+        heartbeat.get("bytes_per_sec", 0.0),
+        failures,
+        heartbeat.get("error") or error,
+    )
+
+
+def progress(link: ClusterLink) -> tuple[dict, int]:
+    """The stream's last report: {mirror topic: {partition: {...}}} and when it last fetched
+    the source's high watermarks (ms since the epoch, 0 if never)."""
+    link_id = str(link.link_id)
+    try:
+        r = client()
+        raw = r.get(control.progress_key(link_id))
+        heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
+    except redis.RedisError:
+        return {}, 0
+    return (json.loads(raw) if raw else {}), heartbeat.get("fetched_at_ms", 0)

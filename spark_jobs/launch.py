@@ -1,0 +1,69 @@
+"""How a link stream is started: the spark-submit command line and its environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+from . import control
+
+ROOT = Path(__file__).resolve().parent.parent
+JARS_DIR = ROOT / ".cache" / "jars" / "spark"
+
+
+def _code_archive(where: Path) -> Path:
+    """The stream's own code, for executors that do not share this machine's files."""
+    archive = where / "isthmus-stream.zip"
+    sources = [*(ROOT / "spark_jobs").glob("*.py"), ROOT / "replication" / "kafka_admin.py"]
+    newest = max(p.stat().st_mtime for p in sources)
+    if not archive.exists() or archive.stat().st_mtime < newest:
+        where.mkdir(parents=True, exist_ok=True)
+        partial = archive.with_suffix(".tmp")
+        with zipfile.ZipFile(partial, "w") as z:
+            for path in sources:
+                z.write(path, path.relative_to(ROOT))
+            z.writestr("replication/__init__.py", "")
+        partial.replace(archive)
+    return archive
+
+
+def submit_command(
+    spec: dict, *, master: str, driver_memory: str = "1g", python: str = sys.executable
+) -> tuple[list[str], dict[str, str]]:
+    """The spark-submit command for `spec` and its environment.
+
+    The spec holds the clusters' credentials, so it travels in the environment of the process
+    (readable only by its user), never on the command line.
+    """
+    jars = sorted(str(p) for p in JARS_DIR.glob("*.jar"))
+    if not jars:
+        raise FileNotFoundError(f"No Spark Kafka connector jars in {JARS_DIR}; run `make setup`.")
+    checkpoint = Path(spec["checkpoint_dir"])
+    argv = [
+        str(Path(python).parent / "spark-submit"),
+        "--master",
+        master,
+        "--name",
+        f"isthmus-link-{spec['link_name']}",
+        "--driver-memory",
+        driver_memory,
+        "--jars",
+        ",".join(jars),
+        "--py-files",
+        str(_code_archive(checkpoint)),
+        "--conf",
+        f"spark.pyspark.python={python}",
+        "--conf",
+        f"spark.pyspark.driver.python={python}",
+        str(ROOT / "spark_jobs" / "link_stream.py"),
+    ]
+    env = {
+        **os.environ,
+        control.SPEC_ENV: json.dumps(spec),
+        "PYTHONPATH": str(ROOT),
+        "PYSPARK_PYTHON": python,
+    }
+    return argv, env

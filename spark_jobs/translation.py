@@ -1,0 +1,131 @@
+"""The durable source→destination offset translation of mirror partitions.
+
+A mirror partition's destination offsets equal its source offsets for as long as the source
+offsets it copies are contiguous from 0. Where they are not (the mirror started above offset 0,
+compaction or retention removed records, transaction markers and aborted records are skipped),
+the writer starts a new *run*: an entry "source offset S was written at destination offset D",
+after which source S+i is at destination D+i until the next entry.
+
+Entries live in one topic on the destination cluster, keyed by the mirror topic's id and
+partition. The writer appends an entry and waits for it to be stored *before* it writes the
+record the entry describes, so a crash can leave an entry ahead of the data but never data
+without its entry. A later entry for the same destination offset, or for an earlier one,
+replaces the entries at and after it: replay after a crash rewrites them.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+TOPIC = "_isthmus-offset-translation"
+
+
+@dataclass(frozen=True)
+class Entry:
+    source: int
+    destination: int
+
+
+def key(topic_id: str, partition: int) -> bytes:
+    return f"{topic_id}/{partition}".encode()
+
+
+def encode(entry: Entry) -> bytes:
+    return json.dumps({"source": entry.source, "destination": entry.destination}).encode()
+
+
+@dataclass
+class Runs:
+    """The entries of one mirror partition, in destination order."""
+
+    entries: list[Entry] = field(default_factory=list)
+
+    def add(self, entry: Entry) -> None:
+        while self.entries and self.entries[-1].destination >= entry.destination:
+            self.entries.pop()
+        self.entries.append(entry)
+
+    def upto(self, dest_end: int) -> Runs:
+        """The runs of a partition whose destination ends at `dest_end`: entries written ahead
+        of records that never arrived are dropped, except one for the very next record."""
+        return Runs([e for e in self.entries if e.destination <= dest_end])
+
+    def last(self) -> Entry:
+        """The run in force at the end: with no entries, offsets are identical from 0."""
+        return self.entries[-1] if self.entries else Entry(0, 0)
+
+    @property
+    def translated(self) -> bool:
+        # Source offsets only ever skip ahead of destination ones, never back.
+        last = self.last()
+        return last.source != last.destination
+
+    def next_source(self, dest_end: int) -> int:
+        """The source offset of the next record to copy into a partition ending at `dest_end`."""
+        run = self.last()
+        return run.source + (dest_end - run.destination)
+
+    def to_destination(self, source: int) -> int:
+        """The destination offset of source offset `source`.
+
+        An offset inside a gap (a record that was never copied) translates to the next copied
+        record, as a consumer positioned there would read it next.
+        """
+        runs = [Entry(0, 0), *self.entries]  # before any entry, offsets are identical
+        i = bisect_right([e.source for e in runs], source) - 1
+        offset = runs[i].destination + (source - runs[i].source)
+        if i + 1 < len(runs):
+            offset = min(offset, runs[i + 1].destination)
+        return offset
+
+
+def load(config: dict[str, str], topic_ids: set[str], timeout: float = 30.0) -> dict:
+    """Every partition's runs for the mirror topics in `topic_ids`: {(topic_id, p): Runs}.
+
+    Reads the whole translation topic; a missing topic means no translation yet.
+    """
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": "isthmus-translation-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    runs: dict[tuple[str, int], Runs] = {}
+    try:
+        metadata = consumer.list_topics(TOPIC, timeout=timeout).topics[TOPIC]
+        if metadata.error is not None:
+            if metadata.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return runs
+            raise RuntimeError(f"Reading {TOPIC}: {metadata.error.str()}")
+        partitions = list(metadata.partitions)
+        pending = set()
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=timeout)
+            if high > low:
+                pending.add(p)
+        consumer.assign([TopicPartition(TOPIC, p, 0) for p in pending])
+        while pending:
+            msg = consumer.poll(timeout)
+            if msg is None:
+                raise RuntimeError(f"Reading {TOPIC} timed out after {timeout:.0f} s.")
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    pending.discard(msg.partition())
+                    continue
+                raise RuntimeError(f"Reading {TOPIC}: {msg.error().str()}")
+            topic_id, _, partition = msg.key().decode().rpartition("/")
+            if topic_id in topic_ids:
+                value = json.loads(msg.value())
+                runs.setdefault((topic_id, int(partition)), Runs()).add(
+                    Entry(value["source"], value["destination"])
+                )
+    finally:
+        consumer.close()
+    return runs

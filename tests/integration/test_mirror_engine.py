@@ -1,0 +1,288 @@
+"""The Spark link stream makes each mirror an exact copy of its source, record by record.
+
+One link and one stream serve every case here: the mirrors are made first, then the stream
+copies them all (and follows a source that grows while it runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from devstack import kafka
+from replication import audit, read_only, streams
+from replication.clusters import register_cluster
+from replication.kafka_admin import KafkaAdmin, KafkaAdminError
+from replication.links import create_link
+from replication.mirrors import create_mirror, describe_mirror
+from tests.conftest import admin_config
+from tests.mirror_checks import assert_exact_copy, read_all, run_until_copied, translations
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+ACTOR = audit.Actor.system("tests")
+RECENT = int(time.time() * 1000) - 600_000  # within the brokers' retention
+
+
+def _produce(topic: str, records: list[dict], **config) -> None:
+    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap, **config})
+    for record in records:
+        producer.produce(topic, **record)
+    assert producer.flush(30) == 0
+
+
+def _plain(topic: str) -> None:
+    _produce(
+        topic,
+        [
+            dict(
+                key=f"key-{i}".encode(),
+                value=f"value-{i}".encode() * (1 + i % 50),
+                partition=i % 3,
+                timestamp=RECENT + i,
+                headers=[("n", str(i).encode())],
+            )
+            for i in range(3000)
+        ],
+    )
+
+
+def _nulls_and_headers(topic: str) -> None:
+    headers = [("h", b"\x00\xff"), ("h", b"second"), ("a", None), ("h", b"")]
+    shapes = [
+        dict(key=None, value=None),
+        dict(key=None, value=b""),
+        dict(key=b"", value=None),
+        dict(key=b"", value=b""),
+        dict(key=b"\x00\x01", value=bytes(range(256)), headers=headers),
+        dict(key=b"k", value=b"v", headers=[("h", b"\x01")] * 3),
+    ]
+    _produce(
+        topic,
+        [dict(shape, partition=i % 2, timestamp=RECENT + i) for i, shape in enumerate(shapes * 5)],
+    )
+
+
+def _compacted(topic: str) -> None:
+    """Records with repeated keys, compacted on the source before the mirror copies them."""
+    rounds = [
+        [
+            dict(key=f"k{k}".encode(), value=f"{r}".encode(), timestamp=RECENT + r * 1000)
+            for k in range(50)
+        ]
+        for r in range(4)
+    ]
+    for records in rounds:
+        _produce(topic, records)
+    # Each round's timestamps are a second apart, so the source rolls a segment per round
+    # (segment.ms=100) and its cleaner compacts all but the last.
+    _produce(topic, [dict(key=b"last", value=b"rolls the segment", timestamp=RECENT + 9000)])
+    deadline = time.monotonic() + 90
+    while len(read_all(kafka.SOURCE.bootstrap, topic)) > 51 and time.monotonic() < deadline:
+        time.sleep(2)
+
+
+def _transactional(topic: str) -> None:
+    producer = Producer(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap, "transactional.id": f"tx-{topic}"}
+    )
+    producer.init_transactions(30)
+    for batch in range(6):
+        producer.begin_transaction()
+        for i in range(20):
+            producer.produce(
+                topic,
+                key=f"b{batch}-{i}".encode(),
+                value=b"aborted" if batch % 3 == 1 else b"committed",
+                partition=i % 2,
+                timestamp=RECENT + batch * 100 + i,
+            )
+        if batch % 3 == 1:
+            producer.flush(30)  # the aborted records reach the log before the abort marker
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)
+
+
+def _log_start_above_zero(topic: str) -> None:
+    _produce(
+        topic,
+        [
+            dict(key=str(i).encode(), value=b"x", partition=i % 2, timestamp=RECENT + i)
+            for i in range(200)
+        ],
+    )
+    admin = AdminClient({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    futures = admin.delete_records([TopicPartition(topic, 0, 40), TopicPartition(topic, 1, 7)])
+    for future in futures.values():
+        future.result(30)
+
+
+def _log_append_time(topic: str) -> None:
+    _produce(topic, [dict(key=b"k", value=str(i).encode()) for i in range(20)])
+
+
+CASES = {
+    "plain": (3, {}, _plain),
+    "nulls": (2, {}, _nulls_and_headers),
+    "compacted": (
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01",
+            "min.compaction.lag.ms": "0",
+        },
+        _compacted,
+    ),
+    "transactional": (2, {}, _transactional),
+    "log-start": (2, {}, _log_start_above_zero),
+    "log-append-time": (1, {"message.timestamp.type": "LogAppendTime"}, _log_append_time),
+    "growing": (1, {}, lambda topic: None),
+}
+
+
+def _grow_while_written(topic: str, mirror_topic: str) -> None:
+    """Write to a one-partition source; once the stream copies it, grow it to 8 partitions
+    and keep writing to all of them."""
+    _produce(topic, [dict(value=f"a{i}".encode(), timestamp=RECENT + i) for i in range(300)])
+    destination = KafkaAdmin({"bootstrap.servers": kafka.DESTINATION.bootstrap})
+    deadline = time.monotonic() + 240
+    while destination.end_offsets(mirror_topic, 1)[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    source = AdminClient({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    source.create_partitions([NewPartitions(topic, 8)])[topic].result(30)
+    time.sleep(1)
+    for round_ in range(10):
+        _produce(
+            topic,
+            [
+                dict(value=f"b{round_}-{i}".encode(), partition=i % 8, timestamp=RECENT + i)
+                for i in range(80)
+            ],
+        )
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def engine(devstack, django_db_setup, django_db_blocker):
+    suffix = uuid.uuid4().hex[:6]
+    source_admin = AdminClient(admin_config(kafka.SOURCE))
+    names = {case: f"engine-{case}-{suffix}" for case in CASES}
+    for case, (partitions, config, _) in CASES.items():
+        topic = names[case]
+        source_admin.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(
+            30
+        )
+    for case, (_, _, fill) in CASES.items():
+        fill(names[case])
+    with django_db_blocker.unblock():
+        clusters = {}
+        for node in kafka.NODES:
+            config = admin_config(node)
+            bootstrap = config.pop("bootstrap.servers")
+            clusters[node.name] = register_cluster(
+                ACTOR, f"{node.name}-{suffix}", bootstrap, config
+            )
+        link = create_link(
+            ACTOR,
+            clusters["destination"],
+            f"engine-{suffix}",
+            {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        )
+        mirrors = {case: create_mirror(ACTOR, link, names[case]) for case in CASES}
+        grower = threading.Thread(
+            target=_grow_while_written, args=(names["growing"], names["growing"])
+        )
+        grower.start()
+        try:
+            while grower.is_alive():
+                streams.supervise(link)
+                time.sleep(1)
+            run_until_copied(link, list(mirrors.values()))
+            yield SimpleNamespace(link=link, mirrors=mirrors, names=names)
+        finally:
+            grower.join()
+            streams.stop(link)
+            destination = KafkaAdmin(admin_config(kafka.DESTINATION))
+            for topic in names.values():
+                with contextlib.suppress(KafkaAdminError):
+                    destination.delete_topic(topic)
+                read_only.lift(destination, topic)
+            source_admin.delete_topics(list(names.values()))
+            link.delete()
+            for cluster in clusters.values():
+                cluster.delete()
+
+
+def _modes(mirror) -> set[str]:
+    return {p.offset_mode for p in describe_mirror(mirror).partitions}
+
+
+def test_a_plain_topic_is_copied_with_identical_offsets(engine):
+    source = assert_exact_copy(engine.names["plain"], engine.names["plain"])
+    assert len(source) == 3000
+    assert _modes(engine.mirrors["plain"]) == {"IDENTICAL"}
+    assert translations(engine.names["plain"]) == {}
+
+
+def test_null_and_empty_keys_and_values_and_binary_repeated_headers_are_kept(engine):
+    source = assert_exact_copy(engine.names["nulls"], engine.names["nulls"])
+    shapes = {(r.key, r.value) for r in source}
+    assert {(None, None), (None, b""), (b"", None), (b"", b"")} <= shapes
+    with_headers = [r.headers for r in source if r.key == b"\x00\x01"]
+    assert with_headers[0] == [("h", b"\x00\xff"), ("h", b"second"), ("a", None), ("h", b"")]
+
+
+def test_a_compacted_topic_is_copied_with_translated_offsets(engine):
+    source = assert_exact_copy(engine.names["compacted"], engine.names["compacted"])
+    offsets = [r.offset for r in source]
+    assert offsets != list(range(len(offsets))), "the source was not compacted"
+    mirror = read_all(kafka.DESTINATION.bootstrap, engine.names["compacted"])
+    assert [r.offset for r in mirror] == list(range(len(mirror)))
+    assert _modes(engine.mirrors["compacted"]) == {"TRANSLATED"}
+
+
+def test_a_transactional_topic_is_copied_committed_only_without_markers(engine):
+    source = assert_exact_copy(engine.names["transactional"], engine.names["transactional"])
+    assert {r.value for r in source} == {b"committed"}
+    mirror = read_all(kafka.DESTINATION.bootstrap, engine.names["transactional"])
+    assert len(mirror) == 80  # four committed transactions of 20
+    for p in (0, 1):  # no markers and no aborted records take offsets in the mirror
+        assert [r.offset for r in mirror if r.partition == p] == list(range(40))
+    assert all(p.lag == 0 for p in describe_mirror(engine.mirrors["transactional"]).partitions)
+
+
+def test_a_source_whose_log_starts_above_zero_is_copied_from_its_log_start(engine):
+    source = assert_exact_copy(engine.names["log-start"], engine.names["log-start"])
+    assert [r.offset for r in source if r.partition == 0][0] == 40
+    runs = translations(engine.names["log-start"])
+    assert runs[0].entries[0].source == 40 and runs[0].entries[0].destination == 0
+    assert runs[1].to_destination(7) == 0
+    assert _modes(engine.mirrors["log-start"]) == {"TRANSLATED"}
+
+
+def test_a_log_append_time_source_gets_the_mirrors_own_append_time(engine):
+    source = read_all(kafka.SOURCE.bootstrap, engine.names["log-append-time"])
+    mirror = read_all(kafka.DESTINATION.bootstrap, engine.names["log-append-time"])
+    assert [(r.offset, r.key, r.value) for r in mirror] == [
+        (r.offset, r.key, r.value) for r in source
+    ]
+    for s, m in zip(source, mirror, strict=True):
+        assert m.timestamp[0] == s.timestamp[0] == 2  # TIMESTAMP_LOG_APPEND_TIME
+        assert m.timestamp[1] >= s.timestamp[1]
+
+
+def test_a_source_growing_from_one_to_eight_partitions_while_written_is_copied(engine):
+    source = assert_exact_copy(engine.names["growing"], engine.names["growing"])
+    assert {r.partition for r in source} == set(range(8))
+    assert len(source) == 300 + 800
+    destination = KafkaAdmin(admin_config(kafka.DESTINATION))
+    assert destination.describe_topic(engine.names["growing"]).partitions == 8

@@ -1,0 +1,114 @@
+"""Reading a source topic and its mirror whole, and proving the mirror an exact copy."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from devstack import kafka
+from replication import streams
+from replication.kafka_admin import KafkaAdmin
+from replication.mirrors import describe_mirror
+from replication.models import ClusterLink, MirrorTopic
+from spark_jobs import translation
+
+
+@dataclass(frozen=True)
+class Record:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list | None
+    timestamp: tuple[int, int]  # (type, ms)
+
+
+def read_all(bootstrap: str, topic: str) -> list[Record]:
+    """Every committed record of `topic`, in partition and offset order."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "isthmus-tests-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        partitions = list(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        pending, records = set(partitions), []
+        deadline = time.monotonic() + 120
+        while pending and time.monotonic() < deadline:
+            for msg in consumer.consume(10_000, 1.0):
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        pending.discard(msg.partition())
+                    continue
+                records.append(
+                    Record(
+                        msg.partition(),
+                        msg.offset(),
+                        msg.key(),
+                        msg.value(),
+                        msg.headers(),
+                        msg.timestamp(),
+                    )
+                )
+        assert not pending, f"reading {topic} timed out"
+    finally:
+        consumer.close()
+    return sorted(records, key=lambda r: (r.partition, r.offset))
+
+
+def translations(mirror_topic: str) -> dict[int, translation.Runs]:
+    admin = KafkaAdmin({"bootstrap.servers": kafka.DESTINATION.bootstrap})
+    topic_id = admin.describe_topic(mirror_topic).topic_id
+    runs = translation.load({"bootstrap.servers": kafka.DESTINATION.bootstrap}, {topic_id})
+    return {p: r for (_, p), r in runs.items()}
+
+
+def assert_exact_copy(source_topic: str, mirror_topic: str) -> list[Record]:
+    """The mirror holds every committed source record once, in order, with the same partition,
+    key, value, headers and timestamp, at the offset the durable translation gives (the same
+    offset where none is recorded). Returns the source records."""
+    source = read_all(kafka.SOURCE.bootstrap, source_topic)
+    mirror = read_all(kafka.DESTINATION.bootstrap, mirror_topic)
+    runs = translations(mirror_topic)
+    expected = [
+        Record(
+            r.partition,
+            runs[r.partition].to_destination(r.offset) if r.partition in runs else r.offset,
+            r.key,
+            r.value,
+            r.headers,
+            r.timestamp,
+        )
+        for r in source
+    ]
+    assert len(mirror) == len(expected), (len(mirror), len(expected))
+    for want, got in zip(expected, mirror, strict=True):
+        assert got == want, f"mirror record {got} differs from source record {want}"
+    return source
+
+
+def run_until_copied(link: ClusterLink, mirrors: list[MirrorTopic], timeout: float = 240) -> None:
+    """Supervise the link's stream, as the beat does, until every mirror has lag 0."""
+    deadline = time.monotonic() + timeout
+    while True:
+        streams.supervise(link)
+        statuses = [describe_mirror(m) for m in mirrors]
+        if all(
+            s.partitions
+            and not s.errors
+            and all(p.lag == 0 and p.last_fetch_source_high_watermark >= 0 for p in s.partitions)
+            for s in statuses
+        ):
+            return
+        if time.monotonic() > deadline:
+            log = streams.log_file(str(link.link_id))
+            tail = log.read_text()[-3000:] if log.exists() else "no log"
+            raise AssertionError(f"not copied in {timeout} s: {statuses}\n{tail}")
+        time.sleep(1)
