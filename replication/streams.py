@@ -109,9 +109,18 @@ def supervise_all() -> None:
 def supervise(link: ClusterLink, now: float | None = None) -> None:
     """Bring the link's stream in line with its mirrors: tell it what to run; start, restart
     or stop it."""
-    now = now or time.time()
-    link_id = str(link.link_id)
     r = client()
+    lock = r.lock(f"isthmus:stream:{link.link_id}:supervisor", timeout=120, blocking=False)
+    if not lock.acquire():  # another worker is on it
+        return
+    try:
+        _supervise(link, r, now or time.time())
+    finally:
+        lock.release()
+
+
+def _supervise(link: ClusterLink, r: redis.Redis, now: float) -> None:
+    link_id = str(link.link_id)
     wanted = wanted_mirrors(link)
     control.write_json(r, control.mirrors_key(link_id), {"mirrors": wanted})
     record = control.read_json(r, _supervision_key(link_id)) or {"failures": 0}

@@ -28,6 +28,16 @@ TEST_REDIS_URL = "redis://127.0.0.1:6380/15"
 SHARED_PARTS = ["source", "destination", "redis"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _test_redis_database():
+    """Tests, their Celery worker and the streams they start share a Redis database of their
+    own, apart from a running demo's."""
+    from django.test import override_settings
+
+    with override_settings(REDIS_URL=TEST_REDIS_URL):
+        yield
+
+
 @pytest.fixture(scope="session")
 def stack() -> Stack:
     return Stack(settings.VAR_DIR)

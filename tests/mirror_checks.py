@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from devstack import kafka
-from replication import streams
-from replication.kafka_admin import KafkaAdmin
+from replication import audit, read_only, streams
+from replication.clusters import register_cluster
+from replication.kafka_admin import KafkaAdmin, KafkaAdminError
+from replication.links import create_link
 from replication.mirrors import describe_mirror
 from replication.models import ClusterLink, MirrorTopic
 from spark_jobs import translation
+from tests.conftest import admin_config
+
+ACTOR = audit.Actor.system("tests")
 
 
 @dataclass(frozen=True)
@@ -112,3 +120,39 @@ def run_until_copied(link: ClusterLink, mirrors: list[MirrorTopic], timeout: flo
             tail = log.read_text()[-3000:] if log.exists() else "no log"
             raise AssertionError(f"not copied in {timeout} s: {statuses}\n{tail}")
         time.sleep(1)
+
+
+@contextlib.contextmanager
+def committed_link(django_db_blocker, topics: list[str]) -> Iterator[ClusterLink]:
+    """A link from the source to the destination, committed so a whole module (and a Celery
+    worker) sees it. Afterwards its stream is stopped, and it, its clusters and `topics` (on
+    both clusters) are gone."""
+    suffix = uuid.uuid4().hex[:6]
+    with django_db_blocker.unblock():
+        clusters = {}
+        for node in kafka.NODES:
+            config = admin_config(node)
+            bootstrap = config.pop("bootstrap.servers")
+            clusters[node.name] = register_cluster(
+                ACTOR, f"{node.name}-{suffix}", bootstrap, config
+            )
+        link = create_link(
+            ACTOR,
+            clusters["destination"],
+            f"link-{suffix}",
+            {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        )
+        try:
+            yield link
+        finally:
+            streams.stop(link)
+            for node in kafka.NODES:
+                admin = KafkaAdmin(admin_config(node), timeout=10)
+                for topic in topics:
+                    with contextlib.suppress(KafkaAdminError):
+                        admin.delete_topic(topic)
+                    if node is kafka.DESTINATION:
+                        read_only.lift(admin, topic)
+            link.delete()
+            for cluster in clusters.values():
+                cluster.delete()

@@ -6,7 +6,6 @@ copies them all (and follows a source that grows while it runs).
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 import uuid
@@ -17,17 +16,21 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from devstack import kafka
-from replication import audit, read_only, streams
-from replication.clusters import register_cluster
-from replication.kafka_admin import KafkaAdmin, KafkaAdminError
-from replication.links import create_link
+from replication import streams
+from replication.kafka_admin import KafkaAdmin
 from replication.mirrors import create_mirror, describe_mirror
 from tests.conftest import admin_config
-from tests.mirror_checks import assert_exact_copy, read_all, run_until_copied, translations
+from tests.mirror_checks import (
+    ACTOR,
+    assert_exact_copy,
+    committed_link,
+    read_all,
+    run_until_copied,
+    translations,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-ACTOR = audit.Actor.system("tests")
 RECENT = int(time.time() * 1000) - 600_000  # within the brokers' retention
 
 
@@ -183,20 +186,10 @@ def engine(devstack, django_db_setup, django_db_blocker):
         )
     for case, (_, _, fill) in CASES.items():
         fill(names[case])
-    with django_db_blocker.unblock():
-        clusters = {}
-        for node in kafka.NODES:
-            config = admin_config(node)
-            bootstrap = config.pop("bootstrap.servers")
-            clusters[node.name] = register_cluster(
-                ACTOR, f"{node.name}-{suffix}", bootstrap, config
-            )
-        link = create_link(
-            ACTOR,
-            clusters["destination"],
-            f"engine-{suffix}",
-            {"bootstrap.servers": kafka.SOURCE.bootstrap},
-        )
+    with (
+        committed_link(django_db_blocker, list(names.values())) as link,
+        django_db_blocker.unblock(),
+    ):
         mirrors = {case: create_mirror(ACTOR, link, names[case]) for case in CASES}
         grower = threading.Thread(
             target=_grow_while_written, args=(names["growing"], names["growing"])
@@ -207,19 +200,9 @@ def engine(devstack, django_db_setup, django_db_blocker):
                 streams.supervise(link)
                 time.sleep(1)
             run_until_copied(link, list(mirrors.values()))
-            yield SimpleNamespace(link=link, mirrors=mirrors, names=names)
         finally:
             grower.join()
-            streams.stop(link)
-            destination = KafkaAdmin(admin_config(kafka.DESTINATION))
-            for topic in names.values():
-                with contextlib.suppress(KafkaAdminError):
-                    destination.delete_topic(topic)
-                read_only.lift(destination, topic)
-            source_admin.delete_topics(list(names.values()))
-            link.delete()
-            for cluster in clusters.values():
-                cluster.delete()
+        yield SimpleNamespace(link=link, mirrors=mirrors, names=names)
 
 
 def _modes(mirror) -> set[str]:
