@@ -1,0 +1,76 @@
+"""The Celery beat runs each link's stream: it starts with a mirror to run, follows mirror
+pauses and resumes within seconds without touching the other mirrors, and stops when the link
+is paused."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from devstack import kafka
+from replication import audit, streams
+from replication.links import pause_link
+from replication.mirrors import create_mirror, describe_mirror, pause_mirror, resume_mirror
+from replication.models import ClusterLink, MirrorTopic
+from tests.mirror_checks import assert_exact_copy
+
+pytestmark = pytest.mark.integration
+
+ACTOR = audit.Actor.system("tests")
+RECENT = int(time.time() * 1000) - 600_000
+
+
+def _write(topic: str, first: int, count: int) -> None:
+    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    for i in range(first, first + count):
+        producer.produce(topic, key=str(i).encode(), value=b"v" * 100, timestamp=RECENT + i)
+    assert producer.flush(30) == 0
+
+
+def _eventually(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        time.sleep(0.5)
+    return result
+
+
+def _copied(mirror: MirrorTopic) -> bool:
+    status = describe_mirror(MirrorTopic.objects.get(pk=mirror.pk))
+    return not status.errors and all(p.lag == 0 for p in status.partitions)
+
+
+def _mirrored(mirror: MirrorTopic) -> int:
+    return sum(p.dest_log_end_offset for p in describe_mirror(mirror).partitions)
+
+
+def test_the_beat_runs_the_stream_and_follows_pauses_without_touching_other_mirrors(
+    transactional_db, celery_worker, make_link, make_topic, topic_name
+):
+    link = make_link()
+    first, second = f"{topic_name}-a", f"{topic_name}-b"
+    for topic in (first, second):
+        make_topic(kafka.SOURCE, topic, partitions=2)
+        _write(topic, 0, 1000)
+    mirrors = [create_mirror(ACTOR, link, t) for t in (first, second)]
+
+    _eventually(lambda: all(_copied(m) for m in mirrors), 180, "copying both mirrors")
+    assert streams.status(link).state == "RUNNING"
+
+    paused = pause_mirror(ACTOR, mirrors[0])
+    time.sleep(5)  # the beat tells the stream within a few seconds
+    for topic in (first, second):
+        _write(topic, 1000, 500)
+    _eventually(lambda: _copied(mirrors[1]), 30, "copying the running mirror")
+    assert _mirrored(paused) == 1000, "a paused mirror copied records"
+
+    resume_mirror(ACTOR, paused)
+    _eventually(lambda: _copied(paused), 30, "copying the resumed mirror")
+    for topic in (first, second):  # nothing copied twice, nothing skipped
+        assert len(assert_exact_copy(topic, topic)) == 1500
+
+    pause_link(ACTOR, ClusterLink.objects.get(pk=link.pk))
+    _eventually(lambda: streams.status(link).state == "STOPPED", 30, "stopping the stream")
