@@ -19,6 +19,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from spark_jobs import translation
+
 from . import audit, read_only, streams, topic_configs
 from .connections import destination_admin, source_admin, unreachable
 from .errors import ReplicationError, conflict, not_found
@@ -177,7 +179,7 @@ def create_mirror(
                 mirror.save()
         except IntegrityError as exc:
             raise conflict(f"Topic {name!r} is being created as a mirror already.") from exc
-        _provision(mirror, destination, replication_factor, wanted)
+        _provision(mirror, source, destination, replication_factor, wanted)
     audit.record(actor, "mirror.create", target, after=snapshot(mirror))
     log.info(
         "Created mirror topic %s of %s over link %s (%d partitions, read-only %s)",
@@ -191,15 +193,22 @@ def create_mirror(
 
 
 def _provision(
-    mirror: MirrorTopic, admin: KafkaAdmin, replication_factor: int | None, configs: dict
+    mirror: MirrorTopic,
+    source: KafkaAdmin,
+    admin: KafkaAdmin,
+    replication_factor: int | None,
+    configs: dict,
 ) -> None:
-    """Make the read-only topic; on any failure undo every step and forget the mirror."""
+    """Make the read-only topic and pin where it starts; on any failure undo every step and
+    forget the mirror."""
     name = mirror.mirror_topic
     try:
         mirror.read_only_enforced = read_only.enforce(admin, name)
         admin.create_topic(name, mirror.num_partitions, replication_factor, configs)
-        mirror.replication_factor = _wait_for_topic(admin, name).replication_factor
-    except KafkaAdminError as exc:
+        info = _wait_for_topic(admin, name)
+        mirror.replication_factor = info.replication_factor
+        _pin_start(mirror, source, admin, info.topic_id)
+    except (KafkaAdminError, translation.StoreFailed) as exc:
         try:  # the topic may exist even when its creation timed out; the name was free before
             with contextlib.suppress(TopicNotFound):
                 admin.delete_topic(name)
@@ -212,6 +221,26 @@ def _provision(
         ) from exc
     mirror.state, mirror.state_time = _running_state(mirror.link, False), timezone.now()
     mirror.save()
+
+
+def _pin_start(mirror: MirrorTopic, source: KafkaAdmin, admin: KafkaAdmin, topic_id: str) -> None:
+    """A mirror that starts at the latest offset or at a time (mirror.start.offset.spec)
+    records, per partition, the source offset it starts from now, as its first offset
+    translation entry; the link's stream follows it."""
+    spec = mirror.link.config("mirror.start.offset.spec")
+    if spec == "earliest":
+        return  # the stream starts each partition at its log start
+    partitions = [(mirror.source_topic, p) for p in range(mirror.num_partitions)]
+    starts = source.offsets(partitions)
+    if spec != "latest":
+        at_ms = int(datetime.fromisoformat(spec).timestamp() * 1000)
+        found = source.offsets(partitions, at_ms)
+        starts = {tp: offset if offset >= 0 else starts[tp] for tp, offset in found.items()}
+    streams.ensure_translation_topic(admin)
+    translation.store(
+        mirror.link.destination.connection_config(),
+        [(topic_id, p, translation.Entry(o, 0)) for (_, p), o in starts.items() if o > 0],
+    )
 
 
 def _wait_for_topic(admin: KafkaAdmin, name: str, attempts: int = 20):

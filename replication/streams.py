@@ -70,9 +70,8 @@ def wanted_mirrors(link: ClusterLink) -> dict[str, dict]:
     """The mirrors the link's stream should run now."""
     if link.state != ClusterLink.State.ACTIVE:
         return {}
-    start = link.config("mirror.start.offset.spec")
     return {
-        m.mirror_topic: {"source_topic": m.source_topic, "start": start}
+        m.mirror_topic: {"source_topic": m.source_topic}
         for m in link.mirrors.filter(state=MirrorTopic.State.ACTIVE)
     }
 

@@ -22,7 +22,6 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 
@@ -44,16 +43,12 @@ RATE_WINDOW_SECONDS = 10.0
 class Mirror:
     mirror_topic: str
     source_topic: str
-    start: str  # where a new mirror begins: earliest, latest or an ISO-8601 time
 
 
 def mirrors_from(raw: dict | None) -> dict[str, Mirror] | None:
     if raw is None:
         return None
-    return {
-        name: Mirror(name, m["source_topic"], m.get("start", "earliest"))
-        for name, m in raw.get("mirrors", {}).items()
-    }
+    return {name: Mirror(name, m["source_topic"]) for name, m in raw.get("mirrors", {}).items()}
 
 
 class LinkStream:
@@ -144,39 +139,24 @@ class LinkStream:
         for (topic, p), end in ends.items():
             runs = stored.get((self.topic_ids[topic], p), translation.Runs()).upto(end)
             if end == 0 and not runs.entries:
-                start = self.start_offset(self.mirrors[topic], p)
+                start = self.log_start(self.mirrors[topic], p)
                 if start > 0:
                     runs.add(translation.Entry(start, 0))
-                    pins.append((topic, p, translation.Entry(start, 0)))
+                    pins.append((self.topic_ids[topic], p, translation.Entry(start, 0)))
             self.runs[topic, p] = runs
-        self.store_entries(pins)
+        translation.store(self.spec["destination"], pins)
         starting: dict[str, dict[str, int]] = {}
         for (topic, p), end in ends.items():
             source_topic = self.mirrors[topic].source_topic
             starting.setdefault(source_topic, {})[str(p)] = self.runs[topic, p].next_source(end)
         return starting
 
-    def start_offset(self, mirror: Mirror, partition: int) -> int:
-        """The first source offset a new mirror partition copies (mirror.start.offset.spec)."""
-        where = [(mirror.source_topic, partition)]
-        if mirror.start == "earliest":
-            return self.source.offsets(where, "earliest")[where[0]]
-        latest = self.source.offsets(where)[where[0]]
-        if mirror.start == "latest":
-            return latest
-        at_ms = int(datetime.fromisoformat(mirror.start).timestamp() * 1000)
-        found = self.source.offsets(where, at_ms)[where[0]]
-        return latest if found < 0 else found
-
-    def store_entries(self, pins: list[tuple[str, int, translation.Entry]]) -> None:
-        producer = writer.producer(self.spec["destination"])
-        for topic, p, entry in pins:
-            producer.produce(
-                translation.TOPIC,
-                key=translation.key(self.topic_ids[topic], p),
-                value=translation.encode(entry),
-            )
-        writer.flush(producer)
+    def log_start(self, mirror: Mirror, partition: int) -> int:
+        """Where a mirror partition with nothing copied yet begins: the source's log start.
+        (A mirror created to start at the latest offset or at a time got its first entry
+        when it was created.)"""
+        where = (mirror.source_topic, partition)
+        return self.source.offsets([where], "earliest")[where]
 
     def grow_destination(self) -> None:
         """Give each mirror topic the partitions its source has gained, before copying them."""

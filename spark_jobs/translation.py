@@ -19,9 +19,13 @@ import json
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 TOPIC = "_isthmus-offset-translation"
+
+
+class StoreFailed(RuntimeError):
+    """Entries could not be stored."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,23 @@ class Runs:
         if i + 1 < len(runs):
             offset = min(offset, runs[i + 1].destination)
         return offset
+
+
+def store(config: dict[str, str], entries: list[tuple[str, int, Entry]]) -> None:
+    """Append (topic id, partition, entry) triples and wait until they are stored."""
+    if not entries:
+        return
+    errors = []
+    producer = Producer({**config, "acks": "all", "enable.idempotence": True})
+    for topic_id, partition, entry in entries:
+        producer.produce(
+            TOPIC,
+            key=key(topic_id, partition),
+            value=encode(entry),
+            on_delivery=lambda err, _: err and errors.append(err),
+        )
+    if producer.flush(60) or errors:
+        raise StoreFailed(f"Could not store offset translation entries in {TOPIC}: {errors}")
 
 
 def load(config: dict[str, str], topic_ids: set[str], timeout: float = 30.0) -> dict:

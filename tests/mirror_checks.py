@@ -123,7 +123,9 @@ def run_until_copied(link: ClusterLink, mirrors: list[MirrorTopic], timeout: flo
 
 
 @contextlib.contextmanager
-def committed_link(django_db_blocker, topics: list[str]) -> Iterator[ClusterLink]:
+def committed_link(
+    django_db_blocker, topics: list[str], configs: dict[str, str] | None = None
+) -> Iterator[ClusterLink]:
     """A link from the source to the destination, committed so a whole module (and a Celery
     worker) sees it. Afterwards its stream is stopped, and it, its clusters and `topics` (on
     both clusters) are gone."""
@@ -140,7 +142,7 @@ def committed_link(django_db_blocker, topics: list[str]) -> Iterator[ClusterLink
             ACTOR,
             clusters["destination"],
             f"link-{suffix}",
-            {"bootstrap.servers": kafka.SOURCE.bootstrap},
+            {"bootstrap.servers": kafka.SOURCE.bootstrap, **(configs or {})},
         )
         try:
             yield link

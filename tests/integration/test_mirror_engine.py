@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
@@ -18,7 +19,9 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from devstack import kafka
 from replication import streams
 from replication.kafka_admin import KafkaAdmin
+from replication.links import alter_link_configs
 from replication.mirrors import create_mirror, describe_mirror
+from spark_jobs.translation import Entry
 from tests.conftest import admin_config
 from tests.mirror_checks import (
     ACTOR,
@@ -269,3 +272,34 @@ def test_a_source_growing_from_one_to_eight_partitions_while_written_is_copied(e
     assert len(source) == 300 + 800
     destination = KafkaAdmin(admin_config(kafka.DESTINATION))
     assert destination.describe_topic(engine.names["growing"]).partitions == 8
+
+
+def test_mirrors_start_at_the_latest_offset_or_at_a_time_when_asked(django_db_blocker):
+    suffix = uuid.uuid4().hex[:6]
+    at_latest, at_time = f"engine-latest-{suffix}", f"engine-at-time-{suffix}"
+    source_admin = AdminClient(admin_config(kafka.SOURCE))
+    for topic in (at_latest, at_time):
+        source_admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+        _produce(
+            topic, [dict(value=b"old", partition=i % 2, timestamp=RECENT + i) for i in range(100)]
+        )
+    later = RECENT + 10_000  # records from here on are "new"
+    _produce(at_time, [dict(value=b"new", partition=i % 2, timestamp=later + i) for i in range(20)])
+    spec = {"mirror.start.offset.spec": "latest"}
+    with committed_link(django_db_blocker, [at_latest, at_time], spec) as link:
+        mirrors = [create_mirror(ACTOR, link, at_latest)]
+        when = datetime.fromtimestamp(later / 1000, UTC).isoformat()
+        alter_link_configs(ACTOR, link, {"mirror.start.offset.spec": when}, [])
+        mirrors.append(create_mirror(ACTOR, link, at_time))
+        _produce(
+            at_latest, [dict(value=b"new", partition=i % 2, timestamp=later + i) for i in range(20)]
+        )
+        run_until_copied(link, mirrors)
+        for topic in (at_latest, at_time):
+            mirror = read_all(kafka.DESTINATION.bootstrap, topic)
+            assert [(r.partition, r.offset, r.value) for r in mirror] == [
+                (p, o, b"new") for p in (0, 1) for o in range(10)
+            ]
+            runs = translations(topic)
+            assert [runs[p].entries for p in (0, 1)] == [[Entry(50, 0)], [Entry(50, 0)]]
+        assert _modes(mirrors[0]) == {"TRANSLATED"}
