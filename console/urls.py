@@ -3,6 +3,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from console.access import public, require
+from console.api import metrics
 from console.views import account, clusters, health, links, mirrors
 
 LINK = "links/<str:destination>/<str:name>/"
@@ -15,6 +16,7 @@ urlpatterns = [
     path("login/", public(auth_views.LoginView.as_view()), name="login"),
     path("logout/", public(auth_views.LogoutView.as_view()), name="logout"),
     path("healthz", health.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("kafka/v3/", include("console.api.urls")),
     path("account/", account.account, name="account"),
     path("account/tokens/<int:pk>/revoke/", account.token_revoke, name="token-revoke"),

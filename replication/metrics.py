@@ -1,0 +1,64 @@
+"""Prometheus metrics: each link's state and stream, each mirror partition's offsets and lag."""
+
+from __future__ import annotations
+
+from . import streams
+from .mirrors import describe_mirrors, list_mirrors
+from .models import ClusterLink
+
+_HELP = {
+    "isthmus_link_state": ("gauge", "1 for the link's current state."),
+    "isthmus_link_stream_running": ("gauge", "1 while the link's stream is running."),
+    "isthmus_link_stream_records_per_second": ("gauge", "Records the stream copied per second."),
+    "isthmus_link_stream_bytes_per_second": ("gauge", "Bytes the stream copied per second."),
+    "isthmus_link_stream_failures": ("gauge", "The stream's failures in a row."),
+    "isthmus_mirror_partition_lag": ("gauge", "Source records not yet in the mirror partition."),
+    "isthmus_mirror_partition_dest_log_end_offset": ("gauge", "The mirror partition's end."),
+    "isthmus_mirror_partition_source_high_watermark": ("gauge", "The source partition's end."),
+    "isthmus_mirror_partition_offsets_translated": (
+        "gauge",
+        "1 where the mirror's offsets differ from the source's (translated), else 0.",
+    ),
+}
+
+
+def _labels(**labels: object) -> str:
+    def quoted(value: object) -> str:
+        return str(value).replace("\\", "\\\\").replace('"', '\\"')
+
+    return "{" + ",".join(f'{k}="{quoted(v)}"' for k, v in labels.items()) + "}"
+
+
+def prometheus_text() -> str:
+    """The metrics in Prometheus' text exposition format. Offsets are read from the clusters
+    now, one client per cluster end."""
+    samples: dict[str, list[str]] = {name: [] for name in _HELP}
+
+    def add(name: str, value: float, **labels: object) -> None:
+        samples[name].append(f"{name}{_labels(**labels)} {value:g}")
+
+    for link in ClusterLink.objects.select_related("destination"):
+        ids = {"link": link.name, "destination": link.destination.name}
+        add("isthmus_link_state", 1, **ids, state=link.state)
+        stream = streams.status(link)
+        add("isthmus_link_stream_running", int(stream.state == "RUNNING"), **ids)
+        add("isthmus_link_stream_records_per_second", stream.records_per_sec, **ids)
+        add("isthmus_link_stream_bytes_per_second", stream.bytes_per_sec, **ids)
+        add("isthmus_link_stream_failures", stream.failures, **ids)
+    for status in describe_mirrors(list_mirrors()):
+        mirror = status.mirror
+        for p in status.partitions:
+            ids = {
+                "link": mirror.link.name,
+                "destination": mirror.destination.name,
+                "mirror": mirror.mirror_topic,
+                "partition": p.partition,
+            }
+            add("isthmus_mirror_partition_lag", p.lag, **ids)
+            add("isthmus_mirror_partition_dest_log_end_offset", p.dest_log_end_offset, **ids)
+            add("isthmus_mirror_partition_source_high_watermark", p.source_high_watermark, **ids)
+            add("isthmus_mirror_partition_offsets_translated", int(p.translated), **ids)
+    lines = []
+    for name, (kind, text) in _HELP.items():
+        lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples[name]]
+    return "\n".join(lines) + "\n"
