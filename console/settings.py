@@ -131,9 +131,11 @@ SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
 STREAM_CHECKPOINT_DIR = Path(
     os.environ.get("ISTHMUS_STREAM_CHECKPOINT_DIR", VAR_DIR / "streams")
 ).resolve()
-# The most source records one micro-batch of a link stream copies: bounds the time between
-# progress reports during a catch-up.
-STREAM_MAX_RECORDS_PER_BATCH = int(os.environ.get("ISTHMUS_STREAM_MAX_RECORDS_PER_BATCH", "400000"))
+# The most source records one micro-batch of a link stream copies (unset: the stream's own
+# default, 400000): bounds the time between progress reports during a catch-up.
+STREAM_MAX_RECORDS_PER_BATCH = (
+    int(os.environ.get("ISTHMUS_STREAM_MAX_RECORDS_PER_BATCH", "0")) or None
+)
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL

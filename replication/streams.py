@@ -100,9 +100,23 @@ def supervise_all() -> None:
             log.exception("Supervising the stream of cluster link %s failed", link.name)
     streams = settings.VAR_DIR / "streams"
     for orphan in streams.iterdir() if streams.exists() else []:
-        if orphan.name not in known and processes.read_pidfile(orphan / "stream.pid"):
+        if orphan.name in known or _owner_of(orphan) != _owner():
+            continue  # a live link's, or another console's on this machine (tests, say)
+        if processes.read_pidfile(orphan / "stream.pid"):
             log.info("Stopping the stream of deleted cluster link %s", orphan.name)
             processes.stop(orphan / "stream.pid")
+
+
+def _owner() -> str:
+    """Which console's streams these are: the database that holds their links."""
+    return str(settings.DATABASES["default"]["NAME"])
+
+
+def _owner_of(stream_folder: Path) -> str | None:
+    try:
+        return (stream_folder / "owner").read_text()
+    except OSError:
+        return None
 
 
 def supervise(link: ClusterLink, now: float | None = None) -> None:
@@ -188,6 +202,8 @@ def start(link: ClusterLink, r: redis.Redis, record: dict, now: float) -> None:
     link_id = str(link.link_id)
     ensure_translation_topic(destination_admin(link))
     argv, env = launch.submit_command(stream_spec(link), master=settings.SPARK_MASTER)
+    folder(link_id).mkdir(parents=True, exist_ok=True)
+    (folder(link_id) / "owner").write_text(_owner())
     pid = processes.start(
         argv, pidfile=_pidfile(link_id), logfile=log_file(link_id), env=env, cwd=launch.ROOT
     )

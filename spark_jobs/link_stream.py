@@ -36,6 +36,7 @@ from spark_jobs import control, translation, writer
 log = logging.getLogger("isthmus.stream")
 
 HEARTBEAT_SECONDS = 1.0
+MAX_RECORDS_PER_BATCH = 400_000
 RATE_WINDOW_SECONDS = 10.0
 
 
@@ -98,8 +99,10 @@ class LinkStream:
             .option("failOnDataLoss", "false")
             .option("kafka.isolation.level", "read_committed")
         )
-        if self.spec.get("max_offsets_per_trigger"):
-            reader = reader.option("maxOffsetsPerTrigger", self.spec["max_offsets_per_trigger"])
+        # Bounded batches: progress is reported, and a stop or a mirror change is served,
+        # between batches, so a catch-up must not be one batch.
+        limit = self.spec.get("max_offsets_per_trigger") or MAX_RECORDS_PER_BATCH
+        reader = reader.option("maxOffsetsPerTrigger", limit)
         # Spark's checkpoint is not where a partition resumes (the destination is), so each
         # query starts with a fresh one rather than replaying a stale plan.
         checkpoint = Path(self.spec["checkpoint_dir"]) / "query"
@@ -195,7 +198,11 @@ class LinkStream:
         write = partial(
             writer.write_partitions, targets=targets, destination=self.spec["destination"]
         )
-        results = batch.mapInArrow(write, writer.RESULT_SCHEMA).collect()
+        # One task per source partition costs a task's fixed overhead per partition and
+        # batch; merging them (without a shuffle: each source partition stays whole, in order,
+        # in one task) into one task per core keeps every core busy at a fraction of the cost.
+        slots = self.spark.sparkContext.defaultParallelism
+        results = batch.coalesce(slots).mapInArrow(write, writer.RESULT_SCHEMA).collect()
         by_source = {m.source_topic: m.mirror_topic for m in self.mirrors.values()}
         with self.lock:
             self.dest_ends.update(ends)

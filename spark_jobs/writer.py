@@ -77,7 +77,7 @@ def producer(config: dict[str, str]) -> Producer:
             {
                 "linger.ms": 5,
                 "batch.size": 1_000_000,
-                "queue.buffering.max.kbytes": 262_144,
+                "queue.buffering.max.kbytes": 65_536,
                 "queue.buffering.max.messages": 1_000_000,
                 **config,
                 "acks": "all",
