@@ -9,7 +9,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 MVN    := mvn -B -q -gs devstack/maven-settings.xml -f devstack/pom.xml
 export PATH := $(CURDIR)/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup system-packages demo down status test lint format
+.PHONY: help setup system-packages demo down status test lint format bench
 
 help:
 	@echo "make demo    set up, start the embedded stack and the console on http://127.0.0.1:8000"
@@ -70,3 +70,8 @@ format:
 
 test: setup lint
 	$(VENV)/bin/pytest
+
+# Throughput, latency and memory against MirrorMaker 2 and the raw client limit; writes
+# docs/benchmarks.md. Quick try: make bench BENCH_ARGS="--size-mb 50 --no-doc"
+bench: setup
+	$(PY) -m bench.run $(BENCH_ARGS)

@@ -1,0 +1,28 @@
+"""What the measurements need from a replication engine (Isthmus or MirrorMaker 2)."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Protocol
+
+
+class Engine(Protocol):
+    name: str
+
+    def mirror_name(self, source_topic: str) -> str:
+        """The destination topic the engine copies `source_topic` into."""
+
+    def settings(self) -> dict[str, str]:
+        """The engine's settings, for the report."""
+
+    def prepare(self, mirrors: dict[str, str], partitions: int) -> None:
+        """Make the destination topics of `mirrors` (mirror name -> source name)."""
+
+    def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
+        """Start copying `mirrors`; `tag` names the run's log and work files."""
+
+    def micro_batches(self) -> int | None:
+        """Micro-batches written so far, for an engine that works in them."""
+
+    def stop(self) -> None:
+        """Stop the engine and remove what it left behind."""

@@ -1,0 +1,126 @@
+"""Apache Kafka's MirrorMaker 2 (dedicated mode, `connect-mirror-maker`) as the engine to beat."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+from . import cluster, procs
+
+# Its Connect workers' internal topics (on the destination) and its offset syncs (on the
+# source). They are removed before and after each run, so a run never resumes an earlier one.
+INTERNAL_DESTINATION = [
+    "mm2-configs.source.internal",
+    "mm2-offsets.source.internal",
+    "mm2-status.source.internal",
+]
+INTERNAL_SOURCE = ["mm2-offset-syncs.destination.internal"]
+# Made by MM2 although heartbeats are off; removed only when the bench made it.
+HEARTBEATS = "heartbeats"
+
+# Like Kafka's bin/connect-mirror-maker.sh.
+HEAP = "-Xms256m -Xmx2g"
+
+# INFO to its log file, as connect-mirror-maker.sh logs, so a slow start can be read there.
+LOG4J = """status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+"""
+
+SETTINGS = {
+    "clusters": "source, destination",
+    "source.bootstrap.servers": cluster.SOURCE,
+    "destination.bootstrap.servers": cluster.DESTINATION,
+    "source->destination.enabled": "true",
+    "destination->source.enabled": "false",
+    # Same topic names on both sides, as an Isthmus mirror topic keeps them.
+    "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+    # Two tasks: as many as the machine's cores, which is also what local[*] gives Spark.
+    "tasks.max": "2",
+    # Only data is compared: no config/ACL sync, heartbeats, checkpoints or group sync.
+    "sync.topic.configs.enabled": "false",
+    "sync.topic.acls.enabled": "false",
+    "emit.heartbeats.enabled": "false",
+    "emit.checkpoints.enabled": "false",
+    "sync.group.offsets.enabled": "false",
+    "refresh.groups.enabled": "false",
+    # Kafka's own advice at startup: skips a classpath scan that takes seconds (startup only).
+    # Once for MM2 itself, once for the flow's Connect worker (configured as its target's).
+    "plugin.discovery": "service_load",
+    "destination.plugin.discovery": "service_load",
+    # Single-broker clusters.
+    "replication.factor": "1",
+    "offset-syncs.topic.replication.factor": "1",
+    "heartbeats.topic.replication.factor": "1",
+    "checkpoints.topic.replication.factor": "1",
+    "offset.storage.replication.factor": "1",
+    "status.storage.replication.factor": "1",
+    "config.storage.replication.factor": "1",
+    # The same producer batching as the Isthmus writer and the producer-perf-test limit.
+    "destination.producer.linger.ms": "5",
+    "destination.producer.batch.size": "1048576",
+}
+
+
+class MirrorMaker2:
+    name = "MirrorMaker 2"
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.made_heartbeats = False
+
+    def mirror_name(self, source_topic: str) -> str:
+        return source_topic  # IdentityReplicationPolicy
+
+    def settings(self) -> dict[str, str]:
+        return {**SETTINGS, "heap (KAFKA_HEAP_OPTS)": HEAP}
+
+    def prepare(self, mirrors: dict[str, str], partitions: int) -> None:
+        """Destination topics made beforehand, as for Isthmus (MM2 would make them itself)."""
+        for mirror in mirrors:
+            cluster.create_topic(cluster.DESTINATION, mirror, partitions)
+
+    def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
+        """Start MM2 copying each source topic of `mirrors` (mirror name -> source name)."""
+        self.clean()
+        self.made_heartbeats = (
+            HEARTBEATS not in cluster.admin(cluster.DESTINATION).list_topic_names()
+        )
+        topics = "|".join(re.escape(source) for source in sorted(mirrors.values()))
+        config = cluster.WORK / f"mm2-{tag}.properties"
+        config.write_text(
+            "".join(
+                f"{k}={v}\n" for k, v in {**SETTINGS, "source->destination.topics": topics}.items()
+            )
+        )
+        log4j = cluster.WORK / "mm2-log4j2.properties"
+        log4j.write_text(LOG4J)
+        self.proc = subprocess.Popen(
+            [str(cluster.KAFKA_RUN), "org.apache.kafka.connect.mirror.MirrorMaker", str(config)],
+            env={**os.environ, "KAFKA_HEAP_OPTS": HEAP, "KAFKA_LOG4J_CONFIG": str(log4j)},
+            stdout=open(cluster.WORK / f"mm2-{tag}.log", "wb"),  # noqa: SIM115 (the child owns it)
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self.proc
+
+    def micro_batches(self) -> int | None:
+        return None  # MM2 streams record by record
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            procs.stop_group(self.proc)
+            self.proc = None
+        self.clean()
+
+    def clean(self) -> None:
+        destination = list(INTERNAL_DESTINATION)
+        if self.made_heartbeats:
+            destination.append(HEARTBEATS)
+        cluster.delete_topics(cluster.DESTINATION, destination)
+        cluster.delete_topics(cluster.SOURCE, INTERNAL_SOURCE)
