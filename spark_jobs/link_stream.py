@@ -65,6 +65,7 @@ class LinkStream:
         self.spark = None
         self.query = None
         self.mirrors: dict[str, Mirror] = {}
+        self.by_source: dict[str, str] = {}  # source topic -> mirror topic
         self.topic_ids: dict[str, str] = {}  # mirror topic -> its id on the destination
         self.partitions: dict[str, int] = {}  # mirror topic -> partitions
         self.runs: dict[tuple[str, int], translation.Runs] = {}  # (mirror topic, partition)
@@ -84,6 +85,7 @@ class LinkStream:
     def start_query(self, mirrors: dict[str, Mirror]) -> None:
         self.stop_query()
         self.mirrors = mirrors
+        self.by_source = {m.source_topic: m.mirror_topic for m in mirrors.values()}
         if not mirrors:
             return
         starting = self.resume_positions()
@@ -162,11 +164,18 @@ class LinkStream:
         return self.source.offsets([where], "earliest")[where]
 
     def grow_destination(self) -> None:
-        """Give each mirror topic the partitions its source has gained, before copying them."""
+        """Give each mirror topic the partitions its source has gained, before copying them.
+        Runs before every batch, so it asks the destination only when a source has grown."""
         counts = self.source.partition_counts([m.source_topic for m in self.mirrors.values()])
-        mirrored = self.destination.partition_counts(list(self.mirrors))
-        for name, mirror in self.mirrors.items():
-            wanted = counts[mirror.source_topic]
+        grown = {
+            name: counts[m.source_topic]
+            for name, m in self.mirrors.items()
+            if counts[m.source_topic] > self.partitions.get(name, 0)
+        }
+        if not grown:
+            return
+        mirrored = self.destination.partition_counts(list(grown))
+        for name, wanted in grown.items():
             if wanted > mirrored[name]:
                 self.destination.create_partitions(name, wanted)
                 log.info(
@@ -203,11 +212,10 @@ class LinkStream:
         # in one task) into one task per core keeps every core busy at a fraction of the cost.
         slots = self.spark.sparkContext.defaultParallelism
         results = batch.coalesce(slots).mapInArrow(write, writer.RESULT_SCHEMA).collect()
-        by_source = {m.source_topic: m.mirror_topic for m in self.mirrors.values()}
         with self.lock:
             self.dest_ends.update(ends)
             for row in results:
-                key = (by_source[row.source_topic], row.partition)
+                key = (self.by_source[row.source_topic], row.partition)
                 if row.run_dest >= 0:
                     self.runs[key].add(translation.Entry(row.run_source, row.run_dest))
                 self.dest_ends[key] = row.dest_end
@@ -230,12 +238,11 @@ class LinkStream:
             return
         ends = progress["sources"][0]["endOffset"]
         ends = json.loads(ends) if isinstance(ends, str) else ends
-        by_source = {m.source_topic: m.mirror_topic for m in self.mirrors.values()}
         with self.lock:
             for source_topic, offsets in (ends or {}).items():
-                if source_topic in by_source:
+                if source_topic in self.by_source:
                     for p, offset in offsets.items():
-                        self.read_upto[by_source[source_topic], int(p)] = offset
+                        self.read_upto[self.by_source[source_topic], int(p)] = offset
 
     def beat(self, state: str, error: str = "") -> None:
         now = time.time()
@@ -244,8 +251,7 @@ class LinkStream:
                 hw = self.source.offsets(
                     [(self.mirrors[t].source_topic, p) for t, p in self.mirror_partitions()]
                 )
-                by_source = {m.source_topic: m.mirror_topic for m in self.mirrors.values()}
-                self.source_hw = {(by_source[t], p): o for (t, p), o in hw.items()}
+                self.source_hw = {(self.by_source[t], p): o for (t, p), o in hw.items()}
                 self.fetched_at_ms = int(now * 1000)
             except Exception as exc:  # the source is down: the heartbeat says so
                 error = error or str(exc)

@@ -179,15 +179,16 @@ def write_partitions(
             cursor.records += 1
             cursor.bytes += (len(value) if value else 0) + (len(key) if key else 0)
     flush(p)
-    results = {name: [] for name in ("source_topic", "partition", "records", "bytes")}
-    results |= {"dest_end": [], "run_source": [], "run_dest": []}
-    for (topic, part), cursor in cursors.items():
-        entry = cursor.last_entry
-        results["source_topic"].append(topic)
-        results["partition"].append(part)
-        results["records"].append(cursor.records)
-        results["bytes"].append(cursor.bytes)
-        results["dest_end"].append(cursor.dest_next)
-        results["run_source"].append(entry.source if entry else -1)
-        results["run_dest"].append(entry.destination if entry else -1)
-    yield pa.RecordBatch.from_pydict(results, schema=_RESULT_ARROW)
+    rows = [
+        {
+            "source_topic": topic,
+            "partition": part,
+            "records": cursor.records,
+            "bytes": cursor.bytes,
+            "dest_end": cursor.dest_next,
+            "run_source": cursor.last_entry.source if cursor.last_entry else -1,
+            "run_dest": cursor.last_entry.destination if cursor.last_entry else -1,
+        }
+        for (topic, part), cursor in cursors.items()
+    ]
+    yield pa.RecordBatch.from_pylist(rows, schema=_RESULT_ARROW)

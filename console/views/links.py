@@ -111,7 +111,8 @@ def link_resume(request, destination, name):
     return confirm(
         request,
         question=f"Resume cluster link {link.name}?",
-        explanation="Its mirrors fetch again, except those paused on their own.",
+        explanation="Its mirrors fetch again, except those paused on their own. A failed "
+        "link's stream starts afresh.",
         run=lambda actor, force: links.resume_link(actor, link),
         done=f"Resumed cluster link {link.name}.",
         back_url=link_url(link),
