@@ -1,7 +1,6 @@
-"""The access policy: one place that decides who may do what, for the UI, API and CLI alike.
-
-Roles are Django groups. Every view is wrapped in `require(action)` or marked `public`;
-a test checks that no URL escapes this.
+"""The access policy at the console's door: every view is wrapped in `require(action)` or
+marked `public`; a test checks that no URL escapes this. Who may do what is decided in
+`replication.policy`, for the console, the API, the CLI and the approval rules alike.
 """
 
 from __future__ import annotations
@@ -13,34 +12,11 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django_htmx.http import HttpResponseClientRedirect
 
-ROLES = ("viewer", "operator", "approver", "admin")
-EVERYONE = frozenset(ROLES)
+from replication import audit
+from replication.approvals import pending_count
+from replication.policy import EVERYONE, POLICY, ROLES, can, roles_of
 
-# action -> the roles that may perform it
-POLICY: dict[str, frozenset[str]] = {
-    "console.view": EVERYONE,
-    "cluster.register": frozenset({"admin"}),
-    # create links, change their configs, pause and resume them
-    "link.manage": frozenset({"operator", "admin"}),
-    "link.delete": frozenset({"admin"}),
-    # create mirror topics, pause and resume them
-    "mirror.manage": frozenset({"operator", "admin"}),
-    "mirror.delete": frozenset({"admin"}),
-    # make and revoke one's own API tokens
-    "token.manage": EVERYONE,
-}
-
-
-def roles_of(user) -> frozenset[str]:
-    if not user.is_authenticated or not user.is_active:
-        return frozenset()
-    if user.is_superuser:
-        return EVERYONE
-    return frozenset(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
-
-
-def can(user, action: str) -> bool:
-    return bool(roles_of(user) & POLICY[action])
+__all__ = ["EVERYONE", "POLICY", "ROLES", "can", "context", "public", "require", "roles_of"]
 
 
 def require(action: str) -> Callable:
@@ -58,6 +34,14 @@ def require(action: str) -> Callable:
                     return HttpResponseClientRedirect(redirect_to_login(current).url)
                 return redirect_to_login(request.get_full_path())
             if not can(request.user, action):
+                if request.method == "POST":  # a refused change is audited like any other
+                    audit.record(
+                        audit.Actor.from_request(request),
+                        action,
+                        request.path,
+                        result=audit.AuditEvent.Result.REFUSED,
+                        message=f"Your role does not allow {action}.",
+                    )
                 raise PermissionDenied(f"Your role does not allow {action}.")
             return view(request, *args, **kwargs)
 
@@ -74,9 +58,13 @@ def public(view):
 
 
 def context(request) -> dict:
-    """Template context: what the current user may do, e.g. `allowed.cluster_register`."""
+    """Template context: what the current user may do, e.g. `allowed.cluster_register`, and
+    how many approval requests wait (for the navigation bar)."""
     user = getattr(request, "user", None)
-    if user is None:
+    if user is None or not user.is_authenticated:
         return {}
     roles = roles_of(user)
-    return {"allowed": {a.replace(".", "_"): bool(roles & POLICY[a]) for a in POLICY}}
+    return {
+        "allowed": {a.replace(".", "_"): bool(roles & POLICY[a]) for a in POLICY},
+        "pending_approvals": pending_count(),
+    }

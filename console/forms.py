@@ -109,3 +109,31 @@ class TokenForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": "laptop CLI"}),
         help_text="What the token is for, so you know which one to revoke.",
     )
+
+
+class StopForm(forms.Form):
+    """Promote, fail over or delete a link: why, and (an admin's failover) whether to break
+    glass."""
+
+    reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Approvers and the audit trail read it.",
+    )
+    break_glass = forms.BooleanField(
+        required=False,
+        label="Break glass: fail over at once, without approval (flagged everywhere)",
+    )
+    force = forms.BooleanField(required=False, label="Force: fail its mirror topics over first")
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class ApprovalPolicyForm(forms.Form):
+    approvals_required = forms.TypedChoiceField(
+        choices=[(n, str(n)) for n in range(4)], coerce=int, label="Approvals required"
+    )
+    admin_may_override = forms.BooleanField(required=False, label="An admin may act at once")

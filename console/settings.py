@@ -101,7 +101,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not memory, so that the Celery worker started by the tests can open it too.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-isthmus.sqlite3")}
+    # ISTHMUS_TEST_DATABASE lets two test runs share a checkout (and the clusters) side by side.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.environ.get("ISTHMUS_TEST_DATABASE", str(VAR_DIR / "test-isthmus.sqlite3"))
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -126,6 +129,11 @@ STATICFILES_DIRS = [BASE_DIR / "console" / "static"]
 WHITENOISE_USE_FINDERS = True  # serve straight from the apps; no collectstatic step needed
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6380/0")
+# How long a promote or failover waits for the link's stream to stop writing the mirror
+# before it gives up and leaves the mirror as it was.
+STOP_TIMEOUT_S = int(os.environ.get("ISTHMUS_STOP_TIMEOUT_S", "90"))
+# How long an approval request waits for its approvals before it expires.
+APPROVAL_REQUEST_TTL_S = int(os.environ.get("ISTHMUS_APPROVAL_REQUEST_TTL_S", str(24 * 3600)))
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
 # Where link streams keep Spark's checkpoints (one folder per link).
 STREAM_CHECKPOINT_DIR = Path(
@@ -155,6 +163,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "replication.tasks.supervise_streams",
         "schedule": timedelta(seconds=2),
         "options": {"expires": 5},
+    },
+    "expire-requests": {
+        "task": "replication.tasks.expire_requests",
+        "schedule": timedelta(seconds=60),
     },
     "sync-links": {
         "task": "replication.tasks.sync_links",

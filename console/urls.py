@@ -4,7 +4,7 @@ from django.views.generic import RedirectView
 
 from console.access import public, require
 from console.api import metrics
-from console.views import account, clusters, health, links, mirrors
+from console.views import account, approvals, audit, clusters, health, links, mirrors
 
 LINK = "links/<str:destination>/<str:name>/"
 MIRROR = "mirrors/<str:destination>/<str:topic>/"
@@ -29,11 +29,23 @@ urlpatterns = [
     path(LINK + "configs/", links.link_configs_alter, name="link-configs-alter"),
     path(LINK + "pause/", links.link_pause, name="link-pause"),
     path(LINK + "resume/", links.link_resume, name="link-resume"),
-    path(LINK + "delete/", links.link_delete, name="link-delete"),
+    path(LINK + "delete/", approvals.link_delete, name="link-delete"),
+    path(LINK + "approval-policy/", approvals.link_policy, name="link-approval-policy"),
     path(LINK + "mirrors/new/", mirrors.mirror_create, name="mirror-create"),
     path("mirrors/", mirrors.mirror_list, name="mirrors"),
     path(MIRROR, mirrors.mirror_detail, name="mirror-detail"),
     path(MIRROR + "pause/", mirrors.mirror_pause, name="mirror-pause"),
     path(MIRROR + "resume/", mirrors.mirror_resume, name="mirror-resume"),
     path(MIRROR + "delete/", mirrors.mirror_delete, name="mirror-delete"),
+    path(MIRROR + "promote/", approvals.mirror_stop, {"action": "promote"}, name="mirror-promote"),
+    path(
+        MIRROR + "failover/", approvals.mirror_stop, {"action": "failover"}, name="mirror-failover"
+    ),
+    path("approvals/", approvals.approval_list, name="approvals"),
+    path("approvals/<int:pk>/", approvals.approval_detail, name="approval-detail"),
+    path("approvals/<int:pk>/approve/", approvals.approval_approve, name="approval-approve"),
+    path("approvals/<int:pk>/reject/", approvals.approval_reject, name="approval-reject"),
+    path("approvals/<int:pk>/withdraw/", approvals.approval_withdraw, name="approval-withdraw"),
+    path("audit/", audit.audit_list, name="audit"),
+    path("audit/export.csv", audit.audit_export, name="audit-export"),
 ]

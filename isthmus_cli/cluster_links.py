@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from isthmus_cli.common import CliError, Session, configs_from, parser, run
+from isthmus_cli.common import CliError, Session, configs_from, parser, print_request, run
 
 
 def _arguments(argv):
@@ -23,6 +23,7 @@ def _arguments(argv):
     )
     p.add_argument("--include-topics", action="store_true", help="list each link's mirrors")
     p.add_argument("--force", action="store_true", help="delete even with mirror topics")
+    p.add_argument("--reason", default="", help="why (--delete): approvers read it")
     args = p.parse_args(argv)
     if (args.create or args.delete) and not args.link:
         p.error(f"--{'create' if args.create else 'delete'} needs --link")
@@ -68,12 +69,16 @@ def list_links(session: Session, args) -> None:
 
 
 def delete(session: Session, args) -> None:
-    session.call(
+    answer = session.call(
         "DELETE",
         session.link_path(args.link),
         force=args.force,
         validate_only=args.validate_only,
+        reason=args.reason,
     )
+    if answer and answer.get("approval_request"):
+        print_request(answer["approval_request"], f"Deleting cluster link '{args.link}'")
+        return
     done = "validated" if args.validate_only else "completed"
     print(f"Cluster link '{args.link}' deletion successfully {done}.")
 

@@ -18,10 +18,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-
-from replication.kafka_admin import KafkaAdmin, KafkaAdminError
-from replication.link_configs import source_client_config
+from isthmus_cli.kafka import KafkaCluster, KafkaClusterError
 
 DEFAULT_CONFIG = Path.home() / ".config" / "isthmus" / "cli.properties"
 URL_KEY, TOKEN_KEY = "isthmus.url", "isthmus.token"
@@ -175,14 +172,11 @@ class Session:
         self.console = Console(*console_settings(command_config))
         kafka_settings = {k: v for k, v in command_config.items() if not k.startswith("isthmus.")}
         try:
-            self.admin = KafkaAdmin(
-                source_client_config(
-                    {**kafka_settings, "bootstrap.servers": args.bootstrap_server}
-                ),
-                timeout=10,
+            self.admin = KafkaCluster(
+                {**kafka_settings, "bootstrap.servers": args.bootstrap_server}, timeout=10
             )
-            self.cluster_id = self.admin.describe_cluster().cluster_id
-        except (KafkaAdminError, KafkaException, KeyError, ValueError) as exc:
+            self.cluster_id = self.admin.cluster_id()
+        except KafkaClusterError as exc:
             raise CliError(
                 f"Cannot reach the cluster at --bootstrap-server {args.bootstrap_server}: {exc}"
             ) from exc
@@ -207,3 +201,15 @@ class Session:
 
     def call(self, method: str, path: str, body: dict | None = None, **query):
         return self.console.call(method, path, body, **query)
+
+
+def print_request(request: dict, what: str) -> None:
+    """Say that an action waits for approval, and how to follow and approve it."""
+    print(
+        f"{what} needs {request['approvals_required']} approval(s): request {request['id']} "
+        f"was made and waits for an approver other than you."
+    )
+    print(
+        f"Follow it: kafka-mirrors --describe-request {request['id']} (or {request['console_url']})"
+    )
+    print(f"An approver runs it with: kafka-mirrors --approve {request['id']}")

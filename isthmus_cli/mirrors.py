@@ -4,6 +4,7 @@ does. The link of a topic named with --topics is found for the user."""
 from __future__ import annotations
 
 import sys
+import urllib.parse
 from collections import defaultdict
 from datetime import datetime
 
@@ -13,9 +14,12 @@ from isthmus_cli.common import (
     configs_from,
     names,
     parser,
+    print_request,
     run,
 )
 
+# As the server's mirror state machine groups them (replication.mirror_states.STOPPING); the
+# tools are a client and import nothing of the server.
 STOPPING = ("PENDING_STOPPED", "STOPPED")
 
 
@@ -28,10 +32,22 @@ def _arguments(argv):
         ("--describe", "describe mirror topics, partition by partition"),
         ("--pause", "stop fetching for mirror topics; they stay read-only"),
         ("--unpause", "fetch again for paused mirror topics"),
-        ("--promote", "not offered yet"),
-        ("--failover", "not offered yet"),
+        ("--promote", "stop mirroring once caught up: the topic becomes writable"),
+        ("--failover", "stop mirroring at once, whatever the lag or the source's health"),
     ):
         action.add_argument(flag, action="store_true", help=text)
+    for flag, text in (
+        ("--approve", "approve request ID (an approver)"),
+        ("--reject", "reject request ID, with --reason (an approver)"),
+        ("--withdraw", "withdraw your request ID"),
+        ("--describe-request", "show request ID"),
+    ):
+        action.add_argument(flag, metavar="ID", help=text)
+    action.add_argument("--list-requests", action="store_true", help="list open approval requests")
+    p.add_argument("--reason", default="", help="why (--promote, --failover, --reject)")
+    p.add_argument(
+        "--break-glass", action="store_true", help="--failover at once, without approval (admin)"
+    )
     p.add_argument("--mirror-topic", help="the mirror topic to create")
     p.add_argument("--source-topic", help="its source topic (default: the mirror's name)")
     p.add_argument("--link", help="the link (--create, --list)")
@@ -48,8 +64,8 @@ def _arguments(argv):
     args = p.parse_args(argv)
     if args.create and not (args.mirror_topic and args.link):
         p.error("--create needs --mirror-topic and --link")
-    if (args.pause or args.unpause) and not args.topics:
-        p.error("--pause and --unpause need --topics")
+    if (args.pause or args.unpause or args.promote or args.failover) and not args.topics:
+        p.error("--pause, --unpause, --promote and --failover need --topics")
     return args
 
 
@@ -164,14 +180,95 @@ def alter(session: Session, args, action: str, verb: str) -> int:
     return 1 if failed else 0
 
 
+def stop(session: Session, args, action: str) -> int:
+    """Promote or fail over the named mirrors, link by link, printing what Confluent's tool
+    prints; an action that needs approval prints the request to follow."""
+    by_link = defaultdict(list)
+    for topic, link in _links_of(session, names(args.topics)).items():
+        by_link[link].append(topic)
+    failed = 0
+    for link, link_topics in by_link.items():
+        listed = f"[{', '.join(link_topics)}]"
+        print(f"Calculating max offset and ms lag for mirror topics: {listed}")
+        answer = session.call(
+            "POST",
+            session.link_path(link, f"mirrors:{action}"),
+            {
+                "mirror_topic_names": link_topics,
+                "reason": args.reason,
+                "break_glass": args.break_glass,
+            },
+            validate_only=args.validate_only,
+        )
+        print(f"Finished calculating max offset lag and max lag ms for mirror topics: {listed}")
+        if answer["approval_request"]:
+            verb = "Promoting" if action == "promote" else "Failing over"
+            print_request(answer["approval_request"], f"{verb} {', '.join(link_topics)}")
+            continue
+        for outcome in answer["data"]:
+            topic = outcome["mirror_topic_name"]
+            if outcome["error_code"] is not None:
+                failed += 1
+                print(
+                    f"Error stopping topic {topic}'s mirror: {outcome['error_message']}",
+                    file=sys.stderr,
+                )
+            elif args.validate_only:
+                lags = ", ".join(
+                    f"{lag['partition']}:{lag['lag']}" for lag in outcome["mirror_lags"]
+                )
+                print(
+                    f"Request for stopping topic {topic}'s mirror was successfully validated "
+                    f"(lag per partition {lags})."
+                )
+            else:
+                print(f"Request for stopping topic {topic}'s mirror was successfully scheduled.")
+    if not args.validate_only and not failed:
+        print(
+            "Please use the describe command with the --pending-stopped-only option to "
+            "monitor progress."
+        )
+    return 1 if failed else 0
+
+
+def requests(session: Session, args) -> None:
+    """Approve, reject, withdraw, show or list approval requests."""
+    base = f"/clusters/{session.cluster_id}/approval-requests"
+    if args.list_requests:
+        for r in session.call("GET", base, state="PENDING,APPROVED")["data"]:
+            print(_request_line(r))
+        return
+    verb, pk = next(
+        (v, getattr(args, v.replace("-", "_")))
+        for v in ("approve", "reject", "withdraw", "describe-request")
+        if getattr(args, v.replace("-", "_"))
+    )
+    path = f"{base}/{urllib.parse.quote(pk, safe='')}"
+    if verb == "describe-request":
+        found = session.call("GET", path)
+    else:
+        body = {"reason": args.reason} if verb == "reject" else None
+        found = session.call("POST", f"{path}:{verb}", body)
+    print(_request_line(found))
+    for topic in found["result"] or []:
+        print(
+            f"    Topic: {topic['mirror_topic']}  State: {topic['state']}  "
+            f"Error: {topic['error'] or '-'}"
+        )
+
+
+def _request_line(r: dict) -> str:
+    return (
+        f"Request: {r['id']}  Action: {r['action']}  Link: {r['link_name']}  "
+        f"Topics: [{', '.join(r['mirror_topic_names'])}]  State: {r['state']}  "
+        f"Approvals: {len(r['approved_by'])}/{r['approvals_required']}  "
+        f"Requester: {r['requester']}  Reason: {r['reason']}"
+    )
+
+
 @run
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
-    if args.promote or args.failover:
-        raise CliError(
-            "Promote and failover are not offered by Isthmus yet: they will come with "
-            "approvals. To stop a mirror now, delete its link with --force as an admin."
-        )
     session = Session(args)
     if args.create:
         create(session, args)
@@ -183,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         return alter(session, args, "pause", "pausing")
     elif args.unpause:
         return alter(session, args, "resume", "resuming")
+    elif args.promote or args.failover:
+        return stop(session, args, "promote" if args.promote else "failover")
+    else:
+        requests(session, args)
     return 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from isthmus_cli.common import CliError, Session, names, parser, run
-from replication.kafka_admin import KafkaAdminError
+from isthmus_cli.kafka import KafkaClusterError
 
 COLUMNS = [
     "Topic",
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             for topic in topics
             for row in _rows(session, topic, mirrors.get(topic), args.include_mirror)
         ]
-    except KafkaAdminError as exc:
+    except KafkaClusterError as exc:
         raise CliError(str(exc)) from exc
     columns = COLUMNS + (MIRROR_COLUMNS if args.include_mirror else [])
     print("\n".join(table(rows, columns)))

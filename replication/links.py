@@ -10,10 +10,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import audit, crypto, link_configs, mirrors
+from . import audit, crypto, link_configs, promote
 from .connections import connect
 from .errors import ReplicationError, conflict, not_found
 from .kafka_admin import KafkaAdmin, KafkaAdminError
+from .mirror_states import move_all
 from .models import NAME_VALIDATOR, ClusterLink, KafkaCluster, MirrorTopic
 
 log = logging.getLogger(__name__)
@@ -195,17 +196,11 @@ def alter_link_configs(
 def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
     """Pause the whole link: its running mirrors show LINK_PAUSED."""
     with audit.refusals(actor, "link.pause", f"link {link.name}"):
-        if link.state == State.PAUSED:
-            raise conflict(f"Cluster link {link.name!r} is already paused.")
-    before = snapshot(link)
-    now = timezone.now()
-    with transaction.atomic():
-        link.configs = {**link.configs, "cluster.link.paused": "true"}
-        link.state, link.state_time = State.PAUSED, now
-        link.save(update_fields=["configs", "state", "state_time"])
-        link.mirrors.filter(state__in=mirrors.RUNNING - {MirrorTopic.State.PAUSED}).update(
-            state=MirrorTopic.State.LINK_PAUSED, state_time=now
-        )
+        before = snapshot(link)
+        configs = {**link.configs, "cluster.link.paused": "true"}
+        with transaction.atomic():
+            _move(link, State.PAUSED, exclude=[State.PAUSED], configs=configs)
+            move_all(link.mirrors.all(), "link-pause", MirrorTopic.State.LINK_PAUSED)
     audit.record(actor, "link.pause", f"link {link.name}", before=before, after=snapshot(link))
     log.info("Paused cluster link %s", link.name)
     return link
@@ -215,28 +210,56 @@ def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
     """Resume a paused link, or retry a failed one; its mirrors run again unless paused on
     their own."""
     with audit.refusals(actor, "link.resume", f"link {link.name}"):
-        if link.state not in (State.PAUSED, State.FAILED):
-            raise conflict(
-                f"Cluster link {link.name!r} is neither paused nor failed (it is {link.state})."
+        before = snapshot(link)
+        configs = {k: v for k, v in link.configs.items() if k != "cluster.link.paused"}
+        with transaction.atomic():
+            _move(
+                link,
+                State.ACTIVE,
+                sources=[State.PAUSED, State.FAILED],
+                configs=configs,
+                error_code="NO_ERROR",
+                error_message="",
+                availability_failures=0,
+                availability_checked_at=None,
             )
-    before = snapshot(link)
-    now = timezone.now()
-    with transaction.atomic():
-        link.configs = {k: v for k, v in link.configs.items() if k != "cluster.link.paused"}
-        link.state, link.state_time = State.ACTIVE, now
-        link.error_code, link.error_message = "NO_ERROR", ""
-        link.availability_failures, link.availability_checked_at = 0, None
-        link.save()
-        _restore_running(link, MirrorTopic.State.LINK_PAUSED, now)
+            _restore_running(link, "link-resume")
     audit.record(actor, "link.resume", f"link {link.name}", before=before, after=snapshot(link))
     log.info("Resumed cluster link %s", link.name)
     return link
 
 
+def _move(
+    link: ClusterLink,
+    to: str,
+    *,
+    sources: list[str] | None = None,
+    exclude: list[str] = (),
+    **fields,
+) -> None:
+    """Change the link's state by a conditional update, so a change that lost a race (the
+    stream supervisor failing the link, say) is refused instead of overwritten."""
+    now = timezone.now()
+    links = ClusterLink.objects.filter(pk=link.pk).exclude(state__in=exclude)
+    if sources is not None:
+        links = links.filter(state__in=sources)
+    if not links.update(state=to, state_time=now, **fields):
+        current = ClusterLink.objects.filter(pk=link.pk).values_list("state", flat=True).first()
+        if current == to == State.PAUSED:
+            raise conflict(f"Cluster link {link.name!r} is already paused.")
+        raise conflict(
+            f"Cluster link {link.name!r} is {current or 'deleted'}; it cannot become {to} "
+            "from that state."
+        )
+    link.state, link.state_time = to, now
+    for name, value in fields.items():
+        setattr(link, name, value)
+
+
 def delete_link(
     actor: audit.Actor, link: ClusterLink, *, force: bool = False, validate_only: bool = False
 ) -> None:
-    """Delete a link. Refused while it has mirrors still mirroring, unless `force`, which fails
+    """Delete a link. Refused while it has mirrors not yet stopped, unless `force`, which fails
     them over first (they become ordinary writable topics)."""
     with audit.refusals(actor, "link.delete", f"link {link.name}"):
         live = list(link.mirrors.exclude(state=MirrorTopic.State.STOPPED))
@@ -248,29 +271,30 @@ def delete_link(
             )
         if validate_only:
             return
-        for done, mirror in enumerate(live):
-            try:
-                mirrors.failover_mirror(actor, mirror)
-            except ReplicationError as exc:
-                if done:
-                    stopped = ", ".join(m.mirror_topic for m in live[:done])
-                    exc.args = (
-                        f"Could not fail over {mirror.mirror_topic!r}: {exc} The link was not "
-                        f"deleted; already failed over (now writable): {stopped}.",
-                    )
-                raise
-    before = snapshot(link)
-    link.delete()
+        if live:
+            outcomes = promote.stop_mirrors(
+                actor, link, [m.mirror_topic for m in live], promote.FAILOVER, wait=True
+            )
+            failed = [o for o in outcomes if o.error]
+            if failed:
+                stopped = [o.mirror_topic for o in outcomes if not o.error]
+                raise conflict(
+                    " ".join(f"Could not fail over {o.mirror_topic!r}: {o.error}" for o in failed)
+                    + " The link was not deleted"
+                    + (f"; failed over (now writable): {', '.join(stopped)}." if stopped else ".")
+                )
+        before = snapshot(link)
+        deleted, _ = ClusterLink.objects.filter(pk=link.pk).delete()
+        if not deleted:
+            raise conflict(f"Cluster link {link.name!r} was deleted meanwhile.")
     audit.record(actor, "link.delete", f"link {link.name}", before=before)
     log.info("Deleted cluster link %s%s", link.name, " (forced)" if live else "")
 
 
-def _restore_running(link: ClusterLink, held: str, now) -> None:
-    """Mirrors held in `held` by the link run again, or stay paused if a user paused them."""
-    link.mirrors.filter(state=held, paused=True).update(
-        state=MirrorTopic.State.PAUSED, state_time=now
-    )
-    link.mirrors.filter(state=held).update(state=MirrorTopic.State.ACTIVE, state_time=now)
+def _restore_running(link: ClusterLink, event: str) -> None:
+    """Mirrors held by the link run again, or stay paused if a user paused them."""
+    move_all(link.mirrors.filter(paused=True), event, MirrorTopic.State.PAUSED)
+    move_all(link.mirrors.all(), event, MirrorTopic.State.ACTIVE)
 
 
 # State changes made by the availability check. --------------------------------------------
@@ -303,9 +327,7 @@ def mark_unavailable(link: ClusterLink, error_code: str, message: str) -> bool:
             state=State.UNAVAILABLE, state_time=now, error_code=error_code, error_message=message
         )
         if changed:
-            link.mirrors.filter(state__in=mirrors.RUNNING).update(
-                state=MirrorTopic.State.SOURCE_UNAVAILABLE, state_time=now
-            )
+            move_all(link.mirrors.all(), "source-lost", MirrorTopic.State.SOURCE_UNAVAILABLE)
     if changed:
         log.warning("Cluster link %s is UNAVAILABLE: %s", link.name, message)
         audit.record(
@@ -326,31 +348,10 @@ def mark_available(link: ClusterLink) -> bool:
             state=State.ACTIVE, state_time=now, error_code="NO_ERROR", error_message=""
         )
         if changed:
-            _restore_running(link, MirrorTopic.State.SOURCE_UNAVAILABLE, now)
+            _restore_running(link, "source-back")
     if changed:
         log.info("Cluster link %s is available again", link.name)
         audit.record(
             audit.Actor.system("availability check"), "link.available", f"link {link.name}"
-        )
-    return bool(changed)
-
-
-def fail_link(link: ClusterLink, message: str) -> bool:
-    """The link's stream keeps failing: the link is FAILED with the last error, until someone
-    resumes it. Only an ACTIVE link changes; returns whether it did."""
-    changed = ClusterLink.objects.filter(pk=link.pk, state=State.ACTIVE).update(
-        state=State.FAILED,
-        state_time=timezone.now(),
-        error_code="STREAM_FAILED",
-        error_message=message,
-    )
-    if changed:
-        log.error("Cluster link %s FAILED: %s", link.name, message)
-        audit.record(
-            audit.Actor.system("stream supervisor"),
-            "link.failed",
-            f"link {link.name}",
-            result=audit.AuditEvent.Result.FAILED,
-            message=message,
         )
     return bool(changed)

@@ -17,7 +17,6 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from spark_jobs import translation
 
@@ -25,15 +24,13 @@ from . import audit, read_only, streams, topic_configs
 from .connections import destination_admin, source_admin, unreachable
 from .errors import ReplicationError, conflict, not_found
 from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from .mirror_states import FOLLOWING, move
 from .models import ClusterLink, KafkaCluster, MirrorTopic
 
 log = logging.getLogger(__name__)
 
 State = MirrorTopic.State
 Error = MirrorTopic.Error
-
-# States in which a mirror follows its source (or would, but for a pause or an outage).
-RUNNING = frozenset({State.ACTIVE, State.PAUSED, State.LINK_PAUSED, State.SOURCE_UNAVAILABLE})
 
 _TOPIC_NAME = re.compile(r"^(?!\.{1,2}$)[a-zA-Z0-9._-]{1,249}$")
 
@@ -74,7 +71,8 @@ def snapshot(mirror: MirrorTopic) -> dict:
     }
 
 
-def _running_state(link: ClusterLink, paused: bool) -> str:
+def running_state(link: ClusterLink, paused: bool) -> str:
+    """Where a following mirror belongs, given its link and whether a user paused it."""
     if paused:
         return State.PAUSED
     if link.state == ClusterLink.State.PAUSED:
@@ -219,8 +217,8 @@ def _provision(
         raise ReplicationError(
             f"Creating mirror topic {name!r} failed and was undone: {exc}", 503
         ) from exc
-    mirror.state, mirror.state_time = _running_state(mirror.link, False), timezone.now()
-    mirror.save()
+    mirror.save(update_fields=["read_only_enforced", "replication_factor"])
+    move(mirror, "provision", running_state(mirror.link, False))
 
 
 def _pin_start(mirror: MirrorTopic, source: KafkaAdmin, admin: KafkaAdmin, topic_id: str) -> None:
@@ -346,7 +344,7 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
         if mirror.link_id not in reports:
             reports[mirror.link_id] = streams.progress(mirror.link)
         progress, fetched_at_ms = reports[mirror.link_id]
-        reported = progress.get(mirror.mirror_topic, {}) if mirror.state in RUNNING else {}
+        reported = progress.get(mirror.mirror_topic, {}) if mirror.state in FOLLOWING else {}
         partitions = len(dest_offsets) or mirror.num_partitions
         statuses.append(
             MirrorStatus(
@@ -399,14 +397,12 @@ def pause_mirror(
     with audit.refusals(actor, "mirror.pause", target):
         if mirror.state == State.PAUSED:
             raise conflict(f"Mirror topic {mirror.mirror_topic!r} is already paused.")
-        if mirror.state not in RUNNING:
-            raise conflict(_not_running(mirror, "pause"))
-    if validate_only:
-        return mirror
-    before = snapshot(mirror)
-    mirror.paused = True
-    mirror.state, mirror.state_time = State.PAUSED, timezone.now()
-    mirror.save(update_fields=["paused", "state", "state_time"])
+        if mirror.state not in FOLLOWING:
+            raise conflict(not_following(mirror, "pause"))
+        if validate_only:
+            return mirror
+        before = snapshot(mirror)
+        move(mirror, "pause", State.PAUSED, paused=True)
     audit.record(actor, "mirror.pause", target, before=before, after=snapshot(mirror))
     return mirror
 
@@ -420,49 +416,25 @@ def resume_mirror(
             raise conflict(
                 f"Mirror topic {mirror.mirror_topic!r} is not paused (it is {mirror.state})."
             )
-    if validate_only:
-        return mirror
-    before = snapshot(mirror)
-    mirror.paused = False
-    mirror.state, mirror.state_time = _running_state(mirror.link, False), timezone.now()
-    mirror.save(update_fields=["paused", "state", "state_time"])
+        if validate_only:
+            return mirror
+        before = snapshot(mirror)
+        move(mirror, "resume", running_state(mirror.link, False), paused=False)
     audit.record(actor, "mirror.resume", target, before=before, after=snapshot(mirror))
     return mirror
 
 
-def _not_running(mirror: MirrorTopic, verb: str) -> str:
+def not_following(mirror: MirrorTopic, verb: str) -> str:
     if mirror.state == State.STOPPED:
-        return (
-            f"Topic {mirror.mirror_topic!r} has already stopped its mirror from "
-            f"{mirror.link.name!r}; it is a normal topic now, with nothing to {verb}."
-        )
+        return stopped_already(mirror)
     return f"Mirror topic {mirror.mirror_topic!r} is {mirror.state}; it cannot be {verb}d now."
 
 
-def failover_mirror(actor: audit.Actor, mirror: MirrorTopic) -> MirrorTopic:
-    """Stop mirroring at once, whatever the lag: the topic becomes writable and the link
-    remembers where each partition stopped."""
-    target = f"mirror {mirror.mirror_topic}"
-    with audit.refusals(actor, "mirror.failover", target):
-        if mirror.state == State.STOPPED:
-            raise conflict(_not_running(mirror, "fail over"))
-        admin = destination_admin(mirror.link)
-        try:
-            try:
-                partitions = admin.describe_topic(mirror.mirror_topic).partitions
-                stop_offsets = admin.end_offsets(mirror.mirror_topic, partitions)
-            except TopicNotFound:  # deleted outside the console: nothing to keep
-                stop_offsets = {}
-            read_only.lift(admin, mirror.mirror_topic)
-        except KafkaAdminError as exc:
-            raise unreachable("destination", exc) from exc
-    before = snapshot(mirror)
-    mirror.stop_offsets = {str(p): offset for p, offset in stop_offsets.items()}
-    mirror.state, mirror.state_time, mirror.paused = State.STOPPED, timezone.now(), False
-    mirror.save()
-    audit.record(actor, "mirror.failover", target, before=before, after=snapshot(mirror))
-    log.info("Failed over mirror topic %s; it is writable now", mirror.mirror_topic)
-    return mirror
+def stopped_already(mirror: MirrorTopic) -> str:
+    return (
+        f"Topic {mirror.mirror_topic!r} has already stopped its mirror from "
+        f"{mirror.link.name!r}; it is a normal topic now."
+    )
 
 
 def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
@@ -491,18 +463,12 @@ _SYNCER = audit.Actor.system("reconciler")
 
 
 def fail_mirror(mirror: MirrorTopic, error: str, message: str) -> None:
-    """An unrecoverable per-topic error: the mirror is FAILED with `error`."""
+    """An unrecoverable per-topic error: the mirror is FAILED with `error`. Only a mirror still
+    following its source fails: a promote or failover meanwhile stands."""
     before = snapshot(mirror)
-    mirror.state, mirror.state_time = State.FAILED, timezone.now()
-    mirror.mirror_error, mirror.error_message = error, message
-    # Only a mirror still following its source fails: a failover meanwhile stands.
-    changed = MirrorTopic.objects.filter(pk=mirror.pk, state__in=RUNNING).update(
-        state=mirror.state,
-        state_time=mirror.state_time,
-        mirror_error=error,
-        error_message=message,
-    )
-    if not changed:
+    try:
+        move(mirror, "fail", State.FAILED, mirror_error=error, error_message=message)
+    except ReplicationError:
         return
     log.error("Mirror topic %s FAILED (%s): %s", mirror.mirror_topic, error, message)
     audit.record(
@@ -532,11 +498,24 @@ def grow_mirror(mirror: MirrorTopic, admin: KafkaAdmin, partitions: int) -> None
     )
 
 
-def sync_configs(
-    mirror: MirrorTopic, admin: KafkaAdmin, to_set: dict[str, str], to_delete: list[str]
+def sync_from_source(
+    mirror: MirrorTopic, source: KafkaAdmin, destination: KafkaAdmin, include: str | None
 ) -> None:
-    """Bring the mirror's synced topic configs in line with its source."""
-    admin.alter_topic_configs(mirror.mirror_topic, to_set, to_delete)
+    """Bring the mirror's synced topic configs in line with its source topic's."""
+    try:
+        source_configs = source.topic_configs(mirror.source_topic)
+        mirror_configs = destination.topic_configs(mirror.mirror_topic)
+    except TopicNotFound:
+        return  # the metadata syncer decides what a missing topic means
+    overrides = mirror.config_overrides
+    to_set, to_delete = topic_configs.changes(
+        topic_configs.desired(source_configs, include, overrides),
+        {k: v.value for k, v in mirror_configs.items() if v.is_set},
+        topic_configs.synced_names(include, overrides),
+    )
+    if not (to_set or to_delete):
+        return
+    destination.alter_topic_configs(mirror.mirror_topic, to_set, to_delete)
     log.info(
         "Synced configs of mirror topic %s from its source: set %s, reset %s",
         mirror.mirror_topic,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -55,8 +55,23 @@ class KafkaCluster(models.Model):
         return sorted(crypto.masked(self.client_config, self.secret_config).items())
 
 
+class AuditEventQuerySet(models.QuerySet):
+    """Audit events are only ever added: bulk updates and deletes are refused too."""
+
+    def update(self, **kwargs):
+        raise ValueError("Audit events are append-only.")
+
+    def delete(self):
+        raise ValueError("Audit events are append-only.")
+
+
 class AuditEvent(models.Model):
-    """An append-only record of one mutating action."""
+    """An append-only record of one mutating action.
+
+    `objects` refuses update() and delete(). Django's own bookkeeping goes through the plain
+    base manager: deleting a user sets `actor` to NULL with an UPDATE through it (actor_name
+    keeps who it was).
+    """
 
     class Result(models.TextChoices):
         OK = "ok"
@@ -77,8 +92,18 @@ class AuditEvent(models.Model):
     result = models.CharField(max_length=10, choices=Result.choices)
     message = models.TextField(blank=True)
 
+    objects = AuditEventQuerySet.as_manager()
+    plain = models.Manager()  # noqa: DJ012 (a manager; ruff only knows `objects` as one)
+
     class Meta:
         ordering = ["-at", "-id"]
+        base_manager_name = "plain"
+        indexes = [
+            # The audit page pages newest first, optionally filtered by action or result.
+            models.Index(fields=["-at", "-id"], name="audit_newest_first"),
+            models.Index(fields=["action", "-at", "-id"], name="audit_action_newest"),
+            models.Index(fields=["result", "-at", "-id"], name="audit_result_newest"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or '-'} {self.action} {self.target}"
@@ -87,6 +112,9 @@ class AuditEvent(models.Model):
         if self.pk is not None:
             raise ValueError("Audit events are append-only.")
         super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("Audit events are append-only.")
 
 
 class ClusterLink(models.Model):
@@ -117,6 +145,13 @@ class ClusterLink(models.Model):
     availability_checked_at = models.DateTimeField(null=True, blank=True)
     metadata_refreshed_at = models.DateTimeField(null=True, blank=True)
     configs_synced_at = models.DateTimeField(null=True, blank=True)
+    # The approval policy for promote, failover and deleting the link (DESIGN decision 5).
+    approvals_required = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(0), MaxValueValidator(3)]
+    )
+    admin_may_override = models.BooleanField(
+        default=True, help_text="An admin may act without approval (recorded as an override)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -194,6 +229,12 @@ class MirrorTopic(models.Model):
     stop_offsets = models.JSONField(
         null=True, blank=True, help_text="partition -> destination log end offset when stopped"
     )
+    # While PENDING_STOPPED: {"kind", "prior_state", "requested_at", "generation", "actor"}.
+    pending_stop = models.JSONField(null=True, blank=True)
+    # Once STOPPED: how it stopped ({"kind", "at", "actor", "lag": {partition: records left}}).
+    stop_report = models.JSONField(null=True, blank=True)
+    # Why the last promote or failover could not finish; cleared by the next one.
+    action_error = models.TextField(blank=True)
     read_only_enforced = models.BooleanField(default=True)
     source_missing_since = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -234,3 +275,78 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class ApprovalRequest(models.Model):
+    """A promote, failover or link deletion asked for by one person, to be approved by others
+    before it runs (DESIGN decision 5)."""
+
+    class Action(models.TextChoices):
+        PROMOTE = "promote"
+        FAILOVER = "failover"
+        DELETE_LINK = "delete-link"
+
+    class State(models.TextChoices):
+        PENDING = "PENDING"  # waiting for approvals
+        APPROVED = "APPROVED"  # approved; running
+        EXECUTED = "EXECUTED"
+        FAILED = "FAILED"  # approved, but running it failed (see result)
+        REJECTED = "REJECTED"
+        WITHDRAWN = "WITHDRAWN"
+        EXPIRED = "EXPIRED"
+
+    link = models.ForeignKey(
+        ClusterLink, null=True, on_delete=models.SET_NULL, related_name="approval_requests"
+    )
+    # Kept for the record after the link is gone (a link deletion, say).
+    link_name = models.CharField(max_length=200)
+    destination = models.ForeignKey(KafkaCluster, on_delete=models.PROTECT, related_name="+")
+    action = models.CharField(max_length=20, choices=Action.choices)
+    topics = models.JSONField(default=list, blank=True)
+    reason = models.TextField()
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requester_name = models.CharField(max_length=150)
+    approvals_required = models.PositiveSmallIntegerField()
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    state_time = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    expires_at = models.DateTimeField()
+    # The dry run at request time (per topic: what would happen, the lag per partition).
+    plan = models.JSONField(default=list, blank=True)
+    # Per topic outcome once run; `progress` says what it is doing while it runs.
+    result = models.JSONField(default=list, blank=True)
+    progress = models.CharField(max_length=400, blank=True)
+    decided_by = models.CharField(max_length=150, blank=True)
+    decision_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"request {self.pk}: {self.get_action_display()} on link {self.link_name}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in (self.State.PENDING, self.State.APPROVED)
+
+
+class Approval(models.Model):
+    """One approver's yes to a request."""
+
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="approvals")
+    approver = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approver_name = models.CharField(max_length=150)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at"]
+        constraints = [
+            models.UniqueConstraint(fields=["request", "approver"], name="one_approval_per_person")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.approver_name} approved request {self.request_id}"

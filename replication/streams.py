@@ -13,19 +13,22 @@ from __future__ import annotations
 import json
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 from django.conf import settings
+from django.utils import timezone
 
 from devstack import processes
 from spark_jobs import control, launch, translation
 
-from . import links, read_only
+from . import audit, read_only
 from .connections import destination_admin
 from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
-from .models import ClusterLink, MirrorTopic
+from .mirror_states import COPYING
+from .models import ClusterLink
 from .redis_channel import client
 
 log = logging.getLogger(__name__)
@@ -72,8 +75,60 @@ def wanted_mirrors(link: ClusterLink) -> dict[str, dict]:
         return {}
     return {
         m.mirror_topic: {"source_topic": m.source_topic}
-        for m in link.mirrors.filter(state=MirrorTopic.State.ACTIVE)
+        for m in link.mirrors.filter(state__in=COPYING)
     }
+
+
+def publish(link: ClusterLink, r: redis.Redis) -> int:
+    """Tell the link's stream which mirrors to run; returns the generation of that set.
+
+    The generation grows by one each time the set changes. The stream reports the generation
+    it is running in its heartbeat, once it no longer writes any mirror the set left out:
+    that is how a promote knows no writer is left (see `stopped_writing`).
+    """
+    return _publish(link, r, wanted_mirrors(link))
+
+
+def _publish(link: ClusterLink, r: redis.Redis, wanted: dict[str, dict]) -> int:
+    key = control.mirrors_key(str(link.link_id))
+    published = control.read_json(r, key) or {}
+    if published.get("mirrors") == wanted and "generation" in published:
+        return published["generation"]
+    generation = r.incr(_generation_key(str(link.link_id)))
+    control.write_json(r, key, {"mirrors": wanted, "generation": generation})
+    return generation
+
+
+def _generation_key(link_id: str) -> str:
+    return f"isthmus:stream:{link_id}:generation"
+
+
+@contextmanager
+def control_lock(link: ClusterLink, r: redis.Redis, *, wait: float | None = None):
+    """The link's control lock: the supervisor holds it while it reads the mirrors to run and
+    publishes them, so a state change made under it cannot be overwritten by a stale set.
+    Yields whether it was acquired (always, when `wait` is given and the lock came free)."""
+    lock = r.lock(f"isthmus:stream:{link.link_id}:supervisor", timeout=120)
+    acquired = lock.acquire(blocking=wait is not None, blocking_timeout=wait)
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            lock.release()
+
+
+def stopped_writing(link: ClusterLink, mirror_topic: str, generation: int) -> bool:
+    """Whether no stream of the link can write `mirror_topic` any more: none runs, or the one
+    running has taken up mirror set `generation` (or a later one) without that mirror."""
+    link_id = str(link.link_id)
+    if processes.read_pidfile(_pidfile(link_id)) is None:
+        return True
+    heartbeat = control.read_json(client(), control.heartbeat_key(link_id)) or {}
+    return (
+        heartbeat.get("generation", 0) >= generation
+        and mirror_topic not in heartbeat.get("mirrors", [])
+        and heartbeat.get("state") in ("running", "stopped")
+    )
 
 
 def stream_spec(link: ClusterLink) -> dict:
@@ -123,19 +178,15 @@ def supervise(link: ClusterLink, now: float | None = None) -> None:
     """Bring the link's stream in line with its mirrors: tell it what to run; start, restart
     or stop it."""
     r = client()
-    lock = r.lock(f"isthmus:stream:{link.link_id}:supervisor", timeout=120, blocking=False)
-    if not lock.acquire():  # another worker is on it
-        return
-    try:
-        _supervise(link, r, now or time.time())
-    finally:
-        lock.release()
+    with control_lock(link, r) as acquired:
+        if acquired:  # else another worker is on it
+            _supervise(link, r, now or time.time())
 
 
 def _supervise(link: ClusterLink, r: redis.Redis, now: float) -> None:
     link_id = str(link.link_id)
     wanted = wanted_mirrors(link)
-    control.write_json(r, control.mirrors_key(link_id), {"mirrors": wanted})
+    _publish(link, r, wanted)
     record = control.read_json(r, _supervision_key(link_id)) or {"failures": 0}
     if record.get("failures", 0) >= MAX_FAILURES and link.state == ClusterLink.State.ACTIVE:
         record = {"failures": 0}  # resumed after it FAILED: a fresh start
@@ -190,7 +241,7 @@ def _note_failure(link: ClusterLink, r: redis.Redis, record: dict, error: str, n
     record.update(failures=failures, error=error)
     if failures >= MAX_FAILURES:
         control.write_json(r, _supervision_key(str(link.link_id)), record)
-        links.fail_link(link, f"The link's stream failed {failures} times in a row: {error}")
+        fail_link(link, f"The link's stream failed {failures} times in a row: {error}")
         return False
     record["retry_at"] = now + BACKOFF_S[failures - 1]
     control.write_json(r, _supervision_key(str(link.link_id)), record)
@@ -273,3 +324,24 @@ def progress(link: ClusterLink) -> tuple[dict, int]:
     except redis.RedisError:
         return {}, 0
     return (json.loads(raw) if raw else {}), heartbeat.get("fetched_at_ms", 0)
+
+
+def fail_link(link: ClusterLink, message: str) -> bool:
+    """The link's stream keeps failing: the link is FAILED with the last error, until someone
+    resumes it. Only an ACTIVE link changes; returns whether it did."""
+    changed = ClusterLink.objects.filter(pk=link.pk, state=ClusterLink.State.ACTIVE).update(
+        state=ClusterLink.State.FAILED,
+        state_time=timezone.now(),
+        error_code="STREAM_FAILED",
+        error_message=message,
+    )
+    if changed:
+        log.error("Cluster link %s FAILED: %s", link.name, message)
+        audit.record(
+            audit.Actor.system("stream supervisor"),
+            "link.failed",
+            f"link {link.name}",
+            result=audit.AuditEvent.Result.FAILED,
+            message=message,
+        )
+    return bool(changed)

@@ -13,16 +13,14 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from . import links, mirrors, topic_configs
+from . import links, mirrors
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError
 from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from .mirror_states import SYNCED
 from .models import ClusterLink, MirrorTopic
 
 log = logging.getLogger(__name__)
-
-# Mirrors whose source and configs the syncers follow (the link being ACTIVE).
-FOLLOWED = [MirrorTopic.State.ACTIVE, MirrorTopic.State.PAUSED]
 
 
 def run_due_syncs(now: datetime | None = None) -> None:
@@ -103,7 +101,7 @@ def refresh_metadata(
     ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=now)
     source = source or source_admin(link)
     destination = destination or destination_admin(link)
-    for mirror in link.mirrors.filter(state__in=FOLLOWED):
+    for mirror in link.mirrors.filter(state__in=SYNCED):
         _for_each_mirror(mirror, lambda m: _follow_source(m, source, destination, now))
 
 
@@ -159,23 +157,7 @@ def sync_topic_configs(
     source = source or source_admin(link)
     destination = destination or destination_admin(link)
     include = link.config("topic.config.sync.include")
-    for mirror in link.mirrors.filter(state__in=FOLLOWED):
-        _for_each_mirror(mirror, lambda m: _sync_configs(m, source, destination, include))
-
-
-def _sync_configs(
-    mirror: MirrorTopic, source: KafkaAdmin, destination: KafkaAdmin, include: str | None
-) -> None:
-    try:
-        source_configs = source.topic_configs(mirror.source_topic)
-        mirror_configs = destination.topic_configs(mirror.mirror_topic)
-    except TopicNotFound:
-        return  # refresh_metadata decides what a missing topic means
-    overrides = mirror.config_overrides
-    to_set, to_delete = topic_configs.changes(
-        topic_configs.desired(source_configs, include, overrides),
-        {k: v.value for k, v in mirror_configs.items() if v.is_set},
-        topic_configs.synced_names(include, overrides),
-    )
-    if to_set or to_delete:
-        mirrors.sync_configs(mirror, destination, to_set, to_delete)
+    for mirror in link.mirrors.filter(state__in=SYNCED):
+        _for_each_mirror(
+            mirror, lambda m: mirrors.sync_from_source(m, source, destination, include)
+        )

@@ -4,8 +4,9 @@ import logging
 
 from celery import shared_task
 
-from . import redis_channel, streams, syncers
+from . import approvals, promote, redis_channel, streams, syncers
 from .clusters import probe_clusters
+from .models import ClusterLink, MirrorTopic
 
 log = logging.getLogger(__name__)
 
@@ -40,5 +41,37 @@ def sync_links() -> None:
 
 @shared_task
 def supervise_streams() -> None:
-    """Start, restart and stop the links' streams; one run at a time."""
+    """Start, restart and stop the links' streams and finish promotes and failovers whose
+    streams stopped writing; one run at a time."""
     _one_at_a_time("supervise-streams", streams.supervise_all)
+    for link in ClusterLink.objects.filter(
+        mirrors__state=MirrorTopic.State.PENDING_STOPPED
+    ).distinct():
+        _finish_stops(link)
+
+
+def _finish_stops(link: ClusterLink) -> bool:
+    """Returns whether the link still has mirrors waiting to stop."""
+    promote.finish_pending_stops(link)
+    approvals.settle_link(link)
+    return link.mirrors.filter(state=MirrorTopic.State.PENDING_STOPPED).exists()
+
+
+@shared_task(bind=True)
+def finish_stops(self, link_pk: int) -> None:
+    """Finish a link's promotes and failovers as soon as its stream stops writing them: checks
+    twice a second, without holding the worker in between."""
+    link = ClusterLink.objects.filter(pk=link_pk).first()
+    if link is not None and _finish_stops(link):
+        self.apply_async((link_pk,), countdown=0.5)
+
+
+@shared_task
+def execute_request(request_pk: int) -> None:
+    """Run an approval request that got its approvals."""
+    approvals.execute(approvals.get_request(request_pk))
+
+
+@shared_task
+def expire_requests() -> None:
+    approvals.expire_due()

@@ -46,10 +46,12 @@ class Mirror:
     source_topic: str
 
 
-def mirrors_from(raw: dict | None) -> dict[str, Mirror] | None:
+def mirrors_from(raw: dict | None) -> tuple[dict[str, Mirror], int] | None:
+    """The mirror set the console published, and its generation."""
     if raw is None:
         return None
-    return {name: Mirror(name, m["source_topic"]) for name, m in raw.get("mirrors", {}).items()}
+    mirrors = {name: Mirror(name, m["source_topic"]) for name, m in raw.get("mirrors", {}).items()}
+    return mirrors, raw.get("generation", 0)
 
 
 class LinkStream:
@@ -79,6 +81,9 @@ class LinkStream:
         self.window: deque[tuple[float, int, int]] = deque()
         self.started_ms = int(time.time() * 1000)
         self.stopping = False
+        # The generation of the mirror set this stream runs: reported only once no task
+        # writes a mirror the set left out (its query was stopped and restarted without it).
+        self.generation = 0
 
     # --- the query -------------------------------------------------------------------
 
@@ -284,6 +289,7 @@ class LinkStream:
             "state": state,
             "error": error,
             "mirrors": sorted(self.mirrors),
+            "generation": self.generation,
             "records": records,
             "bytes": size,
             "batches": batches,
@@ -301,7 +307,7 @@ class LinkStream:
         except redis.RedisError as exc:
             log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
 
-    def wanted(self) -> dict[str, Mirror] | None:
+    def wanted(self) -> tuple[dict[str, Mirror], int] | None:
         try:
             return mirrors_from(control.read_json(self.redis, control.mirrors_key(self.link_id)))
         except redis.RedisError as exc:
@@ -312,12 +318,17 @@ class LinkStream:
         self.beat("starting")
         self.spark = session(self.spec)
         while not self.stopping:
-            wanted = self.wanted()
-            if wanted is not None and wanted != self.mirrors:
+            published = self.wanted()
+            if published is not None:
+                wanted, generation = published
                 if not wanted:
                     log.info("Link %s has no mirror to run; the stream ends", self.name)
+                    self.stop_query()
+                    self.mirrors, self.generation = {}, generation
                     break
-                self.start_query(wanted)
+                if wanted != self.mirrors:
+                    self.start_query(wanted)  # stops the old query first
+                self.generation = generation
             if self.query is not None and not self.query.isActive:
                 error = self.query.exception()
                 raise RuntimeError(str(error) if error else "the query stopped")

@@ -24,7 +24,8 @@ from devstack.processes import wait_for
 from devstack.stack import Stack
 
 ROOT = Path(__file__).resolve().parent.parent
-TEST_REDIS_URL = "redis://127.0.0.1:6380/15"
+# Another Redis database (ISTHMUS_TEST_REDIS_DB) lets a second test run go on beside this one.
+TEST_REDIS_URL = f"redis://127.0.0.1:6380/{os.environ.get('ISTHMUS_TEST_REDIS_DB', '15')}"
 SHARED_PARTS = ["source", "destination", "redis"]
 
 
@@ -34,6 +35,11 @@ def _test_redis_database():
     own, apart from a running demo's."""
     from django.test import override_settings
 
+    from console.celery import app
+
+    # Tasks sent by the tests themselves (a promote scheduling its finish, say) go to the
+    # test worker too, from the first one on: the app keeps the broker connection it made.
+    app.conf.update(broker_url=TEST_REDIS_URL, result_backend=TEST_REDIS_URL)
     with override_settings(REDIS_URL=TEST_REDIS_URL):
         yield
 
@@ -192,7 +198,6 @@ def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory
     database. Only committed rows (tests using `transactional_db`) are visible to it."""
     from console.celery import app
 
-    app.conf.update(broker_url=TEST_REDIS_URL, result_backend=TEST_REDIS_URL)
     node = f"test-worker-{os.getpid()}@localhost"
     folder = tmp_path_factory.mktemp("celery")
     log = folder / "worker.log"

@@ -13,6 +13,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
 from console.access import POLICY, can
+from replication import audit
 from replication.errors import ReplicationError
 from replication.models import KafkaCluster
 from replication.tokens import authenticate
@@ -111,9 +112,16 @@ def endpoint(**actions: str) -> Callable:
                     )
                 _authenticate(request)
                 if not can(request.user, action):
-                    raise ApiError(
-                        403, f"Your role does not allow {action} ({request.user.get_username()})."
-                    )
+                    message = f"Your role does not allow {action} ({request.user.get_username()})."
+                    if request.method != "GET":
+                        audit.record(
+                            audit.Actor.from_request(request),
+                            action,
+                            request.path,
+                            result=audit.AuditEvent.Result.REFUSED,
+                            message=message,
+                        )
+                    raise ApiError(403, message)
                 return view(request, *args, **kwargs)
             except ApiError as exc:
                 return error_response(exc.status, str(exc))

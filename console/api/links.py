@@ -7,6 +7,7 @@ from collections import Counter
 
 from django.http import JsonResponse
 
+from console.api.approvals import submitted
 from console.api.base import (
     ApiError,
     cluster,
@@ -18,11 +19,10 @@ from console.api.base import (
     no_content,
     self_url,
 )
-from replication import audit, link_configs, streams
+from replication import approvals, audit, link_configs, streams
 from replication.links import (
     alter_link_configs,
     create_link,
-    delete_link,
     describe_link_configs,
     get_link,
     list_links,
@@ -142,13 +142,17 @@ def link(request, cluster_id, link_name):
     if request.method == "GET":
         flag(request, "include_tasks")  # accepted; Isthmus reports no per-task breakdown yet
         return JsonResponse(link_data(request, found))
-    delete_link(
+    submission = approvals.submit(
         audit.Actor.from_request(request),
         found,
+        approvals.Action.DELETE_LINK,
+        reason=request.GET.get("reason", ""),
         force=flag(request, "force"),
         validate_only=flag(request, "validate_only"),
     )
-    return no_content()
+    if submission.request is None:
+        return no_content()
+    return submitted(request, "IsthmusDeleteLink", submission, [])
 
 
 @endpoint(GET="console.view")

@@ -6,6 +6,7 @@ import re
 
 from django.http import JsonResponse
 
+from console.api.approvals import submitted
 from console.api.base import (
     ApiError,
     cluster,
@@ -18,7 +19,7 @@ from console.api.base import (
     self_url,
 )
 from console.api.links import BASE
-from replication import audit
+from replication import approvals, audit
 from replication.errors import ReplicationError
 from replication.links import get_link
 from replication.mirrors import (
@@ -38,6 +39,19 @@ ACTIONS = {
     "pause": ("KafkaPauseMirror", pause_mirror),
     "resume": ("KafkaResumeMirror", resume_mirror),
 }
+# Those that stop a mirror, subject to approval.
+STOPS = {"promote": "KafkaPromoteMirror", "failover": "KafkaFailoverMirror"}
+
+
+def lags_data(partitions) -> list[dict]:
+    return [
+        {
+            "partition": p.partition,
+            "lag": p.lag,
+            "last_source_fetch_offset": p.last_fetch_source_high_watermark,
+        }
+        for p in partitions
+    ]
 
 
 def mirror_data(request, status: MirrorStatus) -> dict:
@@ -174,3 +188,31 @@ def mirrors_action(request, cluster_id, link_name, action):
     return JsonResponse(
         {"kind": kind, "metadata": self_url(request, request.path), "data": results}
     )
+
+
+@endpoint(POST="mirror.stop")
+def mirrors_stop(request, cluster_id, link_name, action):
+    """Promote or fail over mirrors: at once where the caller may act without approval (each
+    topic's outcome reported on its own, HTTP 200), else as an approval request (HTTP 202)."""
+    link = get_link(cluster(cluster_id), link_name)
+    body = json_body(request)
+    submission = approvals.submit(
+        audit.Actor.from_request(request),
+        link,
+        action,
+        _named_mirrors(body, link),
+        field(body, "reason", str, default=""),
+        break_glass=field(body, "break_glass", bool, default=False),
+        validate_only=flag(request, "validate_only"),
+    )
+    data = [
+        {
+            "mirror_topic_name": o.mirror_topic,
+            "error_code": o.status if o.error else None,
+            "error_message": o.error or None,
+            "mirror_status": o.state,
+            "mirror_lags": lags_data(o.lags),
+        }
+        for o in submission.outcomes
+    ]
+    return submitted(request, STOPS[action], submission, data)

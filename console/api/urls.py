@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.api import clusters, links, mirrors, openapi
+from console.api import approvals, clusters, links, mirrors, openapi
 
 CLUSTER = "clusters/<str:cluster_id>/"
 LINK = CLUSTER + "links/<str:link_name>/"
@@ -28,5 +28,33 @@ urlpatterns = [
         )
         for action in mirrors.ACTIONS
     ],
+    *[
+        path(
+            f"{LINK}mirrors:{action}",
+            mirrors.mirrors_stop,
+            {"action": action},
+            name=f"api-mirrors-{action}",
+        )
+        for action in mirrors.STOPS
+    ],
     path(LINK + "mirrors/<str:mirror_topic_name>", mirrors.mirror, name="api-mirror"),
+    path(CLUSTER + "approval-requests", approvals.request_list, name="api-requests"),
+    *[
+        path(
+            f"{CLUSTER}approval-requests/<str:request_id>:{verb}",
+            view,
+            name=f"api-request-{verb}",
+        )
+        for verb, view in (
+            ("approve", approvals.request_approve),
+            ("reject", approvals.request_reject),
+            ("withdraw", approvals.request_withdraw),
+        )
+    ],
+    # after the actions: a request id with ":approve" would match this too
+    path(
+        CLUSTER + "approval-requests/<str:request_id>",
+        approvals.request_detail,
+        name="api-request",
+    ),
 ]

@@ -67,6 +67,7 @@ def link_detail(request, destination, name):
             "mirrors": link.mirrors.all(),
             "destination_health": probe_cluster(link.destination),
             "stream": streams.status(link),
+            "pending_requests": link.approval_requests.filter(state="PENDING"),
             "config_form": LinkConfigForm(),
         },
     )
@@ -116,23 +117,6 @@ def link_resume(request, destination, name):
         run=lambda actor, force: links.resume_link(actor, link),
         done=f"Resumed cluster link {link.name}.",
         back_url=link_url(link),
-    )
-
-
-@require("link.delete")
-def link_delete(request, destination, name):
-    link = find_link(destination, name)
-    return confirm(
-        request,
-        question=f"Delete cluster link {link.name}?",
-        explanation="A link with mirror topics is deleted only when forced: forcing fails "
-        "every mirror over first, so each becomes an ordinary writable topic that no longer "
-        "follows its source.",
-        run=lambda actor, force: links.delete_link(actor, link, force=force),
-        done=f"Deleted cluster link {link.name}.",
-        back_url=link_url(link),
-        after_url=reverse("links"),
-        offer_force=link.mirrors.exclude(state="STOPPED").exists(),
     )
 
 

@@ -66,7 +66,18 @@ def mirror_create(request, destination, name):
 def mirror_detail(request, destination, topic):
     mirror = find_mirror(destination, topic)
     template = "mirrors/detail.html#partitions" if request.htmx else "mirrors/detail.html"
-    return render(request, template, {"mirror": mirror, "status": mirrors.describe_mirror(mirror)})
+    pending = mirror.link.approval_requests.filter(
+        state="PENDING", topics__contains=[mirror.mirror_topic]
+    )
+    return render(
+        request,
+        template,
+        {
+            "mirror": mirror,
+            "status": mirrors.describe_mirror(mirror),
+            "pending_requests": [] if request.htmx else pending,
+        },
+    )
 
 
 @require("mirror.manage")

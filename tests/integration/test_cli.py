@@ -284,7 +284,10 @@ def test_roles_decide_what_the_tools_may_do(typed, demo_topic):
     )
     delete = "kafka-cluster-links --bootstrap-server localhost:9093 --delete --link demo-link"
     refused(typed(delete, role="viewer"), "link.delete")
-    refused(typed(delete, role="operator"), "link.delete")
+    refused(typed(delete + " --force", role="operator"), "Give a reason")
+    asked = ok(typed(delete + " --force --reason retire", role="operator"))
+    assert "needs 1 approval(s): request" in asked[0]
+    assert asked[2].startswith("An approver runs it with: kafka-mirrors --approve ")
     refused(typed(delete, role="admin"), "still has mirror topics: demo", "force")
     assert ok(typed(delete + " --force --validate-only", role="admin")) == [
         "Cluster link 'demo-link' deletion successfully validated."
@@ -342,3 +345,52 @@ def test_the_console_and_token_can_come_from_a_command_config_file(
         )
     )
     assert ClusterLink.objects.get(name="demo-link")
+
+
+def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to_approve(
+    typed, demo_topic
+):
+    from replication import promote
+
+    ok(typed(CREATE_LINK))
+    mirror = "kafka-mirrors --create --mirror-topic demo --link demo-link"
+    ok(typed(f"{mirror} --bootstrap-server localhost:9093"))
+    stop = "kafka-mirrors --promote --topics demo --bootstrap-server localhost:9093"
+
+    asked = ok(typed(stop + " --reason cut-over", role="operator"))
+    assert asked[:2] == [
+        "Calculating max offset and ms lag for mirror topics: [demo]",
+        "Finished calculating max offset lag and max lag ms for mirror topics: [demo]",
+    ]
+    assert asked[2].startswith("Promoting demo needs 1 approval(s): request ")
+    request_id = asked[2].split("request ")[1].split()[0]
+    refused(typed(f"kafka-mirrors --approve {request_id} --bootstrap-server localhost:9093"))
+    approved = ok(
+        typed(
+            f"kafka-mirrors --approve {request_id} --bootstrap-server localhost:9093",
+            role="approver",
+        )
+    )
+    assert f"Request: {request_id}  Action: promote" in approved[0]
+    assert "State: APPROVED" in approved[0] and "Approvals: 1/1" in approved[0]
+
+    # The demo's tools act as the admin, who acts at once: the tutorial's lines, as typed.
+    ClusterLink.objects.get().approval_requests.update(state="WITHDRAWN")
+    assert ok(typed(stop, role="admin")) == [
+        "Calculating max offset and ms lag for mirror topics: [demo]",
+        "Finished calculating max offset lag and max lag ms for mirror topics: [demo]",
+        "Request for stopping topic demo's mirror was successfully scheduled.",
+        "Please use the describe command with the --pending-stopped-only option to monitor "
+        "progress.",
+    ]
+    promote.finish_pending_stops(ClusterLink.objects.get())  # the worker's part
+    [line] = ok(
+        typed(
+            "kafka-mirrors --describe --topics demo --pending-stopped-only "
+            "--bootstrap-server localhost:9093"
+        )
+    )
+    assert line.startswith("Topic: demo  LinkName: demo-link  LinkId: ")
+    assert "State: STOPPED" in line
+    again = typed(stop, role="admin")
+    assert "Topic 'demo' has already stopped its mirror from 'demo-link'" in again.stderr

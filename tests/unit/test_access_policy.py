@@ -34,9 +34,11 @@ def test_only_login_logout_and_healthz_are_public():
 def test_roles_decide_actions(users):
     assert all(can(users[role], "console.view") for role in ROLES)
     assert [role for role in ROLES if can(users[role], "cluster.register")] == ["admin"]
-    for action in ("link.manage", "mirror.manage"):
+    # operators ask for link deletion, promote and failover; approvals decide when they run
+    for action in ("link.manage", "mirror.manage", "link.delete", "mirror.stop"):
         assert [role for role in ROLES if can(users[role], action)] == ["operator", "admin"]
-    for action in ("link.delete", "mirror.delete"):
+    assert [role for role in ROLES if can(users[role], "request.approve")] == ["approver", "admin"]
+    for action in ("mirror.delete", "request.override", "approval_policy.manage"):
         assert [role for role in ROLES if can(users[role], action)] == ["admin"]
 
 

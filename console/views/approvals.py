@@ -1,0 +1,201 @@
+"""Promote, failover and link deletion from the console, and the approvals queue: requests
+with their live progress, approved, rejected or withdrawn here."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from console.access import can, require
+from console.forms import ApprovalPolicyForm, RejectForm, StopForm
+from console.views.links import find_link, link_url
+from console.views.mirrors import find_mirror, mirror_url
+from replication import approvals, audit, promote
+from replication.errors import ReplicationError
+from replication.models import ApprovalRequest
+
+Action = ApprovalRequest.Action
+
+
+def _after(request, submission: approvals.Submission, done_url: str, what: str):
+    if submission.request is not None:
+        messages.success(
+            request,
+            f"Asked for approval of {what} (request {submission.request.pk}); it runs once "
+            f"{submission.approvals_needed} approver(s) other than you agree.",
+        )
+        return redirect("approval-detail", submission.request.pk)
+    failed = [o for o in submission.outcomes if o.error]
+    for outcome in failed:
+        messages.error(request, outcome.error)
+    if not failed:
+        messages.success(request, f"{what[0].upper()}{what[1:]} scheduled. {submission.note}")
+    return redirect(done_url)
+
+
+@require("mirror.stop")
+def mirror_stop(request, destination, topic, action):
+    """Promote or fail over one mirror: the dry run's lags, a reason, and the outcome."""
+    mirror = find_mirror(destination, topic)
+    form = StopForm(request.POST or None)
+    what = f"{'promoting' if action == Action.PROMOTE else 'failing over'} {mirror.mirror_topic}"
+    if request.method == "POST" and form.is_valid():
+        try:
+            submission = approvals.submit(
+                audit.Actor.from_request(request),
+                mirror.link,
+                action,
+                [mirror.mirror_topic],
+                form.cleaned_data["reason"],
+                break_glass=form.cleaned_data["break_glass"],
+            )
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return _after(request, submission, mirror_url(mirror), what)
+    plan = promote.check(action, mirror.link, [mirror.mirror_topic])[0]
+    link = mirror.link
+    return render(
+        request,
+        "approvals/stop.html",
+        {
+            "mirror": mirror,
+            "action": action,
+            "plan": plan,
+            "form": form,
+            "acts_at_once": link.approvals_required == 0
+            or (can(request.user, "request.override") and link.admin_may_override),
+            "may_break_glass": action == Action.FAILOVER and can(request.user, "request.override"),
+        },
+    )
+
+
+@require("link.delete")
+def link_delete(request, destination, name):
+    link = find_link(destination, name)
+    form = StopForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            submission = approvals.submit(
+                audit.Actor.from_request(request),
+                link,
+                Action.DELETE_LINK,
+                reason=form.cleaned_data["reason"],
+                force=form.cleaned_data["force"],
+            )
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            if submission.request is None:
+                messages.success(request, f"Deleted cluster link {link.name}.")
+                return redirect("links")
+            return _after(request, submission, reverse("links"), f"deleting link {link.name}")
+    return render(
+        request,
+        "approvals/delete_link.html",
+        {
+            "link": link,
+            "form": form,
+            "live": link.mirrors.exclude(state="STOPPED").exists(),
+            "acts_at_once": link.approvals_required == 0
+            or (can(request.user, "request.override") and link.admin_may_override),
+        },
+    )
+
+
+@require("approval_policy.manage")
+def link_policy(request, destination, name):
+    link = find_link(destination, name)
+    form = ApprovalPolicyForm(request.POST)
+    if form.is_valid():
+        try:
+            approvals.set_policy(
+                audit.Actor.from_request(request),
+                link,
+                form.cleaned_data["approvals_required"],
+                form.cleaned_data["admin_may_override"],
+            )
+        except ReplicationError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Changed the approval policy of link {link.name}.")
+    else:
+        messages.error(request, "Choose 0 to 3 approvals.")
+    return redirect(link_url(link))
+
+
+@require("console.view")
+def approval_list(request):
+    state = request.GET.get("state", "open")
+    states = {
+        "open": [ApprovalRequest.State.PENDING, ApprovalRequest.State.APPROVED],
+        "all": None,
+    }.get(state, [state] if state in ApprovalRequest.State.values else None)
+    template = "approvals/list.html#requests" if request.htmx else "approvals/list.html"
+    return render(
+        request,
+        template,
+        {
+            "requests": approvals.list_requests(states=states)[:200],
+            "state": state,
+            "states": ["open", "all", *ApprovalRequest.State.values],
+        },
+    )
+
+
+def _find(pk: int) -> ApprovalRequest:
+    try:
+        return approvals.get_request(pk)
+    except ReplicationError as exc:
+        raise Http404(str(exc)) from exc
+
+
+@require("console.view")
+def approval_detail(request, pk):
+    found = _find(pk)
+    template = "approvals/detail.html#live" if request.htmx else "approvals/detail.html"
+    return render(
+        request,
+        template,
+        {
+            "req": found,
+            "reject_form": RejectForm(),
+            "mine": request.user.pk == found.requester_id,
+        },
+    )
+
+
+def _decide(request, pk, operation, done: str):
+    found = _find(pk)
+    if request.method == "POST":
+        try:
+            operation(audit.Actor.from_request(request), found)
+        except ReplicationError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, done.format(pk=found.pk))
+    return redirect("approval-detail", found.pk)
+
+
+@require("request.approve")
+def approval_approve(request, pk):
+    return _decide(request, pk, approvals.approve, "Approved request {pk}.")
+
+
+@require("request.approve")
+def approval_reject(request, pk):
+    form = RejectForm(request.POST or None)
+    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    return _decide(
+        request,
+        pk,
+        lambda actor, found: approvals.reject(actor, found, reason),
+        "Rejected request {pk}.",
+    )
+
+
+@require("mirror.stop")
+def approval_withdraw(request, pk):
+    return _decide(request, pk, approvals.withdraw, "Withdrew request {pk}.")

@@ -1,0 +1,219 @@
+"""The audit trail: every mutating action, newest first, filtered, paged and exported as CSV.
+
+Pages are keyset-paged on (at, id), so no page counts the whole table and events recorded while
+someone reads do not shift the pages under them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import datetime as dt
+import json
+from collections.abc import Iterator
+
+from django import forms
+from django.db.models import Q, QuerySet
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from console.access import require
+from replication.models import AuditEvent
+
+PAGE_SIZE = 100
+CSV_HEADER = [
+    "at",
+    "actor",
+    "address",
+    "user_agent",
+    "action",
+    "target",
+    "result",
+    "message",
+    "before",
+    "after",
+]
+# A spreadsheet runs a cell that starts with one of these as a formula.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class UtcDateTimeField(forms.CharField):
+    """A `datetime-local` value (or any ISO 8601 date and time), read as UTC when it names no
+    zone. Cleans to (datetime, how much time the value spans: a day, a minute or a second)."""
+
+    widget = forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"})
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, **kwargs)
+
+    def clean(self, value):
+        value = (super().clean(value) or "").strip()
+        if not value:
+            return None
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise forms.ValidationError(
+                "Enter a date and time like 2026-05-01T14:30 (UTC).", code="invalid"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.UTC)
+        time_part = value[10:]
+        if not time_part:
+            span = dt.timedelta(days=1)
+        elif time_part.count(":") == 1:
+            span = dt.timedelta(minutes=1)
+        else:
+            span = dt.timedelta(seconds=1)
+        return moment.astimezone(dt.UTC), span
+
+
+class AuditFilterForm(forms.Form):
+    actor = forms.CharField(required=False, max_length=150)
+    target = forms.CharField(required=False, max_length=400)
+    action = forms.CharField(required=False, max_length=100, widget=forms.Select)
+    result = forms.ChoiceField(
+        required=False, choices=[("", "any")] + list(AuditEvent.Result.choices)
+    )
+
+    def __init__(self, *args, actions: list[str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        # "from" is a Python keyword, so these two are added here.
+        self.fields["from"] = UtcDateTimeField(label="From (UTC)")
+        self.fields["to"] = UtcDateTimeField(label="To (UTC)")
+        if actions is not None:
+            self.fields["action"].widget.choices = [("", "any")] + [(a, a) for a in actions]
+
+    def events(self) -> QuerySet[AuditEvent]:
+        """The events these (valid) filters select, newest first."""
+        data = self.cleaned_data
+        events = AuditEvent.objects.all()
+        if data.get("actor"):
+            events = events.filter(actor_name__icontains=data["actor"])
+        if data.get("target"):
+            events = events.filter(target__icontains=data["target"])
+        if data.get("action"):
+            events = events.filter(action=data["action"])
+        if data.get("result"):
+            events = events.filter(result=data["result"])
+        if data.get("from"):
+            events = events.filter(at__gte=data["from"][0])
+        if data.get("to"):
+            moment, span = data["to"]
+            # The whole minute (or second, or day) the value names; at the end of time, no bound.
+            with contextlib.suppress(OverflowError):
+                events = events.filter(at__lt=moment + span)
+        return events.order_by("-at", "-id")
+
+
+def compact_json(value) -> str:
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _cursor(value: str | None) -> AuditEvent | None:
+    """The event a page starts after (or ends before); None for a missing or unknown one."""
+    if not value or not value.isdigit():
+        return None
+    return AuditEvent.objects.filter(pk=int(value)).only("pk", "at").first()
+
+
+def _page(events: QuerySet[AuditEvent], before: AuditEvent | None, after: AuditEvent | None):
+    """One page of `events` with whether there are older and newer ones."""
+    if after is not None:  # going back towards the newest
+        newer_than = Q(at__gt=after.at) | Q(at=after.at, pk__gt=after.pk)
+        rows = list(events.filter(newer_than).order_by("at", "id")[: PAGE_SIZE + 1])
+        has_newer = len(rows) > PAGE_SIZE
+        return list(reversed(rows[:PAGE_SIZE])), True, has_newer
+    if before is not None:
+        older_than = Q(at__lt=before.at) | Q(at=before.at, pk__lt=before.pk)
+        rows = list(events.filter(older_than)[: PAGE_SIZE + 1])
+        return rows[:PAGE_SIZE], len(rows) > PAGE_SIZE, True
+    rows = list(events[: PAGE_SIZE + 1])
+    return rows[:PAGE_SIZE], len(rows) > PAGE_SIZE, False
+
+
+def _query_with(request, **cursor: str) -> str:
+    params = request.GET.copy()
+    for key in ("before", "after"):
+        params.pop(key, None)
+    params.update(cursor)
+    return params.urlencode()
+
+
+@require("audit.view")
+def audit_list(request):
+    actions = list(
+        AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct()
+    )
+    form = AuditFilterForm(request.GET, actions=actions)
+    context = {"form": form, "events": [], "older": None, "newer": None}
+    if form.is_valid():
+        events, has_older, has_newer = _page(
+            form.events(), _cursor(request.GET.get("before")), _cursor(request.GET.get("after"))
+        )
+        for event in events:
+            event.before_json = compact_json(event.before)
+            event.after_json = compact_json(event.after)
+        context["events"] = events
+        if events and has_older:
+            context["older"] = "?" + _query_with(request, before=str(events[-1].pk))
+        if events and has_newer:
+            context["newer"] = "?" + _query_with(request, after=str(events[0].pk))
+        context["paged"] = bool(request.GET.get("before") or request.GET.get("after"))
+        context["export_query"] = _query_with(request)
+    return render(request, "audit/list.html", context)
+
+
+class _Echo:
+    """A file-like object csv.writer can write to that hands back what it was given."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def safe_cell(value) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def csv_row(event: AuditEvent) -> list[str]:
+    return [
+        safe_cell(value)
+        for value in (
+            event.at.astimezone(dt.UTC).isoformat(),
+            event.actor_name,
+            event.address,
+            event.user_agent,
+            event.action,
+            event.target,
+            event.result,
+            event.message,
+            compact_json(event.before),
+            compact_json(event.after),
+        )
+    ]
+
+
+@require("audit.view")
+def audit_export(request):
+    form = AuditFilterForm(request.GET)
+    if not form.is_valid():
+        errors = "; ".join(f"{name}: {' '.join(e)}" for name, e in form.errors.items())
+        return HttpResponse(
+            f"Invalid filter: {errors}\n", status=400, content_type="text/plain; charset=utf-8"
+        )
+    events = form.events()
+
+    def rows() -> Iterator[str]:
+        writer = csv.writer(_Echo())
+        yield writer.writerow(CSV_HEADER)
+        for event in events.iterator(chunk_size=2000):
+            yield writer.writerow(csv_row(event))
+
+    name = f"isthmus-audit-{timezone.now():%Y%m%dT%H%M%SZ}.csv"
+    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

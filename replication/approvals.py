@@ -1,0 +1,389 @@
+"""Approvals for the actions people fear: promote, failover and deleting a link.
+
+An operator asks, with a reason; the request runs once enough approvers other than the
+requester said yes (the link's policy: 0-3 approvals, default 1). It can be rejected with a
+reason, withdrawn by its requester, and it expires. An admin acts at once where the link's
+policy allows it (an override) and may break glass on a failover whatever the policy. Every
+step is audited.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from . import audit, links, policy, promote
+from .errors import ReplicationError, conflict, not_found
+from .models import Approval, ApprovalRequest, ClusterLink, MirrorTopic
+
+log = logging.getLogger(__name__)
+
+Action = ApprovalRequest.Action
+RState = ApprovalRequest.State
+MAX_REASON = 2000
+
+
+@dataclass
+class Submission:
+    """What came of asking for an action: it ran (or, validating, would run) at once, with
+    each topic's outcome, or it waits for approval in `request`."""
+
+    outcomes: list[promote.TopicOutcome] = field(default_factory=list)
+    request: ApprovalRequest | None = None
+    executed: bool = False
+    approvals_needed: int = 0
+    note: str = ""
+
+
+def _reason(text: str | None, what: str) -> str:
+    reason = (text or "").strip()
+    if not reason:
+        raise ReplicationError(
+            f"Give a reason for {what}: the approvers and the audit trail read it."
+        )
+    if len(reason) > MAX_REASON:
+        raise ReplicationError(f"The reason is longer than {MAX_REASON} characters; shorten it.")
+    return reason
+
+
+def submit(
+    actor: audit.Actor,
+    link: ClusterLink,
+    action: str,
+    topics: list[str] = (),
+    reason: str = "",
+    *,
+    force: bool = False,
+    break_glass: bool = False,
+    validate_only: bool = False,
+) -> Submission:
+    """Promote or fail over `topics` of `link`, or delete `link` (with `force`, failing its
+    mirrors over): at once where the actor may act without approval, else as a request.
+
+    Acting at once: the link's policy needs no approval, or the actor is an admin and the
+    policy allows an admin override, or an admin breaks glass on a failover (with a reason)."""
+    if action not in Action.values:
+        raise ReplicationError(f"Unknown action {action!r}; use one of {', '.join(Action.values)}.")
+    target = f"link {link.name}"
+    with audit.refusals(actor, f"request.{action}", target):
+        topics = list(dict.fromkeys(topics))
+        if action != Action.DELETE_LINK and not topics:
+            raise ReplicationError("Name at least one mirror topic.")
+        admin = policy.can(actor.user, "request.override")
+        needed = link.approvals_required
+        if break_glass:
+            if action != Action.FAILOVER:
+                raise ReplicationError("Break glass is for a failover only.")
+            if not admin:
+                raise ReplicationError("Only an admin may break glass.", 403)
+            note = f"BREAK GLASS: {_reason(reason, 'breaking glass')}"
+        elif needed == 0:
+            note = "No approval needed by the link's policy." + (
+                f" Reason: {reason}" if reason else ""
+            )
+        elif admin and link.admin_may_override:
+            note = "Admin override: acted without approval." + (
+                f" Reason: {reason}" if reason else ""
+            )
+        else:
+            note = ""
+        if note:
+            submission = Submission(approvals_needed=0, note=note)
+            submission.outcomes = _run(actor, link, action, topics, note, force, validate_only)
+            submission.executed = not validate_only
+            return submission
+        # The action waits for approval: check now that it could run, and say what it would do.
+        outcomes = _dry_run(actor, link, action, topics, force)
+        refused = [o for o in outcomes if o.error]
+        if refused:
+            raise ReplicationError(" ".join(o.error for o in refused), refused[0].status)
+        submission = Submission(outcomes, approvals_needed=needed)
+        if validate_only:
+            return submission
+        request = ApprovalRequest.objects.create(
+            link=link,
+            link_name=link.name,
+            destination=link.destination,
+            action=action,
+            topics=topics if action != Action.DELETE_LINK else [],
+            reason=_reason(reason, "the request"),
+            requester=actor.user,
+            requester_name=actor.name,
+            approvals_required=needed,
+            expires_at=timezone.now() + timedelta(seconds=settings.APPROVAL_REQUEST_TTL_S),
+            plan=[o.as_dict() for o in outcomes] + ([{"force": True}] if force else []),
+        )
+        submission.request = request
+    audit.record(actor, f"request.{action}", target, after=snapshot(request), message=reason)
+    log.info("%s asked to %s on link %s (request %d)", actor.name, action, link.name, request.pk)
+    return submission
+
+
+def _dry_run(actor, link, action, topics, force) -> list[promote.TopicOutcome]:
+    if action == Action.DELETE_LINK:
+        links.delete_link(actor, link, force=force, validate_only=True)
+        return []
+    return promote.check(action, link, topics)
+
+
+def _run(actor, link, action, topics, note, force, validate_only) -> list[promote.TopicOutcome]:
+    if action == Action.DELETE_LINK:
+        links.delete_link(actor, link, force=force, validate_only=validate_only)
+        return []
+    return promote.stop_mirrors(actor, link, topics, action, validate_only=validate_only, note=note)
+
+
+def snapshot(request: ApprovalRequest) -> dict:
+    return {
+        "id": request.pk,
+        "action": request.action,
+        "link": request.link_name,
+        "topics": request.topics,
+        "state": request.state,
+        "approvals": [a.approver_name for a in request.approvals.all()] if request.pk else [],
+        "approvals_required": request.approvals_required,
+    }
+
+
+def get_request(pk: int | str) -> ApprovalRequest:
+    try:
+        request = ApprovalRequest.objects.select_related("link", "destination").get(pk=int(pk))
+    except (ValueError, TypeError, ApprovalRequest.DoesNotExist):
+        raise not_found(
+            f"There is no approval request {pk}. List the requests to see them."
+        ) from None
+    _expire_if_due(request)
+    return request
+
+
+def list_requests(
+    *, states: list[str] | None = None, link: ClusterLink | None = None
+) -> QuerySet[ApprovalRequest]:
+    expire_due()
+    requests = ApprovalRequest.objects.select_related("link", "destination").prefetch_related(
+        "approvals"
+    )
+    if states:
+        requests = requests.filter(state__in=states)
+    if link is not None:
+        requests = requests.filter(link=link)
+    return requests
+
+
+def pending_count() -> int:
+    return ApprovalRequest.objects.filter(
+        state=RState.PENDING, expires_at__gt=timezone.now()
+    ).count()
+
+
+def _move(request: ApprovalRequest, sources: list[str], to: str, **fields) -> bool:
+    """A conditional state change of a request; False if it was no longer in `sources`."""
+    now = timezone.now()
+    changed = ApprovalRequest.objects.filter(pk=request.pk, state__in=sources).update(
+        state=to, state_time=now, **fields
+    )
+    if changed:
+        request.state, request.state_time = to, now
+        for name, value in fields.items():
+            setattr(request, name, value)
+    else:
+        request.refresh_from_db()
+    return bool(changed)
+
+
+def _open_or_refuse(request: ApprovalRequest, verb: str) -> None:
+    _expire_if_due(request)
+    if request.state != RState.PENDING:
+        raise conflict(f"Request {request.pk} is {request.state}; it cannot be {verb} any more.")
+
+
+def approve(actor: audit.Actor, request: ApprovalRequest) -> ApprovalRequest:
+    """One approver says yes; with enough approvals the request runs (as a Celery task)."""
+    target = f"request {request.pk}"
+    with audit.refusals(actor, "request.approve", target):
+        if not policy.can(actor.user, "request.approve"):
+            raise ReplicationError("Only an approver or an admin may approve a request.", 403)
+        _open_or_refuse(request, "approved")
+        if actor.user is not None and actor.user.pk == request.requester_id:
+            raise ReplicationError(
+                f"You asked for request {request.pk} yourself; someone else must approve it.",
+                403,
+            )
+        try:
+            with transaction.atomic():
+                Approval.objects.create(
+                    request=request, approver=actor.user, approver_name=actor.name
+                )
+        except IntegrityError as exc:
+            raise conflict(f"You approved request {request.pk} already.") from exc
+        approved = request.approvals.count() >= request.approvals_required
+        if approved and _move(request, [RState.PENDING], RState.APPROVED, progress="Starting"):
+            transaction.on_commit(
+                lambda: current_app.send_task("replication.tasks.execute_request", [request.pk])
+            )
+    audit.record(actor, "request.approve", target, after=snapshot(request))
+    return request
+
+
+def reject(actor: audit.Actor, request: ApprovalRequest, reason: str) -> ApprovalRequest:
+    target = f"request {request.pk}"
+    with audit.refusals(actor, "request.reject", target):
+        if not policy.can(actor.user, "request.approve"):
+            raise ReplicationError("Only an approver or an admin may reject a request.", 403)
+        why = _reason(reason, "rejecting")
+        _open_or_refuse(request, "rejected")
+        if not _move(
+            request, [RState.PENDING], RState.REJECTED, decided_by=actor.name, decision_reason=why
+        ):
+            raise conflict(f"Request {request.pk} is {request.state} now; it was not rejected.")
+    audit.record(actor, "request.reject", target, after=snapshot(request), message=why)
+    return request
+
+
+def withdraw(actor: audit.Actor, request: ApprovalRequest) -> ApprovalRequest:
+    target = f"request {request.pk}"
+    with audit.refusals(actor, "request.withdraw", target):
+        if actor.user is None or actor.user.pk != request.requester_id:
+            raise ReplicationError("Only the person who asked may withdraw a request.", 403)
+        _open_or_refuse(request, "withdrawn")
+        if not _move(request, [RState.PENDING], RState.WITHDRAWN, decided_by=actor.name):
+            raise conflict(f"Request {request.pk} is {request.state} now; it was not withdrawn.")
+    audit.record(actor, "request.withdraw", target, after=snapshot(request))
+    return request
+
+
+def _expire_if_due(request: ApprovalRequest) -> None:
+    due = request.state == RState.PENDING and request.expires_at <= timezone.now()
+    if due and _move(request, [RState.PENDING], RState.EXPIRED):
+        audit.record(
+            audit.Actor.system("approvals"),
+            "request.expire",
+            f"request {request.pk}",
+            after=snapshot(request),
+        )
+
+
+def expire_due() -> None:
+    due = ApprovalRequest.objects.filter(state=RState.PENDING, expires_at__lte=timezone.now())
+    for request in due:
+        _expire_if_due(request)
+
+
+def execute(request: ApprovalRequest) -> None:
+    """Run an approved request as its requester, naming the approvers in the audit trail."""
+    if request.state != RState.APPROVED:
+        return
+    approvers = ", ".join(a.approver_name for a in request.approvals.all())
+    actor = audit.Actor(
+        user=request.requester,
+        name=f"{request.requester_name} (approved by {approvers})"[:150],
+    )
+    note = f"Request {request.pk}, approved by {approvers}. Reason: {request.reason}"
+    if request.link is None:
+        _finish(request, RState.FAILED, [], "The link was deleted before the request ran.")
+        return
+    force = any(step.get("force") for step in request.plan)
+    try:
+        if request.action == Action.DELETE_LINK:
+            links.delete_link(actor, request.link, force=force)
+            _finish(request, RState.EXECUTED, [], f"Deleted link {request.link_name}.")
+            return
+        outcomes = promote.stop_mirrors(
+            actor, request.link, request.topics, request.action, note=note
+        )
+    except ReplicationError as exc:
+        _finish(request, RState.FAILED, [], str(exc))
+        return
+    request.result = [o.as_dict() for o in outcomes]
+    ApprovalRequest.objects.filter(pk=request.pk).update(
+        result=request.result, progress="Waiting for the link's stream to stop writing"
+    )
+    settle(request)
+
+
+def settle(request: ApprovalRequest) -> None:
+    """An approved promote or failover is done once none of its topics is PENDING_STOPPED."""
+    if request.state != RState.APPROVED or not request.result:
+        return
+    started = [r["mirror_topic"] for r in request.result if not r["error"]]
+    now = {
+        name: (state, error)
+        for name, state, error in MirrorTopic.objects.filter(
+            destination=request.destination, mirror_topic__in=started
+        ).values_list("mirror_topic", "state", "action_error")
+    }
+    if any(state == MirrorTopic.State.PENDING_STOPPED for state, _ in now.values()):
+        return
+    result = []
+    for entry in request.result:
+        name = entry["mirror_topic"]
+        state, error = now.get(name, (entry["state"], ""))
+        error = entry["error"] or ("" if state == MirrorTopic.State.STOPPED else error)
+        result.append({**entry, "state": state, "error": error or ""})
+    ok = all(r["state"] == MirrorTopic.State.STOPPED for r in result)
+    stopped = [r["mirror_topic"] for r in result if r["state"] == MirrorTopic.State.STOPPED]
+    _finish(
+        request,
+        RState.EXECUTED if ok else RState.FAILED,
+        result,
+        f"Stopped: {', '.join(stopped) or 'none'}.",
+    )
+
+
+def settle_link(link: ClusterLink) -> None:
+    for request in link.approval_requests.filter(state=RState.APPROVED):
+        settle(request)
+
+
+def _finish(request: ApprovalRequest, state: str, result: list, progress: str) -> None:
+    if _move(
+        request,
+        [RState.APPROVED],
+        state,
+        result=result or request.result,
+        progress=progress[:400],
+    ):
+        audit.record(
+            audit.Actor.system("approvals"),
+            "request.done",
+            f"request {request.pk}",
+            result=audit.AuditEvent.Result.OK
+            if state == RState.EXECUTED
+            else audit.AuditEvent.Result.FAILED,
+            after=snapshot(request),
+            message=progress,
+        )
+
+
+def set_policy(
+    actor: audit.Actor, link: ClusterLink, approvals_required: int, admin_may_override: bool
+) -> ClusterLink:
+    """Change a link's approval policy (admins only)."""
+    target = f"link {link.name}"
+    with audit.refusals(actor, "link.approval_policy", target):
+        if not policy.can(actor.user, "approval_policy.manage"):
+            raise ReplicationError("Only an admin may change a link's approval policy.", 403)
+        if not isinstance(approvals_required, int) or not 0 <= approvals_required <= 3:
+            raise ReplicationError("Approvals required must be a whole number from 0 to 3.")
+        before = {
+            "approvals_required": link.approvals_required,
+            "admin_may_override": link.admin_may_override,
+        }
+        link.approvals_required = approvals_required
+        link.admin_may_override = bool(admin_may_override)
+        link.save(update_fields=["approvals_required", "admin_may_override"])
+    audit.record(
+        actor,
+        "link.approval_policy",
+        target,
+        before=before,
+        after={"approvals_required": approvals_required, "admin_may_override": admin_may_override},
+    )
+    return link

@@ -1,0 +1,46 @@
+"""The access policy: one place that decides who may do what, for the console, the API, the
+CLI and the domain's own approval rules alike. Roles are Django groups."""
+
+from __future__ import annotations
+
+ROLES = ("viewer", "operator", "approver", "admin")
+EVERYONE = frozenset(ROLES)
+OPERATORS = frozenset({"operator", "admin"})
+ADMINS = frozenset({"admin"})
+
+# action -> the roles that may perform it
+POLICY: dict[str, frozenset[str]] = {
+    "console.view": EVERYONE,
+    "cluster.register": ADMINS,
+    # create links, change their configs, pause and resume them
+    "link.manage": OPERATORS,
+    # delete a link: an operator asks for it, an admin may act at once (see approvals)
+    "link.delete": OPERATORS,
+    # create mirror topics, pause and resume them
+    "mirror.manage": OPERATORS,
+    "mirror.delete": ADMINS,
+    # promote or fail over mirror topics: asked for by an operator, subject to approval
+    "mirror.stop": OPERATORS,
+    # approve or reject someone else's request
+    "request.approve": frozenset({"approver", "admin"}),
+    # act without approval (an override, where the link's policy allows it), break glass on a
+    # failover, and set a link's approval policy
+    "request.override": ADMINS,
+    "approval_policy.manage": ADMINS,
+    # read the audit trail
+    "audit.view": EVERYONE,
+    # make and revoke one's own API tokens
+    "token.manage": EVERYONE,
+}
+
+
+def roles_of(user) -> frozenset[str]:
+    if user is None or not user.is_authenticated or not user.is_active:
+        return frozenset()
+    if user.is_superuser:
+        return EVERYONE
+    return frozenset(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+
+
+def can(user, action: str) -> bool:
+    return bool(roles_of(user) & POLICY[action])

@@ -1,0 +1,347 @@
+"""Promote and failover: a mirror topic stops mirroring and becomes a normal writable topic.
+
+Promote is the planned way: refused unless the source answers and every partition has lag 0,
+measured on the real clusters now; the topic configs are synced one last time. Failover is the
+disaster way: the same without those checks, so it works with the source cluster down, and it
+records the lag it left behind.
+
+Both go through PENDING_STOPPED: the mirror leaves its link's mirror set, and only once the
+link's stream acknowledges that it no longer writes the mirror (`streams.stopped_writing`) are
+the stop offsets read and the read-only ACLs lifted, making it STOPPED. A stop that cannot
+finish (no acknowledgement in time, the destination refusing) puts the mirror back as it was,
+with the error on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import redis
+from celery import current_app
+from django.conf import settings
+from django.utils import timezone
+
+from . import audit, read_only, streams
+from .connections import destination_admin, source_admin
+from .errors import ReplicationError, unavailable
+from .kafka_admin import KafkaAdminError, TopicNotFound
+from .mirror_states import FAILABLE_OVER, FOLLOWING, PROMOTABLE, move
+from .mirrors import (
+    PartitionStatus,
+    describe_mirrors,
+    running_state,
+    snapshot,
+    stopped_already,
+    sync_from_source,
+)
+from .models import ClusterLink, MirrorTopic
+from .redis_channel import client
+
+log = logging.getLogger(__name__)
+
+PROMOTE, FAILOVER = "promote", "failover"
+State = MirrorTopic.State
+
+
+@dataclass
+class TopicOutcome:
+    """What a promote or failover did (or, validating, would do) to one topic."""
+
+    mirror_topic: str
+    error: str = ""
+    status: int = 200  # as an API would answer for this topic alone
+    state: str = ""
+    lags: list[PartitionStatus] = field(default_factory=list)
+
+    @property
+    def max_lag(self) -> int:
+        return max((p.lag for p in self.lags), default=-1)
+
+    def as_dict(self) -> dict:
+        """For the record of an approval request."""
+        return {
+            "mirror_topic": self.mirror_topic,
+            "error": self.error,
+            "state": self.state,
+            "lags": {str(p.partition): p.lag for p in self.lags},
+        }
+
+
+def check(kind: str, link: ClusterLink, names: list[str]) -> list[TopicOutcome]:
+    """The dry run: per topic, whether it may be stopped now, with its lag per partition read
+    from both clusters now."""
+    found = {m.mirror_topic: m for m in link.mirrors.filter(mirror_topic__in=names)}
+    statuses = {s.mirror.mirror_topic: s for s in describe_mirrors(found.values())}
+    outcomes = []
+    for name in names:
+        mirror, status = found.get(name), statuses.get(name)
+        if mirror is None:
+            outcomes.append(
+                TopicOutcome(name, f"Topic {name!r} is not a mirror topic of {link.name!r}.", 404)
+            )
+            continue
+        outcome = TopicOutcome(name, state=mirror.state, lags=status.partitions)
+        outcome.error = _refusal(kind, mirror, status.errors, status.partitions)
+        outcome.status = 409 if outcome.error else 200
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _refusal(
+    kind: str, mirror: MirrorTopic, errors: list[str], partitions: list[PartitionStatus]
+) -> str:
+    name = mirror.mirror_topic
+    if mirror.state == State.STOPPED:
+        return stopped_already(mirror)
+    if mirror.state == State.PENDING_STOPPED:
+        return (
+            f"Topic {name!r} is already stopping its mirror (a promote or failover is under way)."
+        )
+    if kind == FAILOVER:
+        if mirror.state not in FAILABLE_OVER:
+            return f"Mirror topic {name!r} is {mirror.state}; it cannot be failed over yet."
+        return ""
+    if mirror.state not in PROMOTABLE:
+        return (
+            f"Mirror topic {name!r} is {mirror.state}; promote needs it ACTIVE or PAUSED with "
+            "its source answering. Use failover to stop it without its source."
+        )
+    source_trouble = [e for e in errors if e.startswith("Source")]
+    if source_trouble:
+        return (
+            f"Promote measures the lag of {name!r} on its source, which did not answer "
+            f"({source_trouble[0]}). Use failover to stop the mirror without its source."
+        )
+    lagging = [p for p in partitions if p.lag != 0]
+    if lagging:
+        lags = ", ".join(
+            f"partition {p.partition} lags {p.lag} record{'s' if p.lag != 1 else ''}"
+            if p.lag > 0
+            else f"partition {p.partition} has an unknown lag"
+            for p in lagging
+        )
+        return (
+            f"Mirror topic {name!r} is not caught up: {lags}. Promote needs lag 0 on every "
+            "partition: wait until it is (kafka-mirrors --describe shows it), or fail over."
+        )
+    if not partitions or errors:
+        return f"The lag of {name!r} could not be read: {'; '.join(errors) or 'no partitions'}."
+    return ""
+
+
+def stop_mirrors(
+    actor: audit.Actor,
+    link: ClusterLink,
+    names: list[str],
+    kind: str,
+    *,
+    validate_only: bool = False,
+    wait: bool = False,
+    note: str = "",
+) -> list[TopicOutcome]:
+    """Promote (`kind` PROMOTE) or fail over (FAILOVER) the named mirrors of `link`, each on
+    its own: one topic's refusal does not stop the others. `note` goes into the audit trail
+    (an approval, an override, a break-glass reason).
+
+    Without `wait` the stop is scheduled: the mirrors are PENDING_STOPPED when this returns,
+    and a Celery task finishes them. With `wait` this returns once each is STOPPED or was put
+    back (its outcome then carries the error)."""
+    outcomes = check(kind, link, names)
+    if validate_only:
+        return outcomes
+    scheduled = []
+    for outcome in outcomes:
+        target = f"mirror {outcome.mirror_topic}"
+        try:
+            with audit.refusals(actor, f"mirror.{kind}", target):
+                if outcome.error:
+                    raise ReplicationError(outcome.error, outcome.status)
+                mirror = link.mirrors.get(mirror_topic=outcome.mirror_topic)
+                before = snapshot(mirror)
+                _begin(actor, mirror, kind, note)
+        except ReplicationError as exc:
+            outcome.error, outcome.status = str(exc), exc.status
+            continue
+        outcome.state = mirror.state
+        scheduled.append(mirror)
+        lags = {str(p.partition): p.lag for p in outcome.lags}
+        audit.record(
+            actor,
+            f"mirror.{kind}",
+            target,
+            before=before,
+            after={**snapshot(mirror), "lag": lags},
+            message=note,
+        )
+        log.info("%s of mirror topic %s requested by %s", kind.title(), mirror, actor.name)
+    if not scheduled:
+        return outcomes
+    if not wait:
+        current_app.send_task("replication.tasks.finish_stops", args=[link.pk])
+        return outcomes
+    deadline = time.monotonic() + settings.STOP_TIMEOUT_S + 15
+    pending = {m.pk for m in scheduled}
+    while pending and time.monotonic() < deadline:
+        finish_pending_stops(link)
+        pending = set(
+            MirrorTopic.objects.filter(pk__in=pending, state=State.PENDING_STOPPED).values_list(
+                "pk", flat=True
+            )
+        )
+        if pending:
+            time.sleep(0.5)
+    done = {m.mirror_topic: m for m in MirrorTopic.objects.filter(pk__in=[m.pk for m in scheduled])}
+    for outcome in outcomes:
+        mirror = done.get(outcome.mirror_topic)
+        if mirror is not None:
+            outcome.state = mirror.state
+            if mirror.state != State.STOPPED:
+                outcome.error = mirror.action_error or f"It is still {mirror.state}."
+                outcome.status = 503
+    return outcomes
+
+
+def _begin(actor: audit.Actor, mirror: MirrorTopic, kind: str, note: str) -> None:
+    """PENDING_STOPPED, and out of the link's mirror set, under the link's control lock so the
+    supervisor cannot publish a set read before the change."""
+    if kind == PROMOTE:  # the last config sync, so the topic leaves with its source's configs
+        try:
+            sync_from_source(
+                mirror,
+                source_admin(mirror.link),
+                destination_admin(mirror.link),
+                mirror.link.config("topic.config.sync.include"),
+            )
+        except KafkaAdminError as exc:
+            raise unavailable(
+                f"The last config sync of {mirror.mirror_topic!r} before its promote failed: "
+                f"{exc} Nothing was changed; try again."
+            ) from exc
+    pending = {
+        "kind": kind,
+        "prior_state": mirror.state,
+        "requested_at": timezone.now().isoformat(),
+        "actor": actor.name,
+        "note": note,
+    }
+    try:
+        r = client()
+        with streams.control_lock(mirror.link, r, wait=30) as locked:
+            if not locked:
+                raise unavailable("The link's stream supervisor is busy; try again in a minute.")
+            move(mirror, kind, State.PENDING_STOPPED, pending_stop=pending, action_error="")
+            try:
+                pending["generation"] = streams.publish(mirror.link, r)
+            except redis.RedisError:
+                move(mirror, "abort-stop", pending["prior_state"], pending_stop=None)
+                raise
+            MirrorTopic.objects.filter(pk=mirror.pk).update(pending_stop=pending)
+    except redis.RedisError as exc:
+        raise unavailable(
+            f"Redis, which carries the console's orders to the link's stream, does not answer "
+            f"({exc}). Nothing was changed; try again when it is back."
+        ) from exc
+
+
+def finish_pending_stops(link: ClusterLink) -> None:
+    """Finish each PENDING_STOPPED mirror of `link` whose writer has stopped; put back those
+    whose writer did not stop in time. Runs under the link's control lock, so one caller at a
+    time finishes a given mirror."""
+    if not link.mirrors.filter(state=State.PENDING_STOPPED).exists():
+        return
+    with streams.control_lock(link, client(), wait=10) as locked:
+        if not locked:
+            return
+        for mirror in link.mirrors.filter(state=State.PENDING_STOPPED).select_related("link"):
+            pending = mirror.pending_stop or {}
+            generation = pending.get("generation")
+            if generation is not None and streams.stopped_writing(
+                link, mirror.mirror_topic, generation
+            ):
+                _complete(mirror, pending)
+                continue
+            asked = datetime.fromisoformat(pending["requested_at"]) if pending else None
+            if asked is None or (timezone.now() - asked).total_seconds() > settings.STOP_TIMEOUT_S:
+                _put_back(
+                    mirror,
+                    pending,
+                    f"The link's stream did not confirm within {settings.STOP_TIMEOUT_S} s that "
+                    f"it stopped writing {mirror.mirror_topic!r}, so its read-only ACLs stayed. "
+                    "The mirror is as it was before; look at the link's stream, then try again.",
+                )
+
+
+def _complete(mirror: MirrorTopic, pending: dict) -> None:
+    """The writer has stopped: record where each partition stopped and the lag left behind,
+    lift the read-only ACLs, and the topic is STOPPED."""
+    lags = {str(p.partition): p.lag for p in describe_mirrors([mirror])[0].partitions}
+    admin = destination_admin(mirror.link)
+    try:
+        try:
+            partitions = admin.describe_topic(mirror.mirror_topic).partitions
+            stop_offsets = admin.end_offsets(mirror.mirror_topic, partitions)
+        except TopicNotFound:  # deleted outside the console: nothing to keep
+            stop_offsets = {}
+        read_only.lift(admin, mirror.mirror_topic)
+    except KafkaAdminError as exc:
+        _put_back(mirror, pending, f"The destination cluster refused to stop the mirror: {exc}")
+        return
+    before = snapshot(mirror)
+    kind = pending["kind"]
+    move(
+        mirror,
+        "stop",
+        State.STOPPED,
+        stop_offsets={str(p): offset for p, offset in stop_offsets.items()},
+        stop_report={
+            "kind": kind,
+            "actor": pending.get("actor", ""),
+            "requested_at": pending.get("requested_at"),
+            "note": pending.get("note", ""),
+            "lag": lags,
+        },
+        pending_stop=None,
+        paused=False,
+    )
+    audit.record(
+        audit.Actor.system(kind),
+        "mirror.stopped",
+        f"mirror {mirror.mirror_topic}",
+        before=before,
+        after={**snapshot(mirror), "lag_left_behind": lags},
+    )
+    log.info(
+        "Mirror topic %s STOPPED by %s at offsets %s; it is writable now",
+        mirror.mirror_topic,
+        kind,
+        mirror.stop_offsets,
+    )
+
+
+def _put_back(mirror: MirrorTopic, pending: dict, message: str) -> None:
+    prior = pending.get("prior_state", State.ACTIVE)
+    to = running_state(mirror.link, mirror.paused) if prior in FOLLOWING else prior
+    try:  # whatever was lifted goes back: it must stay read-only while it mirrors
+        mirror.read_only_enforced = read_only.enforce(
+            destination_admin(mirror.link), mirror.mirror_topic
+        )
+    except (KafkaAdminError, ReplicationError):
+        log.exception("Could not restore the read-only ACLs of %s", mirror.mirror_topic)
+    before = snapshot(mirror)
+    move(mirror, "abort-stop", to, pending_stop=None, action_error=message)
+    with contextlib.suppress(redis.RedisError):  # else the supervisor publishes it within seconds
+        streams.publish(mirror.link, client())
+    log.error("%s of mirror topic %s did not finish: %s", pending.get("kind"), mirror, message)
+    audit.record(
+        audit.Actor.system(pending.get("kind", "promote")),
+        "mirror.stop_failed",
+        f"mirror {mirror.mirror_topic}",
+        result=audit.AuditEvent.Result.FAILED,
+        before=before,
+        after=snapshot(mirror),
+        message=message,
+    )

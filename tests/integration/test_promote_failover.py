@@ -1,0 +1,209 @@
+"""Promote and failover on the real clusters, with the real stream, Celery worker and beat:
+lag refusals name the partitions, no record of the stream lands after the topic became
+writable, the topics diverge as in the tutorial, a stop that cannot finish leaves the mirror
+as it was, and a failover works with the source cluster stopped."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from confluent_kafka import KafkaError
+from django.test import override_settings
+
+from devstack import kafka, processes
+from replication import audit, promote, streams
+from replication.links import resume_link
+from replication.mirrors import create_mirror, describe_mirror, pause_mirror
+from replication.models import AuditEvent, MirrorTopic
+from tests.kafka_clients import acls_on, produce
+from tests.mirror_checks import read_all
+
+pytestmark = pytest.mark.integration
+
+State = MirrorTopic.State
+PLAIN = {"bootstrap.servers": kafka.DESTINATION.bootstrap}  # an ordinary client, no privilege
+RECENT = int(time.time() * 1000) - 600_000
+
+
+def _admin(users) -> audit.Actor:
+    return audit.Actor(user=users["admin"], name="admin")
+
+
+def _write(topic: str, first: int, count: int, partitions: int = 2) -> None:
+    produce(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        topic,
+        [
+            {"key": str(i).encode(), "value": f"v{i}".encode(), "partition": i % partitions}
+            for i in range(first, first + count)
+        ],
+    )
+
+
+def _eventually(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        time.sleep(0.5)
+    return result
+
+
+def _state(mirror: MirrorTopic) -> str:
+    return MirrorTopic.objects.get(pk=mirror.pk).state
+
+
+def _copied(mirror: MirrorTopic) -> bool:
+    status = describe_mirror(MirrorTopic.objects.get(pk=mirror.pk))
+    return not status.errors and all(p.lag == 0 for p in status.partitions)
+
+
+def test_it_refuses_a_lagging_promote_then_stops_the_writer_before_the_topic_is_writable(
+    transactional_db, celery_worker, make_link, make_topic, topic_name, users
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    _write(topic_name, 0, 301)  # 151 records on partition 0, 150 on partition 1
+    link = make_link({"cluster.link.paused": "true"})  # nothing is copied yet
+    mirror = create_mirror(_admin(users), link, topic_name)
+    assert mirror.state == State.LINK_PAUSED
+
+    [refused] = promote.stop_mirrors(_admin(users), link, [topic_name], promote.PROMOTE)
+    assert refused.status == 409
+    assert "partition 0 lags 151 records" in refused.error
+    assert "partition 1 lags 150 records" in refused.error
+    assert _state(mirror) == State.LINK_PAUSED
+    assert (
+        AuditEvent.objects.filter(action="mirror.promote", result="refused", actor_name="admin")
+        .get()
+        .message
+        == refused.error
+    )
+
+    resume_link(_admin(users), link)
+    _eventually(lambda: _copied(mirror), 180, "copying the mirror")
+    [dry_run] = promote.stop_mirrors(
+        _admin(users), link, [topic_name], promote.PROMOTE, validate_only=True
+    )
+    assert not dry_run.error and [p.lag for p in dry_run.lags] == [0, 0]
+    assert _state(mirror) == State.ACTIVE
+
+    [scheduled] = promote.stop_mirrors(_admin(users), link, [topic_name], promote.PROMOTE)
+    assert not scheduled.error and scheduled.state == State.PENDING_STOPPED
+    # The source keeps being written while the promote waits for the stream to stop.
+    stop_writing = threading.Event()
+
+    def keep_writing():
+        i = 1000
+        while not stop_writing.is_set():
+            _write(topic_name, i, 20)
+            i += 20
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    try:
+        _eventually(lambda: _state(mirror) == State.STOPPED, 120, "the promote finishing")
+    finally:
+        stop_writing.set()
+        writer.join()
+    mirror.refresh_from_db()
+    assert mirror.pending_stop is None and mirror.stop_report["kind"] == "promote"
+    time.sleep(3)  # a stream still writing would show here
+    copied = read_all(kafka.DESTINATION.bootstrap, topic_name)
+    ends = {p: sum(1 for r in copied if r.partition == p) for p in (0, 1)}
+    assert {str(p): n for p, n in ends.items()} == mirror.stop_offsets
+    source = read_all(kafka.SOURCE.bootstrap, topic_name)
+    assert copied == [r for r in source if r.offset < ends[r.partition]]
+    assert acls_on(kafka.DESTINATION, topic_name) == set()
+
+    # Now the topics diverge, as in the tutorial: an ordinary producer may write to it.
+    _write(topic_name, 9_000_000, 1, partitions=1)
+    [(error, partition, offset)] = produce(PLAIN, topic_name, [{"value": b"new", "partition": 0}])
+    assert error is None and offset == ends[0]
+    assert read_all(kafka.DESTINATION.bootstrap, topic_name)[ends[0]].value == b"new"
+    assert read_all(kafka.SOURCE.bootstrap, topic_name)[-1].value != b"new"
+
+    [again] = promote.stop_mirrors(_admin(users), link, [topic_name], promote.PROMOTE)
+    assert f"Topic '{topic_name}' has already stopped its mirror from '{link.name}'" in again.error
+    assert AuditEvent.objects.filter(action="mirror.promote", result="ok").count() == 1
+    assert (
+        AuditEvent.objects.filter(action="mirror.stopped", target=f"mirror {topic_name}").count()
+        == 1
+    )
+
+
+def test_a_stop_the_stream_does_not_acknowledge_leaves_the_mirror_read_only_as_it_was(
+    db, make_link, make_topic, topic_name, users, tmp_path
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=1)
+    link = make_link()
+    mirror = create_mirror(_admin(users), link, topic_name)
+    pause_mirror(_admin(users), mirror)
+    # A "stream" that runs but never reports: it could still be writing.
+    pidfile = streams.folder(str(link.link_id)) / "stream.pid"
+    processes.start(
+        ["sleep", "300"], pidfile=pidfile, logfile=tmp_path / "log", env={}, cwd=tmp_path
+    )
+    try:
+        with override_settings(STOP_TIMEOUT_S=3):
+            [outcome] = promote.stop_mirrors(
+                _admin(users), link, [topic_name], promote.FAILOVER, wait=True
+            )
+    finally:
+        processes.stop(pidfile)
+    assert outcome.status == 503 and "did not confirm within 3 s" in outcome.error
+    mirror.refresh_from_db()
+    assert mirror.state == State.PAUSED and mirror.paused
+    assert "did not confirm" in mirror.action_error
+    [(error, _, _)] = produce(PLAIN, topic_name, [{"value": b"x"}])
+    assert error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert AuditEvent.objects.filter(action="mirror.stop_failed", result="failed").count() == 1
+
+
+def test_a_pause_racing_a_failure_does_not_overwrite_it(
+    db, make_link, make_topic, topic_name, users
+):
+    from replication.mirrors import fail_mirror
+
+    make_topic(kafka.SOURCE, topic_name, partitions=1)
+    link = make_link()
+    mirror = create_mirror(_admin(users), link, topic_name)
+    stale = MirrorTopic.objects.get(pk=mirror.pk)  # a page loaded before the failure
+    fail_mirror(mirror, MirrorTopic.Error.SOURCE_TOPIC_ID_CHANGED, "re-created")
+    with pytest.raises(Exception, match="is FAILED now; it cannot be paused"):
+        pause_mirror(_admin(users), stale)
+    assert _state(mirror) == State.FAILED
+    event = AuditEvent.objects.get(action="mirror.pause")
+    assert event.result == "refused" and event.actor_name == "admin"
+
+
+def test_a_failover_works_with_the_source_cluster_stopped(
+    transactional_db, celery_worker, stack, make_link, make_topic, topic_name, users
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    _write(topic_name, 0, 200)
+    link = make_link(
+        {"availability.check.ms": "1000", "availability.check.consecutive.failure.threshold": "2"}
+    )
+    mirror = create_mirror(_admin(users), link, topic_name)
+    _eventually(lambda: _copied(mirror), 180, "copying the mirror")
+    stack.down(["source"], echo=lambda _: None)
+    try:
+        _eventually(
+            lambda: _state(mirror) == State.SOURCE_UNAVAILABLE, 60, "the link seeing the outage"
+        )
+        [refused] = promote.stop_mirrors(_admin(users), link, [topic_name], promote.PROMOTE)
+        assert "promote needs it ACTIVE or PAUSED" in refused.error
+        [outcome] = promote.stop_mirrors(
+            _admin(users), link, [topic_name], promote.FAILOVER, wait=True
+        )
+        assert not outcome.error, outcome.error
+        mirror.refresh_from_db()
+        assert mirror.state == State.STOPPED
+        assert mirror.stop_offsets == {"0": 100, "1": 100}
+        assert mirror.stop_report["kind"] == "failover"
+        [(error, _, offset)] = produce(PLAIN, topic_name, [{"value": b"new", "partition": 0}])
+        assert error is None and offset == 100
+    finally:
+        stack.up(["source"], echo=lambda _: None)
