@@ -150,6 +150,7 @@ PARAMETERS = {
     "MirrorTopicName": parameter(
         "mirror_topic_name", "path", string(), "The mirror topic name.", "orders"
     ),
+    "RequestId": parameter("request_id", "path", string(), "The approval request's id.", "7"),
     "ValidateOnly": flag(
         "validate_only", "Check that the action would succeed, without performing it."
     ),
@@ -166,6 +167,7 @@ PATH_PARAMETERS = {
     "link_name": "LinkName",
     "config_name": "ConfigName",
     "mirror_topic_name": "MirrorTopicName",
+    "request_id": "RequestId",
 }
 
 
@@ -277,6 +279,63 @@ def path_item(path: str, **operations: dict) -> dict:
 LAG_EXTENSION = "*Isthmus*: read from the clusters now; -1 if it could not be read."
 
 SCHEMAS = {
+    # *Isthmus*: approval requests (promote, failover and link deletion wait for approvers).
+    "ApprovalRequest": {
+        "type": "object",
+        "required": ["kind", "id", "action", "link_name", "state", "approvals_required"],
+        "properties": {
+            "kind": string(enum=["IsthmusApprovalRequest"]),
+            "metadata": {"type": "object"},
+            "id": integer("The request's id."),
+            "action": string(enum=["promote", "failover", "delete-link"]),
+            "link_name": string(),
+            "mirror_topic_names": array(string()),
+            "reason": string(),
+            "requester": string(),
+            "state": string(
+                enum=[
+                    "PENDING",
+                    "APPROVED",
+                    "EXECUTED",
+                    "FAILED",
+                    "REJECTED",
+                    "WITHDRAWN",
+                    "EXPIRED",
+                ]
+            ),
+            "approvals_required": integer(),
+            "approved_by": array(string()),
+            "created_at": string(),
+            "expires_at": string(),
+            "decided_by": string(),
+            "decision_reason": string(),
+            "progress": string(),
+            "plan": array({"type": "object"}),
+            "result": array({"type": "object"}),
+            "console_url": string(),
+        },
+    },
+    "ApprovalRequestList": {
+        "type": "object",
+        "required": ["kind", "data"],
+        "properties": {
+            "kind": string(enum=["IsthmusApprovalRequestList"]),
+            "metadata": {"type": "object"},
+            "data": array(ref("ApprovalRequest")),
+        },
+    },
+    "StopMirrorsResult": {
+        "type": "object",
+        "required": ["kind", "data", "approval_request"],
+        "properties": {
+            "kind": string(enum=["KafkaPromoteMirror", "KafkaFailoverMirror", "IsthmusDeleteLink"]),
+            "metadata": {"type": "object"},
+            "data": array({"type": "object"}),
+            "approval_request": {"oneOf": [{"type": "null"}, ref("ApprovalRequest")]},
+            "approvals_needed": integer(),
+            "note": string(),
+        },
+    },
     "Error": record(
         "The Kafka REST v3 error envelope.",
         {
@@ -834,6 +893,76 @@ PATHS = {
             "Fetch again for these paused mirror topics.",
         ),
     ),
+    **{
+        LINK + f"/mirrors:{verb}": path_item(
+            LINK + f"/mirrors:{verb}",
+            post=operation(
+                f"updateKafkaMirrorTopics{verb.capitalize()}",
+                LINKING_TAG,
+                f"{verb.capitalize()} the mirror topics",
+                "mirror.stop",
+                {
+                    **ok("StopMirrorsResult", "Done at once: each topic's outcome and lags."),
+                    "202": {
+                        "description": "Waits for approval: the request made.",
+                        "content": {JSON: {"schema": ref("StopMirrorsResult")}},
+                    },
+                },
+                description=what,
+                parameters=("ValidateOnly",),
+                body=request(
+                    "StopMirrorsRequest",
+                    {"mirror_topic_names": ["orders"], "reason": "planned migration"},
+                    "The mirror topics, a reason, and (an admin's failover) break_glass.",
+                ),
+                errors=MIRROR_ACTION_ERRORS,
+            ),
+        )
+        for verb, what in (
+            ("promote", "Stop mirroring once every partition has lag 0: a writable topic."),
+            ("failover", "Stop mirroring at once, whatever the lag or the source's health."),
+        )
+    },
+    CLUSTER + "/approval-requests": path_item(
+        CLUSTER + "/approval-requests",
+        get=operation(
+            "listApprovalRequests",
+            LINKING_TAG,
+            "List approval requests",
+            "console.view",
+            ok("ApprovalRequestList", "The cluster's requests, newest first."),
+            errors={400: "An unknown state.", 404: NO_CLUSTER},
+        ),
+    ),
+    CLUSTER + "/approval-requests/{request_id}": path_item(
+        CLUSTER + "/approval-requests/{request_id}",
+        get=operation(
+            "readApprovalRequest",
+            LINKING_TAG,
+            "Describe an approval request",
+            "console.view",
+            ok("ApprovalRequest", "The request, with its progress and result."),
+            errors={404: "No such request."},
+        ),
+    ),
+    **{
+        CLUSTER + f"/approval-requests/{{request_id}}:{verb}": path_item(
+            CLUSTER + f"/approval-requests/{{request_id}}:{verb}",
+            post=operation(
+                f"{verb}ApprovalRequest",
+                LINKING_TAG,
+                f"{verb.capitalize()} an approval request",
+                action,
+                ok("ApprovalRequest", "The request after the change."),
+                errors={404: "No such request.", 409: "The request is no longer PENDING."},
+            ),
+        )
+        for verb, action in (
+            ("approve", "request.approve"),
+            ("reject", "request.approve"),
+            ("withdraw", "mirror.stop"),
+        )
+    },
     LINK + "/mirrors/{mirror_topic_name}": path_item(
         LINK + "/mirrors/{mirror_topic_name}",
         get=operation(

@@ -66,9 +66,11 @@ def mirror_create(request, destination, name):
 def mirror_detail(request, destination, topic):
     mirror = find_mirror(destination, topic)
     template = "mirrors/detail.html#partitions" if request.htmx else "mirrors/detail.html"
-    pending = mirror.link.approval_requests.filter(
-        state="PENDING", topics__contains=[mirror.mirror_topic]
-    )
+    pending = [
+        r
+        for r in mirror.link.approval_requests.filter(state="PENDING")
+        if mirror.mirror_topic in r.topics
+    ]
     return render(
         request,
         template,

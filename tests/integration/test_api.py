@@ -102,7 +102,10 @@ def test_a_viewer_token_can_read_but_not_create_pause_or_delete(
         send(viewer, "post", f"{mirrors}:pause", {"mirror_topic_names": [topic_name]}), 403
     )
     assert_error(viewer.delete(f"{links_url}/{link.name}?force=true"), 403)
-    assert_error(api("operator").delete(f"{links_url}/{link.name}?force=true"), 403)
+    # an operator may only ask for a deletion, with a reason, and it waits for approval
+    assert_error(api("operator").delete(f"{links_url}/{link.name}?force=true"), 400, "reason")
+    asked = api("operator").delete(f"{links_url}/{link.name}?force=true&reason=retire")
+    assert asked.status_code == 202 and asked.json()["approval_request"]["state"] == "PENDING"
 
     assert MirrorTopic.objects.get(mirror_topic=topic_name).state == MirrorTopic.State.ACTIVE
     assert ClusterLink.objects.filter(name=link.name).exists()
