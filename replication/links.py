@@ -247,6 +247,10 @@ def _move(
         current = ClusterLink.objects.filter(pk=link.pk).values_list("state", flat=True).first()
         if current == to == State.PAUSED:
             raise conflict(f"Cluster link {link.name!r} is already paused.")
+        if to == State.ACTIVE:
+            raise conflict(
+                f"Cluster link {link.name!r} is neither paused nor failed (it is {current})."
+            )
         raise conflict(
             f"Cluster link {link.name!r} is {current or 'deleted'}; it cannot become {to} "
             "from that state."

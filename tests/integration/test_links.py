@@ -336,8 +336,9 @@ def test_deleting_a_link_with_mirrors_is_refused_unless_forced(make_link, make_t
 
     delete_link(ACTOR, link, force=True)
     assert not ClusterLink.objects.filter(pk=link.pk).exists()
-    failover = AuditEvent.objects.get(action="mirror.failover")
-    assert failover.after["state"] == "STOPPED" and failover.after["stop_offsets"] == {"0": 0}
+    assert AuditEvent.objects.get(action="mirror.failover").after["state"] == "PENDING_STOPPED"
+    stopped = AuditEvent.objects.get(action="mirror.stopped")
+    assert stopped.after["state"] == "STOPPED" and stopped.after["stop_offsets"] == {"0": 0}
 
     # ...and welcome once forcing the deletion has failed the mirror over (the broker's
     # authorizer takes a moment to drop the ACLs).
