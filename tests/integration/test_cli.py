@@ -326,7 +326,7 @@ def test_mistakes_get_clear_errors_on_stderr(typed, demo_topic):
     )
     refused(
         typed("kafka-mirrors --failover --topics demo --bootstrap-server localhost:9093"),
-        "not offered by Isthmus yet",
+        "Topic demo is not a mirror topic of any cluster link",
     )
     assert not ClusterLink.objects.exists()
 
@@ -356,13 +356,14 @@ def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to
     mirror = "kafka-mirrors --create --mirror-topic demo --link demo-link"
     ok(typed(f"{mirror} --bootstrap-server localhost:9093"))
     stop = "kafka-mirrors --promote --topics demo --bootstrap-server localhost:9093"
+    ClusterLink.objects.update(approvals_required=2)  # one approval leaves it waiting
 
     asked = ok(typed(stop + " --reason cut-over", role="operator"))
     assert asked[:2] == [
         "Calculating max offset and ms lag for mirror topics: [demo]",
         "Finished calculating max offset lag and max lag ms for mirror topics: [demo]",
     ]
-    assert asked[2].startswith("Promoting demo needs 1 approval(s): request ")
+    assert asked[2].startswith("Promoting demo needs 2 approval(s): request ")
     request_id = asked[2].split("request ")[1].split()[0]
     refused(typed(f"kafka-mirrors --approve {request_id} --bootstrap-server localhost:9093"))
     approved = ok(
@@ -372,7 +373,7 @@ def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to
         )
     )
     assert f"Request: {request_id}  Action: promote" in approved[0]
-    assert "State: APPROVED" in approved[0] and "Approvals: 1/1" in approved[0]
+    assert "State: PENDING" in approved[0] and "Approvals: 1/2" in approved[0]
 
     # The demo's tools act as the admin, who acts at once: the tutorial's lines, as typed.
     ClusterLink.objects.get().approval_requests.update(state="WITHDRAWN")
