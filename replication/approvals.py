@@ -37,7 +37,6 @@ class Submission:
 
     outcomes: list[promote.TopicOutcome] = field(default_factory=list)
     request: ApprovalRequest | None = None
-    executed: bool = False
     approvals_needed: int = 0
     note: str = ""
 
@@ -76,28 +75,25 @@ def submit(
         topics = list(dict.fromkeys(topics))
         if action != Action.DELETE_LINK and not topics:
             raise ReplicationError("Name at least one mirror topic.")
-        admin = policy.can(actor.user, "request.override")
         needed = link.approvals_required
         if break_glass:
             if action != Action.FAILOVER:
                 raise ReplicationError("Break glass is for a failover only.")
-            if not admin:
+            if not policy.can(actor.user, "request.override"):
                 raise ReplicationError("Only an admin may break glass.", 403)
             note = f"BREAK GLASS: {_reason(reason, 'breaking glass')}"
-        elif needed == 0:
-            note = "No approval needed by the link's policy." + (
-                f" Reason: {reason}" if reason else ""
+        elif acts_at_once(actor.user, link):
+            why = (
+                "No approval needed by the link's policy."
+                if needed == 0
+                else ("Admin override: acted without approval.")
             )
-        elif admin and link.admin_may_override:
-            note = "Admin override: acted without approval." + (
-                f" Reason: {reason}" if reason else ""
-            )
+            note = why + (f" Reason: {reason}" if reason else "")
         else:
             note = ""
         if note:
             submission = Submission(approvals_needed=0, note=note)
             submission.outcomes = _run(actor, link, action, topics, note, force, validate_only)
-            submission.executed = not validate_only
             return submission
         # The action waits for approval: check now that it could run, and say what it would do.
         outcomes = _dry_run(actor, link, action, topics, force)
@@ -118,12 +114,21 @@ def submit(
             requester_name=actor.name,
             approvals_required=needed,
             expires_at=timezone.now() + timedelta(seconds=settings.APPROVAL_REQUEST_TTL_S),
-            plan=[o.as_dict() for o in outcomes] + ([{"force": True}] if force else []),
+            force=force,
+            plan=[o.as_dict() for o in outcomes],
         )
         submission.request = request
     audit.record(actor, f"request.{action}", target, after=snapshot(request), message=reason)
     log.info("%s asked to %s on link %s (request %d)", actor.name, action, link.name, request.pk)
     return submission
+
+
+def acts_at_once(user, link: ClusterLink) -> bool:
+    """Whether `user`'s promote, failover or deletion of `link` runs without approval: the
+    link's policy needs none, or the user is an admin and the policy allows an override."""
+    return link.approvals_required == 0 or (
+        link.admin_may_override and policy.can(user, "request.override")
+    )
 
 
 def _dry_run(actor, link, action, topics, force) -> list[promote.TopicOutcome]:
@@ -163,18 +168,12 @@ def get_request(pk: int | str) -> ApprovalRequest:
     return request
 
 
-def list_requests(
-    *, states: list[str] | None = None, link: ClusterLink | None = None
-) -> QuerySet[ApprovalRequest]:
+def list_requests(*, states: list[str] | None = None) -> QuerySet[ApprovalRequest]:
     expire_due()
     requests = ApprovalRequest.objects.select_related("link", "destination").prefetch_related(
         "approvals"
     )
-    if states:
-        requests = requests.filter(state__in=states)
-    if link is not None:
-        requests = requests.filter(link=link)
-    return requests
+    return requests.filter(state__in=states) if states else requests
 
 
 def pending_count() -> int:
@@ -289,10 +288,9 @@ def execute(request: ApprovalRequest) -> None:
     if request.link is None:
         _finish(request, RState.FAILED, [], "The link was deleted before the request ran.")
         return
-    force = any(step.get("force") for step in request.plan)
     try:
         if request.action == Action.DELETE_LINK:
-            links.delete_link(actor, request.link, force=force)
+            links.delete_link(actor, request.link, force=request.force)
             _finish(request, RState.EXECUTED, [], f"Deleted link {request.link_name}.")
             return
         outcomes = promote.stop_mirrors(
@@ -337,9 +335,21 @@ def settle(request: ApprovalRequest) -> None:
     )
 
 
-def settle_link(link: ClusterLink) -> None:
+def finish_stops(link: ClusterLink) -> bool:
+    """Finish the link's promotes and failovers whose writer stopped, and the approved requests
+    they settle. Returns whether some mirror of the link still waits to stop."""
+    promote.finish_pending_stops(link)
     for request in link.approval_requests.filter(state=RState.APPROVED):
         settle(request)
+    return link.mirrors.filter(state=MirrorTopic.State.PENDING_STOPPED).exists()
+
+
+def finish_all_stops() -> None:
+    """The same for every link with a mirror waiting to stop (the supervisor's backstop, for a
+    stop whose own task was lost with its worker)."""
+    pending = ClusterLink.objects.filter(mirrors__state=MirrorTopic.State.PENDING_STOPPED)
+    for link in pending.distinct():
+        finish_stops(link)
 
 
 def _finish(request: ApprovalRequest, state: str, result: list, progress: str) -> None:

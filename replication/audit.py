@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+from django.db.models import Q, QuerySet
 
 from .errors import ReplicationError
 from .models import AuditEvent
@@ -71,3 +75,66 @@ def refusals(actor: Actor, action: str, target: str) -> Iterator[None]:
         result = AuditEvent.Result.FAILED if exc.status == 503 else AuditEvent.Result.REFUSED
         record(actor, action, target, result=result, message=str(exc))
         raise
+
+
+# Reading the trail. ------------------------------------------------------------------------
+
+
+def search(
+    *,
+    actor: str = "",
+    target: str = "",
+    action: str = "",
+    result: str = "",
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> QuerySet[AuditEvent]:
+    """Events newest first: actor and target by a part of them (any case), action and result
+    exactly, time from `since` up to (not including) `until`."""
+    events = AuditEvent.objects.all()
+    if actor:
+        events = events.filter(actor_name__icontains=actor)
+    if target:
+        events = events.filter(target__icontains=target)
+    if action:
+        events = events.filter(action=action)
+    if result:
+        events = events.filter(result=result)
+    if since is not None:
+        events = events.filter(at__gte=since)
+    if until is not None:
+        events = events.filter(at__lt=until)
+    return events.order_by("-at", "-id")
+
+
+def actions() -> list[str]:
+    """The actions the trail holds, for a filter to offer."""
+    return list(AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct())
+
+
+def page(
+    events: QuerySet[AuditEvent], *, before: str | None, after: str | None, size: int = 100
+) -> tuple[list[AuditEvent], bool, bool]:
+    """One page of `events` (newest first): those older than event `before`, or newer than
+    event `after`, or the newest. Keyset paging on (time, id): no count, and new events do
+    not shift the page being read. Returns the page, and whether there are older and newer
+    events."""
+    if after_event := _event(after):  # going back towards the newest
+        newer = Q(at__gt=after_event.at) | Q(at=after_event.at, pk__gt=after_event.pk)
+        rows = list(events.filter(newer).order_by("at", "id")[: size + 1])
+        return list(reversed(rows[:size])), True, len(rows) > size
+    if before_event := _event(before):
+        older = Q(at__lt=before_event.at) | Q(at=before_event.at, pk__lt=before_event.pk)
+        rows = list(events.filter(older)[: size + 1])
+        return rows[:size], len(rows) > size, True
+    rows = list(events[: size + 1])
+    return rows[:size], len(rows) > size, False
+
+
+def _event(pk: str | None) -> AuditEvent | None:
+    """The event a page starts after (or ends before); None for a missing or unknown one."""
+    if not pk or not pk.isdigit():
+        return None
+    with contextlib.suppress(OverflowError):
+        return AuditEvent.objects.filter(pk=int(pk)).only("pk", "at").first()
+    return None

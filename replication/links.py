@@ -199,7 +199,13 @@ def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
         before = snapshot(link)
         configs = {**link.configs, "cluster.link.paused": "true"}
         with transaction.atomic():
-            _move(link, State.PAUSED, exclude=[State.PAUSED], configs=configs)
+            _move(
+                link,
+                State.PAUSED,
+                [s for s in State.values if s != State.PAUSED],
+                f"Cluster link {link.name!r} is already paused.",
+                configs=configs,
+            )
             move_all(link.mirrors.all(), "link-pause", MirrorTopic.State.LINK_PAUSED)
     audit.record(actor, "link.pause", f"link {link.name}", before=before, after=snapshot(link))
     log.info("Paused cluster link %s", link.name)
@@ -216,7 +222,8 @@ def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
             _move(
                 link,
                 State.ACTIVE,
-                sources=[State.PAUSED, State.FAILED],
+                [State.PAUSED, State.FAILED],
+                f"Cluster link {link.name!r} is neither paused nor failed (it is {{state}}).",
                 configs=configs,
                 error_code="NO_ERROR",
                 error_message="",
@@ -229,32 +236,15 @@ def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
     return link
 
 
-def _move(
-    link: ClusterLink,
-    to: str,
-    *,
-    sources: list[str] | None = None,
-    exclude: list[str] = (),
-    **fields,
-) -> None:
+def _move(link: ClusterLink, to: str, sources: list[str], refusal: str, **fields) -> None:
     """Change the link's state by a conditional update, so a change that lost a race (the
-    stream supervisor failing the link, say) is refused instead of overwritten."""
+    stream supervisor failing the link, say) is refused instead of overwritten. `refusal`
+    says why, with `{state}` for the state the link is in."""
     now = timezone.now()
-    links = ClusterLink.objects.filter(pk=link.pk).exclude(state__in=exclude)
-    if sources is not None:
-        links = links.filter(state__in=sources)
+    links = ClusterLink.objects.filter(pk=link.pk, state__in=sources)
     if not links.update(state=to, state_time=now, **fields):
         current = ClusterLink.objects.filter(pk=link.pk).values_list("state", flat=True).first()
-        if current == to == State.PAUSED:
-            raise conflict(f"Cluster link {link.name!r} is already paused.")
-        if to == State.ACTIVE:
-            raise conflict(
-                f"Cluster link {link.name!r} is neither paused nor failed (it is {current})."
-            )
-        raise conflict(
-            f"Cluster link {link.name!r} is {current or 'deleted'}; it cannot become {to} "
-            "from that state."
-        )
+        raise conflict(refusal.format(state=current or "deleted"))
     link.state, link.state_time = to, now
     for name, value in fields.items():
         setattr(link, name, value)

@@ -36,32 +36,42 @@ FAILABLE_OVER = FOLLOWING | {State.FAILED}
 class Transition:
     sources: frozenset[str]
     targets: frozenset[str]
+    verb: str  # for the refusal: "it cannot be <verb> from that state"
 
 
 TRANSITIONS: dict[str, Transition] = {
     # the topic and its ACLs are made; where it goes depends on its link
-    "provision": Transition(frozenset({State.PENDING_MIRROR}), FOLLOWING),
-    "pause": Transition(FOLLOWING - {State.PAUSED}, frozenset({State.PAUSED})),
+    "provision": Transition(frozenset({State.PENDING_MIRROR}), FOLLOWING, "provisioned"),
+    "pause": Transition(FOLLOWING - {State.PAUSED}, frozenset({State.PAUSED}), "paused"),
     "resume": Transition(
         frozenset({State.PAUSED}),
         frozenset({State.ACTIVE, State.LINK_PAUSED, State.SOURCE_UNAVAILABLE}),
+        "resumed",
     ),
     "link-pause": Transition(
-        frozenset({State.ACTIVE, State.SOURCE_UNAVAILABLE}), frozenset({State.LINK_PAUSED})
+        frozenset({State.ACTIVE, State.SOURCE_UNAVAILABLE}),
+        frozenset({State.LINK_PAUSED}),
+        "paused with its link",
     ),
     "link-resume": Transition(
-        frozenset({State.LINK_PAUSED}), frozenset({State.ACTIVE, State.PAUSED})
+        frozenset({State.LINK_PAUSED}),
+        frozenset({State.ACTIVE, State.PAUSED}),
+        "resumed with its link",
     ),
-    "source-lost": Transition(FOLLOWING, frozenset({State.SOURCE_UNAVAILABLE})),
+    "source-lost": Transition(
+        FOLLOWING, frozenset({State.SOURCE_UNAVAILABLE}), "marked source-unavailable"
+    ),
     "source-back": Transition(
-        frozenset({State.SOURCE_UNAVAILABLE}), frozenset({State.ACTIVE, State.PAUSED})
+        frozenset({State.SOURCE_UNAVAILABLE}),
+        frozenset({State.ACTIVE, State.PAUSED}),
+        "marked available",
     ),
-    "fail": Transition(FOLLOWING, frozenset({State.FAILED})),
-    "promote": Transition(PROMOTABLE, frozenset({State.PENDING_STOPPED})),
-    "failover": Transition(FAILABLE_OVER, frozenset({State.PENDING_STOPPED})),
-    "stop": Transition(frozenset({State.PENDING_STOPPED}), frozenset({State.STOPPED})),
+    "fail": Transition(FOLLOWING, frozenset({State.FAILED}), "failed"),
+    "promote": Transition(PROMOTABLE, frozenset({State.PENDING_STOPPED}), "promoted"),
+    "failover": Transition(FAILABLE_OVER, frozenset({State.PENDING_STOPPED}), "failed over"),
+    "stop": Transition(frozenset({State.PENDING_STOPPED}), frozenset({State.STOPPED}), "stopped"),
     # a promote or failover that could not finish puts the mirror back as it was
-    "abort-stop": Transition(frozenset({State.PENDING_STOPPED}), FAILABLE_OVER),
+    "abort-stop": Transition(frozenset({State.PENDING_STOPPED}), FAILABLE_OVER, "put back"),
 }
 
 
@@ -88,7 +98,7 @@ def move(mirror: MirrorTopic, event: str, to: str, **fields) -> None:
         mirror.state = current
         raise conflict(
             f"Mirror topic {mirror.mirror_topic!r} is {current}{meanwhile}; it cannot be "
-            f"{_VERBS[event]} from that state. Reload and try again if that still makes sense."
+            f"{transition.verb} from that state. Reload and try again if that still makes sense."
         )
     mirror.state, mirror.state_time = to, now
     for name, value in fields.items():
@@ -102,19 +112,3 @@ def move_all(mirrors: QuerySet[MirrorTopic], event: str, to: str, **fields) -> i
     return mirrors.filter(state__in=transition.sources).update(
         state=to, state_time=timezone.now(), **fields
     )
-
-
-_VERBS = {
-    "provision": "provisioned",
-    "pause": "paused",
-    "resume": "resumed",
-    "link-pause": "paused with its link",
-    "link-resume": "resumed with its link",
-    "source-lost": "marked source-unavailable",
-    "source-back": "marked available",
-    "fail": "failed",
-    "promote": "promoted",
-    "failover": "failed over",
-    "stop": "stopped",
-    "abort-stop": "put back",
-}

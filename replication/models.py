@@ -303,6 +303,8 @@ class ApprovalRequest(models.Model):
     destination = models.ForeignKey(KafkaCluster, on_delete=models.PROTECT, related_name="+")
     action = models.CharField(max_length=20, choices=Action.choices)
     topics = models.JSONField(default=list, blank=True)
+    # A link deletion that fails the link's mirrors over first.
+    force = models.BooleanField(default=False)
     reason = models.TextField()
     requester = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"

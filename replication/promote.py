@@ -57,10 +57,6 @@ class TopicOutcome:
     state: str = ""
     lags: list[PartitionStatus] = field(default_factory=list)
 
-    @property
-    def max_lag(self) -> int:
-        return max((p.lag for p in self.lags), default=-1)
-
     def as_dict(self) -> dict:
         """For the record of an approval request."""
         return {
@@ -240,6 +236,7 @@ def _begin(actor: audit.Actor, mirror: MirrorTopic, kind: str, note: str) -> Non
                 move(mirror, "abort-stop", pending["prior_state"], pending_stop=None)
                 raise
             MirrorTopic.objects.filter(pk=mirror.pk).update(pending_stop=pending)
+            mirror.pending_stop = pending
     except redis.RedisError as exc:
         raise unavailable(
             f"Redis, which carries the console's orders to the link's stream, does not answer "

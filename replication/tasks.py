@@ -4,9 +4,9 @@ import logging
 
 from celery import shared_task
 
-from . import approvals, promote, redis_channel, streams, syncers
+from . import approvals, redis_channel, streams, syncers
 from .clusters import probe_clusters
-from .models import ClusterLink, MirrorTopic
+from .models import ClusterLink
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +44,7 @@ def supervise_streams() -> None:
     """Start, restart and stop the links' streams and finish promotes and failovers whose
     streams stopped writing; one run at a time."""
     _one_at_a_time("supervise-streams", streams.supervise_all)
-    for link in ClusterLink.objects.filter(
-        mirrors__state=MirrorTopic.State.PENDING_STOPPED
-    ).distinct():
-        _finish_stops(link)
-
-
-def _finish_stops(link: ClusterLink) -> bool:
-    """Returns whether the link still has mirrors waiting to stop."""
-    promote.finish_pending_stops(link)
-    approvals.settle_link(link)
-    return link.mirrors.filter(state=MirrorTopic.State.PENDING_STOPPED).exists()
+    approvals.finish_all_stops()
 
 
 @shared_task(bind=True)
@@ -62,7 +52,7 @@ def finish_stops(self, link_pk: int) -> None:
     """Finish a link's promotes and failovers as soon as its stream stops writing them: checks
     twice a second, without holding the worker in between."""
     link = ClusterLink.objects.filter(pk=link_pk).first()
-    if link is not None and _finish_stops(link):
+    if link is not None and approvals.finish_stops(link):
         self.apply_async((link_pk,), countdown=0.5)
 
 

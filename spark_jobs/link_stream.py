@@ -321,9 +321,8 @@ class LinkStream:
             published = self.wanted()
             if published is not None:
                 wanted, generation = published
-                if not wanted:
+                if not wanted:  # the query stops below, before the last heartbeat
                     log.info("Link %s has no mirror to run; the stream ends", self.name)
-                    self.stop_query()
                     self.mirrors, self.generation = {}, generation
                     break
                 if wanted != self.mirrors:

@@ -102,6 +102,22 @@ def assert_exact_copy(source_topic: str, mirror_topic: str) -> list[Record]:
     return source
 
 
+def eventually(check, timeout: float, what: str):
+    """Wait until `check()` answers something true, and return it."""
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        time.sleep(0.5)
+    return result
+
+
+def caught_up(mirror: MirrorTopic) -> bool:
+    """Whether the mirror, as it is in the database now, has lag 0 on every partition."""
+    status = describe_mirror(MirrorTopic.objects.get(pk=mirror.pk))
+    return not status.errors and all(p.lag == 0 for p in status.partitions)
+
+
 def run_until_copied(link: ClusterLink, mirrors: list[MirrorTopic], timeout: float = 240) -> None:
     """Supervise the link's stream, as the beat does, until every mirror has lag 0."""
     deadline = time.monotonic() + timeout

@@ -23,6 +23,7 @@ def request_data(request, found: ApprovalRequest) -> dict:
         "action": found.action,
         "link_name": found.link_name,
         "mirror_topic_names": found.topics,
+        "force": found.force,
         "reason": found.reason,
         "requester": found.requester_name,
         "state": found.state,

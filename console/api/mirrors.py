@@ -44,11 +44,17 @@ STOPS = {"promote": "KafkaPromoteMirror", "failover": "KafkaFailoverMirror"}
 
 
 def lags_data(partitions) -> list[dict]:
+    """Each partition's lag as Kafka REST's MirrorLag, with Isthmus's extensions: the
+    destination log end offset, the source high watermark, the time since the last fetch."""
     return [
         {
             "partition": p.partition,
             "lag": p.lag,
             "last_source_fetch_offset": p.last_fetch_source_high_watermark,
+            "dest_log_end_offset": p.dest_log_end_offset,
+            "source_high_watermark": p.source_high_watermark,
+            "time_since_last_fetch_ms": p.time_since_last_fetch_ms,
+            "offset_mode": p.offset_mode,
         }
         for p in partitions
     ]
@@ -57,8 +63,7 @@ def lags_data(partitions) -> list[dict]:
 def mirror_data(request, status: MirrorStatus) -> dict:
     """A mirror as Kafka REST shows it, with the lag read from both clusters now.
 
-    Beyond the v3 fields, each lag entry carries the destination log end offset, the source
-    high watermark and the time since the last fetch, which `kafka-mirrors --describe` prints.
+    Its lag entries (`lags_data`) carry what `kafka-mirrors --describe` prints.
     """
     mirror = status.mirror
     path = f"{BASE.format(cluster_id=mirror.destination.cluster_id)}/{mirror.link.name}"
@@ -76,18 +81,7 @@ def mirror_data(request, status: MirrorStatus) -> dict:
         "source_topic_name": mirror.source_topic,
         "source_topic_id": mirror.source_topic_id,
         "num_partitions": len(status.partitions) or mirror.num_partitions,
-        "mirror_lags": [
-            {
-                "partition": p.partition,
-                "lag": p.lag,
-                "last_source_fetch_offset": p.last_fetch_source_high_watermark,
-                "dest_log_end_offset": p.dest_log_end_offset,
-                "source_high_watermark": p.source_high_watermark,
-                "time_since_last_fetch_ms": p.time_since_last_fetch_ms,
-                "offset_mode": p.offset_mode,
-            }
-            for p in status.partitions
-        ],
+        "mirror_lags": lags_data(status.partitions),
         "mirror_status": mirror.state,
         "mirror_topic_error": mirror.mirror_error,
         "state_time_ms": int(mirror.state_time.timestamp() * 1000),

@@ -290,6 +290,7 @@ SCHEMAS = {
             "action": string(enum=["promote", "failover", "delete-link"]),
             "link_name": string(),
             "mirror_topic_names": array(string()),
+            "force": boolean("A link deletion that fails the link's mirrors over first."),
             "reason": string(),
             "requester": string(),
             "state": string(

@@ -39,7 +39,8 @@ def _after(request, submission: approvals.Submission, done_url: str, what: str):
 def mirror_stop(request, destination, topic, action):
     """Promote or fail over one mirror: the dry run's lags, a reason, and the outcome."""
     mirror = find_mirror(destination, topic)
-    form = StopForm(request.POST or None)
+    # Bound on any POST: every field is optional, so an empty POST is still an answer.
+    form = StopForm(request.POST if request.method == "POST" else None)
     what = f"{'promoting' if action == Action.PROMOTE else 'failing over'} {mirror.mirror_topic}"
     if request.method == "POST" and form.is_valid():
         try:
@@ -65,8 +66,7 @@ def mirror_stop(request, destination, topic, action):
             "action": action,
             "plan": plan,
             "form": form,
-            "acts_at_once": link.approvals_required == 0
-            or (can(request.user, "request.override") and link.admin_may_override),
+            "acts_at_once": approvals.acts_at_once(request.user, link),
             "may_break_glass": action == Action.FAILOVER and can(request.user, "request.override"),
         },
     )
@@ -75,7 +75,7 @@ def mirror_stop(request, destination, topic, action):
 @require("link.delete")
 def link_delete(request, destination, name):
     link = find_link(destination, name)
-    form = StopForm(request.POST or None)
+    form = StopForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
             submission = approvals.submit(
@@ -99,8 +99,7 @@ def link_delete(request, destination, name):
             "link": link,
             "form": form,
             "live": link.mirrors.exclude(state="STOPPED").exists(),
-            "acts_at_once": link.approvals_required == 0
-            or (can(request.user, "request.override") and link.admin_may_override),
+            "acts_at_once": approvals.acts_at_once(request.user, link),
         },
     )
 

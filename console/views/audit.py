@@ -13,12 +13,13 @@ import json
 from collections.abc import Iterator
 
 from django import forms
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from console.access import require
+from replication import audit
 from replication.models import AuditEvent
 
 PAGE_SIZE = 100
@@ -88,51 +89,26 @@ class AuditFilterForm(forms.Form):
     def events(self) -> QuerySet[AuditEvent]:
         """The events these (valid) filters select, newest first."""
         data = self.cleaned_data
-        events = AuditEvent.objects.all()
-        if data.get("actor"):
-            events = events.filter(actor_name__icontains=data["actor"])
-        if data.get("target"):
-            events = events.filter(target__icontains=data["target"])
-        if data.get("action"):
-            events = events.filter(action=data["action"])
-        if data.get("result"):
-            events = events.filter(result=data["result"])
-        if data.get("from"):
-            events = events.filter(at__gte=data["from"][0])
+        until = None
         if data.get("to"):
             moment, span = data["to"]
             # The whole minute (or second, or day) the value names; at the end of time, no bound.
             with contextlib.suppress(OverflowError):
-                events = events.filter(at__lt=moment + span)
-        return events.order_by("-at", "-id")
+                until = moment + span
+        return audit.search(
+            actor=data.get("actor", ""),
+            target=data.get("target", ""),
+            action=data.get("action", ""),
+            result=data.get("result", ""),
+            since=data["from"][0] if data.get("from") else None,
+            until=until,
+        )
 
 
 def compact_json(value) -> str:
     if value is None:
         return ""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _cursor(value: str | None) -> AuditEvent | None:
-    """The event a page starts after (or ends before); None for a missing or unknown one."""
-    if not value or not value.isdigit():
-        return None
-    return AuditEvent.objects.filter(pk=int(value)).only("pk", "at").first()
-
-
-def _page(events: QuerySet[AuditEvent], before: AuditEvent | None, after: AuditEvent | None):
-    """One page of `events` with whether there are older and newer ones."""
-    if after is not None:  # going back towards the newest
-        newer_than = Q(at__gt=after.at) | Q(at=after.at, pk__gt=after.pk)
-        rows = list(events.filter(newer_than).order_by("at", "id")[: PAGE_SIZE + 1])
-        has_newer = len(rows) > PAGE_SIZE
-        return list(reversed(rows[:PAGE_SIZE])), True, has_newer
-    if before is not None:
-        older_than = Q(at__lt=before.at) | Q(at=before.at, pk__lt=before.pk)
-        rows = list(events.filter(older_than)[: PAGE_SIZE + 1])
-        return rows[:PAGE_SIZE], len(rows) > PAGE_SIZE, True
-    rows = list(events[: PAGE_SIZE + 1])
-    return rows[:PAGE_SIZE], len(rows) > PAGE_SIZE, False
 
 
 def _query_with(request, **cursor: str) -> str:
@@ -145,14 +121,14 @@ def _query_with(request, **cursor: str) -> str:
 
 @require("audit.view")
 def audit_list(request):
-    actions = list(
-        AuditEvent.objects.order_by("action").values_list("action", flat=True).distinct()
-    )
-    form = AuditFilterForm(request.GET, actions=actions)
+    form = AuditFilterForm(request.GET, actions=audit.actions())
     context = {"form": form, "events": [], "older": None, "newer": None}
     if form.is_valid():
-        events, has_older, has_newer = _page(
-            form.events(), _cursor(request.GET.get("before")), _cursor(request.GET.get("after"))
+        events, has_older, has_newer = audit.page(
+            form.events(),
+            before=request.GET.get("before"),
+            after=request.GET.get("after"),
+            size=PAGE_SIZE,
         )
         for event in events:
             event.before_json = compact_json(event.before)

@@ -14,7 +14,7 @@ from replication import audit, streams
 from replication.links import pause_link
 from replication.mirrors import create_mirror, describe_mirror, pause_mirror, resume_mirror
 from replication.models import ClusterLink, MirrorTopic
-from tests.mirror_checks import assert_exact_copy
+from tests.mirror_checks import assert_exact_copy, caught_up, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -27,20 +27,6 @@ def _write(topic: str, first: int, count: int) -> None:
     for i in range(first, first + count):
         producer.produce(topic, key=str(i).encode(), value=b"v" * 100, timestamp=RECENT + i)
     assert producer.flush(30) == 0
-
-
-def _eventually(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        time.sleep(0.5)
-    return result
-
-
-def _copied(mirror: MirrorTopic) -> bool:
-    status = describe_mirror(MirrorTopic.objects.get(pk=mirror.pk))
-    return not status.errors and all(p.lag == 0 for p in status.partitions)
 
 
 def _mirrored(mirror: MirrorTopic) -> int:
@@ -57,20 +43,20 @@ def test_the_beat_runs_the_stream_and_follows_pauses_without_touching_other_mirr
         _write(topic, 0, 1000)
     mirrors = [create_mirror(ACTOR, link, t) for t in (first, second)]
 
-    _eventually(lambda: all(_copied(m) for m in mirrors), 180, "copying both mirrors")
+    eventually(lambda: all(caught_up(m) for m in mirrors), 180, "copying both mirrors")
     assert streams.status(link).state == "RUNNING"
 
     paused = pause_mirror(ACTOR, mirrors[0])
     time.sleep(5)  # the beat tells the stream within a few seconds
     for topic in (first, second):
         _write(topic, 1000, 500)
-    _eventually(lambda: _copied(mirrors[1]), 30, "copying the running mirror")
+    eventually(lambda: caught_up(mirrors[1]), 30, "copying the running mirror")
     assert _mirrored(paused) == 1000, "a paused mirror copied records"
 
     resume_mirror(ACTOR, paused)
-    _eventually(lambda: _copied(paused), 30, "copying the resumed mirror")
+    eventually(lambda: caught_up(paused), 30, "copying the resumed mirror")
     for topic in (first, second):  # nothing copied twice, nothing skipped
         assert len(assert_exact_copy(topic, topic)) == 1500
 
     pause_link(ACTOR, ClusterLink.objects.get(pk=link.pk))
-    _eventually(lambda: streams.status(link).state == "STOPPED", 30, "stopping the stream")
+    eventually(lambda: streams.status(link).state == "STOPPED", 30, "stopping the stream")
