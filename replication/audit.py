@@ -1,18 +1,47 @@
-"""Who did what: every mutating action writes one AuditEvent through `record`."""
+"""Who did what: every mutating action writes one AuditEvent through `record`.
+
+An action whose event cannot be written is refused: `refusals`, which wraps every user
+action, first proves that the trail takes a write (inside a savepoint that is rolled back)
+and refuses before anything is changed when it does not. An event that still fails to be
+written afterwards (the trail broke mid-action) is logged in full at CRITICAL, so it is not
+lost, and the caller is told.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import DatabaseError, transaction
 from django.db.models import Q, QuerySet
 
 from .errors import ReplicationError
 from .models import AuditEvent
+
+log = logging.getLogger(__name__)
+
+
+class AuditUnavailable(ReplicationError):
+    def __init__(self, cause: Exception, changed: bool):
+        outcome = (
+            "The action was done, but its audit event is only in the console's log."
+            if changed
+            else "The action was refused; nothing was changed."
+        )
+        super().__init__(
+            f"The audit trail could not be written ({cause}). {outcome} "
+            "Ask an administrator to check the console's database, then try again.",
+            503,
+        )
+
+
+class _Rollback(Exception):
+    pass
 
 
 @dataclass(frozen=True)
@@ -52,7 +81,7 @@ def record(
     after: dict | None = None,
     message: str = "",
 ) -> AuditEvent:
-    return AuditEvent.objects.create(
+    event = AuditEvent(
         actor=actor.user,
         actor_name=actor.name,
         address=actor.address,
@@ -64,13 +93,46 @@ def record(
         result=result,
         message=message,
     )
+    try:
+        with transaction.atomic():
+            event.save()
+    except DatabaseError as exc:
+        log.critical(
+            "Could not write the audit event %s by %r on %s (%s, before %s, after %s, %s): %s",
+            action,
+            actor.name,
+            target,
+            result,
+            before,
+            after,
+            message,
+            exc,
+        )
+        raise AuditUnavailable(exc, changed=result == AuditEvent.Result.OK) from exc
+    return event
+
+
+def ensure_writable() -> None:
+    """Refuse, before anything changes, when the trail does not take a write now."""
+    try:
+        with transaction.atomic():
+            AuditEvent(actor_name="", action="audit.probe", target="").save()
+            raise _Rollback
+    except _Rollback:
+        return
+    except DatabaseError as exc:
+        raise AuditUnavailable(exc, changed=False) from exc
 
 
 @contextmanager
 def refusals(actor: Actor, action: str, target: str) -> Iterator[None]:
-    """Audit a refused operation (a ReplicationError) before it reaches the caller."""
+    """Run a user action: refused at once if the trail cannot be written, and a refusal (a
+    ReplicationError) audited before it reaches the caller."""
+    ensure_writable()
     try:
         yield
+    except AuditUnavailable:
+        raise
     except ReplicationError as exc:
         result = AuditEvent.Result.FAILED if exc.status == 503 else AuditEvent.Result.REFUSED
         record(actor, action, target, result=result, message=str(exc))

@@ -3,53 +3,57 @@ the answer every action that may need approval gives (promote, failover, link de
 
 from __future__ import annotations
 
-from django.http import JsonResponse
 from django.urls import reverse
 
+from console.api import schemas
 from console.api.base import ApiError, cluster, endpoint, field, json_body, self_url
+from console.api.schemas import respond
 from replication import approvals, audit
 from replication.models import ApprovalRequest
 
 BASE = "/kafka/v3/clusters/{cluster_id}/approval-requests"
 
 
-def request_data(request, found: ApprovalRequest) -> dict:
-    return {
-        "kind": "IsthmusApprovalRequest",
-        "metadata": self_url(
+def request_data(request, found: ApprovalRequest) -> schemas.ApprovalRequest:
+    return schemas.ApprovalRequest(
+        metadata=self_url(
             request, f"{BASE.format(cluster_id=found.destination.cluster_id)}/{found.pk}"
         ),
-        "id": found.pk,
-        "action": found.action,
-        "link_name": found.link_name,
-        "mirror_topic_names": found.topics,
-        "force": found.force,
-        "reason": found.reason,
-        "requester": found.requester_name,
-        "state": found.state,
-        "approvals_required": found.approvals_required,
-        "approved_by": [a.approver_name for a in found.approvals.all()],
-        "created_at": found.created_at.isoformat(),
-        "expires_at": found.expires_at.isoformat(),
-        "decided_by": found.decided_by,
-        "decision_reason": found.decision_reason,
-        "progress": found.progress,
-        "plan": found.plan,
-        "result": found.result,
-        "console_url": request.build_absolute_uri(reverse("approval-detail", args=[found.pk])),
-    }
+        id=found.pk,
+        action=found.action,
+        link_name=found.link_name,
+        mirror_topic_names=found.topics,
+        force=found.force,
+        reason=found.reason,
+        requester=found.requester_name,
+        state=found.state,
+        approvals_required=found.approvals_required,
+        approved_by=[a.approver_name for a in found.approvals.all()],
+        created_at=found.created_at,
+        expires_at=found.expires_at,
+        decided_by=found.decided_by,
+        decision_reason=found.decision_reason,
+        progress=found.progress,
+        plan=[schemas.RequestTopicOutcome(**entry) for entry in found.plan],
+        result=[schemas.RequestTopicOutcome(**entry) for entry in found.result],
+        console_url=request.build_absolute_uri(reverse("approval-detail", args=[found.pk])),
+    )
 
 
-def submitted(request, kind: str, submission: approvals.Submission, data: list) -> JsonResponse:
+def submitted(
+    request, kind: str, submission: approvals.Submission, data: list[schemas.StopMirrorData]
+):
     """200 with each topic's outcome when the action ran (or was validated); 202 with the
     approval request when it waits for approval."""
-    body = {"kind": kind, "metadata": self_url(request, request.path), "data": data}
-    body["approval_request"] = (
-        request_data(request, submission.request) if submission.request else None
+    body = schemas.StopMirrorsResult(
+        kind=kind,
+        metadata=self_url(request, request.path),
+        data=data,
+        approval_request=request_data(request, submission.request) if submission.request else None,
+        approvals_needed=submission.approvals_needed,
+        note=submission.note,
     )
-    body["approvals_needed"] = submission.approvals_needed
-    body["note"] = submission.note
-    return JsonResponse(body, status=202 if submission.request else 200)
+    return respond(body, status=202 if submission.request else 200)
 
 
 def _found(cluster_id: str, request_id: str) -> ApprovalRequest:
@@ -70,24 +74,23 @@ def request_list(request, cluster_id):
             f"Use: {', '.join(ApprovalRequest.State.values)}.",
         )
     found = approvals.list_requests(states=states).filter(destination=cluster(cluster_id))
-    return JsonResponse(
-        {
-            "kind": "IsthmusApprovalRequestList",
-            "metadata": self_url(request, request.path),
-            "data": [request_data(request, r) for r in found[:500]],
-        }
+    return respond(
+        schemas.ApprovalRequestList(
+            metadata=self_url(request, request.path),
+            data=[request_data(request, r) for r in found[:500]],
+        )
     )
 
 
 @endpoint(GET="console.view")
 def request_detail(request, cluster_id, request_id):
-    return JsonResponse(request_data(request, _found(cluster_id, request_id)))
+    return respond(request_data(request, _found(cluster_id, request_id)))
 
 
 @endpoint(POST="request.approve")
 def request_approve(request, cluster_id, request_id):
     found = approvals.approve(audit.Actor.from_request(request), _found(cluster_id, request_id))
-    return JsonResponse(request_data(request, found))
+    return respond(request_data(request, found))
 
 
 @endpoint(POST="request.approve")
@@ -96,10 +99,10 @@ def request_reject(request, cluster_id, request_id):
     found = approvals.reject(
         audit.Actor.from_request(request), _found(cluster_id, request_id), reason
     )
-    return JsonResponse(request_data(request, found))
+    return respond(request_data(request, found))
 
 
 @endpoint(POST="mirror.stop")
 def request_withdraw(request, cluster_id, request_id):
     found = approvals.withdraw(audit.Actor.from_request(request), _found(cluster_id, request_id))
-    return JsonResponse(request_data(request, found))
+    return respond(request_data(request, found))

@@ -13,6 +13,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
 from console.access import POLICY, can
+from console.api.schemas import Error, respond
 from replication import audit
 from replication.errors import ReplicationError
 from replication.models import KafkaCluster
@@ -38,8 +39,8 @@ class ApiError(Exception):
 
 
 def error_response(status: int, message: str) -> JsonResponse:
-    response = JsonResponse(
-        {"error_code": ERROR_CODES.get(status, status * 100), "message": message}, status=status
+    response = respond(
+        Error(error_code=ERROR_CODES.get(status, status * 100), message=message), status
     )
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="isthmus"'

@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 from collections import Counter
 
-from django.http import JsonResponse
-
 from console.api.approvals import submitted
 from console.api.base import (
     ApiError,
@@ -18,6 +16,15 @@ from console.api.base import (
     name_values,
     no_content,
     self_url,
+)
+from console.api.schemas import (
+    CategoryCount,
+    KafkaLinkConfigData,
+    KafkaLinkConfigDataList,
+    KafkaLinkData,
+    KafkaLinkDataList,
+    LinkStream,
+    respond,
 )
 from replication import approvals, audit, link_configs, streams
 from replication.links import (
@@ -49,68 +56,61 @@ def kafka_uuid(value) -> str:
     return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
 
 
-def link_data(request, link: ClusterLink) -> dict:
+def link_data(request, link: ClusterLink) -> KafkaLinkData:
     mirrors: list[MirrorTopic] = list(link.mirrors.all())
     partitions = Counter()
     for mirror in mirrors:
         partitions[_CATEGORIES[mirror.state]] += mirror.num_partitions
     path = f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}"
     stream = streams.status(link)
-    return {
-        "kind": "KafkaLinkData",
-        "metadata": self_url(request, path),
-        "source_cluster_id": link.source_cluster_id,
-        "destination_cluster_id": None,
-        "remote_cluster_id": None,
-        "link_name": link.name,
-        "link_id": str(link.link_id),
-        "cluster_link_id": kafka_uuid(link.link_id),
-        "topic_names": [m.mirror_topic for m in mirrors],
-        "link_state": link.state,
-        "link_error": link.error_code,
-        "link_error_message": link.error_message or None,
-        "tasks": [],
-        "category_counts": [
-            {"state_category": category, "count": count}
+    return KafkaLinkData(
+        metadata=self_url(request, path),
+        source_cluster_id=link.source_cluster_id,
+        link_name=link.name,
+        link_id=str(link.link_id),
+        cluster_link_id=kafka_uuid(link.link_id),
+        topic_names=[m.mirror_topic for m in mirrors],
+        link_state=link.state,
+        link_error=link.error_code,
+        link_error_message=link.error_message or None,
+        category_counts=[
+            CategoryCount(state_category=category, count=count)
             for category, count in sorted(partitions.items())
         ],
-        "stream": {
-            "state": stream.state,
-            "records_per_sec": stream.records_per_sec,
-            "bytes_per_sec": stream.bytes_per_sec,
-            "failures": stream.failures,
-            "error": stream.error,
-        },
-    }
+        stream=LinkStream(
+            state=stream.state,
+            records_per_sec=stream.records_per_sec,
+            bytes_per_sec=stream.bytes_per_sec,
+            failures=stream.failures,
+            error=stream.error,
+        ),
+    )
 
 
-def config_data(request, link: ClusterLink, entry: link_configs.ConfigEntry) -> dict:
+def config_data(request, link: ClusterLink, entry: link_configs.ConfigEntry) -> KafkaLinkConfigData:
     path = f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}/configs/{entry.name}"
-    return {
-        "kind": "KafkaLinkConfigData",
-        "metadata": self_url(request, path),
-        "cluster_id": link.destination.cluster_id,
-        "link_name": link.name,
-        "name": entry.name,
-        "value": None if entry.is_sensitive else entry.value,
-        "is_default": entry.is_default,
-        "is_read_only": entry.is_read_only,
-        "is_sensitive": entry.is_sensitive,
-        "source": entry.source,
-        "synonyms": [],
-    }
+    return KafkaLinkConfigData(
+        metadata=self_url(request, path),
+        cluster_id=link.destination.cluster_id,
+        link_name=link.name,
+        name=entry.name,
+        value=None if entry.is_sensitive else entry.value,
+        is_default=entry.is_default,
+        is_read_only=entry.is_read_only,
+        is_sensitive=entry.is_sensitive,
+        source=entry.source,
+    )
 
 
 @endpoint(GET="console.view", POST="link.manage")
 def links(request, cluster_id):
     destination = cluster(cluster_id)
     if request.method == "GET":
-        return JsonResponse(
-            {
-                "kind": "KafkaLinkDataList",
-                "metadata": self_url(request, request.path),
-                "data": [link_data(request, link) for link in list_links(destination)],
-            }
+        return respond(
+            KafkaLinkDataList(
+                metadata=self_url(request, request.path),
+                data=[link_data(request, link) for link in list_links(destination)],
+            )
         )
     name = request.GET.get("link_name")
     if not name:
@@ -141,7 +141,7 @@ def link(request, cluster_id, link_name):
     found = get_link(cluster(cluster_id), link_name)
     if request.method == "GET":
         flag(request, "include_tasks")  # accepted; Isthmus reports no per-task breakdown yet
-        return JsonResponse(link_data(request, found))
+        return respond(link_data(request, found))
     submission = approvals.submit(
         audit.Actor.from_request(request),
         found,
@@ -158,12 +158,11 @@ def link(request, cluster_id, link_name):
 @endpoint(GET="console.view")
 def link_configs_list(request, cluster_id, link_name):
     found = get_link(cluster(cluster_id), link_name)
-    return JsonResponse(
-        {
-            "kind": "KafkaLinkConfigDataList",
-            "metadata": self_url(request, request.path),
-            "data": [config_data(request, found, e) for e in describe_link_configs(found)],
-        }
+    return respond(
+        KafkaLinkConfigDataList(
+            metadata=self_url(request, request.path),
+            data=[config_data(request, found, e) for e in describe_link_configs(found)],
+        )
     )
 
 
@@ -186,7 +185,7 @@ def link_config(request, cluster_id, link_name, config_name):
         return no_content()
     for entry in describe_link_configs(found):
         if entry.name == config_name:
-            return JsonResponse(config_data(request, found, entry))
+            return respond(config_data(request, found, entry))
     raise ApiError(404, f"Link config {config_name!r} is not set and has no default.")
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-from django.http import JsonResponse
-
 from console.api.approvals import submitted
 from console.api.base import (
     ApiError,
@@ -19,6 +17,16 @@ from console.api.base import (
     self_url,
 )
 from console.api.links import BASE
+from console.api.schemas import (
+    AlterMirrorsData,
+    AlterMirrorsResult,
+    KafkaMirrorData,
+    KafkaMirrorDataList,
+    MirrorLag,
+    MirrorStateTransitionError,
+    StopMirrorData,
+    respond,
+)
 from replication import approvals, audit
 from replication.errors import ReplicationError
 from replication.links import get_link
@@ -43,24 +51,24 @@ ACTIONS = {
 STOPS = {"promote": "KafkaPromoteMirror", "failover": "KafkaFailoverMirror"}
 
 
-def lags_data(partitions) -> list[dict]:
+def lags_data(partitions) -> list[MirrorLag]:
     """Each partition's lag as Kafka REST's MirrorLag, with Isthmus's extensions: the
     destination log end offset, the source high watermark, the time since the last fetch."""
     return [
-        {
-            "partition": p.partition,
-            "lag": p.lag,
-            "last_source_fetch_offset": p.last_fetch_source_high_watermark,
-            "dest_log_end_offset": p.dest_log_end_offset,
-            "source_high_watermark": p.source_high_watermark,
-            "time_since_last_fetch_ms": p.time_since_last_fetch_ms,
-            "offset_mode": p.offset_mode,
-        }
+        MirrorLag(
+            partition=p.partition,
+            lag=p.lag,
+            last_source_fetch_offset=p.last_fetch_source_high_watermark,
+            dest_log_end_offset=p.dest_log_end_offset,
+            source_high_watermark=p.source_high_watermark,
+            time_since_last_fetch_ms=p.time_since_last_fetch_ms,
+            offset_mode=p.offset_mode,
+        )
         for p in partitions
     ]
 
 
-def mirror_data(request, status: MirrorStatus) -> dict:
+def mirror_data(request, status: MirrorStatus) -> KafkaMirrorData:
     """A mirror as Kafka REST shows it, with the lag read from both clusters now.
 
     Its lag entries (`lags_data`) carry what `kafka-mirrors --describe` prints.
@@ -70,25 +78,26 @@ def mirror_data(request, status: MirrorStatus) -> dict:
     transition_errors = []
     if mirror.error_message:
         transition_errors.append(
-            {"error_code": mirror.mirror_error, "error_message": mirror.error_message}
+            MirrorStateTransitionError(
+                error_code=mirror.mirror_error, error_message=mirror.error_message
+            )
         )
-    return {
-        "kind": "KafkaMirrorData",
-        "metadata": self_url(request, f"{path}/mirrors/{mirror.mirror_topic}"),
-        "link_name": mirror.link.name,
-        "link_id": str(mirror.link.link_id),
-        "mirror_topic_name": mirror.mirror_topic,
-        "source_topic_name": mirror.source_topic,
-        "source_topic_id": mirror.source_topic_id,
-        "num_partitions": len(status.partitions) or mirror.num_partitions,
-        "mirror_lags": lags_data(status.partitions),
-        "mirror_status": mirror.state,
-        "mirror_topic_error": mirror.mirror_error,
-        "state_time_ms": int(mirror.state_time.timestamp() * 1000),
-        "mirror_state_transition_errors": transition_errors,
-        "read_only_enforced": mirror.read_only_enforced,
-        "status_errors": status.errors,
-    }
+    return KafkaMirrorData(
+        metadata=self_url(request, f"{path}/mirrors/{mirror.mirror_topic}"),
+        link_name=mirror.link.name,
+        link_id=str(mirror.link.link_id),
+        mirror_topic_name=mirror.mirror_topic,
+        source_topic_name=mirror.source_topic,
+        source_topic_id=mirror.source_topic_id,
+        num_partitions=len(status.partitions) or mirror.num_partitions,
+        mirror_lags=lags_data(status.partitions),
+        mirror_status=mirror.state,
+        mirror_topic_error=mirror.mirror_error,
+        state_time_ms=int(mirror.state_time.timestamp() * 1000),
+        mirror_state_transition_errors=transition_errors,
+        read_only_enforced=mirror.read_only_enforced,
+        status_errors=status.errors,
+    )
 
 
 def _states(request) -> list[str] | None:
@@ -103,13 +112,12 @@ def _states(request) -> list[str] | None:
     return [wanted]
 
 
-def _mirror_list(request, mirrors) -> JsonResponse:
-    return JsonResponse(
-        {
-            "kind": "KafkaMirrorDataList",
-            "metadata": self_url(request, request.path),
-            "data": [mirror_data(request, s) for s in describe_mirrors(mirrors)],
-        }
+def _mirror_list(request, mirrors):
+    return respond(
+        KafkaMirrorDataList(
+            metadata=self_url(request, request.path),
+            data=[mirror_data(request, s) for s in describe_mirrors(mirrors)],
+        )
     )
 
 
@@ -141,7 +149,7 @@ def mirrors(request, cluster_id, link_name):
 def mirror(request, cluster_id, link_name, mirror_topic_name):
     destination = cluster(cluster_id)
     found = get_mirror(destination, mirror_topic_name, get_link(destination, link_name))
-    return JsonResponse(mirror_data(request, describe_mirror(found)))
+    return respond(mirror_data(request, describe_mirror(found)))
 
 
 def _named_mirrors(body: dict, link) -> list[str]:
@@ -173,14 +181,16 @@ def mirrors_action(request, cluster_id, link_name, action):
     actor = audit.Actor.from_request(request)
     results = []
     for name in names:
-        outcome = {"mirror_topic_name": name, "error_code": None, "error_message": None}
+        outcome = AlterMirrorsData(
+            mirror_topic_name=name, error_code=None, error_message=None, mirror_lags=[]
+        )
         try:
             operation(actor, get_mirror(destination, name, link), validate_only=validate_only)
         except ReplicationError as exc:
-            outcome.update(error_code=exc.status, error_message=str(exc))
-        results.append({**outcome, "mirror_lags": []})
-    return JsonResponse(
-        {"kind": kind, "metadata": self_url(request, request.path), "data": results}
+            outcome.error_code, outcome.error_message = exc.status, str(exc)
+        results.append(outcome)
+    return respond(
+        AlterMirrorsResult(kind=kind, metadata=self_url(request, request.path), data=results)
     )
 
 
@@ -200,13 +210,13 @@ def mirrors_stop(request, cluster_id, link_name, action):
         validate_only=flag(request, "validate_only"),
     )
     data = [
-        {
-            "mirror_topic_name": o.mirror_topic,
-            "error_code": o.status if o.error else None,
-            "error_message": o.error or None,
-            "mirror_status": o.state,
-            "mirror_lags": lags_data(o.lags),
-        }
+        StopMirrorData(
+            mirror_topic_name=o.mirror_topic,
+            error_code=o.status if o.error else None,
+            error_message=o.error or None,
+            mirror_status=o.state,
+            mirror_lags=lags_data(o.lags),
+        )
         for o in submission.outcomes
     ]
     return submitted(request, STOPS[action], submission, data)

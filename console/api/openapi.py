@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 
-from django.http import JsonResponse
+from pydantic import BaseModel
 
 from console.access import POLICY, ROLES
+from console.api import schemas
 from console.api.base import ERROR_CODES, endpoint
+from console.api.schemas import respond
 from replication import link_configs
-from replication.models import ClusterLink, MirrorTopic
+from replication.models import MirrorTopic
 
 JSON = "application/json"
 CLUSTER_TAG = "Cluster (v3)"
@@ -19,10 +21,7 @@ DOCS_TAG = "API"
 CLUSTER = "/clusters/{cluster_id}"
 LINK = CLUSTER + "/links/{link_name}"
 
-NOT_YET = (
-    "Isthmus offers :pause and :resume; :promote and :failover are not offered yet "
-    "(they come with approvals), nor are the reverse and truncate actions."
-)
+NOT_YET = "The reverse and truncate actions are not offered."
 
 DESCRIPTION = f"""\
 Cluster links and mirror topics of the clusters registered in Isthmus, on the paths and with
@@ -50,7 +49,9 @@ responses carry Isthmus extensions, marked *Isthmus* in their field descriptions
 # Schema building blocks. ---------------------------------------------------------------------
 
 
-def ref(name: str, kind: str = "schemas") -> dict:
+def ref(name: str | type[BaseModel], kind: str = "schemas") -> dict:
+    if not isinstance(name, str):
+        name = name.__name__
     return {"$ref": f"#/components/{kind}/{name}"}
 
 
@@ -65,49 +66,8 @@ def string(description: str = "", **extra) -> dict:
     return scalar("string", description, **extra)
 
 
-def integer(description: str = "", **extra) -> dict:
-    return scalar("integer", description, **extra)
-
-
 def boolean(description: str = "", **extra) -> dict:
     return scalar("boolean", description, **extra)
-
-
-def nullable(kind: str, description: str = "", **extra) -> dict:
-    return scalar([kind, "null"], description, **extra)
-
-
-def array(items: dict, description: str = "") -> dict:
-    return scalar("array", description, items=items)
-
-
-def record(description: str, properties: dict, required: list[str] | None = None) -> dict:
-    """An object schema; every property is required unless `required` names fewer."""
-    return {
-        "type": "object",
-        "description": description,
-        "properties": properties,
-        "required": list(properties) if required is None else required,
-    }
-
-
-def kind(name: str) -> dict:
-    return string("The type of this object.", const=name)
-
-
-def listing(name: str, item: str, description: str) -> dict:
-    return record(
-        description,
-        {
-            "kind": kind(name),
-            "metadata": ref("ResourceCollectionMetadata"),
-            "data": array(ref(item)),
-        },
-    )
-
-
-def name_value_list(description: str) -> dict:
-    return array(ref("ConfigNameValue"), description)
 
 
 # Parameters. ---------------------------------------------------------------------------------
@@ -191,8 +151,10 @@ def error(status: int, description: str) -> dict:
         "description": description,
         "content": {
             JSON: {
-                "schema": ref("Error"),
-                "example": {"error_code": ERROR_CODES[status], "message": ERROR_EXAMPLES[status]},
+                "schema": ref(schemas.Error),
+                "example": schemas.Error(
+                    error_code=ERROR_CODES[status], message=ERROR_EXAMPLES[status]
+                ).model_dump(),
             }
         },
     }
@@ -206,13 +168,11 @@ def error(status: int, description: str) -> dict:
     return response
 
 
-def ok(schema: str, description: str) -> dict:
-    return {"200": {"description": description, "content": {JSON: {"schema": ref(schema)}}}}
+def ok(schema: type[schemas.Shape], description: str, status: int = 200) -> dict:
+    return {str(status): {"description": description, "content": {JSON: {"schema": ref(schema)}}}}
 
 
 NO_CONTENT = {"204": {"description": "Done; the response has no body."}}
-
-BAD_BODY = "The body is not a JSON object or a field has the wrong type."
 
 
 def operation(
@@ -258,9 +218,12 @@ def operation(
     return op
 
 
-def request(schema: str, example: dict, description: str) -> dict:
+def request(
+    schema: type[schemas.Body], example: dict, description: str, required: bool = True
+) -> dict:
+    schema.model_validate(example)  # an example that no longer fits its body fails here
     return {
-        "required": True,
+        "required": required,
         "description": description,
         "content": {JSON: {"schema": ref(schema), "example": example}},
     }
@@ -272,328 +235,6 @@ def path_item(path: str, **operations: dict) -> dict:
     if not names:
         return operations
     return {"parameters": [ref(PATH_PARAMETERS[n], "parameters") for n in names], **operations}
-
-
-# Schemas. ------------------------------------------------------------------------------------
-
-LAG_EXTENSION = "*Isthmus*: read from the clusters now; -1 if it could not be read."
-
-SCHEMAS = {
-    # *Isthmus*: approval requests (promote, failover and link deletion wait for approvers).
-    "ApprovalRequest": {
-        "type": "object",
-        "required": ["kind", "id", "action", "link_name", "state", "approvals_required"],
-        "properties": {
-            "kind": string(enum=["IsthmusApprovalRequest"]),
-            "metadata": {"type": "object"},
-            "id": integer("The request's id."),
-            "action": string(enum=["promote", "failover", "delete-link"]),
-            "link_name": string(),
-            "mirror_topic_names": array(string()),
-            "force": boolean("A link deletion that fails the link's mirrors over first."),
-            "reason": string(),
-            "requester": string(),
-            "state": string(
-                enum=[
-                    "PENDING",
-                    "APPROVED",
-                    "EXECUTED",
-                    "FAILED",
-                    "REJECTED",
-                    "WITHDRAWN",
-                    "EXPIRED",
-                ]
-            ),
-            "approvals_required": integer(),
-            "approved_by": array(string()),
-            "created_at": string(),
-            "expires_at": string(),
-            "decided_by": string(),
-            "decision_reason": string(),
-            "progress": string(),
-            "plan": array({"type": "object"}),
-            "result": array({"type": "object"}),
-            "console_url": string(),
-        },
-    },
-    "ApprovalRequestList": {
-        "type": "object",
-        "required": ["kind", "data"],
-        "properties": {
-            "kind": string(enum=["IsthmusApprovalRequestList"]),
-            "metadata": {"type": "object"},
-            "data": array(ref("ApprovalRequest")),
-        },
-    },
-    "StopMirrorsResult": {
-        "type": "object",
-        "required": ["kind", "data", "approval_request"],
-        "properties": {
-            "kind": string(enum=["KafkaPromoteMirror", "KafkaFailoverMirror", "IsthmusDeleteLink"]),
-            "metadata": {"type": "object"},
-            "data": array({"type": "object"}),
-            "approval_request": {"oneOf": [{"type": "null"}, ref("ApprovalRequest")]},
-            "approvals_needed": integer(),
-            "note": string(),
-        },
-    },
-    "Error": record(
-        "The Kafka REST v3 error envelope.",
-        {
-            "error_code": integer("The HTTP status times 100 plus a number, e.g. 40401."),
-            "message": string("What was wrong, and what to do about it."),
-        },
-    ),
-    "ResourceMetadata": record(
-        "Where this object lives.", {"self": string("Its URL.", format="uri")}
-    ),
-    "ResourceCollectionMetadata": record(
-        "Where this list lives.", {"self": string("Its URL.", format="uri")}
-    ),
-    "ConfigNameValue": record(
-        "One config, as a name and a string value.",
-        {"name": string(), "value": string()},
-    ),
-    "OpenApiDocument": record(
-        "An OpenAPI 3.1 document.",
-        {"openapi": string(), "info": {"type": "object"}, "paths": {"type": "object"}},
-    ),
-    # Clusters.
-    "KafkaCluster": record(
-        "A registered cluster.",
-        {
-            "kind": kind("KafkaCluster"),
-            "metadata": ref("ResourceMetadata"),
-            "cluster_id": string("The Kafka cluster id."),
-            "name": string("*Isthmus*: the name the cluster was registered under."),
-            "links": record(
-                "Related resources.",
-                {"related": string("The cluster's links (as a URL).", format="uri")},
-            ),
-        },
-    ),
-    "KafkaClusterList": listing("KafkaClusterList", "KafkaCluster", "The registered clusters."),
-    # Links.
-    "KafkaLinkData": record(
-        "A cluster link into this (the destination) cluster.",
-        {
-            "kind": kind("KafkaLinkData"),
-            "metadata": ref("ResourceMetadata"),
-            "source_cluster_id": nullable("string", "The id of the cluster the link copies from."),
-            "destination_cluster_id": nullable(
-                "string", "Always null: Isthmus links are destination-initiated."
-            ),
-            "remote_cluster_id": nullable(
-                "string", "Always null: Isthmus has no bidirectional links."
-            ),
-            "link_name": string(),
-            "link_id": string(
-                "The link's UUID, in its canonical form (deprecated in Confluent's API; "
-                "cluster_link_id is the same UUID as Kafka prints ids).",
-                format="uuid",
-            ),
-            "cluster_link_id": string("The link's UUID in Kafka's URL-safe base64 form."),
-            "topic_names": array(string(), "The link's mirror topics."),
-            "link_state": string(enum=list(ClusterLink.State.values)),
-            "link_error": string("NO_ERROR, or why the link is UNAVAILABLE or FAILED."),
-            "link_error_message": nullable("string"),
-            "tasks": array(
-                {"type": "object"},
-                "Always empty: Isthmus reports no per-task breakdown yet.",
-            ),
-            "category_counts": array(
-                record(
-                    "The number of mirror partitions in a state category.",
-                    {
-                        "state_category": string(
-                            enum=["ACTIVE", "IN_ERROR", "NOT_APPLICABLE", "PAUSED", "PENDING"]
-                        ),
-                        "count": integer(),
-                    },
-                ),
-                "Mirror partitions by state category; categories with none are left out.",
-            ),
-            "stream": record(
-                "*Isthmus*: the link's stream, which copies its mirrors.",
-                {
-                    "state": string(
-                        enum=["STOPPED", "STARTING", "RUNNING", "RESTARTING", "FAILED", "UNKNOWN"]
-                    ),
-                    "records_per_sec": {"type": "number"},
-                    "bytes_per_sec": {"type": "number"},
-                    "failures": integer("Failures in a row; restarts back off, then FAILED."),
-                    "error": string("The stream's last error, if any."),
-                },
-            ),
-        },
-    ),
-    "KafkaLinkDataList": listing("KafkaLinkDataList", "KafkaLinkData", "Cluster links."),
-    "KafkaLinkConfigData": record(
-        "One link config, set or defaulted.",
-        {
-            "kind": kind("KafkaLinkConfigData"),
-            "metadata": ref("ResourceMetadata"),
-            "cluster_id": string("The destination cluster's id."),
-            "link_name": string(),
-            "name": string(),
-            "value": nullable("string", "The value; null for a sensitive config."),
-            "is_default": boolean("Not set on the link: the default applies."),
-            "is_read_only": boolean("Shown, never changed (or set only at creation)."),
-            "is_sensitive": boolean("A secret: stored encrypted, never shown."),
-            "source": string(enum=["DYNAMIC_CLUSTER_LINK_CONFIG", "DEFAULT_CONFIG"]),
-            "synonyms": array({"type": "object"}, "Always empty."),
-        },
-    ),
-    "KafkaLinkConfigDataList": listing(
-        "KafkaLinkConfigDataList", "KafkaLinkConfigData", "A link's configs."
-    ),
-    # Mirror topics.
-    "MirrorLag": record(
-        "One partition's lag.",
-        {
-            "partition": integer(),
-            "lag": integer("Source high watermark minus the mirror's log end offset; -1 unknown."),
-            "last_source_fetch_offset": integer(
-                "The source high watermark at the last fetch; -1 until the stream reports it."
-            ),
-            "dest_log_end_offset": integer(
-                f"The mirror partition's log end offset. {LAG_EXTENSION}"
-            ),
-            "source_high_watermark": integer(
-                f"The source partition's high watermark. {LAG_EXTENSION}"
-            ),
-            "time_since_last_fetch_ms": integer(
-                "*Isthmus*: milliseconds since the last fetch from the source; -1 unknown "
-                "(as `kafka-mirrors --describe` prints it)."
-            ),
-            "offset_mode": {
-                "type": "string",
-                "enum": ["IDENTICAL", "TRANSLATED"],
-                "description": "*Isthmus*: IDENTICAL while the mirror's offsets equal the "
-                "source's; TRANSLATED once they differ (the mirror started above offset 0, or "
-                "compaction, transactions or retention left gaps), with a durable translation.",
-            },
-        },
-    ),
-    "KafkaMirrorData": record(
-        "A mirror topic: a read-only copy of a source topic, kept up to date by its link.",
-        {
-            "kind": kind("KafkaMirrorData"),
-            "metadata": ref("ResourceMetadata"),
-            "link_name": string(),
-            "link_id": string("*Isthmus*: the link's UUID.", format="uuid"),
-            "mirror_topic_name": string(),
-            "source_topic_name": string(),
-            "source_topic_id": string(
-                "*Isthmus*: the source topic's id when the mirror was made; a source topic "
-                "recreated under the same name fails the mirror (SOURCE_TOPIC_ID_CHANGED)."
-            ),
-            "num_partitions": integer(),
-            "mirror_lags": array(ref("MirrorLag"), "Per partition, read from both clusters now."),
-            "mirror_status": string(enum=list(MirrorTopic.State.values)),
-            "mirror_topic_error": string(enum=list(MirrorTopic.Error.values)),
-            "state_time_ms": integer("When the mirror entered its state (epoch milliseconds)."),
-            "mirror_state_transition_errors": array(
-                record(
-                    "Why the mirror is in its state.",
-                    {"error_code": string(), "error_message": string()},
-                )
-            ),
-            "read_only_enforced": boolean(
-                "*Isthmus*: whether the destination enforces the mirror's read-only ACLs; false "
-                "when it runs without an authorizer, so clients could write to the mirror."
-            ),
-            "status_errors": array(
-                string(),
-                "*Isthmus*: why offsets could not be read from a cluster just now (the lags then "
-                "show -1); empty when both answered.",
-            ),
-        },
-    ),
-    "KafkaMirrorDataList": listing("KafkaMirrorDataList", "KafkaMirrorData", "Mirror topics."),
-    "AlterMirrorsData": record(
-        "One mirror topic's outcome.",
-        {
-            "mirror_topic_name": string(),
-            "error_code": nullable("integer", "null on success, else the HTTP status, e.g. 409."),
-            "error_message": nullable("string", "null on success, else why."),
-            "mirror_lags": array(ref("MirrorLag"), "Always empty."),
-        },
-    ),
-    "AlterMirrorsResult": record(
-        "The outcome of a mirror action, per topic: one topic's refusal leaves the others be.",
-        {
-            "kind": string(enum=["KafkaPauseMirror", "KafkaResumeMirror"]),
-            "metadata": ref("ResourceCollectionMetadata"),
-            "data": array(ref("AlterMirrorsData")),
-        },
-    ),
-    # Request bodies.
-    "CreateLinkRequest": record(
-        "A destination-initiated link; its name is the link_name query parameter.",
-        {
-            "source_cluster_id": string(
-                "The source's cluster id: checked against the cluster bootstrap.servers reaches; "
-                "required with validate_link=false."
-            ),
-            "configs": name_value_list(
-                "Link configs; bootstrap.servers is required. Valid names: "
-                + ", ".join(link_configs.KEYS)
-                + "."
-            ),
-            "destination_cluster_id": string("Refused: only for source-initiated links."),
-            "remote_cluster_id": string("Refused: only for bidirectional links."),
-            "cluster_link_id": string("Refused: only for bidirectional links."),
-        },
-        required=["configs"],
-    ),
-    "UpdateLinkConfigRequest": record("A new value.", {"value": string()}),
-    "AlterLinkConfigBatchRequest": record(
-        "Configs to set and to reset, all or nothing.",
-        {
-            "data": array(
-                record(
-                    "Set (the default) or reset one config.",
-                    {
-                        "name": string(),
-                        "value": string("Needed to SET."),
-                        "operation": string(enum=["SET", "DELETE"], default="SET"),
-                    },
-                    required=["name"],
-                )
-            )
-        },
-    ),
-    "CreateMirrorTopicRequest": record(
-        "A mirror of a source topic.",
-        {
-            "source_topic_name": string(),
-            "mirror_topic_name": string(
-                "If given, must be the source topic name with the link's cluster.link.prefix."
-            ),
-            "replication_factor": integer("Default: the destination cluster's default.", minimum=1),
-            "configs": name_value_list(
-                "Topic config overrides; strictly mirrored configs (e.g. cleanup.policy) are "
-                "refused."
-            ),
-        },
-        required=["source_topic_name"],
-    ),
-    "AlterMirrorsRequest": {
-        "type": "object",
-        "description": "The mirror topics to act on: a list of names or a regex.",
-        "properties": {
-            "mirror_topic_names": array(string(), "The mirror topics, by name."),
-            "mirror_topic_name_pattern": string(
-                "A regex that the whole name of each mirror topic of the link must match."
-            ),
-        },
-        "oneOf": [
-            {"required": ["mirror_topic_names"]},
-            {"required": ["mirror_topic_name_pattern"]},
-        ],
-    },
-}
 
 
 # Paths. --------------------------------------------------------------------------------------
@@ -615,12 +256,12 @@ def mirror_action(operation_id: str, verb: str, kind_name: str, what: str) -> di
         LINKING_TAG,
         f"{verb.capitalize()} the mirror topics",
         "mirror.manage",
-        ok("AlterMirrorsResult", f"Each topic's outcome (kind {kind_name})."),
+        ok(schemas.AlterMirrorsResult, f"Each topic's outcome (kind {kind_name})."),
         description=f"{what} A topic that cannot be {verb}d (e.g. unknown, or in the wrong "
         f"state) is reported in its own entry, with HTTP 200 for the call. {NOT_YET}",
         parameters=("ValidateOnly",),
         body=request(
-            "AlterMirrorsRequest",
+            schemas.AlterMirrorsRequest,
             {"mirror_topic_names": ["orders", "payments"]},
             "The mirror topics, by name or by a regex.",
         ),
@@ -636,7 +277,7 @@ PATHS = {
             DOCS_TAG,
             "This document",
             "console.view",
-            ok("OpenApiDocument", "The OpenAPI 3.1 document of this API."),
+            ok(schemas.OpenApiDocument, "The OpenAPI 3.1 document of this API."),
         ),
     ),
     "/clusters": path_item(
@@ -646,7 +287,7 @@ PATHS = {
             CLUSTER_TAG,
             "List the registered clusters",
             "console.view",
-            ok("KafkaClusterList", "The registered clusters, by name."),
+            ok(schemas.KafkaClusterList, "The registered clusters, by name."),
         ),
     ),
     CLUSTER: path_item(
@@ -656,7 +297,7 @@ PATHS = {
             CLUSTER_TAG,
             "Get a registered cluster",
             "console.view",
-            ok("KafkaCluster", "The cluster."),
+            ok(schemas.KafkaCluster, "The cluster."),
             errors={404: NO_CLUSTER},
         ),
     ),
@@ -667,7 +308,7 @@ PATHS = {
             LINKING_TAG,
             "List all cluster links in the destination cluster",
             "console.view",
-            ok("KafkaLinkDataList", "The links into the cluster."),
+            ok(schemas.KafkaLinkDataList, "The links into the cluster."),
             errors={404: NO_CLUSTER},
         ),
         post=operation(
@@ -691,7 +332,7 @@ PATHS = {
                 ),
             ),
             body=request(
-                "CreateLinkRequest",
+                schemas.CreateLinkRequest,
                 {
                     "source_cluster_id": "MkU3OEVBNTcwNTJENDM2Qk",
                     "configs": [
@@ -717,7 +358,7 @@ PATHS = {
             LINKING_TAG,
             "List mirror topics",
             "console.view",
-            ok("KafkaMirrorDataList", "The mirror topics, with their lags read now."),
+            ok(schemas.KafkaMirrorDataList, "The mirror topics, with their lags read now."),
             description="All mirror topics in the cluster, of every link.",
             parameters=("MirrorStatus",),
             errors={400: "An unknown mirror_status.", 404: NO_CLUSTER},
@@ -730,7 +371,7 @@ PATHS = {
             LINKING_TAG,
             "Describe the cluster link",
             "console.view",
-            ok("KafkaLinkData", "The link."),
+            ok(schemas.KafkaLinkData, "The link."),
             parameters=(
                 flag("include_tasks", "Accepted for compatibility; tasks is always empty."),
             ),
@@ -767,7 +408,7 @@ PATHS = {
             LINKING_TAG,
             "List all configs of the cluster link",
             "console.view",
-            ok("KafkaLinkConfigDataList", "Every config that is set or has a default."),
+            ok(schemas.KafkaLinkConfigDataList, "Every config that is set or has a default."),
             errors={404: NO_LINK},
         ),
     ),
@@ -784,7 +425,7 @@ PATHS = {
             "cluster.link.paused pauses or resumes the link.",
             parameters=("ValidateOnly",),
             body=request(
-                "AlterLinkConfigBatchRequest",
+                schemas.AlterLinkConfigBatchRequest,
                 {
                     "data": [
                         {"name": "metadata.max.age.ms", "value": "60000"},
@@ -808,7 +449,7 @@ PATHS = {
             LINKING_TAG,
             "Describe the config under the cluster link",
             "console.view",
-            ok("KafkaLinkConfigData", "The config."),
+            ok(schemas.KafkaLinkConfigData, "The config."),
             errors={404: NO_LINK + " Or an unknown config, or one not set without a default."},
         ),
         put=operation(
@@ -817,7 +458,9 @@ PATHS = {
             "Alter the config under the cluster link",
             "link.manage",
             NO_CONTENT,
-            body=request("UpdateLinkConfigRequest", {"value": "60000"}, "The config's new value."),
+            body=request(
+                schemas.UpdateLinkConfigRequest, {"value": "60000"}, "The config's new value."
+            ),
             errors={
                 400: "No value, or one the config does not take; a read-only config.",
                 404: NO_LINK + " Or an unknown config.",
@@ -844,7 +487,7 @@ PATHS = {
             LINKING_TAG,
             "List mirror topics",
             "console.view",
-            ok("KafkaMirrorDataList", "The link's mirror topics, with their lags read now."),
+            ok(schemas.KafkaMirrorDataList, "The link's mirror topics, with their lags read now."),
             description="All mirror topics under the link.",
             parameters=("MirrorStatus",),
             errors={400: "An unknown mirror_status.", 404: NO_LINK},
@@ -859,7 +502,7 @@ PATHS = {
             "topic of the link's source, with the source's partition count.",
             parameters=("ValidateOnly",),
             body=request(
-                "CreateMirrorTopicRequest",
+                schemas.CreateMirrorTopicRequest,
                 {
                     "source_topic_name": "orders",
                     "configs": [{"name": "retention.ms", "value": "604800000"}],
@@ -903,16 +546,13 @@ PATHS = {
                 f"{verb.capitalize()} the mirror topics",
                 "mirror.stop",
                 {
-                    **ok("StopMirrorsResult", "Done at once: each topic's outcome and lags."),
-                    "202": {
-                        "description": "Waits for approval: the request made.",
-                        "content": {JSON: {"schema": ref("StopMirrorsResult")}},
-                    },
+                    **ok(schemas.StopMirrorsResult, "Done at once: each topic's outcome and lags."),
+                    **ok(schemas.StopMirrorsResult, "Waits for approval: the request made.", 202),
                 },
                 description=what,
                 parameters=("ValidateOnly",),
                 body=request(
-                    "StopMirrorsRequest",
+                    schemas.StopMirrorsRequest,
                     {"mirror_topic_names": ["orders"], "reason": "planned migration"},
                     "The mirror topics, a reason, and (an admin's failover) break_glass.",
                 ),
@@ -931,7 +571,7 @@ PATHS = {
             LINKING_TAG,
             "List approval requests",
             "console.view",
-            ok("ApprovalRequestList", "The cluster's requests, newest first."),
+            ok(schemas.ApprovalRequestList, "The cluster's requests, newest first."),
             errors={400: "An unknown state.", 404: NO_CLUSTER},
         ),
     ),
@@ -942,7 +582,7 @@ PATHS = {
             LINKING_TAG,
             "Describe an approval request",
             "console.view",
-            ok("ApprovalRequest", "The request, with its progress and result."),
+            ok(schemas.ApprovalRequest, "The request, with its progress and result."),
             errors={404: "No such request."},
         ),
     ),
@@ -954,7 +594,15 @@ PATHS = {
                 LINKING_TAG,
                 f"{verb.capitalize()} an approval request",
                 action,
-                ok("ApprovalRequest", "The request after the change."),
+                ok(schemas.ApprovalRequest, "The request after the change."),
+                body=request(
+                    schemas.RejectRequest,
+                    {"reason": "not during the sale"},
+                    "Why it is rejected (optional).",
+                    required=False,
+                )
+                if verb == "reject"
+                else None,
                 errors={404: "No such request.", 409: "The request is no longer PENDING."},
             ),
         )
@@ -971,7 +619,7 @@ PATHS = {
             LINKING_TAG,
             "Describe the mirror topic",
             "console.view",
-            ok("KafkaMirrorData", "The mirror topic, with its lags read now."),
+            ok(schemas.KafkaMirrorData, "The mirror topic, with its lags read now."),
             errors={404: NO_MIRROR},
         ),
     ),
@@ -995,7 +643,7 @@ SPEC: dict = {
     "security": [{"bearerAuth": []}, {"sessionAuth": []}],
     "paths": PATHS,
     "components": {
-        "schemas": SCHEMAS,
+        "schemas": schemas.components(),
         "parameters": PARAMETERS,
         "securitySchemes": {
             "bearerAuth": {
@@ -1018,4 +666,4 @@ SPEC: dict = {
 
 @endpoint(GET="console.view")
 def document(request):
-    return JsonResponse(SPEC)
+    return respond(schemas.OpenApiDocument.model_validate(SPEC))

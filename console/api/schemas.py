@@ -1,0 +1,483 @@
+"""Every body the JSON API sends or takes, defined once.
+
+The views build their answers from these models (`respond`), and the OpenAPI document takes
+its schemas from them (`components`), so the two cannot drift apart. A field an answer does not
+declare is refused when the answer is built (`extra="forbid"`), not sent undocumented.
+Field descriptions marked *Isthmus* are extensions of Confluent's Kafka REST v3 shapes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from django.http import JsonResponse
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+
+from replication import link_configs
+from replication.models import ApprovalRequest as ApprovalRequestModel
+from replication.models import ClusterLink, MirrorTopic
+
+REF = "#/components/schemas/{model}"
+
+
+def one_of(values) -> Any:
+    """A Literal of these values, for a field that takes one of a model's choices."""
+    return Literal[tuple(values)]
+
+
+class Shape(BaseModel):
+    # Every field of an answer is always sent, so every field is required in its schema.
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+def respond(shape: BaseModel, status: int = 200) -> JsonResponse:
+    return JsonResponse(shape.model_dump(mode="json"), status=status)
+
+
+Url = Annotated[str, Field(description="Its URL.", json_schema_extra={"format": "uri"})]
+NullableCount = Annotated[int | None, Field(description="null on success, else the HTTP status.")]
+
+
+# Common parts. ------------------------------------------------------------------------------
+
+
+class Error(Shape):
+    """The Kafka REST v3 error envelope."""
+
+    error_code: int = Field(description="The HTTP status times 100 plus a number, e.g. 40401.")
+    message: str = Field(description="What was wrong, and what to do about it.")
+
+
+class ResourceMetadata(Shape):
+    """Where this object lives."""
+
+    self: Url
+
+
+class ResourceCollectionMetadata(Shape):
+    """Where this list lives."""
+
+    self: Url
+
+
+class ConfigNameValue(Shape):
+    """One config, as a name and a string value."""
+
+    name: str
+    value: str
+
+
+class OpenApiDocument(BaseModel):
+    """An OpenAPI 3.1 document."""
+
+    model_config = ConfigDict(extra="allow")
+    openapi: str
+    info: dict[str, Any]
+    paths: dict[str, Any]
+
+
+# Clusters. ----------------------------------------------------------------------------------
+
+
+class ClusterRelated(Shape):
+    """Related resources."""
+
+    related: Url = Field(description="The cluster's links (as a URL).")
+
+
+class KafkaCluster(Shape):
+    """A registered cluster."""
+
+    kind: Literal["KafkaCluster"] = "KafkaCluster"
+    metadata: ResourceMetadata
+    cluster_id: str = Field(description="The Kafka cluster id.")
+    name: str = Field(description="*Isthmus*: the name the cluster was registered under.")
+    links: ClusterRelated
+
+
+class KafkaClusterList(Shape):
+    """The registered clusters."""
+
+    kind: Literal["KafkaClusterList"] = "KafkaClusterList"
+    metadata: ResourceCollectionMetadata
+    data: list[KafkaCluster]
+
+
+# Links. -------------------------------------------------------------------------------------
+
+
+class CategoryCount(Shape):
+    """The number of mirror partitions in a state category."""
+
+    state_category: Literal["ACTIVE", "IN_ERROR", "NOT_APPLICABLE", "PAUSED", "PENDING"]
+    count: int
+
+
+class LinkStream(Shape):
+    """*Isthmus*: the link's stream, which copies its mirrors."""
+
+    state: Literal["STOPPED", "STARTING", "RUNNING", "RESTARTING", "FAILED", "UNKNOWN"]
+    records_per_sec: float
+    bytes_per_sec: float
+    failures: int = Field(description="Failures in a row; restarts back off, then FAILED.")
+    error: str = Field(description="The stream's last error, if any.")
+
+
+class KafkaLinkData(Shape):
+    """A cluster link into this (the destination) cluster."""
+
+    kind: Literal["KafkaLinkData"] = "KafkaLinkData"
+    metadata: ResourceMetadata
+    source_cluster_id: str | None = Field(description="The id of the cluster the link copies from.")
+    destination_cluster_id: None = Field(
+        None, description="Always null: Isthmus links are destination-initiated."
+    )
+    remote_cluster_id: None = Field(
+        None, description="Always null: Isthmus has no bidirectional links."
+    )
+    link_name: str
+    link_id: str = Field(
+        description="The link's UUID, in its canonical form (deprecated in Confluent's API; "
+        "cluster_link_id is the same UUID as Kafka prints ids).",
+        json_schema_extra={"format": "uuid"},
+    )
+    cluster_link_id: str = Field(description="The link's UUID in Kafka's URL-safe base64 form.")
+    topic_names: list[str] = Field(description="The link's mirror topics.")
+    link_state: one_of(ClusterLink.State.values)
+    link_error: str = Field(description="NO_ERROR, or why the link is UNAVAILABLE or FAILED.")
+    link_error_message: str | None
+    tasks: list[dict[str, Any]] = Field(
+        [], description="Always empty: Isthmus reports no per-task breakdown yet."
+    )
+    category_counts: list[CategoryCount] = Field(
+        description="Mirror partitions by state category; categories with none are left out."
+    )
+    stream: LinkStream
+
+
+class KafkaLinkDataList(Shape):
+    """Cluster links."""
+
+    kind: Literal["KafkaLinkDataList"] = "KafkaLinkDataList"
+    metadata: ResourceCollectionMetadata
+    data: list[KafkaLinkData]
+
+
+class KafkaLinkConfigData(Shape):
+    """One link config, set or defaulted."""
+
+    kind: Literal["KafkaLinkConfigData"] = "KafkaLinkConfigData"
+    metadata: ResourceMetadata
+    cluster_id: str = Field(description="The destination cluster's id.")
+    link_name: str
+    name: str
+    value: str | None = Field(description="The value; null for a sensitive config.")
+    is_default: bool = Field(description="Not set on the link: the default applies.")
+    is_read_only: bool = Field(description="Shown, never changed (or set only at creation).")
+    is_sensitive: bool = Field(description="A secret: stored encrypted, never shown.")
+    source: Literal["DYNAMIC_CLUSTER_LINK_CONFIG", "DEFAULT_CONFIG"]
+    synonyms: list[dict[str, Any]] = Field([], description="Always empty.")
+
+
+class KafkaLinkConfigDataList(Shape):
+    """A link's configs."""
+
+    kind: Literal["KafkaLinkConfigDataList"] = "KafkaLinkConfigDataList"
+    metadata: ResourceCollectionMetadata
+    data: list[KafkaLinkConfigData]
+
+
+# Mirror topics. -----------------------------------------------------------------------------
+
+_NOW = "*Isthmus*: read from the clusters now; -1 if it could not be read."
+
+
+class MirrorLag(Shape):
+    """One partition's lag."""
+
+    partition: int
+    lag: int = Field(
+        description="Source high watermark minus the mirror's log end offset; -1 unknown."
+    )
+    last_source_fetch_offset: int = Field(
+        description="The source high watermark at the last fetch; -1 until the stream reports it."
+    )
+    dest_log_end_offset: int = Field(description=f"The mirror partition's log end offset. {_NOW}")
+    source_high_watermark: int = Field(description=f"The source partition's high watermark. {_NOW}")
+    time_since_last_fetch_ms: int = Field(
+        description="*Isthmus*: milliseconds since the last fetch from the source; -1 unknown "
+        "(as `kafka-mirrors --describe` prints it)."
+    )
+    offset_mode: Literal["IDENTICAL", "TRANSLATED"] = Field(
+        description="*Isthmus*: IDENTICAL while the mirror's offsets equal the source's; "
+        "TRANSLATED once they differ (the mirror started above offset 0, or compaction, "
+        "transactions or retention left gaps), with a durable translation."
+    )
+
+
+class MirrorStateTransitionError(Shape):
+    """Why the mirror is in its state."""
+
+    error_code: str
+    error_message: str
+
+
+class KafkaMirrorData(Shape):
+    """A mirror topic: a read-only copy of a source topic, kept up to date by its link."""
+
+    kind: Literal["KafkaMirrorData"] = "KafkaMirrorData"
+    metadata: ResourceMetadata
+    link_name: str
+    link_id: str = Field(
+        description="*Isthmus*: the link's UUID.", json_schema_extra={"format": "uuid"}
+    )
+    mirror_topic_name: str
+    source_topic_name: str
+    source_topic_id: str = Field(
+        description="*Isthmus*: the source topic's id when the mirror was made; a source topic "
+        "recreated under the same name fails the mirror (SOURCE_TOPIC_ID_CHANGED)."
+    )
+    num_partitions: int
+    mirror_lags: list[MirrorLag] = Field(description="Per partition, read from both clusters now.")
+    mirror_status: one_of(MirrorTopic.State.values)
+    mirror_topic_error: one_of(MirrorTopic.Error.values)
+    state_time_ms: int = Field(
+        description="When the mirror entered its state (epoch milliseconds)."
+    )
+    mirror_state_transition_errors: list[MirrorStateTransitionError]
+    read_only_enforced: bool = Field(
+        description="*Isthmus*: whether the destination enforces the mirror's read-only ACLs; "
+        "false when it runs without an authorizer, so clients could write to the mirror."
+    )
+    status_errors: list[str] = Field(
+        description="*Isthmus*: why offsets could not be read from a cluster just now (the lags "
+        "then show -1); empty when both answered."
+    )
+
+
+class KafkaMirrorDataList(Shape):
+    """Mirror topics."""
+
+    kind: Literal["KafkaMirrorDataList"] = "KafkaMirrorDataList"
+    metadata: ResourceCollectionMetadata
+    data: list[KafkaMirrorData]
+
+
+class AlterMirrorsData(Shape):
+    """One mirror topic's outcome."""
+
+    mirror_topic_name: str
+    error_code: NullableCount
+    error_message: str | None = Field(description="null on success, else why.")
+    mirror_lags: list[MirrorLag] = Field(description="Always empty.")
+
+
+class AlterMirrorsResult(Shape):
+    """The outcome of a mirror action, per topic: one topic's refusal leaves the others be."""
+
+    kind: Literal["KafkaPauseMirror", "KafkaResumeMirror"]
+    metadata: ResourceCollectionMetadata
+    data: list[AlterMirrorsData]
+
+
+# Promote, failover and approval requests. ---------------------------------------------------
+
+
+class StopMirrorData(Shape):
+    """One mirror topic's outcome of a promote or failover (or, validating, what it would be)."""
+
+    mirror_topic_name: str
+    error_code: NullableCount
+    error_message: str | None = Field(description="null on success, else why.")
+    mirror_status: str = Field(description="The mirror's state after the action.")
+    mirror_lags: list[MirrorLag] = Field(description="Each partition's lag when it was checked.")
+
+
+class RequestTopicOutcome(Shape):
+    """*Isthmus*: one topic of an approval request, as planned or as it came out."""
+
+    mirror_topic: str
+    error: str = Field(description="Empty when the topic went (or would go) as asked.")
+    state: str = Field(description="The mirror's state.")
+    lags: dict[str, int] = Field(description="Each partition's lag, by partition number.")
+
+
+class ApprovalRequest(Shape):
+    """*Isthmus*: a promote, failover or link deletion waiting for (or done after) approval."""
+
+    kind: Literal["IsthmusApprovalRequest"] = "IsthmusApprovalRequest"
+    metadata: ResourceMetadata
+    id: int = Field(description="The request's id.")
+    action: one_of(ApprovalRequestModel.Action.values)
+    link_name: str
+    mirror_topic_names: list[str]
+    force: bool = Field(description="A link deletion that fails the link's mirrors over first.")
+    reason: str
+    requester: str
+    state: one_of(ApprovalRequestModel.State.values)
+    approvals_required: int
+    approved_by: list[str]
+    created_at: datetime
+    expires_at: datetime
+    decided_by: str
+    decision_reason: str
+    progress: str
+    plan: list[RequestTopicOutcome] = Field(description="The dry run made when it was asked.")
+    result: list[RequestTopicOutcome] = Field(description="What it did, once it ran.")
+    console_url: Url = Field(description="The request's page in the console.")
+
+
+class ApprovalRequestList(Shape):
+    """*Isthmus*: approval requests, newest first."""
+
+    kind: Literal["IsthmusApprovalRequestList"] = "IsthmusApprovalRequestList"
+    metadata: ResourceCollectionMetadata
+    data: list[ApprovalRequest]
+
+
+class StopMirrorsResult(Shape):
+    """A promote, failover or link deletion: done (200, each topic's outcome) or waiting for
+    approval (202, the request made)."""
+
+    kind: Literal["KafkaPromoteMirror", "KafkaFailoverMirror", "IsthmusDeleteLink"]
+    metadata: ResourceCollectionMetadata
+    data: list[StopMirrorData]
+    approval_request: ApprovalRequest | None
+    approvals_needed: int = Field(description="Approvals still needed; 0 when it ran.")
+    note: str
+
+
+# Request bodies. ----------------------------------------------------------------------------
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateLinkRequest(Body):
+    """A destination-initiated link; its name is the link_name query parameter."""
+
+    source_cluster_id: str | None = Field(
+        None,
+        description="The source's cluster id: checked against the cluster bootstrap.servers "
+        "reaches; required with validate_link=false.",
+    )
+    configs: list[ConfigNameValue] = Field(
+        description="Link configs; bootstrap.servers is required. Valid names: "
+        + ", ".join(link_configs.KEYS)
+        + "."
+    )
+    destination_cluster_id: str | None = Field(
+        None, description="Refused: only for source-initiated links."
+    )
+    remote_cluster_id: str | None = Field(
+        None, description="Refused: only for bidirectional links."
+    )
+    cluster_link_id: str | None = Field(None, description="Refused: only for bidirectional links.")
+
+
+class UpdateLinkConfigRequest(Body):
+    """A new value."""
+
+    value: str
+
+
+class AlterConfigBatchEntry(Body):
+    """One config to set (with a value) or to reset (operation DELETE)."""
+
+    name: str
+    value: str | None = None
+    operation: Literal["SET", "DELETE"] = "SET"
+
+
+class AlterLinkConfigBatchRequest(Body):
+    """Configs to set and to reset, all or nothing."""
+
+    data: list[AlterConfigBatchEntry]
+
+
+class CreateMirrorTopicRequest(Body):
+    """A mirror of a source topic."""
+
+    source_topic_name: str
+    mirror_topic_name: str | None = Field(
+        None,
+        description="If given, must be the source topic name with the link's cluster.link.prefix.",
+    )
+    replication_factor: int | None = Field(
+        None, ge=1, description="Default: the destination cluster's default."
+    )
+    configs: list[ConfigNameValue] = Field(
+        [],
+        description="Topic config overrides; strictly mirrored configs (e.g. cleanup.policy) "
+        "are refused.",
+    )
+
+
+class AlterMirrorsRequest(Body):
+    """The mirror topics to act on: a list of names or a regex (one of the two)."""
+
+    mirror_topic_names: list[str] | None = Field(None, description="The mirror topics, by name.")
+    mirror_topic_name_pattern: str | None = Field(
+        None,
+        description="A regex that the whole name of each mirror topic of the link must match.",
+    )
+
+
+class StopMirrorsRequest(AlterMirrorsRequest):
+    """The mirror topics to promote or fail over, and why."""
+
+    reason: str = Field(
+        "",
+        description="*Isthmus*: why; required when the action waits for approval, and for "
+        "break_glass.",
+    )
+    break_glass: bool = Field(
+        False,
+        description="*Isthmus*: an admin's failover that runs at once whatever the link's "
+        "approval policy; flagged everywhere.",
+    )
+
+
+class RejectRequest(Body):
+    """*Isthmus*: why the request is rejected."""
+
+    reason: str = ""
+
+
+ANSWERS = (
+    Error,
+    OpenApiDocument,
+    KafkaCluster,
+    KafkaClusterList,
+    KafkaLinkData,
+    KafkaLinkDataList,
+    KafkaLinkConfigData,
+    KafkaLinkConfigDataList,
+    KafkaMirrorData,
+    KafkaMirrorDataList,
+    AlterMirrorsResult,
+    StopMirrorsResult,
+    ApprovalRequest,
+    ApprovalRequestList,
+)
+BODIES = (
+    CreateLinkRequest,
+    UpdateLinkConfigRequest,
+    AlterLinkConfigBatchRequest,
+    CreateMirrorTopicRequest,
+    AlterMirrorsRequest,
+    StopMirrorsRequest,
+    RejectRequest,
+)
+
+
+def components() -> dict[str, dict]:
+    """The JSON Schema of every answer and body, by model name, for the OpenAPI document."""
+    _, schemas = models_json_schema(
+        [(m, "serialization") for m in ANSWERS] + [(m, "validation") for m in BODIES],
+        ref_template=REF,
+    )
+    return schemas["$defs"]

@@ -1,0 +1,130 @@
+"""An action whose audit event cannot be written is refused, with nothing changed: on the real
+clusters, with the database itself refusing writes to the audit trail (a trigger, as a full
+disk or a revoked grant would)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from devstack import kafka
+from replication import audit
+from replication.kafka_admin import KafkaAdmin, TopicNotFound
+from replication.mirrors import create_mirror
+from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
+from replication.tokens import create_token
+from tests.conftest import admin_config
+
+pytestmark = pytest.mark.integration
+
+TRAIL_DOWN = "the audit disk is full"
+
+
+class Trail:
+    """Switches the database's refusal of new audit events (a trigger) on and off."""
+
+    def down(self) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE TRIGGER audit_down BEFORE INSERT ON {AuditEvent._meta.db_table} "
+                f"BEGIN SELECT RAISE(ABORT, '{TRAIL_DOWN}'); END"
+            )
+
+    def up(self) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER IF EXISTS audit_down")
+
+
+@pytest.fixture
+def trail(db):
+    if connection.vendor != "sqlite":
+        pytest.skip("the trigger below is SQLite's; the suite runs on SQLite")
+    trail = Trail()
+    yield trail
+    trail.up()
+
+
+@pytest.fixture
+def admin_api(users) -> Client:
+    _, secret = create_token(audit.Actor.system("tests"), users["admin"], f"t-{uuid.uuid4().hex}")
+    return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+
+def _post(client: Client, url: str, body: dict):
+    return client.post(url, data=json.dumps(body), content_type="application/json")
+
+
+def _refused(response) -> None:
+    assert response.status_code == 503, response.content
+    message = response.json()["message"]
+    assert f"The audit trail could not be written ({TRAIL_DOWN})" in message
+    assert "nothing was changed" in message
+
+
+def _topic_exists(name: str) -> bool:
+    try:
+        KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10).describe_topic(name)
+    except TopicNotFound:
+        return False
+    return True
+
+
+def test_a_mirror_is_not_created_when_its_event_cannot_be_written(
+    trail, admin_api, make_link, make_topic, topic_name
+):
+    link = make_link({"cluster.link.paused": "true"})
+    source_topic = make_topic(kafka.SOURCE, topic_name)
+    url = f"/kafka/v3/clusters/{link.destination.cluster_id}/links/{link.name}/mirrors"
+    trail.down()
+
+    _refused(_post(admin_api, url, {"source_topic_name": source_topic}))
+    assert not MirrorTopic.objects.filter(mirror_topic=source_topic).exists()
+    assert not _topic_exists(source_topic)
+
+    trail.up()  # the same request goes through once the trail takes writes again
+    assert _post(admin_api, url, {"source_topic_name": source_topic}).status_code == 204
+    assert _topic_exists(source_topic)
+    assert (
+        AuditEvent.objects.filter(action="mirror.create", target__contains=source_topic).count()
+        == 1
+    )
+
+
+def test_pause_promote_and_link_changes_are_refused_while_the_trail_is_down(
+    trail, admin_api, client_as, make_link, make_topic, topic_name
+):
+    link = make_link({"cluster.link.paused": "true"})
+    mirror = create_mirror(audit.Actor.system("tests"), link, make_topic(kafka.SOURCE, topic_name))
+    base = f"/kafka/v3/clusters/{link.destination.cluster_id}/links/{link.name}"
+    console = client_as("admin")
+    events_before = AuditEvent.objects.count()
+    trail.down()
+    state_before = MirrorTopic.objects.get(pk=mirror.pk).state
+
+    names = {"mirror_topic_names": [mirror.mirror_topic]}
+    response = _post(admin_api, f"{base}/mirrors:pause", names)
+    assert response.status_code == 200  # per topic: the topic's own outcome says why
+    [outcome] = response.json()["data"]
+    assert outcome["error_code"] == 503 and TRAIL_DOWN in outcome["error_message"]
+    _refused(_post(admin_api, f"{base}/mirrors:promote", {**names, "reason": "cut over"}))
+    _refused(
+        admin_api.put(
+            f"{base}/configs/metadata.max.age.ms",
+            data=json.dumps({"value": "60000"}),
+            content_type="application/json",
+        )
+    )
+    page = console.post(f"/links/{link.destination.name}/{link.name}/resume/", follow=True)
+    assert page.status_code == 200
+    assert f"The audit trail could not be written ({TRAIL_DOWN})" in page.content.decode()
+
+    assert MirrorTopic.objects.get(pk=mirror.pk).state == state_before
+    found = ClusterLink.objects.get(pk=link.pk)
+    assert found.state == ClusterLink.State.PAUSED
+    assert found.configs.get("metadata.max.age.ms") != "60000"
+    assert not ApprovalRequest.objects.exists()
+    assert AuditEvent.objects.count() == events_before
