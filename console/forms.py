@@ -3,6 +3,7 @@ from django import forms
 from replication import link_configs
 from replication.clusters import parse_properties
 from replication.models import NAME_VALIDATOR, KafkaCluster
+from replication.policy import ROLES
 
 
 class ClusterForm(forms.Form):
@@ -137,3 +138,18 @@ class ApprovalPolicyForm(forms.Form):
         choices=[(n, str(n)) for n in range(4)], coerce=int, label="Approvals required"
     )
     admin_may_override = forms.BooleanField(required=False, label="An admin may act at once")
+
+
+# Plain text behind a select: `replication.users` checks usernames, emails and roles, says
+# what is wrong (naming the roles) and audits the refusal.
+ROLE_SELECT = forms.Select(choices=[(role, role) for role in ROLES])
+
+
+class UserForm(forms.Form):
+    username = forms.CharField(widget=forms.TextInput(attrs={"autocomplete": "off"}))
+    email = forms.CharField(required=False, label="Email (optional)")
+    role = forms.CharField(widget=ROLE_SELECT, initial="viewer")
+
+
+class RoleForm(forms.Form):
+    role = forms.CharField(widget=ROLE_SELECT)

@@ -4,10 +4,11 @@ from django.views.generic import RedirectView
 
 from console.access import public, require
 from console.api import metrics
-from console.views import account, approvals, audit, clusters, health, links, mirrors
+from console.views import account, approvals, audit, clusters, health, links, mirrors, users
 
 LINK = "links/<str:destination>/<str:name>/"
 MIRROR = "mirrors/<str:destination>/<str:topic>/"
+USER = "users/<str:username>/"
 
 urlpatterns = [
     path(
@@ -48,4 +49,11 @@ urlpatterns = [
     path("approvals/<int:pk>/withdraw/", approvals.approval_withdraw, name="approval-withdraw"),
     path("audit/", audit.audit_list, name="audit"),
     path("audit/export.csv", audit.audit_export, name="audit-export"),
+    path("users/", users.user_list, name="users"),
+    path("users/new/", users.user_create, name="user-create"),
+    path(USER, users.user_detail, name="user-detail"),
+    path(USER + "role/", users.user_role, name="user-role"),
+    path(USER + "disable/", users.user_disable, name="user-disable"),
+    path(USER + "enable/", users.user_enable, name="user-enable"),
+    path(USER + "password/", users.user_password, name="user-password"),
 ]

@@ -31,6 +31,8 @@ POLICY: dict[str, frozenset[str]] = {
     "audit.view": EVERYONE,
     # make and revoke one's own API tokens
     "token.manage": EVERYONE,
+    # make users, set their role, disable and enable them, reset their passwords
+    "user.manage": ADMINS,
 }
 
 

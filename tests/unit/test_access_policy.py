@@ -38,7 +38,7 @@ def test_roles_decide_actions(users):
     for action in ("link.manage", "mirror.manage", "link.delete", "mirror.stop"):
         assert [role for role in ROLES if can(users[role], action)] == ["operator", "admin"]
     assert [role for role in ROLES if can(users[role], "request.approve")] == ["approver", "admin"]
-    for action in ("mirror.delete", "request.override", "approval_policy.manage"):
+    for action in ("mirror.delete", "request.override", "approval_policy.manage", "user.manage"):
         assert [role for role in ROLES if can(users[role], action)] == ["admin"]
 
 

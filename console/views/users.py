@@ -1,0 +1,146 @@
+"""Admins manage users: make them, set their role, disable and enable them, reset their
+passwords. The rules (one role each, at least one active admin) live in `replication.users`."""
+
+from django.contrib import messages
+from django.contrib.auth import update_session_auth_hash
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+
+from console.access import require
+from console.forms import RoleForm, UserForm
+from replication import audit, users
+from replication.errors import ReplicationError
+
+NEW_PASSWORD_KEY = "new_user_password"  # noqa: S105 (a session key)
+
+
+def _find(username: str):
+    try:
+        return users.get_user(username)
+    except ReplicationError as exc:
+        raise Http404(str(exc)) from exc
+
+
+def _list(request, form: UserForm):
+    return render(request, "users/list.html", {"rows": users.list_users(), "form": form})
+
+
+def _detail(request, person, *, role_form: RoleForm | None = None, error: str = "", password=""):
+    return render(
+        request,
+        "users/detail.html",
+        {
+            "person": person,  # not `user`: templates know the signed-in admin by that name
+            "role": users.role_of(person),
+            "tokens": person.api_tokens.count(),
+            "role_form": role_form or RoleForm(initial={"role": users.role_of(person)}),
+            "error": error,
+            "password": password,
+            "is_me": person.pk == request.user.pk,
+        },
+    )
+
+
+def _show_password_once(request, person, password: str):
+    # The password rides in the session to the page after the redirect, once (as a new API
+    # token does), so reloading that page neither shows it again nor makes another.
+    request.session[NEW_PASSWORD_KEY] = {"username": person.get_username(), "password": password}
+    return redirect("user-detail", person.get_username())
+
+
+@require("user.manage")
+def user_list(request):
+    return _list(request, UserForm())
+
+
+@require("user.manage")
+def user_create(request):
+    if request.method != "POST":
+        # users/new/ hides the page of a user named "new" (made outside the console, say)
+        return user_detail(request, "new")
+    form = UserForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            person, password = users.create_user(
+                audit.Actor.from_request(request), data["username"], data["role"], data["email"]
+            )
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Made user {person.get_username()} ({data['role']}).")
+            return _show_password_once(request, person, password)
+    return _list(request, form)
+
+
+@require("user.manage")
+@never_cache  # the page that shows a new password must not stay in the browser's cache
+def user_detail(request, username):
+    person = _find(username)
+    shown = request.session.pop(NEW_PASSWORD_KEY, None) or {}
+    password = shown.get("password", "") if shown.get("username") == username else ""
+    return _detail(request, person, password=password)
+
+
+@require("user.manage")
+def user_role(request, username):
+    person = _find(username)
+    if request.method != "POST":
+        return redirect("user-detail", username)
+    form = RoleForm(request.POST)
+    if form.is_valid():
+        try:
+            person = users.set_role(
+                audit.Actor.from_request(request), person, form.cleaned_data["role"]
+            )
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{username} is now {users.role_of(person)}.")
+            return redirect("user-detail", username)
+    return _detail(request, person, role_form=form)
+
+
+def _act(request, username: str, operation, done: str):
+    """POST runs `operation(actor, user)`; a refusal shows the page again with the reason."""
+    person = _find(username)
+    if request.method != "POST":
+        return redirect("user-detail", username)
+    try:
+        operation(audit.Actor.from_request(request), person)
+    except ReplicationError as exc:
+        return _detail(request, person, error=str(exc))
+    messages.success(request, done.format(username=username))
+    return redirect("user-detail", username)
+
+
+@require("user.manage")
+def user_disable(request, username):
+    return _act(
+        request,
+        username,
+        users.disable,
+        "Disabled {username}: they cannot sign in and their API tokens are refused.",
+    )
+
+
+@require("user.manage")
+def user_enable(request, username):
+    return _act(request, username, users.enable, "Enabled {username} again.")
+
+
+@require("user.manage")
+def user_password(request, username):
+    person = _find(username)
+    if request.method != "POST":
+        return redirect("user-detail", username)
+    try:
+        person, password = users.reset_password(audit.Actor.from_request(request), person)
+    except ReplicationError as exc:
+        return _detail(request, person, error=str(exc))
+    if person.pk == request.user.pk:
+        # A new password ends the user's sessions; an admin resetting their own keeps this one.
+        update_session_auth_hash(request, person)
+    messages.success(request, f"Made a new password for {username}; the old one stops working.")
+    return _show_password_once(request, person, password)

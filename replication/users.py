@@ -1,0 +1,266 @@
+"""Console users: made, given a role, disabled and enabled, and given new passwords by admins.
+
+A user has exactly one role (one of the role groups, see `policy.ROLES`). There must stay at
+least one active admin: the checks for that lock the admins' rows, so two admins demoting or
+disabling each other at the same moment cannot both succeed.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q, QuerySet
+
+from . import audit, policy
+from .errors import ReplicationError, conflict, not_found
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractUser as User
+
+ADMIN = "admin"
+LAST_ADMIN = "There must stay at least one active admin; make someone else an admin first."
+
+
+@dataclass(frozen=True)
+class UserRow:
+    """One line of the users page."""
+
+    user: User
+    role: str
+    active: bool
+    tokens: int  # revoked tokens are deleted, so every stored one is live
+
+
+def role_of(user: User) -> str:
+    """The user's one role ("" if none). A superuser counts as an admin, as in `policy`; a
+    user with several role groups (made outside the console) shows the strongest."""
+    if user.is_superuser:
+        return ADMIN
+    names = {group.name for group in user.groups.all()}
+    return next((role for role in reversed(policy.ROLES) if role in names), "")
+
+
+def snapshot(user: User) -> dict:
+    """What the audit trail keeps of a user: never a password."""
+    return {"username": user.get_username(), "role": role_of(user), "active": user.is_active}
+
+
+def list_users() -> list[UserRow]:
+    users = (
+        get_user_model()
+        .objects.annotate(token_count=Count("api_tokens"))
+        .prefetch_related("groups")
+        .order_by("username")
+    )
+    return [UserRow(u, role_of(u), u.is_active, u.token_count) for u in users]
+
+
+def get_user(username: str) -> User:
+    try:
+        return get_user_model().objects.get(username=username)
+    except get_user_model().DoesNotExist as exc:
+        raise not_found(f"There is no user named {username!r}.") from exc
+
+
+def create_user(actor: audit.Actor, username: str, role: str, email: str = "") -> tuple[User, str]:
+    """Make an active user with `role`; return it and its one-time password, which is stored
+    only as a hash and must be handed over now."""
+    target = f"user {username[:200]}"  # an overlong name is refused, but still audited
+    with audit.refusals(actor, "user.create", target):
+        _may_manage(actor)
+        _check_username(username)
+        _check_role(role)
+        email = email.strip()
+        if email:
+            limit = get_user_model()._meta.get_field("email").max_length
+            try:
+                if len(email) > limit:
+                    raise ValidationError("too long")
+                validate_email(email)
+            except ValidationError as exc:
+                raise ReplicationError(
+                    f"{email[:limit]!r} is not a valid email address (at most {limit} characters)."
+                ) from exc
+        taken = conflict(f"A user named {username!r} exists already; pick another name.")
+        # Case-insensitively, as Django's own user forms do: 'Alice' and 'alice' would be
+        # told apart by the login form, but hardly by the people who read the audit trail.
+        if get_user_model().objects.filter(username__iexact=username).exists():
+            raise taken
+        password = _new_password()
+        try:
+            with transaction.atomic():
+                user = get_user_model().objects.create_user(username, email, password)
+                user.groups.add(_group(role))
+                _record(actor, "user.create", target, after=snapshot(user))
+        except IntegrityError as exc:  # made by someone else a moment ago
+            raise taken from exc
+    return user, password
+
+
+def set_role(actor: audit.Actor, user: User, role: str) -> User:
+    """Give `user` exactly `role` in place of the role they had."""
+    target = f"user {user.get_username()}"
+    with audit.refusals(actor, "user.role", target), transaction.atomic():
+        _check_role(role)
+        user = _lock(user)
+        _may_manage(actor)
+        before = snapshot(user)
+        if before["role"] == role:
+            return user  # nothing changes, so nothing to record
+        if before["role"] == ADMIN:
+            if _is_self(actor, user):
+                raise ReplicationError(
+                    "You cannot take the admin role from yourself; another admin can.", 403
+                )
+            _keep_an_admin(user)
+        user.groups.remove(*Group.objects.filter(name__in=policy.ROLES))
+        user.groups.add(_group(role))
+        if user.is_superuser and role != ADMIN:
+            # `policy` gives a superuser every role: left set, the new role would be a lie.
+            user.is_superuser = False
+            user.save(update_fields=["is_superuser"])
+        _record(actor, "user.role", target, before=before, after=snapshot(user))
+    return user
+
+
+def disable(actor: audit.Actor, user: User) -> User:
+    """Stop `user` from signing in: their sessions end and their API tokens are refused
+    (`tokens.authenticate`) until they are enabled again."""
+    target = f"user {user.get_username()}"
+    with audit.refusals(actor, "user.disable", target), transaction.atomic():
+        user = _lock(user)
+        _may_manage(actor)
+        if not user.is_active:
+            return user
+        if _is_self(actor, user):
+            raise ReplicationError("You cannot disable yourself; another admin can.", 403)
+        if role_of(user) == ADMIN:
+            _keep_an_admin(user)
+        before = snapshot(user)
+        user.is_active = False
+        user.save(update_fields=["is_active"])
+        _record(actor, "user.disable", target, before=before, after=snapshot(user))
+    return user
+
+
+def enable(actor: audit.Actor, user: User) -> User:
+    target = f"user {user.get_username()}"
+    with audit.refusals(actor, "user.enable", target), transaction.atomic():
+        user = _lock(user)
+        _may_manage(actor)
+        if user.is_active:
+            return user
+        before = snapshot(user)
+        user.is_active = True
+        user.save(update_fields=["is_active"])
+        _record(actor, "user.enable", target, before=before, after=snapshot(user))
+    return user
+
+
+def reset_password(actor: audit.Actor, user: User) -> tuple[User, str]:
+    """Give `user` a new one-time password; the old one stops working and, since Django ties
+    sessions to the password, so do their sessions."""
+    target = f"user {user.get_username()}"
+    with audit.refusals(actor, "user.password", target), transaction.atomic():
+        user = _lock(user)
+        _may_manage(actor)
+        password = _new_password()
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        _record(
+            actor,
+            "user.password",
+            target,
+            before=snapshot(user),
+            after=snapshot(user),
+            message="Set a new one-time password.",
+        )
+    return user, password
+
+
+# Rules. -------------------------------------------------------------------------------------
+
+
+def _may_manage(actor: audit.Actor) -> None:
+    # The console checks this at its door already; checked here too so that no other caller
+    # (API, CLI) can forget it, and after `_lock`, so an admin demoted a moment ago by another
+    # admin is refused. System actors (management commands) have no user.
+    if actor.user is None:
+        return
+    current = get_user_model().objects.filter(pk=actor.user.pk).first()  # not a stale copy
+    if not policy.can(current, "user.manage"):
+        raise ReplicationError("Only an admin may manage users.", 403)
+
+
+def _check_username(username: str) -> None:
+    model = get_user_model()
+    validator = model.username_validator  # anchored: the whole name must match
+    limit = model._meta.get_field(model.USERNAME_FIELD).max_length
+    invalid = ReplicationError(
+        f"Invalid username {username!r}: use 1-{limit} letters, digits and @ . + - _ only "
+        "(no spaces)."
+    )
+    if not username or len(username) > limit:
+        raise invalid
+    try:
+        validator(username)
+    except ValidationError as exc:
+        raise invalid from exc
+
+
+def _check_role(role: str) -> None:
+    if role not in policy.ROLES:
+        raise ReplicationError(f"Unknown role {role!r}; the roles are {', '.join(policy.ROLES)}.")
+
+
+def _is_self(actor: audit.Actor, user: User) -> bool:
+    return actor.user is not None and actor.user.pk == user.pk
+
+
+def _active_admins() -> QuerySet:
+    model = get_user_model()
+    # A subquery, not a join: FOR UPDATE then locks user rows only, and needs no DISTINCT.
+    admin_ids = model.groups.through.objects.filter(group__name=ADMIN).values("user_id")
+    return model.objects.filter(Q(is_superuser=True) | Q(pk__in=admin_ids), is_active=True)
+
+
+def _lock(user: User) -> User:
+    """`user` read afresh and locked for this transaction, after the active admins.
+
+    Locking every active admin first (always in the same order) makes the last-admin check
+    safe: a second demotion or disabling waits here for the first to commit, and its own
+    count then sees it. On SQLite, IMMEDIATE transactions serialize writers anyway.
+    """
+    list(_active_admins().select_for_update().order_by("pk").values_list("pk", flat=True))
+    return get_user_model().objects.select_for_update().get(pk=user.pk)
+
+
+def _keep_an_admin(user: User) -> None:
+    """Refuse when `user` is the last active admin (call after `_lock`)."""
+    if not _active_admins().exclude(pk=user.pk).exists():
+        raise conflict(LAST_ADMIN)
+
+
+def _record(actor: audit.Actor, action: str, target: str, **fields) -> None:
+    """`audit.record`, called inside the change's transaction: the change and its event are
+    committed together, so when the event cannot be written nothing was changed, and the
+    message must say so (`record` itself assumes the change was done)."""
+    try:
+        audit.record(actor, action, target, **fields)
+    except audit.AuditUnavailable as exc:
+        raise audit.AuditUnavailable(exc.__cause__, changed=False) from exc.__cause__
+
+
+def _group(role: str) -> Group:
+    return Group.objects.get_or_create(name=role)[0]
+
+
+def _new_password() -> str:
+    return secrets.token_urlsafe(12)  # 96 random bits, as `setup_demo` gives the first admin
