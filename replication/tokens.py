@@ -49,13 +49,19 @@ def create_token(actor: audit.Actor, user, name: str) -> tuple[ApiToken, str]:
 def revoke_token(actor: audit.Actor, token: ApiToken) -> None:
     target = f"API token {token.name!r} of {token.user.get_username()}"
     before = {"name": token.name, "prefix": token.prefix}
+    audit.ensure_writable()
     token.delete()
     audit.record(actor, "token.revoke", target, before=before)
 
 
+def is_token(secret: str) -> bool:
+    """Whether this looks like an API token's secret (not, say, an account password)."""
+    return secret.startswith(TOKEN_PREFIX)
+
+
 def authenticate(secret: str) -> ApiToken | None:
     """The token with this secret, if its user is active."""
-    if not secret.startswith(TOKEN_PREFIX):
+    if not is_token(secret):
         return None
     token = ApiToken.objects.select_related("user").filter(digest=_digest(secret)).first()
     if token is None or not token.user.is_active:

@@ -4,6 +4,9 @@ session with its CSRF check), the access policy, and errors in the Kafka REST v3
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import json
 from collections.abc import Callable
 from functools import wraps
@@ -17,7 +20,7 @@ from console.api.schemas import Error, respond
 from replication import audit
 from replication.errors import ReplicationError
 from replication.models import KafkaCluster
-from replication.tokens import authenticate
+from replication.tokens import authenticate, is_token
 
 # HTTP status -> the v3 envelope's error_code (40002 is Kafka REST's "invalid request").
 ERROR_CODES = {
@@ -28,8 +31,12 @@ ERROR_CODES = {
     405: 40501,
     409: 40901,
     415: 41501,
+    500: 50001,
     503: 50301,
 }
+
+
+CHALLENGE = 'Bearer realm="isthmus", Basic realm="isthmus"'
 
 
 class ApiError(Exception):
@@ -43,7 +50,7 @@ def error_response(status: int, message: str) -> JsonResponse:
         Error(error_code=ERROR_CODES.get(status, status * 100), message=message), status
     )
     if status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="isthmus"'
+        response["WWW-Authenticate"] = CHALLENGE
     return response
 
 
@@ -67,24 +74,65 @@ def _csrf_failure(request: HttpRequest) -> str | None:
     return _CSRF.process_view(request, None, (), {})
 
 
+def _basic_credentials(value: str) -> tuple[str, str]:
+    try:
+        username, colon, password = base64.b64decode(value, validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        colon = ""
+    if not colon:
+        raise ApiError(401, "The Basic credentials are not base64 of 'user name:API token'.")
+    return username, password
+
+
+def _refuse_credentials(request: HttpRequest, claimed: str, message: str) -> None:
+    """A call with credentials that do not hold: audited (by whom it claimed to be), then 401."""
+    with contextlib.suppress(audit.AuditUnavailable):  # refused all the same
+        audit.record(
+            audit.Actor(
+                name=f"{claimed} (not authenticated)"[:150],
+                address=request.META.get("REMOTE_ADDR"),
+                user_agent=request.META.get("HTTP_USER_AGENT", "")[:400],
+            ),
+            "api.authenticate",
+            request.path,
+            result=audit.AuditEvent.Result.REFUSED,
+            message=message,
+        )
+    raise ApiError(401, message)
+
+
 def _authenticate(request: HttpRequest) -> None:
-    scheme, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    # Other schemes (a proxy's Basic auth, say) are not ours: the session decides then.
-    if scheme.lower() == "bearer":
-        token = authenticate(secret.strip())
-        if token is None:
-            raise ApiError(
-                401,
-                "The API token is not valid: it was revoked, mistyped or its user is disabled. "
-                "Make a new one on your account page.",
+    """A bearer token, Basic with the user's name and one of their API tokens as the password
+    (as Confluent's tools and `curl -u` send), or the browser session with its CSRF check."""
+    scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    scheme, credentials = scheme.lower(), credentials.strip()
+    if scheme in ("bearer", "basic"):
+        username, secret = (
+            _basic_credentials(credentials) if scheme == "basic" else ("", credentials)
+        )
+        if scheme == "basic" and not is_token(secret) and request.user.is_authenticated:
+            return _check_session(request)  # a proxy's own Basic auth in front of the console
+        token = authenticate(secret)
+        if token is None or (scheme == "basic" and token.user.get_username() != username):
+            _refuse_credentials(
+                request,
+                username or "a bearer token",
+                "The API token is not valid: it was revoked, mistyped, is another user's, or "
+                "its user is disabled. With Basic, send your user name and one of your API "
+                "tokens (never your account password). Make a token on your account page.",
             )
         request.user, request.api_token = token.user, token
         return
+    _check_session(request)
+
+
+def _check_session(request: HttpRequest) -> None:
     if not request.user.is_authenticated:
         raise ApiError(
             401,
-            "Authentication required: send an API token as 'Authorization: Bearer <token>' "
-            "(make one on your account page in the console).",
+            "Authentication required: send an API token as 'Authorization: Bearer <token>', "
+            "or as the password of HTTP Basic with your user name (make one on your account "
+            "page in the console).",
         )
     # A browser session: the same CSRF protection as the console's forms.
     reason = _csrf_failure(request)

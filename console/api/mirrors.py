@@ -179,16 +179,21 @@ def mirrors_action(request, cluster_id, link_name, action):
     names = _named_mirrors(json_body(request), link)
     validate_only = flag(request, "validate_only")
     actor = audit.Actor.from_request(request)
-    results = []
+    results, acted = [], []
     for name in names:
         outcome = AlterMirrorsData(
             mirror_topic_name=name, error_code=None, error_message=None, mirror_lags=[]
         )
         try:
-            operation(actor, get_mirror(destination, name, link), validate_only=validate_only)
+            found = get_mirror(destination, name, link)
+            acted.append(operation(actor, found, validate_only=validate_only))
         except ReplicationError as exc:
             outcome.error_code, outcome.error_message = exc.status, str(exc)
         results.append(outcome)
+    # Each topic acted on shows its lags afterwards, as Confluent's tools print them.
+    lags = {s.mirror.mirror_topic: lags_data(s.partitions) for s in describe_mirrors(acted)}
+    for outcome in results:
+        outcome.mirror_lags = lags.get(outcome.mirror_topic_name, [])
     return respond(
         AlterMirrorsResult(kind=kind, metadata=self_url(request, request.path), data=results)
     )

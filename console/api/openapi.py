@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from console.access import POLICY, ROLES
 from console.api import schemas
-from console.api.base import ERROR_CODES, endpoint
+from console.api.base import CHALLENGE, ERROR_CODES, endpoint
 from console.api.schemas import respond
 from replication import link_configs
 from replication.models import MirrorTopic
@@ -28,7 +28,9 @@ Cluster links and mirror topics of the clusters registered in Isthmus, on the pa
 the bodies of Confluent's Kafka REST v3 Cluster Linking API, so its clients and scripts work.
 
 **Authentication.** Send a personal API token as `Authorization: Bearer <token>` (make one on
-your account page), or call from the console in a browser: the session cookie then counts,
+your account page), or as the password of HTTP Basic with your user name (as Confluent's tools
+and `curl -u name:token` do; never your account password), or call from the console in a
+browser: the session cookie then counts,
 and every call but GET needs the `X-CSRFToken` header (the value of the `csrftoken` cookie).
 A token acts with its owner's role at the time of the call.
 
@@ -161,7 +163,7 @@ def error(status: int, description: str) -> dict:
     if status == 401:
         response["headers"] = {
             "WWW-Authenticate": {
-                "description": 'Always `Bearer realm="isthmus"`.',
+                "description": f"Always `{CHALLENGE}`.",
                 "schema": string(),
             }
         }
@@ -640,7 +642,7 @@ SPEC: dict = {
         {"name": LINKING_TAG, "description": "Cluster links and their mirror topics."},
         {"name": DOCS_TAG, "description": "This document."},
     ],
-    "security": [{"bearerAuth": []}, {"sessionAuth": []}],
+    "security": [{"bearerAuth": []}, {"basicAuth": []}, {"sessionAuth": []}],
     "paths": PATHS,
     "components": {
         "schemas": schemas.components(),
@@ -651,6 +653,12 @@ SPEC: dict = {
                 "scheme": "bearer",
                 "description": "A personal API token (isthmus_…), made on the account page; "
                 "it acts with its owner's role.",
+            },
+            "basicAuth": {
+                "type": "http",
+                "scheme": "basic",
+                "description": "Your user name, and one of your API tokens as the password "
+                "(never your account password).",
             },
             "sessionAuth": {
                 "type": "apiKey",

@@ -271,7 +271,10 @@ class AlterMirrorsData(Shape):
     mirror_topic_name: str
     error_code: NullableCount
     error_message: str | None = Field(description="null on success, else why.")
-    mirror_lags: list[MirrorLag] = Field(description="Always empty.")
+    mirror_lags: list[MirrorLag] = Field(
+        description="Each partition's lag after the action, read from both clusters; empty for "
+        "a topic the action was refused for."
+    )
 
 
 class AlterMirrorsResult(Shape):

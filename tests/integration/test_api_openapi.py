@@ -230,4 +230,4 @@ def test_the_document_is_served_to_every_role_and_only_with_authentication(clien
         "message": anonymous.json()["message"],
     }
     assert anonymous.json()["message"]
-    assert anonymous["WWW-Authenticate"] == 'Bearer realm="isthmus"'
+    assert anonymous["WWW-Authenticate"] == 'Bearer realm="isthmus", Basic realm="isthmus"'
