@@ -1,9 +1,12 @@
-"""kafka-replica-status: each replica of the destination's topics, read from the cluster itself,
-and with --include-mirror each mirror partition's state from the console."""
+"""kafka-replica-status: each replica of the destination's topics, read from the cluster itself;
+with --include-linked also each mirror partition's replica over its link (the leader that
+fetches it, with its lag from the console), and with --include-mirror each mirror partition's
+state from the console."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 from isthmus_cli.common import CliError, Session, names, parser, run
 from isthmus_cli.kafka import KafkaClusterError
@@ -36,6 +39,11 @@ def _arguments(argv):
     p.add_argument(
         "--include-mirror", action="store_true", help="add each mirror partition's state"
     )
+    p.add_argument(
+        "--include-linked",
+        action="store_true",
+        help="add a ClusterLink column and each mirror partition's replica over its link",
+    )
     return p.parse_args(argv)
 
 
@@ -43,17 +51,16 @@ def _bool(value: bool) -> str:
     return str(value).lower()
 
 
-def _rows(session: Session, topic: str, mirror: dict | None, include_mirror: bool):
+def _rows(session: Session, topic: str, mirror: dict | None, args) -> Iterator[list[str]]:
     lags = {lag["partition"]: lag for lag in (mirror or {}).get("mirror_lags", [])}
     for p in session.admin.partition_replicas(topic):
+        lag = lags.get(p.partition)
         for replica in p.replicas:
             leader = replica == p.leader
             # Apache Kafka has no observers; a leader is caught up by definition, and a
             # follower's fetch lag is not exposed by the Admin API (-1: unknown).
-            row = [
-                topic,
-                p.partition,
-                replica,
+            row = [topic, p.partition, replica, *(["-"] if args.include_linked else [])]
+            row += [
                 _bool(leader),
                 "false",
                 "true",
@@ -64,19 +71,33 @@ def _rows(session: Session, topic: str, mirror: dict | None, include_mirror: boo
                 p.log_start_offset,
                 p.log_end_offset,
             ]
-            if include_mirror:
-                lag = lags.get(p.partition)
-                if mirror is None or lag is None:
-                    row += [p.leader_epoch, "-", -1, -1]
-                else:
-                    since = lag["time_since_last_fetch_ms"]
-                    row += [
-                        p.leader_epoch,
-                        mirror["mirror_status"],
-                        -1 if since < 0 else int(time.time() * 1000) - since,
-                        lag["last_source_fetch_offset"],
-                    ]
-            yield [str(value) for value in row]
+            yield _cells(row + _mirror_cells(p, mirror, lag, args))
+        if args.include_linked and mirror is not None and lag is not None:
+            # The replica over the link: the leader fetching from the source, caught up when
+            # its lag is 0, its time lag the time since the stream last fetched.
+            since = lag["time_since_last_fetch_ms"]
+            row = [topic, p.partition, p.leader, mirror["link_name"], "true", "false", "true"]
+            row += [_bool(lag["lag"] >= 0), _bool(lag["lag"] == 0), since, since]
+            row += [p.log_start_offset, p.log_end_offset]
+            yield _cells(row + _mirror_cells(p, mirror, lag, args))
+
+
+def _mirror_cells(p, mirror: dict | None, lag: dict | None, args) -> list:
+    if not args.include_mirror:
+        return []
+    if mirror is None or lag is None:
+        return [p.leader_epoch, "-", -1, -1]
+    since = lag["time_since_last_fetch_ms"]
+    return [
+        p.leader_epoch,
+        mirror["mirror_status"],
+        -1 if since < 0 else int(time.time() * 1000) - since,
+        lag["last_source_fetch_offset"],
+    ]
+
+
+def _cells(row: list) -> list[str]:
+    return [str(value) for value in row]
 
 
 def table(rows: list[list[str]], columns: list[str]) -> list[str]:
@@ -100,17 +121,14 @@ def main(argv: list[str] | None = None) -> int:
             raise CliError(f"Topic {', '.join(missing)} does not exist on {args.bootstrap_server}.")
         topics = topics or sorted(t for t in existing if not t.startswith("__"))
         mirrors = {}
-        if args.include_mirror:
+        if args.include_mirror or args.include_linked:
             link_of = session.mirror_links()
             mirrors = {t: session.mirror(link_of[t], t) for t in topics if t in link_of}
-        rows = [
-            row
-            for topic in topics
-            for row in _rows(session, topic, mirrors.get(topic), args.include_mirror)
-        ]
+        rows = [row for topic in topics for row in _rows(session, topic, mirrors.get(topic), args)]
     except KafkaClusterError as exc:
         raise CliError(str(exc)) from exc
-    columns = COLUMNS + (MIRROR_COLUMNS if args.include_mirror else [])
+    columns = COLUMNS[:3] + (["ClusterLink"] if args.include_linked else []) + COLUMNS[3:]
+    columns += MIRROR_COLUMNS if args.include_mirror else []
     print("\n".join(table(rows, columns)))
     return 0
 

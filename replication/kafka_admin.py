@@ -30,6 +30,12 @@ from confluent_kafka.admin import (
 logger = logging.getLogger("librdkafka")
 
 
+def kafka_id(text: str) -> str:
+    """A topic id as Kafka's own tools print it (URL-safe base64, no padding), from
+    librdkafka's standard base64 form: DL5/DPMpSd+fkWYJY5QgxQ -> DL5_DPMpSd-fkWYJY5QgxQ."""
+    return text.replace("+", "-").replace("/", "_").rstrip("=")
+
+
 class KafkaAdminError(Exception):
     """A cluster could not be reached or refused a request."""
 
@@ -158,7 +164,7 @@ class KafkaAdmin:
         )
         result = self._wait(futures[name], f"describe topic {name!r}")
         replicas = len(result.partitions[0].replicas) if result.partitions else 0
-        return TopicInfo(name, str(result.topic_id), len(result.partitions), replicas)
+        return TopicInfo(name, kafka_id(str(result.topic_id)), len(result.partitions), replicas)
 
     def partition_counts(self, names: list[str]) -> dict[str, int]:
         """How many partitions each topic has, in one request."""

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from replication.kafka_admin import kafka_id
+
 TOPIC = "_isthmus-offset-translation"
 
 
@@ -142,6 +144,8 @@ def load(config: dict[str, str], topic_ids: set[str], timeout: float = 30.0) -> 
                     continue
                 raise RuntimeError(f"Reading {TOPIC}: {msg.error().str()}")
             topic_id, _, partition = msg.key().decode().rpartition("/")
+            # entries written before ids took Kafka's form are keyed by librdkafka's form
+            topic_id = kafka_id(topic_id)
             if topic_id in topic_ids:
                 value = json.loads(msg.value())
                 runs.setdefault((topic_id, int(partition)), Runs()).add(

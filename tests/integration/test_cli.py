@@ -138,6 +138,22 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
         f"local cluster ID: '{destination_id}', remote cluster available: 'true', topics: [demo]"
     ]
 
+    # As the seed shows it: the local replica ("-") and the one over the link, its lag from the
+    # stream (it may have copied some by now, as the test worker's beat starts it).
+    header, local, linked = ok(
+        typed(
+            "kafka-replica-status --topics demo --include-linked --bootstrap-server localhost:9093"
+        )
+    )
+    assert header.split() == COLUMNS[:3] + ["ClusterLink"] + COLUMNS[3:]
+    local, linked = local.split(), linked.split()
+    assert local[:4] == ["demo", "0", local[2], "-"] and local[4:10] == ["true", "false"] + [
+        "true"
+    ] * 3 + ["0"]
+    assert linked[:8] == ["demo", "0", local[2], "demo-link", "true", "false", "true", "true"]
+    assert linked[8] in ("true", "false") and re.fullmatch(r"-1|\d+", linked[9]), linked
+    assert linked[11:] == local[11:]  # the mirror's own log, as the local replica's
+
     header, row = ok(
         typed(
             "kafka-replica-status --topics demo --include-mirror --bootstrap-server localhost:9093"
@@ -158,6 +174,22 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
         typed("kafka-mirrors --describe --topics demo --bootstrap-server localhost:9093")
     )
     mirror = MirrorTopic.objects.get(mirror_topic="demo")
+    # Topic ids as Kafka's own tool prints the source topic's
+    [source_described] = [
+        line
+        for line in ok(
+            run_tool(
+                "kafka-topics",
+                "--describe",
+                "--topic",
+                "demo",
+                "--bootstrap-server",
+                "localhost:9092",
+            )
+        )
+        if "TopicId:" in line
+    ]
+    assert f"TopicId: {mirror.source_topic_id}\t" in source_described, source_described
     assert re.fullmatch(
         rf"Topic: demo  LinkName: demo-link  LinkId: {link.link_id}  SourceTopic: demo  "
         rf"State: ACTIVE  SourceTopicId: {re.escape(mirror.source_topic_id)}  "

@@ -1,7 +1,10 @@
 """The embedded clusters are real Kafka clusters with the listener and ACL layout we rely on."""
 
+import base64
+import importlib
 import subprocess
 import time
+import uuid
 
 import pytest
 from confluent_kafka import KafkaError
@@ -11,8 +14,11 @@ from confluent_kafka.admin import (
 
 from devstack import kafka
 from devstack.processes import wait_for
-from replication import read_only
-from replication.kafka_admin import KafkaAdmin
+from replication import audit, read_only
+from replication.kafka_admin import KafkaAdmin, kafka_id
+from replication.mirrors import create_mirror
+from replication.models import MirrorTopic
+from spark_jobs import translation
 from tests.conftest import ROOT, admin_config
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, consume_all, produce
 
@@ -112,3 +118,31 @@ def test_kafka_topics_cli_works_as_in_the_tutorial(source_bootstrap, topic_name)
     )
     assert topic_name in listed.stdout.split()
     AdminClient(admin_config(kafka.SOURCE)).delete_topics([topic_name])
+
+
+def test_translations_stored_under_librdkafkas_form_of_a_topic_id_are_found_by_kafkas_form(
+    devstack,
+):
+    """Ids were once kept as librdkafka prints them (`+` and `/`); the stored translation of a
+    mirror made then must still be found now that ids take Kafka's form (`-` and `_`)."""
+    config = admin_config(kafka.DESTINATION)
+    raw = base64.b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    raw = "+/" + raw[2:]  # surely one of each
+    translation.store(config, [(raw, 0, translation.Entry(5, 0))])
+    kafka_form = kafka_id(raw)
+    assert kafka_form.startswith("-_") and not set("+/=") & set(kafka_form)
+    runs = translation.load(config, {kafka_form})
+    assert runs[(kafka_form, 0)].next_source(0) == 5
+
+
+def test_stored_source_topic_ids_are_migrated_to_kafkas_form(make_link, make_topic, topic_name):
+    from django.apps import apps
+
+    migration = importlib.import_module("replication.migrations.0007_kafka_topic_ids")
+    link = make_link({"cluster.link.paused": "true"})
+    mirror = create_mirror(audit.Actor.system("tests"), link, make_topic(kafka.SOURCE, topic_name))
+    kafka_form = mirror.source_topic_id
+    old_form = kafka_form.replace("-", "+").replace("_", "/")
+    MirrorTopic.objects.filter(pk=mirror.pk).update(source_topic_id=old_form)
+    migration.to_kafka_form(apps, None)
+    assert MirrorTopic.objects.get(pk=mirror.pk).source_topic_id == kafka_form
