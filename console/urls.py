@@ -19,6 +19,9 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("metrics", metrics.metrics, name="metrics"),
     path("kafka/v3/", include("console.api.urls")),
+    # One root per registered cluster, as Confluent Server's embedded REST serves one cluster:
+    # Confluent's tools take `--url …/kafka/<cluster name>` and use the first cluster listed.
+    path("kafka/<str:cluster_root>/v3/", include("console.api.urls")),
     path("account/", account.account, name="account"),
     path("account/tokens/<int:pk>/revoke/", account.token_revoke, name="token-revoke"),
     path("clusters/", clusters.cluster_list, name="clusters"),

@@ -43,7 +43,8 @@ def describe(session: Session, args) -> None:
     shown = data if args.all else [c for c in data if not c["is_default"]]
     print(f"{'All' if args.all else 'Dynamic'} configs for cluster-link {args.cluster_link} are:")
     for config in shown:
-        value = "null" if config["value"] is None else config["value"]
+        # Kafka's own tool prints a secret as null
+        value = "null" if config["is_sensitive"] or config["value"] is None else config["value"]
         sensitive = str(config["is_sensitive"]).lower()
         print(f"  {config['name']}={value} sensitive={sensitive} synonyms={{}}")
 

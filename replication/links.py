@@ -181,15 +181,17 @@ def alter_link_configs(
         if was_paused:  # pause_link and resume_link own this key
             clean["cluster.link.paused"] = "true"
         before = snapshot(link)
-        link.set_configs(clean)
-        link.save(update_fields=["configs", "secret_configs"])
+        # One change, one event: pausing or resuming by the config is part of it.
+        with transaction.atomic():
+            link.set_configs(clean)
+            link.save(update_fields=["configs", "secret_configs"])
+            if wants_paused and not was_paused:
+                _pause(link)
+            elif was_paused and not wants_paused:
+                _resume(link)
     audit.record(
         actor, "link.alter_configs", f"link {link.name}", before=before, after=snapshot(link)
     )
-    if wants_paused and not was_paused:
-        pause_link(actor, link)
-    elif was_paused and not wants_paused:
-        resume_link(actor, link)
     return link
 
 
@@ -197,18 +199,8 @@ def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
     """Pause the whole link: its running mirrors show LINK_PAUSED."""
     with audit.refusals(actor, "link.pause", f"link {link.name}"):
         before = snapshot(link)
-        configs = {**link.configs, "cluster.link.paused": "true"}
-        with transaction.atomic():
-            _move(
-                link,
-                State.PAUSED,
-                [s for s in State.values if s != State.PAUSED],
-                f"Cluster link {link.name!r} is already paused.",
-                configs=configs,
-            )
-            move_all(link.mirrors.all(), "link-pause", MirrorTopic.State.LINK_PAUSED)
+        _pause(link)
     audit.record(actor, "link.pause", f"link {link.name}", before=before, after=snapshot(link))
-    log.info("Paused cluster link %s", link.name)
     return link
 
 
@@ -217,23 +209,39 @@ def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
     their own."""
     with audit.refusals(actor, "link.resume", f"link {link.name}"):
         before = snapshot(link)
-        configs = {k: v for k, v in link.configs.items() if k != "cluster.link.paused"}
-        with transaction.atomic():
-            _move(
-                link,
-                State.ACTIVE,
-                [State.PAUSED, State.FAILED],
-                f"Cluster link {link.name!r} is neither paused nor failed (it is {{state}}).",
-                configs=configs,
-                error_code="NO_ERROR",
-                error_message="",
-                availability_failures=0,
-                availability_checked_at=None,
-            )
-            _restore_running(link, "link-resume")
+        _resume(link)
     audit.record(actor, "link.resume", f"link {link.name}", before=before, after=snapshot(link))
-    log.info("Resumed cluster link %s", link.name)
     return link
+
+
+def _pause(link: ClusterLink) -> None:
+    with transaction.atomic():
+        _move(
+            link,
+            State.PAUSED,
+            [s for s in State.values if s != State.PAUSED],
+            f"Cluster link {link.name!r} is already paused.",
+            configs={**link.configs, "cluster.link.paused": "true"},
+        )
+        move_all(link.mirrors.all(), "link-pause", MirrorTopic.State.LINK_PAUSED)
+    log.info("Paused cluster link %s", link.name)
+
+
+def _resume(link: ClusterLink) -> None:
+    with transaction.atomic():
+        _move(
+            link,
+            State.ACTIVE,
+            [State.PAUSED, State.FAILED],
+            f"Cluster link {link.name!r} is neither paused nor failed (it is {{state}}).",
+            configs={k: v for k, v in link.configs.items() if k != "cluster.link.paused"},
+            error_code="NO_ERROR",
+            error_message="",
+            availability_failures=0,
+            availability_checked_at=None,
+        )
+        _restore_running(link, "link-resume")
+    log.info("Resumed cluster link %s", link.name)
 
 
 def _move(link: ClusterLink, to: str, sources: list[str], refusal: str, **fields) -> None:

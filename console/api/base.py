@@ -140,6 +140,34 @@ def _check_session(request: HttpRequest) -> None:
         raise ApiError(403, f"CSRF verification failed: {reason}. Send the X-CSRFToken header.")
 
 
+def _enter_root(request: HttpRequest, kwargs: dict) -> None:
+    """Under a cluster's own root (/kafka/<name>/v3/…), only that cluster is served."""
+    request.cluster_root = None
+    name = kwargs.pop("cluster_root", None)
+    if name is None:
+        return
+    request.cluster_root = KafkaCluster.objects.filter(name=name).first()
+    if request.cluster_root is None:
+        raise ApiError(
+            404,
+            f"No registered cluster is named {name!r}: the API roots are /kafka/v3 and "
+            "/kafka/<registered cluster name>/v3.",
+        )
+    if kwargs.get("cluster_id", request.cluster_root.cluster_id) != request.cluster_root.cluster_id:
+        raise ApiError(
+            404,
+            f"This root serves cluster {name} ({request.cluster_root.cluster_id}) only; "
+            "use /kafka/v3 for the others.",
+        )
+
+
+def root_clusters(request: HttpRequest):
+    """The clusters the request's root serves: its own cluster, or all of them."""
+    if request.cluster_root is not None:
+        return KafkaCluster.objects.filter(pk=request.cluster_root.pk)
+    return KafkaCluster.objects.order_by("name")
+
+
 def endpoint(**actions: str) -> Callable:
     """An API view whose HTTP methods are allowed by these access-policy actions,
     e.g. `@endpoint(GET="console.view", POST="link.manage")`."""
@@ -160,6 +188,7 @@ def endpoint(**actions: str) -> Callable:
                         f"{' or '.join(sorted(actions))}.",
                     )
                 _authenticate(request)
+                _enter_root(request, kwargs)
                 if not can(request.user, action):
                     message = f"Your role does not allow {action} ({request.user.get_username()})."
                     if request.method != "GET":
@@ -250,4 +279,8 @@ def cluster(cluster_id: str) -> KafkaCluster:
 
 
 def self_url(request: HttpRequest, path: str) -> dict:
+    """`path` (under /kafka/v3/) as a URL under the root the request came in by."""
+    root = getattr(request, "cluster_root", None)
+    if root is not None:
+        path = path.replace("/kafka/v3/", f"/kafka/{root.name}/v3/", 1)
     return {"self": request.build_absolute_uri(path)}

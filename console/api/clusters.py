@@ -1,8 +1,24 @@
 """Kafka REST v3 cluster endpoints: the registered clusters, by their real cluster id."""
 
-from console.api.base import cluster, endpoint, self_url
-from console.api.schemas import ClusterRelated, KafkaCluster, KafkaClusterList, respond
+from console.api.base import cluster, endpoint, root_clusters, self_url
+from console.api.schemas import (
+    ClusterRelated,
+    KafkaCluster,
+    KafkaClusterList,
+    Relationship,
+    respond,
+)
 from replication.models import KafkaCluster as Cluster
+
+# Kafka REST's relationships of a cluster, by field, and where Kafka REST serves them.
+RELATIONSHIPS = {
+    "acls": "acls",
+    "brokers": "brokers",
+    "broker_configs": "broker-configs",
+    "consumer_groups": "consumer-groups",
+    "topics": "topics",
+    "partition_reassignments": "topics/-/partitions/-/reassignment",
+}
 
 
 def cluster_data(request, found: Cluster) -> KafkaCluster:
@@ -11,7 +27,11 @@ def cluster_data(request, found: Cluster) -> KafkaCluster:
         metadata=self_url(request, path),
         cluster_id=found.cluster_id,
         name=found.name,
-        links=ClusterRelated(related=request.build_absolute_uri(f"{path}/links")),
+        links=ClusterRelated(related=self_url(request, f"{path}/links")["self"]),
+        **{
+            name: Relationship(related=self_url(request, f"{path}/{tail}")["self"])
+            for name, tail in RELATIONSHIPS.items()
+        },
     )
 
 
@@ -20,7 +40,7 @@ def clusters(request):
     return respond(
         KafkaClusterList(
             metadata=self_url(request, request.path),
-            data=[cluster_data(request, c) for c in Cluster.objects.order_by("name")],
+            data=[cluster_data(request, c) for c in root_clusters(request)],
         )
     )
 

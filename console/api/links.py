@@ -94,10 +94,12 @@ def config_data(request, link: ClusterLink, entry: link_configs.ConfigEntry) -> 
         cluster_id=link.destination.cluster_id,
         link_name=link.name,
         name=entry.name,
-        value=None if entry.is_sensitive else entry.value,
+        value="" if entry.is_sensitive else (entry.value or ""),
         is_default=entry.is_default,
         is_read_only=entry.is_read_only,
+        read_only=entry.is_read_only,
         is_sensitive=entry.is_sensitive,
+        sensitive=entry.is_sensitive,
         source=entry.source,
     )
 

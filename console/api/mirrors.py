@@ -43,12 +43,9 @@ from replication.mirrors import (
 from replication.models import MirrorTopic
 
 # The mirror actions of the API, by the name after the colon.
-ACTIONS = {
-    "pause": ("KafkaPauseMirror", pause_mirror),
-    "resume": ("KafkaResumeMirror", resume_mirror),
-}
+ACTIONS = {"pause": pause_mirror, "resume": resume_mirror}
 # Those that stop a mirror, subject to approval.
-STOPS = {"promote": "KafkaPromoteMirror", "failover": "KafkaFailoverMirror"}
+STOPS = ("promote", "failover")
 
 
 def lags_data(partitions) -> list[MirrorLag]:
@@ -68,13 +65,18 @@ def lags_data(partitions) -> list[MirrorLag]:
     ]
 
 
+def _mirror_url(request, link, name: str) -> dict:
+    return self_url(
+        request, f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}/mirrors/{name}"
+    )
+
+
 def mirror_data(request, status: MirrorStatus) -> KafkaMirrorData:
     """A mirror as Kafka REST shows it, with the lag read from both clusters now.
 
     Its lag entries (`lags_data`) carry what `kafka-mirrors --describe` prints.
     """
     mirror = status.mirror
-    path = f"{BASE.format(cluster_id=mirror.destination.cluster_id)}/{mirror.link.name}"
     transition_errors = []
     if mirror.error_message:
         transition_errors.append(
@@ -83,7 +85,7 @@ def mirror_data(request, status: MirrorStatus) -> KafkaMirrorData:
             )
         )
     return KafkaMirrorData(
-        metadata=self_url(request, f"{path}/mirrors/{mirror.mirror_topic}"),
+        metadata=_mirror_url(request, mirror.link, mirror.mirror_topic),
         link_name=mirror.link.name,
         link_id=str(mirror.link.link_id),
         mirror_topic_name=mirror.mirror_topic,
@@ -175,14 +177,18 @@ def mirrors_action(request, cluster_id, link_name, action):
     """Pause or resume mirrors; each topic's outcome is reported on its own, with HTTP 200."""
     destination = cluster(cluster_id)
     link = get_link(destination, link_name)
-    kind, operation = ACTIONS[action]
+    operation = ACTIONS[action]
     names = _named_mirrors(json_body(request), link)
     validate_only = flag(request, "validate_only")
     actor = audit.Actor.from_request(request)
     results, acted = [], []
     for name in names:
         outcome = AlterMirrorsData(
-            mirror_topic_name=name, error_code=None, error_message=None, mirror_lags=[]
+            metadata=_mirror_url(request, link, name),
+            mirror_topic_name=name,
+            error_code=None,
+            error_message=None,
+            mirror_lags=[],
         )
         try:
             found = get_mirror(destination, name, link)
@@ -194,9 +200,7 @@ def mirrors_action(request, cluster_id, link_name, action):
     lags = {s.mirror.mirror_topic: lags_data(s.partitions) for s in describe_mirrors(acted)}
     for outcome in results:
         outcome.mirror_lags = lags.get(outcome.mirror_topic_name, [])
-    return respond(
-        AlterMirrorsResult(kind=kind, metadata=self_url(request, request.path), data=results)
-    )
+    return respond(AlterMirrorsResult(metadata=self_url(request, request.path), data=results))
 
 
 @endpoint(POST="mirror.stop")
@@ -216,6 +220,7 @@ def mirrors_stop(request, cluster_id, link_name, action):
     )
     data = [
         StopMirrorData(
+            metadata=_mirror_url(request, link, o.mirror_topic),
             mirror_topic_name=o.mirror_topic,
             error_code=o.status if o.error else None,
             error_message=o.error or None,
@@ -224,4 +229,4 @@ def mirrors_stop(request, cluster_id, link_name, action):
         )
         for o in submission.outcomes
     ]
-    return submitted(request, STOPS[action], submission, data)
+    return submitted(request, "KafkaAlterMirrorsDataList", submission, data)

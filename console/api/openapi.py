@@ -252,13 +252,13 @@ MIRROR_ACTION_ERRORS = {
 }
 
 
-def mirror_action(operation_id: str, verb: str, kind_name: str, what: str) -> dict:
+def mirror_action(operation_id: str, verb: str, what: str) -> dict:
     return operation(
         operation_id,
         LINKING_TAG,
         f"{verb.capitalize()} the mirror topics",
         "mirror.manage",
-        ok(schemas.AlterMirrorsResult, f"Each topic's outcome (kind {kind_name})."),
+        ok(schemas.AlterMirrorsResult, "Each topic's outcome, with its lags after the action."),
         description=f"{what} A topic that cannot be {verb}d (e.g. unknown, or in the wrong "
         f"state) is reported in its own entry, with HTTP 200 for the call. {NOT_YET}",
         parameters=("ValidateOnly",),
@@ -526,7 +526,6 @@ PATHS = {
         post=mirror_action(
             "updateKafkaMirrorTopicsPause",
             "pause",
-            "KafkaPauseMirror",
             "Stop fetching for these mirror topics; they stay read-only.",
         ),
     ),
@@ -535,7 +534,6 @@ PATHS = {
         post=mirror_action(
             "updateKafkaMirrorTopicsResume",
             "resume",
-            "KafkaResumeMirror",
             "Fetch again for these paused mirror topics.",
         ),
     ),
@@ -636,7 +634,21 @@ SPEC: dict = {
         "description": DESCRIPTION,
         "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
     },
-    "servers": [{"url": "/kafka/v3"}],
+    "servers": [
+        {"url": "/kafka/v3", "description": "Every registered cluster."},
+        {
+            "url": "/kafka/{cluster_name}/v3",
+            "description": "One registered cluster alone, as Confluent Server's REST serves "
+            "one: GET /clusters lists it only, and other clusters' paths answer 404. Give "
+            "Confluent's tools `--url <console>/kafka/<cluster name>`.",
+            "variables": {
+                "cluster_name": {
+                    "default": "destination",
+                    "description": "The name the cluster was registered under.",
+                }
+            },
+        },
+    ],
     "tags": [
         {"name": CLUSTER_TAG, "description": "The clusters registered in Isthmus."},
         {"name": LINKING_TAG, "description": "Cluster links and their mirror topics."},

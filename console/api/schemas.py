@@ -60,6 +60,13 @@ class ResourceCollectionMetadata(Shape):
     """Where this list lives."""
 
     self: Url
+    next: None = Field(None, description="Always null: every list is answered whole.")
+
+
+class Relationship(Shape):
+    """A related resource."""
+
+    related: Url
 
 
 class ConfigNameValue(Shape):
@@ -88,13 +95,20 @@ class ClusterRelated(Shape):
 
 
 class KafkaCluster(Shape):
-    """A registered cluster."""
+    """A registered cluster. The relationships Confluent's model requires point where Kafka
+    REST serves them; Isthmus serves only `links` (its own extension) of them."""
 
     kind: Literal["KafkaCluster"] = "KafkaCluster"
     metadata: ResourceMetadata
     cluster_id: str = Field(description="The Kafka cluster id.")
     name: str = Field(description="*Isthmus*: the name the cluster was registered under.")
     links: ClusterRelated
+    acls: Relationship
+    brokers: Relationship
+    broker_configs: Relationship
+    consumer_groups: Relationship
+    topics: Relationship
+    partition_reassignments: Relationship
 
 
 class KafkaClusterList(Shape):
@@ -125,6 +139,21 @@ class LinkStream(Shape):
     error: str = Field(description="The stream's last error, if any.")
 
 
+class LinkTaskError(Shape):
+    """Why a link task is in error."""
+
+    error_code: str
+    error_message: str
+
+
+class LinkTask(Shape):
+    """One task of a link (as Confluent reports them)."""
+
+    task_name: str
+    state: str
+    errors: list[LinkTaskError]
+
+
 class KafkaLinkData(Shape):
     """A cluster link into this (the destination) cluster."""
 
@@ -148,7 +177,7 @@ class KafkaLinkData(Shape):
     link_state: one_of(ClusterLink.State.values)
     link_error: str = Field(description="NO_ERROR, or why the link is UNAVAILABLE or FAILED.")
     link_error_message: str | None
-    tasks: list[dict[str, Any]] = Field(
+    tasks: list[LinkTask] = Field(
         [], description="Always empty: Isthmus reports no per-task breakdown yet."
     )
     category_counts: list[CategoryCount] = Field(
@@ -173,12 +202,14 @@ class KafkaLinkConfigData(Shape):
     cluster_id: str = Field(description="The destination cluster's id.")
     link_name: str
     name: str
-    value: str | None = Field(description="The value; null for a sensitive config.")
+    value: str = Field(description="The value; empty for a sensitive config.")
     is_default: bool = Field(description="Not set on the link: the default applies.")
     is_read_only: bool = Field(description="Shown, never changed (or set only at creation).")
+    read_only: bool = Field(description="The same as is_read_only, as Confluent Platform names it.")
     is_sensitive: bool = Field(description="A secret: stored encrypted, never shown.")
+    sensitive: bool = Field(description="The same as is_sensitive, as Confluent Platform names it.")
     source: Literal["DYNAMIC_CLUSTER_LINK_CONFIG", "DEFAULT_CONFIG"]
-    synonyms: list[dict[str, Any]] = Field([], description="Always empty.")
+    synonyms: list[str] = Field([], description="Always empty.")
 
 
 class KafkaLinkConfigDataList(Shape):
@@ -268,6 +299,8 @@ class KafkaMirrorDataList(Shape):
 class AlterMirrorsData(Shape):
     """One mirror topic's outcome."""
 
+    kind: Literal["AlterMirrorsData"] = "AlterMirrorsData"
+    metadata: ResourceMetadata = Field(description="The mirror topic's URL.")
     mirror_topic_name: str
     error_code: NullableCount
     error_message: str | None = Field(description="null on success, else why.")
@@ -280,7 +313,7 @@ class AlterMirrorsData(Shape):
 class AlterMirrorsResult(Shape):
     """The outcome of a mirror action, per topic: one topic's refusal leaves the others be."""
 
-    kind: Literal["KafkaPauseMirror", "KafkaResumeMirror"]
+    kind: Literal["KafkaAlterMirrorsDataList"] = "KafkaAlterMirrorsDataList"
     metadata: ResourceCollectionMetadata
     data: list[AlterMirrorsData]
 
@@ -291,6 +324,8 @@ class AlterMirrorsResult(Shape):
 class StopMirrorData(Shape):
     """One mirror topic's outcome of a promote or failover (or, validating, what it would be)."""
 
+    kind: Literal["AlterMirrorsData"] = "AlterMirrorsData"
+    metadata: ResourceMetadata = Field(description="The mirror topic's URL.")
     mirror_topic_name: str
     error_code: NullableCount
     error_message: str | None = Field(description="null on success, else why.")
@@ -344,7 +379,7 @@ class StopMirrorsResult(Shape):
     """A promote, failover or link deletion: done (200, each topic's outcome) or waiting for
     approval (202, the request made)."""
 
-    kind: Literal["KafkaPromoteMirror", "KafkaFailoverMirror", "IsthmusDeleteLink"]
+    kind: Literal["KafkaAlterMirrorsDataList", "IsthmusDeleteLink"]
     metadata: ResourceCollectionMetadata
     data: list[StopMirrorData]
     approval_request: ApprovalRequest | None

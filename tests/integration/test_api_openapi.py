@@ -20,6 +20,7 @@ from console.api.openapi import SPEC
 from devstack import kafka
 from replication import approvals, audit
 from replication.tokens import create_token
+from tests import schema_checks
 
 pytestmark = pytest.mark.integration
 
@@ -36,14 +37,7 @@ def token(user, name: str = "t") -> str:
 
 
 def resolve(node):
-    """`node`, with a `$ref` to somewhere in the document followed."""
-    while isinstance(node, dict) and "$ref" in node:
-        assert node["$ref"].startswith("#/"), node
-        target = SPEC
-        for part in node["$ref"][2:].split("/"):
-            target = target[part]
-        node = target
-    return node
+    return schema_checks.resolve(node, SPEC)
 
 
 def documented_operations():
@@ -65,48 +59,6 @@ def routes() -> dict[tuple[str, str], str]:
         path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
         for method, action in pattern.callback.access_actions.items():
             found[(path, method)] = action
-    return found
-
-
-_JSON_TYPES = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def mismatches(value, schema, where: str = "body") -> list[str]:
-    """How `value` differs from the documented `schema`: required fields, types, enums."""
-    schema = resolve(schema)
-    kinds = schema.get("type")
-    if kinds:
-        kinds = [kinds] if isinstance(kinds, str) else kinds
-        if not any(_JSON_TYPES[k](value) for k in kinds):
-            return [f"{where} is {value!r}, documented as {'/'.join(kinds)}"]
-    branches = schema.get("anyOf") or schema.get("oneOf")
-    if branches and all(mismatches(value, b, where) for b in branches):
-        return [f"{where} is {value!r}, which fits none of its documented forms"]
-    found = []
-    if "const" in schema and value != schema["const"]:
-        found.append(f"{where} is {value!r}, documented as {schema['const']!r}")
-    if "enum" in schema and value not in schema["enum"]:
-        found.append(f"{where} is {value!r}, documented as one of {schema['enum']}")
-    if isinstance(value, dict):
-        found += [f"{where} lacks {n!r}" for n in schema.get("required", []) if n not in value]
-        if schema.get("additionalProperties") is False:
-            found += [
-                f"{where} has undocumented {n!r}" for n in value if n not in schema["properties"]
-            ]
-        for name, sub in schema.get("properties", {}).items():
-            if name in value:
-                found += mismatches(value[name], sub, f"{where}.{name}")
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            found += mismatches(item, schema["items"], f"{where}[{i}]")
     return found
 
 
@@ -209,7 +161,9 @@ def test_every_documented_path_answers_as_documented(
             continue
         assert response["Content-Type"] == "application/json", where
         schema = content["application/json"]["schema"]
-        problems += [f"{where}: {m}" for m in mismatches(response.json(), schema)]
+        problems += [
+            f"{where}: {m}" for m in schema_checks.mismatches(response.json(), schema, SPEC)
+        ]
 
     assert not problems, "\n".join(problems + ["", "Answers:", *answered])
 
@@ -221,7 +175,7 @@ def test_the_document_is_served_to_every_role_and_only_with_authentication(clien
     document = response.json()
     assert document["openapi"].startswith("3.1.")
     assert document == json.loads(json.dumps(SPEC))
-    assert document["servers"] == [{"url": "/kafka/v3"}]
+    assert [s["url"] for s in document["servers"]] == ["/kafka/v3", "/kafka/{cluster_name}/v3"]
 
     anonymous = client.get(url)
     assert anonymous.status_code == 401

@@ -66,6 +66,8 @@ def test_the_detail_page_shows_the_cluster_and_its_config(registered_clusters, c
     page = client_as("viewer").get(reverse("cluster-detail", args=["source"])).content.decode()
     assert registered_clusters["source"].cluster_id in page
     assert "127.0.0.1:9192" in page and "SASL_PLAINTEXT" in page
+    # the root Confluent's tools take as --url, serving this cluster alone
+    assert "confluent kafka link list --url http://testserver/kafka/source" in page
     assert client_as("viewer").get(reverse("cluster-detail", args=["nope"])).status_code == 404
 
 

@@ -305,9 +305,12 @@ def test_cluster_link_paused_config_pauses_and_resumes_the_link(make_link):
     alter_link_configs(ACTOR, link, {}, ["cluster.link.paused"])
     link.refresh_from_db()
     assert link.state == "ACTIVE"
-    assert [e.action for e in AuditEvent.objects.order_by("id")][-2:] == [
-        "link.alter_configs",
-        "link.resume",
+    # one change, one event each, the state change in its before and after
+    events = list(AuditEvent.objects.filter(target=f"link {link.name}").order_by("id"))[-2:]
+    assert [e.action for e in events] == ["link.alter_configs", "link.alter_configs"]
+    assert [(e.before["state"], e.after["state"]) for e in events] == [
+        ("ACTIVE", "PAUSED"),
+        ("PAUSED", "ACTIVE"),
     ]
 
 

@@ -1,0 +1,60 @@
+"""A small JSON Schema check for API answers: required fields, types (with their integer
+ranges), consts, enums, anyOf/oneOf, and `$ref`s within the schema's own document."""
+
+from __future__ import annotations
+
+_JSON_TYPES = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def resolve(node, document: dict):
+    """`node`, with a `$ref` to somewhere in `document` followed."""
+    while isinstance(node, dict) and "$ref" in node:
+        assert node["$ref"].startswith("#/"), node
+        target = document
+        for part in node["$ref"][2:].split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def mismatches(value, schema: dict, document: dict, where: str = "body") -> list[str]:
+    """How `value` differs from `schema` (whose `$ref`s point into `document`)."""
+    schema = resolve(schema, document)
+    kinds = schema.get("type")
+    if kinds:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_JSON_TYPES[k](value) for k in kinds):
+            return [f"{where} is {value!r}, documented as {'/'.join(kinds)}"]
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches and all(mismatches(value, b, document, where) for b in branches):
+        return [f"{where} is {value!r}, which fits none of its documented forms"]
+    found = []
+    if "const" in schema and value != schema["const"]:
+        found.append(f"{where} is {value!r}, documented as {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        found.append(f"{where} is {value!r}, documented as one of {schema['enum']}")
+    if _JSON_TYPES["integer"](value):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            found.append(f"{where} is {value}, outside {low}..{high}")
+    if isinstance(value, dict):
+        found += [f"{where} lacks {n!r}" for n in schema.get("required", []) if n not in value]
+        if schema.get("additionalProperties") is False:
+            found += [
+                f"{where} has undocumented {n!r}" for n in value if n not in schema["properties"]
+            ]
+        for name, sub in schema.get("properties", {}).items():
+            if name in value:
+                found += mismatches(value[name], sub, document, f"{where}.{name}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            found += mismatches(item, schema["items"], document, f"{where}[{i}]")
+    return found
