@@ -1,0 +1,1260 @@
+"""The full role × action matrix, on the real clusters: every mutating action of the console, the
+JSON API and the command-line tools, done by every role, is allowed exactly when the access
+policy says so, and leaves exactly one audit event naming that role's user and the result.
+
+What each role may do is read from `replication.policy.POLICY` (through `can`), and so is whether
+an allowed promote, failover or link deletion runs at once or waits as a PENDING approval request
+(the link's approval policy, and request.override): the tables below name actions, never roles,
+so the matrix follows the policy. The completeness tests tie the tables to the policy, to
+console/urls.py, to console/api/urls.py and to the tools' own options, so a new action or route
+cannot slip by.
+
+Every target is one on which the action would succeed, so a refusal is the policy's and not the
+object's state. Refused cases share their targets and must leave the database as it was; only
+an action that consumes its target gets a fresh one. Links are paused and source topics empty, so
+every mirror has lag 0 and promotes without a stream. Requests that get approved here need two
+approvals, so an approval never starts a run and no Celery worker is needed (the run itself is
+tested in test_approvals).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import re
+import subprocess
+import uuid
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.messages import get_messages
+from django.test import Client
+from django.urls import URLPattern, get_resolver, reverse
+
+from console.api import urls as api_urls
+from devstack import kafka
+from isthmus_cli import cluster_links as cli_cluster_links
+from isthmus_cli import configs as cli_configs
+from isthmus_cli import mirrors as cli_mirrors
+from isthmus_cli import replica_status as cli_replica_status
+from replication import approvals, audit, links, mirrors
+from replication import users as user_admin
+from replication.mirror_states import FOLLOWING, PROMOTABLE
+from replication.models import (
+    ApiToken,
+    Approval,
+    ApprovalRequest,
+    AuditEvent,
+    ClusterLink,
+    KafkaCluster,
+    MirrorTopic,
+)
+from replication.policy import POLICY, ROLES, can
+from replication.tokens import create_token
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+SETUP = audit.Actor.system("tests")
+REASON = "role matrix"
+CONFIG = "metadata.max.age.ms"  # a link config any change may set: it touches nothing else
+PAUSED = "cluster.link.paused"  # setting it pauses the link; resetting it resumes the link
+State = MirrorTopic.State
+LinkState = ClusterLink.State
+
+# Policy actions that only read: no route guarded by them may change anything (checked below).
+READ_ONLY = frozenset({"console.view", "audit.view"})
+# Console routes outside the matrix, and why.
+CONSOLE_EXCLUDED = {
+    "login/": "public: signs in, before there is a role to check",
+    "logout/": "public: ends the session; changes nothing",
+    "healthz": "public health check: reads only",
+    "users/": "the users list (user.manage, to see it): reads only",
+    "users/<str:username>/": "a user's page (user.manage, to see it): reads only",
+}
+# Of those, the ones that read only: a POST to them changes nothing (checked below).
+CONSOLE_READING = frozenset({"healthz", "users/", "users/<str:username>/"})
+# Policy actions the JSON API (and so the tools, its clients) has no route for: only the console
+# offers them. A test fails as soon as the API grows a route for one, so that it gets its rows.
+API_ABSENT = {
+    "cluster.register": "clusters are registered on the console's clusters page only",
+    "mirror.delete": "Kafka REST v3 has no mirror deletion; the console's mirror page deletes",
+    "approval_policy.manage": "a link's approval policy is set on the console's link page only",
+    "token.manage": "tokens are made and revoked on the account page: a token makes no token",
+    "user.manage": "users are managed on the console's Users page only",
+}
+# The tools' options that only read.
+CLI_READ_FLAGS = frozenset({"--list", "--describe", "--describe-request", "--list-requests"})
+CLI_TOOLS = {
+    "kafka-cluster-links": cli_cluster_links,
+    "kafka-configs": cli_configs,
+    "kafka-mirrors": cli_mirrors,
+    "kafka-replica-status": cli_replica_status,
+}
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def acts_at_once(user, link: ClusterLink) -> bool:
+    """Whether `user`'s promote, failover or deletion of `link` runs without approval, by the
+    policy's words: the link's policy needs no approval, or it allows an override and the user's
+    role may override (request.override)."""
+    return link.approvals_required == 0 or (
+        link.admin_may_override and can(user, "request.override")
+    )
+
+
+# The objects the actions work on. ------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    link: ClusterLink | None = None
+    mirror: MirrorTopic | None = None
+    request: ApprovalRequest | None = None
+    token: ApiToken | None = None
+    name: str = ""  # a new object's name, or a config value
+
+
+class World:
+    """A test's links, mirrors and requests, made as the actions need them: `link` holds the
+    mirrors to pause, resume, promote and fail over (an admin acts at once there), `strict`
+    those an admin must break glass for (no admin override)."""
+
+    def __init__(self, users, make_link, make_topic, topic_name, destination):
+        self.users, self.destination = users, destination
+        self._make_link, self._make_topic, self._topic_name = make_link, make_topic, topic_name
+        self._count = 0
+        self.link = self.new_link()
+        self.strict = self.new_link(admin_may_override=False)
+
+    def name(self, what: str) -> str:
+        return f"{what}-{uuid.uuid4().hex[:8]}"
+
+    def new_link(self, *, paused: bool = True, admin_may_override: bool = True) -> ClusterLink:
+        """A link whose requests need two approvals, so one approval never runs them."""
+        link = self._make_link({"cluster.link.paused": "true"} if paused else {})
+        ClusterLink.objects.filter(pk=link.pk).update(
+            approvals_required=2, admin_may_override=admin_may_override
+        )
+        link.refresh_from_db()
+        return link
+
+    def mirrorless(self, state: str) -> ClusterLink:
+        """A link without mirrors in `state` (which a deletion needs no force for)."""
+        found = (
+            ClusterLink.objects.filter(
+                destination=self.destination, state=state, mirrors__isnull=True
+            )
+            .exclude(pk__in=[self.link.pk, self.strict.pk])
+            .order_by("pk")
+            .first()
+        )
+        return found or self.new_link(paused=state == LinkState.PAUSED)
+
+    def source_topic(self) -> str:
+        """An empty source topic no mirror follows yet."""
+        self._count += 1
+        return self._make_topic(kafka.SOURCE, f"{self._topic_name}-{self._count}")
+
+    def new_mirror(self, link: ClusterLink, *, paused: bool = False) -> MirrorTopic:
+        mirror = mirrors.create_mirror(SETUP, link, self.source_topic())
+        return mirrors.pause_mirror(SETUP, mirror) if paused else mirror
+
+    def mirror_in(self, link: ClusterLink, states, *, paused: bool = False) -> MirrorTopic:
+        found = link.mirrors.filter(state__in=list(states)).order_by("pk").first()
+        return found or self.new_mirror(link, paused=paused)
+
+    def request(self, by) -> ApprovalRequest:
+        """A PENDING promote request made by `by` (on `strict` if they would act at once)."""
+        link = self.strict if acts_at_once(by, self.link) else self.link
+        mirror = self.mirror_in(link, PROMOTABLE)
+        actor = audit.Actor(user=by, name=by.get_username())
+        asked = approvals.submit(actor, link, "promote", [mirror.mirror_topic], REASON)
+        assert asked.request is not None, asked
+        return asked.request
+
+
+# Targets: each gives an object the action would succeed on; a fresh one only where the action
+# would consume it (it is allowed, and done at once). -------------------------------------------
+
+
+def a_new_name(w: World, user, allowed: bool) -> Target:
+    return Target(name=w.name("matrix"))
+
+
+def an_own_token(w: World, user, allowed: bool) -> Target:
+    return Target(token=create_token(SETUP, user, w.name("token"))[0])
+
+
+def a_config_value(w: World, user, allowed: bool) -> Target:
+    """A value the link's config does not have yet."""
+    w.link.refresh_from_db()
+    return Target(link=w.link, name=str(int(w.link.configs.get(CONFIG) or 5000) + 1))
+
+
+def a_link_with_the_config_set(w: World, user, allowed: bool) -> Target:
+    w.link.refresh_from_db()
+    if CONFIG not in w.link.configs:
+        links.alter_link_configs(SETUP, w.link, {CONFIG: "5000"})
+    return Target(link=w.link)
+
+
+def an_active_link(w: World, user, allowed: bool) -> Target:
+    return Target(link=w.mirrorless(LinkState.ACTIVE))
+
+
+def a_paused_link(w: World, user, allowed: bool) -> Target:
+    return Target(link=w.mirrorless(LinkState.PAUSED))
+
+
+def a_link_to_delete(w: World, user, allowed: bool) -> Target:
+    link = w.mirrorless(LinkState.PAUSED)
+    if allowed and acts_at_once(user, link):
+        link = w.new_link()
+    return Target(link=link)
+
+
+def a_link_of_its_own(w: World, user, allowed: bool) -> Target:
+    return Target(link=w.new_link())
+
+
+def a_new_operator(w: World, user, allowed: bool, *, disabled: bool = False) -> Target:
+    """A user of their own to change (by name), so that the roles' users stay as they are."""
+    person = user_admin.create_user(SETUP, w.name("user"), "operator")[0]
+    if disabled:
+        user_admin.disable(SETUP, person)
+    return Target(name=person.get_username())
+
+
+def a_disabled_operator(w: World, user, allowed: bool) -> Target:
+    return a_new_operator(w, user, allowed, disabled=True)
+
+
+def an_unmirrored_topic(w: World, user, allowed: bool) -> Target:
+    return Target(link=w.link, name=w.source_topic())
+
+
+def a_running_mirror(w: World, user, allowed: bool) -> Target:
+    return Target(link=w.link, mirror=w.mirror_in(w.link, FOLLOWING - {State.PAUSED}))
+
+
+def a_paused_mirror(w: World, user, allowed: bool) -> Target:
+    return Target(link=w.link, mirror=w.mirror_in(w.link, [State.PAUSED], paused=True))
+
+
+def a_mirror_to_delete(w: World, user, allowed: bool) -> Target:
+    mirror = w.new_mirror(w.link) if allowed else w.mirror_in(w.link, FOLLOWING)
+    return Target(link=w.link, mirror=mirror)
+
+
+def a_mirror_to_stop(w: World, user, allowed: bool) -> Target:
+    at_once = allowed and acts_at_once(user, w.link)
+    mirror = w.new_mirror(w.link) if at_once else w.mirror_in(w.link, PROMOTABLE)
+    return Target(link=w.link, mirror=mirror)
+
+
+def a_mirror_to_break_glass_on(w: World, user, allowed: bool) -> Target:
+    mirror = w.new_mirror(w.strict) if allowed else w.mirror_in(w.strict, PROMOTABLE)
+    return Target(link=w.strict, mirror=mirror)
+
+
+def someone_elses_request(w: World, user, allowed: bool) -> Target:
+    request = w.request(w.users["operator"])
+    return Target(link=request.link, request=request)
+
+
+def an_own_request(w: World, user, allowed: bool) -> Target:
+    """The role's own request where it may make one; else an operator's."""
+    request = w.request(user if allowed else w.users["operator"])
+    return Target(link=request.link, request=request)
+
+
+# What came of an action, as each interface shows it. -----------------------------------------
+
+
+@dataclass
+class Answer:
+    kind: str  # "done", "asked" (a PENDING approval request) or "refused"; "failed" otherwise
+    status: int  # HTTP status, or the tool's exit status
+    message: str = ""
+
+
+def console_answer(response) -> Answer:
+    """A refusal by the page's own action is a 403; one inside the change is flashed (or shown
+    on the form it came back with); a change done or asked for redirects."""
+    if response.status_code == 403:
+        return Answer("refused", 403, html.unescape(response.content.decode()))
+    notes = list(get_messages(response.wsgi_request))
+    errors = [str(m) for m in notes if m.level == messages.ERROR]
+    if response.status_code == 302 and not errors:
+        asked = any(str(m).startswith("Asked for approval") for m in notes)
+        return Answer("asked" if asked else "done", 302, " ".join(map(str, notes)))
+    shown = " ".join(errors) or html.unescape(response.content.decode())
+    return Answer("refused", response.status_code, shown)
+
+
+def api_answer(response) -> Answer:
+    body = response.json() if response.content else {}
+    status = response.status_code
+    if status == 202:
+        request = body["approval_request"]
+        assert request["state"] == "PENDING", request
+        return Answer("asked", status)
+    if status in (200, 204):
+        # pause, resume, promote and failover report each topic on its own, with HTTP 200
+        errors = [
+            d["error_message"] for d in body.get("data", []) if d.get("error_code") is not None
+        ]
+        return Answer("failed" if errors else "done", status, " ".join(errors))
+    return Answer("refused" if status == 403 else "failed", status, body.get("message", ""))
+
+
+def cli_answer(result: subprocess.CompletedProcess) -> Answer:
+    if result.returncode != 0:
+        return Answer("refused", result.returncode, result.stderr)
+    asked = re.search(r"needs \d+ approval\(s\): request \d+", result.stdout)
+    return Answer("asked" if asked else "done", 0, result.stdout)
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    gate_status: int | None  # the status of a refusal by the route's own action
+    inner_status: int | None  # and of one inside the action (an operator breaking glass)
+
+
+CONSOLE_UI = Interface("console", 403, None)  # the form comes back with the policy's message
+API_UI = Interface("API", 403, 403)
+CLI_UI = Interface("CLI", None, None)  # exit status 1 and the message on stderr
+
+
+# The tables. ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    route: Hashable  # console: URL name; API: (path, METHOD); CLI: (tool, option)
+    policy: tuple[str, ...]  # the policy actions it needs, in the order checked: the route's first
+    event: str  # the audited action when it is done
+    target: Callable[[World, Any, bool], Target]
+    perform: Callable[[Any, World, Target], Answer]
+    asked_event: str | None = None  # subject to approval: the audited action when asked for
+    # a policy action checked inside the action -> (the audited action, the refusal message)
+    inner: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+BREAK_GLASS = {"request.override": ("request.failover", "Only an admin may break glass.")}
+
+
+def link_args(t: Target) -> list[str]:
+    return [t.link.destination.name, t.link.name]
+
+
+def mirror_args(t: Target) -> list[str]:
+    return [t.mirror.destination.name, t.mirror.mirror_topic]
+
+
+def post(client: Client, url_name: str, args: list, data: dict | None = None) -> Answer:
+    # Redirects are not followed, so no page shows (and drops) the flashed messages: forget
+    # them, so that the answer is read from this POST's messages alone.
+    client.cookies.pop("messages", None)
+    session = client.session
+    if session.pop("_messages", None) is not None:
+        session.save()
+    return console_answer(client.post(reverse(url_name, args=args), data or {}))
+
+
+CONSOLE = [
+    Row(
+        "token create",
+        "account",
+        ("token.manage",),
+        "token.create",
+        a_new_name,
+        lambda c, w, t: post(c, "account", [], {"name": t.name}),
+    ),
+    Row(
+        "token revoke",
+        "token-revoke",
+        ("token.manage",),
+        "token.revoke",
+        an_own_token,
+        lambda c, w, t: post(c, "token-revoke", [t.token.pk]),
+    ),
+    Row(
+        "cluster register",
+        "cluster-create",
+        ("cluster.register",),
+        "cluster.register",
+        a_new_name,
+        lambda c, w, t: post(
+            c,
+            "cluster-create",
+            [],
+            {"name": t.name, "bootstrap_servers": kafka.SOURCE.bootstrap, "client_config": ""},
+        ),
+    ),
+    Row(
+        "link create",
+        "link-create",
+        ("link.manage",),
+        "link.create",
+        a_new_name,
+        lambda c, w, t: post(
+            c,
+            "link-create",
+            [],
+            {
+                "name": t.name,
+                "destination": w.destination.pk,
+                "source": "",
+                "configs": f"bootstrap.servers={kafka.SOURCE.bootstrap}\ncluster.link.paused=true",
+            },
+        ),
+    ),
+    Row(
+        "link configs alter",
+        "link-configs-alter",
+        ("link.manage",),
+        "link.alter_configs",
+        a_config_value,
+        lambda c, w, t: post(
+            c, "link-configs-alter", link_args(t), {"set": f"{CONFIG}={t.name}", "reset": ""}
+        ),
+    ),
+    Row(
+        "link pause by its config",  # one event: link.alter_configs, and no link.pause besides
+        "link-configs-alter",
+        ("link.manage",),
+        "link.alter_configs",
+        an_active_link,
+        lambda c, w, t: post(
+            c, "link-configs-alter", link_args(t), {"set": f"{PAUSED}=true", "reset": ""}
+        ),
+    ),
+    Row(
+        "link pause",
+        "link-pause",
+        ("link.manage",),
+        "link.pause",
+        an_active_link,
+        lambda c, w, t: post(c, "link-pause", link_args(t)),
+    ),
+    Row(
+        "link resume",
+        "link-resume",
+        ("link.manage",),
+        "link.resume",
+        a_paused_link,
+        lambda c, w, t: post(c, "link-resume", link_args(t)),
+    ),
+    Row(
+        "link delete",
+        "link-delete",
+        ("link.delete",),
+        "link.delete",
+        a_link_to_delete,
+        lambda c, w, t: post(c, "link-delete", link_args(t), {"reason": REASON}),
+        asked_event="request.delete-link",
+    ),
+    Row(
+        "link approval policy",
+        "link-approval-policy",
+        ("approval_policy.manage",),
+        "link.approval_policy",
+        a_link_of_its_own,
+        # from two approvals with an admin override to one without
+        lambda c, w, t: post(c, "link-approval-policy", link_args(t), {"approvals_required": 1}),
+    ),
+    Row(
+        "mirror create",
+        "mirror-create",
+        ("mirror.manage",),
+        "mirror.create",
+        an_unmirrored_topic,
+        lambda c, w, t: post(
+            c,
+            "mirror-create",
+            link_args(t),
+            {"source_topic": t.name, "replication_factor": "", "configs": ""},
+        ),
+    ),
+    Row(
+        "mirror pause",
+        "mirror-pause",
+        ("mirror.manage",),
+        "mirror.pause",
+        a_running_mirror,
+        lambda c, w, t: post(c, "mirror-pause", mirror_args(t)),
+    ),
+    Row(
+        "mirror resume",
+        "mirror-resume",
+        ("mirror.manage",),
+        "mirror.resume",
+        a_paused_mirror,
+        lambda c, w, t: post(c, "mirror-resume", mirror_args(t)),
+    ),
+    Row(
+        "mirror delete",
+        "mirror-delete",
+        ("mirror.delete",),
+        "mirror.delete",
+        a_mirror_to_delete,
+        lambda c, w, t: post(c, "mirror-delete", mirror_args(t)),
+    ),
+    Row(
+        "mirror promote",
+        "mirror-promote",
+        ("mirror.stop",),
+        "mirror.promote",
+        a_mirror_to_stop,
+        lambda c, w, t: post(c, "mirror-promote", mirror_args(t), {"reason": REASON}),
+        asked_event="request.promote",
+    ),
+    Row(
+        "mirror failover",
+        "mirror-failover",
+        ("mirror.stop",),
+        "mirror.failover",
+        a_mirror_to_stop,
+        lambda c, w, t: post(c, "mirror-failover", mirror_args(t), {"reason": REASON}),
+        asked_event="request.failover",
+    ),
+    Row(
+        "mirror failover, breaking glass",
+        "mirror-failover",
+        ("mirror.stop", "request.override"),
+        "mirror.failover",
+        a_mirror_to_break_glass_on,
+        lambda c, w, t: post(
+            c, "mirror-failover", mirror_args(t), {"reason": REASON, "break_glass": "on"}
+        ),
+        inner=BREAK_GLASS,
+    ),
+    Row(
+        "request approve",
+        "approval-approve",
+        ("request.approve",),
+        "request.approve",
+        someone_elses_request,
+        lambda c, w, t: post(c, "approval-approve", [t.request.pk]),
+    ),
+    Row(
+        "request reject",
+        "approval-reject",
+        ("request.approve",),
+        "request.reject",
+        someone_elses_request,
+        lambda c, w, t: post(c, "approval-reject", [t.request.pk], {"reason": REASON}),
+    ),
+    Row(
+        "request withdraw",
+        "approval-withdraw",
+        ("mirror.stop",),
+        "request.withdraw",
+        an_own_request,
+        lambda c, w, t: post(c, "approval-withdraw", [t.request.pk]),
+    ),
+    Row(
+        "user create",
+        "user-create",
+        ("user.manage",),
+        "user.create",
+        a_new_name,
+        lambda c, w, t: post(c, "user-create", [], {"username": t.name, "role": "operator"}),
+    ),
+    Row(
+        "user role",
+        "user-role",
+        ("user.manage",),
+        "user.role",
+        a_new_operator,
+        lambda c, w, t: post(c, "user-role", [t.name], {"role": "viewer"}),
+    ),
+    Row(
+        "user disable",
+        "user-disable",
+        ("user.manage",),
+        "user.disable",
+        a_new_operator,
+        lambda c, w, t: post(c, "user-disable", [t.name]),
+    ),
+    Row(
+        "user enable",
+        "user-enable",
+        ("user.manage",),
+        "user.enable",
+        a_disabled_operator,
+        lambda c, w, t: post(c, "user-enable", [t.name]),
+    ),
+    Row(
+        "user password",
+        "user-password",
+        ("user.manage",),
+        "user.password",
+        a_new_operator,
+        lambda c, w, t: post(c, "user-password", [t.name]),
+    ),
+]
+
+
+def call(client: Client, method: str, path: str, body: dict | None = None) -> Answer:
+    data = json.dumps(body) if body is not None else ""
+    return api_answer(getattr(client, method.lower())(path, data, content_type="application/json"))
+
+
+def links_url(w: World) -> str:
+    return f"/kafka/v3/clusters/{w.destination.cluster_id}/links"
+
+
+def link_url(w: World, t: Target, tail: str = "") -> str:
+    return f"{links_url(w)}/{t.link.name}{tail}"
+
+
+def request_url(w: World, t: Target, verb: str) -> str:
+    return f"/kafka/v3/clusters/{w.destination.cluster_id}/approval-requests/{t.request.pk}:{verb}"
+
+
+def names_of(t: Target, **more) -> dict:
+    return {"mirror_topic_names": [t.mirror.mirror_topic], **more}
+
+
+LINK_PATH = "/clusters/{cluster_id}/links/{link_name}"
+REQUEST_PATH = "/clusters/{cluster_id}/approval-requests/{request_id}"
+
+API = [
+    Row(
+        "link create",
+        ("/clusters/{cluster_id}/links", "POST"),
+        ("link.manage",),
+        "link.create",
+        a_new_name,
+        lambda c, w, t: call(
+            c,
+            "POST",
+            f"{links_url(w)}?link_name={t.name}",
+            {
+                "configs": [
+                    {"name": "bootstrap.servers", "value": kafka.SOURCE.bootstrap},
+                    {"name": "cluster.link.paused", "value": "true"},
+                ]
+            },
+        ),
+    ),
+    Row(
+        "link delete",
+        (LINK_PATH, "DELETE"),
+        ("link.delete",),
+        "link.delete",
+        a_link_to_delete,
+        lambda c, w, t: call(c, "DELETE", link_url(w, t, "?reason=role+matrix")),
+        asked_event="request.delete-link",
+    ),
+    Row(
+        "link configs alter",
+        (LINK_PATH + "/configs:alter", "PUT"),
+        ("link.manage",),
+        "link.alter_configs",
+        a_config_value,
+        lambda c, w, t: call(
+            c,
+            "PUT",
+            link_url(w, t, "/configs:alter"),
+            {"data": [{"name": CONFIG, "value": t.name}]},
+        ),
+    ),
+    Row(
+        "link config set",
+        (LINK_PATH + "/configs/{config_name}", "PUT"),
+        ("link.manage",),
+        "link.alter_configs",
+        a_config_value,
+        lambda c, w, t: call(c, "PUT", link_url(w, t, f"/configs/{CONFIG}"), {"value": t.name}),
+    ),
+    Row(
+        "link config reset",
+        (LINK_PATH + "/configs/{config_name}", "DELETE"),
+        ("link.manage",),
+        "link.alter_configs",
+        a_link_with_the_config_set,
+        lambda c, w, t: call(c, "DELETE", link_url(w, t, f"/configs/{CONFIG}")),
+    ),
+    Row(
+        "link pause by its configs",  # one event: link.alter_configs, and no link.pause besides
+        (LINK_PATH + "/configs:alter", "PUT"),
+        ("link.manage",),
+        "link.alter_configs",
+        an_active_link,
+        lambda c, w, t: call(
+            c,
+            "PUT",
+            link_url(w, t, "/configs:alter"),
+            {"data": [{"name": PAUSED, "value": "true"}]},
+        ),
+    ),
+    Row(
+        "link pause by its config",
+        (LINK_PATH + "/configs/{config_name}", "PUT"),
+        ("link.manage",),
+        "link.alter_configs",
+        an_active_link,
+        lambda c, w, t: call(c, "PUT", link_url(w, t, f"/configs/{PAUSED}"), {"value": "true"}),
+    ),
+    Row(
+        "mirror create",
+        (LINK_PATH + "/mirrors", "POST"),
+        ("mirror.manage",),
+        "mirror.create",
+        an_unmirrored_topic,
+        lambda c, w, t: call(c, "POST", link_url(w, t, "/mirrors"), {"source_topic_name": t.name}),
+    ),
+    Row(
+        "mirror pause",
+        (LINK_PATH + "/mirrors:pause", "POST"),
+        ("mirror.manage",),
+        "mirror.pause",
+        a_running_mirror,
+        lambda c, w, t: call(c, "POST", link_url(w, t, "/mirrors:pause"), names_of(t)),
+    ),
+    Row(
+        "mirror resume",
+        (LINK_PATH + "/mirrors:resume", "POST"),
+        ("mirror.manage",),
+        "mirror.resume",
+        a_paused_mirror,
+        lambda c, w, t: call(c, "POST", link_url(w, t, "/mirrors:resume"), names_of(t)),
+    ),
+    Row(
+        "mirror promote",
+        (LINK_PATH + "/mirrors:promote", "POST"),
+        ("mirror.stop",),
+        "mirror.promote",
+        a_mirror_to_stop,
+        lambda c, w, t: call(
+            c, "POST", link_url(w, t, "/mirrors:promote"), names_of(t, reason=REASON)
+        ),
+        asked_event="request.promote",
+    ),
+    Row(
+        "mirror failover",
+        (LINK_PATH + "/mirrors:failover", "POST"),
+        ("mirror.stop",),
+        "mirror.failover",
+        a_mirror_to_stop,
+        lambda c, w, t: call(
+            c, "POST", link_url(w, t, "/mirrors:failover"), names_of(t, reason=REASON)
+        ),
+        asked_event="request.failover",
+    ),
+    Row(
+        "mirror failover, breaking glass",
+        (LINK_PATH + "/mirrors:failover", "POST"),
+        ("mirror.stop", "request.override"),
+        "mirror.failover",
+        a_mirror_to_break_glass_on,
+        lambda c, w, t: call(
+            c,
+            "POST",
+            link_url(w, t, "/mirrors:failover"),
+            names_of(t, reason=REASON, break_glass=True),
+        ),
+        inner=BREAK_GLASS,
+    ),
+    Row(
+        "request approve",
+        (REQUEST_PATH + ":approve", "POST"),
+        ("request.approve",),
+        "request.approve",
+        someone_elses_request,
+        lambda c, w, t: call(c, "POST", request_url(w, t, "approve")),
+    ),
+    Row(
+        "request reject",
+        (REQUEST_PATH + ":reject", "POST"),
+        ("request.approve",),
+        "request.reject",
+        someone_elses_request,
+        lambda c, w, t: call(c, "POST", request_url(w, t, "reject"), {"reason": REASON}),
+    ),
+    Row(
+        "request withdraw",
+        (REQUEST_PATH + ":withdraw", "POST"),
+        ("mirror.stop",),
+        "request.withdraw",
+        an_own_request,
+        lambda c, w, t: call(c, "POST", request_url(w, t, "withdraw")),
+    ),
+]
+
+
+def at(w: World) -> list[str]:
+    return ["--bootstrap-server", kafka.DESTINATION.bootstrap]
+
+
+CLI = [
+    Row(
+        "link create",
+        ("kafka-cluster-links", "--create"),
+        ("link.manage",),
+        "link.create",
+        a_new_name,
+        lambda run, w, t: run(
+            "kafka-cluster-links",
+            *at(w),
+            "--create",
+            "--link",
+            t.name,
+            "--config",
+            f"bootstrap.servers={kafka.SOURCE.bootstrap},cluster.link.paused=true",
+        ),
+    ),
+    Row(
+        "link delete",
+        ("kafka-cluster-links", "--delete"),
+        ("link.delete",),
+        "link.delete",
+        a_link_to_delete,
+        lambda run, w, t: run(
+            "kafka-cluster-links", *at(w), "--delete", "--link", t.link.name, "--reason", REASON
+        ),
+        asked_event="request.delete-link",
+    ),
+    Row(
+        "link configs alter",
+        ("kafka-configs", "--alter"),
+        ("link.manage",),
+        "link.alter_configs",
+        a_config_value,
+        lambda run, w, t: run(
+            "kafka-configs",
+            *at(w),
+            "--alter",
+            "--cluster-link",
+            t.link.name,
+            "--add-config",
+            f"{CONFIG}={t.name}",
+        ),
+    ),
+    Row(
+        "link pause by its config",  # one event: link.alter_configs, and no link.pause besides
+        ("kafka-configs", "--alter"),
+        ("link.manage",),
+        "link.alter_configs",
+        an_active_link,
+        lambda run, w, t: run(
+            "kafka-configs",
+            *at(w),
+            "--alter",
+            "--cluster-link",
+            t.link.name,
+            "--add-config",
+            f"{PAUSED}=true",
+        ),
+    ),
+    Row(
+        "link resume by its config",  # one event: link.alter_configs, and no link.resume besides
+        ("kafka-configs", "--alter"),
+        ("link.manage",),
+        "link.alter_configs",
+        a_paused_link,
+        lambda run, w, t: run(
+            "kafka-configs",
+            *at(w),
+            "--alter",
+            "--cluster-link",
+            t.link.name,
+            "--delete-config",
+            PAUSED,
+        ),
+    ),
+    Row(
+        "mirror create",
+        ("kafka-mirrors", "--create"),
+        ("mirror.manage",),
+        "mirror.create",
+        an_unmirrored_topic,
+        lambda run, w, t: run(
+            "kafka-mirrors", *at(w), "--create", "--mirror-topic", t.name, "--link", t.link.name
+        ),
+    ),
+    Row(
+        "mirror pause",
+        ("kafka-mirrors", "--pause"),
+        ("mirror.manage",),
+        "mirror.pause",
+        a_running_mirror,
+        lambda run, w, t: run(
+            "kafka-mirrors", *at(w), "--pause", "--topics", t.mirror.mirror_topic
+        ),
+    ),
+    Row(
+        "mirror unpause",
+        ("kafka-mirrors", "--unpause"),
+        ("mirror.manage",),
+        "mirror.resume",
+        a_paused_mirror,
+        lambda run, w, t: run(
+            "kafka-mirrors", *at(w), "--unpause", "--topics", t.mirror.mirror_topic
+        ),
+    ),
+    Row(
+        "mirror promote",
+        ("kafka-mirrors", "--promote"),
+        ("mirror.stop",),
+        "mirror.promote",
+        a_mirror_to_stop,
+        lambda run, w, t: run(
+            "kafka-mirrors",
+            *at(w),
+            "--promote",
+            "--topics",
+            t.mirror.mirror_topic,
+            "--reason",
+            REASON,
+        ),
+        asked_event="request.promote",
+    ),
+    Row(
+        "mirror failover",
+        ("kafka-mirrors", "--failover"),
+        ("mirror.stop",),
+        "mirror.failover",
+        a_mirror_to_stop,
+        lambda run, w, t: run(
+            "kafka-mirrors",
+            *at(w),
+            "--failover",
+            "--topics",
+            t.mirror.mirror_topic,
+            "--reason",
+            REASON,
+        ),
+        asked_event="request.failover",
+    ),
+    Row(
+        "mirror failover, breaking glass",
+        ("kafka-mirrors", "--failover"),
+        ("mirror.stop", "request.override"),
+        "mirror.failover",
+        a_mirror_to_break_glass_on,
+        lambda run, w, t: run(
+            "kafka-mirrors",
+            *at(w),
+            "--failover",
+            "--break-glass",
+            "--topics",
+            t.mirror.mirror_topic,
+            "--reason",
+            REASON,
+        ),
+        inner=BREAK_GLASS,
+    ),
+    Row(
+        "request approve",
+        ("kafka-mirrors", "--approve"),
+        ("request.approve",),
+        "request.approve",
+        someone_elses_request,
+        lambda run, w, t: run("kafka-mirrors", *at(w), "--approve", str(t.request.pk)),
+    ),
+    Row(
+        "request reject",
+        ("kafka-mirrors", "--reject"),
+        ("request.approve",),
+        "request.reject",
+        someone_elses_request,
+        lambda run, w, t: run(
+            "kafka-mirrors", *at(w), "--reject", str(t.request.pk), "--reason", REASON
+        ),
+    ),
+    Row(
+        "request withdraw",
+        ("kafka-mirrors", "--withdraw"),
+        ("mirror.stop",),
+        "request.withdraw",
+        an_own_request,
+        lambda run, w, t: run("kafka-mirrors", *at(w), "--withdraw", str(t.request.pk)),
+    ),
+]
+
+
+# Checking one case. ---------------------------------------------------------------------------
+
+
+def fingerprint() -> tuple:
+    """What the actions can change, in one comparable value."""
+    return (
+        sorted(KafkaCluster.objects.values_list("name", "bootstrap_servers")),
+        sorted(
+            (name, state, json.dumps(configs, sort_keys=True), required, override)
+            for name, state, configs, required, override in ClusterLink.objects.values_list(
+                "name", "state", "configs", "approvals_required", "admin_may_override"
+            )
+        ),
+        sorted(MirrorTopic.objects.values_list("mirror_topic", "state", "paused")),
+        sorted(ApprovalRequest.objects.values_list("pk", "state")),
+        sorted(Approval.objects.values_list("request_id", "approver_id")),
+        sorted(ApiToken.objects.values_list("user_id", "name")),
+        sorted(
+            get_user_model().objects.values_list(
+                "username", "is_active", "is_superuser", "password"
+            )
+        ),
+        sorted(get_user_model().groups.through.objects.values_list("user_id", "group__name")),
+    )
+
+
+def _last(model) -> int:
+    return model.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+def people_events(since: int) -> list[AuditEvent]:
+    """Events left by people (not by the tests' set-up or the system's own parts)."""
+    events = AuditEvent.objects.filter(pk__gt=since).order_by("pk")
+    return [e for e in events if e.actor_id is not None or e.actor_name.split(" ")[0] in ROLES]
+
+
+def check(interface: Interface, row: Row, role: str, w: World, caller) -> None:
+    """Do `row` as `role` and check that the policy decided the outcome, and the audit trail
+    holds exactly one event of it."""
+    user = w.users[role]
+    allowed = all(can(user, action) for action in row.policy)
+    target = row.target(w, user, allowed)
+    asks = allowed and row.asked_event is not None and not acts_at_once(user, target.link)
+    expected = "asked" if asks else "done" if allowed else "refused"
+    before, since, requests_since = fingerprint(), _last(AuditEvent), _last(ApprovalRequest)
+
+    answer = row.perform(caller, w, target)
+
+    assert answer.kind == expected, f"{role} {row.name}: expected {expected}, got {answer}"
+    events = people_events(since)
+    assert len(events) == 1, [(e.actor_name, e.action, e.result, e.message) for e in events]
+    [event] = events
+    assert event.actor_id == user.pk and event.actor_name.startswith(user.get_username()), event
+    new_requests = list(
+        ApprovalRequest.objects.filter(pk__gt=requests_since).values_list("requester", "state")
+    )
+    if expected == "refused":
+        lacking = next(action for action in row.policy if not can(user, action))
+        if lacking == row.policy[0]:  # the route's own action
+            audited, message = lacking, f"Your role does not allow {lacking}"
+            status = interface.gate_status
+        else:
+            (audited, message), status = row.inner[lacking], interface.inner_status
+        assert message in answer.message, answer
+        if status is not None:
+            assert answer.status == status, answer
+        assert (event.action, event.result) == (audited, "refused"), event
+        assert message in event.message, event.message
+        assert fingerprint() == before, "a refused action changed something"
+        assert new_requests == []
+    else:
+        audited = row.asked_event if asks else row.event
+        assert (event.action, event.result) == (audited, "ok"), (event, event.message)
+        assert fingerprint() != before, "an allowed action changed nothing"
+        assert new_requests == ([(user.pk, "PENDING")] if asks else [])
+
+
+def run_table(interface: Interface, table: list[Row], role: str, w: World, caller, subtests):
+    for row in table:
+        with subtests.test(row.name, role=role):
+            check(interface, row, role, w, caller)
+
+
+@pytest.fixture
+def world(users, make_link, make_topic, topic_name, registered_clusters) -> World:
+    return World(users, make_link, make_topic, topic_name, registered_clusters["destination"])
+
+
+# The matrix. ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_console_allows_and_refuses_exactly_what_the_policy_says_and_audits_each_once(
+    role, world, client_as, subtests
+):
+    run_table(CONSOLE_UI, CONSOLE, role, world, client_as(role), subtests)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_api_allows_and_refuses_exactly_what_the_policy_says_and_audits_each_once(
+    role, world, users, subtests
+):
+    _, secret = create_token(SETUP, users[role], "matrix")
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    run_table(API_UI, API, role, world, client, subtests)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_tools_allow_and_refuse_exactly_what_the_policy_says_and_audit_each_once(
+    role, world, users, live_server, subtests
+):
+    _, secret = create_token(SETUP, users[role], "matrix")
+    environment = {
+        **os.environ,
+        "PATH": f"{ROOT / 'bin'}:{os.environ['PATH']}",
+        "ISTHMUS_URL": live_server.url,
+        "ISTHMUS_TOKEN": secret,
+        "ISTHMUS_CONFIG": "/nonexistent",
+    }
+
+    def run(*argv: str) -> Answer:
+        result = subprocess.run(
+            argv, capture_output=True, text=True, env=environment, timeout=120, check=False
+        )
+        return cli_answer(result)
+
+    run_table(CLI_UI, CLI, role, world, run, subtests)
+
+
+# Completeness: the tables against the policy, the URL confs and the tools. --------------------
+
+
+def console_routes() -> list[tuple[str, str, Any]]:
+    """(route, URL name, view) for each route of console/urls.py, the API's aside."""
+    return [
+        (str(entry.pattern), entry.name, entry.callback)
+        for entry in get_resolver().url_patterns
+        if isinstance(entry, URLPattern)
+    ]
+
+
+def changes(view) -> bool:
+    """Whether a view may change something: an API-style view with a method other than GET,
+    or a page guarded by an action other than reading."""
+    per_method = getattr(view, "access_actions", None)
+    if per_method is not None:
+        return any(method != "GET" for method in per_method)
+    return view.access_action not in READ_ONLY
+
+
+def api_routes() -> dict[tuple[str, str], str]:
+    """(path, METHOD) -> policy action for each route of console/api/urls.py, its parameters
+    spelt {name} as in the OpenAPI document."""
+    found = {}
+    for pattern in api_urls.urlpatterns:
+        path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
+        for method, action in pattern.callback.access_actions.items():
+            found[(path, method)] = action
+    return found
+
+
+def cli_options(module) -> set[str]:
+    """The options that choose what a tool does: its parser's mutually exclusive group, read
+    from argparse's (private but long-stable) attributes, as the tools give no parser alone."""
+
+    class Parsed(Exception):
+        pass
+
+    def catch(parser, *args, **kwargs):
+        raise Parsed(parser)
+
+    with mock.patch.object(argparse.ArgumentParser, "parse_args", catch):
+        try:
+            module._arguments([])
+        except Parsed as parsed:
+            parser = parsed.args[0]
+    return {
+        option
+        for group in parser._mutually_exclusive_groups
+        for action in group._group_actions
+        for option in action.option_strings
+    }
+
+
+def covered(table: list[Row]) -> set[str]:
+    return {action for row in table for action in row.policy}
+
+
+MATRIX_ACTIONS = set(POLICY) - READ_ONLY
+
+
+def test_every_action_of_the_policy_is_in_the_console_and_api_tables():
+    assert MATRIX_ACTIONS - covered(CONSOLE) == set()
+    assert MATRIX_ACTIONS - covered(API) - set(API_ABSENT) == set()
+    # what the tools do is what the API does, whatever route they take
+    assert covered(CLI) == covered(API)
+    for table in (CONSOLE, API, CLI):
+        assert covered(table) <= set(POLICY)
+        assert not covered(table) & READ_ONLY
+
+
+def test_actions_said_to_be_absent_from_the_api_have_no_api_route():
+    assert set(API_ABSENT) <= set(POLICY)
+    assert not set(API_ABSENT) & set(api_routes().values()), "give them API rows"
+    assert not set(API_ABSENT) & covered(API)
+
+
+def test_every_console_route_that_changes_something_is_in_the_table_with_its_action():
+    routes = {name: (route, view) for route, name, view in console_routes()}
+    changing = {
+        name
+        for name, (route, view) in routes.items()
+        if not route.startswith("kafka/v3/") and changes(view) and route not in CONSOLE_EXCLUDED
+    }
+    assert changing == {row.route for row in CONSOLE}
+    for row in CONSOLE:  # the table checks the action the route is really guarded by
+        assert routes[row.route][1].access_action == row.policy[0], row.name
+    assert set(CONSOLE_EXCLUDED) <= {route for route, _, _ in console_routes()}
+
+
+def test_every_api_route_that_changes_something_is_in_the_table_with_its_action():
+    routes = api_routes()
+    assert {key for key in routes if key[1] != "GET"} == {row.route for row in API}
+    for row in API:
+        assert routes[row.route] == row.policy[0], row.name
+
+
+def test_every_tool_option_that_changes_something_is_in_the_table():
+    options = {
+        (tool, option)
+        for tool, module in CLI_TOOLS.items()
+        if hasattr(module, "_arguments")
+        for option in cli_options(module) - CLI_READ_FLAGS
+    }
+    assert options == {row.route for row in CLI}
+
+
+def test_a_post_to_a_page_that_only_reads_changes_nothing(world, client_as):
+    """The routes the table leaves out as reading only (and those excluded as reading, such
+    as health) ignore a POST's data."""
+    client = client_as("admin")
+    mirror = world.mirror_in(world.link, PROMOTABLE)
+    request = world.request(world.users["operator"])
+    values = {
+        "destination": world.destination.name,
+        "topic": mirror.mirror_topic,
+        "pk": request.pk,
+        "username": "viewer",
+    }
+    before, since = fingerprint(), _last(AuditEvent)
+    posted = []
+    for route, name, view in console_routes():
+        if route.startswith("kafka/v3/") or changes(view) and route not in CONSOLE_READING:
+            continue
+        # a cluster's name on the clusters' pages, a link's on the links'
+        named = world.destination.name if route.startswith("clusters/") else world.link.name
+        kwargs = {
+            key: {**values, "name": named}[key] for key in re.findall(r"<(?:\w+:)?(\w+)>", route)
+        }
+        response = client.post(
+            reverse(name, kwargs=kwargs), {"name": "x", "reason": "x", "role": "admin"}
+        )
+        assert response.status_code < 500, (route, response.status_code)
+        posted.append(route)
+    assert {"audit/", "clusters/", *CONSOLE_READING} <= set(posted)
+    assert people_events(since) == []
+    assert fingerprint() == before
