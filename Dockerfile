@@ -7,6 +7,7 @@ COPY pyproject.toml README.md manage.py ./
 COPY console console
 COPY replication replication
 COPY spark_jobs spark_jobs
+COPY infra infra
 COPY devstack devstack
 COPY isthmus_cli isthmus_cli
 COPY templates templates

@@ -63,6 +63,7 @@ status:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-logo
 
 format:
 	$(VENV)/bin/ruff format .

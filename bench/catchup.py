@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from replication.kafka_admin import KafkaAdminError
+from infra.kafka_admin import KafkaAdminError
 
 from . import cluster, procs
 from .engine import Engine

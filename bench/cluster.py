@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from replication.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "var" / "bench"  # logs, configs and checkpoints of a run (git-ignored)

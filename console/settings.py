@@ -18,7 +18,7 @@ import dj_database_url
 from cryptography.fernet import Fernet
 from django.core.management.utils import get_random_secret_key
 
-from devstack.secretfile import read_or_create
+from infra.secretfile import read_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ISTHMUS_VAR_DIR", BASE_DIR / "var")).resolve()
@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "template_partials",
     "replication",
     "console",
+    "devstack",  # the embedded stack's commands: manage.py devstack, setup_demo
 ]
 
 MIDDLEWARE = [

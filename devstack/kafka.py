@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import secretfile
+from infra import secretfile
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA_RUN = ROOT / "devstack" / "kafka-run"

@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import kafka, processes
+from infra import processes
+
+from . import kafka
 from .kafka import ROOT
 
 

@@ -9,10 +9,11 @@ from dataclasses import dataclass, replace
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from infra.kafka_admin import KafkaAdminError
+
 from . import audit
 from .connections import cluster_admin, connect
 from .errors import ReplicationError, conflict
-from .kafka_admin import KafkaAdminError
 from .models import NAME_VALIDATOR, KafkaCluster
 
 log = logging.getLogger(__name__)

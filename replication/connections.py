@@ -6,8 +6,9 @@ from __future__ import annotations
 from confluent_kafka import KafkaException
 from django.conf import settings
 
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+
 from .errors import ReplicationError, unavailable
-from .kafka_admin import KafkaAdmin, KafkaAdminError
 from .models import ClusterLink, KafkaCluster
 
 

@@ -10,10 +10,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+
 from . import audit, crypto, link_configs, promote
 from .connections import connect
 from .errors import ReplicationError, conflict, not_found
-from .kafka_admin import KafkaAdmin, KafkaAdminError
 from .mirror_states import move_all
 from .models import NAME_VALIDATOR, ClusterLink, KafkaCluster, MirrorTopic
 

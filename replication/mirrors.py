@@ -18,12 +18,12 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from spark_jobs import translation
 
 from . import audit, read_only, streams, topic_configs
 from .connections import destination_admin, source_admin, unreachable
 from .errors import ReplicationError, conflict, not_found
-from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from .mirror_states import FOLLOWING, move
 from .models import ClusterLink, KafkaCluster, MirrorTopic
 

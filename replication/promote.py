@@ -25,10 +25,11 @@ from celery import current_app
 from django.conf import settings
 from django.utils import timezone
 
+from infra.kafka_admin import KafkaAdminError, TopicNotFound
+
 from . import audit, read_only, streams
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError, unavailable
-from .kafka_admin import KafkaAdminError, TopicNotFound
 from .mirror_states import FAILABLE_OVER, FOLLOWING, PROMOTABLE, move
 from .mirrors import (
     PartitionStatus,

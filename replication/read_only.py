@@ -17,7 +17,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from .kafka_admin import AuthorizerDisabled, KafkaAdmin
+from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin
 
 _RULES = [
     (AclOperation.READ, AclPermissionType.ALLOW),

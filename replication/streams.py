@@ -21,12 +21,12 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from devstack import processes
+from infra import processes
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from spark_jobs import control, launch, translation
 
 from . import audit, read_only
 from .connections import destination_admin
-from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from .mirror_states import COPYING
 from .models import ClusterLink
 from .redis_channel import client

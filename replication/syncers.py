@@ -13,10 +13,11 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+
 from . import links, mirrors
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError
-from .kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from .mirror_states import SYNCED
 from .models import ClusterLink, MirrorTopic
 

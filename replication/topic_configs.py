@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
+from infra.kafka_admin import ConfigValue
+
 from .errors import ReplicationError
-from .kafka_admin import ConfigValue
 
 STRICTLY_MIRRORED = frozenset(
     {

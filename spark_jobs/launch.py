@@ -17,17 +17,24 @@ JARS_DIR = ROOT / ".cache" / "jars" / "spark"
 def _code_archive(where: Path) -> Path:
     """The stream's own code, for executors that do not share this machine's files."""
     archive = where / "isthmus-stream.zip"
-    sources = [*(ROOT / "spark_jobs").glob("*.py"), ROOT / "replication" / "kafka_admin.py"]
-    newest = max(p.stat().st_mtime for p in sources)
-    if not archive.exists() or archive.stat().st_mtime < newest:
+    sources = [*(ROOT / "spark_jobs").glob("*.py"), *(ROOT / "infra").glob("*.py")]
+    if not _current(archive, sources):
         where.mkdir(parents=True, exist_ok=True)
         partial = archive.with_suffix(".tmp")
         with zipfile.ZipFile(partial, "w") as z:
             for path in sources:
                 z.write(path, path.relative_to(ROOT))
-            z.writestr("replication/__init__.py", "")
         partial.replace(archive)
     return archive
+
+
+def _current(archive: Path, sources: list[Path]) -> bool:
+    """Whether the archive holds exactly these files, none changed since (a moved module keeps
+    its old time, so the names are compared too)."""
+    if not archive.exists() or archive.stat().st_mtime < max(p.stat().st_mtime for p in sources):
+        return False
+    with zipfile.ZipFile(archive) as z:
+        return sorted(z.namelist()) == sorted(str(p.relative_to(ROOT)) for p in sources)
 
 
 def submit_command(

@@ -30,7 +30,7 @@ import redis
 if __package__ in (None, ""):  # run as a file by spark-submit: import the project's packages
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from replication.kafka_admin import KafkaAdmin
+from infra.kafka_admin import KafkaAdmin
 from spark_jobs import control, translation, writer
 
 log = logging.getLogger("isthmus.stream")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from replication.kafka_admin import kafka_id
+from infra.kafka_admin import kafka_id
 
 TOPIC = "_isthmus-offset-translation"
 

@@ -20,8 +20,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from django.conf import settings
 
 from devstack import kafka
-from devstack.processes import wait_for
 from devstack.stack import Stack
+from infra.processes import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 # Another Redis database (ISTHMUS_TEST_REDIS_DB) lets a second test run go on beside this one.
@@ -158,8 +158,8 @@ def make_link(registered_clusters):
 
     Afterwards every mirror topic the test made is deleted from the destination, ACLs and all.
     """
+    from infra.kafka_admin import KafkaAdmin, KafkaAdminError
     from replication import audit, read_only
-    from replication.kafka_admin import KafkaAdmin, KafkaAdminError
     from replication.links import create_link
     from replication.models import MirrorTopic
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from devstack import kafka
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from replication import audit, read_only, streams
 from replication.clusters import register_cluster
-from replication.kafka_admin import KafkaAdmin, KafkaAdminError
 from replication.links import create_link
 from replication.mirrors import describe_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic

@@ -12,8 +12,8 @@ from django.db import connection
 from django.test import Client
 
 from devstack import kafka
+from infra.kafka_admin import KafkaAdmin, TopicNotFound
 from replication import audit
-from replication.kafka_admin import KafkaAdmin, TopicNotFound
 from replication.mirrors import create_mirror
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
 from replication.tokens import create_token

@@ -13,9 +13,9 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
 from isthmus_cli.replica_status import COLUMNS, MIRROR_COLUMNS
 from replication import audit, read_only
-from replication.kafka_admin import KafkaAdmin
 from replication.models import ClusterLink, MirrorTopic
 from replication.tokens import create_token
 from tests.conftest import ROOT, admin_config

@@ -10,9 +10,10 @@ import sys
 import psutil
 import pytest
 
-from devstack import kafka, processes
-from devstack.processes import PortInUse, wait_for
+from devstack import kafka
 from devstack.stack import Stack
+from infra import processes
+from infra.processes import PortInUse, wait_for
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration

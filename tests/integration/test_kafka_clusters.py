@@ -13,9 +13,9 @@ from confluent_kafka.admin import (
 )
 
 from devstack import kafka
-from devstack.processes import wait_for
+from infra.kafka_admin import KafkaAdmin, kafka_id
+from infra.processes import wait_for
 from replication import audit, read_only
-from replication.kafka_admin import KafkaAdmin, kafka_id
 from replication.mirrors import create_mirror
 from replication.models import MirrorTopic
 from spark_jobs import translation

@@ -4,7 +4,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from devstack import kafka
-from devstack.processes import wait_for
+from infra.processes import wait_for
 from replication import audit
 from replication.errors import ReplicationError
 from replication.links import (

@@ -17,8 +17,8 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
 from replication import streams
-from replication.kafka_admin import KafkaAdmin
 from replication.links import alter_link_configs
 from replication.mirrors import create_mirror, describe_mirror
 from spark_jobs.translation import Entry

@@ -5,10 +5,10 @@ import pytest
 from confluent_kafka import KafkaError
 
 from devstack import kafka
-from devstack.processes import wait_for
+from infra.kafka_admin import KafkaAdmin, TopicNotFound
+from infra.processes import wait_for
 from replication import audit
 from replication.errors import ReplicationError
-from replication.kafka_admin import KafkaAdmin, TopicNotFound
 from replication.mirrors import (
     create_mirror,
     delete_mirror,

@@ -12,7 +12,8 @@ import pytest
 from confluent_kafka import KafkaError
 from django.test import override_settings
 
-from devstack import kafka, processes
+from devstack import kafka
+from infra import processes
 from replication import audit, promote, streams
 from replication.links import resume_link
 from replication.mirrors import create_mirror, pause_mirror

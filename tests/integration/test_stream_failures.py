@@ -14,9 +14,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
-from devstack.processes import read_pidfile
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.processes import read_pidfile
 from replication import streams
-from replication.kafka_admin import KafkaAdmin, KafkaAdminError
 from replication.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.mirror_checks import ACTOR, assert_exact_copy, committed_link, run_until_copied

@@ -13,9 +13,9 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 from django.utils import timezone
 
 from devstack import kafka
-from devstack.processes import wait_for
+from infra.kafka_admin import KafkaAdmin
+from infra.processes import wait_for
 from replication import audit, syncers
-from replication.kafka_admin import KafkaAdmin
 from replication.links import pause_link
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic

@@ -8,7 +8,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CLI = ROOT / "isthmus_cli"
-SERVER = {"replication", "console", "spark_jobs", "devstack", "django", "pyspark", "celery"}
+SERVER = {
+    "replication",
+    "console",
+    "spark_jobs",
+    "devstack",
+    "infra",
+    "django",
+    "pyspark",
+    "celery",
+}
 TOOLS = {"cluster_links", "mirrors", "replica_status", "configs"}
 
 

@@ -3,9 +3,9 @@ class. (Their effect on real clusters is proven in tests/integration.)"""
 
 import pytest
 
+from infra.kafka_admin import ConfigValue
 from replication import link_configs, topic_configs
 from replication.errors import ReplicationError
-from replication.kafka_admin import ConfigValue
 
 JAAS = (
     "org.apache.kafka.common.security.scram.ScramLoginModule required "

@@ -1,8 +1,8 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from devstack.processes import PortInUse
 from devstack.stack import Stack, StackError
+from infra.processes import PortInUse
 
 
 class Command(BaseCommand):

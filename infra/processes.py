@@ -1,4 +1,5 @@
-"""Start, find and stop the devstack's background processes by pid.
+"""Start, find and stop background processes by pid (the embedded stack's, and each link's
+stream).
 
 Each started process gets a pid file holding its pid and start time, so `down` stops exactly
 what `up` started and never a later process that happens to reuse the pid.
