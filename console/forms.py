@@ -91,7 +91,7 @@ class LinkConfigForm(forms.Form):
 class MirrorForm(forms.Form):
     source_topic = forms.CharField(max_length=249)
     replication_factor = forms.IntegerField(
-        required=False, min_value=1, help_text="Empty: the destination's default."
+        required=False, min_value=1, max_value=32767, help_text="Empty: the destination's default."
     )
     configs = PropertiesField(
         label="Config overrides",

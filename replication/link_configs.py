@@ -15,19 +15,41 @@ from datetime import datetime
 from . import crypto
 from .errors import ReplicationError
 
-PREFIX_PATTERN = re.compile(r"^[a-zA-Z0-9._-]{1,200}$")
+PREFIX_PATTERN = re.compile(r"[a-zA-Z0-9._-]{1,200}")
+# Kafka's INT and LONG config types: a value beyond them is refused by Kafka, so here too.
+JAVA_INT_MAX = 2**31 - 1
+JAVA_LONG_MAX = 2**63 - 1
+_DIGITS = re.compile(r"[0-9]{1,19}")
+# host:port, with an optional listener name (PLAINTEXT://) and IPv6 in brackets, as Kafka reads it
+_BROKER = re.compile(
+    r"(?:[A-Za-z_][A-Za-z0-9_]*://)?(\[[0-9A-Fa-f:.%]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})"
+)
 
 
-def _positive_int(value: str) -> str:
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError("must be a whole number of at least 1")
-    return str(int(value))
+def _whole(low: int, high: int) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if not _DIGITS.fullmatch(value) or not low <= int(value) <= high:
+            raise ValueError(f"must be a whole number from {low} to {high}")
+        return str(int(value))
+
+    return check
 
 
-def _non_negative_int(value: str) -> str:
-    if not value.isdigit():
-        raise ValueError("must be a whole number of 0 or more")
-    return str(int(value))
+_positive_int = _whole(1, JAVA_INT_MAX)
+_non_negative_int = _whole(0, JAVA_INT_MAX)
+_positive_long = _whole(1, JAVA_LONG_MAX)
+
+
+def _brokers(value: str) -> str:
+    entries = [e.strip() for e in value.split(",")]
+    for entry in entries:
+        found = _BROKER.fullmatch(entry)
+        if found is None or not 1 <= int(found[2]) <= 65535:
+            raise ValueError(
+                f"has {entry!r}, which is not host:port (a port from 1 to 65535); "
+                "give host:port[,host:port]"
+            )
+    return ",".join(entries)
 
 
 def _boolean(value: str) -> str:
@@ -47,11 +69,13 @@ def _start_offset_spec(value: str) -> str:
         ) from None
     if moment.tzinfo is None:
         raise ValueError("needs a time zone, e.g. 2026-11-21T09:00:00Z or +01:00")
+    if moment.timestamp() < 0:
+        raise ValueError("is before 1970-01-01, where Kafka's timestamps begin")
     return value
 
 
 def _prefix(value: str) -> str:
-    if not PREFIX_PATTERN.match(value):
+    if not PREFIX_PATTERN.fullmatch(value):
         raise ValueError("may hold only letters, digits, '.', '_' and '-'")
     return value
 
@@ -134,7 +158,7 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "bootstrap.servers",
             None,
-            _text,
+            _brokers,
             "Brokers of the source cluster, host:port[,host:port].",
             connection=True,
         ),
@@ -173,7 +197,7 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "metadata.max.age.ms",
             "300000",
-            _positive_int,
+            _positive_long,
             "How often the link refreshes source metadata; new source partitions appear on "
             "the mirror within this time.",
         ),

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 State = MirrorTopic.State
 Error = MirrorTopic.Error
 
-_TOPIC_NAME = re.compile(r"^(?!\.{1,2}$)[a-zA-Z0-9._-]{1,249}$")
+_TOPIC_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,249}")
 
 
 def get_mirror(destination: KafkaCluster, name: str, link: ClusterLink | None = None):
@@ -102,7 +102,7 @@ def create_mirror(
     overrides = dict(configs or {})
     with audit.refusals(actor, "mirror.create", target):
         expected = link.prefix + source_topic
-        if not _TOPIC_NAME.match(source_topic):
+        if not _TOPIC_NAME.fullmatch(source_topic):
             raise ReplicationError(
                 f"Invalid source topic name {source_topic!r}: use 1-249 letters, digits, "
                 "'.', '_' or '-'."
@@ -120,8 +120,9 @@ def create_mirror(
                 f"Cluster link {link.name!r} has FAILED ({link.error_message}); "
                 "fix it before adding mirrors."
             )
-        if replication_factor is not None and replication_factor < 1:
-            raise ReplicationError("The replication factor must be at least 1.")
+        # Kafka's protocol carries it as a 16-bit number
+        if replication_factor is not None and not 1 <= replication_factor <= 32767:
+            raise ReplicationError("The replication factor must be a whole number from 1 to 32767.")
         topic_configs.check_overrides(overrides)
         taken = MirrorTopic.objects.filter(destination=link.destination, mirror_topic=name).first()
         if taken:

@@ -10,7 +10,7 @@ from django.utils import timezone
 from . import crypto, link_configs
 
 NAME_VALIDATOR = RegexValidator(
-    r"^(?!\.{1,2}$)[a-zA-Z0-9._-]{1,200}$",
+    r"\A(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,200}\Z",
     "Use 1-200 letters, digits, '.', '_' or '-' (and not '.' or '..').",
 )
 

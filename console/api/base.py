@@ -11,6 +11,8 @@ import json
 from collections.abc import Callable
 from functools import wraps
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -30,6 +32,7 @@ ERROR_CODES = {
     404: 40401,
     405: 40501,
     409: 40901,
+    413: 41301,
     415: 41501,
     500: 50001,
     503: 50301,
@@ -214,15 +217,30 @@ def endpoint(**actions: str) -> Callable:
 
 def json_body(request: HttpRequest) -> dict:
     """The request's JSON object (an empty body counts as `{}`)."""
-    if not request.body:
+    try:
+        raw = request.body
+    except RequestDataTooBig as exc:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raise ApiError(413, f"The request body is larger than {limit} bytes; send less.") from exc
+    if not raw:
         return {}
     content_type = request.content_type or ""
     if content_type != "application/json":
         raise ApiError(415, f"Send the body as application/json, not {content_type or 'nothing'}.")
     try:
-        body = json.loads(request.body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"The request body is not valid JSON: {exc}.") from exc
+        body = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ApiError(
+            400,
+            f"The request body is not valid JSON ({exc.msg.lower()} at line {exc.lineno}, "
+            f"column {exc.colno}).",
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, "The request body is not valid JSON: send it as UTF-8.") from exc
+    except RecursionError as exc:
+        raise ApiError(400, "The request body is nested too deeply to be read.") from exc
+    except ValueError as exc:  # e.g. a number of thousands of digits
+        raise ApiError(400, "The request body holds a number too long to be read.") from exc
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object.")
     return body

@@ -460,7 +460,8 @@ class AlterMirrorsRequest(Body):
     mirror_topic_names: list[str] | None = Field(None, description="The mirror topics, by name.")
     mirror_topic_name_pattern: str | None = Field(
         None,
-        description="A regex that the whole name of each mirror topic of the link must match.",
+        description="A regex (RE2 syntax: no look-arounds or back-references) that the whole "
+        "name of each mirror topic of the link must match.",
     )
 
 

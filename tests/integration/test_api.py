@@ -468,3 +468,60 @@ def test_bad_mirror_requests_get_clear_errors(api, make_link, make_topic, topic_
     )
     assert_error(operator.get(f"{mirrors}/{topic_name}"), 404, "not a mirror topic")
     assert not MirrorTopic.objects.exists()
+
+
+def test_hostile_bodies_and_values_get_clear_errors_and_change_nothing(
+    api, make_link, make_topic, topic_name, links_url
+):
+    link = make_link({"cluster.link.paused": "true"})
+    operator = api("operator")
+    mirrors = f"{links_url}/{link.name}/mirrors"
+    source_topic = make_topic(kafka.SOURCE, topic_name)
+    events = AuditEvent.objects.count()
+
+    def raw(url: str, body: str):
+        return operator.post(url, body, content_type="application/json")
+
+    assert_error(raw(mirrors, "[" * 100_000), 400, "nested too deeply")
+    assert_error(raw(mirrors, '{"a": ' + "9" * 5000 + "}"), 400, "number too long")
+    assert_error(raw(mirrors, '{"a": 1'), 400, "not valid JSON", "line 1, column 8")
+    assert_error(raw(mirrors, '{"a": "' + "x" * 5_000_000 + '"}'), 413, "larger than")
+    for factor in (2**31, 2**63, 40000, 0):
+        body = {"source_topic_name": source_topic, "replication_factor": factor}
+        assert_error(send(operator, "post", mirrors, body), 400, "from 1 to 32767")
+    # names are matched whole: a trailing newline is not a name
+    assert_error(send(operator, "post", mirrors, {"source_topic_name": "x\n"}), 400, "Invalid")
+    assert_error(
+        send(operator, "post", f"{links_url}?link_name=x%0A", {"configs": []}),
+        400,
+        "Invalid link name",
+    )
+    # configs as Kafka would take them
+    for name, value, says in (
+        ("metadata.max.age.ms", str(2**63), "from 1 to 9223372036854775807"),
+        ("metadata.max.age.ms", "9" * 5000, "from 1 to"),
+        ("topic.config.sync.ms", str(2**31), "from 1 to 2147483647"),
+        ("topic.config.sync.ms", "٣", "whole number"),
+        ("bootstrap.servers", "localhost:9092,junk", "'junk', which is not host:port"),
+        ("bootstrap.servers", "localhost:0", "a port from 1 to 65535"),
+        ("mirror.start.offset.spec", "1969-12-31T23:59:59Z", "before 1970-01-01"),
+    ):
+        response = send(
+            operator,
+            "put",
+            f"{links_url}/{link.name}/configs:alter",
+            {"data": [{"name": name, "value": value}]},
+        )
+        assert_error(response, 400, says)
+        assert "int()" not in response.json()["message"]
+    # a user's regex runs in RE2: linear time, and its syntax said when refused
+    assert_error(
+        send(operator, "post", f"{mirrors}:pause", {"mirror_topic_name_pattern": "(?=x)x"}),
+        400,
+        "RE2 syntax",
+    )
+    catastrophic = {"mirror_topic_name_pattern": "(.*.*)*X" + "a" * 20}
+    assert send(operator, "post", f"{mirrors}:pause", catastrophic).status_code == 400  # no topic
+    assert not MirrorTopic.objects.exists()
+    assert ClusterLink.objects.get(pk=link.pk).configs == link.configs
+    assert AuditEvent.objects.exclude(result="refused").count() == events

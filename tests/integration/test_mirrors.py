@@ -152,7 +152,7 @@ def nothing_left_of(topic: str) -> bool:
         ({"configs": {"retention.ms": "soon"}}, "would refuse mirror topic", 400),
         ({"configs": {"no.such.config": "1"}}, "would refuse mirror topic", 400),
         ({"replication_factor": 3}, "would refuse mirror topic", 400),
-        ({"replication_factor": 0}, "at least 1", 400),
+        ({"replication_factor": 0}, "from 1 to 32767", 400),
         ({"mirror_topic": "another-name"}, "named after its source topic", 400),
     ],
 )

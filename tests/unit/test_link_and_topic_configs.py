@@ -45,7 +45,7 @@ def test_a_jaas_login_becomes_librdkafka_credentials():
         ({"ssl.truststore.type": "JKS", "security.protocol": "SSL"}, "can only be PEM"),
         ({"ssl.keystore.key": "k"}, "set security.protocol=SSL or SASL_SSL"),
         ({"mirror.start.offset.spec": "2026-11-21T09:00:00"}, "needs a time zone"),
-        ({"availability.check.consecutive.failure.threshold": "0"}, "at least 1"),
+        ({"availability.check.consecutive.failure.threshold": "0"}, "from 1 to 2147483647"),
         ({"connection.mode": "INBOUND"}, "connection.mode can only be OUTBOUND"),
     ],
 )
