@@ -5,20 +5,36 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('replication', '0007_kafka_topic_ids'),
+        ("replication", "0007_kafka_topic_ids"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='clusterlink',
-            name='name',
-            field=models.CharField(max_length=200, validators=[django.core.validators.RegexValidator('\\A(?!\\.{1,2}\\Z)[a-zA-Z0-9._-]{1,200}\\Z', "Use 1-200 letters, digits, '.', '_' or '-' (and not '.' or '..').")]),
+            model_name="clusterlink",
+            name="name",
+            field=models.CharField(
+                max_length=200,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "\\A(?!\\.{1,2}\\Z)[a-zA-Z0-9._-]{1,200}\\Z",
+                        "Use 1-200 letters, digits, '.', '_' or '-' (and not '.' or '..').",
+                    )
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='kafkacluster',
-            name='name',
-            field=models.CharField(max_length=200, unique=True, validators=[django.core.validators.RegexValidator('\\A(?!\\.{1,2}\\Z)[a-zA-Z0-9._-]{1,200}\\Z', "Use 1-200 letters, digits, '.', '_' or '-' (and not '.' or '..').")]),
+            model_name="kafkacluster",
+            name="name",
+            field=models.CharField(
+                max_length=200,
+                unique=True,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "\\A(?!\\.{1,2}\\Z)[a-zA-Z0-9._-]{1,200}\\Z",
+                        "Use 1-200 letters, digits, '.', '_' or '-' (and not '.' or '..').",
+                    )
+                ],
+            ),
         ),
     ]
