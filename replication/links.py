@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import audit, crypto, link_configs, promote
+from . import audit, crypto, link_configs, promote, redis_channel
 from .connections import connect
 from .errors import ReplicationError, conflict, not_found
 from .mirror_states import move_all
@@ -274,24 +274,38 @@ def delete_link(
             )
         if validate_only:
             return
-        if live:
-            outcomes = promote.stop_mirrors(
-                actor, link, [m.mirror_topic for m in live], promote.FAILOVER, wait=True
-            )
-            failed = [o for o in outcomes if o.error]
-            if failed:
-                stopped = [o.mirror_topic for o in outcomes if not o.error]
-                raise conflict(
-                    " ".join(f"Could not fail over {o.mirror_topic!r}: {o.error}" for o in failed)
-                    + " The link was not deleted"
-                    + (f"; failed over (now writable): {', '.join(stopped)}." if stopped else ".")
-                )
-        before = snapshot(link)
-        deleted, _ = ClusterLink.objects.filter(pk=link.pk).delete()
-        if not deleted:
-            raise conflict(f"Cluster link {link.name!r} was deleted meanwhile.")
+        with redis_channel.only_one(
+            f"link-delete:{link.link_id}",
+            f"Cluster link {link.name!r} is being deleted by another request; reload in a moment.",
+        ):
+            before = snapshot(link)
+            live = _delete(actor, link)
     audit.record(actor, "link.delete", f"link {link.name}", before=before)
     log.info("Deleted cluster link %s%s", link.name, " (forced)" if live else "")
+
+
+def _delete(actor: audit.Actor, link: ClusterLink) -> list[MirrorTopic]:
+    """Fail over the link's live mirrors, then delete it; under the deletion's lock, so the
+    mirrors are read afresh. Returns the mirrors it failed over."""
+    if not ClusterLink.objects.filter(pk=link.pk).exists():
+        raise conflict(f"Cluster link {link.name!r} was deleted meanwhile.")
+    live = list(link.mirrors.exclude(state=MirrorTopic.State.STOPPED))
+    if live:
+        outcomes = promote.stop_mirrors(
+            actor, link, [m.mirror_topic for m in live], promote.FAILOVER, wait=True
+        )
+        failed = [o for o in outcomes if o.error]
+        if failed:
+            stopped = [o.mirror_topic for o in outcomes if not o.error]
+            raise conflict(
+                " ".join(f"Could not fail over {o.mirror_topic!r}: {o.error}" for o in failed)
+                + " The link was not deleted"
+                + (f"; failed over (now writable): {', '.join(stopped)}." if stopped else ".")
+            )
+    deleted, _ = ClusterLink.objects.filter(pk=link.pk).delete()
+    if not deleted:
+        raise conflict(f"Cluster link {link.name!r} was deleted meanwhile.")
+    return live
 
 
 def _restore_running(link: ClusterLink, event: str) -> None:
