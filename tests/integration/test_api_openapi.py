@@ -185,3 +185,66 @@ def test_the_document_is_served_to_every_role_and_only_with_authentication(clien
     }
     assert anonymous.json()["message"]
     assert anonymous["WWW-Authenticate"] == 'Bearer realm="isthmus", Basic realm="isthmus"'
+
+
+# Bodies no client should send: not JSON, not an object, fields of every wrong type, junk
+# values, deep nesting, a huge number, bad query flags.
+MALFORMED = [
+    ("text/plain", "hello"),
+    ("application/json", "{"),
+    ("application/json", "[1, 2]"),
+    ("application/json", '"a string"'),
+    ("application/json", "[" * 50_000),
+    ("application/json", '{"x": ' + "9" * 5000 + "}"),
+    ("application/json", b"\xff\xfe{}"),
+]
+WRONG_VALUES = [None, 0, -1, 2**64, True, "", "\n", "x" * 10_000, [], {}, [None], {"a": [1]}]
+
+
+def test_no_route_answers_500_or_html_to_a_malformed_request(
+    client, users, registered_clusters, make_link, make_topic, topic_name
+):
+    auth = token(users["admin"])
+    destination = registered_clusters["destination"]
+    link = make_link({"cluster.link.paused": "true"})
+    values = {
+        "cluster_id": destination.cluster_id,
+        "link_name": link.name,
+        "config_name": CONFIG,
+        "mirror_topic_name": make_topic(kafka.SOURCE, topic_name),
+        "request_id": "1",
+    }
+    problems = []
+    for path, method, op, _ in documented_operations():
+        if method == "GET" and "requestBody" not in op:
+            bodies = [("application/json", "")]
+        else:
+            fields = {}
+            if "requestBody" in op:
+                schema = resolve(op["requestBody"]["content"]["application/json"]["schema"])
+                fields = schema.get("properties", {})
+            bodies = MALFORMED + [
+                ("application/json", json.dumps({name: wrong}))
+                for name in fields
+                for wrong in WRONG_VALUES
+            ]
+        url = PREFIX + re.sub(r"{(\w+)}", lambda m: values[m[1]], path)
+        for query in ("validate_only=maybe&force=2", "validate_only=true"):
+            for content_type, body in bodies:
+                response = client.generic(
+                    method,
+                    f"{url}?{query}",
+                    body,
+                    content_type=content_type,
+                    HTTP_AUTHORIZATION=auth,
+                )
+                where = f"{method} {path}?{query} {content_type} {str(body)[:60]!r}"
+                if response.status_code >= 500 or (
+                    response.content and response["Content-Type"] != "application/json"
+                ):
+                    problems.append(f"{where}: {response.status_code} {response.content[:200]!r}")
+                elif response.status_code >= 400:
+                    message = response.json()["message"]
+                    if "Traceback" in message or "object has no attribute" in message:
+                        problems.append(f"{where}: Python's words: {message}")
+    assert not problems, "\n".join(problems)
