@@ -24,6 +24,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ISTHMUS_VAR_DIR", BASE_DIR / "var")).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 VAR_DIR.chmod(0o700)  # holds the database, keys and cluster credentials
+# The only place link configs may name files on this machine (trust stores, key stores).
+TLS_FILES_DIR = Path(os.environ.get("ISTHMUS_TLS_DIR", VAR_DIR / "tls")).resolve()
 
 
 def _key_from_env_or_file(env_name: str, filename: str, make) -> str:

@@ -11,6 +11,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+
+from django.conf import settings
 
 from . import crypto
 from .errors import ReplicationError
@@ -117,6 +120,26 @@ def _text(value: str) -> str:
     return value.strip()
 
 
+def _tls_file(inline: str) -> Callable[[str], str]:
+    """A file the console reads on its own machine: only in its TLS files directory, so that
+    link configs cannot be used to find out what exists elsewhere on the server."""
+
+    def check(value: str) -> str:
+        allowed = Path(settings.TLS_FILES_DIR)
+        path = Path(value.strip())
+        # resolved, symlinks too, whether or not the file exists: the answer tells nothing
+        resolved = (path if path.is_absolute() else allowed / path).resolve()
+        if not value.strip() or not resolved.is_relative_to(allowed):
+            raise ValueError(
+                f"must name a file in {allowed}, the console's TLS files directory "
+                f"(ISTHMUS_TLS_DIR); files elsewhere on the server are not read. Or give the "
+                f"PEM inline with {inline}"
+            )
+        return str(resolved)
+
+    return check
+
+
 def _mechanism(value: str) -> str:
     return _choice("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")(value)
 
@@ -133,14 +156,21 @@ class ConfigKey:
 
 
 _SSL_KEYS: dict[str, tuple[Callable[[str], str], str]] = {
-    "ssl.truststore.location": (_text, "Path of a PEM file of trusted CA certificates."),
+    "ssl.truststore.location": (
+        _tls_file("ssl.truststore.certificates"),
+        "Path of a PEM file of trusted CA certificates, in the console's TLS files directory.",
+    ),
     "ssl.truststore.certificates": (_text, "Trusted CA certificates, inline PEM."),
     "ssl.truststore.type": (
         _only("PEM", "the console's clients read trust stores as PEM"),
         "PEM.",
     ),
     "ssl.truststore.password": (str, "Not needed for PEM trust stores; accepted and unused."),
-    "ssl.keystore.location": (_text, "Path of the client key store (PKCS12) for mutual TLS."),
+    "ssl.keystore.location": (
+        _tls_file("ssl.keystore.key and ssl.keystore.certificate.chain"),
+        "Path of the client key store (PKCS12) for mutual TLS, in the console's TLS files "
+        "directory.",
+    ),
     "ssl.keystore.password": (str, "Password of the key store."),
     "ssl.keystore.type": (_choice("PKCS12", "PEM"), "PKCS12 or PEM."),
     "ssl.keystore.certificate.chain": (_text, "Client certificate chain, inline PEM."),

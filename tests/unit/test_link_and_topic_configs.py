@@ -1,6 +1,8 @@
 """Pure logic: link config checks and the source-connection translation, and topic configs by
 class. (Their effect on real clusters is proven in tests/integration.)"""
 
+from pathlib import Path
+
 import pytest
 
 from infra.kafka_admin import ConfigValue
@@ -13,7 +15,8 @@ JAAS = (
 )
 
 
-def test_a_jaas_login_becomes_librdkafka_credentials():
+def test_a_jaas_login_becomes_librdkafka_credentials(settings):
+    ca = str(Path(settings.TLS_FILES_DIR) / "ca.pem")
     config = link_configs.validate(
         {
             "bootstrap.servers": "b:9096",
@@ -21,7 +24,7 @@ def test_a_jaas_login_becomes_librdkafka_credentials():
             "sasl.mechanism": "SCRAM-SHA-512",
             "sasl.jaas.config": JAAS,
             "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": "/etc/ca.pem",
+            "ssl.truststore.location": ca,
             "ssl.endpoint.identification.algorithm": "",
         }
     )
@@ -31,7 +34,7 @@ def test_a_jaas_login_becomes_librdkafka_credentials():
         "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.username": "link",
         "sasl.password": 'p\\"w',
-        "ssl.ca.location": "/etc/ca.pem",
+        "ssl.ca.location": ca,
         "ssl.endpoint.identification.algorithm": "none",
     }
 
@@ -115,3 +118,37 @@ def test_changes_set_what_differs_and_reset_what_the_source_dropped():
 def test_strictly_mirrored_configs_cannot_be_overridden():
     with pytest.raises(ReplicationError, match="cleanup.policy is always mirrored"):
         topic_configs.check_overrides({"cleanup.policy": "compact", "retention.ms": "1"})
+
+
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "/etc/no-such-file", "../encryption_key", "/", "ca.pem/../../x"]
+)
+def test_server_files_outside_the_tls_directory_are_refused_alike_whether_or_not_they_exist(
+    path, settings
+):
+    """The answer is the same for a file that exists and one that does not: link configs
+    cannot be used to find out what is on the console's machine."""
+    with pytest.raises(ReplicationError) as refused:
+        link_configs.validate(
+            {
+                "bootstrap.servers": "b:9093",
+                "security.protocol": "SSL",
+                "ssl.truststore.location": path,
+            }
+        )
+    assert str(refused.value) == (
+        f"ssl.truststore.location must name a file in {settings.TLS_FILES_DIR}, the console's "
+        "TLS files directory (ISTHMUS_TLS_DIR); files elsewhere on the server are not read. Or "
+        "give the PEM inline with ssl.truststore.certificates."
+    )
+
+
+def test_a_file_in_the_tls_directory_is_named_by_its_full_path(settings):
+    config = link_configs.validate(
+        {
+            "bootstrap.servers": "b:9093",
+            "security.protocol": "SSL",
+            "ssl.keystore.location": "me.p12",
+        }
+    )
+    assert config["ssl.keystore.location"] == str(Path(settings.TLS_FILES_DIR) / "me.p12")
