@@ -61,9 +61,13 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
 def read_properties(path: str | Path) -> dict[str, str]:
     """A Java properties file: key=value (or key: value) lines, # and ! comments."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise CliError(f"Cannot read {path}: {exc.strerror}.") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(
+            f"{path} is not a text file of key=value lines (it is not UTF-8 text)."
+        ) from exc
     props = {}
     # A line ending in a backslash continues on the next (long sasl.jaas.config values).
     text = re.sub(r"\\\n[ \t]*", "", text)
@@ -97,6 +101,10 @@ def configs_from(file: str | None, text: str | None) -> dict[str, str]:
     configs = read_properties(file) if file else {}
     configs.update(split_configs(text) if text else {})
     return configs
+
+
+# A name in an API path (or a name with its :action), as Kafka allows names.
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}(:[a-z]+)?")
 
 
 def names(text: str | None) -> list[str]:
@@ -184,7 +192,13 @@ class Session:
 
     def link_path(self, *parts: str) -> str:
         """The API path of a link, or of what is under it; each name quoted."""
-        return "/".join([self.links, *(urllib.parse.quote(p, safe=":") for p in parts)])
+        for part in parts:
+            if not _NAME.fullmatch(part):
+                raise CliError(
+                    f"{part!r} is not a valid name: link, topic and config names use only "
+                    "letters, digits, '.', '_' and '-'."
+                )
+        return "/".join([self.links, *parts])
 
     def mirror_links(self, links: list[str] = ()) -> dict[str, str]:
         """Each mirror topic's link (of `links` only, if given), from the link list: no lag

@@ -89,6 +89,9 @@ def ok(result: subprocess.CompletedProcess) -> list[str]:
 def refused(result: subprocess.CompletedProcess, *fragments: str) -> None:
     assert result.returncode != 0
     assert result.stdout == ""
+    # the error itself, not a client library's log or a traceback
+    assert "Traceback" not in result.stderr, result.stderr
+    assert not any(line.startswith("%") for line in result.stderr.splitlines()), result.stderr
     for fragment in fragments:
         assert fragment in result.stderr
 
@@ -331,7 +334,7 @@ def test_roles_decide_what_the_tools_may_do(typed, demo_topic):
     assert not ClusterLink.objects.exists()
 
 
-def test_mistakes_get_clear_errors_on_stderr(typed, demo_topic):
+def test_mistakes_get_clear_errors_on_stderr(typed, demo_topic, tmp_path):
     create = CREATE_LINK
     refused(typed(create, ISTHMUS_TOKEN="isthmus_wrong"), "not valid")
     refused(typed(create, ISTHMUS_TOKEN="", ISTHMUS_URL=""), "No Isthmus console URL given")
@@ -360,6 +363,19 @@ def test_mistakes_get_clear_errors_on_stderr(typed, demo_topic):
     refused(
         typed("kafka-mirrors --failover --topics demo --bootstrap-server localhost:9093"),
         "Topic demo is not a mirror topic of any cluster link",
+    )
+    refused(
+        typed("kafka-configs --bootstrap-server localhost:9093 --describe --cluster-link a/b"),
+        "'a/b' is not a valid name",
+    )
+    binary = tmp_path / "link.properties"
+    binary.write_bytes(b"\xff\xfe\x00bootstrap")
+    refused(
+        typed(
+            "kafka-cluster-links --bootstrap-server localhost:9093 --create --link x "
+            f"--config-file {binary}"
+        ),
+        "is not a text file",
     )
     assert not ClusterLink.objects.exists()
 
