@@ -14,6 +14,8 @@ import confluent_kafka
 import psutil
 import pyspark
 
+from spark_jobs import launch
+
 from .catchup import CopyResult
 from .cluster import ROOT
 from .latency import LatencyResult
@@ -191,7 +193,7 @@ def engine_version() -> str:
             [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         changed = subprocess.run(
-            [*git, "status", "--porcelain", "--", "spark_jobs", "replication/kafka_admin.py"],
+            [*git, "status", "--porcelain", "--", *launch.CODE],
             capture_output=True,
             text=True,
             check=True,
@@ -206,8 +208,7 @@ def engine_version() -> str:
 
 def engine_digest() -> str:
     """A digest of the stream's code, to tell whether it changed while the bench ran."""
-    sources = sorted([*(ROOT / "spark_jobs").glob("*.py"), ROOT / "replication" / "kafka_admin.py"])
-    return hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
+    return hashlib.sha256(b"".join(p.read_bytes() for p in launch.code_files())).hexdigest()[:12]
 
 
 def versions(r: Results) -> dict[str, str]:

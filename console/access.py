@@ -5,7 +5,6 @@ marked `public`; a test checks that no URL escapes this. Who may do what is deci
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from functools import wraps
 
@@ -36,15 +35,12 @@ def require(action: str) -> Callable:
                 return redirect_to_login(request.get_full_path())
             if not can(request.user, action):
                 if request.method == "POST":  # a refused change is audited like any other
-                    # (refused all the same if the trail is down: the log then keeps it)
-                    with contextlib.suppress(audit.AuditUnavailable):
-                        audit.record(
-                            audit.Actor.from_request(request),
-                            action,
-                            request.path,
-                            result=audit.AuditEvent.Result.REFUSED,
-                            message=f"Your role does not allow {action}.",
-                        )
+                    audit.refused(
+                        audit.Actor.from_request(request),
+                        action,
+                        request.path,
+                        f"Your role does not allow {action}.",
+                    )
                 raise PermissionDenied(f"Your role does not allow {action}.")
             return view(request, *args, **kwargs)
 

@@ -103,8 +103,9 @@ def configs_from(file: str | None, text: str | None) -> dict[str, str]:
     return configs
 
 
-# A name in an API path (or a name with its :action), as Kafka allows names.
-_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}(:[a-z]+)?")
+# A link or topic name as Kafka allows names, and the fixed words of the API's paths.
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_PATH_WORDS = re.compile(r"configs(:alter)?|mirrors(:[a-z]+)?")
 
 
 def names(text: str | None) -> list[str]:
@@ -190,15 +191,19 @@ class Session:
             ) from exc
         self.links = f"/clusters/{self.cluster_id}/links"
 
-    def link_path(self, *parts: str) -> str:
-        """The API path of a link, or of what is under it; each name quoted."""
-        for part in parts:
-            if not _NAME.fullmatch(part):
+    def link_path(self, link: str, *parts: str) -> str:
+        """The API path of a link, or of what is under it: `parts` alternate the API's words
+        (mirrors, configs:alter) and names, and the names are checked before the call."""
+        names = [link, *parts[1::2]]
+        if any(not _PATH_WORDS.fullmatch(word) for word in parts[::2]):
+            raise ValueError(f"Not a path of the API: {parts}")  # a bug in the tools, not input
+        for part in names:
+            if part != "-" and not _NAME.fullmatch(part):
                 raise CliError(
                     f"{part!r} is not a valid name: link, topic and config names use only "
                     "letters, digits, '.', '_' and '-'."
                 )
-        return "/".join([self.links, *parts])
+        return "/".join([self.links, link, *parts])
 
     def mirror_links(self, links: list[str] = ()) -> dict[str, str]:
         """Each mirror topic's link (of `links` only, if given), from the link list: no lag

@@ -27,15 +27,16 @@ log = logging.getLogger(__name__)
 
 
 class AuditUnavailable(ReplicationError):
-    def __init__(self, cause: Exception, changed: bool):
+    def __init__(self, changed: bool):
         outcome = (
             "The action was done, but its audit event is only in the console's log."
             if changed
             else "The action was refused; nothing was changed."
         )
         super().__init__(
-            f"The audit trail could not be written ({cause}). {outcome} "
-            "Ask an administrator to check the console's database, then try again.",
+            "The audit trail could not be written: the database refused the write (the "
+            f"console's log says why). {outcome} Ask an administrator to check the console's "
+            "database, then try again.",
             503,
         )
 
@@ -80,7 +81,10 @@ def record(
     before: dict | None = None,
     after: dict | None = None,
     message: str = "",
+    in_change: bool = False,
 ) -> AuditEvent:
+    """Write one event. `in_change`: the caller writes it inside the transaction of the change
+    itself, so that if it cannot be written the change is undone too."""
     event = AuditEvent(
         actor=actor.user,
         actor_name=actor.name,
@@ -108,8 +112,16 @@ def record(
             message,
             exc,
         )
-        raise AuditUnavailable(exc, changed=result == AuditEvent.Result.OK) from exc
+        changed = result == AuditEvent.Result.OK and not in_change
+        raise AuditUnavailable(changed=changed) from exc
     return event
+
+
+def refused(actor: Actor, action: str, target: str, message: str) -> None:
+    """Record a refusal at the door (the policy, bad credentials). The refusal stands even when
+    the trail cannot be written: `record` has logged the event in full then."""
+    with contextlib.suppress(AuditUnavailable):
+        record(actor, action, target, result=AuditEvent.Result.REFUSED, message=message)
 
 
 def ensure_writable() -> None:
@@ -121,7 +133,8 @@ def ensure_writable() -> None:
     except _Rollback:
         return
     except DatabaseError as exc:
-        raise AuditUnavailable(exc, changed=False) from exc
+        log.critical("The audit trail does not take writes, so actions are refused: %s", exc)
+        raise AuditUnavailable(changed=False) from exc
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -322,8 +322,10 @@ def parse_jaas(line: str) -> tuple[str, str, str]:
     return module.group(1), options["username"], options["password"]
 
 
-def validate(configs: dict[str, str]) -> dict[str, str]:
-    """Check every key and value, and that they fit together; return them normalised.
+def validate(configs: dict[str, str], changed: Iterable[str] | None = None) -> dict[str, str]:
+    """Check every key and value (or, given `changed`, the values of those keys only: stored
+    ones accepted under older rules stay as they are), and that they fit together; return them
+    normalised.
 
     Raises ReplicationError naming every problem at once, and listing the valid keys when a
     key is unknown.
@@ -331,10 +333,14 @@ def validate(configs: dict[str, str]) -> dict[str, str]:
     problems: list[str] = []
     unknown: list[str] = []
     clean: dict[str, str] = {}
+    checked = None if changed is None else set(changed)
     for name, value in configs.items():
         key = KEYS.get(name)
         if key is None:
             unknown.append(name)
+            continue
+        if checked is not None and name not in checked:
+            clean[name] = value
             continue
         try:
             clean[name] = key.check(str(value).strip())

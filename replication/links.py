@@ -142,6 +142,10 @@ def alter_link_configs(
     cluster.link.paused pauses or resumes the link.
     """
     with audit.refusals(actor, "link.alter_configs", f"link {link.name}"):
+        if not to_set and not to_delete:
+            raise ReplicationError(
+                "Nothing to change: give configs to set (key=value) or names to reset."
+            )
         problems = []
         for name in [*to_set, *to_delete]:
             key = link_configs.KEYS.get(name)
@@ -171,8 +175,8 @@ def alter_link_configs(
         merged = {**current, **to_set}
         for name in to_delete:
             merged.pop(name, None)
-        clean = link_configs.validate(merged)
         names = [*to_set, *to_delete]
+        clean = link_configs.validate(merged, changed=names)
         if any(link_configs.KEYS[n].connection for n in names):
             _check_source(clean, link.source_cluster_id)
         if validate_only:
@@ -190,9 +194,14 @@ def alter_link_configs(
                 _pause(link)
             elif was_paused and not wants_paused:
                 _resume(link)
-    audit.record(
-        actor, "link.alter_configs", f"link {link.name}", before=before, after=snapshot(link)
-    )
+            audit.record(
+                actor,
+                "link.alter_configs",
+                f"link {link.name}",
+                before=before,
+                after=snapshot(link),
+                in_change=True,
+            )
     return link
 
 
@@ -200,8 +209,16 @@ def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
     """Pause the whole link: its running mirrors show LINK_PAUSED."""
     with audit.refusals(actor, "link.pause", f"link {link.name}"):
         before = snapshot(link)
-        _pause(link)
-    audit.record(actor, "link.pause", f"link {link.name}", before=before, after=snapshot(link))
+        with transaction.atomic():
+            _pause(link)
+            audit.record(
+                actor,
+                "link.pause",
+                f"link {link.name}",
+                before=before,
+                after=snapshot(link),
+                in_change=True,
+            )
     return link
 
 
@@ -210,8 +227,16 @@ def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
     their own."""
     with audit.refusals(actor, "link.resume", f"link {link.name}"):
         before = snapshot(link)
-        _resume(link)
-    audit.record(actor, "link.resume", f"link {link.name}", before=before, after=snapshot(link))
+        with transaction.atomic():
+            _resume(link)
+            audit.record(
+                actor,
+                "link.resume",
+                f"link {link.name}",
+                before=before,
+                after=snapshot(link),
+                in_change=True,
+            )
     return link
 
 

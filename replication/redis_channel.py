@@ -25,20 +25,29 @@ def ping() -> dict:
 
 
 @contextmanager
-def only_one(name: str, busy: str, *, hold_s: float = 600) -> Iterator[None]:
-    """Run the block in one request at a time, across processes: another one meanwhile is
-    refused with `busy` (409), not queued. The lock expires after `hold_s` should its holder die."""
+def held(name: str, hold_s: float) -> Iterator[bool]:
+    """A lock shared by every process, taken without waiting: yields whether it was taken. It
+    expires after `hold_s` should its holder die."""
+    lock = client().lock(f"isthmus:{name}", timeout=hold_s)
     try:
-        lock = client().lock(f"isthmus:only-one:{name}", timeout=hold_s)
         acquired = lock.acquire(blocking=False)
     except redis.RedisError as exc:
         raise unavailable(
             f"Redis at {settings.REDIS_URL} does not answer ({exc}); nothing was changed."
         ) from exc
-    if not acquired:
-        raise conflict(busy)
     try:
-        yield
+        yield acquired
     finally:
-        with contextlib.suppress(redis.RedisError):
-            lock.release()
+        if acquired:
+            with contextlib.suppress(redis.RedisError):  # expired meanwhile: nothing to free
+                lock.release()
+
+
+@contextmanager
+def only_one(name: str, busy: str, *, hold_s: float = 600) -> Iterator[None]:
+    """Run the block in one request at a time: another one meanwhile is refused with `busy`
+    (409), not queued."""
+    with held(f"only-one:{name}", hold_s) as mine:
+        if not mine:
+            raise conflict(busy)
+        yield

@@ -24,13 +24,9 @@ def refresh_clusters() -> dict[str, dict]:
 
 def _one_at_a_time(name: str, work) -> None:
     """Run `work` unless another worker is running it already."""
-    lock = redis_channel.client().lock(f"isthmus:{name}", timeout=120, blocking=False)
-    if not lock.acquire():
-        return
-    try:
-        work()
-    finally:
-        lock.release()
+    with redis_channel.held(name, hold_s=120) as mine:
+        if mine:
+            work()
 
 
 @shared_task

@@ -98,7 +98,7 @@ def create_user(actor: audit.Actor, username: str, role: str, email: str = "") -
             with transaction.atomic():
                 user = get_user_model().objects.create_user(username, email, password)
                 user.groups.add(_group(role))
-                _record(actor, "user.create", target, after=snapshot(user))
+                audit.record(actor, "user.create", target, after=snapshot(user), in_change=True)
         except IntegrityError as exc:  # made by someone else a moment ago
             raise taken from exc
     return user, password
@@ -126,7 +126,9 @@ def set_role(actor: audit.Actor, user: User, role: str) -> User:
             # `policy` gives a superuser every role: left set, the new role would be a lie.
             user.is_superuser = False
             user.save(update_fields=["is_superuser"])
-        _record(actor, "user.role", target, before=before, after=snapshot(user))
+        audit.record(
+            actor, "user.role", target, before=before, after=snapshot(user), in_change=True
+        )
     return user
 
 
@@ -146,7 +148,9 @@ def disable(actor: audit.Actor, user: User) -> User:
         before = snapshot(user)
         user.is_active = False
         user.save(update_fields=["is_active"])
-        _record(actor, "user.disable", target, before=before, after=snapshot(user))
+        audit.record(
+            actor, "user.disable", target, before=before, after=snapshot(user), in_change=True
+        )
     return user
 
 
@@ -160,7 +164,9 @@ def enable(actor: audit.Actor, user: User) -> User:
         before = snapshot(user)
         user.is_active = True
         user.save(update_fields=["is_active"])
-        _record(actor, "user.enable", target, before=before, after=snapshot(user))
+        audit.record(
+            actor, "user.enable", target, before=before, after=snapshot(user), in_change=True
+        )
     return user
 
 
@@ -174,13 +180,14 @@ def reset_password(actor: audit.Actor, user: User) -> tuple[User, str]:
         password = _new_password()
         user.set_password(password)
         user.save(update_fields=["password"])
-        _record(
+        audit.record(
             actor,
             "user.password",
             target,
-            before=snapshot(user),
+            before=snapshot(user),  # the same after: only the password, never recorded, changed
             after=snapshot(user),
             message="Set a new one-time password.",
+            in_change=True,
         )
     return user, password
 
@@ -246,16 +253,6 @@ def _keep_an_admin(user: User) -> None:
     """Refuse when `user` is the last active admin (call after `_lock`)."""
     if not _active_admins().exclude(pk=user.pk).exists():
         raise conflict(LAST_ADMIN)
-
-
-def _record(actor: audit.Actor, action: str, target: str, **fields) -> None:
-    """`audit.record`, called inside the change's transaction: the change and its event are
-    committed together, so when the event cannot be written nothing was changed, and the
-    message must say so (`record` itself assumes the change was done)."""
-    try:
-        audit.record(actor, action, target, **fields)
-    except audit.AuditUnavailable as exc:
-        raise audit.AuditUnavailable(exc.__cause__, changed=False) from exc.__cause__
 
 
 def _group(role: str) -> Group:

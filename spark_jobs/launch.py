@@ -14,10 +14,18 @@ ROOT = Path(__file__).resolve().parent.parent
 JARS_DIR = ROOT / ".cache" / "jars" / "spark"
 
 
+# The packages of the stream's code (what executors need, and what a benchmark measures).
+CODE = ("spark_jobs", "infra")
+
+
+def code_files() -> list[Path]:
+    return sorted(p for package in CODE for p in (ROOT / package).glob("*.py"))
+
+
 def _code_archive(where: Path) -> Path:
     """The stream's own code, for executors that do not share this machine's files."""
     archive = where / "isthmus-stream.zip"
-    sources = [*(ROOT / "spark_jobs").glob("*.py"), *(ROOT / "infra").glob("*.py")]
+    sources = code_files()
     if not _current(archive, sources):
         where.mkdir(parents=True, exist_ok=True)
         partial = archive.with_suffix(".tmp")

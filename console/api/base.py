@@ -1,12 +1,12 @@
-"""What every JSON API call goes through: authentication (a bearer token, or the browser
-session with its CSRF check), the access policy, and errors in the Kafka REST v3 envelope
-`{"error_code": ..., "message": ...}`."""
+"""What every JSON API call goes through: authentication (an API token as a bearer token or as
+the password of HTTP Basic, or the browser session with its CSRF check), the root it came in by
+(/kafka/v3, or a cluster's own /kafka/<name>/v3), the access policy, and errors in the Kafka
+REST v3 envelope `{"error_code": ..., "message": ...}`."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import json
 from collections.abc import Callable
 from functools import wraps
@@ -89,18 +89,16 @@ def _basic_credentials(value: str) -> tuple[str, str]:
 
 def _refuse_credentials(request: HttpRequest, claimed: str, message: str) -> None:
     """A call with credentials that do not hold: audited (by whom it claimed to be), then 401."""
-    with contextlib.suppress(audit.AuditUnavailable):  # refused all the same
-        audit.record(
-            audit.Actor(
-                name=f"{claimed} (not authenticated)"[:150],
-                address=request.META.get("REMOTE_ADDR"),
-                user_agent=request.META.get("HTTP_USER_AGENT", "")[:400],
-            ),
-            "api.authenticate",
-            request.path,
-            result=audit.AuditEvent.Result.REFUSED,
-            message=message,
-        )
+    audit.refused(
+        audit.Actor(
+            name=f"{claimed} (not authenticated)"[:150],
+            address=request.META.get("REMOTE_ADDR"),
+            user_agent=request.META.get("HTTP_USER_AGENT", "")[:400],
+        ),
+        "api.authenticate",
+        request.path,
+        message,
+    )
     raise ApiError(401, message)
 
 
@@ -195,12 +193,8 @@ def endpoint(**actions: str) -> Callable:
                 if not can(request.user, action):
                     message = f"Your role does not allow {action} ({request.user.get_username()})."
                     if request.method != "GET":
-                        audit.record(
-                            audit.Actor.from_request(request),
-                            action,
-                            request.path,
-                            result=audit.AuditEvent.Result.REFUSED,
-                            message=message,
+                        audit.refused(
+                            audit.Actor.from_request(request), action, request.path, message
                         )
                     raise ApiError(403, message)
                 return view(request, *args, **kwargs)

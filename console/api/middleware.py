@@ -1,14 +1,28 @@
 """Whatever goes wrong under the API roots (/kafka/…) answers in the v3 error envelope, never
-as an HTML page: a path no route matches, and an unexpected failure."""
+as an HTML page: a path no route matches, a request Django itself refuses (too many fields, a
+bad host), and an unexpected failure."""
 
 from __future__ import annotations
 
 import logging
 
+from django.core.exceptions import PermissionDenied, SuspiciousOperation
+from django.http import Http404
+
 from console.api.base import error_response
 
 log = logging.getLogger(__name__)
 ROOT = "/kafka/"
+
+# What a refusal by Django's own machinery (not by an API view) means, by status.
+_REFUSED = {
+    400: "The request is malformed: too many fields, a bad header or a host this console does "
+    "not serve.",
+    403: "The request was refused (a CSRF check, or a host this console does not serve).",
+    405: "This method is not supported here; the paths and their methods are listed in "
+    "/kafka/v3/openapi.json.",
+    413: "The request is too large; send less.",
+}
 
 
 class ApiErrors:
@@ -17,21 +31,26 @@ class ApiErrors:
 
     def __call__(self, request):
         response = self.get_response(request)
+        status = response.status_code
         if (
-            request.path.startswith(ROOT)
-            and response.status_code == 404
-            and response.get("Content-Type") != "application/json"
+            not request.path.startswith(ROOT)
+            or status < 400
+            or response.get("Content-Type") == "application/json"
         ):
+            return response
+        if status == 404:
             return error_response(
                 404,
                 f"No API path answers {request.method} {request.path}. The paths are listed in "
                 "/kafka/v3/openapi.json.",
             )
-        return response
+        return error_response(status, _REFUSED.get(status, "The request was refused."))
 
     def process_exception(self, request, exception):
         if not request.path.startswith(ROOT):
             return None
+        if isinstance(exception, SuspiciousOperation | PermissionDenied | Http404):
+            return None  # Django answers these as 4xx; __call__ puts them in the envelope
         log.exception("The API failed on %s %s", request.method, request.path)
         return error_response(
             500,

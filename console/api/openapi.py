@@ -137,13 +137,17 @@ PATH_PARAMETERS = {
 
 ERROR_EXAMPLES = {
     400: "Query parameter validate_only must be true or false, not 'yes'.",
-    401: "Authentication required: send an API token as 'Authorization: Bearer <token>' "
-    "(make one on your account page in the console).",
+    401: "Authentication required: send an API token as 'Authorization: Bearer <token>', or as "
+    "the password of HTTP Basic with your user name (make one on your account page in the "
+    "console).",
     403: "Your role does not allow link.manage (viewer).",
     404: "No cluster link named 'my-link' on cluster destination. "
     "List the links to see their names.",
     409: "A cluster link named 'my-link' already exists on destination.",
+    413: "The request body is larger than 2621440 bytes; send less.",
     415: "Send the body as application/json, not text/plain.",
+    500: "The console failed while answering; nothing more is known here. The error is in the "
+    "console's log: ask an administrator to look there.",
     503: "The source cluster did not answer. Timed out. Nothing was changed.",
 }
 

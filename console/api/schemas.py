@@ -132,7 +132,7 @@ class CategoryCount(Shape):
 class LinkStream(Shape):
     """*Isthmus*: the link's stream, which copies its mirrors."""
 
-    state: Literal["STOPPED", "STARTING", "RUNNING", "RESTARTING", "FAILED", "UNKNOWN"]
+    state: str = Field(description="STOPPED, STARTING, RUNNING, RESTARTING, FAILED or UNKNOWN.")
     records_per_sec: float
     bytes_per_sec: float
     failures: int = Field(description="Failures in a row; restarts back off, then FAILED.")

@@ -1,4 +1,5 @@
-"""The JSON API, on Kafka REST v3 paths (mounted at /kafka/v3/)."""
+"""The JSON API, on Kafka REST v3 paths (mounted at /kafka/v3/ and at each registered
+cluster's own root, /kafka/<cluster name>/v3/)."""
 
 from django.urls import path
 

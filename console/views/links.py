@@ -80,10 +80,6 @@ def link_configs_alter(request, destination, name):
     form = LinkConfigForm(request.POST)
     if not form.is_valid():
         messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
-    elif not (form.cleaned_data["set"] or form.names_to_reset()):
-        messages.error(
-            request, "Nothing to change: give configs to set (key=value) or names to reset."
-        )
     else:
         to_set, to_reset = form.cleaned_data["set"], form.names_to_reset()
         act(

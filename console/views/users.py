@@ -78,8 +78,10 @@ def user_create(request):
 @never_cache  # the page that shows a new password must not stay in the browser's cache
 def user_detail(request, username):
     person = _find(username)
-    shown = request.session.pop(NEW_PASSWORD_KEY, None) or {}
-    password = shown.get("password", "") if shown.get("username") == username else ""
+    password = ""
+    shown = request.session.get(NEW_PASSWORD_KEY) or {}
+    if shown.get("username") == username:  # another user's page leaves it for its own page
+        password = request.session.pop(NEW_PASSWORD_KEY)["password"]
     return _detail(request, person, password=password)
 
 

@@ -61,7 +61,7 @@ def _post(client: Client, url: str, body: dict):
 def _refused(response) -> None:
     assert response.status_code == 503, response.content
     message = response.json()["message"]
-    assert f"The audit trail could not be written ({TRAIL_DOWN})" in message
+    assert "The audit trail could not be written: the database refused the write" in message
     assert "nothing was changed" in message
 
 
@@ -109,7 +109,10 @@ def test_pause_promote_and_link_changes_are_refused_while_the_trail_is_down(
     response = _post(admin_api, f"{base}/mirrors:pause", names)
     assert response.status_code == 200  # per topic: the topic's own outcome says why
     [outcome] = response.json()["data"]
-    assert outcome["error_code"] == 503 and TRAIL_DOWN in outcome["error_message"]
+    assert (
+        outcome["error_code"] == 503
+        and "audit trail could not be written" in outcome["error_message"]
+    )
     _refused(_post(admin_api, f"{base}/mirrors:promote", {**names, "reason": "cut over"}))
     _refused(
         admin_api.put(
@@ -120,7 +123,8 @@ def test_pause_promote_and_link_changes_are_refused_while_the_trail_is_down(
     )
     page = console.post(f"/links/{link.destination.name}/{link.name}/resume/", follow=True)
     assert page.status_code == 200
-    assert f"The audit trail could not be written ({TRAIL_DOWN})" in page.content.decode()
+    assert "The audit trail could not be written" in page.content.decode()
+    assert TRAIL_DOWN not in page.content.decode()  # the database's words stay in the log
 
     assert MirrorTopic.objects.get(pk=mirror.pk).state == state_before
     found = ClusterLink.objects.get(pk=link.pk)

@@ -73,3 +73,18 @@ def test_properties_files_are_read_like_java_properties(tmp_path):
         read_properties(path)
     with pytest.raises(CliError, match="Cannot read"):
         read_properties(tmp_path / "missing")
+
+
+def test_names_in_api_paths_are_checked_and_an_action_cannot_ride_in_a_name():
+    from isthmus_cli.common import CliError, Session
+
+    session = Session.__new__(Session)  # only its path building, no console or cluster
+    session.links = "/clusters/c/links"
+    assert session.link_path("l", "mirrors:pause") == "/clusters/c/links/l/mirrors:pause"
+    assert session.link_path("-", "mirrors") == "/clusters/c/links/-/mirrors"
+    assert session.link_path("l", "mirrors", "t.1") == "/clusters/c/links/l/mirrors/t.1"
+    for bad in ("a/b", "demo:promote", "x?force=true", "", "..%2F"):
+        with pytest.raises(CliError, match="is not a valid name"):
+            session.link_path("l", "mirrors", bad)
+        with pytest.raises(CliError, match="is not a valid name"):
+            session.link_path(bad, "configs")

@@ -152,3 +152,13 @@ def test_a_file_in_the_tls_directory_is_named_by_its_full_path(settings):
         }
     )
     assert config["ssl.keystore.location"] == str(Path(settings.TLS_FILES_DIR) / "me.p12")
+
+
+def test_changing_one_config_leaves_stored_values_of_older_rules_alone():
+    stored = {"bootstrap.servers": "old-host-without-port", "metadata.max.age.ms": "5000"}
+    clean = link_configs.validate(
+        {**stored, "metadata.max.age.ms": "6000"}, changed=["metadata.max.age.ms"]
+    )
+    assert clean == {"bootstrap.servers": "old-host-without-port", "metadata.max.age.ms": "6000"}
+    with pytest.raises(ReplicationError, match="not host:port"):
+        link_configs.validate(stored, changed=["bootstrap.servers"])
