@@ -290,13 +290,7 @@ def delete_link(
     """Delete a link. Refused while it has mirrors not yet stopped, unless `force`, which fails
     them over first (they become ordinary writable topics)."""
     with audit.refusals(actor, "link.delete", f"link {link.name}"):
-        live = list(link.mirrors.exclude(state=MirrorTopic.State.STOPPED))
-        if live and not force:
-            raise conflict(
-                f"Cluster link {link.name!r} still has mirror topics: "
-                f"{', '.join(m.mirror_topic for m in live)}. Promote, fail over or delete them "
-                "first, or force the deletion, which fails them over."
-            )
+        _refuse_live_mirrors(link, force)
         if validate_only:
             return
         with redis_channel.only_one(
@@ -304,17 +298,28 @@ def delete_link(
             f"Cluster link {link.name!r} is being deleted by another request; reload in a moment.",
         ):
             before = snapshot(link)
-            live = _delete(actor, link)
+            forced = _delete(actor, link, force)
     audit.record(actor, "link.delete", f"link {link.name}", before=before)
-    log.info("Deleted cluster link %s%s", link.name, " (forced)" if live else "")
+    log.info("Deleted cluster link %s%s", link.name, " (forced)" if forced else "")
 
 
-def _delete(actor: audit.Actor, link: ClusterLink) -> list[MirrorTopic]:
-    """Fail over the link's live mirrors, then delete it; under the deletion's lock, so the
-    mirrors are read afresh. Returns the mirrors it failed over."""
-    if not ClusterLink.objects.filter(pk=link.pk).exists():
-        raise conflict(f"Cluster link {link.name!r} was deleted meanwhile.")
+def _refuse_live_mirrors(link: ClusterLink, force: bool) -> list[MirrorTopic]:
+    """The link's mirrors not yet stopped; refused unless `force`."""
     live = list(link.mirrors.exclude(state=MirrorTopic.State.STOPPED))
+    if live and not force:
+        raise conflict(
+            f"Cluster link {link.name!r} still has mirror topics: "
+            f"{', '.join(m.mirror_topic for m in live)}. Promote, fail over or delete them "
+            "first, or force the deletion, which fails them over."
+        )
+    return live
+
+
+def _delete(actor: audit.Actor, link: ClusterLink, force: bool) -> bool:
+    """Fail over the link's live mirrors (read afresh, under the deletion's lock), then delete
+    it in one transaction with the link's row locked, so that no mirror made meanwhile is
+    deleted with it (`create_mirror` locks the row too). Returns whether it failed any over."""
+    live = _refuse_live_mirrors(link, force)
     if live:
         outcomes = promote.stop_mirrors(
             actor, link, [m.mirror_topic for m in live], promote.FAILOVER, wait=True
@@ -327,10 +332,17 @@ def _delete(actor: audit.Actor, link: ClusterLink) -> list[MirrorTopic]:
                 + " The link was not deleted"
                 + (f"; failed over (now writable): {', '.join(stopped)}." if stopped else ".")
             )
-    deleted, _ = ClusterLink.objects.filter(pk=link.pk).delete()
-    if not deleted:
-        raise conflict(f"Cluster link {link.name!r} was deleted meanwhile.")
-    return live
+    with transaction.atomic():
+        if not ClusterLink.objects.select_for_update().filter(pk=link.pk).exists():
+            raise conflict(f"Cluster link {link.name!r} was deleted meanwhile.")
+        added = link.mirrors.exclude(state=MirrorTopic.State.STOPPED)
+        if added.exists():
+            raise conflict(
+                f"Mirror topic {', '.join(m.mirror_topic for m in added)} was added to link "
+                f"{link.name!r} meanwhile; the link was not deleted. Delete it again."
+            )
+        link.delete()
+    return bool(live)
 
 
 def _restore_running(link: ClusterLink, event: str) -> None:

@@ -175,6 +175,9 @@ def create_mirror(
             return mirror
         try:  # reserve the name before touching the destination
             with transaction.atomic():
+                # the link's row locked, so a deletion of the link cannot take this mirror along
+                if not ClusterLink.objects.select_for_update().filter(pk=link.pk).exists():
+                    raise not_found(f"Cluster link {link.name!r} was deleted meanwhile.")
                 mirror.save()
         except IntegrityError as exc:
             raise conflict(f"Topic {name!r} is being created as a mirror already.") from exc

@@ -58,3 +58,31 @@ def test_concurrent_forced_deletes_of_one_link_delete_it_once(
     deleted = AuditEvent.objects.filter(action="link.delete", target=f"link {link.name}")
     assert [e.result for e in deleted].count("ok") == 1
     assert not MirrorTopic.objects.filter(link_id=link.pk).exists()
+
+
+def test_a_mirror_made_while_its_link_is_being_deleted_is_not_deleted_with_it(
+    make_link, make_topic, topic_name
+):
+    from unittest import mock
+
+    from replication import links, promote
+    from replication.errors import ReplicationError
+
+    actor = audit.Actor.system("tests")
+    link = make_link({"cluster.link.paused": "true"})
+    create_mirror(actor, link, make_topic(kafka.SOURCE, f"{topic_name}-old"))
+    late_topic = make_topic(kafka.SOURCE, f"{topic_name}-late")
+    fail_over = promote.stop_mirrors
+
+    def fail_over_then_someone_adds_a_mirror(*args, **kwargs):
+        outcomes = fail_over(*args, **kwargs)
+        create_mirror(actor, link, late_topic)
+        return outcomes
+
+    with (
+        mock.patch.object(promote, "stop_mirrors", fail_over_then_someone_adds_a_mirror),
+        pytest.raises(ReplicationError, match="was added to link .* meanwhile"),
+    ):
+        links.delete_link(actor, link, force=True)
+    assert ClusterLink.objects.filter(pk=link.pk).exists()
+    assert MirrorTopic.objects.get(mirror_topic=late_topic).state == MirrorTopic.State.LINK_PAUSED
