@@ -44,6 +44,10 @@ class KafkaAdminError(Exception):
         self.code = code
 
 
+class InvalidClientConfig(KafkaAdminError):
+    """librdkafka refuses a client setting (e.g. an unknown property, a missing CA file)."""
+
+
 class TopicNotFound(KafkaAdminError):
     """The topic does not exist on that cluster."""
 
@@ -100,15 +104,21 @@ class KafkaAdmin:
         self.bootstrap = config.get("bootstrap.servers", "?")
         self.timeout = timeout
         self._client_errors: list[KafkaError] = []
-        self._client = AdminClient(
-            {
-                **config,
-                "socket.timeout.ms": int(timeout * 1000),
-                "socket.connection.setup.timeout.ms": int(timeout * 1000),
-                "logger": logger,
-                "error_cb": self._client_errors.append,
-            }
-        )
+        try:
+            self._client = AdminClient(
+                {
+                    **config,
+                    "socket.timeout.ms": int(timeout * 1000),
+                    "socket.connection.setup.timeout.ms": int(timeout * 1000),
+                    "log.connection.close": False,
+                    "logger": logger,
+                    "error_cb": self._client_errors.append,
+                }
+            )
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            detail = error.str() if isinstance(error, KafkaError) else str(exc)
+            raise InvalidClientConfig(detail) from exc
 
     def _fail(self, doing: str, exc: Exception) -> KafkaAdminError:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
@@ -118,15 +128,17 @@ class KafkaAdmin:
         if auth_errors:
             error = auth_errors[-1]
         detail = error.str() if error else str(exc) or type(exc).__name__
+        if self._client_errors and self._client_errors[-1] is not error:
+            detail += f"; last connection error: {self._client_errors[-1].str()}"
         hint = ""
-        if error and error.code() in (
+        if error and error.code() == KafkaError._AUTHENTICATION:
+            hint = " Check the SASL/SSL settings and credentials in the client config."
+        elif error is None or error.code() in (
             KafkaError._TRANSPORT,
             KafkaError._TIMED_OUT,
             KafkaError._ALL_BROKERS_DOWN,
         ):
             hint = " Check that the brokers are running and that bootstrap.servers is right."
-        elif error and error.code() == KafkaError._AUTHENTICATION:
-            hint = " Check the SASL/SSL settings and credentials in the client config."
         return KafkaAdminError(
             f"Could not {doing} at {self.bootstrap}: {detail}.{hint}",
             code=error.code() if error else None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
@@ -18,7 +19,14 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from isthmus_cli.kafka import KafkaCluster, KafkaClusterError
+from infra import kafka_admin
+from infra.client_config import librdkafka_config
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+
+# librdkafka logs every failed connection attempt (many a second while a cluster is down); the
+# tools report one clear error instead, so its log lines go nowhere.
+kafka_admin.logger.addHandler(logging.NullHandler())
+kafka_admin.logger.propagate = False
 
 DEFAULT_CONFIG = Path.home() / ".config" / "isthmus" / "cli.properties"
 URL_KEY, TOKEN_KEY = "isthmus.url", "isthmus.token"
@@ -181,11 +189,15 @@ class Session:
         self.console = Console(*console_settings(command_config))
         kafka_settings = {k: v for k, v in command_config.items() if not k.startswith("isthmus.")}
         try:
-            self.admin = KafkaCluster(
-                {**kafka_settings, "bootstrap.servers": args.bootstrap_server}, timeout=10
+            client = librdkafka_config(
+                {**kafka_settings, "bootstrap.servers": args.bootstrap_server}
             )
-            self.cluster_id = self.admin.cluster_id()
-        except KafkaClusterError as exc:
+        except ValueError as exc:
+            raise CliError(f"The Kafka settings of --command-config are not usable: {exc}") from exc
+        try:
+            self.admin = KafkaAdmin(client, timeout=10)
+            self.cluster_id = self.admin.describe_cluster().cluster_id
+        except KafkaAdminError as exc:
             raise CliError(
                 f"Cannot reach the cluster at --bootstrap-server {args.bootstrap_server}: {exc}"
             ) from exc

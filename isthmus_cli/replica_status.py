@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+from infra.kafka_admin import KafkaAdminError
 from isthmus_cli.common import CliError, Session, names, parser, run
-from isthmus_cli.kafka import KafkaClusterError
 
 COLUMNS = [
     "Topic",
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             link_of = session.mirror_links()
             mirrors = {t: session.mirror(link_of[t], t) for t in topics if t in link_of}
         rows = [row for topic in topics for row in _rows(session, topic, mirrors.get(topic), args)]
-    except KafkaClusterError as exc:
+    except KafkaAdminError as exc:
         raise CliError(str(exc)) from exc
     columns = COLUMNS[:3] + (["ClusterLink"] if args.include_linked else []) + COLUMNS[3:]
     columns += MIRROR_COLUMNS if args.include_mirror else []

@@ -3,10 +3,9 @@ link's source through the link's own credentials."""
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaException
 from django.conf import settings
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import InvalidClientConfig, KafkaAdmin, KafkaAdminError
 
 from .errors import ReplicationError, unavailable
 from .models import ClusterLink, KafkaCluster
@@ -27,9 +26,9 @@ def cluster_admin(cluster: KafkaCluster) -> KafkaAdmin:
 def connect(config: dict[str, str]) -> KafkaAdmin:
     try:
         return KafkaAdmin(config, timeout=settings.KAFKA_ADMIN_TIMEOUT)
-    except KafkaException as exc:
+    except InvalidClientConfig as exc:
         raise ReplicationError(
-            f"The client config is not valid: {exc.args[0].str()}. "
+            f"The client config is not valid: {exc}. "
             "Use confluent-kafka (librdkafka) property names, e.g. security.protocol, "
             "sasl.mechanism, sasl.username, sasl.password."
         ) from exc

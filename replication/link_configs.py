@@ -15,6 +15,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from infra.client_config import LOGIN_MODULES, parse_jaas
+
 from . import crypto
 from .errors import ReplicationError
 
@@ -299,29 +301,6 @@ KEYS: dict[str, ConfigKey] = {
 }
 
 
-_JAAS_MODULE = re.compile(r"^\s*([\w.$]+)\s+(required|requisite|sufficient|optional)\b")
-_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-_LOGIN_MODULES = {
-    "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
-    "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
-}
-
-
-def parse_jaas(line: str) -> tuple[str, str, str]:
-    """(login module, username, password) of a PLAIN or SCRAM `sasl.jaas.config` line."""
-    module = _JAAS_MODULE.match(line)
-    if not module or module.group(1) not in _LOGIN_MODULES:
-        raise ValueError(
-            "must use PlainLoginModule or ScramLoginModule, e.g. "
-            "org.apache.kafka.common.security.plain.PlainLoginModule required "
-            'username="u" password="p";'
-        )
-    options = dict(_JAAS_OPTION.findall(line))
-    if "username" not in options or "password" not in options:
-        raise ValueError('needs username="..." and password="..."')
-    return module.group(1), options["username"], options["password"]
-
-
 def validate(configs: dict[str, str], changed: Iterable[str] | None = None) -> dict[str, str]:
     """Check every key and value (or, given `changed`, the values of those keys only: stored
     ones accepted under older rules stay as they are), and that they fit together; return them
@@ -371,7 +350,7 @@ def _check_together(configs: dict[str, str]) -> list[str]:
             except ValueError as exc:
                 problems.append(f"sasl.jaas.config {exc}.")
             else:
-                if mechanism not in _LOGIN_MODULES[module]:
+                if mechanism not in LOGIN_MODULES[module]:
                     problems.append(
                         f"sasl.jaas.config uses {module.rsplit('.', 1)[1]}, which does not "
                         f"fit sasl.mechanism={mechanism}."
@@ -414,39 +393,6 @@ def from_cluster(cluster) -> dict[str, str]:
 def effective(configs: dict[str, str], name: str) -> str | None:
     """The value of `name`: as set, else its default."""
     return configs.get(name, KEYS[name].default)
-
-
-def source_client_config(configs: dict[str, str]) -> dict[str, str]:
-    """librdkafka settings for reaching the source, from the link's (Java-named) configs."""
-    client = {"bootstrap.servers": configs["bootstrap.servers"]}
-    protocol = effective(configs, "security.protocol")
-    client["security.protocol"] = protocol
-    if protocol.startswith("SASL"):
-        client["sasl.mechanism"] = effective(configs, "sasl.mechanism")
-        if "sasl.jaas.config" in configs:
-            _, client["sasl.username"], client["sasl.password"] = parse_jaas(
-                configs["sasl.jaas.config"]
-            )
-        else:
-            client["sasl.username"] = configs["sasl.username"]
-            client["sasl.password"] = configs["sasl.password"]
-    renames = {
-        "ssl.truststore.location": "ssl.ca.location",
-        "ssl.truststore.certificates": "ssl.ca.pem",
-        "ssl.keystore.location": "ssl.keystore.location",
-        "ssl.keystore.password": "ssl.keystore.password",
-        "ssl.keystore.certificate.chain": "ssl.certificate.pem",
-        "ssl.keystore.key": "ssl.key.pem",
-        "ssl.key.password": "ssl.key.password",
-    }
-    for name, librdkafka_name in renames.items():
-        if name in configs:
-            client[librdkafka_name] = configs[name]
-    if "ssl.endpoint.identification.algorithm" in configs:
-        client["ssl.endpoint.identification.algorithm"] = (
-            configs["ssl.endpoint.identification.algorithm"] or "none"
-        )
-    return client
 
 
 def source_java_config(configs: dict[str, str]) -> dict[str, str]:

@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from infra.client_config import librdkafka_config
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
 from . import audit, crypto, link_configs, promote, redis_channel
@@ -53,7 +54,7 @@ def _check_source(config: dict[str, str], expected_id: str | None) -> str:
 
     The link must be able to describe the cluster and list its topics.
     """
-    admin: KafkaAdmin = connect(link_configs.source_client_config(config))
+    admin: KafkaAdmin = connect(librdkafka_config(config))
     try:
         cluster_id = admin.describe_cluster().cluster_id
         admin.list_topic_names()

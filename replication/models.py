@@ -7,6 +7,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
+from infra.client_config import librdkafka_config
+
 from . import crypto, link_configs
 
 NAME_VALIDATOR = RegexValidator(
@@ -182,7 +184,7 @@ class ClusterLink(models.Model):
 
     def source_client_config(self) -> dict[str, str]:
         """librdkafka settings for the link's connection to its source."""
-        return link_configs.source_client_config(self.all_configs())
+        return librdkafka_config(self.all_configs())
 
     def source_java_config(self) -> dict[str, str]:
         """Java client settings for reaching the source (Spark's Kafka source)."""

@@ -39,11 +39,11 @@ def _run(command: list[str], cwd: Path, timeout: int = 60) -> subprocess.Complet
 def cli_venv(tmp_path_factory) -> Path:
     """A fresh virtualenv (no system site-packages) with `pip install ./cli` done in it."""
     work = tmp_path_factory.mktemp("cli-install")
-    # The distribution needs only cli/ and isthmus_cli/ beside it: copy just those, so the
+    # The distribution needs only cli/, isthmus_cli/ and infra/ beside it: copy just those, so the
     # install proves nothing else of the repo is needed and its build files stay out of the
     # checkout (and apart from concurrent runs).
     skip = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
-    for folder in ("cli", "isthmus_cli"):
+    for folder in ("cli", "isthmus_cli", "infra"):
         shutil.copytree(ROOT / folder, work / folder, ignore=skip)
     env_dir = work / "venv"
     venv.create(env_dir, with_pip=True, system_site_packages=False, clear=True)

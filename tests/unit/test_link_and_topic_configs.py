@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.client_config import librdkafka_config
 from infra.kafka_admin import ConfigValue
 from replication import link_configs, topic_configs
 from replication.errors import ReplicationError
@@ -28,7 +29,7 @@ def test_a_jaas_login_becomes_librdkafka_credentials(settings):
             "ssl.endpoint.identification.algorithm": "",
         }
     )
-    assert link_configs.source_client_config(config) == {
+    assert librdkafka_config(config) == {
         "bootstrap.servers": "b:9096",
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "SCRAM-SHA-512",
