@@ -5,7 +5,9 @@ Every failure becomes a KafkaAdminError whose message says what went wrong and w
 
 from __future__ import annotations
 
+import base64
 import logging
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -34,6 +36,11 @@ def kafka_id(text: str) -> str:
     """A topic id as Kafka's own tools print it (URL-safe base64, no padding), from
     librdkafka's standard base64 form: DL5/DPMpSd+fkWYJY5QgxQ -> DL5_DPMpSd-fkWYJY5QgxQ."""
     return text.replace("+", "-").replace("/", "_").rstrip("=")
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """A UUID as Kafka prints its ids: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
 
 
 class KafkaAdminError(Exception):

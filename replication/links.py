@@ -208,66 +208,52 @@ def alter_link_configs(
 
 def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
     """Pause the whole link: its running mirrors show LINK_PAUSED."""
-    with audit.refusals(actor, "link.pause", f"link {link.name}"):
-        before = snapshot(link)
-        with transaction.atomic():
-            _pause(link)
-            audit.record(
-                actor,
-                "link.pause",
-                f"link {link.name}",
-                before=before,
-                after=snapshot(link),
-                in_change=True,
-            )
-    return link
+    return _change(actor, link, "link.pause", _pause)
 
 
 def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
     """Resume a paused link, or retry a failed one; its mirrors run again unless paused on
     their own."""
-    with audit.refusals(actor, "link.resume", f"link {link.name}"):
+    return _change(actor, link, "link.resume", _resume)
+
+
+def _change(actor: audit.Actor, link: ClusterLink, action: str, change) -> ClusterLink:
+    """Make `change` to the link and record it, in one transaction; a refusal is audited."""
+    target = f"link {link.name}"
+    with audit.refusals(actor, action, target), transaction.atomic():
         before = snapshot(link)
-        with transaction.atomic():
-            _resume(link)
-            audit.record(
-                actor,
-                "link.resume",
-                f"link {link.name}",
-                before=before,
-                after=snapshot(link),
-                in_change=True,
-            )
+        change(link)
+        audit.record(actor, action, target, before=before, after=snapshot(link), in_change=True)
     return link
 
 
 def _pause(link: ClusterLink) -> None:
-    with transaction.atomic():
-        _move(
-            link,
-            State.PAUSED,
-            [s for s in State.values if s != State.PAUSED],
-            f"Cluster link {link.name!r} is already paused.",
-            configs={**link.configs, "cluster.link.paused": "true"},
-        )
-        move_all(link.mirrors.all(), "link-pause", MirrorTopic.State.LINK_PAUSED)
+    """The link PAUSED and its mirrors LINK_PAUSED (in the caller's transaction)."""
+    _move(
+        link,
+        State.PAUSED,
+        [s for s in State.values if s != State.PAUSED],
+        f"Cluster link {link.name!r} is already paused.",
+        configs={**link.configs, "cluster.link.paused": "true"},
+    )
+    move_all(link.mirrors.all(), "link-pause", MirrorTopic.State.LINK_PAUSED)
     log.info("Paused cluster link %s", link.name)
 
 
 def _resume(link: ClusterLink) -> None:
-    with transaction.atomic():
-        _move(
-            link,
-            State.ACTIVE,
-            [State.PAUSED, State.FAILED],
-            f"Cluster link {link.name!r} is neither paused nor failed (it is {{state}}).",
-            configs={k: v for k, v in link.configs.items() if k != "cluster.link.paused"},
-            error_code="NO_ERROR",
-            error_message="",
-            availability_failures=0,
-            availability_checked_at=None,
-        )
-        _restore_running(link, "link-resume")
+    """The link ACTIVE and its mirrors running again (in the caller's transaction)."""
+    _move(
+        link,
+        State.ACTIVE,
+        [State.PAUSED, State.FAILED],
+        f"Cluster link {link.name!r} is neither paused nor failed (it is {{state}}).",
+        configs={k: v for k, v in link.configs.items() if k != "cluster.link.paused"},
+        error_code="NO_ERROR",
+        error_message="",
+        availability_failures=0,
+        availability_checked_at=None,
+    )
+    _restore_running(link, "link-resume")
     log.info("Resumed cluster link %s", link.name)
 
 

@@ -135,38 +135,30 @@ def set_role(actor: audit.Actor, user: User, role: str) -> User:
 def disable(actor: audit.Actor, user: User) -> User:
     """Stop `user` from signing in: their sessions end and their API tokens are refused
     (`tokens.authenticate`) until they are enabled again."""
-    target = f"user {user.get_username()}"
-    with audit.refusals(actor, "user.disable", target), transaction.atomic():
-        user = _lock(user)
-        _may_manage(actor)
-        if not user.is_active:
-            return user
-        if _is_self(actor, user):
-            raise ReplicationError("You cannot disable yourself; another admin can.", 403)
-        if role_of(user) == ADMIN:
-            _keep_an_admin(user)
-        before = snapshot(user)
-        user.is_active = False
-        user.save(update_fields=["is_active"])
-        audit.record(
-            actor, "user.disable", target, before=before, after=snapshot(user), in_change=True
-        )
-    return user
+    return _set_active(actor, user, False)
 
 
 def enable(actor: audit.Actor, user: User) -> User:
+    return _set_active(actor, user, True)
+
+
+def _set_active(actor: audit.Actor, user: User, active: bool) -> User:
+    action = "user.enable" if active else "user.disable"
     target = f"user {user.get_username()}"
-    with audit.refusals(actor, "user.enable", target), transaction.atomic():
+    with audit.refusals(actor, action, target), transaction.atomic():
         user = _lock(user)
         _may_manage(actor)
-        if user.is_active:
-            return user
+        if user.is_active == active:
+            return user  # nothing changes, so nothing to record
+        if not active:
+            if _is_self(actor, user):
+                raise ReplicationError("You cannot disable yourself; another admin can.", 403)
+            if role_of(user) == ADMIN:
+                _keep_an_admin(user)
         before = snapshot(user)
-        user.is_active = True
+        user.is_active = active
         user.save(update_fields=["is_active"])
-        audit.record(
-            actor, "user.enable", target, before=before, after=snapshot(user), in_change=True
-        )
+        audit.record(actor, action, target, before=before, after=snapshot(user), in_change=True)
     return user
 
 

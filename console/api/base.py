@@ -290,9 +290,14 @@ def cluster(cluster_id: str) -> KafkaCluster:
     return found
 
 
-def self_url(request: HttpRequest, path: str) -> dict:
+def api_url(request: HttpRequest, path: str) -> str:
     """`path` (under /kafka/v3/) as a URL under the root the request came in by."""
     root = getattr(request, "cluster_root", None)
     if root is not None:
         path = path.replace("/kafka/v3/", f"/kafka/{root.name}/v3/", 1)
-    return {"self": request.build_absolute_uri(path)}
+    return request.build_absolute_uri(path)
+
+
+def self_url(request: HttpRequest, path: str) -> dict:
+    """The `metadata` of a resource at `path`."""
+    return {"self": api_url(request, path)}

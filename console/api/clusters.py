@@ -1,6 +1,6 @@
 """Kafka REST v3 cluster endpoints: the registered clusters, by their real cluster id."""
 
-from console.api.base import cluster, endpoint, root_clusters, self_url
+from console.api.base import api_url, cluster, endpoint, root_clusters, self_url
 from console.api.schemas import (
     ClusterRelated,
     KafkaCluster,
@@ -27,9 +27,9 @@ def cluster_data(request, found: Cluster) -> KafkaCluster:
         metadata=self_url(request, path),
         cluster_id=found.cluster_id,
         name=found.name,
-        links=ClusterRelated(related=self_url(request, f"{path}/links")["self"]),
+        links=ClusterRelated(related=api_url(request, f"{path}/links")),
         **{
-            name: Relationship(related=self_url(request, f"{path}/{tail}")["self"])
+            name: Relationship(related=api_url(request, f"{path}/{tail}"))
             for name, tail in RELATIONSHIPS.items()
         },
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from collections import Counter
 
 from console.api.approvals import submitted
@@ -26,6 +25,7 @@ from console.api.schemas import (
     LinkStream,
     respond,
 )
+from infra.kafka_admin import kafka_uuid
 from replication import approvals, audit, link_configs, streams
 from replication.links import (
     alter_link_configs,
@@ -49,11 +49,6 @@ _CATEGORIES = {
     "SOURCE_UNAVAILABLE": "IN_ERROR",
     "STOPPED": "NOT_APPLICABLE",
 }
-
-
-def kafka_uuid(value) -> str:
-    """A UUID as Kafka prints its ids: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
 
 
 def link_data(request, link: ClusterLink) -> KafkaLinkData:

@@ -321,16 +321,11 @@ class AlterMirrorsResult(Shape):
 # Promote, failover and approval requests. ---------------------------------------------------
 
 
-class StopMirrorData(Shape):
-    """One mirror topic's outcome of a promote or failover (or, validating, what it would be)."""
+class StopMirrorData(AlterMirrorsData):
+    """One mirror topic's outcome of a promote or failover (or, validating, what it would be);
+    its lags are those it was checked with."""
 
-    kind: Literal["AlterMirrorsData"] = "AlterMirrorsData"
-    metadata: ResourceMetadata = Field(description="The mirror topic's URL.")
-    mirror_topic_name: str
-    error_code: NullableCount
-    error_message: str | None = Field(description="null on success, else why.")
-    mirror_status: str = Field(description="The mirror's state after the action.")
-    mirror_lags: list[MirrorLag] = Field(description="Each partition's lag when it was checked.")
+    mirror_status: str = Field(description="*Isthmus*: the mirror's state after the action.")
 
 
 class RequestTopicOutcome(Shape):

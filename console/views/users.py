@@ -99,21 +99,25 @@ def user_role(request, username):
         except ReplicationError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"{username} is now {users.role_of(person)}.")
-            return redirect("user-detail", username)
+            return _done(request, username, f"{username} is now {users.role_of(person)}.")
     return _detail(request, person, role_form=form)
 
 
-def _act(request, username: str, operation, done: str):
-    """POST runs `operation(actor, user)`; a refusal shows the page again with the reason."""
+def _act(request, username: str, operation, then):
+    """POST runs `operation(actor, user)` and answers `then(its result)`; a refusal shows the
+    page again with the reason."""
     person = _find(username)
     if request.method != "POST":
         return redirect("user-detail", username)
     try:
-        operation(audit.Actor.from_request(request), person)
+        result = operation(audit.Actor.from_request(request), person)
     except ReplicationError as exc:
         return _detail(request, person, error=str(exc))
-    messages.success(request, done.format(username=username))
+    return then(result)
+
+
+def _done(request, username: str, message: str):
+    messages.success(request, message)
     return redirect("user-detail", username)
 
 
@@ -123,26 +127,32 @@ def user_disable(request, username):
         request,
         username,
         users.disable,
-        "Disabled {username}: they cannot sign in and their API tokens are refused.",
+        lambda _: _done(
+            request,
+            username,
+            f"Disabled {username}: they cannot sign in and their API tokens are refused.",
+        ),
     )
 
 
 @require("user.manage")
 def user_enable(request, username):
-    return _act(request, username, users.enable, "Enabled {username} again.")
+    return _act(
+        request,
+        username,
+        users.enable,
+        lambda _: _done(request, username, f"Enabled {username} again."),
+    )
 
 
 @require("user.manage")
 def user_password(request, username):
-    person = _find(username)
-    if request.method != "POST":
-        return redirect("user-detail", username)
-    try:
-        person, password = users.reset_password(audit.Actor.from_request(request), person)
-    except ReplicationError as exc:
-        return _detail(request, person, error=str(exc))
-    if person.pk == request.user.pk:
-        # A new password ends the user's sessions; an admin resetting their own keeps this one.
-        update_session_auth_hash(request, person)
-    messages.success(request, f"Made a new password for {username}; the old one stops working.")
-    return _show_password_once(request, person, password)
+    def show(result):
+        person, password = result
+        if person.pk == request.user.pk:
+            # A new password ends the user's sessions; an admin resetting their own keeps this.
+            update_session_auth_hash(request, person)
+        messages.success(request, f"Made a new password for {username}; the old one stops working.")
+        return _show_password_once(request, person, password)
+
+    return _act(request, username, users.reset_password, show)

@@ -14,13 +14,13 @@ from urllib.parse import urlencode
 
 import pytest
 
-from console.api import urls as api_urls
 from console.api.base import ERROR_CODES
 from console.api.openapi import SPEC
 from devstack import kafka
 from replication import approvals, audit
 from replication.tokens import create_token
 from tests import schema_checks
+from tests.url_routes import api_routes
 
 pytestmark = pytest.mark.integration
 
@@ -51,17 +51,6 @@ def documented_operations():
                 yield path, method.upper(), op, params
 
 
-def routes() -> dict[tuple[str, str], str]:
-    """(path, METHOD) -> access-policy action, for every route of console/api/urls.py, with
-    the path spelt as the document spells it."""
-    found = {}
-    for pattern in api_urls.urlpatterns:
-        path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
-        for method, action in pattern.callback.access_actions.items():
-            found[(path, method)] = action
-    return found
-
-
 def real_example(example: dict, *, mirror: str, fresh_topic: str, source_cluster_id: str):
     """A documented request-body example, with its names made those of the real objects."""
     body = copy.deepcopy(example)
@@ -83,7 +72,7 @@ def real_example(example: dict, *, mirror: str, fresh_topic: str, source_cluster
 
 def test_every_route_of_the_api_is_documented_with_the_permission_it_needs():
     documented = {(path, method): op for path, method, op, _ in documented_operations()}
-    actual = routes()
+    actual = api_routes()
     assert set(documented) == set(actual)
     assert {key: op["x-isthmus-action"] for key, op in documented.items()} == actual
 

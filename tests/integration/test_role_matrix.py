@@ -38,7 +38,6 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import URLPattern, get_resolver, reverse
 
-from console.api import urls as api_urls
 from devstack import kafka
 from isthmus_cli import cluster_links as cli_cluster_links
 from isthmus_cli import configs as cli_configs
@@ -59,6 +58,7 @@ from replication.models import (
 from replication.policy import POLICY, ROLES, can
 from replication.tokens import create_token
 from tests.conftest import ROOT
+from tests.url_routes import api_routes
 
 pytestmark = pytest.mark.integration
 
@@ -1139,17 +1139,6 @@ def changes(view) -> bool:
     if per_method is not None:
         return any(method != "GET" for method in per_method)
     return view.access_action not in READ_ONLY
-
-
-def api_routes() -> dict[tuple[str, str], str]:
-    """(path, METHOD) -> policy action for each route of console/api/urls.py, its parameters
-    spelt {name} as in the OpenAPI document."""
-    found = {}
-    for pattern in api_urls.urlpatterns:
-        path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
-        for method, action in pattern.callback.access_actions.items():
-            found[(path, method)] = action
-    return found
 
 
 def cli_options(module) -> set[str]:
