@@ -17,7 +17,7 @@ help:
 	@echo "make down    stop everything 'make demo' started"
 	@echo "make status  show each part of the stack"
 
-setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched .cache/jars/spark/.fetched
+setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched
 
 # Debian packages the stack needs, installed only when missing.
 system-packages:
@@ -41,7 +41,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-# Apache Kafka 4.x (broker, tools, MirrorMaker 2) and Spark's Kafka connector, from Maven Central.
+# Apache Kafka 4.x (broker, tools, MirrorMaker 2), from Maven Central.
 .cache/jars/%/.fetched: devstack/pom.xml devstack/maven-settings.xml
 	rm -rf .cache/jars/$*
 	$(MVN) -P $* dependency:copy-dependencies -DoutputDirectory=../.cache/jars/$*

@@ -139,15 +139,12 @@ STOP_TIMEOUT_S = int(os.environ.get("ISTHMUS_STOP_TIMEOUT_S", "90"))
 # How long an approval request waits for its approvals before it expires.
 APPROVAL_REQUEST_TTL_S = int(os.environ.get("ISTHMUS_APPROVAL_REQUEST_TTL_S", str(24 * 3600)))
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
-# Where link streams keep Spark's checkpoints (one folder per link).
+# Where link applications keep their work files, e.g. the code shipped to executors.
 STREAM_CHECKPOINT_DIR = Path(
     os.environ.get("ISTHMUS_STREAM_CHECKPOINT_DIR", VAR_DIR / "streams")
 ).resolve()
-# The most source records one micro-batch of a link stream copies (unset: the stream's own
-# default, 400000): bounds the time between progress reports during a catch-up.
-STREAM_MAX_RECORDS_PER_BATCH = (
-    int(os.environ.get("ISTHMUS_STREAM_MAX_RECORDS_PER_BATCH", "0")) or None
-)
+# How many copier tasks each link's application runs (unset: one per core Spark gives it).
+STREAM_TASKS = int(os.environ.get("ISTHMUS_STREAM_TASKS", "0")) or None
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL

@@ -6,7 +6,6 @@ Keys and defaults follow Confluent Cluster Linking; offset, ACL and auto-create 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -393,30 +392,6 @@ def from_cluster(cluster) -> dict[str, str]:
 def effective(configs: dict[str, str], name: str) -> str | None:
     """The value of `name`: as set, else its default."""
     return configs.get(name, KEYS[name].default)
-
-
-def source_java_config(configs: dict[str, str]) -> dict[str, str]:
-    """Java client settings for reaching the source (for Spark's Kafka source), from the
-    link's configs: its connection keys as given, with a JAAS line made from
-    sasl.username / sasl.password where those were given instead."""
-    client = {
-        name: value
-        for name, value in configs.items()
-        if name in KEYS and KEYS[name].connection and name not in ("sasl.username", "sasl.password")
-    }
-    client["security.protocol"] = effective(configs, "security.protocol")
-    if client["security.protocol"].startswith("SASL"):
-        client["sasl.mechanism"] = effective(configs, "sasl.mechanism")
-        if "sasl.jaas.config" not in configs:
-            module = "plain.PlainLoginModule"
-            if client["sasl.mechanism"].startswith("SCRAM"):
-                module = "scram.ScramLoginModule"
-            user, password = (json.dumps(configs[k]) for k in ("sasl.username", "sasl.password"))
-            client["sasl.jaas.config"] = (
-                f"org.apache.kafka.common.security.{module} required "
-                f"username={user} password={password};"
-            )
-    return client
 
 
 @dataclass(frozen=True)

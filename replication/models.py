@@ -186,10 +186,6 @@ class ClusterLink(models.Model):
         """librdkafka settings for the link's connection to its source."""
         return librdkafka_config(self.all_configs())
 
-    def source_java_config(self) -> dict[str, str]:
-        """Java client settings for reaching the source (Spark's Kafka source)."""
-        return link_configs.source_java_config(self.all_configs())
-
     @property
     def prefix(self) -> str:
         return self.configs.get("cluster.link.prefix", "")

@@ -138,10 +138,9 @@ def stream_spec(link: ClusterLink) -> dict:
         "link_name": link.name,
         "redis_url": settings.REDIS_URL,
         "source": link.source_client_config(),
-        "source_spark": link.source_java_config(),
         "destination": link.destination.connection_config(),
         "checkpoint_dir": str(settings.STREAM_CHECKPOINT_DIR / str(link.link_id)),
-        "max_offsets_per_trigger": settings.STREAM_MAX_RECORDS_PER_BATCH,
+        "tasks": settings.STREAM_TASKS,
     }
 
 

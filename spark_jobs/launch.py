@@ -1,4 +1,4 @@
-"""How a link stream is started: the spark-submit command line and its environment."""
+"""How a link's application is started: the spark-submit command line and its environment."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from pathlib import Path
 from . import control
 
 ROOT = Path(__file__).resolve().parent.parent
-JARS_DIR = ROOT / ".cache" / "jars" / "spark"
 
 
-# The packages of the stream's code (what executors need, and what a benchmark measures).
+# The packages of the application's code (what executors need, and what a benchmark measures).
 CODE = ("spark_jobs", "infra")
 
 
@@ -53,9 +52,6 @@ def submit_command(
     The spec holds the clusters' credentials, so it travels in the environment of the process
     (readable only by its user), never on the command line.
     """
-    jars = sorted(str(p) for p in JARS_DIR.glob("*.jar"))
-    if not jars:
-        raise FileNotFoundError(f"No Spark Kafka connector jars in {JARS_DIR}; run `make setup`.")
     checkpoint = Path(spec["checkpoint_dir"])
     argv = [
         str(Path(python).parent / "spark-submit"),
@@ -65,8 +61,6 @@ def submit_command(
         f"isthmus-link-{spec['link_name']}",
         "--driver-memory",
         driver_memory,
-        "--jars",
-        ",".join(jars),
         "--py-files",
         str(_code_archive(checkpoint)),
         "--conf",

@@ -1,13 +1,18 @@
-"""A cluster link's stream: the Spark Structured Streaming application that copies the link's
-mirror topics from its source to its destination, partition for partition and offset for
-offset. The console launches one per link:
+"""A cluster link's application: the Spark driver that copies the link's mirror topics from
+its source to its destination, partition for partition and offset for offset. The console
+launches one per link:
 
     ISTHMUS_LINK_SPEC='{...}' spark-submit --master local[*] spark_jobs/link_stream.py
 
-It runs the mirrors named in Redis, restarting its query when that set changes, and reports a
-heartbeat and each partition's progress there every second. Where each partition resumes is
-read from the destination cluster itself (its end offset and the offset translation), not from
-Spark's checkpoint, so a stream killed at any moment neither loses nor repeats a record.
+The driver splits the link's mirror partitions between a few long-running copier tasks (see
+`copier`; by default one per core Spark gives it) and runs them as one Spark job. It follows
+the mirror set the console publishes in Redis and hands partitions to tasks (and takes them
+away) through Redis, without stopping the others; it grows mirror topics whose source grew;
+it relaunches a failed job after a pause; and it reports a heartbeat and each partition's
+progress every second.
+
+Each Spark job is an *epoch*. A new epoch's tasks start only once every task of the previous
+one is known to have stopped, so no mirror partition ever has two writers.
 """
 
 from __future__ import annotations
@@ -15,13 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
 import time
+import uuid
 from collections import deque
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -30,31 +34,22 @@ import redis
 if __package__ in (None, ""):  # run as a file by spark-submit: import the project's packages
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from infra.kafka_admin import KafkaAdmin
-from spark_jobs import control, translation, writer
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from spark_jobs import control, copier, translation
 
 log = logging.getLogger("isthmus.stream")
 
-HEARTBEAT_SECONDS = 1.0
-MAX_RECORDS_PER_BATCH = 400_000
-RATE_WINDOW_SECONDS = 10.0
+LOOP_S = 0.2  # how often the driver reads the mirror set (changes reach tasks within ~0.5 s)
+BEAT_S = 1.0
+RATE_WINDOW_S = 10.0
+# A new epoch starts writing no sooner than this after it was claimed: a task of the old one
+# that lost the control channel has stopped writing by then (copier.CONTACT_S, plus margin).
+CLAIM_WAIT_S = copier.CONTACT_S + 1.5
+RELAUNCH_S = [1, 2, 4, 8, 15]  # pauses before relaunching a failed job
+HEALTHY_AFTER_S = 60  # a job running this long forgives earlier failures
 
 
-@dataclass(frozen=True)
-class Mirror:
-    mirror_topic: str
-    source_topic: str
-
-
-def mirrors_from(raw: dict | None) -> tuple[dict[str, Mirror], int] | None:
-    """The mirror set the console published, and its generation."""
-    if raw is None:
-        return None
-    mirrors = {name: Mirror(name, m["source_topic"]) for name, m in raw.get("mirrors", {}).items()}
-    return mirrors, raw.get("generation", 0)
-
-
-class LinkStream:
+class LinkApplication:
     def __init__(self, spec: dict):
         self.spec = spec
         self.link_id = spec["link_id"]
@@ -64,239 +59,341 @@ class LinkStream:
         )
         self.source = KafkaAdmin(spec["source"], timeout=15)
         self.destination = KafkaAdmin(spec["destination"], timeout=15)
-        self.spark = None
-        self.query = None
-        self.mirrors: dict[str, Mirror] = {}
-        self.by_source: dict[str, str] = {}  # source topic -> mirror topic
-        self.topic_ids: dict[str, str] = {}  # mirror topic -> its id on the destination
-        self.partitions: dict[str, int] = {}  # mirror topic -> partitions
-        self.runs: dict[tuple[str, int], translation.Runs] = {}  # (mirror topic, partition)
-        self.source_hw: dict[tuple[str, int], int] = {}
-        self.dest_ends: dict[tuple[str, int], int] = {}
-        self.read_upto: dict[tuple[str, int], int] = {}  # source offsets read and copied
-        self.last_batch_ms = 0
-        self.fetched_at_ms = 0
-        self.lock = threading.Lock()
-        self.totals = [0, 0, 0]  # records, bytes, batches
-        self.window: deque[tuple[float, int, int]] = deque()
-        self.started_ms = int(time.time() * 1000)
+        self.sc = None
+        self.slots = 0
         self.stopping = False
-        # The generation of the mirror set this stream runs: reported only once no task
-        # writes a mirror the set left out (its query was stopped and restarted without it).
+        self.started_ms = int(time.time() * 1000)
+        # The mirror set (mirror -> source topic) and its generation, as published.
+        self.mirrors: dict[str, str] = {}
         self.generation = 0
+        self.sets: dict[int, list[str]] = {}  # generation -> its mirrors, until acknowledged
+        self.acked = 0  # the generation no task writes outside of any more
+        self.partitions: dict[str, int] = {}  # mirror -> partitions
+        self.topic_ids: dict[str, str] = {}  # mirror -> its id on the destination
+        # The current job (epoch) and what its tasks hold.
+        self.epoch = ""
+        self.job: threading.Thread | None = None
+        self.job_error: BaseException | None = None
+        self.job_started = 0.0
+        self.failures = 0
+        self.version = 0
+        self.assigned: list[dict[tuple, dict]] = []  # per slot: ident -> partition entry
+        self.home: dict[tuple, int] = {}  # ident -> the slot that had it (this epoch)
+        self.pending: deque[tuple[int, int]] = deque()  # (generation, version) to acknowledge
+        self.planned: tuple | None = None
+        # Reporting.
+        self.source_hw: dict[tuple[str, int], int] = {}
+        self.fetched_at_ms = 0
+        self.base = [0, 0]  # records and bytes of earlier epochs
+        self.seen = [0, 0]  # of the current one
+        self.window: deque[tuple[float, int, int]] = deque()
+        self.error = ""
+        self.next_beat = 0.0
 
-    # --- the query -------------------------------------------------------------------
+    # --- the loop ---------------------------------------------------------------------------
 
-    def start_query(self, mirrors: dict[str, Mirror]) -> None:
-        self.stop_query()
-        self.mirrors = mirrors
-        self.by_source = {m.source_topic: m.mirror_topic for m in mirrors.values()}
+    def run(self) -> int:
+        claimed = self.claim()
+        self.beat("starting")
+        self.sc = spark_context(self.spec)
+        cores = self.sc.defaultParallelism
+        self.slots = max(1, int(self.spec.get("tasks") or cores))
+        if self.sc.master.startswith("local") and self.slots > cores:
+            # Tasks beyond the cores would wait forever for one, their partitions uncopied.
+            log.warning(
+                "Link %s: %d tasks asked, %d cores: running %d", self.name, self.slots, cores, cores
+            )
+            self.slots = cores
+        log.info("Link %s: %d copier task(s)", self.name, self.slots)
+        while not self.stopping:
+            if not self.follow():
+                log.info("Link %s has no mirror to run; the application ends", self.name)
+                break
+            if self.job is None or not self.job.is_alive():
+                claimed = self.relaunch(claimed)
+            if time.monotonic() >= self.next_beat:
+                self.grow()
+                self.beat("running")
+            time.sleep(LOOP_S)
+        self.end_epoch()
+        self.beat("stopped")
+        return 0
+
+    def follow(self) -> bool:
+        """Read the published mirror set and hand out its partitions; False once it is empty."""
+        try:
+            published = control.read_json(self.redis, control.mirrors_key(self.link_id))
+            current = self.redis.get(control.epoch_key(self.link_id))
+        except redis.RedisError as exc:
+            self.error = f"Redis does not answer: {exc}"
+            return True  # the tasks stop writing by themselves meanwhile
+        if current is not None and self.epoch and current.decode() != self.epoch:
+            raise RuntimeError("another application of this link took over; this one stops")
+        if published is None:
+            return True
+        mirrors = {m: v["source_topic"] for m, v in published.get("mirrors", {}).items()}
         if not mirrors:
+            self.mirrors, self.generation = {}, published.get("generation", 0)
+            return False
+        if published.get("generation", 0) != self.generation or mirrors != self.mirrors:
+            self.mirrors, self.generation = mirrors, published.get("generation", 0)
+            self.sets[self.generation] = sorted(mirrors)
+            for gone in set(self.partitions) - set(mirrors):
+                self.partitions.pop(gone, None)
+                self.topic_ids.pop(gone, None)
+        if self.job is not None and self.job.is_alive():
+            self.plan()
+        return True
+
+    # --- epochs -----------------------------------------------------------------------------
+
+    def claim(self) -> float:
+        """Start a new epoch: from now on, every task of an earlier one stops writing."""
+        self.epoch = uuid.uuid4().hex[:12]
+        self.redis.set(control.epoch_key(self.link_id), self.epoch)
+        return time.monotonic()
+
+    def relaunch(self, claimed: float) -> float:
+        """Start the epoch's job once no task of an earlier one can write; a failed job is
+        relaunched in a new epoch after a pause."""
+        if self.job is not None:  # the job ended: it failed, or its tasks were fenced off
+            error = self.job_error or RuntimeError("the copier tasks ended")
+            self.failures = (
+                1 if time.monotonic() - self.job_started > HEALTHY_AFTER_S else (self.failures + 1)
+            )
+            self.error = one_line(error)
+            log.warning("Link %s: the copy job failed (%s)", self.name, self.error)
+            if self.failures > len(RELAUNCH_S):
+                raise RuntimeError(f"the copy job failed {self.failures} times: {self.error}")
+            self.job = None
+            self.beat("running")
+            time.sleep(RELAUNCH_S[self.failures - 1])
+            claimed = self.claim()
+        self.wait_for_old_tasks(claimed)
+        self.assigned = [{} for _ in range(self.slots)]
+        self.home, self.planned, self.pending = {}, None, deque()
+        self.base = [b + s for b, s in zip(self.base, self.seen, strict=True)]
+        self.seen = [0, 0]
+        self.plan()
+        job = partial(copier.run_slots, spec=self.spec, epoch=self.epoch)
+        rdd = self.sc.parallelize(range(self.slots), self.slots)
+        self.job_error = None
+        self.job_started = time.monotonic()
+
+        def run_job() -> None:
+            try:
+                self.sc.setJobGroup(self.epoch, f"copy link {self.name}", interruptOnCancel=True)
+                rdd.foreachPartition(job)
+            except BaseException as exc:  # reported by the driver loop
+                self.job_error = exc
+
+        self.job = threading.Thread(target=run_job, name=f"job-{self.epoch}", daemon=True)
+        self.job.start()
+        log.info("Link %s: epoch %s started", self.name, self.epoch)
+        return claimed
+
+    def wait_for_old_tasks(self, claimed: float) -> None:
+        """Until every task of an earlier epoch has said it stopped or gone silent (its
+        heartbeat key expired), and the claim is old enough for tasks that lost Redis."""
+        while True:
+            try:
+                old = [
+                    key
+                    for key in self.redis.scan_iter(control.task_pattern(self.link_id))
+                    if f":task:{self.epoch}:" not in key.decode()
+                ]
+            except redis.RedisError:
+                old = ["?"]
+            if not old and time.monotonic() - claimed >= CLAIM_WAIT_S:
+                return
+            time.sleep(0.2)
+
+    def end_epoch(self) -> None:
+        """Stop the tasks cleanly: they deliver what they hold and go."""
+        if not self.epoch:
             return
-        starting = self.resume_positions()
-        reader = self.spark.readStream.format("kafka")
-        for name, value in self.spec["source_spark"].items():
-            reader = reader.option(f"kafka.{name}", value)
-        reader = (
-            reader.option("subscribe", ",".join(sorted(m.source_topic for m in mirrors.values())))
-            .option("startingOffsets", json.dumps(starting))
-            .option("includeHeaders", "true")
-            # Records gone from the source (compaction, retention) are a gap to translate,
-            # not an error; transactions are copied as committed.
-            .option("failOnDataLoss", "false")
-            .option("kafka.isolation.level", "read_committed")
-        )
-        # Bounded batches: progress is reported, and a stop or a mirror change is served,
-        # between batches, so a catch-up must not be one batch.
-        limit = self.spec.get("max_offsets_per_trigger") or MAX_RECORDS_PER_BATCH
-        reader = reader.option("maxOffsetsPerTrigger", limit)
-        # Spark's checkpoint is not where a partition resumes (the destination is), so each
-        # query starts with a fresh one rather than replaying a stale plan.
-        checkpoint = Path(self.spec["checkpoint_dir"]) / "query"
-        shutil.rmtree(checkpoint, ignore_errors=True)
-        self.query = (
-            reader.load()
-            .selectExpr(*writer.COLUMNS)
-            .writeStream.queryName(f"link-{self.name}")
-            .foreachBatch(self.write_batch)
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(processingTime=self.spec.get("trigger", "0 seconds"))
-            .start()
-        )
-        log.info(
-            "Link %s: copying %s from %s",
-            self.name,
-            ", ".join(sorted(mirrors)),
-            json.dumps(starting, sort_keys=True),
-        )
+        self.claim()  # no job runs this epoch: the old tasks see theirs ended
+        deadline = time.monotonic() + copier.DRAIN_S + 5
+        while self.job is not None and self.job.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if self.job is not None and self.job.is_alive():
+            self.sc.cancelAllJobs()
+        self.assigned = []
 
-    def stop_query(self) -> None:
-        if self.query is not None:
-            self.query.stop()
-            self.query = None
+    # --- handing out partitions ------------------------------------------------------------
 
-    def resume_positions(self) -> dict[str, dict[str, int]]:
-        """Where each source partition resumes, read from the destination; a mirror partition
-        that starts anywhere but source offset 0 gets its first translation entry now."""
-        self.grow_destination()
-        self.topic_ids = {
-            name: self.destination.describe_topic(name).topic_id for name in self.mirrors
+    def plan(self) -> None:
+        """Give each task its partitions: the mirror set's, minus what it no longer has."""
+        if (self.generation, self.partitions) == self.planned:
+            return
+        wanted = self.wanted_partitions()  # may grow the partitions
+        for held in self.assigned:
+            for ident in [i for i in held if i not in wanted]:
+                del held[ident]
+        held = {ident for slot in self.assigned for ident in slot}
+        added = [ident for ident in wanted if ident not in held]
+        if added:
+            runs = self.runs_for(added)
+            for ident in added:
+                slot = self.home.get(ident)
+                if slot is None:
+                    slot = min(range(self.slots), key=lambda s: len(self.assigned[s]))
+                self.home[ident] = slot
+                mirror, topic_id, p = ident
+                self.assigned[slot][ident] = {
+                    "mirror": mirror,
+                    "source": self.mirrors[mirror],
+                    "topic_id": topic_id,
+                    "partition": p,
+                    "runs": [[e.source, e.destination] for e in runs[ident].entries],
+                }
+        self.planned = (self.generation, dict(self.partitions))
+        # Each plan is a version the tasks acknowledge, even when it moves nothing: that is
+        # how the generation it serves gets acknowledged.
+        self.version += 1
+        self.pending.append((self.generation, self.version))
+        self.publish_assignments()
+
+    def wanted_partitions(self) -> set[tuple[str, str, int]]:
+        """Every partition of the mirror set, as (mirror, topic id, partition)."""
+        self.grow()
+        for mirror in self.mirrors:
+            if mirror not in self.topic_ids:
+                try:
+                    self.topic_ids[mirror] = self.destination.describe_topic(mirror).topic_id
+                except KafkaAdminError as exc:  # copied once it is back
+                    self.error = f"mirror topic {mirror}: {exc}"
+        return {
+            (m, self.topic_ids[m], p)
+            for m in self.mirrors
+            if m in self.topic_ids
+            for p in range(self.partitions.get(m, 0))
         }
-        ends = self.destination.offsets(self.mirror_partitions())
-        self.dest_ends = dict(ends)
-        stored = translation.load(self.spec["destination"], set(self.topic_ids.values()))
-        pins = []
-        for (topic, p), end in ends.items():
-            runs = stored.get((self.topic_ids[topic], p), translation.Runs()).upto(end)
-            if end == 0 and not runs.entries:
-                start = self.log_start(self.mirrors[topic], p)
-                if start > 0:
-                    runs.add(translation.Entry(start, 0))
-                    pins.append((self.topic_ids[topic], p, translation.Entry(start, 0)))
-            self.runs[topic, p] = runs
+
+    def runs_for(self, idents: list[tuple[str, str, int]]) -> dict[tuple, translation.Runs]:
+        """The stored offset runs of partitions about to start. A partition with nothing
+        copied yet whose source starts above offset 0 gets its first entry now, so its lag
+        and translation are right before its first record."""
+        stored = translation.load(self.spec["destination"], {i[1] for i in idents})
+        ends = self.destination.offsets([(m, p) for m, _, p in idents])
+        runs, pins = {}, []
+        fresh = [i for i in idents if ends[i[0], i[2]] == 0 and not stored.get((i[1], i[2]))]
+        starts = self.source.offsets([(self.mirrors[m], p) for m, _, p in fresh], "earliest")
+        for mirror, topic_id, p in idents:
+            found = stored.get((topic_id, p), translation.Runs())
+            start = starts.get((self.mirrors[mirror], p), 0)
+            if start > 0:
+                found.add(translation.Entry(start, 0))
+                pins.append((topic_id, p, translation.Entry(start, 0)))
+            runs[mirror, topic_id, p] = found
         translation.store(self.spec["destination"], pins)
-        starting: dict[str, dict[str, int]] = {}
-        for (topic, p), end in ends.items():
-            source_topic = self.mirrors[topic].source_topic
-            starting.setdefault(source_topic, {})[str(p)] = self.runs[topic, p].next_source(end)
-        return starting
+        return runs
 
-    def log_start(self, mirror: Mirror, partition: int) -> int:
-        """Where a mirror partition with nothing copied yet begins: the source's log start.
-        (A mirror created to start at the latest offset or at a time got its first entry
-        when it was created.)"""
-        where = (mirror.source_topic, partition)
-        return self.source.offsets([where], "earliest")[where]
+    def publish_assignments(self) -> None:
+        pipe = self.redis.pipeline()
+        pipe.set(control.epoch_key(self.link_id), self.epoch)
+        for slot, held in enumerate(self.assigned):
+            pipe.set(
+                control.assignment_key(self.link_id, slot),
+                json.dumps(
+                    {
+                        "epoch": self.epoch,
+                        "version": self.version,
+                        "partitions": list(held.values()),
+                    }
+                ),
+            )
+        try:
+            pipe.execute()
+        except redis.RedisError as exc:
+            self.error = f"Redis does not answer: {exc}"
 
-    def grow_destination(self) -> None:
-        """Give each mirror topic the partitions its source has gained, before copying them.
-        Runs before every batch, so it asks the destination only when a source has grown."""
-        counts = self.source.partition_counts([m.source_topic for m in self.mirrors.values()])
+    def grow(self) -> None:
+        """Give each mirror topic the partitions its source has gained, before copying them."""
+        sources = sorted(set(self.mirrors.values()))
+        try:
+            counts = self.source.partition_counts(sources) if sources else {}
+        except KafkaAdminError as exc:  # the source is down: grown when it is back
+            self.error = str(exc)
+            return
         grown = {
-            name: counts[m.source_topic]
-            for name, m in self.mirrors.items()
-            if counts[m.source_topic] > self.partitions.get(name, 0)
+            m: counts[s]
+            for m, s in self.mirrors.items()
+            if counts.get(s, 0) > self.partitions.get(m, 0)
         }
         if not grown:
             return
         mirrored = self.destination.partition_counts(list(grown))
-        for name, wanted in grown.items():
-            if wanted > mirrored[name]:
-                self.destination.create_partitions(name, wanted)
+        for mirror, wanted in grown.items():
+            if wanted > mirrored[mirror]:
+                self.destination.create_partitions(mirror, wanted)
                 log.info(
                     "Link %s: grew mirror topic %s from %d to %d partitions, as its source",
                     self.name,
-                    name,
-                    mirrored[name],
+                    mirror,
+                    mirrored[mirror],
                     wanted,
                 )
-            self.partitions[name] = max(wanted, mirrored[name])
+            self.partitions[mirror] = max(wanted, mirrored[mirror])
 
-    def mirror_partitions(self) -> list[tuple[str, int]]:
-        return [(t, p) for t in sorted(self.mirrors) for p in range(self.partitions[t])]
+    # --- reporting ----------------------------------------------------------------------------
 
-    # --- one micro-batch ------------------------------------------------------------------
+    def tasks(self) -> list[dict | None]:
+        keys = [control.task_key(self.link_id, self.epoch, s) for s in range(len(self.assigned))]
+        if not keys:
+            return []
+        return [json.loads(raw) if raw else None for raw in self.redis.mget(keys)]
 
-    def write_batch(self, batch, batch_id: int) -> None:
-        self.grow_destination()
-        ends = self.destination.offsets(self.mirror_partitions())
-        targets = {}
-        for (topic, p), end in ends.items():
-            runs = self.runs.setdefault((topic, p), translation.Runs())
-            if runs.last().destination > end:  # the destination lost records: ask it again
-                runs = self.runs[topic, p] = self.reload_runs(topic, p, end)
-            source_topic = self.mirrors[topic].source_topic
-            targets[source_topic, p] = writer.Target(
-                topic, self.topic_ids[topic], p, end, runs.next_source(end)
-            )
-        write = partial(
-            writer.write_partitions, targets=targets, destination=self.spec["destination"]
-        )
-        # One task per source partition costs a task's fixed overhead per partition and
-        # batch; merging them (without a shuffle: each source partition stays whole, in order,
-        # in one task) into one task per core keeps every core busy at a fraction of the cost.
-        slots = self.spark.sparkContext.defaultParallelism
-        results = batch.coalesce(slots).mapInArrow(write, writer.RESULT_SCHEMA).collect()
-        with self.lock:
-            self.dest_ends.update(ends)
-            for row in results:
-                key = (self.by_source[row.source_topic], row.partition)
-                if row.run_dest >= 0:
-                    self.runs[key].add(translation.Entry(row.run_source, row.run_dest))
-                self.dest_ends[key] = row.dest_end
-                self.totals[0] += row.records
-                self.totals[1] += row.bytes
-            self.totals[2] += 1
-            self.last_batch_ms = int(time.time() * 1000)
+    def acknowledge(self, reports: list[dict | None]) -> None:
+        """The generation whose mirror set every task has taken up: a task not reporting has
+        not started yet (it will take up the latest) or has stopped."""
+        applied = min((r["version"] for r in reports if r is not None), default=self.version)
+        while self.pending and self.pending[0][1] <= applied:
+            self.acked = max(self.acked, self.pending.popleft()[0])
+        for generation in [g for g in self.sets if g < self.acked]:
+            del self.sets[generation]
 
-    def reload_runs(self, topic: str, partition: int, end: int) -> translation.Runs:
-        stored = translation.load(self.spec["destination"], {self.topic_ids[topic]})
-        return stored.get((self.topic_ids[topic], partition), translation.Runs()).upto(end)
-
-    # --- heartbeat and control ------------------------------------------------------------
-
-    def note_read(self) -> None:
-        """How far each source partition has been read by finished batches: past the last
-        record copied when the source ends in a gap (a transaction marker, say)."""
-        progress = self.query.lastProgress if self.query is not None else None
-        if not progress or not progress["sources"]:
-            return
-        ends = progress["sources"][0]["endOffset"]
-        ends = json.loads(ends) if isinstance(ends, str) else ends
-        with self.lock:
-            for source_topic, offsets in (ends or {}).items():
-                if source_topic in self.by_source:
-                    for p, offset in offsets.items():
-                        self.read_upto[self.by_source[source_topic], int(p)] = offset
-
-    def beat(self, state: str, error: str = "") -> None:
+    def beat(self, state: str) -> None:
+        self.next_beat = time.monotonic() + BEAT_S
         now = time.time()
-        if self.mirrors and state == "running":
-            try:
-                hw = self.source.offsets(
-                    [(self.mirrors[t].source_topic, p) for t, p in self.mirror_partitions()]
-                )
-                self.source_hw = {(self.by_source[t], p): o for (t, p), o in hw.items()}
-                self.fetched_at_ms = int(now * 1000)
-            except Exception as exc:  # the source is down: the heartbeat says so
-                error = error or str(exc)
-        with self.lock:
-            records, size, batches = self.totals
-            progress, behind = {}, False
-            for (topic, p), runs in self.runs.items():
-                if topic not in self.mirrors:
-                    continue
-                last, hw = runs.last(), self.source_hw.get((topic, p), -1)
-                progress.setdefault(topic, {})[str(p)] = {
-                    "run": [last.source, last.destination],
-                    "translated": runs.translated,
-                    "source_hw": hw,
-                    "read_upto": self.read_upto.get((topic, p), -1),
-                }
-                end = self.dest_ends.get((topic, p))
-                if end is not None:
-                    done = max(runs.next_source(end), self.read_upto.get((topic, p), -1))
-                    behind = behind or hw > done
+        try:
+            reports = self.tasks() if self.job is not None else []
+        except redis.RedisError:
+            reports = []
+        if self.job is not None and self.job.is_alive():
+            self.acknowledge(reports)
+            self.publish_assignments()  # again each second: Redis may have lost them
+        elif self.job is None and not self.assigned:
+            self.acked = self.generation  # no job: nothing writes
+        progress, behind, last_write, errors = self.progress(reports)
+        self.seen = [sum(r[k] for r in reports if r) for k in ("records", "bytes")]
+        records, size = (b + s for b, s in zip(self.base, self.seen, strict=True))
         self.window.append((now, records, size))
-        while now - self.window[0][0] > RATE_WINDOW_SECONDS:
+        while now - self.window[0][0] > RATE_WINDOW_S:
             self.window.popleft()
         first = self.window[0]
         span = max(now - first[0], 1e-9)
+        rate = (
+            (lambda i: round(max(0, (self.window[-1][i] - first[i]) / span), 1))
+            if len(self.window) > 1
+            else (lambda i: 0)
+        )
         heartbeat = {
             "at_ms": int(now * 1000),
             "started_ms": self.started_ms,
             "pid": os.getpid(),
             "state": state,
-            "error": error,
-            "mirrors": sorted(self.mirrors),
-            "generation": self.generation,
+            "error": self.error or "; ".join(errors),
+            "mirrors": self.sets.get(self.acked, sorted(self.mirrors)),
+            "generation": self.acked,
+            "epoch": self.epoch,
+            "tasks": self.slots,
             "records": records,
             "bytes": size,
-            "batches": batches,
-            "records_per_sec": round((records - first[1]) / span, 1) if len(self.window) > 1 else 0,
-            "bytes_per_sec": round((size - first[2]) / span, 1) if len(self.window) > 1 else 0,
+            "records_per_sec": rate(1),
+            "bytes_per_sec": rate(2),
             "fetched_at_ms": self.fetched_at_ms,
-            "last_batch_ms": self.last_batch_ms,
+            "last_batch_ms": last_write,
             "behind": behind,
         }
         try:
@@ -307,50 +404,62 @@ class LinkStream:
         except redis.RedisError as exc:
             log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
 
-    def wanted(self) -> tuple[dict[str, Mirror], int] | None:
+    def progress(self, reports: list[dict | None]) -> tuple[dict, bool, int, list[str]]:
+        """Per mirror partition: its offset run, whether offsets are translated, the source's
+        high watermark at the last fetch and how far the source was read."""
+        held = {(m, p) for slot in self.assigned for (m, _, p) in slot}
         try:
-            return mirrors_from(control.read_json(self.redis, control.mirrors_key(self.link_id)))
-        except redis.RedisError as exc:
-            log.warning("Link %s: cannot read the mirror set from Redis: %s", self.name, exc)
-            return None
-
-    def run(self) -> int:
-        self.beat("starting")
-        self.spark = session(self.spec)
-        while not self.stopping:
-            published = self.wanted()
-            if published is not None:
-                wanted, generation = published
-                if not wanted:  # the query stops below, before the last heartbeat
-                    log.info("Link %s has no mirror to run; the stream ends", self.name)
-                    self.mirrors, self.generation = {}, generation
-                    break
-                if wanted != self.mirrors:
-                    self.start_query(wanted)  # stops the old query first
-                self.generation = generation
-            if self.query is not None and not self.query.isActive:
-                error = self.query.exception()
-                raise RuntimeError(str(error) if error else "the query stopped")
-            self.note_read()
-            self.beat("running")
-            time.sleep(HEARTBEAT_SECONDS)
-        self.stop_query()
-        self.beat("stopped")
-        return 0
+            hw = self.source.offsets([(self.mirrors[m], p) for m, p in held if m in self.mirrors])
+            self.source_hw = {(m, p): hw[self.mirrors[m], p] for m, p in held if m in self.mirrors}
+            self.fetched_at_ms = int(time.time() * 1000)
+        except KafkaAdminError as exc:  # the source is down: the heartbeat says so
+            self.error = str(exc)
+        else:
+            self.error = ""
+        progress: dict[str, dict[str, dict]] = {}
+        behind, last_write, errors = False, 0, []
+        for report in filter(None, reports):
+            last_write = max(last_write, report["last_write_ms"])
+            if report["error"]:
+                errors.append(f"task {report['slot']}: {report['error']}")
+            for where, p in report["partitions"].items():
+                partition, mirror = where.split("/", 1)
+                source_hw = self.source_hw.get((mirror, int(partition)), -1)
+                progress.setdefault(mirror, {})[partition] = {
+                    "run": p["run"],
+                    "translated": p["translated"],
+                    "source_hw": source_hw,
+                    "read_upto": p["read_upto"],
+                }
+                behind = behind or source_hw > p["read_upto"]
+        return progress, behind, last_write, errors
 
 
-def session(spec: dict):
-    from pyspark.sql import SparkSession
+def one_line(error: BaseException) -> str:
+    """A Spark job's failure in one line: the Python error of the task, not the JVM's trace."""
+    text = str(error)
+    for line in text.splitlines():
+        if line.startswith(("RuntimeError:", "KafkaException:", "Exception:")):
+            return line
+        if "Python worker exited unexpectedly" in line:
+            return "a copier task's Python worker died (killed, or out of memory)"
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
-    spark = (
-        SparkSession.builder.appName(f"isthmus-link-{spec['link_name']}")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.streaming.stopTimeout", "60s")
-        .getOrCreate()
+
+def spark_context(spec: dict):
+    from pyspark import SparkConf, SparkContext
+
+    conf = (
+        SparkConf()
+        .setAppName(f"isthmus-link-{spec['link_name']}")
+        .set("spark.ui.enabled", "false")
+        # A failed task fails the job, and the driver relaunches it in a new epoch, after the
+        # old tasks are known to have stopped; Spark retrying it at once could not wait.
+        .set("spark.task.maxFailures", "1")
     )
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
+    sc = SparkContext.getOrCreate(conf)
+    sc.setLogLevel("WARN")
+    return sc
 
 
 def main() -> int:
@@ -359,17 +468,18 @@ def main() -> int:
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
     spec = json.loads(os.environ.pop(control.SPEC_ENV))
-    stream = LinkStream(spec)
+    app = LinkApplication(spec)
 
     def stop(signum, frame):
-        stream.stopping = True
+        app.stopping = True
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        return stream.run()
+        return app.run()
     except Exception as exc:
-        log.exception("Link %s: the stream failed", stream.name)
-        stream.beat("failed", f"{type(exc).__name__}: {exc}".splitlines()[0])
+        log.exception("Link %s: the application failed", app.name)
+        app.error = one_line(exc)
+        app.beat("failed")
         return 1
 
 

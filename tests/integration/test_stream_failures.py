@@ -77,9 +77,8 @@ def _wait_for_more(link, topic: str, than: int, not_pid: int | None = None) -> i
 
 
 @pytest.fixture
-def quick_restarts(monkeypatch, settings):
-    # Small batches, so each kill lands in the middle of a copy; short pauses between restarts.
-    settings.STREAM_MAX_RECORDS_PER_BATCH = 20_000
+def quick_restarts(monkeypatch):
+    # Short pauses between restarts.
     monkeypatch.setattr(streams, "BACKOFF_S", [1, 1, 1, 1, 1])
 
 
