@@ -4,6 +4,7 @@ ISTHMUS_VAR_DIR   local state (database, keys, devstack data); default ./var
 DATABASE_URL      default sqlite:///<var>/isthmus.sqlite3
 REDIS_URL         Celery broker and control channel; default redis://127.0.0.1:6380/0
 SPARK_MASTER      where link streams run; default local[*]
+ISTHMUS_SPARK_CONF  extra Spark settings for link streams, key=value,key=value
 SECRET_KEY        Django's signing key; generated into <var>/secret_key when unset
 ISTHMUS_ENCRYPTION_KEY  Fernet key for secrets at rest; generated into
                   <var>/encryption_key when unset
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import dj_database_url
 from cryptography.fernet import Fernet
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
 from infra.secretfile import read_or_create
@@ -35,6 +37,17 @@ def _key_from_env_or_file(env_name: str, filename: str, make) -> str:
 
 def _env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def spark_conf(text: str) -> dict[str, str]:
+    """`key=value,key=value` as Spark settings (ISTHMUS_SPARK_CONF); a value may hold `=`."""
+    conf = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip():
+            raise ImproperlyConfigured(f"ISTHMUS_SPARK_CONF: {item!r} is not key=value")
+        conf[key.strip()] = value.strip()
+    return conf
 
 
 SECRET_KEY = _key_from_env_or_file("SECRET_KEY", "secret_key", get_random_secret_key)
@@ -139,6 +152,10 @@ STOP_TIMEOUT_S = int(os.environ.get("ISTHMUS_STOP_TIMEOUT_S", "90"))
 # How long an approval request waits for its approvals before it expires.
 APPROVAL_REQUEST_TTL_S = int(os.environ.get("ISTHMUS_APPROVAL_REQUEST_TTL_S", str(24 * 3600)))
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
+# Extra Spark settings for each link's application, passed to spark-submit as --conf after the
+# launcher's own (so they win): spark.cores.max, spark.pyspark.python, the Kubernetes image...
+# They show on the command line: no secrets here.
+SPARK_CONF = spark_conf(os.environ.get("ISTHMUS_SPARK_CONF", ""))
 # Where link applications keep their work files, e.g. the code shipped to executors.
 STREAM_CHECKPOINT_DIR = Path(
     os.environ.get("ISTHMUS_STREAM_CHECKPOINT_DIR", VAR_DIR / "streams")

@@ -251,7 +251,9 @@ def start(link: ClusterLink, r: redis.Redis, record: dict, now: float) -> None:
     """Start the link's stream (its mirror set is already in Redis)."""
     link_id = str(link.link_id)
     ensure_translation_topic(destination_admin(link))
-    argv, env = launch.submit_command(stream_spec(link), master=settings.SPARK_MASTER)
+    argv, env = launch.submit_command(
+        stream_spec(link), master=settings.SPARK_MASTER, conf=settings.SPARK_CONF
+    )
     folder(link_id).mkdir(parents=True, exist_ok=True)
     (folder(link_id) / "owner").write_text(_owner())
     pid = processes.start(

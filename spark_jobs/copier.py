@@ -112,6 +112,7 @@ class Copier:
         self.admin = KafkaAdmin(spec["destination"], timeout=15)
         self.cursors: dict[tuple[str, int], Cursor] = {}  # (source topic, partition)
         self.runs: dict[tuple[str, str, int], translation.Runs] = {}  # kept across resets
+        self.known: set[str] = set()  # source topics whose metadata the consumer has
         self.counters = Counters()
         self.version = -1  # the assignment version applied
         self.assignment: dict | None = None
@@ -201,6 +202,11 @@ class Copier:
     def start(self, parts: list[dict]) -> None:
         """Start copying `parts`, each from where its mirror partition ends."""
         ends = self.admin.offsets([(p["mirror"], p["partition"]) for p in parts])
+        for topic in {p["source"] for p in parts} - self.known:
+            # Without its metadata at hand, the consumer starts fetching a new topic only after
+            # its next metadata refresh, about a second later.
+            self.consumer.list_topics(topic, timeout=10)
+            self.known.add(topic)
         positions = []
         for p in parts:
             ident = (p["mirror"], p["topic_id"], p["partition"])
@@ -221,6 +227,12 @@ class Copier:
             self.cursors[p["source"], p["partition"]] = cursor
             positions.append(TopicPartition(p["source"], p["partition"], cursor.next_source))
         self.consumer.incremental_assign(positions)
+        log.info(
+            "Task %d of link %s: copying %s",
+            self.slot,
+            self.link_id,
+            ", ".join(f"{tp.topic}[{tp.partition}] from {tp.offset}" for tp in positions),
+        )
 
     # --- copying ----------------------------------------------------------------------------
 

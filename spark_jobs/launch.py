@@ -45,9 +45,15 @@ def _current(archive: Path, sources: list[Path]) -> bool:
 
 
 def submit_command(
-    spec: dict, *, master: str, driver_memory: str = "1g", python: str = sys.executable
+    spec: dict,
+    *,
+    master: str,
+    driver_memory: str = "1g",
+    python: str = sys.executable,
+    conf: dict[str, str] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
-    """The spark-submit command for `spec` and its environment.
+    """The spark-submit command for `spec` and its environment; `conf` adds Spark settings
+    after the launcher's own, so they win (spark.pyspark.python for executors, say).
 
     The spec holds the clusters' credentials, so it travels in the environment of the process
     (readable only by its user), never on the command line.
@@ -67,6 +73,7 @@ def submit_command(
         f"spark.pyspark.python={python}",
         "--conf",
         f"spark.pyspark.driver.python={python}",
+        *(arg for key, value in (conf or {}).items() for arg in ("--conf", f"{key}={value}")),
         str(ROOT / "spark_jobs" / "link_stream.py"),
     ]
     env = {

@@ -59,6 +59,7 @@ class LinkApplication:
         )
         self.source = KafkaAdmin(spec["source"], timeout=15)
         self.destination = KafkaAdmin(spec["destination"], timeout=15)
+        self.translation = translation.Reader(spec["destination"])
         self.sc = None
         self.slots = 0
         self.stopping = False
@@ -109,6 +110,8 @@ class LinkApplication:
             if not self.follow():
                 log.info("Link %s has no mirror to run; the application ends", self.name)
                 break
+            if self.stopping:  # the job may have ended on the same signal
+                break
             if self.job is None or not self.job.is_alive():
                 claimed = self.relaunch(claimed)
             if time.monotonic() >= self.next_beat:
@@ -116,6 +119,7 @@ class LinkApplication:
                 self.beat("running")
             time.sleep(LOOP_S)
         self.end_epoch()
+        self.translation.close()
         self.beat("stopped")
         return 0
 
@@ -233,6 +237,7 @@ class LinkApplication:
         held = {ident for slot in self.assigned for ident in slot}
         added = [ident for ident in wanted if ident not in held]
         if added:
+            began = time.monotonic()
             runs = self.runs_for(added)
             for ident in added:
                 slot = self.home.get(ident)
@@ -247,6 +252,14 @@ class LinkApplication:
                     "partition": p,
                     "runs": [[e.source, e.destination] for e in runs[ident].entries],
                 }
+        if added:
+            log.info(
+                "Link %s: handing out %d partition(s) of %s (prepared in %.2f s)",
+                self.name,
+                len(added),
+                ", ".join(sorted({m for m, _, _ in added})),
+                time.monotonic() - began,
+            )
         self.planned = (self.generation, dict(self.partitions))
         # Each plan is a version the tasks acknowledge, even when it moves nothing: that is
         # how the generation it serves gets acknowledged.
@@ -274,7 +287,7 @@ class LinkApplication:
         """The stored offset runs of partitions about to start. A partition with nothing
         copied yet whose source starts above offset 0 gets its first entry now, so its lag
         and translation are right before its first record."""
-        stored = translation.load(self.spec["destination"], {i[1] for i in idents})
+        stored = self.translation.runs({i[1] for i in idents})
         ends = self.destination.offsets([(m, p) for m, _, p in idents])
         runs, pins = {}, []
         fresh = [i for i in idents if ends[i[0], i[2]] == 0 and not stored.get((i[1], i[2]))]
@@ -439,7 +452,15 @@ def one_line(error: BaseException) -> str:
     """A Spark job's failure in one line: the Python error of the task, not the JVM's trace."""
     text = str(error)
     for line in text.splitlines():
-        if line.startswith(("RuntimeError:", "KafkaException:", "Exception:")):
+        if line.startswith(
+            (
+                "RuntimeError:",
+                "KafkaException:",
+                "Exception:",
+                "ModuleNotFoundError:",
+                "ImportError:",
+            )
+        ):
             return line
         if "Python worker exited unexpectedly" in line:
             return "a copier task's Python worker died (killed, or out of memory)"

@@ -16,6 +16,7 @@ replaces the entries at and after it: replay after a crash rewrites them.
 from __future__ import annotations
 
 import json
+import time
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -111,46 +112,73 @@ def load(config: dict[str, str], topic_ids: set[str], timeout: float = 30.0) -> 
 
     Reads the whole translation topic; a missing topic means no translation yet.
     """
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": "isthmus-translation-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    runs: dict[tuple[str, int], Runs] = {}
+    reader = Reader(config, timeout)
     try:
-        metadata = consumer.list_topics(TOPIC, timeout=timeout).topics[TOPIC]
+        return reader.runs(topic_ids)
+    finally:
+        reader.close()
+
+
+class Reader:
+    """Reads the translation topic and keeps reading it where it stopped: a link application
+    asks it for the runs of partitions about to start, without rereading the whole topic."""
+
+    def __init__(self, config: dict[str, str], timeout: float = 30.0):
+        self.timeout = timeout
+        self.consumer = Consumer(
+            {
+                **config,
+                "group.id": "isthmus-translation-reader",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            }
+        )
+        self.positions: dict[int, int] = {}  # translation topic partition -> next offset
+        self.entries: dict[tuple[str, int], Runs] = {}
+
+    def runs(self, topic_ids: set[str]) -> dict[tuple[str, int], Runs]:
+        """The runs of every partition of the mirror topics in `topic_ids`, as stored now."""
+        self.catch_up()
+        return {
+            key: Runs(list(runs.entries))
+            for key, runs in self.entries.items()
+            if key[0] in topic_ids
+        }
+
+    def catch_up(self) -> None:
+        """Read what was stored since the last call (everything, the first time)."""
+        metadata = self.consumer.list_topics(TOPIC, timeout=self.timeout).topics[TOPIC]
         if metadata.error is not None:
             if metadata.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                return runs
+                return
             raise RuntimeError(f"Reading {TOPIC}: {metadata.error.str()}")
-        partitions = list(metadata.partitions)
-        pending = set()
-        for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=timeout)
-            if high > low:
-                pending.add(p)
-        consumer.assign([TopicPartition(TOPIC, p, 0) for p in pending])
-        while pending:
-            msg = consumer.poll(timeout)
+        ends = {}
+        for p in metadata.partitions:
+            _, high = self.consumer.get_watermark_offsets(
+                TopicPartition(TOPIC, p), timeout=self.timeout
+            )
+            if high > self.positions.get(p, 0):
+                ends[p] = high
+        if not ends:
+            return
+        self.consumer.assign([TopicPartition(TOPIC, p, self.positions.get(p, 0)) for p in ends])
+        deadline = time.monotonic() + self.timeout
+        while ends:
+            msg = self.consumer.poll(max(0.0, deadline - time.monotonic()))
             if msg is None:
-                raise RuntimeError(f"Reading {TOPIC} timed out after {timeout:.0f} s.")
+                raise RuntimeError(f"Reading {TOPIC} timed out after {self.timeout:.0f} s.")
             if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition())
-                    continue
                 raise RuntimeError(f"Reading {TOPIC}: {msg.error().str()}")
+            self.positions[msg.partition()] = msg.offset() + 1
+            if msg.offset() + 1 >= ends.get(msg.partition(), 0):
+                ends.pop(msg.partition(), None)
             topic_id, _, partition = msg.key().decode().rpartition("/")
             # entries written before ids took Kafka's form are keyed by librdkafka's form
-            topic_id = kafka_id(topic_id)
-            if topic_id in topic_ids:
-                value = json.loads(msg.value())
-                runs.setdefault((topic_id, int(partition)), Runs()).add(
-                    Entry(value["source"], value["destination"])
-                )
-    finally:
-        consumer.close()
-    return runs
+            value = json.loads(msg.value())
+            self.entries.setdefault((kafka_id(topic_id), int(partition)), Runs()).add(
+                Entry(value["source"], value["destination"])
+            )
+        self.consumer.unassign()
+
+    def close(self) -> None:
+        self.consumer.close()

@@ -3,12 +3,15 @@ each mirror partition stopped: the copy ends with every record once."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
+import threading
 import time
 import uuid
 
+import psutil
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -27,6 +30,7 @@ RECENT = int(time.time() * 1000) - 600_000
 
 
 def _source_topic(records: int, partitions: int = 4) -> str:
+    """A new source topic holding `records` records."""
     topic = f"failures-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(admin_config(kafka.SOURCE))
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
@@ -63,14 +67,14 @@ def _stream(link):
     return read_pidfile(streams.folder(str(link.link_id)) / "stream.pid")
 
 
-def _wait_for_more(link, topic: str, than: int, not_pid: int | None = None) -> int:
-    """Supervise until a stream (not `not_pid`) is running and the mirror holds more than
-    `than` records; return how many."""
+def _wait_for_more(link, topic: str, than: int, working: bool = False) -> int:
+    """Supervise until a stream is running and the mirror holds more than `than` records (and,
+    if `working`, its copier tasks are up); return how many."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         streams.supervise(link)
         running, copied = _stream(link), _copied(topic)
-        if running and running.pid != not_pid and copied > than:
+        if running and copied > than and (not working or "task worker" in _targets(link)):
             return copied
         time.sleep(0.3)
     raise AssertionError(f"the stream copied nothing past {than} records in 240 s")
@@ -82,26 +86,81 @@ def quick_restarts(monkeypatch):
     monkeypatch.setattr(streams, "BACKOFF_S", [1, 1, 1, 1, 1])
 
 
-def test_killing_the_stream_with_sigkill_three_times_loses_and_repeats_nothing(
+def _targets(link) -> dict[str, list[psutil.Process]]:
+    """What can be killed in the link's running application: the whole of it (the JVM's
+    process group), its Python driver alone, or one copier task's Python worker."""
+    running = _stream(link)
+    if running is None:
+        return {}
+    jvm = psutil.Process(running.pid)
+    found = {"application": [jvm], "python driver": [], "task worker": []}
+    for child in jvm.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            cmdline = " ".join(child.cmdline())
+            if "link_stream.py" in cmdline:
+                found["python driver"].append(child)
+            elif "pyspark.daemon" in cmdline and child.parent().pid != jvm.pid:
+                found["task worker"].append(child)  # forked by the daemon: runs a task
+    return {what: procs for what, procs in found.items() if procs}
+
+
+def _kill(link, what: str) -> None:
+    target = random.choice(_targets(link)[what])
+    if what == "application":
+        os.killpg(target.pid, signal.SIGKILL)
+    else:
+        target.send_signal(signal.SIGKILL)
+
+
+def _keep_producing(topic: str, records: int, partitions: int, seconds: float) -> Producer:
+    """Write `records` over about `seconds`, so kills land while the copy is going on."""
+    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 5})
+    started, step = time.monotonic(), max(1, records // 200)
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    key=str(i).encode(),
+                    value=random.randbytes(100),
+                    partition=i % partitions,
+                    timestamp=RECENT + i,
+                    headers=[("i", str(i).encode())],
+                )
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % step == 0:
+            producer.poll(0)
+            time.sleep(max(0.0, started + seconds * i / records - time.monotonic()))
+    assert producer.flush(60) == 0
+    return producer
+
+
+def test_killing_the_application_driver_and_task_workers_five_times_loses_and_repeats_nothing(
     django_db_blocker, quick_restarts
 ):
-    topic = _source_topic(300_000)
+    topic = _source_topic(0)
+    writer = threading.Thread(target=_keep_producing, args=(topic, 500_000, 4, 90))
     with committed_link(django_db_blocker, [topic]) as link:
         mirror = create_mirror(ACTOR, link, topic)
+        writer.start()
+        # Each kind of kill at least once, in a random order.
+        kinds = ["application", "python driver", "task worker"]
+        plan = random.sample(kinds, 3) + random.choices(kinds, k=2)
         copied, killed = 0, []
-        while len(killed) < 3:
-            copied = _wait_for_more(link, topic, copied, killed[-1] if killed else None)
-            assert copied < 300_000, "the copy finished before the third kill"
-            time.sleep(random.uniform(0, 0.5))  # any moment: mid-batch or between batches
-            running = _stream(link)
-            os.killpg(running.pid, signal.SIGKILL)  # the JVM and its Python workers
-            killed.append(running.pid)
-            time.sleep(0.5)
+        for what in plan:
+            copied = _wait_for_more(link, topic, copied, working=True)
+            time.sleep(random.uniform(0, 1.0))  # any moment
+            _kill(link, what)
+            killed.append((what, copied))
             copied = max(copied, _copied(topic))
+        writer.join()
         run_until_copied(link, [mirror], timeout=300)
         source = assert_exact_copy(topic, topic)
-    assert len(source) == 300_000
-    assert len({r.key for r in source}) == 300_000
+    assert len(source) == 500_000, killed
+    assert len({r.key for r in source}) == 500_000
+    assert killed[-1][1] < 500_000, f"the copy was over before the last kill: {killed}"
 
 
 def test_restarting_the_source_broker_mid_copy_loses_and_repeats_nothing(
@@ -115,6 +174,25 @@ def test_restarting_the_source_broker_mid_copy_loses_and_repeats_nothing(
         assert _copied(topic) < 200_000, "the copy ended before the broker went down"
         time.sleep(3)
         stack.up(["source"], echo=lambda _: None)
+        run_until_copied(link, [mirror], timeout=300)
+        source = assert_exact_copy(topic, topic)
+    assert len(source) == 200_000
+
+
+def test_restarting_the_destination_broker_mid_copy_loses_and_repeats_nothing(
+    django_db_blocker, quick_restarts, stack
+):
+    topic = _source_topic(0)
+    writer = threading.Thread(target=_keep_producing, args=(topic, 200_000, 4, 40))
+    with committed_link(django_db_blocker, [topic]) as link:
+        mirror = create_mirror(ACTOR, link, topic)
+        writer.start()
+        _wait_for_more(link, topic, 10_000, working=True)
+        stack.down(["destination"], echo=lambda _: None)
+        time.sleep(3)
+        stack.up(["destination"], echo=lambda _: None)
+        assert writer.is_alive(), "the source was written in full before the broker went down"
+        writer.join()
         run_until_copied(link, [mirror], timeout=300)
         source = assert_exact_copy(topic, topic)
     assert len(source) == 200_000

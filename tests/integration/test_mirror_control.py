@@ -1,0 +1,135 @@
+"""A running link application takes up a new mirror, and lets go of a paused one, within a
+second or so, while the mirrors not concerned keep copying; a promote waits for that."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from devstack import kafka
+from replication import streams
+from replication.mirrors import create_mirror, pause_mirror
+from replication.redis_channel import client
+from spark_jobs import control
+from tests.conftest import admin_config
+from tests.mirror_checks import ACTOR, assert_exact_copy, committed_link, run_until_copied
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+RECENT = int(time.time() * 1000) - 600_000
+
+
+def _topic(partitions: int) -> str:
+    topic = f"control-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(admin_config(kafka.SOURCE))
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    return topic
+
+
+class Writer(threading.Thread):
+    """Writes `rate` records a second to a source topic until stopped."""
+
+    def __init__(self, topic: str, rate: int):
+        super().__init__(daemon=True)
+        self.topic, self.rate, self.written = topic, rate, 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 2})
+        started = time.monotonic()
+        while not self.done.is_set():
+            due = int((time.monotonic() - started) * self.rate)
+            for i in range(self.written, due):
+                producer.produce(
+                    self.topic, key=str(i).encode(), value=b"x" * 100, timestamp=RECENT + i
+                )
+            self.written = max(self.written, due)
+            producer.poll(0.01)
+        assert producer.flush(30) == 0
+
+
+class Watcher(threading.Thread):
+    """Samples a mirror's end offsets on the destination; `longest_stall` is the longest time
+    it did not grow while watched."""
+
+    def __init__(self, topic: str, partitions: int):
+        super().__init__(daemon=True)
+        self.topic, self.partitions = topic, partitions
+        self.longest_stall, self.done = 0.0, threading.Event()
+
+    def run(self) -> None:
+        from infra.kafka_admin import KafkaAdmin
+
+        admin = KafkaAdmin(admin_config(kafka.DESTINATION))
+        last, since = -1, time.monotonic()
+        while not self.done.is_set():
+            now = time.monotonic()
+            total = sum(admin.end_offsets(self.topic, self.partitions).values())
+            if total != last:
+                last, since = total, now
+            self.longest_stall = max(self.longest_stall, now - since)
+            time.sleep(0.05)
+
+
+def _end(topic: str, partitions: int) -> int:
+    from infra.kafka_admin import KafkaAdmin
+
+    return sum(KafkaAdmin(admin_config(kafka.DESTINATION)).end_offsets(topic, partitions).values())
+
+
+def _until(check, timeout: float, what: str) -> float:
+    started = time.monotonic()
+    while not check():
+        assert time.monotonic() - started < timeout, f"{what} took over {timeout} s"
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors_keep_copying(
+    django_db_blocker,
+):
+    busy, added = _topic(4), _topic(2)
+    busy_writer, added_writer = Writer(busy, 2000), Writer(added, 500)
+    with committed_link(django_db_blocker, [busy, added]) as link:
+        busy_mirror = create_mirror(ACTOR, link, busy)
+        run_until_copied(link, [busy_mirror])  # the application runs
+        busy_writer.start()
+        watcher = Watcher(busy, 4)
+        watcher.start()
+        added_writer.start()
+        time.sleep(1)
+
+        mirror = create_mirror(ACTOR, link, added)
+        generation = streams.publish(link, client())  # as the beat would, at its next tick
+        first_record = _until(lambda: _end(added, 2) > 0, 10, "the new mirror's first record")
+
+        pause_mirror(ACTOR, mirror)
+        generation = streams.publish(link, client())
+        stopped = _until(
+            lambda: streams.stopped_writing(link, added, generation), 10, "letting go of it"
+        )
+        held = _end(added, 2)
+        time.sleep(2)
+        still = _end(added, 2)
+        watcher.done.set()
+        busy_writer.done.set()
+        added_writer.done.set()
+        watcher.join()
+        busy_writer.join()
+        added_writer.join()
+        heartbeat = control.read_json(client(), control.heartbeat_key(str(link.link_id)))
+
+        assert first_record < 3, f"the new mirror's first record came after {first_record:.1f} s"
+        assert stopped < 2, f"the paused mirror was let go after {stopped:.1f} s"
+        assert still == held, "a paused mirror was written after the application let go of it"
+        assert watcher.longest_stall < 1.0, (
+            f"the busy mirror stopped copying for {watcher.longest_stall:.1f} s"
+        )
+        assert heartbeat["generation"] >= generation and added not in heartbeat["mirrors"]
+        run_until_copied(link, [busy_mirror])
+        assert len(assert_exact_copy(busy, busy)) == busy_writer.written
