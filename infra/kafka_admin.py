@@ -6,7 +6,10 @@ Every failure becomes a KafkaAdminError whose message says what went wrong and w
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
+import re
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -263,6 +266,23 @@ class KafkaAdmin:
         request = {TopicPartition(t, p): spec for t, p in partitions}
         if not request:
             return {}
+        for _ in range(4):
+            try:
+                return self._read_offsets(request)
+            except KafkaAdminError as exc:
+                # Partitions added since this client last read the metadata ("unknown
+                # partition", "no leaders found", "not leader"): read it again and retry.
+                if isinstance(exc, TopicNotFound) or not re.search(
+                    "partition|leader", str(exc), re.IGNORECASE
+                ):
+                    raise
+                time.sleep(0.2)
+                for topic in {t for t, _ in partitions}:
+                    with contextlib.suppress(KafkaException):
+                        self._client.list_topics(topic=topic, timeout=self.timeout)
+        return self._read_offsets(request)
+
+    def _read_offsets(self, request: dict) -> dict[tuple[str, int], int]:
         futures = self._client.list_offsets(request, request_timeout=self.timeout)
         return {
             (tp.topic, tp.partition): self._wait(

@@ -236,9 +236,16 @@ class LinkApplication:
                 del held[ident]
         held = {ident for slot in self.assigned for ident in slot}
         added = [ident for ident in wanted if ident not in held]
+        ready = True
         if added:
             began = time.monotonic()
-            runs = self.runs_for(added)
+            try:
+                runs = self.runs_for(added)
+            except (KafkaAdminError, translation.StoreFailed, RuntimeError) as exc:
+                # New partitions without a leader yet, say: tried again at the next loop.
+                self.error = f"cannot start {len(added)} partition(s) yet: {exc}"
+                log.warning("Link %s: %s", self.name, self.error)
+                added, ready = [], False
             for ident in added:
                 slot = self.home.get(ident)
                 if slot is None:
@@ -260,7 +267,8 @@ class LinkApplication:
                 ", ".join(sorted({m for m, _, _ in added})),
                 time.monotonic() - began,
             )
-        self.planned = (self.generation, dict(self.partitions))
+        if ready:
+            self.planned = (self.generation, dict(self.partitions))
         # Each plan is a version the tasks acknowledge, even when it moves nothing: that is
         # how the generation it serves gets acknowledged.
         self.version += 1
@@ -336,10 +344,18 @@ class LinkApplication:
         }
         if not grown:
             return
-        mirrored = self.destination.partition_counts(list(grown))
+        try:
+            mirrored = self.destination.partition_counts(list(grown))
+        except KafkaAdminError as exc:  # grown at a later loop
+            self.error = str(exc)
+            return
         for mirror, wanted in grown.items():
             if wanted > mirrored[mirror]:
-                self.destination.create_partitions(mirror, wanted)
+                try:
+                    self.destination.create_partitions(mirror, wanted)
+                except KafkaAdminError as exc:
+                    self.error = f"cannot grow mirror topic {mirror}: {exc}"
+                    continue
                 log.info(
                     "Link %s: grew mirror topic %s from %d to %d partitions, as its source",
                     self.name,

@@ -1,0 +1,198 @@
+"""A copier task writes only while it hears from the control channel and its epoch is
+current: cut off from Redis it stops writing within seconds, and a new epoch stops it at once.
+The task runs here in a thread, against the real clusters and a real Redis reached through a
+proxy the test can cut."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import uuid
+
+import pytest
+import redis
+from confluent_kafka import Producer
+from django.conf import settings
+
+from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
+from spark_jobs import control, copier
+from tests.conftest import admin_config
+from tests.mirror_checks import assert_exact_copy
+
+pytestmark = pytest.mark.integration
+
+RECENT = int(time.time() * 1000) - 600_000
+
+
+class Proxy(threading.Thread):
+    """A TCP proxy to Redis; `cut()` drops every connection and answers none until `mend()`."""
+
+    def __init__(self, host: str, port: int):
+        super().__init__(daemon=True)
+        self.target = (host, port)
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.open = threading.Event()
+        self.open.set()
+        self.sockets: list[socket.socket] = []
+
+    def run(self) -> None:
+        while True:
+            client, _ = self.server.accept()
+            if not self.open.is_set():
+                client.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self.pipe, args=(a, b), daemon=True).start()
+
+    def pipe(self, a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                s.close()
+
+    def cut(self) -> None:
+        self.open.clear()
+        for s in self.sockets:
+            s.close()
+        self.sockets.clear()
+
+    def mend(self) -> None:
+        self.open.set()
+
+
+class Source(threading.Thread):
+    """Writes a record every millisecond or so to a 2-partition source topic until stopped."""
+
+    def __init__(self, topic: str):
+        super().__init__(daemon=True)
+        self.topic, self.written, self.done = topic, 0, threading.Event()
+
+    def run(self) -> None:
+        producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 1})
+        while not self.done.is_set():
+            for _ in range(20):
+                i = self.written
+                producer.produce(
+                    self.topic,
+                    key=str(i).encode(),
+                    value=b"v",
+                    partition=i % 2,
+                    timestamp=RECENT + i,
+                )
+                self.written += 1
+            producer.poll(0.02)
+        assert producer.flush(30) == 0
+
+
+def _mirrored(topic: str) -> int:
+    return sum(KafkaAdmin(admin_config(kafka.DESTINATION)).end_offsets(topic, 2).values())
+
+
+def _still_for(topic: str, seconds: float) -> bool:
+    before = _mirrored(topic)
+    time.sleep(seconds)
+    return _mirrored(topic) == before
+
+
+@pytest.fixture
+def fenced_task(make_topic):
+    """A copier task of a one-mirror link, its Redis reached through a proxy; the test plays
+    the driver by writing the epoch and the assignment."""
+    topic = f"fencing-{uuid.uuid4().hex[:8]}"
+    for node in (kafka.SOURCE, kafka.DESTINATION):
+        make_topic(node, topic, partitions=2)
+    r = redis.Redis.from_url(settings.REDIS_URL)
+    host = r.connection_pool.connection_kwargs["host"]
+    proxy = Proxy(host, r.connection_pool.connection_kwargs["port"])
+    proxy.start()
+    link_id, epoch = f"fencing-{uuid.uuid4().hex[:6]}", "e1"
+    db = r.connection_pool.connection_kwargs.get("db", 0)
+    spec = {
+        "link_id": link_id,
+        "redis_url": f"redis://127.0.0.1:{proxy.port}/{db}",
+        "source": {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        "destination": {"bootstrap.servers": kafka.DESTINATION.bootstrap},
+    }
+    topic_id = KafkaAdmin(admin_config(kafka.DESTINATION)).describe_topic(topic).topic_id
+    r.set(control.epoch_key(link_id), epoch)
+    r.set(
+        control.assignment_key(link_id, 0),
+        json.dumps(
+            {
+                "epoch": epoch,
+                "version": 1,
+                "partitions": [
+                    {
+                        "mirror": topic,
+                        "source": topic,
+                        "topic_id": topic_id,
+                        "partition": p,
+                        "runs": [],
+                    }
+                    for p in range(2)
+                ],
+            }
+        ),
+    )
+    task = threading.Thread(target=copier.Copier(spec, epoch, 0).run, daemon=True)
+    source = Source(topic)
+    task.start()
+    source.start()
+    yield type(
+        "Fenced",
+        (),
+        dict(topic=topic, proxy=proxy, task=task, source=source, r=r, link_id=link_id, epoch=epoch),
+    )
+    source.done.set()
+    r.set(control.epoch_key(link_id), "ended")
+    task.join(30)
+    r.delete(*r.keys(f"isthmus:stream:{link_id}:*") or ["none"])
+
+
+def test_a_task_cut_off_from_the_control_channel_stops_writing_and_resumes_exactly(fenced_task):
+    f = fenced_task
+    deadline = time.monotonic() + 30
+    while _mirrored(f.topic) < 1000:
+        assert time.monotonic() < deadline, "the task copied nothing"
+        time.sleep(0.2)
+
+    f.proxy.cut()
+    time.sleep(copier.CONTACT_S + 1)  # it stops writing within CONTACT_S of its last contact
+    assert _still_for(f.topic, 4), "the task wrote while cut off from the control channel"
+    beat = f.r.pttl(control.task_key(f.link_id, f.epoch, 0))
+    assert beat == -2, "the task's heartbeat outlived its silence"  # the new epoch may start
+
+    f.proxy.mend()
+    time.sleep(3)
+    assert not _still_for(f.topic, 2), "the task did not resume after the channel came back"
+    f.source.done.set()
+    f.source.join()
+    deadline = time.monotonic() + 60
+    while _mirrored(f.topic) < f.source.written:
+        assert time.monotonic() < deadline, "the task did not catch up"
+        time.sleep(0.2)
+    assert len(assert_exact_copy(f.topic, f.topic)) == f.source.written
+
+
+def test_a_new_epoch_stops_the_task_at_once_and_it_says_so(fenced_task):
+    f = fenced_task
+    deadline = time.monotonic() + 30
+    while _mirrored(f.topic) < 1000:
+        assert time.monotonic() < deadline, "the task copied nothing"
+        time.sleep(0.2)
+
+    f.r.set(control.epoch_key(f.link_id), "e2")
+    f.task.join(5)
+    assert not f.task.is_alive(), "the task went on after its epoch ended"
+    assert not f.r.exists(control.task_key(f.link_id, f.epoch, 0)), "its heartbeat stayed"
+    assert _still_for(f.topic, 2), "the task wrote after its epoch ended"
