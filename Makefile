@@ -8,16 +8,29 @@ PY     := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 MVN    := mvn -B -q -gs devstack/maven-settings.xml -f devstack/pom.xml
 export PATH := $(CURDIR)/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+# ISTHMUS_DB=postgres: the stack's database is a PostgreSQL the devstack runs (README, "The
+# database"); unset, it is SQLite in var/.
+export ISTHMUS_DB
+WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
+# The domain and API tests that `make test` runs a second time, on PostgreSQL: the ones that
+# lean on the database (transactions, locks, races, constraints), none of the Spark ones.
+POSTGRES_TESTS := tests/unit tests/integration/test_api.py tests/integration/test_races.py \
+	tests/integration/test_approvals.py tests/integration/test_links.py \
+	tests/integration/test_users_page.py tests/integration/test_role_matrix.py \
+	tests/integration/test_audit_required.py tests/integration/test_audit_page.py \
+	tests/integration/test_devstack.py tests/integration/test_database_limits.py
 
-.PHONY: help setup system-packages demo down status test lint format bench
+.PHONY: help setup setup-postgres system-packages demo down status test test-postgres lint \
+	format bench
 
 help:
 	@echo "make demo    set up, start the embedded stack and the console on http://127.0.0.1:8000"
-	@echo "make test    set up and run the tests (starts the clusters if they are not running)"
+	@echo "make test    set up and run the tests (starts the clusters if they are not running),"
+	@echo "             then the domain and API tests again on PostgreSQL (make test-postgres)"
 	@echo "make down    stop everything 'make demo' started"
 	@echo "make status  show each part of the stack"
 
-setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched
+setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched $(if $(WANT_POSTGRES),setup-postgres)
 
 # Debian packages the stack needs, installed only when missing.
 system-packages:
@@ -34,6 +47,20 @@ system-packages:
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# PostgreSQL (Debian's package, installed only when missing) and its driver (the `postgres`
+# extra), for ISTHMUS_DB=postgres and the tests' PostgreSQL run.
+setup-postgres: system-packages $(VENV)/.installed-postgres
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "Installing Debian packages: postgresql"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
+	}
+
+$(VENV)/.installed-postgres: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[dev,postgres]'
+	touch $@
+
 $(VENV)/.installed: pyproject.toml
 	@# A venv left half-made by an earlier failure has no working pip: start it over.
 	$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
@@ -48,6 +75,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
+	$(if $(WANT_POSTGRES),$(PY) manage.py devstack up postgres)
 	$(PY) manage.py migrate --noinput -v 0
 	$(PY) manage.py devstack up
 	$(PY) manage.py setup_demo
@@ -69,8 +97,13 @@ format:
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: setup lint
-	$(VENV)/bin/pytest
+# The whole suite on SQLite, then the domain and API tests on the devstack's PostgreSQL.
+test: setup setup-postgres lint
+	ISTHMUS_DB=sqlite $(VENV)/bin/pytest
+	$(MAKE) --no-print-directory test-postgres
+
+test-postgres: setup-postgres
+	ISTHMUS_DB=postgres $(VENV)/bin/pytest $(POSTGRES_TESTS)
 
 # Throughput, latency and memory against MirrorMaker 2 and the raw client limit; writes
 # docs/benchmarks.md. Quick try: make bench BENCH_ARGS="--size-mb 50 --no-doc"

@@ -1,7 +1,10 @@
 """Isthmus settings. Everything that differs between machines comes from the environment.
 
 ISTHMUS_VAR_DIR   local state (database, keys, devstack data); default ./var
-DATABASE_URL      default sqlite:///<var>/isthmus.sqlite3
+DATABASE_URL      default sqlite:///<var>/isthmus.sqlite3, or the devstack's PostgreSQL
+ISTHMUS_DB        sqlite (default) or postgres: without DATABASE_URL, the database is then the
+                  PostgreSQL that `manage.py devstack up` runs on 127.0.0.1:5433
+ISTHMUS_TEST_DATABASE  the tests' database: a file for SQLite, a name for PostgreSQL
 REDIS_URL         Celery broker and control channel; default redis://127.0.0.1:6380/0
 SPARK_MASTER      where link streams run; default local[*]
 ISTHMUS_SPARK_CONF  extra Spark settings for link streams, key=value,key=value
@@ -12,6 +15,8 @@ DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS
 """
 
 import os
+import re
+import secrets
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,7 +30,10 @@ from infra.secretfile import read_or_create
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ISTHMUS_VAR_DIR", BASE_DIR / "var")).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
-VAR_DIR.chmod(0o700)  # holds the database, keys and cluster credentials
+# Owner-only: it holds the database, keys and cluster credentials. A group's right to pass
+# through (not to list) is kept: the devstack's PostgreSQL, run by root as the `postgres` user,
+# reaches its data directory in var/ that way (devstack/postgres.py).
+VAR_DIR.chmod(0o700 | (VAR_DIR.stat().st_mode & 0o010))
 # The only place link configs may name files on this machine (trust stores, key stores).
 TLS_FILES_DIR = Path(os.environ.get("ISTHMUS_TLS_DIR", VAR_DIR / "tls")).resolve()
 
@@ -73,6 +81,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "console.middleware.RefuseNulCharacters",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -103,10 +112,32 @@ TEMPLATES = [
     }
 ]
 
+ISTHMUS_DB = os.environ.get("ISTHMUS_DB", "").strip().lower() or "sqlite"
+if ISTHMUS_DB not in ("sqlite", "postgres"):
+    raise ImproperlyConfigured(f"ISTHMUS_DB is {ISTHMUS_DB!r}: it is sqlite or postgres")
+# ISTHMUS_DB=postgres without DATABASE_URL: the PostgreSQL the devstack runs (its `postgres`
+# part), made with this role, database and password.
+DEVSTACK_POSTGRES = None
+if ISTHMUS_DB == "postgres" and not os.environ.get("DATABASE_URL"):
+    DEVSTACK_POSTGRES = {
+        "host": "127.0.0.1",
+        "port": 5433,
+        "user": "isthmus",
+        "name": "isthmus",
+        "password": read_or_create(VAR_DIR / "postgres_password", lambda: secrets.token_hex(24)),
+    }
+    _default_database_url = "postgres://{user}:{password}@{host}:{port}/{name}".format(
+        **DEVSTACK_POSTGRES
+    )
+else:
+    _default_database_url = f"sqlite:///{VAR_DIR / 'isthmus.sqlite3'}"
+# Connections are kept for a minute and checked before reuse: after a database server
+# restart, the next request reconnects instead of failing on the dead connection.
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'isthmus.sqlite3'}"),
+        os.environ.get("DATABASE_URL", _default_database_url),
         conn_max_age=60,
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -122,6 +153,11 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["TEST"] = {
         "NAME": os.environ.get("ISTHMUS_TEST_DATABASE", str(VAR_DIR / "test-isthmus.sqlite3"))
     }
+elif os.environ.get("ISTHMUS_TEST_DATABASE"):
+    # A server database: the tests' database by that name (a file's name, extension dropped,
+    # when it names a file), created by the tests, so the role needs CREATEDB.
+    _test_name = Path(os.environ["ISTHMUS_TEST_DATABASE"]).name.split(".")[0]
+    DATABASES["default"]["TEST"] = {"NAME": re.sub(r"\W", "_", _test_name)[:63]}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

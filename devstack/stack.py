@@ -1,4 +1,5 @@
-"""The embedded stack: two Kafka clusters, Redis, a Celery worker and beat, and the web console.
+"""The embedded stack: two Kafka clusters, Redis, a Celery worker and beat, and the web console;
+with ISTHMUS_DB=postgres, a PostgreSQL too.
 
 `up` checks every port first (so a conflict starts nothing), starts what is not already running,
 then waits until each part answers. `down` stops, by recorded pid, exactly what `up` started.
@@ -7,6 +8,8 @@ then waits until each part answers. `down` stops, by recorded pid, exactly what 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
 import urllib.request
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from infra import processes
 
-from . import kafka
+from . import kafka, postgres
 from .kafka import ROOT
 
 
@@ -30,6 +33,7 @@ class Component:
     env: Callable[[], dict[str, str]] = dict
     prepare: Callable[[], None] = lambda: None
     start_timeout: float = 60.0
+    stop_signal: int = signal.SIGTERM
 
 
 @dataclass
@@ -85,12 +89,23 @@ def _celery_worker_ready(node_name: str) -> bool:
 
 
 class Stack:
-    """The devstack rooted at `var_dir`. Operations take part names to act on only some parts."""
+    """The devstack rooted at `var_dir`. Operations take part names to act on only some parts.
 
-    def __init__(self, var_dir: Path, web_port: int = 8000, redis_port: int = 6380):
+    `postgres` (settings.DEVSTACK_POSTGRES: host, port, user, name, password) adds a PostgreSQL
+    part, first in start order.
+    """
+
+    def __init__(
+        self,
+        var_dir: Path,
+        web_port: int = 8000,
+        redis_port: int = 6380,
+        postgres: dict | None = None,
+    ):
         self.var_dir = var_dir
         self.web_port = web_port
         self.redis_port = redis_port
+        self.postgres = postgres
         self.components = self._components()
 
     # The parts, in start order. -------------------------------------------------------------
@@ -112,6 +127,8 @@ class Stack:
             )
             for node in kafka.NODES
         ]
+        if (database := self._postgres_part()) is not None:
+            parts.insert(0, database)
         parts.append(
             Component(
                 name="redis",
@@ -192,6 +209,34 @@ class Stack:
         ]
         return parts
 
+    def _postgres_part(self) -> Component | None:
+        """The PostgreSQL part when asked for, or when one is still running from an earlier
+        `ISTHMUS_DB=postgres` start (its recorded command line says where it listens)."""
+        spec = self.postgres
+        if spec is None:
+            if processes.read_pidfile(self.pidfile("postgres")) is None:
+                return None
+            command = processes.recorded_command(self.pidfile("postgres"))
+            option = dict(zip(command, command[1:], strict=False))
+            spec = {"host": option.get("-h", "127.0.0.1"), "port": int(option.get("-p", 5433))}
+
+        def prepare() -> None:
+            if self.postgres is None:
+                raise StackError("the PostgreSQL part starts with ISTHMUS_DB=postgres")
+            postgres.prepare(self.var_dir, self.postgres)
+
+        return Component(
+            name="postgres",
+            address=f"{spec['host']}:{spec['port']}",
+            ports=(spec["port"],),
+            prepare=prepare,
+            command=lambda: postgres.command(self.var_dir, spec),
+            ready=lambda: postgres.ready(spec["host"], spec["port"]),
+            # SIGINT is PostgreSQL's fast shutdown; on SIGTERM it would wait for every client
+            # (the web's and the worker's pooled connections) to hang up.
+            stop_signal=signal.SIGINT,
+        )
+
     # Operations. ---------------------------------------------------------------------------
 
     def select(self, names: Iterable[str] | None) -> list[Component]:
@@ -201,8 +246,9 @@ class Stack:
         known = {c.name: c for c in self.components}
         unknown = [n for n in names if n not in known]
         if unknown:
+            hint = " (PostgreSQL is one with ISTHMUS_DB=postgres)" if "postgres" in unknown else ""
             raise StackError(
-                f"Unknown part(s) {', '.join(unknown)}; the parts are {', '.join(known)}."
+                f"Unknown part(s) {', '.join(unknown)}; the parts are {', '.join(known)}{hint}."
             )
         return [c for c in self.components if c.name in names]
 
@@ -219,7 +265,7 @@ class Stack:
         for part in to_start:
             try:
                 part.prepare()
-            except (RuntimeError, OSError) as exc:
+            except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
                 raise StackError(f"{part.name} could not be prepared: {exc}") from exc
             command = part.command()
             try:
@@ -249,7 +295,7 @@ class Stack:
 
     def down(self, names: Iterable[str] | None = None, echo: Callable[[str], None] = print) -> None:
         for part in reversed(self.select(names)):
-            pid = processes.stop(self.pidfile(part.name))
+            pid = processes.stop(self.pidfile(part.name), sig=part.stop_signal)
             if pid is not None:
                 echo(f"stopped {part.name} (pid {pid})")
 

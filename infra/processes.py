@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -35,6 +36,14 @@ def _recorded(path: Path) -> Running | None:
         return Running(int(data["pid"]), float(data["create_time"]))
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
+
+
+def recorded_command(path: Path) -> list[str]:
+    """The command line `path` records (empty when there is none)."""
+    try:
+        return [str(arg) for arg in json.loads(path.read_text())["cmd"]]
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return []
 
 
 def read_pidfile(path: Path) -> Running | None:
@@ -72,8 +81,9 @@ def start(cmd: list[str], *, pidfile: Path, logfile: Path, env: dict[str, str], 
     return proc.pid
 
 
-def stop(pidfile: Path, timeout: float = 30.0) -> int | None:
-    """Stop what `pidfile` records: SIGTERM to the leader, SIGKILL to any survivor after `timeout`.
+def stop(pidfile: Path, timeout: float = 30.0, sig: int = signal.SIGTERM) -> int | None:
+    """Stop what `pidfile` records: `sig` (SIGTERM unless the program wants another to stop
+    at once) to the leader, SIGKILL to any survivor after `timeout`.
 
     Members of the leader's session are stopped too, even when the leader itself is gone, so a
     crashed gunicorn or Celery parent leaves no orphaned workers. Returns the recorded pid, or
@@ -91,7 +101,7 @@ def stop(pidfile: Path, timeout: float = 30.0) -> int | None:
     # drains requests); orphans without a leader are asked directly.
     for proc in leader or members:
         with contextlib.suppress(psutil.Error):
-            proc.terminate()
+            proc.send_signal(sig)
     _, alive = psutil.wait_procs(members, timeout=timeout)
     for proc in alive:
         with contextlib.suppress(psutil.Error):

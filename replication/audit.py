@@ -10,6 +10,7 @@ lost, and the caller is told.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,15 +88,15 @@ def record(
     itself, so that if it cannot be written the change is undone too."""
     event = AuditEvent(
         actor=actor.user,
-        actor_name=actor.name,
-        address=actor.address,
-        user_agent=actor.user_agent,
-        action=action,
-        target=target,
+        actor_name=_fit("actor_name", actor.name),
+        address=_ip_address(actor.address),
+        user_agent=_fit("user_agent", actor.user_agent),
+        action=_fit("action", action),
+        target=_fit("target", target),
         before=before,
         after=after,
         result=result,
-        message=message,
+        message=_fit("message", message),
     )
     try:
         with transaction.atomic():
@@ -115,6 +116,27 @@ def record(
         changed = result == AuditEvent.Result.OK and not in_change
         raise AuditUnavailable(changed=changed) from exc
     return event
+
+
+def _fit(field: str, text: str) -> str:
+    """`text` as the event's column takes it, where SQLite would keep anything but PostgreSQL
+    refuses the row, and with it the action: a NUL character spelt out, and a text longer than
+    the column (a refused 5,000-character name, a mirror of a 249-character topic on a
+    200-character link) cut to its start and end around a '…'."""
+    text = text.replace("\x00", "\\x00")
+    limit = AuditEvent._meta.get_field(field).max_length
+    if limit is None or len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return f"{text[:head]}…{text[len(text) - (limit - 1 - head) :]}"
+
+
+def _ip_address(address: str | None) -> str | None:
+    """The caller's address when it is one (PostgreSQL's inet column refuses anything else)."""
+    try:
+        return str(ipaddress.ip_address(address)) if address else None
+    except ValueError:
+        return None
 
 
 def refused(actor: Actor, action: str, target: str, message: str) -> None:

@@ -1,7 +1,8 @@
 """Shared fixtures.
 
 The devstack clusters and Redis start once per session (reused if already up, and stopped at the
-end only if this session started them). A real Celery worker runs against the test database on
+end only if this session started them); so does the devstack's PostgreSQL with ISTHMUS_DB=postgres,
+before the test database is made on it. A real Celery worker runs against the test database on
 its own Redis database, so a running `make demo` worker never sees test tasks.
 """
 
@@ -15,6 +16,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -47,7 +49,23 @@ def _test_redis_database():
 
 @pytest.fixture(scope="session")
 def stack() -> Stack:
-    return Stack(settings.VAR_DIR)
+    return Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, stack):
+    """pytest-django's hook before it makes the test database: with ISTHMUS_DB=postgres, the
+    devstack's PostgreSQL is up first (and stopped at the end if this session started it)."""
+    if settings.DEVSTACK_POSTGRES is None:
+        yield
+        return
+    started_here = not any(s.pid for s in stack.status(["postgres"]))
+    try:
+        stack.up(["postgres"], echo=lambda _: None)
+        yield
+    finally:
+        if started_here:
+            stack.down(["postgres"], echo=lambda _: None)
 
 
 @pytest.fixture(scope="session")
@@ -196,26 +214,23 @@ def _database_url_for_worker() -> str:
     if db["ENGINE"].endswith("sqlite3"):
         return f"sqlite:///{db['NAME']}"
     return (
-        f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or 'localhost'}:"
-        f"{db['PORT'] or 5432}/{db['NAME']}"
+        f"postgres://{quote(db['USER'], safe='')}:{quote(db['PASSWORD'], safe='')}@"
+        f"{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{quote(db['NAME'], safe='')}"
     )
 
 
-@pytest.fixture(scope="session")
-def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory):
+def start_celery_worker(folder: Path, node: str) -> subprocess.Popen:
     """A real `celery worker` process, with beat, on the test database and its own Redis
-    database. Only committed rows (tests using `transactional_db`) are visible to it."""
+    database; waits until it answers a ping."""
     from console.celery import app
 
-    node = f"test-worker-{os.getpid()}@localhost"
-    folder = tmp_path_factory.mktemp("celery")
     log = folder / "worker.log"
     env = {
         **os.environ,
         "REDIS_URL": TEST_REDIS_URL,
         "DATABASE_URL": _database_url_for_worker(),
     }
-    with open(log, "wb") as out:
+    with open(log, "ab") as out:
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -239,14 +254,31 @@ def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory
             stdout=out,
             stderr=subprocess.STDOUT,
         )
+    if not wait_for(lambda: app.control.ping(destination=[node], timeout=1), 60):
+        proc.kill()
+        raise RuntimeError(f"Celery worker did not start; see {log}:\n{log.read_text()}")
+    return proc
+
+
+def stop_celery_worker(proc: subprocess.Popen) -> None:
+    proc.terminate()
     try:
-        if not wait_for(lambda: app.control.ping(destination=[node], timeout=1), 60):
-            raise RuntimeError(f"Celery worker did not start; see {log}:\n{log.read_text()}")
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory):
+    """The session's Celery worker with beat. Only committed rows (tests using
+    `transactional_db`) are visible to it."""
+    from console.celery import app
+
+    proc = start_celery_worker(
+        tmp_path_factory.mktemp("celery"), f"test-worker-{os.getpid()}@localhost"
+    )
+    try:
         yield app
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_celery_worker(proc)

@@ -8,7 +8,6 @@ import json
 import uuid
 
 import pytest
-from django.db import connection
 from django.test import Client
 
 from devstack import kafka
@@ -17,6 +16,7 @@ from replication import audit
 from replication.mirrors import create_mirror
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
 from replication.tokens import create_token
+from tests import audit_trail
 from tests.conftest import admin_config
 
 pytestmark = pytest.mark.integration
@@ -28,21 +28,14 @@ class Trail:
     """Switches the database's refusal of new audit events (a trigger) on and off."""
 
     def down(self) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"CREATE TRIGGER audit_down BEFORE INSERT ON {AuditEvent._meta.db_table} "
-                f"BEGIN SELECT RAISE(ABORT, '{TRAIL_DOWN}'); END"
-            )
+        audit_trail.refuse_writes(TRAIL_DOWN)
 
     def up(self) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("DROP TRIGGER IF EXISTS audit_down")
+        audit_trail.take_writes()
 
 
 @pytest.fixture
 def trail(db):
-    if connection.vendor != "sqlite":
-        pytest.skip("the trigger below is SQLite's; the suite runs on SQLite")
     trail = Trail()
     yield trail
     trail.up()

@@ -17,6 +17,7 @@ from replication import users as user_admin
 from replication.errors import ReplicationError
 from replication.models import AuditEvent
 from replication.tokens import create_token
+from tests import audit_trail
 
 pytestmark = pytest.mark.integration
 
@@ -308,16 +309,9 @@ def test_unknown_roles_and_bad_emails_are_refused_naming_what_is_valid(admin, us
 @pytest.fixture
 def trail_down(db):
     """The database refuses new audit events (as a full disk or a revoked grant would)."""
-    if connection.vendor != "sqlite":
-        pytest.skip("the trigger below is SQLite's; the suite runs on SQLite")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE TRIGGER audit_down BEFORE INSERT ON {AuditEvent._meta.db_table} "
-            "BEGIN SELECT RAISE(ABORT, 'the audit disk is full'); END"
-        )
+    audit_trail.refuse_writes("the audit disk is full")
     yield
-    with connection.cursor() as cursor:
-        cursor.execute("DROP TRIGGER IF EXISTS audit_down")
+    audit_trail.take_writes()
 
 
 def test_nothing_changes_when_the_audit_trail_cannot_be_written(admin, users, trail_down):

@@ -6,7 +6,10 @@ from infra.processes import PortInUse
 
 
 class Command(BaseCommand):
-    help = "Start, stop or inspect the embedded stack: two Kafka clusters, Redis, Celery, web."
+    help = (
+        "Start, stop or inspect the embedded stack: two Kafka clusters, Redis, Celery, web, "
+        "and with ISTHMUS_DB=postgres a PostgreSQL."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("action", choices=["up", "down", "status", "logs"])
@@ -14,7 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("-n", "--lines", type=int, default=50, help="log lines to show")
 
     def handle(self, action, parts, lines, **options):
-        stack = Stack(settings.VAR_DIR)
+        stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
         try:
             if action == "up":
                 stack.up(parts, echo=self.stdout.write)
