@@ -105,7 +105,12 @@ def _targets(link) -> dict[str, list[psutil.Process]]:
 
 
 def _kill(link, what: str) -> None:
-    target = random.choice(_targets(link)[what])
+    deadline = time.monotonic() + 240
+    while what not in (targets := _targets(link)):  # a job being relaunched, say
+        assert time.monotonic() < deadline, f"no {what} to kill in 240 s"
+        streams.supervise(link)
+        time.sleep(0.2)
+    target = random.choice(targets[what])
     if what == "application":
         os.killpg(target.pid, signal.SIGKILL)
     else:
@@ -167,17 +172,18 @@ def test_restarting_both_brokers_one_after_the_other_mid_copy_loses_and_repeats_
     django_db_blocker, quick_restarts, stack
 ):
     topic = _source_topic(0)
-    writer = threading.Thread(target=_keep_producing, args=(topic, 300_000, 4, 60))
+    writer = threading.Thread(target=_keep_producing, args=(topic, 300_000, 4, 120))
     with committed_link(django_db_blocker, [topic]) as link:
         mirror = create_mirror(ACTOR, link, topic)
         writer.start()
         copied = _wait_for_more(link, topic, 10_000, working=True)
         for broker in ("source", "destination"):
+            written_in_full = not writer.is_alive()
             stack.down([broker], echo=lambda _: None)
             time.sleep(3)
             stack.up([broker], echo=lambda _: None)
+            assert not written_in_full, f"the source was written in full before {broker} went down"
             copied = _wait_for_more(link, topic, copied, working=True)
-        assert writer.is_alive(), "the source was written in full before the brokers restarted"
         writer.join()
         run_until_copied(link, [mirror], timeout=300)
         source = assert_exact_copy(topic, topic)
