@@ -9,7 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "var" / "bench"  # logs, configs and checkpoints of a run (git-ignored)
@@ -47,10 +50,12 @@ def admin(bootstrap: str) -> KafkaAdmin:
 def delete_topics(bootstrap: str, names: list[str]) -> None:
     """Delete `names` where they exist and wait until they are gone, so they can be re-made."""
     client = admin(bootstrap)
-    present = [n for n in names if n in client.list_topic_names()]
-    for name in present:
-        with contextlib.suppress(TopicNotFound):
-            client.delete_topic(name)
+    present = sorted(set(names) & client.list_topic_names())
+    if present:
+        kafka = AdminClient({"bootstrap.servers": bootstrap})  # held until its answers are in
+        for future in kafka.delete_topics(present, request_timeout=30).values():
+            with contextlib.suppress(KafkaException):  # already gone: what we want
+                future.result(timeout=35)
     deadline = time.monotonic() + 60
     while present and set(present) & client.list_topic_names():
         if time.monotonic() > deadline:
@@ -58,24 +63,83 @@ def delete_topics(bootstrap: str, names: list[str]) -> None:
         time.sleep(0.2)
 
 
+def create_topics(
+    bootstrap: str, names: list[str], partitions: int, configs: dict[str, str] | None = None
+) -> None:
+    """Create fresh topics in one request; a deletion still in progress is waited out."""
+    delete_topics(bootstrap, names)
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    todo = list(names)
+    for attempt in range(50):
+        new = [NewTopic(n, partitions, -1, config=configs or {}) for n in todo]
+        futures = client.create_topics(new, request_timeout=30)
+        failed = []
+        for name, future in futures.items():
+            try:
+                future.result(timeout=35)
+            except KafkaException:
+                failed.append(name)
+        if not failed:
+            _wait_ready(bootstrap, names, partitions)
+            return
+        if attempt == 49:
+            raise RuntimeError(f"Could not create {failed} on {bootstrap}")
+        todo = failed
+        time.sleep(0.2)
+
+
+def _wait_ready(bootstrap: str, names: list[str], partitions: int) -> None:
+    """Until every partition has a leader that answers: a new topic's first requests
+    otherwise fail with NOT_LEADER_FOR_PARTITION for a moment."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            end_offsets(bootstrap, dict.fromkeys(names, partitions))
+            return
+        except KafkaAdminError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def create_topic(
     bootstrap: str, name: str, partitions: int, configs: dict[str, str] | None = None
 ) -> None:
-    """Create a fresh topic; a deletion still in progress is waited out."""
-    delete_topics(bootstrap, [name])
-    client = admin(bootstrap)
-    for attempt in range(50):
-        try:
-            client.create_topic(name, partitions, None, configs or {})
-            return
-        except KafkaAdminError:
-            if attempt == 49:
-                raise
-            time.sleep(0.2)
+    create_topics(bootstrap, [name], partitions, configs)
 
 
-def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    return admin(bootstrap).end_offsets(topic, partitions)
+def end_offsets(bootstrap: str, topics: dict[str, int]) -> dict[tuple[str, int], int]:
+    """The end offset of every partition of `topics` (name -> partitions), in one request."""
+    return admin(bootstrap).offsets([(t, p) for t, n in topics.items() for p in range(n)])
+
+
+def fill(bootstrap: str, topics: list[str], records_per_topic: int, record_size: int) -> float:
+    """Write `records_per_topic` records of `record_size` B (null keys) to each topic with one
+    confluent-kafka producer, batched like the perf tools; returns the seconds it took. For
+    many small topics, where a perf-test JVM per topic would take longer than the data."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "batch.size": 1048576,
+            "acks": "all",
+            "queue.buffering.max.kbytes": 1048576,
+        }
+    )
+    value = b"x" * record_size
+    started = time.monotonic()
+    for _ in range(records_per_topic):
+        for topic in topics:
+            while True:
+                try:
+                    producer.produce(topic, value)
+                    break
+                except BufferError:  # the local queue is full: let it drain
+                    producer.poll(0.05)
+        producer.poll(0)
+    if producer.flush(120) != 0:
+        raise RuntimeError(f"Could not write every record to {bootstrap}")
+    return time.monotonic() - started
 
 
 def bench_topics(bootstrap: str) -> list[str]:
@@ -85,9 +149,6 @@ def bench_topics(bootstrap: str) -> list[str]:
 def delete_group(bootstrap: str, group: str) -> None:
     """Remove a consumer group if it is still there (Kafka drops an empty one whose topics
     are gone, so usually it is not)."""
-    from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient
-
     client = AdminClient({"bootstrap.servers": bootstrap})
     for future in client.delete_consumer_groups([group], request_timeout=10).values():
         try:

@@ -6,8 +6,27 @@ import os
 import textwrap
 
 from . import perf, report
+from .catchup import SETTLE_SECONDS, CopyResult
 from .latency import DIRECT
-from .report import Results
+from .perf import Limit
+from .report import ISTHMUS, MM2, Results, mib
+
+# The old engine (Spark Structured Streaming: Spark's Kafka source, micro-batches, Arrow into a
+# Python writer), from docs/benchmarks.md as `make bench` wrote it on 2026-11-22 20:30 UTC at
+# commit d95afc0, on this machine: 1 GiB / 8 partitions / 1 KiB records, one producer-perf-test
+# as the raw limit, latency at 2,000 records/s. Its CPU was sampled every 0.5 s per process
+# (last seen), its memory is summed PSS. Kept here so that every generated document has it.
+BEFORE = {
+    "run": "2026-11-22 20:30 UTC, commit d95afc0",
+    "rows": [
+        # engine, records/s, CPU s in copy time (1.00 GiB), p50 ms, p99 ms, start->first s, PSS MiB
+        ("MirrorMaker 2", 59_617, 21, 15, 145, 6, 763),
+        ("Isthmus, Structured Streaming engine", 24_479, 62, 731, 2_523, 27, 1_344),
+    ],
+    "producer_limit": 99_681,  # one producer-perf-test on the destination
+    "consumer_limit": 280_668,  # one consumer-perf-test on the source
+    "direct": (1, 6),  # p50, p99 ms at 2,000 records/s
+}
 
 
 def _rows(values: dict[str, str]) -> str:
@@ -49,94 +68,211 @@ def _reflow(markdown: str, width: int = 100) -> str:
 
 
 def _times(ratio: float) -> str:
-    """'2.5× faster' / '3.1× slower' from a ratio where above 1 is better."""
+    """'2.5× as fast as' / '3.1× slower than' from a ratio where above 1 is better."""
     if ratio >= 1:
         return f"{ratio:.2f}× as fast as"
     return f"{1 / ratio:.1f}× slower than"
 
 
+def before_table() -> str:
+    rows = [
+        [
+            name,
+            f"{rate:,}",
+            f"{cpu:,}",
+            f"{p50:,} ms / {p99:,} ms",
+            f"{first} s",
+            f"{pss:,} MiB",
+        ]
+        for name, rate, cpu, p50, p99, first, pss in BEFORE["rows"]
+    ]
+    rows.append(
+        [
+            "raw limit: 1 producer-perf-test on the destination",
+            f"{BEFORE['producer_limit']:,}",
+            "–",
+            f"direct: {BEFORE['direct'][0]} ms / {BEFORE['direct'][1]} ms",
+            "–",
+            "–",
+        ]
+    )
+    header = [
+        "",
+        "catch-up records/s",
+        "CPU s per GiB",
+        "p50 / p99 at 2,000 records/s",
+        "process start → first record",
+        "peak memory (PSS)",
+    ]
+    return report.table(header, rows)
+
+
+def _bound(r: Results) -> str:
+    """What bounds the raw limit, from what the machine did while the producers ran."""
+    p, c = r.producer_limit(), r.consumer_limit
+    brokers = (
+        "unknown" if p.broker_cpu_seconds is None else f"{p.broker_cpu_seconds / p.seconds:.2f}"
+    )
+    cores = os.cpu_count() or 1
+    rest = p.machine_busy * cores - p.client_cpu_seconds / p.seconds
+    if p.broker_cpu_seconds is not None:
+        rest -= p.broker_cpu_seconds / p.seconds
+    each = "; ".join(
+        f"{x.clients} {x.tool}s {x.records_per_sec():,.0f} records/s together "
+        f"({', '.join(f'{y:,.0f}' for y in x.client_rates)} as each reported, from its own start)"
+        for x in r.producer_limits
+    )
+    reading = (
+        ": reading is not the bound"
+        if c.records_per_sec() >= p.records_per_sec()
+        else ": here reading, as far as the Java consumer tool goes, is the lower of the two, "
+        "and so the limit"
+    )
+    return (
+        f"Writing to the destination: {each}. While the {p.tool}s wrote, the CPUs were "
+        f"{p.machine_busy:.0%} busy: both brokers used {brokers} of a core, the producers "
+        f"{p.client_cpu_seconds / p.seconds:.2f}, everything else (the kernel, the bench, any "
+        f"other process) {max(rest, 0):.2f}. {_verdict(r, p, cores)} {c.clients} "
+        f"consumer-perf-tests read the source at {c.records_per_sec():,.0f} records/s together, "
+        f"{c.records_per_sec() / p.records_per_sec():.1f}× the producers' rate{reading}."
+    )
+
+
+def _verdict(r: Results, p: Limit, cores: int) -> str:
+    faster = [c.engine for c in r.copies if c.records_per_sec() > r.limit_records_per_sec()]
+    if faster:
+        return (
+            f"{' and '.join(faster)} copied faster than this, so it is no ceiling: the brokers "
+            "and the machine sustained more, and the producers' own cost bound it."
+        )
+    if p.machine_busy >= 0.9:
+        return (
+            f"It is bound by the CPU of this {cores}-core machine, shared by the brokers and "
+            "the clients: more producers would only share it."
+        )
+    return (
+        "The machine had CPU to spare, so it is not CPU alone: the destination broker appends "
+        "and acknowledges each batch (`acks=all`) and the producers wait for it."
+    )
+
+
+def _spare(c: CopyResult) -> str:
+    """A copy that left CPU unused was bound by something else."""
+    if c.machine_busy >= 0.9:
+        return ""
+    return (
+        f" {c.engine} left {1 - c.machine_busy:.0%} of the machine's CPU unused during the copy, "
+        "so CPU did not bound its throughput: its tasks also waited (on fetches from the source, "
+        "acknowledgements from the destination, or their own pacing)."
+    )
+
+
+def _cpu_gap(r: Results, engine: str) -> str:
+    """The largest relative gap between the two counts of the engine's whole-run CPU."""
+    gaps = [
+        abs(x.run_cpu_sampled - x.run_cpu_rusage) / x.run_cpu_sampled
+        for x in [*r.copies, *r.many]
+        if x.engine == engine and x.run_cpu_sampled
+    ]
+    return f"{max(gaps, default=0):.1%}"
+
+
+def _idle_brokers(c: CopyResult) -> str:
+    return "–" if c.idle is None else report.share(c.idle.broker_cpu_seconds, c.idle.seconds)
+
+
 def _discussion(r: Results) -> str:
-    isthmus, mm2 = r.copy("Isthmus"), r.copy("MirrorMaker 2")
-    lat_i, lat_m = r.latency("Isthmus"), r.latency("MirrorMaker 2")
-    direct = r.latency(DIRECT)
-    gib = r.records * r.record_size / 2**30
+    i, m = r.copy(ISTHMUS), r.copy(MM2)
+    mi, mm = r.many_copy(ISTHMUS), r.many_copy(MM2)
     limit = r.limit_records_per_sec()
-    n = isthmus.micro_batches
-    backlog = "one micro-batch" if n == 1 else f"{n} micro-batches"
-    if lat_i.micro_batches:
-        every = lat_i.seconds / lat_i.micro_batches
-        batches = (
-            f"in the measured window it wrote {lat_i.micro_batches} batches in "
-            f"{lat_i.seconds:.0f} s, one every {every:.2f} s (about "
-            f"{lat_i.rate * every:,.0f} records each)"
-        )
-    else:
-        batches = "its heartbeat reported no finished batch in the measured window"
-    idle = ""
-    if isthmus.machine_busy < 0.9:
-        idle = (
-            " Isthmus left part of the machine idle, so it is not bound by CPU alone; likely"
-            " causes are waits inside each Spark task (a task hands records from its JVM side to"
-            " its Python side in Arrow batches, and ends by waiting for the destination's"
-            " acknowledgements)."
-        )
+    latency = " ".join(
+        f"At {rate:,} records/s: direct p50 {r.window(DIRECT, rate).p50_ms:,.0f} ms / p99 "
+        f"{r.window(DIRECT, rate).p99_ms:,.0f} ms, MirrorMaker 2 "
+        f"{r.window(MM2, rate).p50_ms:,.0f} / {r.window(MM2, rate).p99_ms:,.0f} ms, Isthmus "
+        f"{r.window(ISTHMUS, rate).p50_ms:,.0f} / {r.window(ISTHMUS, rate).p99_ms:,.0f} ms; "
+        f"the engines used {report.share(r.window(MM2, rate).cpu_seconds, r.latency_measure)} "
+        f"(MM2) and {report.share(r.window(ISTHMUS, rate).cpu_seconds, r.latency_measure)} "
+        "(Isthmus) of one core."
+        for rate in r.rates
+    )
+    idle_i = f"{i.idle.core_share():.2%}" if i.idle else "not measured"
+    idle_m = f"{m.idle.core_share():.2%}" if m.idle else "not measured"
+    added = (
+        f"{i.add.total_seconds():.2f} s ({i.add.create_seconds:.2f} s to make its topic, "
+        f"{i.add.first_record_seconds:.2f} s from the new mirror set to its first record)"
+        if i.add and i.add.first_record_seconds is not None
+        else "nothing within 60 s"
+    )
+    python = i.python_cpu_seconds / i.cpu_seconds if i.cpu_seconds else 0.0
+    peak_i, peak_m = r.peak(ISTHMUS), r.peak(MM2)
     return f"""\
-**Catch-up.** Isthmus copied the topic
-{_times(isthmus.records_per_sec() / mm2.records_per_sec())} MirrorMaker 2, at
-{isthmus.records_per_sec() / limit:.0%} of the raw client limit (MM2:
-{mm2.records_per_sec() / limit:.0%}). It copied the backlog in {backlog}, at most
-`maxOffsetsPerTrigger` records each. Both brokers and the engine share the two cores; during the
-copy the machine's CPUs were {isthmus.machine_busy:.0%} busy with Isthmus and
-{mm2.machine_busy:.0%} with MM2.{idle}
+**Catch-up.** Isthmus copied the topic {_times(i.records_per_sec() / m.records_per_sec())}
+MirrorMaker 2, at {i.records_per_sec() / limit:.0%} of the raw limit (MM2:
+{m.records_per_sec() / limit:.0%}). Both brokers and the engine share the two cores; during the
+copy the machine's CPUs were {i.machine_busy:.0%} busy with Isthmus and {m.machine_busy:.0%} with
+MM2. Isthmus used {i.cpu_per_gib():.1f} CPU seconds per GiB copied, MM2 {m.cpu_per_gib():.1f};
+the two brokers used {report.per_gib(i.broker_cpu_seconds, i.bytes)} and
+{report.per_gib(m.broker_cpu_seconds, m.bytes)} per GiB while each copied. On a machine this
+size, CPU the engine does not use is CPU the brokers get.{_spare(i)} {python:.0%} of Isthmus's
+CPU in the copy was in Python processes (the copier tasks, a confluent-kafka consumer and
+producer each, and the driver's Python side), the rest in the Spark driver's JVM.
 
-**Where the copy's CPU goes.** During the copy time Isthmus used
-{isthmus.cpu_seconds / gib:.0f} CPU seconds per GiB, MM2 {mm2.cpu_seconds / gib:.0f}; the two
-brokers used {isthmus.broker_cpu_seconds / gib:.0f} CPU seconds per GiB while Isthmus copied and
-{mm2.broker_cpu_seconds / gib:.0f} while MM2 did. MM2 hands record batches from its consumer to
-its producer inside one JVM. Isthmus moves every record from Spark's Kafka source (JVM) through
-Arrow into a Python worker, where `spark_jobs/writer.py` produces it with confluent-kafka one
-record at a time (`to_pydict()`, then a Python loop over the records).
-{isthmus.python_cpu_seconds / isthmus.cpu_seconds:.0%} of Isthmus's CPU time was spent in
-Python processes, the rest in Spark's JVM (Kafka source, conversion to Arrow, task scheduling).
-Isthmus also writes with an idempotent producer and reads each destination partition's end
-before writing; MM2 does neither (its Connect producer is not idempotent and keeps one request
-in flight per connection).
+**The raw limit.** {_bound(r)}
 
-**Startup.** From process start, Isthmus needed
-{isthmus.total_seconds - isthmus.copy_seconds:.0f} s before its first record reached the
-destination, MM2 {mm2.total_seconds - mm2.copy_seconds:.0f} s. For Isthmus that is the Spark
-driver and the first micro-batch's Python workers; for MM2, the Connect worker joining its group
-and starting the connector's tasks. It is paid at every (re)start of a link, not per record, so
-the throughput above leaves it out; the "from process start" column includes it.
+**Many partitions.** With {r.many_topics} mirror topics of {r.many_partitions} partitions
+({mi.records:,} records) on one link, Isthmus copied
+{_times(mi.records_per_sec() / mm.records_per_sec())} MM2 ({mi.records_per_sec():,.0f} against
+{mm.records_per_sec():,.0f} records/s), using {mi.cpu_per_gib():.1f} and {mm.cpu_per_gib():.1f}
+CPU seconds per GiB. From their creation to the first record copied:
+{mi.cold_start_seconds():.1f} s (Isthmus) and {mm.cold_start_seconds():.1f} s (MM2).
 
-**Latency.** MM2 streams record by record: p50 {lat_m.p50_ms:,.0f} ms, p99
-{lat_m.p99_ms:,.0f} ms. Isthmus works in micro-batches, back to back (trigger `0 seconds`):
-{batches}. A record waits for the batch in progress to end and is copied by the next one, so its
-latency is typically one to two batch durations: p50 {lat_i.p50_ms:,.0f} ms, p99
-{lat_i.p99_ms:,.0f} ms. A batch has fixed costs whatever its size: planning, the offset and
-commit logs written to the checkpoint, admin calls to both clusters (partition counts and
-destination end offsets, before every batch), and scheduling the batch's Spark tasks on
-{os.cpu_count()} cores. The floor of the method itself (our producer
-straight to our consumer on the source, no copy) is p50 {direct.p50_ms:,.0f} ms, p99
-{direct.p99_ms:,.0f} ms.
+**Latency.** "Direct" is the floor of the method: from the source broker's append to our
+consumer reading the source topic itself, no copy. {latency}
 
-**Memory.** Peak memory (summed PSS) during catch-up was
-{isthmus.peak_memory / 2**20:,.0f} MiB for Isthmus, {isthmus.peak_python / 2**20:,.0f} MiB of
-it in Python processes (the PySpark driver, Spark's Python daemon and its workers) and the rest
-in the Spark driver JVM ({r.settings["Isthmus"]["driver memory"]} heap); MM2 peaked at
-{mm2.peak_memory / 2**20:,.0f} MiB (one JVM, heap up to 2 GiB, as Kafka's own script sets it).
-At {r.latency_rate:,} records/s the peaks were {lat_i.peak_memory / 2**20:,.0f} MiB and
-{lat_m.peak_memory / 2**20:,.0f} MiB.
+**Idle.** With its mirrors receiving nothing for {r.idle_seconds:.0f} s after the copy,
+Isthmus's processes used {idle_i} of one core, MM2's {idle_m}. Meanwhile both brokers used
+{_idle_brokers(i)} of one core with Isthmus and {_idle_brokers(m)} with MM2 (the engines' idle
+fetches and the brokers' own housekeeping).
+
+**Startup and a new mirror.** From the mirror's creation (its topic made on the destination,
+then the application started with it) to its first record on the destination: Isthmus
+{i.cold_start_seconds():.1f} s, MM2 {m.cold_start_seconds():.1f} s. Isthmus's includes Spark's
+start and, by design, a wait between claiming the link's first epoch and letting its tasks write
+(`docs/mirror-engine.md`, "A new epoch waits for the old one"). A mirror added to the
+running Isthmus application (its topic made, then the mirror set published with a higher
+generation; the application keeps running and copying its other mirror) had its first record on
+the destination after {added}. MM2 would take a new topic only at its next topic refresh
+(`refresh.topics.interval.seconds`, 10 minutes by default) or a restart, so that is not timed.
+
+**Memory.** Summed RSS over the engine's processes peaked at {mib(peak_i.rss)} for Isthmus and
+{mib(peak_m.rss)} for MM2 over the whole run (summed PSS, which splits shared pages among their
+processes: {mib(peak_i.pss)}, of it {mib(peak_i.python_pss)} in Python processes, and
+{mib(peak_m.pss)}). Isthmus is a Spark driver JVM ({r.settings[ISTHMUS]["driver memory"]} heap)
+plus its Python processes; MM2 is one JVM with a heap of up to 2 GiB, as Kafka's own script sets
+it.
+
+**CPU accounting.** Over each whole engine run (start to exit), the table above gives the CPU
+summed from /proc samples and getrusage of the bench's reaped children. getrusage counts only
+processes whose parents reap them all the way up to the bench: for MM2, one JVM, the two agree
+(within {_cpu_gap(r, MM2)}); for Isthmus getrusage is lower by {_cpu_gap(r, ISTHMUS)}, because
+when the Spark JVM exits its Python daemon and the daemon's workers (the copier tasks) are
+orphaned and reaped by init, so their time never reaches the bench. The samples count them,
+and miss only what the processes use after the last sample before they exit (at most one
+0.25 s interval of the tree). The measured windows (the copy, the idle window, each latency
+window) fall while the engine's processes live.
 
 **Caveats.** One run on one small machine, with both clusters, the engine and the load
 generator on the same two cores: absolute numbers are low and the ratios would differ on a
-cluster with dedicated brokers. The raw limits were measured one tool at a time, each with a
-single client; they are a reference point rather than a hard ceiling (a copy reads and writes at
-once, but MM2, for one, writes with two producers). Records are {r.record_size} B of
-uncompressed values with null keys and no headers; keyed, compressed or header-heavy data would
-shift the per-record costs. Latency in particular depends on how busy the machine is, as
-Isthmus's fixed work per batch competes for the same cores. Each number comes from a single
-run; rerun `make bench` for another sample."""
+cluster with dedicated brokers. Records are {r.record_size} B of uncompressed values with null
+keys and no headers; keyed, compressed or header-heavy data would shift the per-record costs.
+Latency depends on how busy the machine is. Each number comes from a single run; rerun
+`make bench` for another sample."""
+
+
+def _targets(r: Results) -> str:
+    lines = [f"- {t.line()}" for t in report.targets(r)]
+    met = sum(bool(t.met()) for t in report.targets(r))
+    return f"{met} of {len(lines)} targets met.\n\n" + "\n".join(lines)
 
 
 def document(r: Results) -> str:
@@ -144,11 +280,9 @@ def document(r: Results) -> str:
 
 
 def _document(r: Results) -> str:
-    latency_note = (
-        f"{r.latency_rate:,} records/s of {r.record_size} B to a fresh {r.partitions}-partition "
-        f"topic; {r.latency_warmup:.0f} s of warmup once the first record arrives, then "
-        f"{r.latencies[0].seconds:.0f} s measured"
-    )
+    gib = r.records * r.record_size / 2**30
+    rates = " and ".join(f"{x:,}" for x in r.rates)
+    many_mib = r.many[0].bytes / 2**20
     perf_props = " ".join(perf.PRODUCER_PROPS)
     return f"""\
 # Benchmarks
@@ -157,10 +291,14 @@ Written by `make bench` (`python -m bench.run`) from the run of {r.started}; tot
 {r.wall_seconds / 60:.1f} min. Load average (1, 5, 15 min) before the run:
 {", ".join(f"{x:.2f}" for x in r.load_before)}. {r.quietness()} {r.note}
 
-Isthmus's link stream (`spark_jobs/link_stream.py`, started by `spark-submit` exactly as the
-console starts it) is compared with Apache Kafka's MirrorMaker 2 and with the raw client limit,
-on the dev stack's two single-broker clusters (source `127.0.0.1:9092`, destination
-`127.0.0.1:9093`, PLAINTEXT), in the same run.
+An Isthmus link's application (`spark_jobs/`, one Spark job of long-running copier tasks,
+started by `spark-submit` exactly as the console starts it) is compared with Apache Kafka's
+MirrorMaker 2 and with the raw client limit, on the dev stack's two single-broker clusters
+(source `127.0.0.1:9092`, destination `127.0.0.1:9093`, PLAINTEXT), in the same run.
+
+## Targets
+
+{_targets(r)}
 
 ## Machine
 
@@ -173,63 +311,130 @@ on the dev stack's two single-broker clusters (source `127.0.0.1:9092`, destinat
 ## Method
 
 - **Data.** One source topic, `bench.catchup`, {r.partitions} partitions, preloaded by
-  `kafka-producer-perf-test` with {r.records:,} records of {r.record_size} B
-  ({r.records * r.record_size / 2**30:.2f} GiB of values, null keys, no compression;
-  producer `{perf_props}`). The preload ran at {r.preload.records_per_sec():,.0f} records/s.
-- **Raw client limit.** `kafka-consumer-perf-test` reads the whole topic on the source (its
-  `fetch.*` rate, which leaves out the group join), then `kafka-producer-perf-test` writes as many
-  records of the same size to a topic of {r.partitions} partitions on the destination (same producer
-  settings as the preload). A copy does both at once, so the limit is the slower of the two.
+  {r.preload.clients} `kafka-producer-perf-test`s at once with {r.records:,} records of
+  {r.record_size} B ({gib:.2f} GiB of values, null keys, no compression; producer
+  `{perf_props}`), at {r.preload.records_per_sec():,.0f} records/s.
+- **Raw client limit.** As many clients at once as the copy has tasks ({r.clients}):
+  {r.clients} `kafka-producer-perf-test`s write {r.records:,} records of the same size between
+  them to a topic of {r.partitions} partitions on the destination (same producer settings), then
+  {r.clients} processes of confluent-kafka producers (`bench/rdproduce.py`: librdkafka, the
+  copier's client, with the same batching, idempotent as the Java producer is by default) do the
+  same; each timed like a copy, from the first record seen on the destination to the last. The
+  faster of the two is the write limit. {r.clients} `kafka-consumer-perf-test`s, each in its own
+  group, read the whole source topic (their `fetch.*` rates, which leave out the group join,
+  summed). A copy reads and writes each record, so the limit is the slower of reading and
+  writing. While the producers run, the machine's busy share and the brokers' and producers' CPU
+  say what bounds it.
 - **Catch-up.** Each engine copies the preloaded topic into its own destination topic: MM2 to
   `bench.catchup` (IdentityReplicationPolicy keeps the name), Isthmus to the mirror topic
   `bench.catchup.isthmus`; one preload serves both. MM2 runs first, then Isthmus, never together.
-  Both destination topics are created beforehand with the same partition count. The copy is done
-  when every destination partition's end offset equals the source's, read with the Admin API
-  every 0.2 s. *Copy time* runs from the first record seen on the destination to the last;
-  *from process start* adds the engine's startup. Throughput is records (and value bytes, MiB =
-  2^20 B) over the copy time.
-- **Latency.** Per engine, a Python producer (confluent-kafka, `linger.ms=0`, `acks=all`) sends
-  {latency_note}. Each record's timestamp (CreateTime, set at send and kept by both engines) is
-  compared with the wall time at which a confluent-kafka consumer on the destination receives it;
-  producer, consumer and engine share one clock. The "direct" row reads the source topic itself,
-  with no copy: the floor of the method.
-- **Memory and CPU.** The engine's process tree (MM2: one JVM; Isthmus: the spark-submit JVM,
-  the PySpark driver and Spark's Python workers) is sampled with psutil every 0.5 s: peak of the
-  summed PSS (proportional set size, which splits a page shared by several processes among them;
-  summed RSS would count the Python workers' shared pages, and the Spark JVM's short-lived forks
-  for helper commands, once per process), and CPU time (user + system) of every process seen.
-- Every bench topic, MM2's internal topics and the stream's Redis keys are removed at the end.
+  The destination topics are made beforehand with the same partition count. The copy is done when
+  every destination partition's end offset equals the source's, read with the Admin API every
+  0.2 s. *Copy time* runs from the first record seen on the destination to the last; throughput
+  is records (and value bytes, MiB = 2^20 B) over the copy time, and *CPU s per GiB* the
+  engine's CPU seconds in the copy time over the GiB copied.
+- **Many partitions.** {r.many_topics} source topics × {r.many_partitions} partitions, holding
+  {many_mib:,.0f} MiB in all (written by one confluent-kafka producer), copied by one engine run:
+  one Isthmus link with {r.many_topics} mirrors, one MM2 flow whose topic list names them all;
+  measured as the catch-up.
+- **Idle.** After the catch-up, each engine keeps running with nothing new to copy; after
+  {SETTLE_SECONDS:.0f} s for the copy's tail, its CPU over {r.idle_seconds:.0f} s is its idle cost
+  (the bench makes no request meanwhile).
+- **Startup and a new mirror.** *Cold start*: from the mirror's creation (its destination topic
+  made, then the engine started with it) to its first record on the destination, in the catch-up
+  (a preloaded source). *Mirror added*: after the idle window, a mirror of `bench.added` (a topic
+  of {r.add_records:,} records) is added to the running Isthmus application as the console adds
+  one: its topic made on the destination, then the mirror set published in Redis with a higher
+  generation; timed to its first record on the destination (end offsets read every 0.05 s).
+- **Latency.** Per engine, one run serves every rate ({rates} records/s), one after the other: a
+  Python producer (confluent-kafka, `acks=all`, the client's default `linger.ms=5`) sends records
+  of {r.record_size} B to a fresh {r.partitions}-partition source topic; once the first record is
+  copied, each rate gets {r.latency_warmup:.0f} s of warmup, then {r.latency_measure:.0f} s
+  measured. The source topic stamps each record with the time its broker appended it
+  (`message.timestamp.type=LogAppendTime`) and both engines copy that timestamp, so a record's
+  latency is the wall time at which a confluent-kafka consumer on the destination receives it
+  minus the moment it could first be read on the source: the producer's batching stays out of
+  it. Brokers and consumer share one clock. A byte in each value tells the windows apart. The
+  "direct" rows read the source topic itself, with no copy: the floor of the method. (The
+  previous method timed from the producer's send with `linger.ms=0`; at 20,000 records/s that
+  producer's stream of tiny requests raised even the direct floor to 100-500 ms here.)
+- **CPU.** Every process of the engine's tree (the started process, its descendants, and
+  anything left in its process group) is read from `/proc/<pid>/stat` every 0.25 s and at each
+  measured moment: utime + stime + cutime + cstime. A child that exits is reaped by its parent
+  (Spark's Python daemon reaps its workers, the JVM the Python driver), and the kernel then adds
+  its whole time to the parent's cutime/cstime, so no exited child is lost however briefly it
+  lived; a process reaped by no member of the tree (an orphan, reaped by init) counts with its
+  last-seen time. The difference between two moments is the engine's CPU between them. As a
+  check, the sum over each whole engine run is compared with `getrusage(RUSAGE_CHILDREN)` of the
+  bench after the engine exited and was reaped (which cannot see orphans; see the discussion).
+- **Memory.** Every 0.25 s, the RSS of each process of the tree (from `/proc/<pid>/stat`) and
+  its PSS (from `/proc/<pid>/smaps_rollup`) are summed; the peak of each sum over the engine's
+  run is kept. RSS counts a page shared by several processes once in each (the targets use it);
+  PSS splits it among them.
+- Every bench topic, MM2's internal topics and the link's Redis keys are removed at the end.
 
 ## Settings
 
-**Isthmus** (the link stream's defaults; one stream, one mirror):
+**Isthmus** (the link application's defaults; one link):
 
-{_rows(r.settings["Isthmus"])}
+{_rows(r.settings[ISTHMUS])}
 
 **MirrorMaker 2** (dedicated mode, `org.apache.kafka.connect.mirror.MirrorMaker`), its
-`mm2.properties` (`source->destination.topics` names the copied topic); heap
-`{r.settings["MirrorMaker 2"]["heap (KAFKA_HEAP_OPTS)"]}`:
+`mm2.properties` (`source->destination.topics` names the copied topics); heap
+`{r.settings[MM2]["heap (KAFKA_HEAP_OPTS)"]}`:
 
-{_code({k: v for k, v in r.settings["MirrorMaker 2"].items() if not k.startswith("heap")})}
+{_code({k: v for k, v in r.settings[MM2].items() if not k.startswith("heap")})}
 
-`tasks.max=2` gives MM2 one task per core, as `local[*]` gives Spark one task slot per core.
-Its producer keeps Connect's defaults otherwise: `acks=all`,
+`tasks.max={r.settings[MM2]["tasks.max"]}` gives MM2 one task per core, as `local[*]` gives
+Spark one task slot per core. Its producer keeps Connect's defaults otherwise: `acks=all`,
 `max.in.flight.requests.per.connection=1`, not idempotent.
 
 ## Results
 
-Catch-up copy of {r.records:,} records ({r.records * r.record_size / 2**30:.2f} GiB) over
-{r.partitions} partitions:
+Catch-up copy of {r.records:,} records ({gib:.2f} GiB) over {r.partitions} partitions:
 
 {report.throughput_table(r)}
 
-Replication latency at {r.latency_rate:,} records/s ({r.record_size} B records):
+{r.many_topics} topics × {r.many_partitions} partitions on one link ({r.many[0].records:,}
+records, {many_mib:,.0f} MiB):
+
+{report.many_table(r)}
+
+Replication latency ({r.record_size} B records):
 
 {report.latency_table(r)}
+
+Idle link, after the catch-up:
+
+{report.idle_table(r)}
+
+Startup and adding a mirror:
+
+{report.startup_table(r)}
+
+Peak memory of the engine's processes, summed RSS (summed PSS):
+
+{report.memory_table(r)}
 
 Ratios:
 
 {chr(10).join(f"- {line}" for line in report.ratio_lines(r))}
+
+The engines' CPU over each whole run (start to exit), counted two ways:
+
+{report.cpu_check_table(r)}
+
+## Before: the Structured Streaming engine
+
+The previous engine (Spark's Kafka source, micro-batches, Arrow into a Python writer), as this
+document reported it from the run of {BEFORE["run"]} on this machine (1 GiB / 8 partitions /
+1 KiB records; one perf-test client as the raw limit; CPU then sampled per process every 0.5 s,
+memory summed PSS; latency timed from the producer's send with `linger.ms=0`):
+
+{before_table()}
+
+Then Isthmus copied at {BEFORE["rows"][1][1] / BEFORE["rows"][0][1]:.2f}× MM2's records/s, with
+{BEFORE["rows"][1][2] / BEFORE["rows"][0][2]:.1f}× its CPU per GiB.
 
 ## Discussion
 

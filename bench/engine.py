@@ -8,6 +8,8 @@ from typing import Protocol
 
 class Engine(Protocol):
     name: str
+    # Whether `add_mirrors` reaches a running engine (Isthmus: a new mirror set in Redis).
+    adds_mirrors_live: bool
 
     def mirror_name(self, source_topic: str) -> str:
         """The destination topic the engine copies `source_topic` into."""
@@ -21,8 +23,11 @@ class Engine(Protocol):
     def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
         """Start copying `mirrors`; `tag` names the run's log and work files."""
 
-    def micro_batches(self) -> int | None:
-        """Micro-batches written so far, for an engine that works in them."""
+    def add_mirrors(self, mirrors: dict[str, str]) -> None:
+        """Have the running engine copy `mirrors` too, without a restart."""
+
+    def error(self) -> str | None:
+        """Why the engine says it failed, if it reports that; else None."""
 
     def stop(self) -> None:
         """Stop the engine and remove what it left behind."""

@@ -1,15 +1,16 @@
-"""The Isthmus link stream (spark_jobs/link_stream.py), started standalone as the console
-would start it: spark-submit with a link spec, the mirror set in Redis."""
+"""An Isthmus link's application (one Spark job of long-running copier tasks), started
+standalone as the console would start it: spark-submit with a link spec, the mirror set in
+Redis."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
 import redis
 
 from spark_jobs import control, launch, translation
-from spark_jobs.link_stream import MAX_RECORDS_PER_BATCH
 
 from . import cluster, procs
 
@@ -20,53 +21,72 @@ DRIVER_MEMORY = "1g"  # launch.submit_command's default
 
 class Isthmus:
     name = "Isthmus"
+    adds_mirrors_live = True
 
-    def __init__(self) -> None:
+    def __init__(self, tasks: int | None = None) -> None:
+        """`tasks`: copier tasks of the application; None leaves the engine's default (one
+        per core Spark gives it)."""
+        self.tasks = tasks
         self.redis = redis.Redis.from_url(cluster.REDIS_URL)
         self.proc: subprocess.Popen | None = None
+        self.mirrors: dict[str, dict[str, str]] = {}
+        self.generation = 0
+        self.reported_tasks: int | None = None  # as the application's heartbeat says
 
     def mirror_name(self, source_topic: str) -> str:
         # Not the source's name, so MM2's identity copy and this one can share the destination.
         return f"{source_topic}.isthmus"
 
     def settings(self) -> dict[str, str]:
-        return {
-            "spark.master": MASTER,
-            "driver memory": DRIVER_MEMORY,
-            "trigger": "0 seconds (the stream's default: micro-batches back to back)",
-            "maxOffsetsPerTrigger": f"{MAX_RECORDS_PER_BATCH} (the stream's default)",
-            "writer": "confluent-kafka, acks=all, idempotent, linger.ms=5, batch.size=1 MB",
-            "Spark Kafka source": "kafka.isolation.level=read_committed, client defaults",
-        }
+        tasks = (
+            str(self.tasks)
+            if self.tasks
+            else f"the engine's default: one per core `{MASTER}` gives ({os.cpu_count()} here)"
+        )
+        if self.reported_tasks is not None:
+            tasks += f"; its heartbeat reported {self.reported_tasks}"
+        return {"spark.master": MASTER, "driver memory": DRIVER_MEMORY, "copier tasks": tasks}
 
     def prepare(self, mirrors: dict[str, str], partitions: int) -> None:
-        """The console's part: mirror topics made on the destination before the stream runs."""
+        """The console's part: mirror topics made on the destination before they are copied."""
         if translation.TOPIC not in cluster.admin(cluster.DESTINATION).list_topic_names():
-            cluster.admin(cluster.DESTINATION).create_topic(
-                translation.TOPIC, 1, None, {"retention.ms": "-1"}
-            )
-        for mirror in mirrors:
-            cluster.create_topic(cluster.DESTINATION, mirror, partitions)
+            cluster.create_topic(cluster.DESTINATION, translation.TOPIC, 1, {"retention.ms": "-1"})
+        cluster.create_topics(cluster.DESTINATION, list(mirrors), partitions)
 
-    def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
-        """Start a stream copying `mirrors` (mirror name -> source name)."""
+    def _publish(self) -> None:
+        """The mirror set, with a generation above every one the application saw."""
+        self.generation += 1
         control.write_json(
             self.redis,
             control.mirrors_key(LINK_ID),
-            {"mirrors": {m: {"source_topic": s, "start": "earliest"} for m, s in mirrors.items()}},
+            {"mirrors": self.mirrors, "generation": self.generation},
         )
-        self.redis.delete(control.heartbeat_key(LINK_ID), control.progress_key(LINK_ID))
-        checkpoint = cluster.WORK / f"isthmus-{tag}"
-        shutil.rmtree(checkpoint, ignore_errors=True)
+
+    def _forget(self) -> None:
+        """Every key of the bench's link (mirror set, heartbeats, epochs, assignments), so a
+        run never starts from what an earlier one left. Only while no application runs."""
+        prefix = control.mirrors_key(LINK_ID).rsplit(":", 1)[0]
+        keys = list(self.redis.scan_iter(f"{prefix}:*"))
+        if keys:
+            self.redis.delete(*keys)
+
+    def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
+        """Start the link's application copying `mirrors` (mirror name -> source name)."""
+        self._forget()
+        self.mirrors = {m: {"source_topic": s} for m, s in mirrors.items()}
+        self._publish()
+        work = cluster.WORK / f"isthmus-{tag}"
+        shutil.rmtree(work, ignore_errors=True)
         spec = {
             "link_id": LINK_ID,
             "link_name": LINK_ID,
             "redis_url": cluster.REDIS_URL,
             "source": {"bootstrap.servers": cluster.SOURCE},
             "destination": {"bootstrap.servers": cluster.DESTINATION},
-            "source_spark": {"bootstrap.servers": cluster.SOURCE},
-            "checkpoint_dir": str(checkpoint),
+            "checkpoint_dir": str(work),
         }
+        if self.tasks:
+            spec["tasks"] = self.tasks
         argv, env = launch.submit_command(spec, master=MASTER, driver_memory=DRIVER_MEMORY)
         self.proc = subprocess.Popen(
             argv,
@@ -77,18 +97,30 @@ class Isthmus:
         )
         return self.proc
 
-    def micro_batches(self) -> int | None:
-        """Micro-batches written so far, from the stream's heartbeat (once a second)."""
+    def add_mirrors(self, mirrors: dict[str, str]) -> None:
+        """A new mirror set with a higher generation: the running application picks it up."""
+        self.mirrors.update({m: {"source_topic": s} for m, s in mirrors.items()})
+        self._publish()
+
+    def heartbeat(self) -> dict | None:
         beat = control.read_json(self.redis, control.heartbeat_key(LINK_ID))
-        return beat["batches"] if beat else None
+        if beat and beat.get("tasks"):
+            self.reported_tasks = beat["tasks"]
+        return beat
+
+    def error(self) -> str | None:
+        beat = self.heartbeat()
+        if beat and beat.get("state") == "failed":
+            return beat.get("error") or "failed, no error given"
+        return None
 
     def stop(self) -> None:
-        """An empty mirror set ends the stream cleanly; a signal if it does not."""
-        control.write_json(self.redis, control.mirrors_key(LINK_ID), {"mirrors": {}})
+        """An empty mirror set ends the application cleanly; a signal if it does not."""
+        self.mirrors = {}
+        self._publish()
         if self.proc is not None:
             if not procs.wait_exit(self.proc, 30):
                 cluster.log("Isthmus did not stop on an empty mirror set; sending SIGTERM")
             procs.stop_group(self.proc)
             self.proc = None
-        keys = [control.mirrors_key(LINK_ID), control.heartbeat_key(LINK_ID)]
-        self.redis.delete(*keys, control.progress_key(LINK_ID))
+        self._forget()

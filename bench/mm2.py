@@ -40,8 +40,6 @@ SETTINGS = {
     "destination->source.enabled": "false",
     # Same topic names on both sides, as an Isthmus mirror topic keeps them.
     "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
-    # Two tasks: as many as the machine's cores, which is also what local[*] gives Spark.
-    "tasks.max": "2",
     # Only data is compared: no config/ACL sync, heartbeats, checkpoints or group sync.
     "sync.topic.configs.enabled": "false",
     "sync.topic.acls.enabled": "false",
@@ -69,21 +67,29 @@ SETTINGS = {
 
 class MirrorMaker2:
     name = "MirrorMaker 2"
+    # It finds new topics matching its pattern only every refresh.topics.interval.seconds
+    # (600 s by default), so the bench does not time adding a mirror to a running MM2.
+    adds_mirrors_live = False
 
-    def __init__(self) -> None:
+    def __init__(self, tasks: int | None = None) -> None:
+        # tasks.max: one per core by default, as local[*] gives Spark one task slot per core.
+        self.tasks = tasks or os.cpu_count() or 1
         self.proc: subprocess.Popen | None = None
         self.made_heartbeats = False
 
     def mirror_name(self, source_topic: str) -> str:
         return source_topic  # IdentityReplicationPolicy
 
+    def properties(self) -> dict[str, str]:
+        """Its mm2.properties but for the topics copied."""
+        return {**SETTINGS, "tasks.max": str(self.tasks)}
+
     def settings(self) -> dict[str, str]:
-        return {**SETTINGS, "heap (KAFKA_HEAP_OPTS)": HEAP}
+        return {**self.properties(), "heap (KAFKA_HEAP_OPTS)": HEAP}
 
     def prepare(self, mirrors: dict[str, str], partitions: int) -> None:
         """Destination topics made beforehand, as for Isthmus (MM2 would make them itself)."""
-        for mirror in mirrors:
-            cluster.create_topic(cluster.DESTINATION, mirror, partitions)
+        cluster.create_topics(cluster.DESTINATION, list(mirrors), partitions)
 
     def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
         """Start MM2 copying each source topic of `mirrors` (mirror name -> source name)."""
@@ -95,7 +101,8 @@ class MirrorMaker2:
         config = cluster.WORK / f"mm2-{tag}.properties"
         config.write_text(
             "".join(
-                f"{k}={v}\n" for k, v in {**SETTINGS, "source->destination.topics": topics}.items()
+                f"{k}={v}\n"
+                for k, v in {**self.properties(), "source->destination.topics": topics}.items()
             )
         )
         log4j = cluster.WORK / "mm2-log4j2.properties"
@@ -109,8 +116,11 @@ class MirrorMaker2:
         )
         return self.proc
 
-    def micro_batches(self) -> int | None:
-        return None  # MM2 streams record by record
+    def add_mirrors(self, mirrors: dict[str, str]) -> None:
+        raise NotImplementedError("MM2 finds new topics on its own refresh, not on request")
+
+    def error(self) -> str | None:
+        return None  # its failures show as the process exiting
 
     def stop(self) -> None:
         if self.proc is not None:
