@@ -287,7 +287,7 @@ class Copier:
             self.verify(started)
         if chosen:
             self.counters.last_write_ms = int(time.time() * 1000)
-            self.resets = 0
+            self.resets, self.error = 0, ""  # copying again: earlier trouble is over
         self.check_deliveries()
 
     def write_when_room(self, cursor: Cursor, msg) -> None:
