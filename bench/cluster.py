@@ -14,6 +14,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
+from .rdproduce import send
+
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "var" / "bench"  # logs, configs and checkpoints of a run (git-ignored)
 KAFKA_RUN = ROOT / "devstack" / "kafka-run"
@@ -130,12 +132,7 @@ def fill(bootstrap: str, topics: list[str], records_per_topic: int, record_size:
     started = time.monotonic()
     for _ in range(records_per_topic):
         for topic in topics:
-            while True:
-                try:
-                    producer.produce(topic, value)
-                    break
-                except BufferError:  # the local queue is full: let it drain
-                    producer.poll(0.05)
+            send(producer, topic, value)
         producer.poll(0)
     if producer.flush(120) != 0:
         raise RuntimeError(f"Could not write every record to {bootstrap}")

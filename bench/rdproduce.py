@@ -23,18 +23,23 @@ SETTINGS = {
 }
 
 
+def send(producer: Producer, topic: str, value: bytes) -> None:
+    """Hand one record to the producer, waiting for room when its queue is full."""
+    while True:
+        try:
+            producer.produce(topic, value)
+            return
+        except BufferError:  # the local queue is full: let it drain
+            producer.poll(0.01)
+
+
 def produce(bootstrap: str, topic: str, records: int, record_size: int) -> float:
     """Records per second, first send to last acknowledgement."""
     producer = Producer({"bootstrap.servers": bootstrap, **SETTINGS})
     value = b"x" * record_size
     began = time.monotonic()
     for _ in range(records):
-        while True:
-            try:
-                producer.produce(topic, value)
-                break
-            except BufferError:  # the local queue is full: let it drain
-                producer.poll(0.01)
+        send(producer, topic, value)
     if producer.flush(120) != 0:
         raise RuntimeError(f"Could not write every record to {topic}")
     return records / (time.monotonic() - began)

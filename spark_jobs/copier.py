@@ -280,7 +280,16 @@ class Copier:
                     headers=msg.headers(),
                 )
             except BufferError:  # the local queue is full: let deliveries drain it
-                self.write_when_room(cursor, msg)
+                self.when_room(
+                    lambda c=cursor, m=msg, v=value, k=key: produce(
+                        c.mirror,
+                        v,
+                        k,
+                        c.partition,
+                        timestamp=m.timestamp()[1],
+                        headers=m.headers(),
+                    )
+                )
         self.counters.records += len(chosen)
         self.counters.bytes += size
         if started:
@@ -290,20 +299,14 @@ class Copier:
             self.resets, self.error = 0, ""  # copying again: earlier trouble is over
         self.check_deliveries()
 
-    def write_when_room(self, cursor: Cursor, msg) -> None:
+    def when_room(self, send) -> None:
+        """`send()` once the producer's queue has room, serving control meanwhile."""
         while True:
             self.producer.poll(0.05)
             self.check_deliveries()
             self.keep_in_touch()
             try:
-                self.producer.produce(
-                    cursor.mirror,
-                    msg.value(),
-                    msg.key(),
-                    cursor.partition,
-                    timestamp=msg.timestamp()[1],
-                    headers=msg.headers(),
-                )
+                send()
                 return
             except BufferError:
                 continue

@@ -400,13 +400,12 @@ class LinkApplication:
         self.window.append((now, records, size))
         while now - self.window[0][0] > RATE_WINDOW_S:
             self.window.popleft()
-        first = self.window[0]
-        span = max(now - first[0], 1e-9)
-        rate = (
-            (lambda i: round(max(0, (self.window[-1][i] - first[i]) / span), 1))
-            if len(self.window) > 1
-            else (lambda i: 0)
-        )
+        first, last = self.window[0], self.window[-1]
+        span = max(last[0] - first[0], 1e-9)  # one sample alone: no change, rate 0
+
+        def rate(i: int) -> float:
+            return round(max(0, (last[i] - first[i]) / span), 1)
+
         heartbeat = {
             "at_ms": int(now * 1000),
             "started_ms": self.started_ms,

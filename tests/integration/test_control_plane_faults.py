@@ -36,7 +36,7 @@ def _kill_hard(proc) -> None:
 def test_killing_the_worker_and_beat_and_restarting_redis_mid_copy_keeps_the_copy_exact(
     django_db_blocker, stack, tmp_path
 ):
-    topic = _source_topic(0)
+    topic = _source_topic()
     node = f"faults-{uuid.uuid4().hex[:6]}@localhost"
     worker = start_celery_worker(tmp_path, node)
     writer = threading.Thread(target=_keep_producing, args=(topic, 300_000, 4, 60))

@@ -20,7 +20,7 @@ from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from spark_jobs import control, copier
 from tests.conftest import admin_config
-from tests.mirror_checks import assert_exact_copy
+from tests.mirror_checks import assert_exact_copy, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -161,10 +161,7 @@ def fenced_task(make_topic):
 
 def test_a_task_cut_off_from_the_control_channel_stops_writing_and_resumes_exactly(fenced_task):
     f = fenced_task
-    deadline = time.monotonic() + 30
-    while _mirrored(f.topic) < 1000:
-        assert time.monotonic() < deadline, "the task copied nothing"
-        time.sleep(0.2)
+    eventually(lambda: _mirrored(f.topic) >= 1000, 30, "the task copying")
 
     f.proxy.cut()
     time.sleep(copier.CONTACT_S + 1)  # it stops writing within CONTACT_S of its last contact
@@ -177,22 +174,55 @@ def test_a_task_cut_off_from_the_control_channel_stops_writing_and_resumes_exact
     assert not _still_for(f.topic, 2), "the task did not resume after the channel came back"
     f.source.done.set()
     f.source.join()
-    deadline = time.monotonic() + 60
-    while _mirrored(f.topic) < f.source.written:
-        assert time.monotonic() < deadline, "the task did not catch up"
-        time.sleep(0.2)
+    eventually(lambda: _mirrored(f.topic) >= f.source.written, 60, "the task catching up")
     assert len(assert_exact_copy(f.topic, f.topic)) == f.source.written
 
 
 def test_a_new_epoch_stops_the_task_at_once_and_it_says_so(fenced_task):
     f = fenced_task
-    deadline = time.monotonic() + 30
-    while _mirrored(f.topic) < 1000:
-        assert time.monotonic() < deadline, "the task copied nothing"
-        time.sleep(0.2)
+    eventually(lambda: _mirrored(f.topic) >= 1000, 30, "the task copying")
 
     f.r.set(control.epoch_key(f.link_id), "e2")
     f.task.join(5)
     assert not f.task.is_alive(), "the task went on after its epoch ended"
     assert not f.r.exists(control.task_key(f.link_id, f.epoch, 0)), "its heartbeat stayed"
     assert _still_for(f.topic, 2), "the task wrote after its epoch ended"
+
+
+def test_a_task_that_finds_another_writer_on_its_partition_stops_instead_of_writing_on(
+    make_topic,
+):
+    topic = f"fencing-{uuid.uuid4().hex[:8]}"
+    for node in (kafka.SOURCE, kafka.DESTINATION):
+        make_topic(node, topic)
+    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    for i in range(10):
+        producer.produce(topic, str(i).encode(), partition=0, timestamp=RECENT + i)
+    assert producer.flush(30) == 0
+    topic_id = KafkaAdmin(admin_config(kafka.DESTINATION)).describe_topic(topic).topic_id
+    task = copier.Copier(
+        {
+            "link_id": f"fencing-{uuid.uuid4().hex[:6]}",
+            "redis_url": settings.REDIS_URL,
+            "source": {"bootstrap.servers": kafka.SOURCE.bootstrap},
+            "destination": {"bootstrap.servers": kafka.DESTINATION.bootstrap},
+        },
+        "e1",
+        0,
+    )
+    try:
+        task.start(
+            [{"mirror": topic, "source": topic, "topic_id": topic_id, "partition": 0, "runs": []}]
+        )
+        # Something else writes the mirror partition after the task read where it ends.
+        stray = Producer({"bootstrap.servers": kafka.DESTINATION.bootstrap})
+        stray.produce(topic, b"stray", partition=0)
+        assert stray.flush(30) == 0
+
+        deadline = time.monotonic() + 30
+        with pytest.raises(copier.Fenced, match="something else writes this mirror partition"):
+            while time.monotonic() < deadline:
+                task.copy()
+                time.sleep(0.05)
+    finally:
+        task.close()

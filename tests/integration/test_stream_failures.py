@@ -29,29 +29,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 RECENT = int(time.time() * 1000) - 600_000
 
 
-def _source_topic(records: int, partitions: int = 4) -> str:
-    """A new source topic holding `records` records."""
+def _source_topic(partitions: int = 4) -> str:
+    """A new, empty source topic (`_keep_producing` writes it while the copy runs)."""
     topic = f"failures-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(admin_config(kafka.SOURCE))
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-    producer = Producer(
-        {"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 20, "batch.size": 500_000}
-    )
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(
-                    topic,
-                    key=str(i).encode(),
-                    value=random.randbytes(200),
-                    partition=i % partitions,
-                    timestamp=RECENT + i,
-                    headers=[("i", str(i).encode())],
-                )
-                break
-            except BufferError:
-                producer.poll(0.1)
-    assert producer.flush(60) == 0
     return topic
 
 
@@ -145,7 +127,7 @@ def _keep_producing(topic: str, records: int, partitions: int, seconds: float) -
 def test_killing_the_application_driver_and_task_workers_five_times_loses_and_repeats_nothing(
     django_db_blocker, quick_restarts
 ):
-    topic = _source_topic(0)
+    topic = _source_topic()
     writer = threading.Thread(target=_keep_producing, args=(topic, 500_000, 4, 90))
     with committed_link(django_db_blocker, [topic]) as link:
         mirror = create_mirror(ACTOR, link, topic)
@@ -171,7 +153,7 @@ def test_killing_the_application_driver_and_task_workers_five_times_loses_and_re
 def test_restarting_both_brokers_one_after_the_other_mid_copy_loses_and_repeats_nothing(
     django_db_blocker, quick_restarts, stack
 ):
-    topic = _source_topic(0)
+    topic = _source_topic()
     writer = threading.Thread(target=_keep_producing, args=(topic, 300_000, 4, 120))
     with committed_link(django_db_blocker, [topic]) as link:
         mirror = create_mirror(ACTOR, link, topic)
