@@ -247,9 +247,9 @@ the destination after {added}. MM2 would take a new topic only at its next topic
 **Memory.** Summed RSS over the engine's processes peaked at {mib(peak_i.rss)} for Isthmus and
 {mib(peak_m.rss)} for MM2 over the whole run (summed PSS, which splits shared pages among their
 processes: {mib(peak_i.pss)}, of it {mib(peak_i.python_pss)} in Python processes, and
-{mib(peak_m.pss)}). Isthmus is a Spark driver JVM ({r.settings[ISTHMUS]["driver memory"]} heap)
-plus its Python processes; MM2 is one JVM with a heap of up to 2 GiB, as Kafka's own script sets
-it.
+{mib(peak_m.pss)}). Isthmus is a Spark driver JVM (a heap of {r.settings[ISTHMUS]["driver memory"]}
+at most, started small: `{r.settings[ISTHMUS].get("driver JVM options", "")}`) plus its Python
+processes; MM2 is one JVM with a heap of up to 2 GiB, as Kafka's own script sets it.
 
 **CPU accounting.** Over each whole engine run (start to exit), the table above gives the CPU
 summed from /proc samples and getrusage of the bench's reaped children. getrusage counts only

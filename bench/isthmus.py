@@ -45,7 +45,12 @@ class Isthmus:
         )
         if self.reported_tasks is not None:
             tasks += f"; its heartbeat reported {self.reported_tasks}"
-        return {"spark.master": MASTER, "driver memory": DRIVER_MEMORY, "copier tasks": tasks}
+        return {
+            "spark.master": MASTER,
+            "driver memory": DRIVER_MEMORY,
+            "driver JVM options": launch.DRIVER_JAVA_OPTIONS,
+            "copier tasks": tasks,
+        }
 
     def prepare(self, mirrors: dict[str, str], partitions: int) -> None:
         """The console's part: mirror topics made on the destination before they are copied."""

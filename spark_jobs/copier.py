@@ -104,7 +104,14 @@ class Copier:
                 # a gap, translated like any other.
                 "auto.offset.reset": "earliest",
                 "fetch.wait.max.ms": 100,
-                "queued.max.messages.kbytes": 65_536,
+                # Fetches large enough, and a queue deep enough, that a task catching up does
+                # not wait for records (measured: ~20% more records/s than with librdkafka's
+                # defaults); and a full queue's partitions are fetched again 10 ms after it has
+                # room, not 1 s.
+                "max.partition.fetch.bytes": 4 * 2**20,
+                "fetch.max.bytes": 100 * 2**20,
+                "queued.max.messages.kbytes": 131_072,
+                "fetch.queue.backoff.ms": 10,
             }
         )
         self.producer: Producer | None = None

@@ -12,6 +12,9 @@ from . import control
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The driver's JVM only schedules one long job: a small heap to start with and the serial
+# collector keep it to a fraction of the memory the JVM's defaults would take.
+DRIVER_JAVA_OPTIONS = "-Xms32m -XX:+UseSerialGC"
 
 # The packages of the application's code (what executors need, and what a benchmark measures).
 CODE = ("spark_jobs", "infra")
@@ -73,6 +76,8 @@ def submit_command(
         f"spark.pyspark.python={python}",
         "--conf",
         f"spark.pyspark.driver.python={python}",
+        "--conf",
+        f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS}",
         *(arg for key, value in (conf or {}).items() for arg in ("--conf", f"{key}={value}")),
         str(ROOT / "spark_jobs" / "link_stream.py"),
     ]

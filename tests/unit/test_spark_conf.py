@@ -45,6 +45,7 @@ def test_the_launcher_passes_them_after_its_own_so_they_win(tmp_path):
     assert confs == [
         "spark.pyspark.python=/venv/bin/python",
         "spark.pyspark.driver.python=/venv/bin/python",
+        "spark.driver.extraJavaOptions=-Xms32m -XX:+UseSerialGC",
         "spark.pyspark.python=./env/bin/python",  # spark-submit keeps the last value
         "spark.cores.max=2",
     ]
@@ -55,4 +56,4 @@ def test_the_launcher_passes_them_after_its_own_so_they_win(tmp_path):
     with zipfile.ZipFile(argv[argv.index("--py-files") + 1]) as shipped:
         names = set(shipped.namelist())
     assert {"spark_jobs/copier.py", "infra/kafka_admin.py", "infra/__init__.py"} <= names
-    assert launch.submit_command(spec, master="local[*]")[0].count("--conf") == 2
+    assert launch.submit_command(spec, master="local[*]")[0].count("--conf") == 3
