@@ -4,6 +4,10 @@ The devstack clusters and Redis start once per session (reused if already up, an
 end only if this session started them); so does the devstack's PostgreSQL with ISTHMUS_DB=postgres,
 before the test database is made on it. A real Celery worker runs against the test database on
 its own Redis database, so a running `make demo` worker never sees test tasks.
+
+Whatever a test makes on the clusters is removed after it; what is left anyway (a failed test,
+a forced link delete that turned mirrors into ordinary topics) is swept at the end of the
+session, and the session fails if anything of its own remains (`tests/leftovers.py`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -25,11 +30,40 @@ from django.conf import settings
 from devstack import kafka
 from devstack.stack import Stack
 from infra.processes import wait_for
+from tests import leftovers
+from tests.leftovers import admin_config  # here too, as before, for the tests that import it
 
 ROOT = Path(__file__).resolve().parent.parent
 # Another Redis database (ISTHMUS_TEST_REDIS_DB) lets a second test run go on beside this one.
 TEST_REDIS_URL = f"redis://127.0.0.1:6380/{os.environ.get('ISTHMUS_TEST_REDIS_DB', '15')}"
 SHARED_PARTS = ["source", "destination", "redis"]
+
+
+def _test_database_name() -> str:
+    """The name the tests' console runs under, which its streams write as their owner."""
+    db = settings.DATABASES["default"]
+    return str(db.get("TEST", {}).get("NAME") or f"test_{db['NAME']}")
+
+
+# What this session makes that carries no marker (its links), and where to look for it: the
+# tests' Redis database and the user's (settings.REDIS_URL before the tests override it).
+LEDGER = leftovers.Ledger(_test_database_name(), [TEST_REDIS_URL, settings.REDIS_URL])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _note_links():
+    """Note each link the session saves, however it is made (domain, API, console, CLI)."""
+    from django.db.models.signals import post_save
+
+    from replication.models import ClusterLink
+
+    def note(sender, instance, created: bool, **kwargs) -> None:
+        if created:
+            LEDGER.links.add(str(instance.link_id))
+
+    post_save.connect(note, sender=ClusterLink, weak=False, dispatch_uid="tests-ledger")
+    yield
+    post_save.disconnect(sender=ClusterLink, dispatch_uid="tests-ledger")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -69,16 +103,41 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, s
 
 
 @pytest.fixture(scope="session")
-def devstack(stack):
-    """The two clusters and Redis, up for the whole session."""
+def devstack(stack, request):
+    """The two clusters and Redis, up for the whole session. They may be a user's `make demo`
+    stack: the session then leaves nothing of its own on them, and fails if it would."""
     already = {s.name for s in stack.status(SHARED_PARTS) if s.pid}
     started_here = [name for name in SHARED_PARTS if name not in already]
     try:
         stack.up(SHARED_PARTS, echo=lambda _: None)
-        yield stack
+        LEDGER.note_celery_keys()
+        _report(request, "removed, left by sessions killed long ago", leftovers.sweep_stale(LEDGER))
+        try:
+            yield stack
+        finally:
+            # After every other session fixture (the Celery worker) and before the clusters
+            # go down, failed tests or not.
+            _report(request, "removed at the end of the session", leftovers.sweep(LEDGER))
+            left = leftovers.remaining(LEDGER)
+            assert not left, "The session left on the clusters or in Redis:\n" + "\n".join(left)
     finally:
         if started_here:
             stack.down(started_here, echo=lambda _: None)
+
+
+def _report(request, what: str, removed: list[str]) -> None:
+    """Say what a sweep removed from the clusters: something a test made and did not remove
+    itself (its links' stream folders and Redis keys are only ever removed by the sweep)."""
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+    items = [item for item in removed if item.startswith(tuple(n.name for n in kafka.NODES))]
+    if not items or reporter is None:
+        return
+    # Past output capture, so it shows when the session passes too.
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        reporter.write_line(f"\nLeftovers {what} ({len(items)}):", yellow=True)
+        for item in items[:50]:
+            reporter.write_line(f"  {item}")
 
 
 @pytest.fixture(scope="session")
@@ -96,21 +155,16 @@ def destination_bootstrap(devstack) -> str:
     return kafka.DESTINATION.bootstrap
 
 
-def admin_config(node: kafka.KafkaNode) -> dict[str, str]:
-    """The privileged `admin` principal's client config for `node`."""
-    return kafka.sasl_client_config(node, settings.VAR_DIR, user="admin")
-
-
 @pytest.fixture
 def topic_name(request) -> str:
-    """A topic name no other test uses."""
-    base = re.sub(r"[^a-zA-Z0-9-]", "-", request.node.name)[:60]
-    return f"{base}-{uuid.uuid4().hex[:8]}"
+    """A topic name no other test (or session) uses, with the session's marker, which the
+    end-of-session sweep goes by."""
+    return leftovers.unique_name(re.sub(r"[^a-zA-Z0-9-]", "-", request.node.name)[:60])
 
 
 @pytest.fixture
 def make_topic(devstack):
-    """Create topics through the admin principal; deleted after the test."""
+    """Create topics through the admin principal; deleted after the test, ACLs and all."""
     made: list[tuple[kafka.KafkaNode, str]] = []
 
     def make(node: kafka.KafkaNode, name: str, partitions: int = 1, **config: str) -> str:
@@ -129,8 +183,8 @@ def make_topic(devstack):
         return name
 
     yield make
-    for node, name in made:
-        AdminClient(admin_config(node)).delete_topics([name])
+    for node in kafka.NODES:
+        leftovers.delete_topics(node, [name for on, name in made if on is node])
 
 
 # Users, one per role. -----------------------------------------------------------------------
@@ -180,30 +234,37 @@ def registered_clusters(db, devstack):
 
 
 @pytest.fixture
-def make_link(registered_clusters):
+def make_link(registered_clusters, topic_name):
     """Create links from the source (over PLAINTEXT, as in the tutorial) into the destination.
 
-    Afterwards every mirror topic the test made is deleted from the destination, ACLs and all.
+    Afterwards their streams are stopped and every mirror topic the test made is deleted from
+    the destination, ACLs and all: those the database knows, and any topic named after the
+    test's `topic_name` (a mirror a forced link delete turned into an ordinary topic, say).
     """
-    from infra.kafka_admin import KafkaAdmin, KafkaAdminError
-    from replication import audit, read_only
+    from replication import audit, streams
     from replication.links import create_link
     from replication.models import MirrorTopic
 
+    made = []
+
     def make(configs: dict[str, str] | None = None, name: str | None = None):
-        return create_link(
+        link = create_link(
             audit.Actor.system("tests"),
             registered_clusters["destination"],
             name or f"link-{uuid.uuid4().hex[:8]}",
             {"bootstrap.servers": kafka.SOURCE.bootstrap, **(configs or {})},
         )
+        made.append(link)
+        return link
 
     yield make
-    admin = KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10)
-    for topic in MirrorTopic.objects.values_list("mirror_topic", flat=True):
-        with contextlib.suppress(KafkaAdminError):
-            admin.delete_topic(topic)
-        read_only.lift(admin, topic)
+    for link in made:
+        streams.stop(link)  # first, so no stream writes a mirror while it is deleted
+        shutil.rmtree(streams.folder(str(link.link_id)), ignore_errors=True)
+    # The test database's mirrors are all the session's: their topics were made by it.
+    named = {*MirrorTopic.objects.values_list("mirror_topic", flat=True)}
+    named |= {*leftovers.topics(kafka.DESTINATION, lambda name: topic_name in name)}
+    leftovers.delete_topics(kafka.DESTINATION, named)
 
 
 # A real Celery worker. ----------------------------------------------------------------------

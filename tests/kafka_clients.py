@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
@@ -44,12 +44,13 @@ def consume_all(bootstrap: str, topic: str, expected: int) -> list:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": f"reader-{topic}",
-            "auto.offset.reset": "earliest",
+            "group.id": f"reader-{topic}",  # never joined nor committed: left on no cluster
             "enable.auto.commit": False,
         }
     )
-    consumer.subscribe([topic])
+    # Assigned, not subscribed: a subscription would leave a consumer group on the cluster.
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
     records = []
     try:
         for _ in range(60):

@@ -18,6 +18,7 @@ from replication.links import create_link
 from replication.mirrors import describe_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from spark_jobs import translation
+from tests import leftovers
 from tests.conftest import admin_config
 
 ACTOR = audit.Actor.system("tests")
@@ -38,7 +39,7 @@ def read_all(bootstrap: str, topic: str) -> list[Record]:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": "isthmus-tests-reader",
+            "group.id": leftovers.unique_name("reader"),
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",

@@ -18,12 +18,15 @@ from isthmus_cli.replica_status import COLUMNS, MIRROR_COLUMNS
 from replication import audit, read_only
 from replication.models import ClusterLink, MirrorTopic
 from replication.tokens import create_token
+from tests import leftovers
 from tests.conftest import ROOT, admin_config
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, produce, run_tool
 from tests.mirror_checks import eventually
 
 pytestmark = pytest.mark.integration
 
+# The tutorial's topic `demo`, made this session's own (see `demo_topic`).
+DEMO = leftovers.unique_name("demo")
 CREATE_LINK = (
     "kafka-cluster-links --bootstrap-server localhost:9093 --create --link demo-link "
     "--config bootstrap.servers=localhost:9092"
@@ -43,14 +46,17 @@ def _drop_topic(node: kafka.KafkaNode, name: str) -> None:
 
 @pytest.fixture
 def demo_topic(devstack):
-    """The tutorial's topic `demo`, fresh on the source and absent from the destination."""
-    for node in kafka.NODES:
-        _drop_topic(node, "demo")
+    """The tutorial's topic `demo`, fresh on the source and absent from the destination.
+
+    Named DEMO, not `demo`: the clusters may be a user's `make demo` stack, whose `demo` topic
+    (the tutorial's) is theirs, not the tests'."""
+    for node in kafka.NODES:  # what an earlier test of the module may have left
+        _drop_topic(node, DEMO)
     client = AdminClient(admin_config(kafka.SOURCE))  # kept alive until the answer comes
-    client.create_topics([NewTopic("demo", 1, 1)])["demo"].result(timeout=30)
-    yield "demo"
+    client.create_topics([NewTopic(DEMO, 1, 1)])[DEMO].result(timeout=30)
+    yield DEMO
     for node in kafka.NODES:
-        _drop_topic(node, "demo")
+        _drop_topic(node, DEMO)
 
 
 @pytest.fixture
@@ -101,7 +107,7 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
 ):
     produce(
         {"bootstrap.servers": kafka.SOURCE.bootstrap},
-        "demo",
+        DEMO,
         [{"value": v} for v in (b"first", b"second", b"third")],
     )
     source_id = registered_clusters["source"].cluster_id
@@ -119,14 +125,19 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
 
     assert ok(
         typed(
-            "kafka-mirrors --create --mirror-topic demo --link demo-link "
+            f"kafka-mirrors --create --mirror-topic {DEMO} --link demo-link "
             "--bootstrap-server localhost:9093"
         )
-    ) == ["Created topic demo."]
-    assert acls_on(kafka.DESTINATION, "demo") == READ_ONLY_ACLS
+    ) == [f"Created topic {DEMO}."]
+    assert acls_on(kafka.DESTINATION, DEMO) == READ_ONLY_ACLS
     described = ok(
         run_tool(
-            "kafka-topics", "--describe", "--topic", "demo", "--bootstrap-server", "localhost:9093"
+            "kafka-topics",
+            "--describe",
+            "--topic",
+            DEMO,
+            "--bootstrap-server",
+            "localhost:9093",
         )
     )
     assert "PartitionCount: 1" in described[0]
@@ -138,34 +149,36 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
         )
     ) == [
         f"Link name: 'demo-link', link ID: '{link.link_id}', remote cluster ID: '{source_id}', "
-        f"local cluster ID: '{destination_id}', remote cluster available: 'true', topics: [demo]"
+        f"local cluster ID: '{destination_id}', remote cluster available: 'true', topics: [{DEMO}]"
     ]
 
     # As the seed shows it: the local replica ("-") and the one over the link, its lag from the
     # stream (it may have copied some by now, as the test worker's beat starts it).
     header, local, linked = ok(
         typed(
-            "kafka-replica-status --topics demo --include-linked --bootstrap-server localhost:9093"
+            f"kafka-replica-status --topics {DEMO} --include-linked "
+            "--bootstrap-server localhost:9093"
         )
     )
     assert header.split() == COLUMNS[:3] + ["ClusterLink"] + COLUMNS[3:]
     local, linked = local.split(), linked.split()
-    assert local[:4] == ["demo", "0", local[2], "-"] and local[4:10] == ["true", "false"] + [
+    assert local[:4] == [DEMO, "0", local[2], "-"] and local[4:10] == ["true", "false"] + [
         "true"
     ] * 3 + ["0"]
-    assert linked[:8] == ["demo", "0", local[2], "demo-link", "true", "false", "true", "true"]
+    assert linked[:8] == [DEMO, "0", local[2], "demo-link", "true", "false", "true", "true"]
     assert linked[8] in ("true", "false") and re.fullmatch(r"-1|\d+", linked[9]), linked
     assert linked[11:] == local[11:]  # the mirror's own log, as the local replica's
 
     header, row = ok(
         typed(
-            "kafka-replica-status --topics demo --include-mirror --bootstrap-server localhost:9093"
+            f"kafka-replica-status --topics {DEMO} --include-mirror "
+            "--bootstrap-server localhost:9093"
         )
     )
     assert header.split() == COLUMNS + MIRROR_COLUMNS
     cells = row.split()
     # Nothing is copied yet (the mirror engine is a separate part): the mirror's log is empty.
-    assert " ".join(cells[:12]) == "demo 0 1 true false true true true 0 0 0 0"
+    assert " ".join(cells[:12]) == f"{DEMO} 0 1 true false true true true 0 0 0 0"
     assert cells[12].isdigit()
     assert cells[13:] == ["ACTIVE", "-1", "-1"]
     # Each value starts under its header, as Kafka's tool prints them.
@@ -174,9 +187,9 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
     ]
 
     topic_line, partition_line = ok(
-        typed("kafka-mirrors --describe --topics demo --bootstrap-server localhost:9093")
+        typed(f"kafka-mirrors --describe --topics {DEMO} --bootstrap-server localhost:9093")
     )
-    mirror = MirrorTopic.objects.get(mirror_topic="demo")
+    mirror = MirrorTopic.objects.get(mirror_topic=DEMO)
     # Topic ids as Kafka's own tool prints the source topic's
     [source_described] = [
         line
@@ -185,7 +198,7 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
                 "kafka-topics",
                 "--describe",
                 "--topic",
-                "demo",
+                DEMO,
                 "--bootstrap-server",
                 "localhost:9092",
             )
@@ -194,7 +207,7 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
     ]
     assert f"TopicId: {mirror.source_topic_id}\t" in source_described, source_described
     assert re.fullmatch(
-        rf"Topic: demo  LinkName: demo-link  LinkId: {link.link_id}  SourceTopic: demo  "
+        rf"Topic: {DEMO}  LinkName: demo-link  LinkId: {link.link_id}  SourceTopic: {DEMO}  "
         rf"State: ACTIVE  SourceTopicId: {re.escape(mirror.source_topic_id)}  "
         r"StoppedSequenceNumber: 0  StateTime: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
         topic_line,
@@ -208,36 +221,36 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
     )
     assert line and int(line[1]) + int(line[3]) == 3, partition_line
 
-    assert ok(typed("kafka-mirrors --list --bootstrap-server localhost:9093")) == ["demo"]
+    assert ok(typed("kafka-mirrors --list --bootstrap-server localhost:9093")) == [DEMO]
 
 
 def test_a_mirror_creation_can_be_validated_without_creating_it(typed, demo_topic):
     ok(typed(CREATE_LINK))
     assert ok(
         typed(
-            "kafka-mirrors --create --mirror-topic demo --link demo-link --validate-only "
+            f"kafka-mirrors --create --mirror-topic {DEMO} --link demo-link --validate-only "
             "--bootstrap-server localhost:9093"
         )
-    ) == ["Creation of mirror topic demo successfully validated."]
+    ) == [f"Creation of mirror topic {DEMO} successfully validated."]
     assert not MirrorTopic.objects.exists()
     destination = AdminClient(admin_config(kafka.DESTINATION))
-    assert "demo" not in destination.list_topics(timeout=10).topics
+    assert DEMO not in destination.list_topics(timeout=10).topics
 
 
 def test_mirrors_are_paused_and_unpaused_by_topic_name(typed, demo_topic):
     ok(typed(CREATE_LINK))
     ok(
         typed(
-            "kafka-mirrors --create --mirror-topic demo --link demo-link "
+            f"kafka-mirrors --create --mirror-topic {DEMO} --link demo-link "
             "--bootstrap-server localhost:9093"
         )
     )
 
-    assert ok(typed("kafka-mirrors --pause --topics demo --bootstrap-server localhost:9093")) == [
-        "Request for pausing topic demo's mirror was successfully scheduled."
-    ]
-    assert MirrorTopic.objects.get(mirror_topic="demo").state == "PAUSED"
-    again = typed("kafka-mirrors --pause --topics demo --bootstrap-server localhost:9093")
+    assert ok(
+        typed(f"kafka-mirrors --pause --topics {DEMO} --bootstrap-server localhost:9093")
+    ) == [f"Request for pausing topic {DEMO}'s mirror was successfully scheduled."]
+    assert MirrorTopic.objects.get(mirror_topic=DEMO).state == "PAUSED"
+    again = typed(f"kafka-mirrors --pause --topics {DEMO} --bootstrap-server localhost:9093")
     assert again.returncode == 1 and "already paused" in again.stderr
     describe = ok(
         typed("kafka-mirrors --describe --links demo-link --bootstrap-server localhost:9093")
@@ -246,15 +259,15 @@ def test_mirrors_are_paused_and_unpaused_by_topic_name(typed, demo_topic):
 
     ok(
         typed(
-            "kafka-mirrors --unpause --topics demo --validate-only "
+            f"kafka-mirrors --unpause --topics {DEMO} --validate-only "
             "--bootstrap-server localhost:9093"
         )
     )
-    assert MirrorTopic.objects.get(mirror_topic="demo").state == "PAUSED"
-    assert ok(typed("kafka-mirrors --unpause --topics demo --bootstrap-server localhost:9093")) == [
-        "Request for resuming topic demo's mirror was successfully scheduled."
-    ]
-    assert MirrorTopic.objects.get(mirror_topic="demo").state == "ACTIVE"
+    assert MirrorTopic.objects.get(mirror_topic=DEMO).state == "PAUSED"
+    assert ok(
+        typed(f"kafka-mirrors --unpause --topics {DEMO} --bootstrap-server localhost:9093")
+    ) == [f"Request for resuming topic {DEMO}'s mirror was successfully scheduled."]
+    assert MirrorTopic.objects.get(mirror_topic=DEMO).state == "ACTIVE"
     refused(
         typed("kafka-mirrors --pause --topics nothing-here --bootstrap-server localhost:9093"),
         "nothing-here is not a mirror topic",
@@ -297,8 +310,8 @@ def test_link_configs_are_described_and_altered_with_kafka_configs(typed, demo_t
         "metadata.max.age.ms",
     )
     # Without --cluster-link it is Apache Kafka's own tool.
-    topic = ok(typed("kafka-configs --bootstrap-server localhost:9092 --describe --topic demo"))
-    assert topic[0] == "Dynamic configs for topic demo are:"
+    topic = ok(typed(f"kafka-configs --bootstrap-server localhost:9092 --describe --topic {DEMO}"))
+    assert topic[0] == f"Dynamic configs for topic {DEMO} are:"
 
 
 def test_roles_decide_what_the_tools_may_do(typed, demo_topic):
@@ -308,13 +321,14 @@ def test_roles_decide_what_the_tools_may_do(typed, demo_topic):
     ok(typed(create))
     ok(
         typed(
-            "kafka-mirrors --create --mirror-topic demo --link demo-link "
+            f"kafka-mirrors --create --mirror-topic {DEMO} --link demo-link "
             "--bootstrap-server localhost:9093"
         )
     )
     refused(
         typed(
-            "kafka-mirrors --pause --topics demo --bootstrap-server localhost:9093", role="viewer"
+            f"kafka-mirrors --pause --topics {DEMO} --bootstrap-server localhost:9093",
+            role="viewer",
         ),
         "Your role does not allow mirror.manage",
     )
@@ -324,7 +338,7 @@ def test_roles_decide_what_the_tools_may_do(typed, demo_topic):
     asked = ok(typed(delete + " --force --reason retire", role="operator"))
     assert "needs 1 approval(s): request" in asked[0]
     assert asked[2].startswith("An approver runs it with: kafka-mirrors --approve ")
-    refused(typed(delete, role="admin"), "still has mirror topics: demo", "force")
+    refused(typed(delete, role="admin"), f"still has mirror topics: {DEMO}", "force")
     assert ok(typed(delete + " --force --validate-only", role="admin")) == [
         "Cluster link 'demo-link' deletion successfully validated."
     ]
@@ -352,7 +366,7 @@ def test_mistakes_get_clear_errors_on_stderr(typed, demo_topic, tmp_path):
     refused(typed("kafka-cluster-links --bootstrap-server localhost:9093 --delete"), "needs --link")
     refused(
         typed(
-            "kafka-mirrors --create --mirror-topic demo --link nope "
+            f"kafka-mirrors --create --mirror-topic {DEMO} --link nope "
             "--bootstrap-server localhost:9093"
         ),
         "No cluster link named 'nope'",
@@ -361,8 +375,8 @@ def test_mistakes_get_clear_errors_on_stderr(typed, demo_topic, tmp_path):
         typed(create.replace("--link demo-link", "--link 'x?force=true&'")), "Invalid link name"
     )
     refused(
-        typed("kafka-mirrors --failover --topics demo --bootstrap-server localhost:9093"),
-        "Topic demo is not a mirror topic of any cluster link",
+        typed(f"kafka-mirrors --failover --topics {DEMO} --bootstrap-server localhost:9093"),
+        f"Topic {DEMO} is not a mirror topic of any cluster link",
     )
     refused(
         typed("kafka-configs --bootstrap-server localhost:9093 --describe --cluster-link a/b"),
@@ -402,17 +416,17 @@ def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to
     from replication import promote
 
     ok(typed(CREATE_LINK))
-    mirror = "kafka-mirrors --create --mirror-topic demo --link demo-link"
+    mirror = f"kafka-mirrors --create --mirror-topic {DEMO} --link demo-link"
     ok(typed(f"{mirror} --bootstrap-server localhost:9093"))
-    stop = "kafka-mirrors --promote --topics demo --bootstrap-server localhost:9093"
+    stop = f"kafka-mirrors --promote --topics {DEMO} --bootstrap-server localhost:9093"
     ClusterLink.objects.update(approvals_required=2)  # one approval leaves it waiting
 
     asked = ok(typed(stop + " --reason cut-over", role="operator"))
     assert asked[:2] == [
-        "Calculating max offset and ms lag for mirror topics: [demo]",
-        "Finished calculating max offset lag and max lag ms for mirror topics: [demo]",
+        f"Calculating max offset and ms lag for mirror topics: [{DEMO}]",
+        f"Finished calculating max offset lag and max lag ms for mirror topics: [{DEMO}]",
     ]
-    assert asked[2].startswith("Promoting demo needs 2 approval(s): request ")
+    assert asked[2].startswith(f"Promoting {DEMO} needs 2 approval(s): request ")
     request_id = asked[2].split("request ")[1].split()[0]
     refused(typed(f"kafka-mirrors --approve {request_id} --bootstrap-server localhost:9093"))
     approved = ok(
@@ -427,14 +441,14 @@ def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to
     # The demo's tools act as the admin, who acts at once: the tutorial's lines, as typed.
     ClusterLink.objects.get().approval_requests.update(state="WITHDRAWN")
     assert ok(typed(stop, role="admin")) == [
-        "Calculating max offset and ms lag for mirror topics: [demo]",
-        "Finished calculating max offset lag and max lag ms for mirror topics: [demo]",
-        "Request for stopping topic demo's mirror was successfully scheduled.",
+        f"Calculating max offset and ms lag for mirror topics: [{DEMO}]",
+        f"Finished calculating max offset lag and max lag ms for mirror topics: [{DEMO}]",
+        f"Request for stopping topic {DEMO}'s mirror was successfully scheduled.",
         "Please use the describe command with the --pending-stopped-only option to monitor "
         "progress.",
     ]
     describe = (
-        "kafka-mirrors --describe --topics demo --pending-stopped-only "
+        f"kafka-mirrors --describe --topics {DEMO} --pending-stopped-only "
         "--bootstrap-server localhost:9093"
     )
 
@@ -446,6 +460,6 @@ def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to
         return line if "State: STOPPED" in line else None
 
     line = eventually(stopped, 120, "the promote finishing")
-    assert line.startswith("Topic: demo  LinkName: demo-link  LinkId: ")
+    assert line.startswith(f"Topic: {DEMO}  LinkName: demo-link  LinkId: ")
     again = typed(stop, role="admin")
-    assert "Topic 'demo' has already stopped its mirror from 'demo-link'" in again.stderr
+    assert f"Topic '{DEMO}' has already stopped its mirror from 'demo-link'" in again.stderr

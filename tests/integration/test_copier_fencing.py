@@ -9,7 +9,6 @@ import json
 import socket
 import threading
 import time
-import uuid
 
 import pytest
 import redis
@@ -19,6 +18,7 @@ from django.conf import settings
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from spark_jobs import control, copier
+from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import assert_exact_copy, eventually
 
@@ -108,14 +108,14 @@ def _still_for(topic: str, seconds: float) -> bool:
 def fenced_task(make_topic):
     """A copier task of a one-mirror link, its Redis reached through a proxy; the test plays
     the driver by writing the epoch and the assignment."""
-    topic = f"fencing-{uuid.uuid4().hex[:8]}"
+    topic = leftovers.unique_name("fencing")
     for node in (kafka.SOURCE, kafka.DESTINATION):
         make_topic(node, topic, partitions=2)
     r = redis.Redis.from_url(settings.REDIS_URL)
     host = r.connection_pool.connection_kwargs["host"]
     proxy = Proxy(host, r.connection_pool.connection_kwargs["port"])
     proxy.start()
-    link_id, epoch = f"fencing-{uuid.uuid4().hex[:6]}", "e1"
+    link_id, epoch = leftovers.unique_name("fencing"), "e1"
     db = r.connection_pool.connection_kwargs.get("db", 0)
     spec = {
         "link_id": link_id,
@@ -192,7 +192,7 @@ def test_a_new_epoch_stops_the_task_at_once_and_it_says_so(fenced_task):
 def test_a_task_that_finds_another_writer_on_its_partition_stops_instead_of_writing_on(
     make_topic,
 ):
-    topic = f"fencing-{uuid.uuid4().hex[:8]}"
+    topic = leftovers.unique_name("fencing")
     for node in (kafka.SOURCE, kafka.DESTINATION):
         make_topic(node, topic)
     producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap})
@@ -202,7 +202,7 @@ def test_a_task_that_finds_another_writer_on_its_partition_stops_instead_of_writ
     topic_id = KafkaAdmin(admin_config(kafka.DESTINATION)).describe_topic(topic).topic_id
     task = copier.Copier(
         {
-            "link_id": f"fencing-{uuid.uuid4().hex[:6]}",
+            "link_id": leftovers.unique_name("fencing"),
             "redis_url": settings.REDIS_URL,
             "source": {"bootstrap.servers": kafka.SOURCE.bootstrap},
             "destination": {"bootstrap.servers": kafka.DESTINATION.bootstrap},

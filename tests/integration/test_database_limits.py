@@ -18,6 +18,7 @@ from replication.errors import ReplicationError
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, MirrorTopic
 from replication.tokens import create_token
+from tests import leftovers
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +56,7 @@ def test_a_mirror_of_the_longest_topic_on_the_longest_link_is_made_and_audited(
     make_link, make_topic
 ):
     link = make_link({"cluster.link.paused": "true"}, name=uuid.uuid4().hex.ljust(200, "l"))
-    topic = make_topic(kafka.SOURCE, uuid.uuid4().hex.ljust(249, "t"))
+    topic = make_topic(kafka.SOURCE, leftovers.unique_name("longest").ljust(249, "t"))
 
     create_mirror(audit.Actor.system("tests"), link, topic)
 

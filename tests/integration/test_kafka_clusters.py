@@ -8,9 +8,6 @@ import uuid
 
 import pytest
 from confluent_kafka import KafkaError
-from confluent_kafka.admin import (
-    AdminClient,
-)
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, kafka_id
@@ -19,6 +16,7 @@ from replication import audit, read_only
 from replication.mirrors import create_mirror
 from replication.models import MirrorTopic
 from spark_jobs import translation
+from tests import leftovers
 from tests.conftest import ROOT, admin_config
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, consume_all, produce
 
@@ -117,7 +115,7 @@ def test_kafka_topics_cli_works_as_in_the_tutorial(source_bootstrap, topic_name)
         timeout=60,
     )
     assert topic_name in listed.stdout.split()
-    AdminClient(admin_config(kafka.SOURCE)).delete_topics([topic_name])
+    leftovers.delete_topics(kafka.SOURCE, [topic_name])
 
 
 def test_translations_stored_under_librdkafkas_form_of_a_topic_id_are_found_by_kafkas_form(

@@ -1,7 +1,6 @@
 """Cluster links against the real clusters: every operation and every refusal."""
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from devstack import kafka
 from infra.processes import wait_for
@@ -19,7 +18,7 @@ from replication.links import (
 )
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
-from tests.conftest import admin_config
+from tests import leftovers
 from tests.kafka_clients import produce
 
 pytestmark = pytest.mark.integration
@@ -348,4 +347,4 @@ def test_deleting_a_link_with_mirrors_is_refused_unless_forced(make_link, make_t
     try:
         assert wait_for(lambda: produce(plain, topic_name, [{"value": b"yes"}])[0][0] is None, 30)
     finally:
-        AdminClient(admin_config(kafka.DESTINATION)).delete_topics([topic_name])
+        leftovers.delete_topics(kafka.DESTINATION, [topic_name])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -22,6 +21,7 @@ from replication import streams
 from replication.links import alter_link_configs
 from replication.mirrors import create_mirror, describe_mirror
 from spark_jobs.translation import Entry
+from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import (
     ACTOR,
@@ -179,9 +179,8 @@ def _grow_while_written(topic: str, mirror_topic: str) -> None:
 
 @pytest.fixture(scope="module")
 def engine(devstack, django_db_setup, django_db_blocker):
-    suffix = uuid.uuid4().hex[:6]
     source_admin = AdminClient(admin_config(kafka.SOURCE))
-    names = {case: f"engine-{case}-{suffix}" for case in CASES}
+    names = {case: leftovers.unique_name(f"engine-{case}") for case in CASES}
     for case, (partitions, config, _) in CASES.items():
         topic = names[case]
         source_admin.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(
@@ -275,8 +274,7 @@ def test_a_source_growing_from_one_to_eight_partitions_while_written_is_copied(e
 
 
 def test_mirrors_start_at_the_latest_offset_or_at_a_time_when_asked(django_db_blocker):
-    suffix = uuid.uuid4().hex[:6]
-    at_latest, at_time = f"engine-latest-{suffix}", f"engine-at-time-{suffix}"
+    at_latest, at_time = (leftovers.unique_name(f"engine-{at}") for at in ("latest", "at-time"))
     source_admin = AdminClient(admin_config(kafka.SOURCE))
     for topic in (at_latest, at_time):
         source_admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)

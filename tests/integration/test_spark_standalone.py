@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -33,6 +32,7 @@ from devstack import kafka
 from infra import processes
 from replication.mirrors import create_mirror
 from spark_jobs import launch
+from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import ACTOR, assert_exact_copy, committed_link, run_until_copied
 
@@ -128,7 +128,7 @@ def standalone():
 def _source_topic() -> str:
     """RECORDS records over PARTITIONS partitions, with keys, headers and timestamps; some
     values null, some empty."""
-    topic = f"standalone-{uuid.uuid4().hex[:8]}"
+    topic = leftovers.unique_name("standalone")
     admin = AdminClient(admin_config(kafka.SOURCE))
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
     producer = Producer(

@@ -9,7 +9,6 @@ import random
 import signal
 import threading
 import time
-import uuid
 
 import psutil
 import pytest
@@ -21,6 +20,7 @@ from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from infra.processes import read_pidfile
 from replication import streams
 from replication.mirrors import create_mirror
+from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import ACTOR, assert_exact_copy, committed_link, run_until_copied
 
@@ -31,7 +31,7 @@ RECENT = int(time.time() * 1000) - 600_000
 
 def _source_topic(partitions: int = 4) -> str:
     """A new, empty source topic (`_keep_producing` writes it while the copy runs)."""
-    topic = f"failures-{uuid.uuid4().hex[:8]}"
+    topic = leftovers.unique_name("failures")
     admin = AdminClient(admin_config(kafka.SOURCE))
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     return topic

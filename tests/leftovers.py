@@ -1,0 +1,302 @@
+"""What a test session leaves on the shared clusters, in Redis and under var/, and its removal.
+
+`make test` may run beside a user's `make demo`, and beside other test runs, on the same
+clusters and Redis, so a session removes only what it provably made:
+
+- every topic and consumer group a test names carries the session's marker `MARK`,
+  `itest-<start time, 8 hex digits><4 random hex digits>` (`unique_name`, the `topic_name`
+  fixture); a mirror takes its source topic's name (with a link's prefix at most), so it
+  carries the marker too, and so do ACLs on such topics;
+- the links it saves are noted in its `Ledger`: their streams' folders (var/streams/<link id>),
+  processes and Redis keys carry the link id;
+- Celery keys new in the tests' own Redis database (ISTHMUS_TEST_REDIS_DB) are its worker's.
+
+At the end of the session `sweep` removes all of that, failed tests or not, and `remaining`
+must then find nothing. A session that was killed cannot sweep: a later one removes markers
+older than `STALE_AFTER_S`, which no live session can be (CI gives a whole run 90 minutes).
+Topics without a marker, from before the marker, are never touched: nothing proves them ours.
+
+Not removed: the destination's `_isthmus-offset-translation` topic (shared with every
+console on the cluster and kept forever by design) and the translation entries test mirrors
+wrote into it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import redis
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+from django.conf import settings
+
+from devstack import kafka
+from infra import processes
+
+STALE_AFTER_S = 12 * 3600
+_MARK = re.compile(r"itest-([0-9a-f]{8})[0-9a-f]{4}")
+MARK = f"itest-{int(time.time()):08x}{secrets.token_hex(2)}"
+
+Owned = Callable[[str], bool]
+# What Celery (kombu's Redis transport) keeps in its database: bindings, queues, results.
+_CELERY_KEYS = ["_kombu.*", "celery*", "unacked*"]
+
+
+def unique_name(label: str) -> str:
+    """A topic, group or stream name no other test or session uses, carrying the marker."""
+    return f"{MARK}-{label}-{secrets.token_hex(4)}"
+
+
+def stale(name: str, now: float | None = None) -> bool:
+    """`name` carries the marker of a session that started more than STALE_AFTER_S ago."""
+    now = time.time() if now is None else now
+    return any(now - int(m.group(1), 16) > STALE_AFTER_S for m in _MARK.finditer(name))
+
+
+def admin_config(node: kafka.KafkaNode) -> dict[str, str]:
+    """The privileged `admin` principal's client config for `node`."""
+    return kafka.sasl_client_config(node, settings.VAR_DIR, user="admin")
+
+
+def _admin(node: kafka.KafkaNode) -> AdminClient:
+    # The caller keeps the client until its futures are answered: a client dropped before its
+    # request went out does nothing (this is how `make_topic` left thousands of topics).
+    return AdminClient({**admin_config(node), "log_level": 0})
+
+
+def _answer(future, *harmless: int, timeout: float = 60, default: object = None):
+    """The future's result; `default` when it failed with one of the `harmless` errors."""
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as exc:
+        if not (exc.args and isinstance(exc.args[0], KafkaError)):
+            raise
+        if exc.args[0].code() not in harmless:
+            raise
+        return default
+
+
+# Topics, ACLs and consumer groups. ----------------------------------------------------------
+
+
+def topics(node: kafka.KafkaNode, owned: Owned) -> list[str]:
+    admin = _admin(node)
+    return sorted(t for t in admin.list_topics(timeout=30).topics if owned(t))
+
+
+def delete_topics(node: kafka.KafkaNode, names: Iterable[str]) -> None:
+    """Delete topics of this session's, and every ACL on them, waiting for each answer."""
+    names = sorted(set(names))
+    if not names:
+        return
+    admin = _admin(node)
+    for future in admin.delete_topics(names, operation_timeout=30).values():
+        _answer(future, KafkaError.UNKNOWN_TOPIC_OR_PART)
+    delete_acls(node, acls(node, set(names).__contains__))
+
+
+_TOPIC_ACLS = AclBindingFilter(
+    ResourceType.TOPIC,
+    None,
+    ResourcePatternType.ANY,
+    None,
+    None,
+    AclOperation.ANY,
+    AclPermissionType.ANY,
+)
+
+
+def acls(node: kafka.KafkaNode, owned: Owned) -> list[AclBinding]:
+    """ACLs on topics `owned` names (they outlive a deleted topic)."""
+    admin = _admin(node)
+    found = _answer(admin.describe_acls(_TOPIC_ACLS), KafkaError.SECURITY_DISABLED) or []
+    return sorted((b for b in found if owned(b.name)), key=str)
+
+
+def delete_acls(node: kafka.KafkaNode, bindings: list[AclBinding]) -> None:
+    if not bindings:
+        return
+    exact = [
+        AclBindingFilter(
+            b.restype,
+            b.name,
+            b.resource_pattern_type,
+            b.principal,
+            b.host,
+            b.operation,
+            b.permission_type,
+        )
+        for b in bindings
+    ]
+    admin = _admin(node)
+    for future in admin.delete_acls(exact).values():
+        _answer(future)
+
+
+def groups(node: kafka.KafkaNode, owned: Owned) -> list[str]:
+    admin = _admin(node)
+    listed = _answer(admin.list_consumer_groups())
+    return sorted(g.group_id for g in listed.valid if owned(g.group_id))
+
+
+def delete_groups(node: kafka.KafkaNode, ids: list[str]) -> list[str]:
+    """Delete the groups no consumer uses; returns those deleted (one in use is left for
+    `remaining` to report)."""
+    if not ids:
+        return []
+    admin = _admin(node)
+    futures = admin.delete_consumer_groups(ids)
+    gone = KafkaError.GROUP_ID_NOT_FOUND, KafkaError.NON_EMPTY_GROUP
+    return [g for g, future in futures.items() if _answer(future, *gone, default=False) is None]
+
+
+# Links: their streams' processes and folders, and their Redis keys. -------------------------
+
+
+@dataclass
+class Ledger:
+    """What the session made that carries no marker: its links."""
+
+    test_database: str  # what a stream of the tests' console writes as its owner
+    redis_urls: list[str]  # the tests' Redis database and the user's
+    links: set[str] = field(default_factory=set)
+    mark: str = MARK
+    celery_keys_before: set[bytes] | None = None  # in the tests' Redis database (the first)
+
+    def owned(self, name: str) -> bool:
+        return self.mark in name or any(link in name for link in self.links)
+
+    def stream_folders(self) -> list[Path]:
+        """The stream folders of the session's links, and any other the tests' database owns
+        (a killed earlier run on the same test database: two runs cannot share one)."""
+        root = settings.VAR_DIR / "streams"
+        found = [root / link for link in self.links if (root / link).exists()]
+        for folder in root.iterdir() if root.exists() else []:
+            with contextlib.suppress(OSError):
+                if folder not in found and (folder / "owner").read_text() == self.test_database:
+                    found.append(folder)
+        return sorted(found)
+
+    def redis_keys(self, owned: Owned) -> list[tuple[str, bytes]]:
+        patterns = [f"isthmus:stream:{link}:*" for link in self.links] + ["*itest-*"]
+        found = []
+        for url in self.redis_urls:
+            client = redis.Redis.from_url(url, socket_timeout=10)
+            for pattern in patterns:
+                found += [
+                    (url, key)
+                    for key in client.scan_iter(match=pattern, count=1000)
+                    if owned(key.decode(errors="replace"))
+                ]
+        return sorted(set(found))
+
+    def note_celery_keys(self) -> None:
+        """Note the Celery keys (queues, bindings, results) the tests' Redis database already
+        holds: those the session's worker and tasks add are removed at its end. That database is
+        the session's own (another run beside it takes another), never the user's."""
+        if self.redis_urls[0] not in self.redis_urls[1:]:
+            self.celery_keys_before = set(self._celery_keys())
+
+    def _celery_keys(self) -> list[bytes]:
+        client = redis.Redis.from_url(self.redis_urls[0], socket_timeout=10)
+        return [k for p in _CELERY_KEYS for k in client.scan_iter(match=p, count=1000)]
+
+    def new_celery_keys(self) -> list[tuple[str, bytes]]:
+        if self.celery_keys_before is None:
+            return []
+        new = set(self._celery_keys()) - self.celery_keys_before
+        return [(self.redis_urls[0], key) for key in sorted(new)]
+
+    def processes(self) -> list[str]:
+        """Live processes of the session's links' streams (Spark's included)."""
+        wanted = [f"streams/{link}" for link in self.links]
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            line = " ".join(proc.info["cmdline"] or [])
+            if any(w in line for w in wanted) and proc.pid != os.getpid():
+                found.append(f"{proc.pid}: {line[:200]}")
+        return found
+
+
+def stop_streams(folders: Iterable[Path]) -> None:
+    for folder in folders:
+        processes.stop(folder / "stream.pid", timeout=15)
+
+
+# The session's end. -------------------------------------------------------------------------
+
+
+def sweep(ledger: Ledger) -> list[str]:
+    """Remove what this session made from both clusters, its links' streams, folders and
+    Redis keys; returns what it removed."""
+    folders = ledger.stream_folders()
+    stop_streams(folders)  # first, so nothing writes, grows or re-creates a mirror meanwhile
+    removed = _sweep(ledger, ledger.owned)
+    for url, key in ledger.new_celery_keys():  # expected of any session with a worker: unsaid
+        redis.Redis.from_url(url).delete(key)
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(f"folder {folder}")
+    return removed
+
+
+def sweep_stale(ledger: Ledger) -> list[str]:
+    """Remove what sessions killed long ago left (their markers are older than
+    STALE_AFTER_S); returns what it removed."""
+    return _sweep(ledger, stale)
+
+
+def _sweep(ledger: Ledger, owned: Owned) -> list[str]:
+    removed: list[str] = []
+    for node in kafka.NODES:
+        names = topics(node, owned)
+        delete_topics(node, names)
+        bindings = acls(node, owned)  # those of topics already gone
+        delete_acls(node, bindings)
+        ids = delete_groups(node, groups(node, owned))
+        removed += [f"{node.name} topic {t}" for t in names]
+        removed += [f"{node.name} ACL {b}" for b in bindings]
+        removed += [f"{node.name} group {g}" for g in ids]
+    for url, key in ledger.redis_keys(owned):
+        redis.Redis.from_url(url).delete(key)
+        removed.append(f"Redis {url} key {key.decode(errors='replace')}")
+    return removed
+
+
+def remaining(ledger: Ledger, wait: float = 60) -> list[str]:
+    """What of the session is still there; topics being deleted get `wait` seconds to go."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = [
+            f"{node.name} topic {t}" for node in kafka.NODES for t in topics(node, ledger.owned)
+        ]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    for node in kafka.NODES:
+        left += [f"{node.name} ACL {b}" for b in acls(node, ledger.owned)]
+        left += [f"{node.name} group {g}" for g in groups(node, ledger.owned)]
+    left += [
+        f"Redis {u} key {k.decode(errors='replace')}" for u, k in ledger.redis_keys(ledger.owned)
+    ]
+    left += [f"Redis {u} key {k.decode(errors='replace')}" for u, k in ledger.new_celery_keys()]
+    left += [f"folder {f}" for f in ledger.stream_folders()]
+    left += [f"process {p}" for p in ledger.processes()]
+    return left
