@@ -80,6 +80,7 @@ class LinkConfigForm(forms.Form):
     )
     reset = forms.CharField(
         required=False,
+        max_length=2000,  # config names, comma-separated: far more than all of them
         label="Reset to default",
         widget=forms.TextInput(attrs={"placeholder": "key,key"}),
     )

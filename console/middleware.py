@@ -1,16 +1,25 @@
-"""A request holding a NUL character (U+0000) anywhere, in its path, its query or its body, is
-refused at the door with a 400 that says so.
+"""What the door refuses before any view reads a request.
 
-No name, config or text in Isthmus may hold one, and PostgreSQL stores none: without this, a
-NUL in a link name looked up, a user page's path or a JSON string failed deep in the database
-(a 500) where SQLite went along."""
+A request holding a NUL character (U+0000) anywhere, in its path, its query or its body, is
+refused with a 400 that says so. No name, config or text in Isthmus may hold one, and
+PostgreSQL stores none: without this, a NUL in a link name looked up, a user page's path or a
+JSON string failed deep in the database (a 500) where SQLite went along.
+
+A POST to the console's pages whose body is no form they can read is refused with a page that
+says why (RefuseUnreadableForms): without this, a view read a JSON body as an empty form and
+acted on it (a pause, a new password), or Django's parser failed with a bare "Bad Request".
+"""
 
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qsl
 
-from django.core.exceptions import RequestDataTooBig
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http.multipartparser import MultiPartParserError
+from django.shortcuts import render
 
 from console.api.base import error_response
 from console.api.middleware import ROOT
@@ -50,3 +59,85 @@ class RefuseNulCharacters:
         if request.path.startswith(ROOT):
             return error_response(400, MESSAGE)
         return HttpResponseBadRequest(MESSAGE, content_type="text/plain; charset=utf-8")
+
+
+# The content types an HTML form (and HTMX, which sends forms) posts; the console's pages take
+# nothing else.
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1024 / 1024:.1f}".removesuffix(".0")
+
+
+def _unreadable(request: HttpRequest) -> tuple[int, str] | None:
+    """Why the console's pages cannot read this POST's body, as (status, message); None when
+    they can. The form is parsed here, once, so a view never meets a body it cannot read."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    try:
+        body = request.body  # refused over DATA_UPLOAD_MAX_MEMORY_SIZE, whatever its type
+    except RequestDataTooBig:
+        return 413, f"The form is too large: at most {_megabytes(limit)} MB. Send less."
+    content_type = request.content_type or ""
+    if content_type not in FORM_TYPES:
+        if not body and not content_type:
+            return None  # a bare POST (curl -X POST): nothing to misread
+        return 415, (
+            f"The console's pages take forms ({' or '.join(FORM_TYPES)}), not "
+            f"{content_type or 'a body without a Content-Type'}. For JSON, use the API under "
+            "/kafka/v3/ (its paths are listed in /kafka/v3/openapi.json)."
+        )
+    not_utf8 = (400, "The form holds bytes that are not UTF-8 text; send it as UTF-8.")
+    if content_type == FORM_TYPES[0]:
+        encoding = request.encoding or settings.DEFAULT_CHARSET  # a form's charset, if known
+        try:
+            # Strictly: Django would turn undecodable bytes into U+FFFD and go on.
+            text = body.decode(encoding)
+            parse_qsl(text, keep_blank_values=True, encoding=encoding, errors="strict")
+        except UnicodeDecodeError:
+            return not_utf8
+        except ValueError:
+            pass  # too many fields: Django's own parse below says so
+    else:
+        boundary = request.content_params.get("boundary", "").encode("latin-1", "replace")
+        # Django reads a body cut off before its closing boundary as far as it goes.
+        if boundary and not body.rstrip(b"\r\n").endswith(b"--" + boundary + b"--"):
+            return 400, _CUT_OFF
+    try:
+        posted, files = request.POST, request.FILES
+    except TooManyFieldsSent:
+        return 400, (
+            f"The form has more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields; no page "
+            "of the console sends that many. Send the page's own form."
+        )
+    except (MultiPartParserError, SuspiciousOperation):
+        return 400, _CUT_OFF
+    if files:
+        return 400, "The console's forms take no files; paste the text into the form's fields."
+    if any("\ufffd" in value for values in posted.lists() for value in values[1]):
+        return not_utf8  # what Django made of undecodable bytes in a multipart field
+    return None
+
+
+_CUT_OFF = (
+    "The form's multipart body could not be read (no boundary, a wrong one, or a body cut off "
+    "before its end). Send the page's own form again."
+)
+
+
+class RefuseUnreadableForms:
+    """A POST to the console's pages whose body is no form they can read (JSON, text, a file,
+    bytes that are not UTF-8, a cut-off multipart body, too large, too many fields) is refused
+    here with a page that says why, before any view or CSRF check reads it. The API (/kafka/)
+    answers such bodies itself, in its envelope."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method == "POST" and not request.path.startswith(ROOT):
+            refused = _unreadable(request)
+            if refused is not None:
+                status, message = refused
+                return render(request, "refused.html", {"message": message}, status=status)
+        return self.get_response(request)

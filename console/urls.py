@@ -60,3 +60,8 @@ urlpatterns = [
     path(USER + "enable/", users.user_enable, name="user-enable"),
     path(USER + "password/", users.user_password, name="user-password"),
 ]
+
+# Django's own refusals (a malformed request, no such page, a failure) in the console's words.
+handler400 = "console.views.errors.bad_request"
+handler404 = "console.views.errors.page_not_found"
+handler500 = "console.views.errors.server_error"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ from django.db.models import Q, QuerySet
 
 from .errors import ReplicationError
 from .models import AuditEvent
+
+# An event's id as a page cursor: ASCII digits, few enough for a 64-bit integer.
+_EVENT_ID = re.compile(r"[0-9]{1,18}")
 
 log = logging.getLogger(__name__)
 
@@ -230,8 +234,7 @@ def page(
 
 def _event(pk: str | None) -> AuditEvent | None:
     """The event a page starts after (or ends before); None for a missing or unknown one."""
-    if not pk or not pk.isdigit():
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+    if not pk or not _EVENT_ID.fullmatch(pk):
         return None
-    with contextlib.suppress(OverflowError):
-        return AuditEvent.objects.filter(pk=int(pk)).only("pk", "at").first()
-    return None
+    return AuditEvent.objects.filter(pk=int(pk)).only("pk", "at").first()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -11,12 +12,13 @@ from django.db import IntegrityError, transaction
 
 from infra.kafka_admin import KafkaAdminError
 
-from . import audit
+from . import audit, crypto, link_configs
 from .connections import cluster_admin, connect
 from .errors import ReplicationError, conflict
 from .models import NAME_VALIDATOR, KafkaCluster
 
 log = logging.getLogger(__name__)
+_INTEGER = re.compile(r"[-+]?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,20 @@ def parse_client_config(text: str) -> dict[str, str]:
         raise ReplicationError(f"{exc} of the client config is not 'key=value'.") from exc
     if "bootstrap.servers" in config:
         raise ReplicationError("Give bootstrap.servers in its own field, not in the client config.")
+    for key, value in config.items():
+        # librdkafka reads a number past 64 bits as -1 and then blames "-1": say what it was.
+        # (Not for secrets: a password may be all digits, and is never echoed.)
+        if (
+            not crypto.is_sensitive(key)
+            and _INTEGER.fullmatch(value)
+            and (len(value.lstrip("+-")) > 19 or abs(int(value)) > link_configs.JAVA_LONG_MAX)
+        ):
+            shown = value if len(value) <= 24 else f"{value[:20]}… ({len(value)} digits)"
+            raise ReplicationError(
+                f"{key}={shown} is beyond any number a client config takes (a 64-bit integer, "
+                f"at most {link_configs.JAVA_LONG_MAX}); give the value the property's own "
+                "range allows."
+            )
     return config
 
 
@@ -91,6 +107,10 @@ def register_cluster(
         bootstrap_servers = bootstrap_servers.strip()
         if not bootstrap_servers:
             raise ReplicationError("bootstrap.servers is required, e.g. broker1:9092,broker2:9092.")
+        try:  # as Kafka reads it: librdkafka alone would take "localhost" as localhost:9092
+            bootstrap_servers = link_configs.check_brokers(bootstrap_servers)
+        except ValueError as exc:
+            raise ReplicationError(f"bootstrap.servers {exc}.") from exc
         try:
             description = connect(
                 {"bootstrap.servers": bootstrap_servers, **config}

@@ -44,7 +44,9 @@ _non_negative_int = _whole(0, JAVA_INT_MAX)
 _positive_long = _whole(1, JAVA_LONG_MAX)
 
 
-def _brokers(value: str) -> str:
+def check_brokers(value: str) -> str:
+    """`value` as Kafka reads bootstrap.servers (host:port entries), or ValueError saying why
+    not; the link configs and the cluster registry check it alike."""
     entries = [e.strip() for e in value.split(",")]
     for entry in entries:
         found = _BROKER.fullmatch(entry)
@@ -189,7 +191,7 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "bootstrap.servers",
             None,
-            _brokers,
+            check_brokers,
             "Brokers of the source cluster, host:port[,host:port].",
             connection=True,
         ),

@@ -32,8 +32,12 @@ def create_token(actor: audit.Actor, user, name: str) -> tuple[ApiToken, str]:
     name = name.strip()
     target = f"API token {name!r} of {user.get_username()}"
     with audit.refusals(actor, "token.create", target):
-        if not name or len(name) > 100:
-            raise ReplicationError("Give the token a name of 1-100 characters, e.g. 'laptop CLI'.")
+        # Control characters (a newline, an escape) would garble the lists that show the name.
+        if not name or len(name) > 100 or not name.isprintable():
+            raise ReplicationError(
+                "Give the token a name of 1-100 characters, none of them a newline, tab or other "
+                "control character, e.g. 'laptop CLI'."
+            )
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         try:
             with transaction.atomic():

@@ -203,8 +203,8 @@ def _check_username(username: str) -> None:
     validator = model.username_validator  # anchored: the whole name must match
     limit = model._meta.get_field(model.USERNAME_FIELD).max_length
     invalid = ReplicationError(
-        f"Invalid username {username!r}: use 1-{limit} letters, digits and @ . + - _ only "
-        "(no spaces)."
+        f"Invalid username {_echo(username, limit)}: use 1-{limit} letters, digits and "
+        "@ . + - _ only (no spaces)."
     )
     if not username or len(username) > limit:
         raise invalid
@@ -216,7 +216,15 @@ def _check_username(username: str) -> None:
 
 def _check_role(role: str) -> None:
     if role not in policy.ROLES:
-        raise ReplicationError(f"Unknown role {role!r}; the roles are {', '.join(policy.ROLES)}.")
+        raise ReplicationError(
+            f"Unknown role {_echo(role)}; the roles are {', '.join(policy.ROLES)}."
+        )
+
+
+def _echo(value: str, limit: int = 60) -> str:
+    """`value` quoted for a refusal, cut short when long: a message need not repeat the
+    100,000 characters it refuses."""
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value)} characters)"
 
 
 def _is_self(actor: audit.Actor, user: User) -> bool:

@@ -1,13 +1,14 @@
 """The signed-in user's own page: roles and personal API tokens."""
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
 from console.access import require, roles_of
 from console.forms import TokenForm
-from console.views.actions import confirm
+from console.views.actions import bound, confirm
 from replication import audit
 from replication.errors import ReplicationError
 from replication.tokens import create_token, revoke_token
@@ -18,7 +19,7 @@ NEW_TOKEN_KEY = "new_api_token"  # noqa: S105 (a session key)
 @require("token.manage")
 @never_cache  # the page that shows a new token must not stay in the browser's cache
 def account(request):
-    form = TokenForm(request.POST or None)
+    form = TokenForm(bound(request))
     # A new token's secret rides in the session to the page after the redirect, once.
     secret = request.session.pop(NEW_TOKEN_KEY, None)
     if request.method == "POST" and form.is_valid():
@@ -48,7 +49,9 @@ def account(request):
 @require("token.manage")
 def token_revoke(request, pk):
     # Only the owner's own tokens: someone else's id is simply not found.
-    token = get_object_or_404(request.user.api_tokens, pk=pk)
+    token = request.user.api_tokens.filter(pk=pk).first()
+    if token is None:
+        raise Http404(f"You have no API token {pk}; your account page lists yours.")
     return confirm(
         request,
         question=f"Revoke API token {token.name!r}?",

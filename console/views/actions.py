@@ -2,11 +2,29 @@
 outcome as a flash message. Refusals show the domain's own message."""
 
 from django.contrib import messages
+from django.http import HttpRequest, QueryDict
 from django.shortcuts import redirect, render
 
 from console.forms import ConfirmForm
 from replication import audit
 from replication.errors import ReplicationError
+
+
+def bound(request: HttpRequest) -> QueryDict | None:
+    """A form's data: the POST's even when empty, so that an empty POST comes back with what
+    is missing instead of as a blank form saying nothing; None (a blank form) otherwise."""
+    return request.POST if request.method == "POST" else None
+
+
+def form_errors(form) -> str:
+    """A bound, invalid form's errors in one line, each named by its field's label."""
+    return " ".join(
+        f"{form.fields[name].label or name.replace('_', ' ').capitalize()}: {error}"
+        if name in form.fields
+        else error
+        for name, errors in form.errors.items()
+        for error in errors
+    )
 
 
 def act(request, operation, success: str) -> bool:

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from console.access import can, require
 from console.forms import ApprovalPolicyForm, RejectForm, StopForm
+from console.views.actions import bound, form_errors
 from console.views.links import find_link, link_url
 from console.views.mirrors import find_mirror, mirror_url
 from replication import approvals, audit, promote
@@ -40,7 +41,7 @@ def mirror_stop(request, destination, topic, action):
     """Promote or fail over one mirror: the dry run's lags, a reason, and the outcome."""
     mirror = find_mirror(destination, topic)
     # Bound on any POST: every field is optional, so an empty POST is still an answer.
-    form = StopForm(request.POST if request.method == "POST" else None)
+    form = StopForm(bound(request))
     what = f"{'promoting' if action == Action.PROMOTE else 'failing over'} {mirror.mirror_topic}"
     if request.method == "POST" and form.is_valid():
         try:
@@ -75,7 +76,7 @@ def mirror_stop(request, destination, topic, action):
 @require("link.delete")
 def link_delete(request, destination, name):
     link = find_link(destination, name)
-    form = StopForm(request.POST if request.method == "POST" else None)
+    form = StopForm(bound(request))
     if request.method == "POST" and form.is_valid():
         try:
             submission = approvals.submit(
@@ -107,6 +108,8 @@ def link_delete(request, destination, name):
 @require("approval_policy.manage")
 def link_policy(request, destination, name):
     link = find_link(destination, name)
+    if request.method != "POST":  # the form is on the link's page
+        return redirect(link_url(link))
     form = ApprovalPolicyForm(request.POST)
     if form.is_valid():
         try:
@@ -121,25 +124,33 @@ def link_policy(request, destination, name):
         else:
             messages.success(request, f"Changed the approval policy of link {link.name}.")
     else:
-        messages.error(request, "Choose 0 to 3 approvals.")
+        messages.error(request, f"{form_errors(form)} Choose 0 to 3 approvals.")
     return redirect(link_url(link))
 
 
 @require("console.view")
 def approval_list(request):
-    state = request.GET.get("state", "open")
-    states = {
+    state = request.GET.get("state") or "open"
+    choices = {
         "open": [ApprovalRequest.State.PENDING, ApprovalRequest.State.APPROVED],
         "all": None,
-    }.get(state, [state] if state in ApprovalRequest.State.values else None)
+        **{s: [s] for s in ApprovalRequest.State.values},
+    }
+    # An unknown state (a typo, a stale bookmark) is said, not shown as every request.
+    error = (
+        ""
+        if state in choices
+        else f"There is no request state {state[:50]!r}; choose one of {', '.join(choices)}."
+    )
     template = "approvals/list.html#requests" if request.htmx else "approvals/list.html"
     return render(
         request,
         template,
         {
-            "requests": approvals.list_requests(states=states)[:200],
+            "requests": [] if error else approvals.list_requests(states=choices[state])[:200],
             "state": state,
-            "states": ["open", "all", *ApprovalRequest.State.values],
+            "states": list(choices),
+            "error": error,
         },
     )
 
@@ -166,9 +177,11 @@ def approval_detail(request, pk):
     )
 
 
-def _decide(request, pk, operation, done: str):
+def _decide(request, pk, operation, done: str, form=None):
     found = _find(pk)
-    if request.method == "POST":
+    if form is not None and not form.is_valid():
+        messages.error(request, form_errors(form))
+    elif request.method == "POST":
         try:
             operation(audit.Actor.from_request(request), found)
         except ReplicationError as exc:
@@ -185,13 +198,13 @@ def approval_approve(request, pk):
 
 @require("request.approve")
 def approval_reject(request, pk):
-    form = RejectForm(request.POST or None)
-    reason = form.cleaned_data["reason"] if form.is_valid() else ""
+    form = RejectForm(bound(request))
     return _decide(
         request,
         pk,
-        lambda actor, found: approvals.reject(actor, found, reason),
+        lambda actor, found: approvals.reject(actor, found, form.cleaned_data["reason"]),
         "Rejected request {pk}.",
+        form if form.is_bound else None,
     )
 
 

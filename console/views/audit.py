@@ -60,6 +60,12 @@ class UtcDateTimeField(forms.CharField):
             ) from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=dt.UTC)
+        try:
+            in_utc = moment.astimezone(dt.UTC)
+        except OverflowError:  # 9999-12-31T23:59-05:00 is past the year 9999 in UTC
+            raise forms.ValidationError(
+                "Enter a date and time from 0001-01-01 to 9999-12-31 in UTC.", code="invalid"
+            ) from None
         time_part = value[10:]
         if not time_part:
             span = dt.timedelta(days=1)
@@ -67,7 +73,7 @@ class UtcDateTimeField(forms.CharField):
             span = dt.timedelta(minutes=1)
         else:
             span = dt.timedelta(seconds=1)
-        return moment.astimezone(dt.UTC), span
+        return in_utc, span
 
 
 class AuditFilterForm(forms.Form):
@@ -80,11 +86,21 @@ class AuditFilterForm(forms.Form):
 
     def __init__(self, *args, actions: list[str] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.actions = actions
         # "from" is a Python keyword, so these two are added here.
         self.fields["from"] = UtcDateTimeField(label="From (UTC)")
         self.fields["to"] = UtcDateTimeField(label="To (UTC)")
         if actions is not None:
             self.fields["action"].widget.choices = [("", "any")] + [(a, a) for a in actions]
+
+    def clean_action(self) -> str:
+        # The page offers the actions the trail holds; another is a typo or a stale link.
+        action = self.cleaned_data["action"]
+        if action and self.actions is not None and action not in self.actions:
+            raise forms.ValidationError(
+                f"No event has the action {action!r}; pick one from the list."
+            )
+        return action
 
     def events(self) -> QuerySet[AuditEvent]:
         """The events these (valid) filters select, newest first."""

@@ -1,8 +1,10 @@
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404
+from django.shortcuts import redirect, render
 
 from console.access import require
 from console.forms import ClusterForm
+from console.views.actions import bound
 from replication import audit
 from replication.clusters import (
     parse_client_config,
@@ -14,6 +16,14 @@ from replication.errors import ReplicationError
 from replication.models import KafkaCluster
 
 
+def find_cluster(name: str) -> KafkaCluster:
+    """The registered cluster `name`; else a 404 that says so (not Django's model words)."""
+    found = KafkaCluster.objects.filter(name=name).first()
+    if found is None:
+        raise Http404(f"No cluster named {name!r} is registered; the Clusters page lists them.")
+    return found
+
+
 @require("console.view")
 def cluster_list(request):
     template = "clusters/list.html#status-table" if request.htmx else "clusters/list.html"
@@ -22,13 +32,13 @@ def cluster_list(request):
 
 @require("console.view")
 def cluster_detail(request, name):
-    cluster = get_object_or_404(KafkaCluster, name=name)
+    cluster = find_cluster(name)
     return render(request, "clusters/detail.html", {"health": probe_cluster(cluster)})
 
 
 @require("cluster.register")
 def cluster_create(request):
-    form = ClusterForm(request.POST or None)
+    form = ClusterForm(bound(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

@@ -2,13 +2,13 @@
 
 from django.contrib import messages
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
 
 from console.access import require
 from console.forms import LinkConfigForm, LinkForm
-from console.views.actions import act, confirm
+from console.views.actions import act, bound, confirm, form_errors
+from console.views.clusters import find_cluster
 from replication import audit, links, streams
 from replication.clusters import probe_cluster
 from replication.errors import ReplicationError
@@ -16,7 +16,7 @@ from replication.models import ClusterLink, KafkaCluster
 
 
 def find_link(destination: str, name: str) -> ClusterLink:
-    cluster = get_object_or_404(KafkaCluster, name=destination)
+    cluster = find_cluster(destination)
     try:
         return links.get_link(cluster, name)
     except ReplicationError as exc:
@@ -38,7 +38,7 @@ def link_list(request):
 
 @require("link.manage")
 def link_create(request):
-    form = LinkForm(request.POST or None)
+    form = LinkForm(bound(request))
     if request.method == "POST" and form.is_valid():
         try:
             link = links.create_link(
@@ -74,12 +74,13 @@ def link_detail(request, destination, name):
 
 
 @require("link.manage")
-@require_POST
 def link_configs_alter(request, destination, name):
     link = find_link(destination, name)
+    if request.method != "POST":  # the form is on the link's page
+        return redirect("link-detail", destination, name)
     form = LinkConfigForm(request.POST)
     if not form.is_valid():
-        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(request, form_errors(form))
     else:
         to_set, to_reset = form.cleaned_data["set"], form.names_to_reset()
         act(

@@ -3,20 +3,21 @@ pause / resume / delete."""
 
 from django.contrib import messages
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import require
 from console.forms import MirrorForm
-from console.views.actions import confirm
+from console.views.actions import bound, confirm
+from console.views.clusters import find_cluster
 from console.views.links import find_link, link_url
 from replication import audit, mirrors
 from replication.errors import ReplicationError
-from replication.models import KafkaCluster, MirrorTopic
+from replication.models import MirrorTopic
 
 
 def find_mirror(destination: str, topic: str) -> MirrorTopic:
-    cluster = get_object_or_404(KafkaCluster, name=destination)
+    cluster = find_cluster(destination)
     try:
         return mirrors.get_mirror(cluster, topic)
     except ReplicationError as exc:
@@ -30,13 +31,21 @@ def mirror_url(mirror: MirrorTopic) -> str:
 @require("console.view")
 def mirror_list(request):
     state = request.GET.get("state") or None
+    states = MirrorTopic.State.values
+    # An unknown state (a typo, a stale bookmark) is said, not shown as "no mirrors".
+    error = (
+        f"There is no mirror state {state[:50]!r}; choose all or one of {', '.join(states)}."
+        if state is not None and state not in states
+        else ""
+    )
     return render(
         request,
         "mirrors/list.html",
         {
-            "mirrors": mirrors.list_mirrors(states=[state] if state else None),
+            "mirrors": [] if error else mirrors.list_mirrors(states=[state] if state else None),
             "state": state,
-            "states": MirrorTopic.State.values,
+            "states": states,
+            "error": error,
         },
     )
 
@@ -44,7 +53,7 @@ def mirror_list(request):
 @require("mirror.manage")
 def mirror_create(request, destination, name):
     link = find_link(destination, name)
-    form = MirrorForm(request.POST or None)
+    form = MirrorForm(bound(request))
     if request.method == "POST" and form.is_valid():
         try:
             mirror = mirrors.create_mirror(
