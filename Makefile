@@ -15,6 +15,7 @@ WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
 # The domain and API tests that `make test` runs a second time, on PostgreSQL: the ones that
 # lean on the database (transactions, locks, races, constraints), none of the Spark ones.
 POSTGRES_TESTS := tests/unit tests/integration/test_api.py tests/integration/test_races.py \
+	tests/integration/test_api_burst.py \
 	tests/integration/test_approvals.py tests/integration/test_links.py \
 	tests/integration/test_users_page.py tests/integration/test_role_matrix.py \
 	tests/integration/test_audit_required.py tests/integration/test_audit_page.py \

@@ -250,6 +250,11 @@ class KafkaAdmin:
         for future in futures.values():
             self._wait(future, "delete ACLs")
 
+    def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        """The ACL bindings `acl_filter` matches."""
+        future = self._client.describe_acls(acl_filter, request_timeout=self.timeout)
+        return list(self._wait(future, "read the ACLs"))
+
     def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
         """The log end offset (high watermark) of each partition."""
         found = self.offsets([(topic, p) for p in range(partitions)])

@@ -103,20 +103,25 @@ def submit(
         submission = Submission(outcomes, approvals_needed=needed)
         if validate_only:
             return submission
-        request = ApprovalRequest.objects.create(
-            link=link,
-            link_name=link.name,
-            destination=link.destination,
-            action=action,
-            topics=topics if action != Action.DELETE_LINK else [],
-            reason=_reason(reason, "the request"),
-            requester=actor.user,
-            requester_name=actor.name,
-            approvals_required=needed,
-            expires_at=timezone.now() + timedelta(seconds=settings.APPROVAL_REQUEST_TTL_S),
-            force=force,
-            plan=[o.as_dict() for o in outcomes],
-        )
+        with transaction.atomic():
+            # The link's row locked: deleted meanwhile (by an admin acting at once, say), the
+            # request is refused clearly instead of failing on its missing link.
+            if not ClusterLink.objects.select_for_update().filter(pk=link.pk).exists():
+                raise not_found(f"Cluster link {link.name!r} was deleted meanwhile.")
+            request = ApprovalRequest.objects.create(
+                link=link,
+                link_name=link.name,
+                destination=link.destination,
+                action=action,
+                topics=topics if action != Action.DELETE_LINK else [],
+                reason=_reason(reason, "the request"),
+                requester=actor.user,
+                requester_name=actor.name,
+                approvals_required=needed,
+                expires_at=timezone.now() + timedelta(seconds=settings.APPROVAL_REQUEST_TTL_S),
+                force=force,
+                plan=[o.as_dict() for o in outcomes],
+            )
         submission.request = request
     audit.record(actor, f"request.{action}", target, after=snapshot(request), message=reason)
     log.info("%s asked to %s on link %s (request %d)", actor.name, action, link.name, request.pk)

@@ -4,6 +4,7 @@ changes made by the availability check. One function per state change."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -172,23 +173,29 @@ def alter_link_configs(
             )
         if problems:
             raise ReplicationError(" ".join(problems))
-        current = link.all_configs()
-        merged = {**current, **to_set}
-        for name in to_delete:
-            merged.pop(name, None)
         names = [*to_set, *to_delete]
-        clean = link_configs.validate(merged, changed=names)
+        clean = _merged_configs(link, to_set, to_delete)
         if any(link_configs.KEYS[n].connection for n in names):
             _check_source(clean, link.source_cluster_id)
         if validate_only:
             return link
-        was_paused = link.state == State.PAUSED
-        wants_paused = clean.pop("cluster.link.paused", "false") == "true"
-        if was_paused:  # pause_link and resume_link own this key
-            clean["cluster.link.paused"] = "true"
-        before = snapshot(link)
         # One change, one event: pausing or resuming by the config is part of it.
         with transaction.atomic():
+            # The link as it is now, locked (its row on PostgreSQL; on SQLite the IMMEDIATE
+            # transaction holds the write lock): what this request read before may be stale.
+            # Merged into the stored configs, a concurrent change of another key is kept, not
+            # overwritten; a link deleted meanwhile is refused, not "saved" into nothing.
+            fresh = ClusterLink.objects.select_for_update().filter(pk=link.pk).first()
+            if fresh is None:
+                raise not_found(f"Cluster link {link.name!r} was deleted meanwhile.")
+            link.configs, link.secret_configs = fresh.configs, fresh.secret_configs
+            link.state = fresh.state
+            clean = _merged_configs(link, to_set, to_delete)
+            was_paused = link.state == State.PAUSED
+            wants_paused = clean.pop("cluster.link.paused", "false") == "true"
+            if was_paused:  # pause_link and resume_link own this key
+                clean["cluster.link.paused"] = "true"
+            before = snapshot(link)
             link.set_configs(clean)
             link.save(update_fields=["configs", "secret_configs"])
             if wants_paused and not was_paused:
@@ -204,6 +211,17 @@ def alter_link_configs(
                 in_change=True,
             )
     return link
+
+
+def _merged_configs(
+    link: ClusterLink, to_set: dict[str, str], to_delete: Iterable[str]
+) -> dict[str, str]:
+    """The link's configs with `to_set` set and `to_delete` reset, checked (the changed values
+    in full, the others as stored)."""
+    merged = {**link.all_configs(), **to_set}
+    for name in to_delete:
+        merged.pop(name, None)
+    return link_configs.validate(merged, changed=[*to_set, *to_delete])
 
 
 def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:

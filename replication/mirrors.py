@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from confluent_kafka import KafkaError
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
@@ -136,10 +137,7 @@ def create_mirror(
         except KafkaAdminError as exc:
             raise unreachable("destination", exc) from exc
         if name in existing:
-            raise conflict(
-                f"Topic {name!r} already exists on {link.destination.name}. Delete it first "
-                "(for example after a promote), or mirror into another cluster."
-            )
+            raise _topic_exists(link, name)
         try:
             info = source.describe_topic(source_topic)
             wanted = topic_configs.desired(
@@ -159,6 +157,8 @@ def create_mirror(
                 name, info.partitions, replication_factor, wanted, validate_only=True
             )
         except KafkaAdminError as exc:
+            if exc.code == KafkaError.TOPIC_ALREADY_EXISTS:  # made since the look above
+                raise _topic_exists(link, name) from exc
             raise ReplicationError(
                 f"{link.destination.name} would refuse mirror topic {name!r}: {exc}"
             ) from exc
@@ -194,6 +194,13 @@ def create_mirror(
     return mirror
 
 
+def _topic_exists(link: ClusterLink, name: str) -> ReplicationError:
+    return conflict(
+        f"Topic {name!r} already exists on {link.destination.name}. Delete it first "
+        "(for example after a promote), or mirror into another cluster."
+    )
+
+
 def _provision(
     mirror: MirrorTopic,
     source: KafkaAdmin,
@@ -201,23 +208,40 @@ def _provision(
     replication_factor: int | None,
     configs: dict,
 ) -> None:
-    """Make the read-only topic and pin where it starts; on any failure undo every step and
-    forget the mirror."""
+    """Make the read-only topic and pin where it starts; on any failure undo every step this
+    call made, and only those, and forget the mirror."""
     name = mirror.mirror_topic
+    had: frozenset[read_only.Rule] = frozenset()  # read-only ACLs on the name before: not ours
+    acls_set = topic_made = taken = False
     try:
+        had = read_only.present(admin, name)
+        acls_set = True  # enforce may fail half-way: what it set is ours to lift
         mirror.read_only_enforced = read_only.enforce(admin, name)
-        admin.create_topic(name, mirror.num_partitions, replication_factor, configs)
+        # From here a topic of the name is taken to be ours: even a create that timed out may
+        # have made it, and the name was free when create_mirror looked.
+        topic_made = True
+        try:
+            admin.create_topic(name, mirror.num_partitions, replication_factor, configs)
+        except KafkaAdminError as exc:
+            # Someone made a topic of the name since create_mirror looked: it is theirs.
+            taken = exc.code == KafkaError.TOPIC_ALREADY_EXISTS
+            topic_made = not taken
+            raise
         info = _wait_for_topic(admin, name)
         mirror.replication_factor = info.replication_factor
         _pin_start(mirror, source, admin, info.topic_id)
     except (KafkaAdminError, translation.StoreFailed) as exc:
-        try:  # the topic may exist even when its creation timed out; the name was free before
-            with contextlib.suppress(TopicNotFound):
-                admin.delete_topic(name)
-            read_only.lift(admin, name)
+        try:
+            if topic_made:
+                with contextlib.suppress(TopicNotFound):
+                    admin.delete_topic(name)
+            if acls_set:
+                read_only.lift(admin, name, keep=had)
         except KafkaAdminError:
             log.exception("Could not undo the half-made mirror topic %s", name)
         mirror.delete()
+        if taken:
+            raise _topic_exists(mirror.link, name) from exc
         raise ReplicationError(
             f"Creating mirror topic {name!r} failed and was undone: {exc}", 503
         ) from exc
@@ -442,23 +466,34 @@ def stopped_already(mirror: MirrorTopic) -> str:
 
 
 def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
-    """Delete the mirror topic on the destination, with its data, and end the mirroring."""
-    target = f"mirror {mirror.mirror_topic}"
+    """Delete the mirror topic on the destination, with its data, and end the mirroring.
+
+    Of concurrent deletes of one mirror the database lets one through: its row's deletion is
+    the claim, held (a row lock on PostgreSQL, the write lock on SQLite) until the topic and
+    its ACLs are gone; the others find no row and are refused before they touch the cluster,
+    where by then a new mirror of that name may stand.
+    """
+    name = mirror.mirror_topic
+    target = f"mirror {name}"
     with audit.refusals(actor, "mirror.delete", target):
         admin = destination_admin(mirror.link)
-        try:
-            with contextlib.suppress(TopicNotFound):  # deleted outside the console already
-                admin.delete_topic(mirror.mirror_topic)
-        except KafkaAdminError as exc:
-            raise unreachable("destination", exc) from exc
-    try:
-        read_only.lift(admin, mirror.mirror_topic)
-    except KafkaAdminError:  # the topic is gone; left-over ACLs block no one
-        log.warning("Could not remove the read-only ACLs of deleted topic %s", mirror)
-    before = snapshot(mirror)
-    mirror.delete()
+        before = snapshot(mirror)
+        with transaction.atomic():
+            claimed, _ = MirrorTopic.objects.filter(pk=mirror.pk).delete()
+            if not claimed:
+                raise conflict(f"Mirror topic {name!r} was deleted meanwhile.")
+            try:
+                with contextlib.suppress(TopicNotFound):  # deleted outside the console already
+                    admin.delete_topic(name)
+            except KafkaAdminError as exc:  # the row comes back with the rollback
+                raise unreachable("destination", exc) from exc
+            # Lifted before the row goes for good, so no new mirror of the name has them yet.
+            try:
+                read_only.lift(admin, name)
+            except KafkaAdminError:  # the topic is gone; left-over ACLs block no one
+                log.warning("Could not remove the read-only ACLs of deleted topic %s", name)
     audit.record(actor, "mirror.delete", target, before=before)
-    log.info("Deleted mirror topic %s", mirror.mirror_topic)
+    log.info("Deleted mirror topic %s", name)
 
 
 # State changes made by the syncers. ---------------------------------------------------------

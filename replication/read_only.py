@@ -7,6 +7,7 @@ ACLs do not apply) may write to it or change its configs.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Collection
 
 from confluent_kafka.admin import (
     AclBinding,
@@ -19,7 +20,9 @@ from confluent_kafka.admin import (
 
 from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin
 
-_RULES = [
+Rule = tuple[AclOperation, AclPermissionType]
+
+_RULES: list[Rule] = [
     (AclOperation.READ, AclPermissionType.ALLOW),
     (AclOperation.DESCRIBE, AclPermissionType.ALLOW),
     (AclOperation.DESCRIBE_CONFIGS, AclPermissionType.ALLOW),
@@ -46,13 +49,34 @@ def enforce(admin: KafkaAdmin, topic: str) -> bool:
     return True
 
 
-def lift(admin: KafkaAdmin, topic: str) -> None:
-    """Remove the read-only ACLs of `topic` (and only those)."""
+def present(admin: KafkaAdmin, topic: str) -> frozenset[Rule]:
+    """Which of the read-only rules `topic` has now (none when there is no authorizer)."""
+    wanted = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:*",
+        "*",
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    try:
+        found = admin.describe_acls(wanted)
+    except AuthorizerDisabled:
+        return frozenset()
+    return frozenset((b.operation, b.permission_type) for b in found) & frozenset(_RULES)
+
+
+def lift(admin: KafkaAdmin, topic: str, keep: Collection[Rule] = ()) -> None:
+    """Remove the read-only ACLs of `topic` (and only those), but the rules in `keep`."""
     filters = [
         AclBindingFilter(
             ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:*", "*", op, permission
         )
         for op, permission in _RULES
+        if (op, permission) not in keep
     ]
+    if not filters:
+        return
     with contextlib.suppress(AuthorizerDisabled):
         admin.delete_acls(filters)

@@ -3,6 +3,14 @@ the destination broker, describe, pause / resume, delete, and every refusal."""
 
 import pytest
 from confluent_kafka import KafkaError
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, TopicNotFound
@@ -181,6 +189,51 @@ def test_a_name_taken_on_the_destination_is_refused(make_link, make_topic, topic
         create_mirror(ACTOR, make_link(), topic_name)
     assert refused.value.status == 409
     assert not acls_on(kafka.DESTINATION, topic_name)
+
+
+def test_a_topic_someone_makes_just_before_the_mirror_is_made_is_left_to_them(
+    make_link, make_topic, topic_name, monkeypatch
+):
+    """Between create_mirror's look at the destination and its create, someone outside
+    Isthmus makes a topic of that name: the mirror is refused as taken, as when the name was
+    taken before, and only what the call made is undone. Their topic, its records and their
+    own ACL (one of the read-only rules, set earlier) stay; no mirror row is left."""
+    make_topic(kafka.SOURCE, topic_name)
+    link = make_link()
+    theirs = admin_config(kafka.DESTINATION)
+    their_acl = AclBinding(
+        ResourceType.TOPIC,
+        topic_name,
+        ResourcePatternType.LITERAL,
+        "User:*",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    acl_admin = AdminClient(theirs)  # kept until its answer comes
+    acl_admin.create_acls([their_acl])[their_acl].result(timeout=10)
+    made: dict[str, str] = {}
+    real_create = KafkaAdmin.create_topic
+
+    def someone_is_quicker(admin: KafkaAdmin, name: str, *args, **kwargs) -> None:
+        if name == topic_name and not kwargs.get("validate_only"):
+            make_topic(kafka.DESTINATION, topic_name)  # with a real admin client, and removed
+            assert produce(theirs, topic_name, [{"value": b"theirs"}] * 3)[-1][0] is None
+            made["id"] = destination_admin().describe_topic(topic_name).topic_id
+        real_create(admin, name, *args, **kwargs)
+
+    monkeypatch.setattr(KafkaAdmin, "create_topic", someone_is_quicker)
+    with pytest.raises(ReplicationError, match="already exists on destination") as refused:
+        create_mirror(ACTOR, link, topic_name)
+
+    assert refused.value.status == 409
+    assert "id" in made, "the hook did not run: the race was not made"
+    assert destination_admin().describe_topic(topic_name).topic_id == made["id"]
+    got = consume_all(kafka.DESTINATION.bootstrap, topic_name, expected=3)
+    assert [m.value() for m in got] == [b"theirs"] * 3
+    assert acls_on(kafka.DESTINATION, topic_name) == {("READ", "ALLOW")}
+    assert not MirrorTopic.objects.filter(mirror_topic=topic_name).exists()
+    assert AuditEvent.objects.get(action="mirror.create").result == "refused"
 
 
 def test_a_topic_mirrored_by_another_link_is_refused(make_link, make_topic, topic_name):
