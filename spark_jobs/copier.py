@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -244,7 +245,10 @@ class Copier:
     # --- copying ----------------------------------------------------------------------------
 
     def copy(self) -> None:
-        first = self.consumer.poll(min(IDLE_WAIT_S, max(self.next_control - time.monotonic(), 0)))
+        # Whole milliseconds, rounded up: the client truncates the timeout to them, and a wait
+        # cut short of the next control read would spin on zero-length polls until it is due.
+        wait = math.ceil(max(self.next_control - time.monotonic(), 0) * 1000) / 1000
+        first = self.consumer.poll(min(IDLE_WAIT_S, wait))
         if first is None:
             self.check_deliveries()
             return
