@@ -224,20 +224,46 @@ class Ledger:
         new = set(self._celery_keys()) - self.celery_keys_before
         return [(self.redis_urls[0], key) for key in sorted(new)]
 
-    def processes(self) -> list[str]:
+    def processes(self) -> list[psutil.Process]:
         """Live processes of the session's links' streams (Spark's included)."""
         wanted = [f"streams/{link}" for link in self.links]
         found = []
         for proc in psutil.process_iter(["pid", "cmdline"]):
             line = " ".join(proc.info["cmdline"] or [])
             if any(w in line for w in wanted) and proc.pid != os.getpid():
-                found.append(f"{proc.pid}: {line[:200]}")
+                found.append(proc)
         return found
 
 
-def stop_streams(folders: Iterable[Path]) -> None:
+def describe(proc: psutil.Process) -> str:
+    with contextlib.suppress(psutil.Error):
+        return f"{proc.pid}: {' '.join(proc.cmdline())[:200]}"
+    return f"{proc.pid}: (gone)"
+
+
+def stop_streams(ledger: Ledger, folders: Iterable[Path]) -> None:
+    """Stop the session's links' streams: through their pid files, then any still running
+    without one (restarted by the worker's supervisor just before a fixture removed its
+    folder, say), each with every process of its session (Spark's Python driver and workers)."""
     for folder in folders:
         processes.stop(folder / "stream.pid", timeout=15)
+    # A stream runs in a session of its own; never this one (the tests' own processes).
+    sessions = {_session_of(proc.pid) for proc in ledger.processes()} - {None, os.getsid(0)}
+    members = [p for p in psutil.process_iter() if _session_of(p.pid) in sessions]
+    for proc in members:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(members, timeout=15)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=5)
+
+
+def _session_of(pid: int) -> int | None:
+    with contextlib.suppress(OSError):
+        return os.getsid(pid)
+    return None
 
 
 # The session's end. -------------------------------------------------------------------------
@@ -247,7 +273,7 @@ def sweep(ledger: Ledger) -> list[str]:
     """Remove what this session made from both clusters, its links' streams, folders and
     Redis keys; returns what it removed."""
     folders = ledger.stream_folders()
-    stop_streams(folders)  # first, so nothing writes, grows or re-creates a mirror meanwhile
+    stop_streams(ledger, folders)  # first: nothing then writes, grows or re-creates a mirror
     removed = _sweep(ledger, ledger.owned)
     for url, key in ledger.new_celery_keys():  # expected of any session with a worker: unsaid
         redis.Redis.from_url(url).delete(key)
@@ -298,5 +324,5 @@ def remaining(ledger: Ledger, wait: float = 60) -> list[str]:
     ]
     left += [f"Redis {u} key {k.decode(errors='replace')}" for u, k in ledger.new_celery_keys()]
     left += [f"folder {f}" for f in ledger.stream_folders()]
-    left += [f"process {p}" for p in ledger.processes()]
+    left += [f"process {describe(p)}" for p in ledger.processes()]
     return left
