@@ -90,7 +90,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="measure nothing: print and write the document from a run's saved results "
         "(var/bench/results.json)",
     )
-    add("--note", default="", help="a sentence on the run's conditions, for the doc")
+    add(
+        "--note",
+        default="",
+        help="a sentence on the run's conditions, for the doc (with --from-results, it replaces "
+        "the run's own)",
+    )
     return parser.parse_args(argv)
 
 
@@ -166,7 +171,10 @@ def publish(results: report.Results, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args.from_results:
-        publish(report.load(args.from_results), args)
+        results = report.load(args.from_results)
+        if args.note:  # a sentence on the run added afterwards, with what is known since
+            results = dataclasses.replace(results, note=args.note)
+        publish(results, args)
         return 0
     load_before = os.getloadavg()
     started_at = time.strftime("%Y-%m-%d %H:%M %Z")
