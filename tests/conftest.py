@@ -321,7 +321,8 @@ def start_celery_worker(folder: Path, node: str) -> subprocess.Popen:
     return proc
 
 
-def stop_celery_worker(proc: subprocess.Popen) -> None:
+def stop_process(proc: subprocess.Popen) -> None:
+    """Ask a process the tests started to stop; kill it if it has not within 30 s."""
     proc.terminate()
     try:
         proc.wait(timeout=30)
@@ -342,4 +343,4 @@ def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory
     try:
         yield app
     finally:
-        stop_celery_worker(proc)
+        stop_process(proc)

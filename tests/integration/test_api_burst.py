@@ -33,8 +33,8 @@ from replication import audit, read_only
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
 from replication.tokens import create_token
 from tests import leftovers
-from tests.conftest import TEST_REDIS_URL, _database_url_for_worker, admin_config
-from tests.kafka_clients import acls_on
+from tests.conftest import TEST_REDIS_URL, _database_url_for_worker, admin_config, stop_process
+from tests.kafka_clients import READ_ONLY_ACLS, acls_on
 
 # gunicorn reads only committed rows, from the test database's file (or PostgreSQL database).
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -55,13 +55,6 @@ OWNED_KEYS = (
     "availability.check.consecutive.failure.threshold",
     "cluster.link.retry.timeout.ms",
 )
-READ_ONLY_ACLS = {
-    ("READ", "ALLOW"),
-    ("DESCRIBE", "ALLOW"),
-    ("DESCRIBE_CONFIGS", "ALLOW"),
-    ("WRITE", "DENY"),
-    ("ALTER_CONFIGS", "DENY"),
-}
 
 
 # The console under gunicorn. -----------------------------------------------------------------
@@ -109,12 +102,7 @@ def gunicorn_console(tmp_path: Path, transactional_db) -> Iterator[Console]:
             time.sleep(0.2)
         yield Console(port, log)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 # The clients. --------------------------------------------------------------------------------

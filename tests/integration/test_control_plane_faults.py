@@ -16,7 +16,7 @@ import pytest
 from replication import streams
 from replication.mirrors import create_mirror
 from replication.models import ClusterLink
-from tests.conftest import start_celery_worker, stop_celery_worker
+from tests.conftest import start_celery_worker, stop_process
 from tests.integration.test_stream_failures import _copied, _keep_producing, _source_topic
 from tests.mirror_checks import ACTOR, assert_exact_copy, caught_up, committed_link, eventually
 
@@ -61,5 +61,5 @@ def test_killing_the_worker_and_beat_and_restarting_redis_mid_copy_keeps_the_cop
             assert streams.status(link).state == "RUNNING"
             assert len(assert_exact_copy(topic, topic)) == 300_000
     finally:
-        stop_celery_worker(worker)
+        stop_process(worker)
         writer.join()

@@ -16,6 +16,7 @@ from django.conf import settings
 from devstack import kafka
 from infra import processes
 from infra.kafka_admin import KafkaAdmin
+from infra.processes import wait_for
 from replication import read_only
 from tests import leftovers
 from tests.conftest import TEST_REDIS_URL, admin_config
@@ -60,7 +61,7 @@ def _things(node: kafka.KafkaNode, ledger: leftovers.Ledger, names: set[str]) ->
     )
 
 
-def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack):
+def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack, tmp_path):
     """A session of its own (a marker and a link of its own) makes a topic on each cluster, a
     read-only mirror's ACLs, a consumer group, Redis keys and a running stream; beside them
     stand things it did not make, named alike: a user's `test-…` topic and group, and another
@@ -104,6 +105,18 @@ def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack):
             env={},
             cwd=folder,
         )
+        # A stream of the link running without its pid file (restarted just before a fixture
+        # removed its folder): found by its command line, stopped with its whole session.
+        stray = processes.start(
+            ["sh", "-c", "sleep 300 & wait", f"{folder}/isthmus-stream.zip"],
+            pidfile=tmp_path / "stray.pid",
+            logfile=tmp_path / "stray.log",
+            env={},
+            cwd=tmp_path,
+        )
+        (tmp_path / "stray.pid").unlink()
+        assert wait_for(lambda: psutil.Process(stray).children(), 10)
+        stray_family = [psutil.Process(stray), *psutil.Process(stray).children()]
 
         before = {node.name: _things(node, session, names) for node in kafka.NODES}
         assert before["source"] >= {f"topic {ours}", f"group {ours}-group"}
@@ -116,6 +129,7 @@ def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack):
         assert f"destination topic {ours}" in removed and f"source group {ours}-group" in removed
         assert leftovers.remaining(session) == []
         assert not psutil.pid_exists(stream) or psutil.Process(stream).status() == "zombie"
+        assert not [p for p in stray_family if p.is_running() and p.status() != "zombie"]
         assert not folder.exists()
         kept = {node.name: _things(node, session, names) for node in kafka.NODES}
         for node in kafka.NODES:
