@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import quote
 
+import psutil
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.conf import settings
@@ -110,7 +111,7 @@ def devstack(stack, request):
     started_here = [name for name in SHARED_PARTS if name not in already]
     try:
         stack.up(SHARED_PARTS, echo=lambda _: None)
-        LEDGER.note_celery_keys()
+        LEDGER.claim_test_redis()
         _report(request, "removed, left by sessions killed long ago", leftovers.sweep_stale(LEDGER))
         try:
             yield stack
@@ -322,13 +323,23 @@ def start_celery_worker(folder: Path, node: str) -> subprocess.Popen:
 
 
 def stop_process(proc: subprocess.Popen) -> None:
-    """Ask a process the tests started to stop; kill it if it has not within 30 s."""
+    """Ask a process the tests started to stop, with every process it started; kill what has
+    not stopped within 30 s. Its children too: a worker killed alone leaves its embedded beat
+    running, sending tasks to the tests' Redis after the session ended."""
+    family: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
+        family = psutil.Process(proc.pid).children(recursive=True)
     proc.terminate()
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    _, alive = psutil.wait_procs(family, timeout=10)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(alive, timeout=5)
 
 
 @pytest.fixture(scope="session")

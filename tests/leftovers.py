@@ -9,7 +9,8 @@ clusters and Redis, so a session removes only what it provably made:
   carries the marker too, and so do ACLs on such topics;
 - the links it saves are noted in its `Ledger`: their streams' folders (var/streams/<link id>),
   processes and Redis keys carry the link id;
-- Celery keys new in the tests' own Redis database (ISTHMUS_TEST_REDIS_DB) are its worker's.
+- Celery keys new in the tests' own Redis database (ISTHMUS_TEST_REDIS_DB) are its worker's, and
+  processes other than pytest on that database (workers, their beats, gunicorns) are its own.
 
 At the end of the session `sweep` removes all of that, failed tests or not, and `remaining`
 must then find nothing. A session that was killed cannot sweep: a later one removes markers
@@ -179,6 +180,7 @@ class Ledger:
     links: set[str] = field(default_factory=set)
     mark: str = MARK
     celery_keys_before: set[bytes] | None = None  # in the tests' Redis database (the first)
+    workers_redis_url: str | None = None  # the REDIS_URL of the session's own processes
 
     def owned(self, name: str) -> bool:
         return self.mark in name or any(link in name for link in self.links)
@@ -207,12 +209,14 @@ class Ledger:
                 ]
         return sorted(set(found))
 
-    def note_celery_keys(self) -> None:
+    def claim_test_redis(self) -> None:
         """Note the Celery keys (queues, bindings, results) the tests' Redis database already
-        holds: those the session's worker and tasks add are removed at its end. That database is
-        the session's own (another run beside it takes another), never the user's."""
+        holds: those the session's worker and tasks add are removed at its end, and so are the
+        processes it started there. That database is the session's own (another run beside it
+        takes another), never the user's."""
         if self.redis_urls[0] not in self.redis_urls[1:]:
             self.celery_keys_before = set(self._celery_keys())
+            self.workers_redis_url = self.redis_urls[0]
 
     def _celery_keys(self) -> list[bytes]:
         client = redis.Redis.from_url(self.redis_urls[0], socket_timeout=10)
@@ -223,6 +227,21 @@ class Ledger:
             return []
         new = set(self._celery_keys()) - self.celery_keys_before
         return [(self.redis_urls[0], key) for key in sorted(new)]
+
+    def workers(self) -> list[psutil.Process]:
+        """Live processes other than this one on the tests' own Redis database: Celery workers,
+        their beats and gunicorns the tests started (only a test starts one there)."""
+        if self.workers_redis_url is None:
+            return []
+        found = []
+        for proc in psutil.process_iter(["pid"]):
+            with contextlib.suppress(psutil.Error):
+                if (
+                    proc.pid != os.getpid()
+                    and proc.environ().get("REDIS_URL") == self.workers_redis_url
+                ):
+                    found.append(proc)
+        return found
 
     def processes(self) -> list[psutil.Process]:
         """Live processes of the session's links' streams (Spark's included)."""
@@ -249,11 +268,14 @@ def stop_streams(ledger: Ledger, folders: Iterable[Path]) -> None:
         processes.stop(folder / "stream.pid", timeout=15)
     # A stream runs in a session of its own; never this one (the tests' own processes).
     sessions = {_session_of(proc.pid) for proc in ledger.processes()} - {None, os.getsid(0)}
-    members = [p for p in psutil.process_iter() if _session_of(p.pid) in sessions]
-    for proc in members:
+    _stop([p for p in psutil.process_iter() if _session_of(p.pid) in sessions])
+
+
+def _stop(procs: list[psutil.Process]) -> None:
+    for proc in procs:
         with contextlib.suppress(psutil.Error):
             proc.terminate()
-    _, alive = psutil.wait_procs(members, timeout=15)
+    _, alive = psutil.wait_procs(procs, timeout=15)
     for proc in alive:
         with contextlib.suppress(psutil.Error):
             proc.kill()
@@ -274,7 +296,10 @@ def sweep(ledger: Ledger) -> list[str]:
     Redis keys; returns what it removed."""
     folders = ledger.stream_folders()
     stop_streams(ledger, folders)  # first: nothing then writes, grows or re-creates a mirror
-    removed = _sweep(ledger, ledger.owned)
+    workers = ledger.workers()  # then nothing sends tasks to the tests' Redis any more
+    _stop(workers)
+    removed = [f"process {describe(p)}" for p in workers]
+    removed += _sweep(ledger, ledger.owned)
     for url, key in ledger.new_celery_keys():  # expected of any session with a worker: unsaid
         redis.Redis.from_url(url).delete(key)
     for folder in folders:
@@ -324,5 +349,5 @@ def remaining(ledger: Ledger, wait: float = 60) -> list[str]:
     ]
     left += [f"Redis {u} key {k.decode(errors='replace')}" for u, k in ledger.new_celery_keys()]
     left += [f"folder {f}" for f in ledger.stream_folders()]
-    left += [f"process {describe(p)}" for p in ledger.processes()]
+    left += [f"process {describe(p)}" for p in ledger.processes() + ledger.workers()]
     return left

@@ -145,3 +145,30 @@ def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack, tmp_pa
             leftovers.delete_topics(node, [users, others])
             leftovers.delete_groups(node, [f"{users}-group", f"{others}-group"])
         r.delete(other_link_key)
+
+
+def test_the_sweep_stops_a_worker_left_on_the_sessions_redis(devstack, tmp_path):
+    """A Celery worker killed alone leaves its embedded beat sending tasks to the session's Redis
+    database: any process on that database but pytest is stopped, and `remaining` names it."""
+    session = leftovers.Ledger(
+        test_database=f"no-such-database-{uuid.uuid4()}",
+        redis_urls=[TEST_REDIS_URL],
+        mark=f"itest-{int(time.time()):08x}{secrets.token_hex(2)}",
+        workers_redis_url=f"redis://127.0.0.1:1/{uuid.uuid4()}",  # this test's alone
+    )
+    beat = processes.start(
+        ["sleep", "300"],
+        pidfile=tmp_path / "beat.pid",
+        logfile=tmp_path / "beat.log",
+        env={"REDIS_URL": session.workers_redis_url},
+        cwd=tmp_path,
+    )
+    try:
+        assert any(str(beat) in line for line in leftovers.remaining(session, wait=0))
+
+        assert any(line.startswith(f"process {beat}:") for line in leftovers.sweep(session))
+
+        assert leftovers.remaining(session) == []
+        assert not psutil.pid_exists(beat) or psutil.Process(beat).status() == "zombie"
+    finally:
+        processes.stop(tmp_path / "beat.pid", timeout=5)
