@@ -1,7 +1,7 @@
 """Cluster link configs: the keys a link accepts, their defaults and checks, and how the source
 connection keys (Java client names, as Cluster Linking takes them) become librdkafka settings.
 
-Keys and defaults follow Confluent Cluster Linking; offset, ACL and auto-create keys come later.
+Keys and defaults follow Confluent Cluster Linking.
 """
 
 from __future__ import annotations
@@ -78,6 +78,18 @@ def _start_offset_spec(value: str) -> str:
     if moment.timestamp() < 0:
         raise ValueError("is before 1970-01-01, where Kafka's timestamps begin")
     return value
+
+
+def _filters(top: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        from . import filters
+
+        try:
+            return filters.normalise(value, top)
+        except filters.FilterError as exc:
+            raise ValueError(str(exc).rstrip(".")) from None
+
+    return check
 
 
 def _prefix(value: str) -> str:
@@ -285,6 +297,68 @@ KEYS: dict[str, ConfigKey] = {
             "How long a missing source topic is retried before its mirror FAILS.",
         ),
         ConfigKey(
+            "consumer.offset.sync.enable",
+            "false",
+            _boolean,
+            "Sync the committed offsets of the groups consumer.offset.group.filters selects to "
+            "the same groups on the destination, translated to the mirrors' offsets.",
+        ),
+        ConfigKey(
+            "consumer.offset.sync.ms",
+            "30000",
+            _whole(1000, JAVA_INT_MAX),
+            "How often consumer offsets are synced, in ms (at least 1000).",
+        ),
+        ConfigKey(
+            "consumer.offset.group.filters",
+            None,
+            _filters("groupFilters"),
+            'Which consumer groups are synced: {"groupFilters": [{"name": "*", "patternType": '
+            '"LITERAL", "filterType": "INCLUDE"}]}. With none, no group is synced.',
+        ),
+        ConfigKey(
+            "consumer.group.prefix.enable",
+            "false",
+            _boolean,
+            "Give synced groups the link prefix on the destination (needs cluster.link.prefix).",
+            immutable=True,
+        ),
+        ConfigKey(
+            "acl.sync.enable",
+            "false",
+            _boolean,
+            "Sync the source ACLs acl.filters selects to the destination (not with a prefix).",
+        ),
+        ConfigKey(
+            "acl.sync.ms",
+            "5000",
+            _whole(1000, JAVA_INT_MAX),
+            "How often ACLs are synced, in ms (at least 1000).",
+        ),
+        ConfigKey(
+            "acl.filters",
+            None,
+            _filters("aclFilters"),
+            'Which ACLs are synced: {"aclFilters": [{"resourceFilter": {"resourceType": '
+            '"topic", "name": "orders", "patternType": "literal"}, "accessFilter": '
+            '{"operation": "any", "permissionType": "any"}}]}. Destination ACLs these filters '
+            "select are made equal to the source's; others are never touched.",
+        ),
+        ConfigKey(
+            "auto.create.mirror.topics.enable",
+            "false",
+            _boolean,
+            "Create mirrors automatically for the source topics "
+            "auto.create.mirror.topics.filters selects, now and later.",
+        ),
+        ConfigKey(
+            "auto.create.mirror.topics.filters",
+            None,
+            _filters("topicFilters"),
+            'Which source topics get mirrors automatically: {"topicFilters": [{"name": '
+            '"orders", "patternType": "PREFIXED", "filterType": "INCLUDE"}]}.',
+        ),
+        ConfigKey(
             "link.mode",
             "DESTINATION",
             _only("DESTINATION", "Isthmus runs links from the destination side"),
@@ -365,6 +439,25 @@ def _check_together(configs: dict[str, str]) -> list[str]:
         problems.append(
             f"SASL settings are given but security.protocol is {protocol}; "
             "set security.protocol=SASL_PLAINTEXT or SASL_SSL."
+        )
+    if configs.get("acl.sync.enable") == "true":
+        if not configs.get("acl.filters"):
+            problems.append(
+                "acl.sync.enable=true needs acl.filters: say which ACLs to sync, e.g. "
+                '{"aclFilters": [{"resourceFilter": {"resourceType": "any", "patternType": '
+                '"any"}, "accessFilter": {"operation": "any", "permissionType": "any"}}]}.'
+            )
+        if configs.get("cluster.link.prefix"):
+            problems.append(
+                "acl.sync.enable=true cannot be used on a link with cluster.link.prefix: the "
+                "synced ACLs would name the source's topics and groups, not the prefixed ones."
+            )
+    if configs.get("consumer.group.prefix.enable") == "true" and not configs.get(
+        "cluster.link.prefix"
+    ):
+        problems.append(
+            "consumer.group.prefix.enable=true needs cluster.link.prefix, the prefix it gives "
+            "the synced groups."
         )
     if not protocol.endswith("SSL") and any(k.startswith("ssl.") for k in configs):
         problems.append(
