@@ -14,7 +14,14 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -107,6 +114,36 @@ _ANY_ACL = AclBindingFilter(
     AclOperation.ANY,
     AclPermissionType.ANY,
 )
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A consumer group as the coordinator describes it."""
+
+    group_id: str
+    state: str  # Empty, Stable, PreparingRebalance, CompletingRebalance, Dead, Unknown
+    members: int
+
+
+GroupOffsets = dict[tuple[str, int], int]  # (topic, partition) -> committed offset
+
+# Kafka's names of the group states (librdkafka's enum names them in its own way).
+_GROUP_STATES = {
+    ConsumerGroupState.EMPTY: "Empty",
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.DEAD: "Dead",
+}
+
+
+# How Kafka refuses offsets for a group whose consumers are running.
+_GROUP_IN_USE = (
+    KafkaError.UNKNOWN_MEMBER_ID,
+    KafkaError.REBALANCE_IN_PROGRESS,
+    KafkaError.ILLEGAL_GENERATION,
+)
+_IN_USE = "it has active members on the destination"
 
 
 class KafkaAdmin:
@@ -323,6 +360,85 @@ class KafkaAdmin:
             )
             for p in sorted(partitions, key=lambda p: p.id)
         ]
+
+    def list_group_ids(self) -> set[str]:
+        """The ids of every consumer group the cluster knows, in one request per broker."""
+        future = self._client.list_consumer_groups(request_timeout=self.timeout)
+        result = self._wait(future, "list the consumer groups")
+        if result.errors:
+            raise KafkaAdminError(
+                f"Could not list the consumer groups at {self.bootstrap}: "
+                f"{'; '.join(str(e) for e in result.errors[:3])}."
+            )
+        return {g.group_id for g in result.valid}
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
+        """Each group's state and member count, all in one call; a group the coordinator
+        does not know is Dead with no members."""
+        ids = sorted(set(group_ids))
+        if not ids:
+            return {}
+        futures = self._client.describe_consumer_groups(ids, request_timeout=self.timeout)
+        found = {}
+        for group_id, future in futures.items():
+            description = self._wait(future, f"describe consumer group {group_id!r}")
+            found[group_id] = GroupInfo(
+                group_id,
+                _GROUP_STATES.get(description.state, "Unknown"),
+                len(description.members),
+            )
+        return found
+
+    def group_offsets(self, group_ids: Iterable[str]) -> dict[str, GroupOffsets]:
+        """Each group's committed offsets. Kafka's client takes one group per request, so the
+        requests all go out at once and are answered together."""
+        futures = {}
+        for group_id in sorted(set(group_ids)):
+            futures.update(
+                self._client.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group_id)], request_timeout=self.timeout
+                )
+            )
+        found = {}
+        for group_id, future in futures.items():
+            result = self._wait(future, f"read the offsets of consumer group {group_id!r}")
+            found[group_id] = {
+                (tp.topic, tp.partition): tp.offset
+                for tp in result.topic_partitions or []
+                if tp.offset >= 0 and tp.error is None
+            }
+        return found
+
+    def alter_group_offsets(self, offsets: dict[str, GroupOffsets]) -> dict[str, str | None]:
+        """Commit offsets for groups with no active members, all requests at once; for each
+        group None, or why it was refused (Kafka refuses a group with active members)."""
+        futures = {}
+        for group_id, committed in sorted(offsets.items()):
+            request = ConsumerGroupTopicPartitions(
+                group_id, [TopicPartition(t, p, o) for (t, p), o in sorted(committed.items())]
+            )
+            futures.update(
+                self._client.alter_consumer_group_offsets([request], request_timeout=self.timeout)
+            )
+        outcome: dict[str, str | None] = {}
+        for group_id, future in futures.items():
+            try:
+                result = future.result(timeout=self.timeout + 1)
+            except (KafkaException, TimeoutError) as exc:
+                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if error is None or error.code() not in _GROUP_IN_USE:
+                    raise self._fail(f"commit offsets for group {group_id!r}", exc) from exc
+                outcome[group_id] = _IN_USE
+                continue
+            failed = [tp for tp in result.topic_partitions or [] if tp.error is not None]
+            if not failed:
+                outcome[group_id] = None
+            elif failed[0].error.code() in _GROUP_IN_USE:
+                outcome[group_id] = _IN_USE
+            else:
+                tp = failed[0]
+                outcome[group_id] = f"{tp.topic} partition {tp.partition}: {tp.error.str()}"
+        return outcome
 
     def authorizer_enabled(self) -> bool:
         """Whether the brokers run an authorizer (ACLs are enforced)."""
