@@ -182,6 +182,7 @@ def create_mirror(
         except IntegrityError as exc:
             raise conflict(f"Topic {name!r} is being created as a mirror already.") from exc
         _provision(mirror, source, destination, replication_factor, wanted)
+    note_declined(link, source_topic, False)
     audit.record(actor, "mirror.create", target, after=snapshot(mirror))
     log.info(
         "Created mirror topic %s of %s over link %s (%d partitions, read-only %s)",
@@ -492,8 +493,24 @@ def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
                 read_only.lift(admin, name)
             except KafkaAdminError:  # the topic is gone; left-over ACLs block no one
                 log.warning("Could not remove the read-only ACLs of deleted topic %s", name)
+    note_declined(mirror.link, mirror.source_topic, True)
     audit.record(actor, "mirror.delete", target, before=before)
     log.info("Deleted mirror topic %s", name)
+
+
+def note_declined(link: ClusterLink, source_topic: str, declined: bool) -> None:
+    """Remember that a user deleted the mirror of `source_topic` (or forget it, once they
+    mirror it again), so auto-create leaves it alone (see `auto_mirrors`)."""
+    with transaction.atomic():
+        row = ClusterLink.objects.select_for_update().filter(pk=link.pk).first()
+        if row is None:
+            return
+        topics = [t for t in row.declined_topics if t != source_topic]
+        if declined:
+            topics.append(source_topic)
+        if topics != row.declined_topics:
+            ClusterLink.objects.filter(pk=link.pk).update(declined_topics=topics)
+    link.declined_topics = topics
 
 
 # State changes made by the syncers. ---------------------------------------------------------
@@ -602,5 +619,6 @@ def forget_mirror(mirror: MirrorTopic, admin: KafkaAdmin) -> None:
     read_only.lift(admin, mirror.mirror_topic)
     before = snapshot(mirror)
     mirror.delete()
+    note_declined(mirror.link, mirror.source_topic, True)
     log.warning("Mirror topic %s was deleted on the destination; mirroring ended", mirror)
     audit.record(_SYNCER, "mirror.forget", f"mirror {mirror.mirror_topic}", before=before)

@@ -147,6 +147,14 @@ class ClusterLink(models.Model):
     availability_checked_at = models.DateTimeField(null=True, blank=True)
     metadata_refreshed_at = models.DateTimeField(null=True, blank=True)
     configs_synced_at = models.DateTimeField(null=True, blank=True)
+    offsets_synced_at = models.DateTimeField(null=True, blank=True)
+    acls_synced_at = models.DateTimeField(null=True, blank=True)
+    # What each syncer that could not do its work says about it, to be shown on the link:
+    # {"consumer offsets" | "ACLs" | "auto-create": message}; a syncer's entry goes when it works.
+    sync_problems = models.JSONField(default=dict, blank=True)
+    # Source topics whose mirrors a user deleted: not mirrored again automatically unless a
+    # LITERAL INCLUDE names them (DESIGN: auto-create), or a user creates the mirror by hand.
+    declined_topics = models.JSONField(default=list, blank=True)
     # The approval policy for promote, failover and deleting the link (DESIGN decision 5).
     approvals_required = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(0), MaxValueValidator(3)]
@@ -247,6 +255,37 @@ class MirrorTopic(models.Model):
 
     def __str__(self) -> str:
         return self.mirror_topic
+
+
+class GroupOffsetSync(models.Model):
+    """How a source consumer group's offsets stand on the destination, by the offset syncer."""
+
+    class State(models.TextChoices):
+        IN_STEP = "IN_STEP"  # the destination holds the source's offsets, translated
+        BEHIND_MIRROR = "BEHIND_MIRROR"  # the group is past what the mirror has copied so far
+        SKIPPED = "SKIPPED"  # not written: `reason` says why (active members, say)
+        FAILED = "FAILED"
+
+    link = models.ForeignKey(ClusterLink, on_delete=models.CASCADE, related_name="group_syncs")
+    group = models.CharField(max_length=255)
+    destination_group = models.CharField(max_length=255)
+    state = models.CharField(max_length=20, choices=State.choices)
+    reason = models.TextField(blank=True)
+    # What the destination holds for the group, as last written or read:
+    # {"mirror topic/partition": offset}.
+    offsets = models.JSONField(default=dict, blank=True)
+    topics = models.JSONField(default=list, blank=True)  # the mirror topics it has offsets on
+    written_at = models.DateTimeField(null=True, blank=True)
+    changed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["group"]
+        constraints = [
+            models.UniqueConstraint(fields=["link", "group"], name="one_sync_per_link_group")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group} on link {self.link_id}: {self.state}"
 
 
 class ApiToken(models.Model):

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdminError, TopicNotFound
 
-from . import audit, read_only, streams
+from . import audit, offset_sync, read_only, streams
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError, unavailable
 from .mirror_states import FAILABLE_OVER, FOLLOWING, PROMOTABLE, move
@@ -278,6 +278,7 @@ def _complete(mirror: MirrorTopic, pending: dict) -> None:
     lift the read-only ACLs, and the topic is STOPPED."""
     lags = {str(p.partition): p.lag for p in describe_mirrors([mirror])[0].partitions}
     admin = destination_admin(mirror.link)
+    offsets = _last_offset_sync(mirror, pending["kind"], admin)
     try:
         try:
             partitions = admin.describe_topic(mirror.mirror_topic).partitions
@@ -301,6 +302,7 @@ def _complete(mirror: MirrorTopic, pending: dict) -> None:
             "requested_at": pending.get("requested_at"),
             "note": pending.get("note", ""),
             "lag": lags,
+            **({"consumer_offsets": offsets} if offsets else {}),
         },
         pending_stop=None,
         paused=False,
@@ -317,6 +319,26 @@ def _complete(mirror: MirrorTopic, pending: dict) -> None:
         mirror.mirror_topic,
         kind,
         mirror.stop_offsets,
+    )
+
+
+def _last_offset_sync(mirror: MirrorTopic, kind: str, destination) -> str:
+    """A promote syncs the mirror's consumer offsets one last time, now that its copy is
+    final, before consumers move to it; a failover does not reach the source. Returns what
+    happened, for the stop report ("" when offset sync is off or it is a failover)."""
+    link = mirror.link
+    if kind != "promote" or not offset_sync.enabled(link):
+        return ""
+    try:
+        outcome = offset_sync.sync_offsets(
+            link, timezone.now(), source_admin(link), destination, only=[mirror]
+        )
+    except (KafkaAdminError, ReplicationError) as exc:
+        log.warning("Last offset sync of %s before its promote failed: %s", mirror, exc)
+        return f"not synced a last time: {exc}"
+    skipped = [g for g, state in outcome.groups.items() if state != offset_sync.Sync.IN_STEP]
+    return f"synced a last time: {len(outcome.groups) - len(skipped)} group(s) in step" + (
+        f", not in step: {', '.join(sorted(skipped))}" if skipped else ""
     )
 
 

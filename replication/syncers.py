@@ -1,8 +1,11 @@
 """The reconciler: for each link, at the link's own intervals, check that the source answers,
-follow source partitions and topic identity, and keep mirror topic configs in sync.
+follow source partitions and topic identity, mirror new source topics (auto-create), and keep
+mirror topic configs, consumer offsets and ACLs in sync.
 
 Celery beat calls `run_due_syncs` every second; each syncer runs only when its interval
-(availability.check.ms, metadata.max.age.ms, topic.config.sync.ms) has passed.
+(availability.check.ms, metadata.max.age.ms, topic.config.sync.ms, consumer.offset.sync.ms,
+acl.sync.ms) has passed. What stops a syncer from doing its work is kept on the link
+(`sync_problems`, shown on its page) until a run of it succeeds.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 
-from . import links, mirrors
+from . import acl_sync, auto_mirrors, links, mirrors, offset_sync
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError
 from .mirror_states import SYNCED
@@ -38,25 +41,77 @@ def _due(last: datetime | None, interval_ms: int, now: datetime) -> bool:
     return last is None or (now - last).total_seconds() * 1000 >= interval_ms
 
 
+OFFSETS, ACLS, AUTO_CREATE = "consumer offsets", "ACLs", "auto-create"
+
+
 def sync_link(link: ClusterLink, now: datetime) -> None:
     if link.state == ClusterLink.State.PAUSED:
         return
+    _forget_disabled(link)
     check_due = _due(link.availability_checked_at, link.int_config("availability.check.ms"), now)
     metadata_due = _due(link.metadata_refreshed_at, link.int_config("metadata.max.age.ms"), now)
     configs_due = _due(link.configs_synced_at, link.int_config("topic.config.sync.ms"), now)
-    if not (check_due or metadata_due or configs_due):
+    offsets_due = offset_sync.enabled(link) and _due(
+        link.offsets_synced_at, link.int_config("consumer.offset.sync.ms"), now
+    )
+    acls_due = acl_sync.enabled(link) and _due(
+        link.acls_synced_at, link.int_config("acl.sync.ms"), now
+    )
+    work = metadata_due or configs_due or offsets_due or acls_due
+    if not (check_due or work):
         return
     source = source_admin(link)  # one client per end for all of this run's syncers
     if check_due:
         check_source(link, now, source)
         link.refresh_from_db()
-    if link.state != ClusterLink.State.ACTIVE or not (metadata_due or configs_due):
+    if link.state != ClusterLink.State.ACTIVE or not work:
         return
     destination = destination_admin(link)
     if metadata_due:
         refresh_metadata(link, now, source, destination)
+        if auto_mirrors.enabled(link):
+            _run(link, AUTO_CREATE, lambda: auto_mirrors.create_wanted(link, source))
     if configs_due:
         sync_topic_configs(link, now, source, destination)
+    if offsets_due:
+        ClusterLink.objects.filter(pk=link.pk).update(offsets_synced_at=now)
+        _run(link, OFFSETS, lambda: offset_sync.sync_offsets(link, now, source, destination))
+    if acls_due:
+        ClusterLink.objects.filter(pk=link.pk).update(acls_synced_at=now)
+        _run(link, ACLS, lambda: acl_sync.sync_acls(link, source, destination))
+
+
+def _run(link: ClusterLink, syncer: str, work: Callable[[], object]) -> None:
+    """Run one syncer; what stops it is noted on the link (and logged) until it works again."""
+    try:
+        work()
+    except (KafkaAdminError, ReplicationError) as exc:
+        log.warning("%s sync of cluster link %s: %s", syncer, link.name, exc)
+        _note_problem(link, syncer, str(exc))
+    else:
+        _note_problem(link, syncer, None)
+
+
+def _note_problem(link: ClusterLink, syncer: str, problem: str | None) -> None:
+    problems = {k: v for k, v in link.sync_problems.items() if k != syncer}
+    if problem:
+        problems[syncer] = problem
+    if problems != link.sync_problems:
+        ClusterLink.objects.filter(pk=link.pk).update(sync_problems=problems)
+        link.sync_problems = problems
+
+
+def _forget_disabled(link: ClusterLink) -> None:
+    """A syncer turned off says nothing more on the link, and its groups are no longer shown."""
+    for syncer, on in (
+        (OFFSETS, offset_sync.enabled(link)),
+        (ACLS, acl_sync.enabled(link)),
+        (AUTO_CREATE, auto_mirrors.enabled(link)),
+    ):
+        if not on and syncer in link.sync_problems:
+            _note_problem(link, syncer, None)
+    if not offset_sync.enabled(link) and link.group_syncs.exists():
+        link.group_syncs.all().delete()
 
 
 def check_source(link: ClusterLink, now: datetime, source: KafkaAdmin | None = None) -> None:

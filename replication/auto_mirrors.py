@@ -1,0 +1,72 @@
+"""Automatic mirror topics: with `auto.create.mirror.topics.enable`, every source topic that
+`auto.create.mirror.topics.filters` selects, now or later, gets a mirror at the link's next
+metadata refresh (within `metadata.max.age.ms`).
+
+Never mirrored automatically: internal topics (`__*`, `_isthmus-*`), and a source topic whose
+mirror a user deleted (through Isthmus or on the destination itself) while only a `*` or a
+PREFIXED include selects it. A LITERAL INCLUDE of the topic's own name brings it back, and so
+does creating its mirror by hand. (Cluster Linking re-creates such a mirror unless the topic is
+excluded first; a deletion is the user saying no.)
+"""
+
+from __future__ import annotations
+
+import logging
+
+from infra.kafka_admin import KafkaAdmin
+
+from . import audit, filters, mirrors
+from .errors import ReplicationError
+from .models import ClusterLink
+
+log = logging.getLogger(__name__)
+ACTOR = audit.Actor.system("auto-create")
+
+
+class NotConfigured(ReplicationError):
+    """Auto-create is enabled but its filters select no topic."""
+
+
+def enabled(link: ClusterLink) -> bool:
+    return link.config("auto.create.mirror.topics.enable") == "true"
+
+
+def wanted(link: ClusterLink, source_topics: set[str]) -> list[str]:
+    """The source topics that should get a mirror now and have none."""
+    text = link.config("auto.create.mirror.topics.filters")
+    chosen = filters.parse_names(text, filters.TOPICS) if text else []
+    if not any(f.filter_type == filters.INCLUDE for f in chosen):
+        raise NotConfigured(
+            "auto.create.mirror.topics.enable is true, but auto.create.mirror.topics.filters "
+            'includes no topic, so no mirror is created. Set it, e.g. {"topicFilters": '
+            '[{"name": "orders.", "patternType": "PREFIXED", "filterType": "INCLUDE"}]}.'
+        )
+    mirrored = set(link.mirrors.values_list("source_topic", flat=True))
+    declined = set(link.declined_topics)
+    return [
+        topic
+        for topic in sorted(source_topics)
+        if not filters.internal_topic(topic)
+        and topic not in mirrored
+        and filters.selected(chosen, topic)
+        and (topic not in declined or filters.literally_included(chosen, topic))
+    ]
+
+
+def create_wanted(link: ClusterLink, source: KafkaAdmin) -> list[str]:
+    """Create the mirrors `wanted` names; returns them. A topic that cannot be mirrored (its
+    name taken on the destination, say) does not stop the others; the error names them all."""
+    created, problems = [], []
+    for topic in wanted(link, source.list_topic_names()):
+        try:
+            mirrors.create_mirror(ACTOR, link, topic)
+        except ReplicationError as exc:
+            problems.append(f"{topic}: {exc}")
+            continue
+        created.append(topic)
+        log.info("Mirrored source topic %s automatically over link %s", topic, link.name)
+    if problems:
+        raise ReplicationError(
+            f"Could not mirror {len(problems)} topic(s) automatically: " + " ".join(problems)
+        )
+    return created

@@ -1,0 +1,270 @@
+"""Consumer offset sync: the committed offsets of the source's consumer groups that a link's
+`consumer.offset.group.filters` selects, written to the same groups on the destination, so a
+consumer moved to a mirror resumes exactly where it stopped on the source.
+
+Translated exactly, per partition: a mirror partition whose offsets equal its source's gets
+the same offset; one whose offsets differ (compaction, transactions, a later start) gets the
+offset its durable translation gives (`spark_jobs.translation`): the next record the consumer
+would have read. Never past what the mirror holds: a group ahead of the copy gets the mirror's
+end and shows BEHIND_MIRROR until the copy passes it.
+
+Kafka refuses offsets for a group with active members, and a group running on the destination
+is never overwritten: it shows SKIPPED with the reason. Offsets the destination already holds
+are not written again; what it holds is remembered per group (`GroupOffsetSync.offsets`), so a
+run reads the destination only for groups it has not seen. Admin calls per run: one list of
+groups, one offset fetch per selected group (sent at once: Kafka's client takes one group per
+request), one ListOffsets and one DescribeTopics for all mirror partitions, and for the groups
+whose offsets changed one DescribeGroups and one offset commit each.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from infra.kafka_admin import GroupOffsets, KafkaAdmin
+from spark_jobs import translation
+
+from . import filters, streams
+from .errors import ReplicationError
+from .models import ClusterLink, GroupOffsetSync, MirrorTopic
+
+log = logging.getLogger(__name__)
+
+# Mirrors whose groups are synced; a promote syncs its mirror one last time before it stops.
+SYNCING = frozenset(
+    {MirrorTopic.State.ACTIVE, MirrorTopic.State.PAUSED, MirrorTopic.State.LINK_PAUSED}
+)
+Sync = GroupOffsetSync.State
+_IDLE_STATES = ("Empty", "Dead")
+
+
+@dataclass
+class Outcome:
+    """What one run did, by group state."""
+
+    groups: dict[str, str] = field(default_factory=dict)  # group -> state
+    written: int = 0  # groups whose offsets were committed on the destination
+
+    def count(self, state: str) -> int:
+        return sum(1 for s in self.groups.values() if s == state)
+
+
+class NotConfigured(ReplicationError):
+    """Offset sync is enabled but selects no group; the message says what to do."""
+
+
+def enabled(link: ClusterLink) -> bool:
+    return link.config("consumer.offset.sync.enable") == "true"
+
+
+def group_filters(link: ClusterLink) -> list[filters.NameFilter]:
+    text = link.config("consumer.offset.group.filters")
+    found = filters.parse_names(text, filters.GROUPS) if text else []
+    if not any(f.filter_type == filters.INCLUDE for f in found):
+        raise NotConfigured(
+            "consumer.offset.sync.enable is true, but consumer.offset.group.filters includes "
+            'no group, so no offsets are synced. Set it, e.g. {"groupFilters": [{"name": "*", '
+            '"patternType": "LITERAL", "filterType": "INCLUDE"}]}.'
+        )
+    return found
+
+
+def destination_group(link: ClusterLink, group: str) -> str:
+    if link.config("consumer.group.prefix.enable") == "true":
+        return link.prefix + group
+    return group
+
+
+def sync_offsets(
+    link: ClusterLink,
+    now: datetime,
+    source: KafkaAdmin,
+    destination: KafkaAdmin,
+    only: list[MirrorTopic] | None = None,
+) -> Outcome:
+    """One run over the link's syncing mirrors, or over `only` those (a promote's last sync).
+
+    Raises NotConfigured, or KafkaAdminError when a cluster does not answer (the next run
+    tries again from scratch: nothing of a run is kept but what it finished).
+    """
+    selection = group_filters(link)
+    mirrors = list(only) if only is not None else list(link.mirrors.filter(state__in=SYNCING))
+    by_source = {m.source_topic: m for m in mirrors}
+    groups = sorted(g for g in source.list_group_ids() if filters.selected(selection, g))
+    committed = source.group_offsets(groups) if by_source else {}
+    topics = destination.describe_topics(m.mirror_topic for m in mirrors)
+    # Only partitions the mirror has (a source partition added since may not be there yet).
+    wanted = {
+        (by_source[t].mirror_topic, p)
+        for offsets in committed.values()
+        for (t, p) in offsets
+        if t in by_source
+        and by_source[t].mirror_topic in topics
+        and p < topics[by_source[t].mirror_topic].partitions
+    }
+    ends = destination.offsets(sorted(wanted)) if wanted else {}
+    runs = _runs(link, {topics[t].topic_id for t, _ in wanted}) if wanted else {}
+
+    read_upto = _read_upto(link) if wanted else {}
+    targets: dict[str, dict[str, int]] = {}
+    behind: dict[str, list[str]] = {}
+    for group, offsets in committed.items():
+        for (t, p), offset in offsets.items():
+            mirror = by_source.get(t)
+            if mirror is None or (mirror.mirror_topic, p) not in ends:
+                continue
+            key = f"{mirror.mirror_topic}/{p}"
+            end = ends[mirror.mirror_topic, p]
+            partition_runs = runs.get((topics[mirror.mirror_topic].topic_id, p))
+            partition_runs = (partition_runs or translation.Runs()).upto(end)
+            target = partition_runs.to_destination(offset)
+            # Past the mirror's end, unless only offsets without records lie in between
+            # (transaction markers, aborted or compacted records) that the stream read past.
+            if offset > max(partition_runs.next_source(end), read_upto.get(key, -1)):
+                behind.setdefault(group, []).append(key)
+            targets.setdefault(group, {})[key] = min(target, end)
+    return _apply(link, now, destination, targets, behind, full=only is None)
+
+
+def _apply(
+    link: ClusterLink,
+    now: datetime,
+    destination: KafkaAdmin,
+    targets: dict[str, dict[str, int]],
+    behind: dict[str, list[str]],
+    full: bool,
+) -> Outcome:
+    rows = {row.group: row for row in link.group_syncs.all()}
+    names = {g: destination_group(link, g) for g in targets}
+    unseen = [names[g] for g in targets if g not in rows]
+    held = destination.group_offsets(unseen) if unseen else {}
+    known: dict[str, dict[str, int]] = {}
+    for group in targets:
+        if group in rows:
+            known[group] = dict(rows[group].offsets)
+        else:
+            known[group] = {f"{t}/{p}": o for (t, p), o in held.get(names[group], {}).items()}
+    changes = {
+        group: {key: o for key, o in target.items() if known[group].get(key) != o}
+        for group, target in targets.items()
+    }
+    changes = {g: c for g, c in changes.items() if c}
+
+    outcome = Outcome()
+    reasons: dict[str, str] = {}
+    if changes:
+        info = destination.describe_groups(names[g] for g in changes)
+        writable: dict[str, GroupOffsets] = {}
+        for group, change in changes.items():
+            state = info.get(names[group])
+            if state is not None and (state.members or state.state not in _IDLE_STATES):
+                reasons[group] = (
+                    f"{names[group]!r} has {state.members} active member(s) on the destination "
+                    f"({state.state}): its offsets are not overwritten. Stop its consumers "
+                    "there, or exclude the group from consumer.offset.group.filters."
+                )
+                continue
+            writable[names[group]] = {_partition(key): o for key, o in change.items()}
+        refused = destination.alter_group_offsets(writable) if writable else {}
+        for group in changes:
+            why = refused.get(names[group])
+            if names[group] in writable and why is None:
+                known[group].update(changes[group])
+                outcome.written += 1
+            elif why is not None:
+                reasons[group] = f"{names[group]!r} was not written: {why}."
+
+    for group in targets:
+        if group in reasons:
+            state = Sync.SKIPPED if "active member" in reasons[group] else Sync.FAILED
+        elif group in behind:
+            state = Sync.BEHIND_MIRROR
+            reasons[group] = (
+                "The group has read further than the mirror has copied "
+                f"({', '.join(sorted(behind[group]))}); it has the mirror's end until the copy "
+                "passes it."
+            )
+        else:
+            state = Sync.IN_STEP
+        outcome.groups[group] = state
+    _save(link, now, rows, names, targets, known, outcome, reasons, changes, full)
+    if outcome.written:
+        log.info(
+            "Synced the offsets of %d consumer group(s) over link %s to %s",
+            outcome.written,
+            link.name,
+            link.destination.name,
+        )
+    return outcome
+
+
+def _save(link, now, rows, names, targets, known, outcome, reasons, changes, full) -> None:
+    new, changed = [], []
+    for group in targets:
+        row = rows.get(group) or GroupOffsetSync(link=link, group=group)
+        offsets = known[group] if full else {**row.offsets, **known[group]}
+        fields = {
+            "destination_group": names[group],
+            "state": outcome.groups[group],
+            "reason": reasons.get(group, ""),
+            "offsets": offsets,
+            "topics": sorted({key.rsplit("/", 1)[0] for key in offsets}),
+        }
+        if group in changes and group not in reasons:
+            fields["written_at"] = now
+        if row.pk is not None and all(getattr(row, k) == v for k, v in fields.items()):
+            continue
+        for key, value in fields.items():
+            setattr(row, key, value)
+        row.changed_at = now
+        (changed if row.pk else new).append(row)
+    GroupOffsetSync.objects.bulk_create(new, batch_size=500)
+    GroupOffsetSync.objects.bulk_update(
+        changed,
+        ["destination_group", "state", "reason", "offsets", "topics", "written_at", "changed_at"],
+        batch_size=500,
+    )
+    if full:  # groups no longer selected, or with no offsets on a mirror: no longer shown
+        link.group_syncs.exclude(group__in=list(targets)).delete()
+
+
+def _read_upto(link: ClusterLink) -> dict[str, int]:
+    """How far the link's stream reports it has read each partition of the source, gaps
+    included: {"mirror topic/partition": source offset}."""
+    progress, _ = streams.progress(link)
+    return {
+        f"{topic}/{partition}": report.get("read_upto", -1)
+        for topic, partitions in progress.items()
+        for partition, report in partitions.items()
+    }
+
+
+def _partition(key: str) -> tuple[str, int]:
+    topic, _, partition = key.rpartition("/")
+    return topic, int(partition)
+
+
+# The translation, read incrementally: one reader per destination for the worker's lifetime.
+_readers: dict[tuple, translation.Reader] = {}
+_readers_lock = threading.Lock()
+
+
+def _runs(link: ClusterLink, topic_ids: set[str]) -> dict[tuple[str, int], translation.Runs]:
+    config = link.destination.connection_config()
+    key = tuple(sorted(config.items()))
+    with _readers_lock:
+        reader = _readers.get(key)
+        if reader is None:
+            reader = _readers[key] = translation.Reader(config)
+        try:
+            return reader.runs(topic_ids)
+        except Exception as exc:  # read again from the start next time
+            _readers.pop(key, None)
+            reader.close()
+            raise ReplicationError(
+                f"Could not read the mirrors' offset translation ({translation.TOPIC}) on "
+                f"{link.destination.name}: {exc}"
+            ) from exc

@@ -1,0 +1,297 @@
+"""Consumer offset sync on the real clusters: a group that read part of a source topic resumes
+on the mirror exactly where it stopped (no record skipped, none read twice), for identical and
+for translated offsets; a group running on the destination is never overwritten; the filters
+select exactly the groups they name; offsets never point past what the mirror holds.
+
+One link and one stream copy every topic here; each test uses groups of its own, and syncs by
+calling the syncer, to control the moment it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from types import SimpleNamespace
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from django.utils import timezone
+
+from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
+from replication import offset_sync, syncers
+from replication.connections import destination_admin, source_admin
+from replication.links import alter_link_configs
+from replication.mirrors import create_mirror
+from replication.models import ClusterLink, GroupOffsetSync
+from tests import leftovers
+from tests.conftest import admin_config
+from tests.integration.test_mirror_engine import _compacted, _produce, _transactional
+from tests.mirror_checks import ACTOR, committed_link, read_all, run_until_copied
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+RECENT = int(time.time() * 1000) - 600_000
+BASE = leftovers.unique_name("osync")  # every group of this module starts with it
+
+
+def _plain(topic: str) -> None:
+    _produce(
+        topic,
+        [
+            dict(
+                key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % 3, timestamp=RECENT + i
+            )
+            for i in range(300)
+        ],
+    )
+
+
+CASES = {
+    "plain": (3, {}, _plain),
+    "compacted": (
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01",
+            "min.compaction.lag.ms": "0",
+        },
+        _compacted,
+    ),
+    "transactional": (2, {}, _transactional),
+}
+
+
+def _groups(*filters: tuple[str, str, str]) -> str:
+    return json.dumps(
+        {"groupFilters": [{"name": n, "patternType": p, "filterType": f} for n, p, f in filters]}
+    )
+
+
+@pytest.fixture(scope="module")
+def copied(devstack, django_db_setup, django_db_blocker):
+    admin = AdminClient(admin_config(kafka.SOURCE))
+    names = {case: leftovers.unique_name(f"osync-{case}") for case in CASES}
+    for case, (partitions, config, fill) in CASES.items():
+        admin.create_topics([NewTopic(names[case], partitions, 1, config=config)])[
+            names[case]
+        ].result(30)
+        fill(names[case])
+    configs = {
+        "consumer.offset.sync.enable": "true",
+        "consumer.offset.group.filters": _groups((f"{BASE}-", "PREFIXED", "INCLUDE")),
+    }
+    with (
+        committed_link(django_db_blocker, list(names.values()), configs) as link,
+        django_db_blocker.unblock(),
+    ):
+        mirrors = {case: create_mirror(ACTOR, link, names[case]) for case in CASES}
+        run_until_copied(link, list(mirrors.values()))
+        yield SimpleNamespace(link=link, mirrors=mirrors, names=names)
+    for node in kafka.NODES:
+        leftovers.delete_groups(node, leftovers.groups(node, lambda g: g.startswith(BASE)))
+
+
+def _commit(node: kafka.KafkaNode, group: str, positions: dict[tuple[str, int], int]) -> None:
+    """Commit `positions` for `group`, as a consumer that read up to them would."""
+    consumer = Consumer({**admin_config(node), "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(
+            offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()],
+            asynchronous=False,
+        )
+    finally:
+        consumer.close()
+
+
+def _sync(link: ClusterLink) -> offset_sync.Outcome:
+    link.refresh_from_db()
+    return offset_sync.sync_offsets(
+        link, timezone.now(), source_admin(link), destination_admin(link)
+    )
+
+
+def _resume(group: str, topic: str) -> list[tuple[int, bytes, bytes]]:
+    """What a consumer of `group` reads of the mirror `topic`, from its committed offsets (no
+    reset allowed: a partition without one is an error), until the end of every partition."""
+    consumer = Consumer(
+        {
+            **admin_config(kafka.DESTINATION),
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "error",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    partitions = KafkaAdmin(admin_config(kafka.DESTINATION)).describe_topic(topic).partitions
+    pending, read = set(range(partitions)), []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while pending and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error().str()
+                pending.discard(msg.partition())
+                continue
+            read.append((msg.partition(), msg.key(), msg.value()))
+        assert not pending, f"reading {topic} did not reach the end of {pending}"
+    finally:
+        consumer.close()
+    return read
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_group_resumes_on_the_mirror_exactly_where_it_stopped_on_the_source(copied, case):
+    topic = copied.names[case]
+    source = read_all(kafka.SOURCE.bootstrap, topic)
+    ends = KafkaAdmin(admin_config(kafka.SOURCE)).end_offsets(topic, CASES[case][0])
+    # Partition 0 read halfway (just past a record: for the transactional topic that is a
+    # commit marker's offset), partition 1 read to the end, partition 2 not yet read.
+    half = [r for r in source if r.partition == 0]
+    cuts = {0: half[len(half) // 2].offset + 1, 1: ends.get(1), 2: 0}
+    cuts = {p: cuts[p] for p in ends}
+    group = f"{BASE}-resume-{case}"
+    _commit(kafka.SOURCE, group, {(topic, p): offset for p, offset in cuts.items()})
+
+    outcome = _sync(copied.link)
+
+    assert outcome.groups[group] == GroupOffsetSync.State.IN_STEP
+    expected = [(r.partition, r.key, r.value) for r in source if r.offset >= cuts[r.partition]]
+    resumed = _resume(group, topic)
+    assert sorted(resumed, key=lambda r: r[0]) == expected  # in order per partition
+    assert len(expected) < len(source)
+    if case != "plain":  # offsets differ there, so the group's were translated
+        held = KafkaAdmin(admin_config(kafka.DESTINATION)).group_offsets([group])[group]
+        assert held[topic, 0] != cuts[0]
+
+
+def test_offsets_the_destination_holds_are_not_written_again_and_quiet_ones_sync_too(copied):
+    topic = copied.names["plain"]
+    group = f"{BASE}-unchanged"
+    _commit(kafka.SOURCE, group, {(topic, 0): 10, (topic, 1): 20})
+    first = _sync(copied.link)
+    assert group in first.groups and first.written >= 1
+    row = GroupOffsetSync.objects.get(link=copied.link, group=group)
+    written_at = row.written_at
+
+    again = _sync(copied.link)
+    assert again.groups[group] == GroupOffsetSync.State.IN_STEP
+    row.refresh_from_db()
+    assert row.written_at == written_at, "unchanged offsets were written again"
+
+    # No record arrives on the topic; only the group moves, on one partition.
+    _commit(kafka.SOURCE, group, {(topic, 1): 25})
+    _sync(copied.link)
+    held = KafkaAdmin(admin_config(kafka.DESTINATION)).group_offsets([group])[group]
+    assert held == {(topic, 0): 10, (topic, 1): 25}
+    row.refresh_from_db()
+    assert row.offsets == {f"{topic}/0": 10, f"{topic}/1": 25} and row.written_at > written_at
+
+
+def test_a_group_with_members_on_the_destination_is_skipped_and_not_overwritten(copied):
+    topic = copied.names["plain"]
+    group = f"{BASE}-busy"
+    _commit(kafka.DESTINATION, group, {(topic, 0): 3})
+    member = Consumer(
+        {**admin_config(kafka.DESTINATION), "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        member.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.5)
+        assert member.assignment(), "the destination consumer did not join its group"
+        _commit(kafka.SOURCE, group, {(topic, 0): 40})
+
+        outcome = _sync(copied.link)
+
+        assert outcome.groups[group] == GroupOffsetSync.State.SKIPPED
+        row = GroupOffsetSync.objects.get(link=copied.link, group=group)
+        assert "active member" in row.reason and "not overwritten" in row.reason
+        held = KafkaAdmin(admin_config(kafka.DESTINATION)).group_offsets([group])[group]
+        assert held[topic, 0] == 3
+    finally:
+        member.close()
+    # Once its consumers stopped, the next run writes it.
+    assert _sync(copied.link).groups[group] == GroupOffsetSync.State.IN_STEP
+    held = KafkaAdmin(admin_config(kafka.DESTINATION)).group_offsets([group])[group]
+    assert held[topic, 0] == 40
+
+
+def test_the_filters_select_exactly_the_groups_they_name(copied):
+    topic = copied.names["plain"]
+    groups = [f"{BASE}-app-1", f"{BASE}-app-test", f"{BASE}-tmp-1"]
+    outside = leftovers.unique_name("not-selected")
+    for group in [*groups, outside]:
+        _commit(kafka.SOURCE, group, {(topic, 0): 5})
+    alter_link_configs(
+        ACTOR,
+        copied.link,
+        {
+            "consumer.offset.group.filters": _groups(
+                (f"{BASE}-", "PREFIXED", "INCLUDE"),
+                (f"{BASE}-app-test", "LITERAL", "EXCLUDE"),
+                (f"{BASE}-tmp-", "PREFIXED", "EXCLUDE"),
+            )
+        },
+        [],
+    )
+    try:
+        outcome = _sync(copied.link)
+    finally:
+        alter_link_configs(
+            ACTOR,
+            copied.link,
+            {"consumer.offset.group.filters": _groups((f"{BASE}-", "PREFIXED", "INCLUDE"))},
+            [],
+        )
+    assert f"{BASE}-app-1" in outcome.groups
+    assert not {f"{BASE}-app-test", f"{BASE}-tmp-1", outside} & set(outcome.groups)
+    held = KafkaAdmin(admin_config(kafka.DESTINATION)).group_offsets([*groups, outside])
+    assert held[f"{BASE}-app-1"] == {(topic, 0): 5}
+    assert held[f"{BASE}-app-test"] == held[f"{BASE}-tmp-1"] == held[outside] == {}
+
+
+def test_a_group_ahead_of_the_copy_gets_the_mirrors_end_and_shows_it(copied):
+    topic = copied.names["plain"]
+    end = KafkaAdmin(admin_config(kafka.DESTINATION)).end_offsets(topic, 3)[0]
+    group = f"{BASE}-ahead"
+    _commit(kafka.SOURCE, group, {(topic, 0): end + 50})
+
+    outcome = _sync(copied.link)
+
+    assert outcome.groups[group] == GroupOffsetSync.State.BEHIND_MIRROR
+    assert KafkaAdmin(admin_config(kafka.DESTINATION)).group_offsets([group])[group] == {
+        (topic, 0): end
+    }
+    row = GroupOffsetSync.objects.get(link=copied.link, group=group)
+    assert f"{topic}/0" in row.reason
+
+
+def test_an_enabled_sync_without_filters_says_so_on_the_link(copied):
+    link = copied.link
+    alter_link_configs(ACTOR, link, {}, ["consumer.offset.group.filters"])
+    try:
+        ClusterLink.objects.filter(pk=link.pk).update(offsets_synced_at=None)
+        link.refresh_from_db()
+        syncers.sync_link(link, timezone.now())
+        link.refresh_from_db()
+        assert "includes no group" in link.sync_problems[syncers.OFFSETS]
+    finally:
+        alter_link_configs(
+            ACTOR,
+            link,
+            {"consumer.offset.group.filters": _groups((f"{BASE}-", "PREFIXED", "INCLUDE"))},
+            [],
+        )
+    ClusterLink.objects.filter(pk=link.pk).update(offsets_synced_at=None)
+    link.refresh_from_db()
+    syncers.sync_link(link, timezone.now())
+    link.refresh_from_db()
+    assert syncers.OFFSETS not in link.sync_problems
