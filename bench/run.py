@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import catchup, cluster, document, latency, perf, procs, report
+from . import catchup, cluster, document, latency, offset_sync, perf, procs, report
 from .engine import Engine
 from .isthmus import Isthmus
 from .mm2 import MirrorMaker2
@@ -164,7 +164,8 @@ def publish(results: report.Results, args: argparse.Namespace) -> None:
         cluster.log("Not writing the document: it compares both engines (see --engines)")
         return
     args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(document.document(results))
+    old = args.doc.read_text() if args.doc.exists() else ""
+    args.doc.write_text(offset_sync.keep_section(old, document.document(results)))
     cluster.log(f"Wrote {args.doc}")
 
 
