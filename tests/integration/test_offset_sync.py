@@ -20,11 +20,11 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import offset_sync, syncers
+from replication import offset_sync, promote, syncers
 from replication.connections import destination_admin, source_admin
 from replication.links import alter_link_configs
 from replication.mirrors import create_mirror
-from replication.models import ClusterLink, GroupOffsetSync
+from replication.models import ClusterLink, GroupOffsetSync, MirrorTopic
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.integration.test_mirror_engine import _compacted, _produce, _transactional
@@ -34,14 +34,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 RECENT = int(time.time() * 1000) - 600_000
 BASE = leftovers.unique_name("osync")  # every group of this module starts with it
+OUTSIDE = "osync-outside"  # but those named so as not to be selected
 
 
 def _plain(topic: str) -> None:
+    n = KafkaAdmin(admin_config(kafka.SOURCE)).describe_topic(topic).partitions
     _produce(
         topic,
         [
             dict(
-                key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % 3, timestamp=RECENT + i
+                key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % n, timestamp=RECENT + i
             )
             for i in range(300)
         ],
@@ -73,8 +75,8 @@ def _groups(*filters: tuple[str, str, str]) -> str:
 @pytest.fixture(scope="module")
 def copied(devstack, django_db_setup, django_db_blocker):
     admin = AdminClient(admin_config(kafka.SOURCE))
-    names = {case: leftovers.unique_name(f"osync-{case}") for case in CASES}
-    for case, (partitions, config, fill) in CASES.items():
+    names = {case: leftovers.unique_name(f"osync-{case}") for case in [*CASES, "promoted"]}
+    for case, (partitions, config, fill) in {**CASES, "promoted": (2, {}, _plain)}.items():
         admin.create_topics([NewTopic(names[case], partitions, 1, config=config)])[
             names[case]
         ].result(30)
@@ -87,11 +89,11 @@ def copied(devstack, django_db_setup, django_db_blocker):
         committed_link(django_db_blocker, list(names.values()), configs) as link,
         django_db_blocker.unblock(),
     ):
-        mirrors = {case: create_mirror(ACTOR, link, names[case]) for case in CASES}
+        mirrors = {case: create_mirror(ACTOR, link, names[case]) for case in names}
         run_until_copied(link, list(mirrors.values()))
         yield SimpleNamespace(link=link, mirrors=mirrors, names=names)
     for node in kafka.NODES:
-        leftovers.delete_groups(node, leftovers.groups(node, lambda g: g.startswith(BASE)))
+        leftovers.delete_groups(node, leftovers.groups(node, lambda g: BASE in g or OUTSIDE in g))
 
 
 def _commit(node: kafka.KafkaNode, group: str, positions: dict[tuple[str, int], int]) -> None:
@@ -227,7 +229,7 @@ def test_a_group_with_members_on_the_destination_is_skipped_and_not_overwritten(
 def test_the_filters_select_exactly_the_groups_they_name(copied):
     topic = copied.names["plain"]
     groups = [f"{BASE}-app-1", f"{BASE}-app-test", f"{BASE}-tmp-1"]
-    outside = leftovers.unique_name("not-selected")
+    outside = leftovers.unique_name(OUTSIDE)
     for group in [*groups, outside]:
         _commit(kafka.SOURCE, group, {(topic, 0): 5})
     alter_link_configs(
@@ -295,3 +297,46 @@ def test_an_enabled_sync_without_filters_says_so_on_the_link(copied):
     syncers.sync_link(link, timezone.now())
     link.refresh_from_db()
     assert syncers.OFFSETS not in link.sync_problems
+
+
+def test_a_promote_syncs_the_groups_offsets_a_last_time_and_then_no_more(copied):
+    topic = copied.names["promoted"]
+    group = f"{BASE}-promoted"
+    _commit(kafka.SOURCE, group, {(topic, 0): 30, (topic, 1): 12})  # after the last sync
+
+    [outcome] = promote.stop_mirrors(ACTOR, copied.link, [topic], promote.PROMOTE, wait=True)
+
+    assert not outcome.error
+    mirror = MirrorTopic.objects.get(pk=copied.mirrors["promoted"].pk)
+    assert mirror.state == MirrorTopic.State.STOPPED
+    assert mirror.stop_report["consumer_offsets"].startswith("synced a last time: 1 group(s)")
+    destination = KafkaAdmin(admin_config(kafka.DESTINATION))
+    assert destination.group_offsets([group])[group] == {(topic, 0): 30, (topic, 1): 12}
+    # The topic is the destination's own now: its groups' offsets are theirs.
+    _commit(kafka.SOURCE, group, {(topic, 0): 40})
+    _sync(copied.link)
+    assert destination.group_offsets([group])[group][topic, 0] == 30
+
+
+def test_a_prefixed_link_can_give_the_synced_groups_its_prefix(make_link, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    link = make_link(
+        {
+            "cluster.link.prefix": "west.",
+            "consumer.group.prefix.enable": "true",
+            "consumer.offset.sync.enable": "true",
+            "consumer.offset.group.filters": _groups((f"{BASE}-", "PREFIXED", "INCLUDE")),
+        }
+    )
+    mirror = create_mirror(ACTOR, link, topic_name)
+    assert mirror.mirror_topic == f"west.{topic_name}"
+    group = f"{BASE}-prefixed"
+    _commit(kafka.SOURCE, group, {(topic_name, 0): 0, (topic_name, 1): 0})  # nothing read yet
+
+    outcome = _sync(link)
+
+    assert outcome.groups[group] == GroupOffsetSync.State.IN_STEP
+    held = KafkaAdmin(admin_config(kafka.DESTINATION)).group_offsets([group, f"west.{group}"])
+    assert held[f"west.{group}"] == {(mirror.mirror_topic, 0): 0, (mirror.mirror_topic, 1): 0}
+    assert held[group] == {}
+    assert GroupOffsetSync.objects.get(link=link, group=group).destination_group == f"west.{group}"
