@@ -156,11 +156,11 @@ def main() -> int:
                     "seconds": round(seconds, 2),
                     "groups": len(outcome.groups),
                     "in_step": outcome.count(GroupOffsetSync.State.IN_STEP),
-                    "written": outcome.written,
+                    "written": len(outcome.written),
                     "requests": dict(Counting.calls),
                 }
             )
-            log(f"{label}: {seconds:.2f} s, {outcome.written} groups written, {runs[-1]}")
+            log(f"{label}: {seconds:.2f} s, {len(outcome.written)} groups written, {runs[-1]}")
         infra.kafka_admin.AdminClient = AdminClient
         results = {
             "when": time.strftime("%Y-%m-%d %H:%M %Z"),

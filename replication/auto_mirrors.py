@@ -56,8 +56,18 @@ def wanted(link: ClusterLink, source_topics: set[str]) -> list[str]:
 def create_wanted(link: ClusterLink, source: KafkaAdmin) -> list[str]:
     """Create the mirrors `wanted` names; returns them. A topic that cannot be mirrored (its
     name taken on the destination, say) does not stop the others; the error names them all."""
+    topics = source.list_topic_names()
+    # The reconciler loaded the link before it got here (after other links' syncs, and this
+    # one's metadata refresh): a mirror a user deleted since, or filters changed since, must
+    # not be acted on from that old copy (its mirror would come back at once).
+    try:
+        link.refresh_from_db(fields=["configs", "declined_topics"])
+    except ClusterLink.DoesNotExist:
+        return []
+    if not enabled(link):
+        return []
     created, problems = [], []
-    for topic in wanted(link, source.list_topic_names()):
+    for topic in wanted(link, topics):
         try:
             mirrors.create_mirror(ACTOR, link, topic)
         except ReplicationError as exc:

@@ -38,6 +38,7 @@ SYNCING = frozenset(
     {MirrorTopic.State.ACTIVE, MirrorTopic.State.PAUSED, MirrorTopic.State.LINK_PAUSED}
 )
 Sync = GroupOffsetSync.State
+PROBLEM = "consumer offsets"  # its key in ClusterLink.sync_problems
 _IDLE_STATES = ("Empty", "Dead")
 
 
@@ -46,7 +47,7 @@ class Outcome:
     """What one run did, by group state."""
 
     groups: dict[str, str] = field(default_factory=dict)  # group -> state
-    written: int = 0  # groups whose offsets were committed on the destination
+    written: set[str] = field(default_factory=set)  # groups committed on the destination
 
     def count(self, state: str) -> int:
         return sum(1 for s in self.groups.values() if s == state)
@@ -173,7 +174,7 @@ def _apply(
             why = refused.get(names[group])
             if names[group] in writable and why is None:
                 known[group].update(changes[group])
-                outcome.written += 1
+                outcome.written.add(group)
             elif why is not None:
                 reasons[group] = f"{names[group]!r} was not written: {why}."
 
@@ -190,20 +191,29 @@ def _apply(
         else:
             state = Sync.IN_STEP
         outcome.groups[group] = state
-    _save(link, now, rows, names, targets, known, outcome, reasons, changes, full)
+    _save(link, now, rows, names, known, outcome, reasons, full)
     if outcome.written:
         log.info(
             "Synced the offsets of %d consumer group(s) over link %s to %s",
-            outcome.written,
+            len(outcome.written),
             link.name,
             link.destination.name,
         )
     return outcome
 
 
-def _save(link, now, rows, names, targets, known, outcome, reasons, changes, full) -> None:
+def _save(
+    link: ClusterLink,
+    now: datetime,
+    rows: dict[str, GroupOffsetSync],
+    names: dict[str, str],
+    known: dict[str, dict[str, int]],
+    outcome: Outcome,
+    reasons: dict[str, str],
+    full: bool,
+) -> None:
     new, changed = [], []
-    for group in targets:
+    for group in outcome.groups:
         row = rows.get(group) or GroupOffsetSync(link=link, group=group)
         offsets = known[group] if full else {**row.offsets, **known[group]}
         fields = {
@@ -213,7 +223,7 @@ def _save(link, now, rows, names, targets, known, outcome, reasons, changes, ful
             "offsets": offsets,
             "topics": sorted({key.rsplit("/", 1)[0] for key in offsets}),
         }
-        if group in changes and group not in reasons:
+        if group in outcome.written:
             fields["written_at"] = now
         if row.pk is not None and all(getattr(row, k) == v for k, v in fields.items()):
             continue
@@ -228,7 +238,41 @@ def _save(link, now, rows, names, targets, known, outcome, reasons, changes, ful
         batch_size=500,
     )
     if full:  # groups no longer selected, or with no offsets on a mirror: no longer shown
-        link.group_syncs.exclude(group__in=list(targets)).delete()
+        link.group_syncs.exclude(group__in=list(outcome.groups)).delete()
+
+
+@dataclass
+class Status:
+    """Offset sync as a link's or a mirror's page shows it: the groups not in step first, at
+    most `limit` of them, and how many there are in each state."""
+
+    enabled: bool
+    interval_ms: int
+    last_run: datetime | None
+    problem: str
+    rows: list[GroupOffsetSync]
+    counts: dict[str, int]
+    total: int
+
+
+def status(link: ClusterLink, mirror_topic: str | None = None, limit: int = 200) -> Status:
+    rows = list(link.group_syncs.all())
+    if mirror_topic is not None:
+        rows = [r for r in rows if mirror_topic in r.topics]
+    rows.sort(key=lambda r: (r.state == Sync.IN_STEP, r.group))
+    counts: dict[str, int] = {}
+    for row in rows:
+        label = row.get_state_display().lower()
+        counts[label] = counts.get(label, 0) + 1
+    return Status(
+        enabled=enabled(link),
+        interval_ms=link.int_config("consumer.offset.sync.ms"),
+        last_run=link.offsets_synced_at,
+        problem=link.sync_problems.get(PROBLEM, ""),
+        rows=rows[:limit],
+        counts=counts,
+        total=len(rows),
+    )
 
 
 def _read_upto(link: ClusterLink) -> dict[str, int]:

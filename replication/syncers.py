@@ -41,7 +41,7 @@ def _due(last: datetime | None, interval_ms: int, now: datetime) -> bool:
     return last is None or (now - last).total_seconds() * 1000 >= interval_ms
 
 
-OFFSETS, ACLS, AUTO_CREATE = "consumer offsets", "ACLs", "auto-create"
+OFFSETS, ACLS, AUTO_CREATE = offset_sync.PROBLEM, "ACLs", "auto-create"
 
 
 def sync_link(link: ClusterLink, now: datetime) -> None:

@@ -11,7 +11,7 @@ from console.forms import MirrorForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import find_link, link_url
-from replication import audit, mirrors
+from replication import audit, mirrors, offset_sync
 from replication.errors import ReplicationError
 from replication.models import MirrorTopic
 
@@ -87,6 +87,7 @@ def mirror_detail(request, destination, topic):
             "mirror": mirror,
             "status": mirrors.describe_mirror(mirror),
             "pending_requests": [] if request.htmx else pending,
+            "sync": offset_sync.status(mirror.link, mirror.mirror_topic),
         },
     )
 

@@ -14,8 +14,9 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from django.urls import reverse
 from django.utils import timezone
 
 from devstack import kafka
@@ -28,7 +29,7 @@ from replication.models import ClusterLink, GroupOffsetSync, MirrorTopic
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.integration.test_mirror_engine import _compacted, _produce, _transactional
-from tests.mirror_checks import ACTOR, committed_link, read_all, run_until_copied
+from tests.mirror_checks import ACTOR, committed_link, eventually, read_all, run_until_copied
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -178,7 +179,7 @@ def test_offsets_the_destination_holds_are_not_written_again_and_quiet_ones_sync
     group = f"{BASE}-unchanged"
     _commit(kafka.SOURCE, group, {(topic, 0): 10, (topic, 1): 20})
     first = _sync(copied.link)
-    assert group in first.groups and first.written >= 1
+    assert group in first.written
     row = GroupOffsetSync.objects.get(link=copied.link, group=group)
     written_at = row.written_at
 
@@ -276,6 +277,29 @@ def test_a_group_ahead_of_the_copy_gets_the_mirrors_end_and_shows_it(copied):
     assert f"{topic}/0" in row.reason
 
 
+def test_the_mirror_page_shows_each_groups_state_and_why(copied, client_as):
+    topic = copied.names["plain"]
+    group = f"{BASE}-page"
+    end = KafkaAdmin(admin_config(kafka.DESTINATION)).end_offsets(topic, 3)[1]
+    _commit(kafka.SOURCE, group, {(topic, 0): 1, (topic, 1): end + 5})
+    _sync(copied.link)
+
+    url = reverse("mirror-detail", args=[copied.link.destination.name, topic])
+    page = client_as("viewer").get(url).content.decode()
+
+    row = page[page.index(f'data-group="{group}"') :].split("</tr>")[0]
+    assert "behind the mirror" in row and f"{topic}/1" in row and " UTC" in row
+    resumed = page[page.index(f'data-group="{BASE}-resume-plain"') :].split("</tr>")[0]
+    assert "in step" in resumed
+    other = copied.names["compacted"]
+    assert (
+        f'data-group="{BASE}-resume-plain"'
+        not in client_as("viewer")
+        .get(reverse("mirror-detail", args=[copied.link.destination.name, other]))
+        .content.decode()
+    )
+
+
 def test_an_enabled_sync_without_filters_says_so_on_the_link(copied):
     link = copied.link
     alter_link_configs(ACTOR, link, {}, ["consumer.offset.group.filters"])
@@ -340,3 +364,43 @@ def test_a_prefixed_link_can_give_the_synced_groups_its_prefix(make_link, make_t
     assert held[f"west.{group}"] == {(mirror.mirror_topic, 0): 0, (mirror.mirror_topic, 1): 0}
     assert held[group] == {}
     assert GroupOffsetSync.objects.get(link=link, group=group).destination_group == f"west.{group}"
+
+
+def test_offsets_sync_again_by_themselves_after_the_source_broker_was_restarted(copied, stack):
+    link, topic = copied.link, copied.names["plain"]
+    group = f"{BASE}-restart"
+    destination = KafkaAdmin(admin_config(kafka.DESTINATION))
+
+    def sync_due() -> ClusterLink:
+        ClusterLink.objects.filter(pk=link.pk).update(offsets_synced_at=None)
+        link.refresh_from_db()
+        syncers.sync_link(link, timezone.now())  # as the beat does
+        link.refresh_from_db()
+        return link
+
+    _commit(kafka.SOURCE, group, {(topic, 0): 7})
+    sync_due()
+    assert destination.group_offsets([group])[group] == {(topic, 0): 7}
+
+    stack.down(["source"], echo=lambda _: None)
+    try:
+        problem = sync_due().sync_problems[syncers.OFFSETS]
+        assert "Could not" in problem and "bootstrap.servers" in problem
+    finally:
+        stack.up(["source"], echo=lambda _: None)
+    eventually(lambda: _try_commit(group, {(topic, 0): 9}), 60, "a commit on the source")
+
+    eventually(
+        lambda: sync_due() and destination.group_offsets([group])[group] == {(topic, 0): 9},
+        60,
+        "the offsets syncing again",
+    )
+    assert syncers.OFFSETS not in link.sync_problems
+
+
+def _try_commit(group: str, positions: dict[tuple[str, int], int]) -> bool:
+    try:
+        _commit(kafka.SOURCE, group, positions)
+    except KafkaException:
+        return False
+    return True
