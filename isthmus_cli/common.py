@@ -66,40 +66,162 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
     return p
 
 
-def read_properties(path: str | Path) -> dict[str, str]:
-    """A Java properties file: key=value (or key: value) lines, # and ! comments."""
+# Files the tools read whole: properties files and filter JSON (a link config is far smaller).
+MAX_FILE = 1024 * 1024
+_BLANK = " \t\f"  # what Java's Properties takes for white space
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The text of a file the user named, or CliError saying why it cannot be used: missing,
+    unreadable, too large, binary or not UTF-8. `what` says what it should hold."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as file:
+            data = file.read(MAX_FILE + 1)
     except OSError as exc:
-        raise CliError(f"Cannot read {path}: {exc.strerror}.") from exc
+        raise CliError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+    if len(data) > MAX_FILE:
+        raise CliError(f"{path} is larger than {MAX_FILE // 1024} KB; it should hold {what}.")
+    if b"\0" in data:
+        raise CliError(f"{path} is not a text file of {what} (it holds binary data).")
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CliError(
-            f"{path} is not a text file of key=value lines (it is not UTF-8 text)."
-        ) from exc
+        raise CliError(f"{path} is not a text file of {what} (it is not UTF-8 text).") from exc
+
+
+def read_properties(path: str | Path) -> dict[str, str]:
+    r"""A Java properties file, read as java.util.Properties.load reads one (but in UTF-8):
+    `key=value` or `key: value` lines; `#` and `!` comment lines; a line ending in an odd number
+    of backslashes goes on on the next, that line's leading blanks dropped; the escapes `\t`,
+    `\n`, `\r`, `\f` and `\uXXXX`, and a backslash before any other character stands for that
+    character: `\ ` is a space (the seed's `echo "...filters={\"groupFilters\": [ \ { \ ..."`
+    writes those), `\\` a backslash, `\=` an equals sign.
+
+    Stricter than Java, to catch a wrong file: the key must be followed by `=` or `:` (Java
+    also takes a blank), and blanks at the end of a value are dropped unless escaped."""
     props = {}
-    # A line ending in a backslash continues on the next (long sasl.jaas.config values).
-    text = re.sub(r"\\\n[ \t]*", "", text)
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        match = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)$", line)
-        if not match:
+    for number, line in _logical_lines(read_text(path, "key=value lines")):
+        key, value = _key_and_value(line)
+        if key is None:
             raise CliError(f"{path} line {number} is not 'key=value'.")
-        props[match.group(1)] = match.group(2)
+        try:
+            props[_unescape(key)] = _unescape(value)
+        except ValueError as exc:
+            raise CliError(f"{path} line {number} {exc}.") from None
     return props
 
 
+def _odd_backslashes(text: str) -> bool:
+    return (len(text) - len(text.rstrip("\\"))) % 2 == 1
+
+
+def _logical_lines(text: str):
+    """(line number, logical line): comments and blank lines left out, continuations joined."""
+    natural = re.split(r"\r\n|\r|\n", text)
+    i = 0
+    while i < len(natural):
+        number, line = i + 1, natural[i].lstrip(_BLANK)
+        i += 1
+        if not line or line[0] in "#!":  # a comment line is never continued
+            continue
+        while _odd_backslashes(line):
+            line = line[:-1]
+            if i == len(natural):
+                break
+            line += natural[i].lstrip(_BLANK)
+            i += 1
+        yield number, line
+
+
+def _key_and_value(line: str) -> tuple[str | None, str]:
+    """A logical line's raw key and value (escapes still in), or None for the key when no `=`
+    or `:` follows it. The key ends at the first `=`, `:` or blank not escaped."""
+    end, escaped = 0, False
+    while end < len(line):
+        c = line[end]
+        if not escaped and (c in "=:" or c in _BLANK):
+            break
+        escaped = c == "\\" and not escaped
+        end += 1
+    key, rest = line[:end], line[end:].lstrip(_BLANK)
+    if not key or rest[:1] not in ("=", ":"):
+        return None, ""
+    value = rest[1:].lstrip(_BLANK)
+    while value and value[-1] in _BLANK and not _odd_backslashes(value[:-1]):
+        value = value[:-1]
+    return key, value
+
+
+def _unescape(raw: str) -> str:
+    out, i = [], 0
+    while i < len(raw):
+        c = raw[i]
+        i += 1
+        if c != "\\" or i == len(raw):
+            out.append(c)
+            continue
+        c = raw[i]
+        i += 1
+        if c == "u":
+            digits = raw[i : i + 4]
+            if not re.fullmatch(r"[0-9A-Fa-f]{4}", digits):
+                raise ValueError(f"has a malformed \\u escape (\\u{digits}): give 4 hex digits")
+            out.append(chr(int(digits, 16)))
+            i += 4
+        else:
+            out.append(_ESCAPES.get(c, c))
+    text = "".join(out)
+    try:  # \uD83D\uDE00: one character written as its UTF-16 pair, as Java reads it
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError:
+        return text
+
+
 def split_configs(text: str) -> dict[str, str]:
-    """`k=v,k2=v2`, where a value holding commas is written in brackets: `k=[a,b]`."""
+    """`k1=v1,k2=v2`, split as Kafka's kafka-configs splits --add-config: a comma inside square
+    brackets does not split, and a value wholly in brackets loses them (`k=[a,b]` is `a,b`).
+
+    Unlike Kafka's tool, which drops every bracket of a value, the brackets inside a value are
+    kept, and braces group commas too (with quoted strings inside them), so that a JSON value
+    is given as it is: `consumer.offset.group.filters={"groupFilters": [{...}, {...}]}`.
+    """
+    items, start, opened, in_string, escaped = [], 0, [], False, False
+    for i, c in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"' and "{" in opened:
+            in_string = True
+        elif c in "[{":
+            opened.append(c)
+        elif c in "]}":
+            if opened:
+                opened.pop()
+        elif c == "," and not opened:
+            items.append(text[start:i])
+            start = i + 1
+    if opened or in_string:
+        what = "a quoted string" if in_string else f"a {opened[-1]!r}"
+        raise CliError(
+            f"The configs leave {what} open: close it (k=[a,b], k={{...}}), or give the "
+            "configs in a properties file."
+        )
+    items.append(text[start:])
     configs = {}
-    for item in re.findall(r"(?:[^,\[]|\[[^\]]*\])+", text):
+    for item in items:
+        if not item.strip():
+            continue
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise CliError(f"{item!r} is not name=value. Write configs as k1=v1,k2=v2.")
         value = value.strip()
         if value.startswith("[") and value.endswith("]"):
-            value = value[1:-1]
+            value = value[1:-1].strip()
         configs[name.strip()] = value
     return configs
 

@@ -31,7 +31,10 @@ def _arguments(argv):
     action.add_argument("--describe", action="store_true")
     action.add_argument("--alter", action="store_true")
     p.add_argument("--cluster-link", required=True, help="the link's name")
-    p.add_argument("--add-config", help="k1=v1,k2=v2 (brackets group commas: k=[a,b])")
+    p.add_argument(
+        "--add-config",
+        help="k1=v1,k2=v2 (brackets group commas: k=[a,b]; JSON as it is: k={...})",
+    )
     p.add_argument("--add-config-file", help="properties file of configs to set")
     p.add_argument("--delete-config", help="config names to reset, comma-separated")
     p.add_argument("--all", action="store_true", help="--describe defaults too")
