@@ -483,6 +483,8 @@ def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
             claimed, _ = MirrorTopic.objects.filter(pk=mirror.pk).delete()
             if not claimed:
                 raise conflict(f"Mirror topic {name!r} was deleted meanwhile.")
+            # In the same transaction: auto-create never sees the mirror gone but not declined.
+            note_declined(mirror.link, mirror.source_topic, True)
             try:
                 with contextlib.suppress(TopicNotFound):  # deleted outside the console already
                     admin.delete_topic(name)
@@ -493,7 +495,6 @@ def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
                 read_only.lift(admin, name)
             except KafkaAdminError:  # the topic is gone; left-over ACLs block no one
                 log.warning("Could not remove the read-only ACLs of deleted topic %s", name)
-    note_declined(mirror.link, mirror.source_topic, True)
     audit.record(actor, "mirror.delete", target, before=before)
     log.info("Deleted mirror topic %s", name)
 
@@ -618,7 +619,8 @@ def forget_mirror(mirror: MirrorTopic, admin: KafkaAdmin) -> None:
     ends, as it does after an ordinary topic delete in Cluster Linking."""
     read_only.lift(admin, mirror.mirror_topic)
     before = snapshot(mirror)
-    mirror.delete()
-    note_declined(mirror.link, mirror.source_topic, True)
+    with transaction.atomic():
+        mirror.delete()
+        note_declined(mirror.link, mirror.source_topic, True)
     log.warning("Mirror topic %s was deleted on the destination; mirroring ended", mirror)
     audit.record(_SYNCER, "mirror.forget", f"mirror {mirror.mirror_topic}", before=before)

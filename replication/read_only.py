@@ -1,7 +1,8 @@
 """Read-only mirror topics, enforced by the destination broker with ACLs (DESIGN decision 2).
 
 Everyone may read a mirror; no one but the link's privileged principal (a super user, to whom
-ACLs do not apply) may write to it or change its configs.
+ACLs do not apply) may write to it, change its configs or add partitions to it. The rules are
+DENY rules for `User:*`, which win over any ALLOW (an ACL synced from the source, say).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _RULES: list[Rule] = [
     (AclOperation.DESCRIBE_CONFIGS, AclPermissionType.ALLOW),
     (AclOperation.WRITE, AclPermissionType.DENY),
     (AclOperation.ALTER_CONFIGS, AclPermissionType.DENY),
+    (AclOperation.ALTER, AclPermissionType.DENY),  # adding partitions (CreatePartitions)
 ]
 
 
@@ -49,9 +51,8 @@ def enforce(admin: KafkaAdmin, topic: str) -> bool:
     return True
 
 
-def present(admin: KafkaAdmin, topic: str) -> frozenset[Rule]:
-    """Which of the read-only rules `topic` has now (none when there is no authorizer)."""
-    wanted = AclBindingFilter(
+def _filter(topic: str) -> AclBindingFilter:
+    return AclBindingFilter(
         ResourceType.TOPIC,
         topic,
         ResourcePatternType.LITERAL,
@@ -60,11 +61,24 @@ def present(admin: KafkaAdmin, topic: str) -> frozenset[Rule]:
         AclOperation.ANY,
         AclPermissionType.ANY,
     )
+
+
+def present(admin: KafkaAdmin, topic: str) -> frozenset[Rule]:
+    """Which of the read-only rules `topic` has now (none when there is no authorizer)."""
     try:
-        found = admin.describe_acls(wanted)
+        found = admin.describe_acls(_filter(topic))
     except AuthorizerDisabled:
         return frozenset()
     return frozenset((b.operation, b.permission_type) for b in found) & frozenset(_RULES)
+
+
+def complete(admin: KafkaAdmin, topic: str) -> bool:
+    """Whether `topic` has every read-only rule (True too when there is no authorizer)."""
+    try:
+        found = admin.describe_acls(_filter(topic))
+    except AuthorizerDisabled:
+        return True
+    return frozenset(_RULES) <= {(b.operation, b.permission_type) for b in found}
 
 
 def lift(admin: KafkaAdmin, topic: str, keep: Collection[Rule] = ()) -> None:

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 
-from . import acl_sync, auto_mirrors, links, mirrors, offset_sync
+from . import acl_sync, auto_mirrors, links, mirrors, offset_sync, read_only
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError
 from .mirror_states import SYNCED
@@ -183,6 +183,7 @@ def _follow_source(
         mirrors.note_source_missing(mirror, now)
         return
     mirrors.note_source_present(mirror)
+    _keep_read_only(mirror, destination)
     if info.topic_id != mirror.source_topic_id:
         mirrors.fail_mirror(
             mirror,
@@ -200,6 +201,19 @@ def _follow_source(
         )
     elif info.partitions > mirror_partitions:
         mirrors.grow_mirror(mirror, destination, info.partitions)
+
+
+def _keep_read_only(mirror: MirrorTopic, destination: KafkaAdmin) -> None:
+    """Put back read-only rules a mirror lacks (removed by hand, or new since it was made). A
+    promote that stopped the mirror meanwhile lifted them: then they go again."""
+    if not mirror.read_only_enforced or read_only.complete(destination, mirror.mirror_topic):
+        return
+    read_only.enforce(destination, mirror.mirror_topic)
+    now = MirrorTopic.objects.filter(pk=mirror.pk).values_list("state", flat=True).first()
+    if now in (None, MirrorTopic.State.STOPPED):
+        read_only.lift(destination, mirror.mirror_topic)
+    else:
+        log.warning("Put back the read-only ACLs of mirror topic %s", mirror.mirror_topic)
 
 
 def sync_topic_configs(

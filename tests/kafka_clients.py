@@ -23,6 +23,7 @@ READ_ONLY_ACLS = {
     ("DESCRIBE_CONFIGS", "ALLOW"),
     ("WRITE", "DENY"),
     ("ALTER_CONFIGS", "DENY"),
+    ("ALTER", "DENY"),
 }
 
 

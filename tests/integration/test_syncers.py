@@ -9,18 +9,18 @@ import time
 from datetime import timedelta
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import AclOperation, AclPermissionType, AdminClient, NewPartitions
 from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import audit, syncers
+from replication import audit, read_only, syncers
 from replication.links import pause_link
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from tests.conftest import admin_config
-from tests.kafka_clients import run_tool
+from tests.kafka_clients import READ_ONLY_ACLS, acls_on, run_tool
 
 pytestmark = pytest.mark.integration
 
@@ -228,3 +228,24 @@ def test_a_paused_link_is_not_synced(make_link, make_topic, topic_name):
     admin.create_partitions([NewPartitions(topic_name, 2)])[topic_name].result(timeout=30)
     syncers.sync_link(link, timezone.now())
     assert mirror_partitions(topic_name) == 1
+
+
+def test_the_reconciler_puts_back_the_read_only_rules_a_mirror_lacks(
+    make_link, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name)
+    link = make_link()
+    create_mirror(ACTOR, link, topic_name)
+    destination = KafkaAdmin(admin_config(kafka.DESTINATION))
+    # Removed by hand (or a mirror made before the rule existed): anyone could add partitions.
+    deny_alter = (AclOperation.ALTER, AclPermissionType.DENY)
+    read_only.lift(
+        destination, topic_name, keep=read_only.present(destination, topic_name) - {deny_alter}
+    )
+    assert wait_for(
+        lambda: acls_on(kafka.DESTINATION, topic_name) == READ_ONLY_ACLS - {("ALTER", "DENY")}, 10
+    )
+
+    syncers.refresh_metadata(link, timezone.now())
+
+    assert wait_for(lambda: acls_on(kafka.DESTINATION, topic_name) == READ_ONLY_ACLS, 10)

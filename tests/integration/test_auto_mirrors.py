@@ -1,0 +1,318 @@
+"""Automatic mirror topics on the real clusters: with auto.create.mirror.topics.enable, the
+source topics the link's topic filters select, there now or made later, get mirrors at the
+link's metadata refresh, copied exactly by the stream; excluded, unselected and internal
+topics never; a mirror a user deleted comes back only for a LITERAL include of its name;
+a prefixed link names its mirrors prefix + source.
+
+The reconciler runs through `syncers.sync_link`, made due by clearing the link's
+metadata_refreshed_at (or by the time it is given), to control the moment it runs. Every
+topic name carries the session marker (the test's `topic_name`, or `unique_name`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from django.utils import timezone
+
+from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
+from replication import auto_mirrors, syncers
+from replication.links import alter_link_configs
+from replication.mirrors import delete_mirror
+from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from tests.conftest import admin_config
+from tests.kafka_clients import READ_ONLY_ACLS, acls_on
+from tests.leftovers import unique_name
+from tests.mirror_checks import (
+    ACTOR,
+    assert_exact_copy,
+    committed_link,
+    eventually,
+    run_until_copied,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+RECENT = int(time.time() * 1000) - 600_000  # within the brokers' retention
+
+
+def topic_filters(*entries: tuple[str, str, str]) -> str:
+    return json.dumps(
+        {"topicFilters": [{"name": n, "patternType": p, "filterType": f} for n, p, f in entries]}
+    )
+
+
+def auto(*entries: tuple[str, str, str], **configs: str) -> dict[str, str]:
+    return {
+        "auto.create.mirror.topics.enable": "true",
+        "auto.create.mirror.topics.filters": topic_filters(*entries),
+        **configs,
+    }
+
+
+def refresh(link: ClusterLink) -> None:
+    """One reconciler run with the metadata refresh (and so auto-create) due."""
+    ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=None)
+    link.refresh_from_db()
+    syncers.sync_link(link, timezone.now())
+    link.refresh_from_db()
+
+
+def mirrored(link: ClusterLink) -> dict[str, str]:
+    """The link's mirrors, source topic to mirror topic."""
+    return dict(link.mirrors.values_list("source_topic", "mirror_topic"))
+
+
+def destination_topics() -> set[str]:
+    return KafkaAdmin(admin_config(kafka.DESTINATION)).list_topic_names()
+
+
+def produce(topic: str, count: int, partitions: int, start: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    for i in range(start, start + count):
+        producer.produce(
+            topic,
+            key=f"k{i}".encode(),
+            value=f"v{i}".encode() * (1 + i % 7),
+            partition=i % partitions,
+            timestamp=RECENT + i,
+            headers=[("n", str(i).encode())],
+        )
+    assert producer.flush(30) == 0
+
+
+def test_a_prefixed_include_mirrors_exactly_the_topics_it_selects(
+    make_link, make_topic, topic_name
+):
+    base = topic_name
+    chosen = [make_topic(kafka.SOURCE, f"{base}-{n}", partitions=2) for n in ("a", "b")]
+    excluded = make_topic(kafka.SOURCE, f"{base}-skip")
+    unselected = make_topic(kafka.SOURCE, unique_name("auto-other"))
+    internal = make_topic(kafka.SOURCE, f"_isthmus-{unique_name('internal')}")
+    link = make_link(
+        auto(
+            (f"{base}-", "PREFIXED", "INCLUDE"),
+            (excluded, "LITERAL", "EXCLUDE"),
+            # Internal topics are never mirrored, even when a filter names them.
+            (internal, "LITERAL", "INCLUDE"),
+            ("__consumer_offsets", "LITERAL", "INCLUDE"),
+        )
+    )
+    assert "__consumer_offsets" in KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names()
+
+    refresh(link)
+    assert mirrored(link) == {t: t for t in chosen}
+    assert "auto-create" not in link.sync_problems
+    on_destination = destination_topics()
+    assert set(chosen) <= on_destination
+    assert not {excluded, unselected, internal} & on_destination
+    for topic in chosen:
+        mirror = MirrorTopic.objects.get(link=link, source_topic=topic)
+        assert (mirror.state, mirror.num_partitions, mirror.read_only_enforced) == (
+            "ACTIVE",
+            2,
+            True,
+        )
+        eventually(lambda t=topic: acls_on(kafka.DESTINATION, t) == READ_ONLY_ACLS, 30, topic)
+    created = AuditEvent.objects.filter(action="mirror.create", result="ok")
+    assert sorted(created.filter(actor_name="auto-create").values_list("target", flat=True)) == [
+        f"mirror {t} on link {link.name}" for t in chosen
+    ]
+
+    # Nothing more on the next run: every selected topic has its mirror.
+    refresh(link)
+    assert mirrored(link) == {t: t for t in chosen}
+    assert created.count() == 2
+
+
+def test_a_topic_made_after_the_link_is_mirrored_at_the_next_refresh_and_copied_exactly(
+    django_db_blocker,
+):
+    base = unique_name("auto-later")
+    topic = f"{base}-orders"
+    configs = auto((f"{base}-", "PREFIXED", "INCLUDE"), **{"metadata.max.age.ms": "5000"})
+    with committed_link(django_db_blocker, [topic], configs) as link:
+        start = timezone.now()
+
+        def run(at):
+            link.refresh_from_db()
+            syncers.sync_link(link, at)
+            link.refresh_from_db()
+
+        run(start)
+        assert mirrored(link) == {}
+        assert link.metadata_refreshed_at == start
+
+        admin = AdminClient(admin_config(kafka.SOURCE))
+        admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+        eventually(
+            lambda: topic in KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names(), 15, topic
+        )
+        produce(topic, 600, 3)
+
+        run(start + timedelta(seconds=2))  # metadata.max.age.ms has not passed
+        assert mirrored(link) == {}
+        run(start + timedelta(seconds=5))
+        assert mirrored(link) == {topic: topic}
+        assert "auto-create" not in link.sync_problems
+
+        produce(topic, 300, 3, start=600)  # written while the stream copies
+        mirror = MirrorTopic.objects.get(link=link, source_topic=topic)
+        run_until_copied(link, [mirror])
+        source = assert_exact_copy(topic, topic)
+        assert len(source) == 900
+        assert {r.partition for r in source} == {0, 1, 2}
+
+
+def test_a_deleted_mirror_comes_back_only_for_a_literal_include_of_its_name(
+    make_link, make_topic, topic_name
+):
+    by_user, on_destination = (
+        make_topic(kafka.SOURCE, f"{topic_name}-{n}") for n in ("deleted", "dropped")
+    )
+    prefixed = (f"{topic_name}-", "PREFIXED", "INCLUDE")
+    link = make_link(auto(prefixed))
+    refresh(link)
+    assert mirrored(link) == {by_user: by_user, on_destination: on_destination}
+
+    # One deleted through Isthmus, one as an ordinary topic delete on the destination.
+    delete_mirror(ACTOR, MirrorTopic.objects.get(link=link, source_topic=by_user))
+    admin = AdminClient(admin_config(kafka.DESTINATION))
+    admin.delete_topics([on_destination])[on_destination].result(30)
+
+    def forgotten():
+        refresh(link)  # the refresh notices the topic is gone and forgets the mirror
+        return on_destination not in mirrored(link)
+
+    eventually(forgotten, 30, "the mirror deleted on the destination being forgotten")
+    assert set(link.declined_topics) == {by_user, on_destination}
+    for _ in range(2):  # the PREFIXED include still selects both: neither comes back
+        refresh(link)
+        assert mirrored(link) == {}
+        assert "auto-create" not in link.sync_problems
+    assert not {by_user, on_destination} & destination_topics()
+
+    # A LITERAL include of one's name brings that one back (once its old topic is gone).
+    alter_link_configs(
+        ACTOR,
+        link,
+        {
+            "auto.create.mirror.topics.filters": topic_filters(
+                prefixed, (by_user, "LITERAL", "INCLUDE")
+            )
+        },
+    )
+
+    def back():
+        refresh(link)
+        return by_user in mirrored(link)
+
+    eventually(back, 60, "the literally included mirror coming back")
+    assert mirrored(link) == {by_user: by_user}
+    assert by_user in destination_topics()
+    assert link.declined_topics == [on_destination]
+    refresh(link)
+    assert "auto-create" not in link.sync_problems
+
+
+def test_a_prefixed_link_names_the_mirror_prefix_plus_source(make_link, make_topic, topic_name):
+    source = make_topic(kafka.SOURCE, f"{topic_name}-p")
+    # The filters name source topics, not the prefixed mirror names.
+    link = make_link(
+        {"cluster.link.prefix": "east.", **auto((f"{topic_name}-", "PREFIXED", "INCLUDE"))}
+    )
+    refresh(link)
+    assert mirrored(link) == {source: f"east.{source}"}
+    assert "auto-create" not in link.sync_problems
+    on_destination = destination_topics()
+    assert f"east.{source}" in on_destination and source not in on_destination
+    eventually(
+        lambda: acls_on(kafka.DESTINATION, f"east.{source}") == READ_ONLY_ACLS, 30, "read-only"
+    )
+
+    # Deleted, it stays deleted: the declined topic is the source's name.
+    delete_mirror(ACTOR, link.mirrors.get())
+    refresh(link)
+    assert mirrored(link) == {}
+    assert link.declined_topics == [source]
+
+
+def test_a_topic_that_cannot_be_mirrored_does_not_stop_the_others(
+    make_link, make_topic, topic_name
+):
+    taken = make_topic(kafka.SOURCE, f"{topic_name}-taken")
+    make_topic(kafka.DESTINATION, taken)  # an ordinary topic of that name is there already
+    free = make_topic(kafka.SOURCE, f"{topic_name}-free")
+    link = make_link(auto((f"{topic_name}-", "PREFIXED", "INCLUDE")))
+    refresh(link)
+    assert mirrored(link) == {free: free}
+    problem = link.sync_problems["auto-create"]
+    assert f"{taken}: Topic {taken!r} already exists" in problem
+    assert free not in problem
+
+
+def test_auto_create_without_an_include_filter_says_so_on_the_link(
+    make_link, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name)
+    link = make_link({"auto.create.mirror.topics.enable": "true"})
+    refresh(link)
+    assert mirrored(link) == {}
+    problem = link.sync_problems["auto-create"]
+    assert "auto.create.mirror.topics.filters includes no topic" in problem
+    assert '"topicFilters"' in problem  # with an example to copy
+
+    # Excludes alone select nothing either.
+    alter_link_configs(
+        ACTOR,
+        link,
+        {"auto.create.mirror.topics.filters": topic_filters((topic_name, "LITERAL", "EXCLUDE"))},
+    )
+    refresh(link)
+    assert "includes no topic" in link.sync_problems["auto-create"]
+    assert mirrored(link) == {}
+
+    # An include fixes it: the mirror is made and the problem goes.
+    alter_link_configs(
+        ACTOR,
+        link,
+        {"auto.create.mirror.topics.filters": topic_filters((topic_name, "LITERAL", "INCLUDE"))},
+    )
+    refresh(link)
+    assert mirrored(link) == {topic_name: topic_name}
+    assert "auto-create" not in link.sync_problems
+
+    # Auto-create turned off says nothing more, whatever it said before.
+    ClusterLink.objects.filter(pk=link.pk).update(sync_problems={"auto-create": "stale"})
+    alter_link_configs(ACTOR, link, {"auto.create.mirror.topics.enable": "false"})
+    refresh(link)
+    assert "auto-create" not in link.sync_problems
+    assert not auto_mirrors.enabled(link)
+
+
+def test_a_mirror_deleted_while_the_reconciler_holds_the_link_is_not_recreated(
+    make_link, make_topic, topic_name
+):
+    topic = make_topic(kafka.SOURCE, f"{topic_name}-raced")
+    link = make_link(auto((f"{topic_name}-", "PREFIXED", "INCLUDE")))
+    refresh(link)
+    assert mirrored(link) == {topic: topic}
+
+    # The reconciler loads every link, then works through them one by one; meanwhile a user
+    # deletes the mirror (the console has its own copy of the link).
+    held = ClusterLink.objects.get(pk=link.pk)
+    ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=None)
+    held.metadata_refreshed_at = None
+    delete_mirror(ACTOR, MirrorTopic.objects.get(link=link, source_topic=topic))
+    syncers.sync_link(held, timezone.now())
+
+    link.refresh_from_db()
+    assert mirrored(link) == {}
+    assert "auto-create" not in link.sync_problems
+    assert link.declined_topics == [topic]
