@@ -1,10 +1,14 @@
-"""Prometheus metrics: each link's state and stream, each mirror partition's offsets and lag."""
+"""Prometheus metrics: each link's state, stream and syncers, each mirror partition's offsets
+and lag."""
 
 from __future__ import annotations
 
+from django.db.models import Count
+from django.utils import timezone
+
 from . import streams
 from .mirrors import describe_mirrors, list_mirrors
-from .models import ClusterLink
+from .models import ClusterLink, GroupOffsetSync
 
 _HELP = {
     "isthmus_link_state": ("gauge", "1 for the link's current state."),
@@ -12,6 +16,19 @@ _HELP = {
     "isthmus_link_stream_records_per_second": ("gauge", "Records the stream copied per second."),
     "isthmus_link_stream_bytes_per_second": ("gauge", "Bytes the stream copied per second."),
     "isthmus_link_stream_failures": ("gauge", "The stream's failures in a row."),
+    "isthmus_link_sync_problem": (
+        "gauge",
+        "1 while a syncer (consumer offsets, ACLs, auto-create) cannot do its work.",
+    ),
+    "isthmus_link_offset_sync_groups": (
+        "gauge",
+        "Consumer groups by offset sync state (IN_STEP, BEHIND_MIRROR, SKIPPED, FAILED).",
+    ),
+    "isthmus_link_offset_sync_age_seconds": (
+        "gauge",
+        "Seconds since the link's consumer offsets were last synced.",
+    ),
+    "isthmus_link_acl_sync_age_seconds": ("gauge", "Seconds since the link's ACLs were synced."),
     "isthmus_mirror_partition_lag": ("gauge", "Source records not yet in the mirror partition."),
     "isthmus_mirror_partition_dest_log_end_offset": ("gauge", "The mirror partition's end."),
     "isthmus_mirror_partition_source_high_watermark": ("gauge", "The source partition's end."),
@@ -45,6 +62,24 @@ def prometheus_text() -> str:
         add("isthmus_link_stream_records_per_second", stream.records_per_sec, **ids)
         add("isthmus_link_stream_bytes_per_second", stream.bytes_per_sec, **ids)
         add("isthmus_link_stream_failures", stream.failures, **ids)
+        for syncer in link.sync_problems:
+            add("isthmus_link_sync_problem", 1, **ids, syncer=syncer)
+        now = timezone.now()
+        for name, at in (
+            ("isthmus_link_offset_sync_age_seconds", link.offsets_synced_at),
+            ("isthmus_link_acl_sync_age_seconds", link.acls_synced_at),
+        ):
+            if at is not None:
+                add(name, round((now - at).total_seconds(), 1), **ids)
+    by_state = GroupOffsetSync.objects.values("link__name", "link__destination__name", "state")
+    for row in by_state.annotate(n=Count("id")).order_by():
+        add(
+            "isthmus_link_offset_sync_groups",
+            row["n"],
+            link=row["link__name"],
+            destination=row["link__destination__name"],
+            state=row["state"],
+        )
     for status in describe_mirrors(list_mirrors()):
         mirror = status.mirror
         for p in status.partitions:

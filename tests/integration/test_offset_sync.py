@@ -21,11 +21,12 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import offset_sync, promote, syncers
+from replication import metrics, offset_sync, promote, syncers
 from replication.connections import destination_admin, source_admin
 from replication.links import alter_link_configs
 from replication.mirrors import create_mirror
 from replication.models import ClusterLink, GroupOffsetSync, MirrorTopic
+from replication.tokens import create_token
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.integration.test_mirror_engine import _compacted, _produce, _transactional
@@ -300,6 +301,26 @@ def test_the_mirror_page_shows_each_groups_state_and_why(copied, client_as):
     )
 
 
+def test_metrics_count_the_groups_by_sync_state(copied, client, users):
+    ClusterLink.objects.filter(pk=copied.link.pk).update(offsets_synced_at=None)
+    copied.link.refresh_from_db()
+    syncers.sync_link(copied.link, timezone.now())  # as the beat does
+    _, secret = create_token(ACTOR, users["viewer"], "prometheus")
+
+    text = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {secret}").content.decode()
+
+    ids = f'link="{copied.link.name}",destination="{copied.link.destination.name}"'
+    counted = {
+        state: GroupOffsetSync.objects.filter(link=copied.link, state=state).count()
+        for state in GroupOffsetSync.State.values
+    }
+    for state, n in counted.items():
+        if n:
+            assert f'isthmus_link_offset_sync_groups{{{ids},state="{state}"}} {n}' in text
+    assert counted[GroupOffsetSync.State.IN_STEP] >= 3
+    assert f"isthmus_link_offset_sync_age_seconds{{{ids}}} " in text
+
+
 def test_an_enabled_sync_without_filters_says_so_on_the_link(copied):
     link = copied.link
     alter_link_configs(ACTOR, link, {}, ["consumer.offset.group.filters"])
@@ -309,6 +330,7 @@ def test_an_enabled_sync_without_filters_says_so_on_the_link(copied):
         syncers.sync_link(link, timezone.now())
         link.refresh_from_db()
         assert "includes no group" in link.sync_problems[syncers.OFFSETS]
+        assert f'isthmus_link_sync_problem{{link="{link.name}",' in metrics.prometheus_text()
     finally:
         alter_link_configs(
             ACTOR,
