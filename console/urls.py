@@ -4,7 +4,17 @@ from django.views.generic import RedirectView
 
 from console.access import public, require
 from console.api import metrics
-from console.views import account, approvals, audit, clusters, health, links, mirrors, users
+from console.views import (
+    account,
+    approvals,
+    audit,
+    clusters,
+    health,
+    link_filters,
+    links,
+    mirrors,
+    users,
+)
 
 LINK = "links/<str:destination>/<str:name>/"
 MIRROR = "mirrors/<str:destination>/<str:topic>/"
@@ -31,6 +41,10 @@ urlpatterns = [
     path("links/new/", links.link_create, name="link-create"),
     path(LINK, links.link_detail, name="link-detail"),
     path(LINK + "configs/", links.link_configs_alter, name="link-configs-alter"),
+    path(LINK + "filters/", link_filters.link_filters, name="link-filters"),
+    path(LINK + "filters/preview/", link_filters.link_filters_preview, name="link-filters-preview"),
+    path(LINK + "filters/save/", link_filters.link_filters_save, name="link-filters-save"),
+    path(LINK + "filters/export/", link_filters.link_filters_export, name="link-filters-export"),
     path(LINK + "pause/", links.link_pause, name="link-pause"),
     path(LINK + "resume/", links.link_resume, name="link-resume"),
     path(LINK + "delete/", approvals.link_delete, name="link-delete"),

@@ -381,10 +381,11 @@ class KafkaAdmin:
         """The ids of every consumer group the cluster knows, in one request per broker."""
         future = self._client.list_consumer_groups(request_timeout=self.timeout)
         result = self._wait(future, "list the consumer groups")
-        if result.errors:
-            raise KafkaAdminError(
-                f"Could not list the consumer groups at {self.bootstrap}: "
-                f"{'; '.join(str(e) for e in result.errors[:3])}."
+        if result.errors:  # a broker that did not answer: say it as any other failure
+            error = result.errors[0]
+            raise self._fail(
+                "list the consumer groups",
+                error if isinstance(error, KafkaException) else KafkaException(error),
             )
         return {g.group_id for g in result.valid}
 

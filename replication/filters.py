@@ -100,6 +100,15 @@ _PERMISSIONS = {
 }
 
 
+# What an ACL filter's fields take, as the JSON spells them.
+ACL_WORDS = {
+    "resource_type": tuple(_RESOURCE_TYPES),
+    "pattern_type": tuple(_PATTERN_TYPES),
+    "operation": tuple(_OPERATIONS),
+    "permission_type": tuple(_PERMISSIONS),
+}
+
+
 @dataclass(frozen=True)
 class AclFilter:
     resource_type: str = "any"
@@ -156,7 +165,8 @@ def _document(text: str, top: str) -> list[Any]:
 
 def _where(top: str, index: int, entry: Any) -> str:
     named = entry.get("name") if isinstance(entry, dict) else None
-    return f"entry {index + 1} of {top}" + (f" ({named!r})" if isinstance(named, str) else "")
+    shown = isinstance(named, str) and named.strip()
+    return f"entry {index + 1} of {top}" + (f" ({named!r})" if shown else "")
 
 
 def _word(entry: dict, key: str, allowed: dict[str, Any], default: str | None, where: str) -> str:

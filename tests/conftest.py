@@ -262,8 +262,9 @@ def make_link(registered_clusters, topic_name):
     for link in made:
         streams.stop(link)  # first, so no stream writes a mirror while it is deleted
         shutil.rmtree(streams.folder(str(link.link_id)), ignore_errors=True)
-    # The test database's mirrors are all the session's: their topics were made by it.
-    named = {*MirrorTopic.objects.values_list("mirror_topic", flat=True)}
+    # The mirrors of the links it made (not those of a module's committed link beside it).
+    mirrors = MirrorTopic.objects.filter(link__in=[link.pk for link in made])
+    named = {*mirrors.values_list("mirror_topic", flat=True)}
     named |= {*leftovers.topics(kafka.DESTINATION, lambda name: topic_name in name)}
     leftovers.delete_topics(kafka.DESTINATION, named)
 

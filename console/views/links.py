@@ -6,10 +6,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import require
-from console.forms import LinkConfigForm, LinkForm
+from console.forms import LinkConfigForm, LinkForm, filter_editors
 from console.views.actions import act, bound, confirm, form_errors
 from console.views.clusters import find_cluster
-from replication import audit, links, streams
+from replication import acl_sync, audit, auto_mirrors, links, offset_sync, streams, syncers
 from replication.clusters import probe_cluster
 from replication.errors import ReplicationError
 from replication.models import ClusterLink, KafkaCluster
@@ -69,6 +69,15 @@ def link_detail(request, destination, name):
             "stream": streams.status(link),
             "pending_requests": link.approval_requests.filter(state="PENDING"),
             "config_form": LinkConfigForm(),
+            "filter_editors": filter_editors(link),
+            "sync": offset_sync.status(link),
+            "syncs": {
+                "acl_enabled": acl_sync.enabled(link),
+                "acl_interval_ms": link.int_config("acl.sync.ms"),
+                "acl_problem": link.sync_problems.get(syncers.ACLS, ""),
+                "auto_enabled": auto_mirrors.enabled(link),
+                "auto_problem": link.sync_problems.get(syncers.AUTO_CREATE, ""),
+            },
         },
     )
 

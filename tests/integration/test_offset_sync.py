@@ -301,6 +301,27 @@ def test_the_mirror_page_shows_each_groups_state_and_why(copied, client_as):
     )
 
 
+def test_the_link_page_shows_the_groups_and_what_stops_a_sync(copied, client_as):
+    link = copied.link
+    _sync(link)
+    problems = {syncers.ACLS: "the source runs no authorizer", syncers.AUTO_CREATE: "no filter"}
+    ClusterLink.objects.filter(pk=link.pk).update(
+        sync_problems=problems, declined_topics=["deleted-by-hand"]
+    )
+    try:
+        url = reverse("link-detail", args=[link.destination.name, link.name])
+        page = client_as("viewer").get(url).content.decode()
+    finally:
+        ClusterLink.objects.filter(pk=link.pk).update(sync_problems={}, declined_topics=[])
+
+    row = page[page.index(f'data-group="{BASE}-resume-plain"') :].split("</tr>")[0]
+    assert "in step" in row
+    assert "<strong>ACLs are not syncing</strong>: the source runs no authorizer" in page
+    assert "<strong>Mirrors are not being created</strong>: no filter" in page
+    assert "<code>deleted-by-hand</code>" in page
+    assert "Off. Set <code>acl.sync.enable=true</code>" in page
+
+
 def test_metrics_count_the_groups_by_sync_state(copied, client, users):
     ClusterLink.objects.filter(pk=copied.link.pk).update(offsets_synced_at=None)
     copied.link.refresh_from_db()
@@ -317,11 +338,11 @@ def test_metrics_count_the_groups_by_sync_state(copied, client, users):
     for state, n in counted.items():
         if n:
             assert f'isthmus_link_offset_sync_groups{{{ids},state="{state}"}} {n}' in text
-    assert counted[GroupOffsetSync.State.IN_STEP] >= 3
+    assert counted[GroupOffsetSync.State.IN_STEP] >= 1
     assert f"isthmus_link_offset_sync_age_seconds{{{ids}}} " in text
 
 
-def test_an_enabled_sync_without_filters_says_so_on_the_link(copied):
+def test_an_enabled_sync_without_filters_says_so_on_the_link(copied, client_as):
     link = copied.link
     alter_link_configs(ACTOR, link, {}, ["consumer.offset.group.filters"])
     try:
@@ -330,6 +351,12 @@ def test_an_enabled_sync_without_filters_says_so_on_the_link(copied):
         syncers.sync_link(link, timezone.now())
         link.refresh_from_db()
         assert "includes no group" in link.sync_problems[syncers.OFFSETS]
+        page = client_as("viewer").get(
+            reverse("link-detail", args=[link.destination.name, link.name])
+        )
+        assert "<strong>Offsets are not syncing</strong>: consumer.offset.sync.enable is true" in (
+            page.content.decode()
+        )
         assert f'isthmus_link_sync_problem{{link="{link.name}",' in metrics.prometheus_text()
     finally:
         alter_link_configs(
@@ -407,7 +434,8 @@ def test_offsets_sync_again_by_themselves_after_the_source_broker_was_restarted(
     stack.down(["source"], echo=lambda _: None)
     try:
         problem = sync_due().sync_problems[syncers.OFFSETS]
-        assert "Could not" in problem and "bootstrap.servers" in problem
+        assert problem.startswith("Could not list the consumer groups at 127.0.0.1:9092")
+        assert "Check that the brokers are running" in problem and "KafkaError{" not in problem
     finally:
         stack.up(["source"], echo=lambda _: None)
     eventually(lambda: _try_commit(group, {(topic, 0): 9}), 60, "a commit on the source")

@@ -203,6 +203,11 @@ def a_config_value(w: World, user, allowed: bool) -> Target:
     return Target(link=w.link, name=str(int(w.link.configs.get(CONFIG) or 5000) + 1))
 
 
+def a_group_filter(w: World, user, allowed: bool) -> Target:
+    """A consumer group filter the link's list does not hold yet."""
+    return Target(link=w.link, name=w.name("group"))
+
+
 def a_link_with_the_config_set(w: World, user, allowed: bool) -> Target:
     w.link.refresh_from_db()
     if CONFIG not in w.link.configs:
@@ -442,6 +447,25 @@ CONSOLE = [
         an_active_link,
         lambda c, w, t: post(
             c, "link-configs-alter", link_args(t), {"set": f"{PAUSED}=true", "reset": ""}
+        ),
+    ),
+    Row(
+        "link filters save",  # the filter editor of the link page: a link config change
+        "link-filters-save",
+        ("link.manage",),
+        "link.alter_configs",
+        a_group_filter,
+        lambda c, w, t: post(
+            c,
+            "link-filters-save",
+            link_args(t),
+            {
+                "list": "groups",
+                "mode": "rows",
+                "name": t.name,
+                "pattern_type": "LITERAL",
+                "filter_type": "INCLUDE",
+            },
         ),
     ),
     Row(
