@@ -19,7 +19,8 @@ POSTGRES_TESTS := tests/unit tests/integration/test_api.py tests/integration/tes
 	tests/integration/test_approvals.py tests/integration/test_links.py \
 	tests/integration/test_users_page.py tests/integration/test_role_matrix.py \
 	tests/integration/test_audit_required.py tests/integration/test_audit_page.py \
-	tests/integration/test_devstack.py tests/integration/test_database_limits.py
+	tests/integration/test_devstack.py tests/integration/test_database_limits.py \
+	tests/integration/test_offset_sync.py tests/integration/test_api_link_filters.py
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres lint \
 	format bench
