@@ -11,6 +11,10 @@ ISTHMUS_SPARK_CONF  extra Spark settings for link streams, key=value,key=value
 SECRET_KEY        Django's signing key; generated into <var>/secret_key when unset
 ISTHMUS_ENCRYPTION_KEY  Fernet key for secrets at rest; generated into
                   <var>/encryption_key when unset
+ISTHMUS_ORDINARY_BOOTSTRAP  where a client of no privilege reaches each registered cluster,
+                  name=host:port,name=host:port (the scenarios' read-only check); default
+                  the embedded stack's PLAINTEXT listeners:
+                  source=127.0.0.1:9092,destination=127.0.0.1:9093
 DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS
 """
 
@@ -232,6 +236,13 @@ CELERY_BEAT_SCHEDULE = {
 
 # How long a request to a Kafka cluster may take before the console calls it unreachable.
 KAFKA_ADMIN_TIMEOUT = float(os.environ.get("ISTHMUS_KAFKA_TIMEOUT", "5"))
+ISTHMUS_ORDINARY_BOOTSTRAP = dict(
+    pair.split("=", 1)
+    for pair in os.environ.get(
+        "ISTHMUS_ORDINARY_BOOTSTRAP", "source=127.0.0.1:9092,destination=127.0.0.1:9093"
+    ).split(",")
+    if "=" in pair
+)
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,401 @@
+"""`share-data`: seed 000's tutorial ("Share data across topics"), step for step, with names of
+its own: a topic `demo` on the source and three messages, a link with metadata.max.age.ms=5000,
+the mirror, its replica status caught up, producing to it refused by the broker, a config and
+new partitions following the source, the mirror listed on the link, promote, STOPPED, and the
+two topics diverging once each is written on its own."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from django.conf import settings
+
+from infra.kafka_admin import KafkaAdminError
+
+from . import link_configs, links, mirrors, promote, read_only
+from .connections import cluster_admin
+from .models import ClusterLink, MirrorTopic
+from .scenario_runner import Context, Scenario, Step, StepFailed, wait_for
+
+MESSAGES = [b"first", b"second", b"third"]
+RETENTION = "123456890"
+ON_SOURCE, ON_DESTINATION = "--bootstrap-server localhost:9092", "--bootstrap-server localhost:9093"
+
+
+def _names(tag: str) -> dict[str, str]:
+    return {"topic": f"{tag}-demo", "link": f"{tag}-demo-link"}
+
+
+def _ordinary(cluster) -> dict[str, str]:
+    """A client of no privilege on `cluster` (the tutorial's plain kafka-console-producer)."""
+    bootstrap = settings.ISTHMUS_ORDINARY_BOOTSTRAP.get(cluster.name)
+    if not bootstrap:
+        raise StepFailed(
+            f"an address for ordinary clients of {cluster.name} (ISTHMUS_ORDINARY_BOOTSTRAP)",
+            "none is set",
+        )
+    return {"bootstrap.servers": bootstrap}
+
+
+def _produce(config: dict[str, str], topic: str, values: list[bytes]) -> list[tuple]:
+    """Each value's (error, partition, offset) as the broker answered."""
+    reports: list[tuple] = []
+    producer = Producer({**config, "acks": "all", "message.timeout.ms": 15000})
+    for value in values:
+        producer.produce(
+            topic,
+            value=value,
+            partition=0,
+            on_delivery=lambda err, msg: reports.append(
+                (err, msg.partition(), msg.offset() if err is None else -1)
+            ),
+        )
+    producer.flush(30)
+    return reports
+
+
+def _read(config: dict[str, str], topic: str) -> list[bytes]:
+    """Every value in partition 0 of `topic`, from the beginning (kafka-console-consumer
+    --from-beginning)."""
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": f"{topic}-reader",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    values: list[bytes] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    break
+                raise StepFailed("records", msg.error().str())
+            values.append(msg.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def create_topic(c: Context) -> str:
+    admin = cluster_admin(c.source)
+    admin.create_topic(c.names["topic"], 1, None, {})
+    info = wait_for(
+        lambda: _quietly(lambda: admin.describe_topic(c.names["topic"])),
+        15,
+        "the topic on the source",
+        lambda: "no such topic",
+    )
+    return f"topic {info.name} on {c.source.name}: {info.partitions} partition, id {info.topic_id}"
+
+
+def produce_three(c: Context) -> str:
+    reports = _produce(c.source.connection_config(), c.names["topic"], MESSAGES)
+    if [(e, o) for e, _, o in reports] != [(None, 0), (None, 1), (None, 2)]:
+        raise StepFailed("first, second and third at offsets 0, 1, 2", str(reports))
+    return "first, second and third written at offsets 0, 1 and 2 of partition 0"
+
+
+def consume_three(c: Context) -> str:
+    values = _read(c.source.connection_config(), c.names["topic"])
+    if values != MESSAGES:
+        raise StepFailed("first, second, third", ", ".join(v.decode() for v in values))
+    return "read back: first, second, third"
+
+
+def create_link(c: Context) -> str:
+    c.link = links.create_link(
+        c.actor,
+        c.destination,
+        c.names["link"],
+        {**link_configs.from_cluster(c.source), "metadata.max.age.ms": "5000"},
+    )
+    cluster_id = cluster_admin(c.source).describe_cluster().cluster_id
+    if c.link.source_cluster_id != cluster_id:
+        raise StepFailed(f"a link to cluster {cluster_id}", c.link.source_cluster_id)
+    return f"link {c.link.name} from cluster {cluster_id}, {c.link.state}"
+
+
+def create_mirror(c: Context) -> str:
+    mirror = mirrors.create_mirror(c.actor, c.link, c.names["topic"])
+    admin = cluster_admin(c.destination)
+    info = admin.describe_topic(mirror.mirror_topic)
+    if not read_only.complete(admin, mirror.mirror_topic):
+        raise StepFailed("the mirror's read-only ACLs", "some are missing")
+    return (
+        f"mirror topic {info.name} on {c.destination.name}: {info.partitions} partition, read-only"
+    )
+
+
+def caught_up(c: Context) -> str:
+    topic = c.names["topic"]
+    source, destination = cluster_admin(c.source), cluster_admin(c.destination)
+
+    def ends() -> tuple[int, int]:
+        return source.end_offsets(topic, 1)[0], destination.end_offsets(topic, 1)[0]
+
+    wait_for(
+        lambda: ends() == (3, 3),
+        120,
+        "the mirror's end at 3, as the source's",
+        lambda: "source end {}, mirror end {}".format(*ends()),
+    )
+    status = mirrors.describe_mirror(_mirror(c))
+    return f"partition 0: source end 3, mirror end 3, lag {status.partitions[0].lag}"
+
+
+def produce_refused(c: Context) -> str:
+    [(error, _, _)] = _produce(_ordinary(c.destination), c.names["topic"], [b"not allowed"])
+    if error is None or error.code() != KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        raise StepFailed("TOPIC_AUTHORIZATION_FAILED from the broker", str(error or "accepted"))
+    return f"the broker refused it: {error.name()} ({error.str()})"
+
+
+def config_follows(c: Context) -> str:
+    topic = c.names["topic"]
+    cluster_admin(c.source).alter_topic_configs(topic, {"retention.ms": RETENTION}, [])
+    destination = cluster_admin(c.destination)
+
+    def retention() -> str | None:
+        value = destination.topic_configs(topic).get("retention.ms")
+        return value.value if value and value.is_set else None
+
+    wait_for(
+        lambda: retention() == RETENTION,
+        60,
+        f"retention.ms={RETENTION} on the mirror",
+        lambda: f"retention.ms={retention() or 'not set'}",
+    )
+    return f"the mirror has retention.ms={RETENTION}"
+
+
+def partitions_follow(c: Context) -> str:
+    topic = c.names["topic"]
+    cluster_admin(c.source).create_partitions(topic, 8)
+    destination = cluster_admin(c.destination)
+    wait_for(
+        lambda: destination.describe_topic(topic).partitions == 8,
+        60,
+        "8 partitions on the mirror",
+        lambda: f"{destination.describe_topic(topic).partitions} partitions",
+    )
+    return "the mirror has 8 partitions, as the source"
+
+
+def listed(c: Context) -> str:
+    names = [m.mirror_topic for m in mirrors.list_mirrors(link=c.link)]
+    if c.names["topic"] not in names:
+        raise StepFailed(f"{c.names['topic']} among the link's mirrors", ", ".join(names) or "none")
+    return f"link {c.link.name} mirrors {', '.join(names)}"
+
+
+def promote_mirror(c: Context) -> str:
+    [outcome] = promote.stop_mirrors(
+        c.actor,
+        c.link,
+        [c.names["topic"]],
+        promote.PROMOTE,
+        wait=True,
+        note="share-data scenario",
+    )
+    if outcome.error:
+        raise StepFailed("the promote to finish", outcome.error)
+    return "promoted: its stream stopped writing it and its read-only ACLs were lifted"
+
+
+def stopped(c: Context) -> str:
+    mirror = _mirror(c)
+    ends = cluster_admin(c.destination).end_offsets(c.names["topic"], 8)
+    if mirror.state != MirrorTopic.State.STOPPED:
+        raise StepFailed("STOPPED", mirror.state)
+    if read_only.present(cluster_admin(c.destination), mirror.mirror_topic):
+        raise StepFailed("no read-only ACLs left", "some are still there")
+    shown = {int(p): o for p, o in (mirror.stop_offsets or {}).items()}
+    if shown != ends:
+        raise StepFailed(f"stopped at the topic's ends {ends}", str(shown))
+    return f"STOPPED at offsets {ends}"
+
+
+def diverge_writes(c: Context) -> str:
+    topic = c.names["topic"]
+    [(old, _, _)] = _produce(_ordinary(c.source), topic, [b"old"])
+    [(new, _, _)] = _produce(_ordinary(c.destination), topic, [b"new"])
+    if old is not None or new is not None:
+        raise StepFailed(
+            "both written", f"source: {old or 'written'}, destination: {new or 'written'}"
+        )
+    return "old written to the source, new to the promoted topic"
+
+
+def diverged(c: Context) -> str:
+    source = _read(_ordinary(c.source), c.names["topic"])
+    destination = _read(_ordinary(c.destination), c.names["topic"])
+    if source != [*MESSAGES, b"old"] or destination != [*MESSAGES, b"new"]:
+        raise StepFailed(
+            "first, second, third, old on the source and first, second, third, new on the "
+            "destination",
+            f"{b', '.join(source).decode()} and {b', '.join(destination).decode()}",
+        )
+    return "source: first, second, third, old; destination: first, second, third, new"
+
+
+def _mirror(c: Context) -> MirrorTopic:
+    return MirrorTopic.objects.get(destination=c.destination, mirror_topic=c.names["topic"])
+
+
+def _quietly(call):
+    with contextlib.suppress(KafkaAdminError):
+        return call()
+    return None
+
+
+def cleanup(c: Context) -> list[str]:
+    """Remove the run's link and topics; returns what could not be removed."""
+    left = []
+    link = (
+        c.link
+        or ClusterLink.objects.filter(destination=c.destination, name=c.names["link"]).first()
+    )
+    if link is not None:
+        try:
+            links.delete_link(c.actor, link, force=True)
+        except Exception as exc:  # noqa: BLE001 (say it, and go on with the topics)
+            left.append(f"link {link.name}: {exc}")
+    for cluster in (c.source, c.destination):
+        try:
+            admin = cluster_admin(cluster)
+            with contextlib.suppress(KafkaAdminError):
+                admin.delete_topic(c.names["topic"])
+            read_only.lift(admin, c.names["topic"])
+        except Exception as exc:  # noqa: BLE001
+            left.append(f"topic {c.names['topic']} on {cluster.name}: {exc}")
+    return left
+
+
+def _step(title, explanation, cli, expected, run) -> Step:
+    return Step(title, explanation, cli, expected, run)
+
+
+SHARE_DATA = Scenario(
+    name="share-data",
+    title="Share data across clusters",
+    summary="Seed 000, step for step: mirror a topic, watch it follow its source, promote it.",
+    names=_names,
+    cleanup=cleanup,
+    steps=[
+        _step(
+            "Create the topic on the source",
+            "A topic with one partition on the source cluster, as in the tutorial.",
+            "kafka-topics --create --topic {topic} " + ON_SOURCE,
+            "topic {topic} on the source",
+            create_topic,
+        ),
+        _step(
+            "Produce three messages",
+            "first, second and third, written to the source topic.",
+            "kafka-console-producer --topic {topic} " + ON_SOURCE,
+            "offsets 0, 1 and 2",
+            produce_three,
+        ),
+        _step(
+            "Consume them",
+            "Read the topic from the beginning, as kafka-console-consumer does.",
+            "kafka-console-consumer --topic {topic} --from-beginning " + ON_SOURCE,
+            "first, second, third",
+            consume_three,
+        ),
+        _step(
+            "Create the cluster link",
+            "A link on the destination that reads from the source; it refreshes the source's "
+            "metadata every 5 s, so new partitions show up quickly.",
+            "kafka-cluster-links --bootstrap-server localhost:9093 --create --link {link} "
+            "--config bootstrap.servers=localhost:9092,metadata.max.age.ms=5000",
+            "a link to the source cluster",
+            create_link,
+        ),
+        _step(
+            "Create the mirror topic",
+            "A read-only copy of the topic on the destination, same partitions and offsets.",
+            "kafka-mirrors --create --mirror-topic {topic} --link {link} " + ON_DESTINATION,
+            "mirror topic {topic}, read-only",
+            create_mirror,
+        ),
+        _step(
+            "Check the replica status",
+            "The mirror has caught up: its end offset is the source's.",
+            "kafka-replica-status --topics {topic} --include-mirror " + ON_DESTINATION,
+            "lag 0",
+            caught_up,
+        ),
+        _step(
+            "Try to produce to the mirror",
+            "A mirror is read-only: the destination broker itself refuses the write.",
+            "kafka-console-producer --topic {topic} " + ON_DESTINATION,
+            "TOPIC_AUTHORIZATION_FAILED",
+            produce_refused,
+        ),
+        _step(
+            "Change a config on the source",
+            "retention.ms set on the source topic reaches the mirror within the config sync "
+            "interval.",
+            "kafka-configs --alter --topic {topic} --add-config retention.ms=123456890 "
+            + ON_SOURCE,
+            "retention.ms=123456890 on the mirror",
+            config_follows,
+        ),
+        _step(
+            "Add partitions on the source",
+            "The source grows to 8 partitions; the mirror follows within metadata.max.age.ms.",
+            "kafka-topics --alter --topic {topic} --partitions 8 " + ON_SOURCE,
+            "8 partitions on the mirror",
+            partitions_follow,
+        ),
+        _step(
+            "List the link's mirror topics",
+            "The link shows the mirror it keeps.",
+            "kafka-cluster-links --list --link {link} --include-topics " + ON_DESTINATION,
+            "{topic} on link {link}",
+            listed,
+        ),
+        _step(
+            "Promote the mirror",
+            "The stream stops writing the mirror, then its read-only ACLs are lifted: it is a "
+            "topic of the destination's own from now on.",
+            "kafka-mirrors --promote --topics {topic} " + ON_DESTINATION,
+            "the promote finished",
+            promote_mirror,
+        ),
+        _step(
+            "Check that it stopped",
+            "The mirror is STOPPED at the offsets it had copied, and writable.",
+            "kafka-mirrors --describe --topics {topic} --pending-stopped-only " + ON_DESTINATION,
+            "STOPPED",
+            stopped,
+        ),
+        _step(
+            "Write to each cluster",
+            "old to the source topic, new to the promoted topic: they no longer share data.",
+            "kafka-console-producer --topic {topic} " + ON_SOURCE + " (old); "
+            "kafka-console-producer --topic {topic} " + ON_DESTINATION + " (new)",
+            "both written",
+            diverge_writes,
+        ),
+        _step(
+            "Read both topics",
+            "Two consumers show the divergence: old only on the source, new only on the "
+            "destination.",
+            "kafka-console-consumer --topic {topic} --from-beginning " + ON_SOURCE + "; "
+            "kafka-console-consumer --topic {topic} --from-beginning " + ON_DESTINATION,
+            "old on the source only, new on the destination only",
+            diverged,
+        ),
+    ],
+)

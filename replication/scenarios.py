@@ -1,0 +1,16 @@
+"""The scenarios the console and `manage.py run_scenario` offer, by name."""
+
+from __future__ import annotations
+
+from .errors import not_found
+from .scenario_runner import Scenario
+from .scenario_share_data import SHARE_DATA
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SHARE_DATA]}
+
+
+def get(name: str) -> Scenario:
+    found = SCENARIOS.get(name)
+    if found is None:
+        raise not_found(f"There is no scenario {name!r}: run one of {', '.join(SCENARIOS)}.")
+    return found

@@ -1,0 +1,71 @@
+"""The scenario runner on the real clusters, with the real Celery worker and beat: `share-data`
+replays seed 000 step for step, headless, twice in a row, and leaves nothing behind."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
+from replication.models import ClusterLink, ScenarioRun, ScenarioStep
+from tests import leftovers
+from tests.conftest import admin_config
+
+pytestmark = pytest.mark.integration
+
+# Seed 000's commands, in its order (the scenario's steps, one for one).
+SEED_COMMANDS = [
+    "kafka-topics --create --topic",
+    "kafka-console-producer --topic",
+    "kafka-console-consumer --topic",
+    "kafka-cluster-links --bootstrap-server localhost:9093 --create --link",
+    "kafka-mirrors --create --mirror-topic",
+    "kafka-replica-status --topics",
+    "kafka-console-producer --topic",
+    "kafka-configs --alter --topic",
+    "kafka-topics --alter --topic",
+    "kafka-cluster-links --list --link",
+    "kafka-mirrors --promote --topics",
+    "kafka-mirrors --describe --topics",
+    "kafka-console-producer --topic",
+    "kafka-console-consumer --topic",
+]
+
+
+def test_share_data_replays_the_tutorial_and_passes_again_right_after(
+    transactional_db, celery_worker, registered_clusters
+):
+    for attempt in range(2):
+        tag = leftovers.unique_name(f"share-data-{attempt}")
+        out = StringIO()
+        call_command("run_scenario", "share-data", "--tag", tag, stdout=out)
+
+        printed = out.getvalue()
+        run = ScenarioRun.objects.get(names__topic=f"{tag}-demo")
+        assert run.status == ScenarioRun.Status.PASSED, printed
+        steps = list(run.steps.all())
+        assert [s.status for s in steps] == [ScenarioStep.Status.PASSED] * len(SEED_COMMANDS)
+        for step, command in zip(steps, SEED_COMMANDS, strict=True):
+            assert step.cli.startswith(command), (step.cli, command)
+            assert step.seen and step.seconds is not None
+        assert "TOPIC_AUTHORIZATION_FAILED" in steps[6].seen
+        assert steps[-1].seen == (
+            "source: first, second, third, old; destination: first, second, third, new"
+        )
+        assert f"Scenario share-data passed: {len(SEED_COMMANDS)} steps." in printed
+        # It cleaned up after itself.
+        assert run.cleanup == ""
+        assert not ClusterLink.objects.filter(name=f"{tag}-demo-link").exists()
+        for node in kafka.NODES:
+            assert f"{tag}-demo" not in KafkaAdmin(admin_config(node)).list_topic_names()
+
+
+def test_an_unknown_scenario_or_cluster_is_refused_clearly(db, registered_clusters):
+    with pytest.raises(CommandError, match="There is no scenario 'nope': run one of share-data"):
+        call_command("run_scenario", "nope")
+    with pytest.raises(CommandError, match="No cluster 'elsewhere' is registered"):
+        call_command("run_scenario", "share-data", "--destination", "elsewhere")
+    assert not ScenarioRun.objects.exists()
