@@ -457,6 +457,16 @@ class KafkaAdmin:
                 outcome[group_id] = f"{tp.topic} partition {tp.partition}: {tp.error.str()}"
         return outcome
 
+    def delete_groups(self, group_ids: list[str]) -> None:
+        """Delete consumer groups (empty ones); a group that is not there is no error."""
+        futures = self._client.delete_consumer_groups(group_ids, request_timeout=self.timeout)
+        for group_id, future in futures.items():
+            try:
+                self._wait(future, f"delete consumer group {group_id!r}")
+            except KafkaAdminError as exc:
+                if exc.code != KafkaError.GROUP_ID_NOT_FOUND:
+                    raise
+
     def authorizer_enabled(self) -> bool:
         """Whether the brokers run an authorizer (ACLs are enforced)."""
         try:

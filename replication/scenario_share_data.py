@@ -7,14 +7,13 @@ two topics diverging once each is written on its own."""
 from __future__ import annotations
 
 import contextlib
-import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from django.conf import settings
+from confluent_kafka import KafkaError
 
 from infra.kafka_admin import KafkaAdminError
 
 from . import link_configs, links, mirrors, promote, read_only
+from . import scenario_clients as clients
 from .connections import cluster_admin
 from .models import ClusterLink, MirrorTopic
 from .scenario_runner import Context, Scenario, Step, StepFailed, wait_for
@@ -28,68 +27,11 @@ def _names(tag: str) -> dict[str, str]:
     return {"topic": f"{tag}-demo", "link": f"{tag}-demo-link"}
 
 
-def _ordinary(cluster) -> dict[str, str]:
-    """A client of no privilege on `cluster` (the tutorial's plain kafka-console-producer)."""
-    bootstrap = settings.ISTHMUS_ORDINARY_BOOTSTRAP.get(cluster.name)
-    if not bootstrap:
-        raise StepFailed(
-            f"an address for ordinary clients of {cluster.name} (ISTHMUS_ORDINARY_BOOTSTRAP)",
-            "none is set",
-        )
-    return {"bootstrap.servers": bootstrap}
-
-
-def _produce(config: dict[str, str], topic: str, values: list[bytes]) -> list[tuple]:
-    """Each value's (error, partition, offset) as the broker answered."""
-    reports: list[tuple] = []
-    producer = Producer({**config, "acks": "all", "message.timeout.ms": 15000})
-    for value in values:
-        producer.produce(
-            topic,
-            value=value,
-            partition=0,
-            on_delivery=lambda err, msg: reports.append(
-                (err, msg.partition(), msg.offset() if err is None else -1)
-            ),
-        )
-    producer.flush(30)
-    return reports
-
-
-def _read(config: dict[str, str], topic: str) -> list[bytes]:
-    """Every value in partition 0 of `topic`, from the beginning (kafka-console-consumer
-    --from-beginning)."""
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": f"{topic}-reader",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    values: list[bytes] = []
-    try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    break
-                raise StepFailed("records", msg.error().str())
-            values.append(msg.value())
-    finally:
-        consumer.close()
-    return values
-
-
 def create_topic(c: Context) -> str:
     admin = cluster_admin(c.source)
     admin.create_topic(c.names["topic"], 1, None, {})
     info = wait_for(
-        lambda: _quietly(lambda: admin.describe_topic(c.names["topic"])),
+        lambda: clients.quietly(lambda: admin.describe_topic(c.names["topic"])),
         15,
         "the topic on the source",
         lambda: "no such topic",
@@ -98,25 +40,27 @@ def create_topic(c: Context) -> str:
 
 
 def produce_three(c: Context) -> str:
-    reports = _produce(c.source.connection_config(), c.names["topic"], MESSAGES)
+    reports = clients.produce(c.source.connection_config(), c.names["topic"], MESSAGES)
     if [(e, o) for e, _, o in reports] != [(None, 0), (None, 1), (None, 2)]:
         raise StepFailed("first, second and third at offsets 0, 1, 2", str(reports))
     return "first, second and third written at offsets 0, 1 and 2 of partition 0"
 
 
 def consume_three(c: Context) -> str:
-    values = _read(c.source.connection_config(), c.names["topic"])
+    values = clients.read_from_start(c.source.connection_config(), c.names["topic"])
     if values != MESSAGES:
         raise StepFailed("first, second, third", ", ".join(v.decode() for v in values))
     return "read back: first, second, third"
 
 
 def create_link(c: Context) -> str:
+    return create_link_with(c, {"metadata.max.age.ms": "5000"})
+
+
+def create_link_with(c: Context, configs: dict[str, str]) -> str:
+    """The run's link from the source cluster, over its registered connection."""
     c.link = links.create_link(
-        c.actor,
-        c.destination,
-        c.names["link"],
-        {**link_configs.from_cluster(c.source), "metadata.max.age.ms": "5000"},
+        c.actor, c.destination, c.names["link"], {**link_configs.from_cluster(c.source), **configs}
     )
     cluster_id = cluster_admin(c.source).describe_cluster().cluster_id
     if c.link.source_cluster_id != cluster_id:
@@ -153,7 +97,9 @@ def caught_up(c: Context) -> str:
 
 
 def produce_refused(c: Context) -> str:
-    [(error, _, _)] = _produce(_ordinary(c.destination), c.names["topic"], [b"not allowed"])
+    [(error, _, _)] = clients.produce(
+        clients.ordinary(c.destination), c.names["topic"], [b"not allowed"]
+    )
     if error is None or error.code() != KafkaError.TOPIC_AUTHORIZATION_FAILED:
         raise StepFailed("TOPIC_AUTHORIZATION_FAILED from the broker", str(error or "accepted"))
     return f"the broker refused it: {error.name()} ({error.str()})"
@@ -226,8 +172,8 @@ def stopped(c: Context) -> str:
 
 def diverge_writes(c: Context) -> str:
     topic = c.names["topic"]
-    [(old, _, _)] = _produce(_ordinary(c.source), topic, [b"old"])
-    [(new, _, _)] = _produce(_ordinary(c.destination), topic, [b"new"])
+    [(old, _, _)] = clients.produce(clients.ordinary(c.source), topic, [b"old"])
+    [(new, _, _)] = clients.produce(clients.ordinary(c.destination), topic, [b"new"])
     if old is not None or new is not None:
         raise StepFailed(
             "both written", f"source: {old or 'written'}, destination: {new or 'written'}"
@@ -236,8 +182,8 @@ def diverge_writes(c: Context) -> str:
 
 
 def diverged(c: Context) -> str:
-    source = _read(_ordinary(c.source), c.names["topic"])
-    destination = _read(_ordinary(c.destination), c.names["topic"])
+    source = clients.read_from_start(clients.ordinary(c.source), c.names["topic"])
+    destination = clients.read_from_start(clients.ordinary(c.destination), c.names["topic"])
     if source != [*MESSAGES, b"old"] or destination != [*MESSAGES, b"new"]:
         raise StepFailed(
             "first, second, third, old on the source and first, second, third, new on the "
@@ -249,12 +195,6 @@ def diverged(c: Context) -> str:
 
 def _mirror(c: Context) -> MirrorTopic:
     return MirrorTopic.objects.get(destination=c.destination, mirror_topic=c.names["topic"])
-
-
-def _quietly(call):
-    with contextlib.suppress(KafkaAdminError):
-        return call()
-    return None
 
 
 def cleanup(c: Context) -> list[str]:
@@ -275,6 +215,8 @@ def cleanup(c: Context) -> list[str]:
             with contextlib.suppress(KafkaAdminError):
                 admin.delete_topic(c.names["topic"])
             read_only.lift(admin, c.names["topic"])
+            if "group" in c.names:
+                admin.delete_groups([c.names["group"]])
         except Exception as exc:  # noqa: BLE001
             left.append(f"topic {c.names['topic']} on {cluster.name}: {exc}")
     return left

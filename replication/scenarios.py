@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from .errors import not_found
+from .scenario_moves import DISASTER_RECOVERY, MIGRATION
 from .scenario_runner import Scenario
 from .scenario_share_data import SHARE_DATA
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SHARE_DATA]}
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SHARE_DATA, DISASTER_RECOVERY, MIGRATION]}
 
 
 def get(name: str) -> Scenario:

@@ -69,3 +69,51 @@ def test_an_unknown_scenario_or_cluster_is_refused_clearly(db, registered_cluste
     with pytest.raises(CommandError, match="No cluster 'elsewhere' is registered"):
         call_command("run_scenario", "share-data", "--destination", "elsewhere")
     assert not ScenarioRun.objects.exists()
+
+
+def _run(name: str, tag: str) -> tuple[ScenarioRun, str]:
+    out = StringIO()
+    try:
+        call_command("run_scenario", name, "--tag", tag, stdout=out)
+    except CommandError as exc:
+        raise AssertionError(f"{exc}\n{out.getvalue()}") from exc
+    return ScenarioRun.objects.get(names__topic=f"{tag}-orders"), out.getvalue()
+
+
+def _left_nothing(run: ScenarioRun) -> None:
+    assert run.cleanup == ""
+    assert not ClusterLink.objects.filter(name=run.names["link"]).exists()
+    for node in kafka.NODES:
+        admin = KafkaAdmin(admin_config(node))
+        assert run.names["topic"] not in admin.list_topic_names()
+        assert admin.group_offsets([run.names["group"]])[run.names["group"]] == {}
+
+
+def test_migration_moves_a_group_with_its_offsets_then_promotes(
+    transactional_db, celery_worker, registered_clusters
+):
+    run, printed = _run("migration", leftovers.unique_name("migration"))
+
+    assert run.status == ScenarioRun.Status.PASSED, printed
+    steps = {s.title: s for s in run.steps.all()}
+    assert steps["Start the consumer on the destination"].seen == (
+        "read the other 40 records on the destination: none skipped, none twice"
+    )
+    assert "the same" in steps["Wait for the offset sync"].expected
+    assert steps["Promote the mirror"].seen.startswith("promote: the mirror is STOPPED")
+    _left_nothing(run)
+
+
+def test_disaster_recovery_fails_over_and_the_group_resumes_with_the_source_gone(
+    transactional_db, celery_worker, registered_clusters, stack
+):
+    run, printed = _run("disaster-recovery", leftovers.unique_name("dr"))
+
+    assert run.status == ScenarioRun.Status.PASSED, printed
+    steps = {s.title: s for s in run.steps.all()}
+    assert steps["Lose the source cluster"].seen.startswith("the source cluster is stopped")
+    assert steps["Fail over"].seen.startswith("failover: the mirror is STOPPED")
+    assert steps["Resume the group on the destination"].seen.endswith("none skipped, none twice")
+    assert steps["Start the source cluster again"].seen.endswith("answers again")
+    assert all(s.pid for s in stack.status(["source"]))
+    _left_nothing(run)

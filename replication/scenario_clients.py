@@ -1,0 +1,120 @@
+"""Real Kafka clients for the scenarios' steps: what a user types with kafka-console-producer,
+kafka-console-consumer and a consumer group's application, done with confluent-kafka."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from django.conf import settings
+
+from infra.kafka_admin import KafkaAdminError
+
+from .scenario_runner import StepFailed
+
+
+def ordinary(cluster) -> dict[str, str]:
+    """A client of no privilege on `cluster` (the tutorial's plain kafka-console-producer)."""
+    bootstrap = settings.ISTHMUS_ORDINARY_BOOTSTRAP.get(cluster.name)
+    if not bootstrap:
+        raise StepFailed(
+            f"an address for ordinary clients of {cluster.name} (ISTHMUS_ORDINARY_BOOTSTRAP)",
+            "none is set",
+        )
+    return {"bootstrap.servers": bootstrap}
+
+
+def produce(
+    config: dict[str, str], topic: str, values: list[bytes], partitions: int = 1
+) -> list[tuple]:
+    """Each value's (error, partition, offset) as the broker answered; the values go round
+    the first `partitions` partitions."""
+    reports: list[tuple] = []
+    producer = Producer({**config, "acks": "all", "message.timeout.ms": 15000})
+    for i, value in enumerate(values):
+        producer.produce(
+            topic,
+            value=value,
+            partition=i % partitions,
+            on_delivery=lambda err, msg: reports.append(
+                (err, msg.partition(), msg.offset() if err is None else -1)
+            ),
+        )
+    producer.flush(30)
+    return reports
+
+
+def read_from_start(config: dict[str, str], topic: str) -> list[bytes]:
+    """Every value in partition 0 of `topic`, from the beginning (kafka-console-consumer
+    --from-beginning)."""
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": f"{topic}-reader",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    values: list[bytes] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    break
+                raise StepFailed("records", msg.error().str())
+            values.append(msg.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def consume_as_group(
+    config: dict[str, str], topic: str, group: str, count: int | None, partitions: int
+) -> list[bytes]:
+    """What an application of `group` reads of `topic`: `count` records (all there are with
+    None), committed, and then it stops. Starts where the group's offsets are, else at the
+    beginning."""
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
+    values: list[bytes] = []
+    ended: set[int] = set()
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (count is None or len(values) < count):
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() != KafkaError._PARTITION_EOF:
+                    raise StepFailed("records", msg.error().str())
+                ended.add(msg.partition())
+                if count is None and len(ended) == partitions:
+                    break
+                continue
+            values.append(msg.value())
+        if values:
+            consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return values
+
+
+def quietly(call):
+    """`call()`, or None when Kafka did not answer (for waiting until it does)."""
+    with contextlib.suppress(KafkaAdminError):
+        return call()
+    return None
