@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
+from infra.kafka_admin import KafkaAdminError
+
 from . import audit
 from .errors import ReplicationError, not_found
 from .models import ClusterLink, KafkaCluster, ScenarioRun, ScenarioStep
@@ -129,7 +131,7 @@ def execute(
         except StepFailed as exc:
             failed = True
             _finish(row, ScenarioStep.Status.FAILED, exc.seen, began)
-        except (ReplicationError, Exception) as exc:  # noqa: BLE001 (any trouble fails the step)
+        except Exception as exc:  # noqa: BLE001 (any trouble fails the step, and is said)
             failed = True
             log.exception("Scenario %s, step %r", run.scenario, step.title)
             _finish(row, ScenarioStep.Status.FAILED, _words(exc), began)
@@ -159,9 +161,11 @@ def _finish(row: ScenarioStep, status: str, seen: str, began: float | None = Non
 
 
 def _words(exc: Exception) -> str:
-    """An unexpected error in an operator's words: its message, with its kind when that helps."""
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, ReplicationError) else f"{type(exc).__name__}: {text}"
+    """What stopped a step: the domain's and Kafka's messages as they are; anything else as an
+    unexpected error, with where to read more."""
+    if isinstance(exc, (ReplicationError, KafkaAdminError)):
+        return str(exc)
+    return f"an unexpected error ({type(exc).__name__}: {exc}); the console's log has the details"
 
 
 def wait_for(check: Callable[[], object], seconds: float, expected: str, seen: Callable[[], str]):

@@ -117,3 +117,37 @@ def test_disaster_recovery_fails_over_and_the_group_resumes_with_the_source_gone
     assert steps["Start the source cluster again"].seen.endswith("answers again")
     assert all(s.pid for s in stack.status(["source"]))
     _left_nothing(run)
+
+
+def test_a_failed_step_stops_the_run_skips_the_rest_and_cleans_up(db, registered_clusters):
+    from replication import audit, scenario_runner
+    from replication.scenario_runner import Scenario, Step, StepFailed
+
+    cleaned = []
+
+    def fail(context):
+        raise StepFailed("3 records", "2 records")
+
+    scenario = Scenario(
+        name="made-up",
+        title="A made-up scenario",
+        summary="three steps, the second fails",
+        names=lambda tag: {"topic": f"{tag}-t"},
+        steps=[
+            Step("one", "", "cmd one {topic}", "fine", lambda c: "fine"),
+            Step("two", "", "cmd two", "3 records", fail),
+            Step("three", "", "cmd three", "never", lambda c: "never"),
+        ],
+        cleanup=lambda c: cleaned.append(c.names["topic"]) or ["something stayed"],
+    )
+    actor = audit.Actor.system("tests")
+    run = scenario_runner.start(scenario, actor, tag="tag")
+
+    run = scenario_runner.execute(scenario, run, actor)
+
+    assert run.status == ScenarioRun.Status.FAILED and run.cleanup == "something stayed"
+    steps = list(run.steps.all())
+    assert [s.status for s in steps] == ["PASSED", "FAILED", "SKIPPED"]
+    assert steps[0].cli == "cmd one tag-t" and steps[1].seen == "2 records"
+    assert steps[1].expected == "3 records" and steps[2].seen.startswith("not run")
+    assert cleaned == ["tag-t"]
