@@ -144,6 +144,11 @@ _GROUP_IN_USE = (
     KafkaError.ILLEGAL_GENERATION,
 )
 _IN_USE = "it has active members on the destination"
+_COORDINATOR_LOADING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
 
 
 class KafkaAdmin:
@@ -457,15 +462,24 @@ class KafkaAdmin:
                 outcome[group_id] = f"{tp.topic} partition {tp.partition}: {tp.error.str()}"
         return outcome
 
-    def delete_groups(self, group_ids: list[str]) -> None:
-        """Delete consumer groups (empty ones); a group that is not there is no error."""
-        futures = self._client.delete_consumer_groups(group_ids, request_timeout=self.timeout)
-        for group_id, future in futures.items():
-            try:
-                self._wait(future, f"delete consumer group {group_id!r}")
-            except KafkaAdminError as exc:
-                if exc.code != KafkaError.GROUP_ID_NOT_FOUND:
-                    raise
+    def delete_groups(self, group_ids: list[str], attempts: int = 10) -> None:
+        """Delete consumer groups (empty ones); a group that is not there is no error. A
+        coordinator still loading (a broker just started) is asked again, a second apart."""
+        pending = list(group_ids)
+        for attempt in range(attempts):
+            futures = self._client.delete_consumer_groups(pending, request_timeout=self.timeout)
+            pending = []
+            for group_id, future in futures.items():
+                try:
+                    self._wait(future, f"delete consumer group {group_id!r}")
+                except KafkaAdminError as exc:
+                    if exc.code in _COORDINATOR_LOADING and attempt + 1 < attempts:
+                        pending.append(group_id)
+                    elif exc.code != KafkaError.GROUP_ID_NOT_FOUND:
+                        raise
+            if not pending:
+                return
+            time.sleep(1)
 
     def authorizer_enabled(self) -> bool:
         """Whether the brokers run an authorizer (ACLs are enforced)."""

@@ -222,7 +222,7 @@ def test_validate_only_checks_the_filters_and_creates_nothing(api, links_url):
     assert_error(
         send(operator, "post", url, {"configs": bad}),
         400,
-        "entry 1 of groupFilters (''): name is required",
+        "entry 1 of groupFilters: name is required",
     )
     assert not ClusterLink.objects.filter(name="checked").exists()
 

@@ -17,12 +17,6 @@ from replication.models import AuditEvent
 ACTION_SELECT = re.compile(r'<select name="action"[^>]*>(.*?)</select>', re.S)
 
 
-@pytest.fixture(autouse=True)
-def _quick_passwords(settings):
-    """The `users` fixture hashes four passwords; a quick hasher keeps these tests quick."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def actor(name, address="10.0.0.1"):
     return audit.Actor(name=name, address=address, user_agent="pytest")
 

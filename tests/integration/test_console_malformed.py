@@ -191,12 +191,6 @@ def world(users, registered_clusters, make_link, make_topic, topic_name) -> Worl
     )
 
 
-@pytest.fixture(autouse=True)
-def _quick_passwords(settings):
-    # The login form is walked with many passwords; the default hasher takes ~0.3 s each.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 # What each field takes, and what breaks it. ----------------------------------------------------
 
 

@@ -135,7 +135,7 @@ def test_bad_links_are_refused_with_a_clear_message_and_nothing_saved(
 
 def test_the_unknown_key_message_lists_every_valid_key(make_link):
     with pytest.raises(ReplicationError) as refused:
-        make_link({"consumer.offset.sync.enable": "true"})
+        make_link({"no.such.config": "true"})
     for key in ("bootstrap.servers", "metadata.max.age.ms", "cluster.link.retry.timeout.ms"):
         assert key in str(refused.value)
 

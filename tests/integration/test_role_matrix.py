@@ -100,11 +100,6 @@ CLI_TOOLS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def acts_at_once(user, link: ClusterLink) -> bool:
     """Whether `user`'s promote, failover or deletion of `link` runs without approval, by the
     policy's words: the link's policy needs no approval, or it allows an override and the user's

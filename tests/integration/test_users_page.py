@@ -24,12 +24,6 @@ pytestmark = pytest.mark.integration
 LAST_ADMIN = "There must stay at least one active admin"
 
 
-@pytest.fixture(autouse=True)
-def _quick_passwords(settings):
-    """The `users` fixture hashes four passwords; a quick hasher keeps these tests quick."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def admin(client_as):
     return client_as("admin")
