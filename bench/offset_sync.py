@@ -25,6 +25,8 @@ import sys
 import time
 from collections import Counter
 
+from infra.kafka_admin import exact_filter
+
 from .cluster import ROOT, WORK, log
 
 TOPICS, PARTITIONS, GROUPS, RECORDS, MOVED = 20, 10, 1000, 100, 100
@@ -219,19 +221,7 @@ def _remove(source, destination, topics: list[str], groups: list[str]) -> None:
     )
     found = [b for b in destination.describe_acls(acls).result(30) if b.name.startswith(PREFIX)]
     if found:
-        exact = [
-            AclBindingFilter(
-                b.restype,
-                b.name,
-                b.resource_pattern_type,
-                b.principal,
-                b.host,
-                b.operation,
-                b.permission_type,
-            )
-            for b in found
-        ]
-        for f in destination.delete_acls(exact).values():
+        for f in destination.delete_acls([exact_filter(b) for b in found]).values():
             f.exception(60)
 
 

@@ -42,6 +42,19 @@ from confluent_kafka.admin import (
 logger = logging.getLogger("librdkafka")
 
 
+def exact_filter(binding: AclBinding) -> AclBindingFilter:
+    """The filter that matches `binding` alone (to delete exactly it)."""
+    return AclBindingFilter(
+        binding.restype,
+        binding.name,
+        binding.resource_pattern_type,
+        binding.principal,
+        binding.host,
+        binding.operation,
+        binding.permission_type,
+    )
+
+
 def kafka_id(text: str) -> str:
     """A topic id as Kafka's own tools print it (URL-safe base64, no padding), from
     librdkafka's standard base64 form: DL5/DPMpSd+fkWYJY5QgxQ -> DL5_DPMpSd-fkWYJY5QgxQ."""

@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from confluent_kafka.admin import AclBinding, AclBindingFilter
+from confluent_kafka.admin import AclBinding
 
-from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin, KafkaAdminError, exact_filter
 
 from . import audit, filters, read_only
 from .errors import ReplicationError
@@ -95,7 +95,7 @@ def sync_acls(link: ClusterLink, source: KafkaAdmin, destination: KafkaAdmin) ->
     if to_create:
         destination.create_acls(to_create)
     if to_delete:
-        destination.delete_acls([_exactly(b) for b in to_delete])
+        destination.delete_acls([exact_filter(b) for b in to_delete])
     outcome = Outcome(
         created=[describe(b) for b in to_create],
         deleted=[describe(b) for b in to_delete],
@@ -116,15 +116,3 @@ def sync_acls(link: ClusterLink, source: KafkaAdmin, destination: KafkaAdmin) ->
             link.destination.name,
         )
     return outcome
-
-
-def _exactly(b: AclBinding) -> AclBindingFilter:
-    return AclBindingFilter(
-        b.restype,
-        b.name,
-        b.resource_pattern_type,
-        b.principal,
-        b.host,
-        b.operation,
-        b.permission_type,
-    )

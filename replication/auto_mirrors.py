@@ -33,9 +33,8 @@ def enabled(link: ClusterLink) -> bool:
 
 def wanted(link: ClusterLink, source_topics: set[str]) -> list[str]:
     """The source topics that should get a mirror now and have none."""
-    text = link.config("auto.create.mirror.topics.filters")
-    chosen = filters.parse_names(text, filters.TOPICS) if text else []
-    if not any(f.filter_type == filters.INCLUDE for f in chosen):
+    chosen = filters.including(link.config("auto.create.mirror.topics.filters"), filters.TOPICS)
+    if chosen is None:
         raise NotConfigured(
             "auto.create.mirror.topics.enable is true, but auto.create.mirror.topics.filters "
             'includes no topic, so no mirror is created. Set it, e.g. {"topicFilters": '

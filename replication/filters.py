@@ -71,6 +71,13 @@ def selected(filters: Iterable[NameFilter], name: str) -> bool:
     return included
 
 
+def including(text: str | None, top: str) -> list[NameFilter] | None:
+    """The name filters a link config holds, or None when none of them includes anything (an
+    enabled syncer then has nothing to do, and says so)."""
+    found = parse_names(text, top) if text else []
+    return found if any(f.filter_type == INCLUDE for f in found) else None
+
+
 def literally_included(filters: Iterable[NameFilter], name: str) -> bool:
     """Whether a LITERAL INCLUDE names `name` itself (not `*`, not a prefix)."""
     return any(

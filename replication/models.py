@@ -274,7 +274,6 @@ class GroupOffsetSync(models.Model):
     # What the destination holds for the group, as last written or read:
     # {"mirror topic/partition": offset}.
     offsets = models.JSONField(default=dict, blank=True)
-    topics = models.JSONField(default=list, blank=True)  # the mirror topics it has offsets on
     written_at = models.DateTimeField(null=True, blank=True)
     changed_at = models.DateTimeField(default=timezone.now)
 
@@ -286,6 +285,11 @@ class GroupOffsetSync(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group} on link {self.link_id}: {self.state}"
+
+    @property
+    def topics(self) -> set[str]:
+        """The mirror topics it has offsets on."""
+        return {key.rsplit("/", 1)[0] for key in self.offsets}
 
 
 class ApiToken(models.Model):

@@ -62,9 +62,8 @@ def enabled(link: ClusterLink) -> bool:
 
 
 def group_filters(link: ClusterLink) -> list[filters.NameFilter]:
-    text = link.config("consumer.offset.group.filters")
-    found = filters.parse_names(text, filters.GROUPS) if text else []
-    if not any(f.filter_type == filters.INCLUDE for f in found):
+    found = filters.including(link.config("consumer.offset.group.filters"), filters.GROUPS)
+    if found is None:
         raise NotConfigured(
             "consumer.offset.sync.enable is true, but consumer.offset.group.filters includes "
             'no group, so no offsets are synced. Set it, e.g. {"groupFilters": [{"name": "*", '
@@ -221,7 +220,6 @@ def _save(
             "state": outcome.groups[group],
             "reason": reasons.get(group, ""),
             "offsets": offsets,
-            "topics": sorted({key.rsplit("/", 1)[0] for key in offsets}),
         }
         if group in outcome.written:
             fields["written_at"] = now
@@ -234,7 +232,7 @@ def _save(
     GroupOffsetSync.objects.bulk_create(new, batch_size=500)
     GroupOffsetSync.objects.bulk_update(
         changed,
-        ["destination_group", "state", "reason", "offsets", "topics", "written_at", "changed_at"],
+        ["destination_group", "state", "reason", "offsets", "written_at", "changed_at"],
         batch_size=500,
     )
     if full:  # groups no longer selected, or with no offsets on a mirror: no longer shown

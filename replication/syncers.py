@@ -110,8 +110,11 @@ def _forget_disabled(link: ClusterLink) -> None:
     ):
         if not on and syncer in link.sync_problems:
             _note_problem(link, syncer, None)
-    if not offset_sync.enabled(link) and link.group_syncs.exists():
+    # Only once after offsets synced (offsets_synced_at set): no query every second after.
+    if not offset_sync.enabled(link) and link.offsets_synced_at is not None:
         link.group_syncs.all().delete()
+        ClusterLink.objects.filter(pk=link.pk).update(offsets_synced_at=None)
+        link.offsets_synced_at = None
 
 
 def check_source(link: ClusterLink, now: datetime, source: KafkaAdmin | None = None) -> None:

@@ -50,6 +50,7 @@ from django.conf import settings
 
 from devstack import kafka
 from infra import processes
+from infra.kafka_admin import exact_filter
 
 STALE_AFTER_S = 12 * 3600
 _MARK = re.compile(r"itest-([0-9a-f]{8})[0-9a-f]{4}")
@@ -134,20 +135,8 @@ def acls(node: kafka.KafkaNode, owned: Owned) -> list[AclBinding]:
 def delete_acls(node: kafka.KafkaNode, bindings: list[AclBinding]) -> None:
     if not bindings:
         return
-    exact = [
-        AclBindingFilter(
-            b.restype,
-            b.name,
-            b.resource_pattern_type,
-            b.principal,
-            b.host,
-            b.operation,
-            b.permission_type,
-        )
-        for b in bindings
-    ]
     admin = _admin(node)
-    for future in admin.delete_acls(exact).values():
+    for future in admin.delete_acls([exact_filter(b) for b in bindings]).values():
         _answer(future)
 
 

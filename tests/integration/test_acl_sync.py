@@ -29,7 +29,7 @@ from confluent_kafka.admin import (
 from django.utils import timezone
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, exact_filter
 from replication import acl_sync, filters, read_only, syncers
 from replication.connections import destination_admin, source_admin
 from replication.errors import ReplicationError
@@ -104,18 +104,6 @@ _EVERY_ACL = AclBindingFilter(
 )
 
 
-def _exact(b: AclBinding) -> AclBindingFilter:
-    return AclBindingFilter(
-        b.restype,
-        b.name,
-        b.resource_pattern_type,
-        b.principal,
-        b.host,
-        b.operation,
-        b.permission_type,
-    )
-
-
 class Acls:
     """ACLs a test makes on either cluster, waited for until the broker answers with them;
     every ACL on the test's names or of its (marked) principals goes afterwards."""
@@ -140,7 +128,7 @@ class Acls:
         eventually(lambda: keys(*bindings) <= self.mine(node), 30, f"ACLs on {node.name}")
 
     def delete(self, node: kafka.KafkaNode, *bindings: AclBinding) -> None:
-        self.admins[node.name].delete_acls([_exact(b) for b in bindings])
+        self.admins[node.name].delete_acls([exact_filter(b) for b in bindings])
         eventually(lambda: not keys(*bindings) & self.mine(node), 30, f"ACLs gone on {node.name}")
 
     def mine(self, node: kafka.KafkaNode) -> set[tuple]:
@@ -163,7 +151,7 @@ class Acls:
                     if b.name in self.names or b.principal in self.principals
                 ]
                 if found:
-                    self.admins[node.name].delete_acls([_exact(b) for b in found])
+                    self.admins[node.name].delete_acls([exact_filter(b) for b in found])
             except KafkaAdminError:
                 return False
             return not found

@@ -29,7 +29,8 @@ from replication.models import ClusterLink, GroupOffsetSync, MirrorTopic
 from replication.tokens import create_token
 from tests import leftovers
 from tests.conftest import admin_config
-from tests.integration.test_mirror_engine import _compacted, _produce, _transactional
+from tests.integration.test_mirror_engine import CASES as ENGINE_CASES
+from tests.integration.test_mirror_engine import _produce
 from tests.mirror_checks import ACTOR, committed_link, eventually, read_all, run_until_copied
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -54,17 +55,8 @@ def _plain(topic: str) -> None:
 
 CASES = {
     "plain": (3, {}, _plain),
-    "compacted": (
-        1,
-        {
-            "cleanup.policy": "compact",
-            "segment.ms": "100",
-            "min.cleanable.dirty.ratio": "0.01",
-            "min.compaction.lag.ms": "0",
-        },
-        _compacted,
-    ),
-    "transactional": (2, {}, _transactional),
+    "compacted": ENGINE_CASES["compacted"],
+    "transactional": ENGINE_CASES["transactional"],
 }
 
 
