@@ -35,7 +35,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: import the proje
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
-from spark_jobs import control, copier, translation
+from spark_jobs import control, copier, source_watch, translation
 
 log = logging.getLogger("isthmus.stream")
 
@@ -58,6 +58,7 @@ class LinkApplication:
             spec["redis_url"], socket_timeout=2, socket_connect_timeout=2
         )
         self.source = KafkaAdmin(spec["source"], timeout=15)
+        self.watch = source_watch.SourceWatch(spec["source"])
         self.destination = KafkaAdmin(spec["destination"], timeout=15)
         self.translation = translation.Reader(spec["destination"])
         self.sc = None
@@ -83,8 +84,6 @@ class LinkApplication:
         self.pending: deque[tuple[int, int]] = deque()  # (generation, version) to acknowledge
         self.planned: tuple | None = None
         # Reporting.
-        self.source_hw: dict[tuple[str, int], int] = {}
-        self.fetched_at_ms = 0
         self.base = [0, 0]  # records and bytes of earlier epochs
         self.seen = [0, 0]  # of the current one
         self.window: deque[tuple[float, int, int]] = deque()
@@ -94,6 +93,7 @@ class LinkApplication:
     # --- the loop ---------------------------------------------------------------------------
 
     def run(self) -> int:
+        self.watch.start()
         claimed = self.claim()
         self.beat("starting")
         self.sc = spark_context(self.spec)
@@ -119,6 +119,7 @@ class LinkApplication:
                 self.beat("running")
             time.sleep(LOOP_S)
         self.end_epoch()
+        self.watch.stop()
         self.translation.close()
         self.beat("stopped")
         return 0
@@ -145,6 +146,7 @@ class LinkApplication:
             for gone in set(self.partitions) - set(mirrors):
                 self.partitions.pop(gone, None)
                 self.topic_ids.pop(gone, None)
+            self.tell_watch()
         if self.job is not None and self.job.is_alive():
             self.plan()
         return True
@@ -281,9 +283,14 @@ class LinkApplication:
         for mirror in self.mirrors:
             if mirror not in self.topic_ids:
                 try:
-                    self.topic_ids[mirror] = self.destination.describe_topic(mirror).topic_id
+                    info = self.destination.describe_topic(mirror)
                 except KafkaAdminError as exc:  # copied once it is back
                     self.error = f"mirror topic {mirror}: {exc}"
+                    continue
+                # A new mirror has its source's partitions, so its copy starts without
+                # waiting for the source; partitions the source gains are added by `grow`.
+                self.topic_ids[mirror] = info.topic_id
+                self.partitions[mirror] = max(self.partitions.get(mirror, 0), info.partitions)
         return {
             (m, self.topic_ids[m], p)
             for m in self.mirrors
@@ -299,6 +306,8 @@ class LinkApplication:
         ends = self.destination.offsets([(m, p) for m, _, p in idents])
         runs, pins = {}, []
         fresh = [i for i in idents if ends[i[0], i[2]] == 0 and not stored.get((i[1], i[2]))]
+        if fresh and not self.watch.reachable:  # asking would hold the loop for its timeout
+            raise KafkaAdminError(f"the source cluster does not answer: {self.watch.error}")
         starts = self.source.offsets([(self.mirrors[m], p) for m, _, p in fresh], "earliest")
         for mirror, topic_id, p in idents:
             found = stored.get((topic_id, p), translation.Runs())
@@ -331,12 +340,7 @@ class LinkApplication:
 
     def grow(self) -> None:
         """Give each mirror topic the partitions its source has gained, before copying them."""
-        sources = sorted(set(self.mirrors.values()))
-        try:
-            counts = self.source.partition_counts(sources) if sources else {}
-        except KafkaAdminError as exc:  # the source is down: grown when it is back
-            self.error = str(exc)
-            return
+        counts = self.watch.counts  # the source down: grown when it is back
         grown = {
             m: counts[s]
             for m, s in self.mirrors.items()
@@ -394,6 +398,7 @@ class LinkApplication:
             self.publish_assignments()  # again each second: Redis may have lost them
         elif self.job is None and not self.assigned:
             self.acked = self.generation  # no job: nothing writes
+        self.tell_watch()
         progress, behind, last_write, errors = self.progress(reports)
         self.seen = [sum(r[k] for r in reports if r) for k in ("records", "bytes")]
         records, size = (b + s for b, s in zip(self.base, self.seen, strict=True))
@@ -420,7 +425,7 @@ class LinkApplication:
             "bytes": size,
             "records_per_sec": rate(1),
             "bytes_per_sec": rate(2),
-            "fetched_at_ms": self.fetched_at_ms,
+            "fetched_at_ms": self.watch.fetched_at_ms,
             "last_batch_ms": last_write,
             "behind": behind,
         }
@@ -432,18 +437,18 @@ class LinkApplication:
         except redis.RedisError as exc:
             log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
 
+    def tell_watch(self) -> None:
+        """Which source partitions to read: those of the mirror set."""
+        self.watch.watch(
+            sorted(set(self.mirrors.values())),
+            [(self.mirrors[m], p) for m in self.mirrors for p in range(self.partitions.get(m, 0))],
+        )
+
     def progress(self, reports: list[dict | None]) -> tuple[dict, bool, int, list[str]]:
         """Per mirror partition: its offset run, whether offsets are translated, the source's
         high watermark at the last fetch and how far the source was read."""
-        held = {(m, p) for slot in self.assigned for (m, _, p) in slot}
-        try:
-            hw = self.source.offsets([(self.mirrors[m], p) for m, p in held if m in self.mirrors])
-            self.source_hw = {(m, p): hw[self.mirrors[m], p] for m, p in held if m in self.mirrors}
-            self.fetched_at_ms = int(time.time() * 1000)
-        except KafkaAdminError as exc:  # the source is down: the heartbeat says so
-            self.error = str(exc)
-        else:
-            self.error = ""
+        self.error = self.watch.error  # the source down: the heartbeat says so
+        hw = self.watch.high_watermarks
         progress: dict[str, dict[str, dict]] = {}
         behind, last_write, errors = False, 0, []
         for report in filter(None, reports):
@@ -452,7 +457,7 @@ class LinkApplication:
                 errors.append(f"task {report['slot']}: {report['error']}")
             for where, p in report["partitions"].items():
                 partition, mirror = where.split("/", 1)
-                source_hw = self.source_hw.get((mirror, int(partition)), -1)
+                source_hw = hw.get((self.mirrors.get(mirror), int(partition)), -1)
                 progress.setdefault(mirror, {})[partition] = {
                     "run": p["run"],
                     "translated": p["translated"],

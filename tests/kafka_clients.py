@@ -67,6 +67,20 @@ def consume_all(bootstrap: str, topic: str, expected: int) -> list:
     return records
 
 
+def commit_offsets(
+    node: kafka.KafkaNode, group: str, positions: dict[tuple[str, int], int]
+) -> None:
+    """Commit `positions` for `group`, as a consumer that read up to them would."""
+    consumer = Consumer({**admin_config(node), "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(
+            offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()],
+            asynchronous=False,
+        )
+    finally:
+        consumer.close()
+
+
 def run_tool(tool: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     """Run one of the bin/ wrappers of Kafka's CLI tools, as a user would type it."""
     return subprocess.run(

@@ -27,7 +27,7 @@ from replication.links import alter_link_configs
 from replication.mirrors import delete_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from tests.conftest import admin_config
-from tests.kafka_clients import READ_ONLY_ACLS, acls_on
+from tests.kafka_clients import READ_ONLY_ACLS, acls_on, commit_offsets
 from tests.leftovers import unique_name
 from tests.mirror_checks import (
     ACTOR,
@@ -104,6 +104,8 @@ def test_a_prefixed_include_mirrors_exactly_the_topics_it_selects(
             ("__consumer_offsets", "LITERAL", "INCLUDE"),
         )
     )
+    # A first committed offset creates __consumer_offsets on a fresh cluster.
+    commit_offsets(kafka.SOURCE, unique_name("auto-offsets"), {(chosen[0], 0): 0})
     assert "__consumer_offsets" in KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names()
 
     refresh(link)

@@ -98,6 +98,7 @@ def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors
     with committed_link(django_db_blocker, [busy, added]) as link:
         busy_mirror = create_mirror(ACTOR, link, busy)
         run_until_copied(link, [busy_mirror])  # the application runs
+        epoch = control.read_json(client(), control.heartbeat_key(str(link.link_id)))["epoch"]
         busy_writer.start()
         watcher = Watcher(busy, 4)
         watcher.start()
@@ -124,10 +125,13 @@ def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors
         added_writer.join()
         heartbeat = control.read_json(client(), control.heartbeat_key(str(link.link_id)))
 
-        assert first_record < 3, f"the new mirror's first record came after {first_record:.1f} s"
-        assert stopped < 2, f"the paused mirror was let go after {stopped:.1f} s"
+        # The same job took both changes: a relaunch would have waited CLAIM_WAIT_S (4.5 s)
+        # for the old tasks before copying anything. The bounds leave room for a busy machine.
+        assert heartbeat["epoch"] == epoch, "the application relaunched its job for the change"
+        assert first_record < 4, f"the new mirror's first record came after {first_record:.1f} s"
+        assert stopped < 4, f"the paused mirror was let go after {stopped:.1f} s"
         assert still == held, "a paused mirror was written after the application let go of it"
-        assert watcher.longest_stall < 1.0, (
+        assert watcher.longest_stall < 3, (
             f"the busy mirror stopped copying for {watcher.longest_stall:.1f} s"
         )
         assert heartbeat["generation"] >= generation and added not in heartbeat["mirrors"]

@@ -14,7 +14,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.urls import reverse
 from django.utils import timezone
@@ -31,6 +31,7 @@ from tests import leftovers
 from tests.conftest import admin_config
 from tests.integration.test_mirror_engine import CASES as ENGINE_CASES
 from tests.integration.test_mirror_engine import _produce
+from tests.kafka_clients import commit_offsets
 from tests.mirror_checks import ACTOR, committed_link, eventually, read_all, run_until_copied
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -90,18 +91,6 @@ def copied(devstack, django_db_setup, django_db_blocker):
         leftovers.delete_groups(node, leftovers.groups(node, lambda g: BASE in g or OUTSIDE in g))
 
 
-def _commit(node: kafka.KafkaNode, group: str, positions: dict[tuple[str, int], int]) -> None:
-    """Commit `positions` for `group`, as a consumer that read up to them would."""
-    consumer = Consumer({**admin_config(node), "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(
-            offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()],
-            asynchronous=False,
-        )
-    finally:
-        consumer.close()
-
-
 def _sync(link: ClusterLink) -> offset_sync.Outcome:
     link.refresh_from_db()
     return offset_sync.sync_offsets(
@@ -153,7 +142,7 @@ def test_a_group_resumes_on_the_mirror_exactly_where_it_stopped_on_the_source(co
     cuts = {0: half[len(half) // 2].offset + 1, 1: ends.get(1), 2: 0}
     cuts = {p: cuts[p] for p in ends}
     group = f"{BASE}-resume-{case}"
-    _commit(kafka.SOURCE, group, {(topic, p): offset for p, offset in cuts.items()})
+    commit_offsets(kafka.SOURCE, group, {(topic, p): offset for p, offset in cuts.items()})
 
     outcome = _sync(copied.link)
 
@@ -170,7 +159,7 @@ def test_a_group_resumes_on_the_mirror_exactly_where_it_stopped_on_the_source(co
 def test_offsets_the_destination_holds_are_not_written_again_and_quiet_ones_sync_too(copied):
     topic = copied.names["plain"]
     group = f"{BASE}-unchanged"
-    _commit(kafka.SOURCE, group, {(topic, 0): 10, (topic, 1): 20})
+    commit_offsets(kafka.SOURCE, group, {(topic, 0): 10, (topic, 1): 20})
     first = _sync(copied.link)
     assert group in first.written
     row = GroupOffsetSync.objects.get(link=copied.link, group=group)
@@ -182,7 +171,7 @@ def test_offsets_the_destination_holds_are_not_written_again_and_quiet_ones_sync
     assert row.written_at == written_at, "unchanged offsets were written again"
 
     # No record arrives on the topic; only the group moves, on one partition.
-    _commit(kafka.SOURCE, group, {(topic, 1): 25})
+    commit_offsets(kafka.SOURCE, group, {(topic, 1): 25})
     _sync(copied.link)
     held = KafkaAdmin(admin_config(kafka.DESTINATION)).group_offsets([group])[group]
     assert held == {(topic, 0): 10, (topic, 1): 25}
@@ -193,7 +182,7 @@ def test_offsets_the_destination_holds_are_not_written_again_and_quiet_ones_sync
 def test_a_group_with_members_on_the_destination_is_skipped_and_not_overwritten(copied):
     topic = copied.names["plain"]
     group = f"{BASE}-busy"
-    _commit(kafka.DESTINATION, group, {(topic, 0): 3})
+    commit_offsets(kafka.DESTINATION, group, {(topic, 0): 3})
     member = Consumer(
         {**admin_config(kafka.DESTINATION), "group.id": group, "enable.auto.commit": False}
     )
@@ -203,7 +192,7 @@ def test_a_group_with_members_on_the_destination_is_skipped_and_not_overwritten(
         while not member.assignment() and time.monotonic() < deadline:
             member.poll(0.5)
         assert member.assignment(), "the destination consumer did not join its group"
-        _commit(kafka.SOURCE, group, {(topic, 0): 40})
+        commit_offsets(kafka.SOURCE, group, {(topic, 0): 40})
 
         outcome = _sync(copied.link)
 
@@ -225,7 +214,7 @@ def test_the_filters_select_exactly_the_groups_they_name(copied):
     groups = [f"{BASE}-app-1", f"{BASE}-app-test", f"{BASE}-tmp-1"]
     outside = leftovers.unique_name(OUTSIDE)
     for group in [*groups, outside]:
-        _commit(kafka.SOURCE, group, {(topic, 0): 5})
+        commit_offsets(kafka.SOURCE, group, {(topic, 0): 5})
     alter_link_configs(
         ACTOR,
         copied.link,
@@ -258,7 +247,7 @@ def test_a_group_ahead_of_the_copy_gets_the_mirrors_end_and_shows_it(copied):
     topic = copied.names["plain"]
     end = KafkaAdmin(admin_config(kafka.DESTINATION)).end_offsets(topic, 3)[0]
     group = f"{BASE}-ahead"
-    _commit(kafka.SOURCE, group, {(topic, 0): end + 50})
+    commit_offsets(kafka.SOURCE, group, {(topic, 0): end + 50})
 
     outcome = _sync(copied.link)
 
@@ -274,7 +263,7 @@ def test_the_mirror_page_shows_each_groups_state_and_why(copied, client_as):
     topic = copied.names["plain"]
     group = f"{BASE}-page"
     end = KafkaAdmin(admin_config(kafka.DESTINATION)).end_offsets(topic, 3)[1]
-    _commit(kafka.SOURCE, group, {(topic, 0): 1, (topic, 1): end + 5})
+    commit_offsets(kafka.SOURCE, group, {(topic, 0): 1, (topic, 1): end + 5})
     _sync(copied.link)
 
     url = reverse("mirror-detail", args=[copied.link.destination.name, topic])
@@ -367,7 +356,7 @@ def test_an_enabled_sync_without_filters_says_so_on_the_link(copied, client_as):
 def test_a_promote_syncs_the_groups_offsets_a_last_time_and_then_no_more(copied):
     topic = copied.names["promoted"]
     group = f"{BASE}-promoted"
-    _commit(kafka.SOURCE, group, {(topic, 0): 30, (topic, 1): 12})  # after the last sync
+    commit_offsets(kafka.SOURCE, group, {(topic, 0): 30, (topic, 1): 12})  # after the last sync
 
     [outcome] = promote.stop_mirrors(ACTOR, copied.link, [topic], promote.PROMOTE, wait=True)
 
@@ -378,7 +367,7 @@ def test_a_promote_syncs_the_groups_offsets_a_last_time_and_then_no_more(copied)
     destination = KafkaAdmin(admin_config(kafka.DESTINATION))
     assert destination.group_offsets([group])[group] == {(topic, 0): 30, (topic, 1): 12}
     # The topic is the destination's own now: its groups' offsets are theirs.
-    _commit(kafka.SOURCE, group, {(topic, 0): 40})
+    commit_offsets(kafka.SOURCE, group, {(topic, 0): 40})
     _sync(copied.link)
     assert destination.group_offsets([group])[group][topic, 0] == 30
 
@@ -396,7 +385,9 @@ def test_a_prefixed_link_can_give_the_synced_groups_its_prefix(make_link, make_t
     mirror = create_mirror(ACTOR, link, topic_name)
     assert mirror.mirror_topic == f"west.{topic_name}"
     group = f"{BASE}-prefixed"
-    _commit(kafka.SOURCE, group, {(topic_name, 0): 0, (topic_name, 1): 0})  # nothing read yet
+    commit_offsets(
+        kafka.SOURCE, group, {(topic_name, 0): 0, (topic_name, 1): 0}
+    )  # nothing read yet
 
     outcome = _sync(link)
 
@@ -419,7 +410,7 @@ def test_offsets_sync_again_by_themselves_after_the_source_broker_was_restarted(
         link.refresh_from_db()
         return link
 
-    _commit(kafka.SOURCE, group, {(topic, 0): 7})
+    commit_offsets(kafka.SOURCE, group, {(topic, 0): 7})
     sync_due()
     assert destination.group_offsets([group])[group] == {(topic, 0): 7}
 
@@ -430,7 +421,7 @@ def test_offsets_sync_again_by_themselves_after_the_source_broker_was_restarted(
         assert "Check that the brokers are running" in problem and "KafkaError{" not in problem
     finally:
         stack.up(["source"], echo=lambda _: None)
-    eventually(lambda: _try_commit(group, {(topic, 0): 9}), 60, "a commit on the source")
+    eventually(lambda: _trycommit_offsets(group, {(topic, 0): 9}), 60, "a commit on the source")
 
     eventually(
         lambda: sync_due() and destination.group_offsets([group])[group] == {(topic, 0): 9},
@@ -440,9 +431,9 @@ def test_offsets_sync_again_by_themselves_after_the_source_broker_was_restarted(
     assert syncers.OFFSETS not in link.sync_problems
 
 
-def _try_commit(group: str, positions: dict[tuple[str, int], int]) -> bool:
+def _trycommit_offsets(group: str, positions: dict[tuple[str, int], int]) -> bool:
     try:
-        _commit(kafka.SOURCE, group, positions)
+        commit_offsets(kafka.SOURCE, group, positions)
     except KafkaException:
         return False
     return True

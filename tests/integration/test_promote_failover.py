@@ -18,6 +18,8 @@ from replication import audit, promote, streams
 from replication.links import resume_link
 from replication.mirrors import create_mirror, pause_mirror
 from replication.models import AuditEvent, MirrorTopic
+from replication.redis_channel import client
+from spark_jobs import control
 from tests.kafka_clients import acls_on, produce
 from tests.mirror_checks import caught_up, eventually, read_all
 
@@ -181,17 +183,22 @@ def test_a_failover_works_with_the_source_cluster_stopped(
     )
     mirror = create_mirror(_admin(users), link, topic_name)
     eventually(lambda: caught_up(mirror), 180, "copying the mirror")
+    stream_pid = _heartbeat(link)["pid"]
     stack.down(["source"], echo=lambda _: None)
     try:
         eventually(
             lambda: _state(mirror) == State.SOURCE_UNAVAILABLE, 60, "the link seeing the outage"
         )
+        # The application keeps its heartbeat while its source is down (nothing in its loop
+        # waits on the source), so it is not restarted and acknowledges the failover at once.
+        eventually(lambda: _heartbeat(link)["error"], 30, "the heartbeat telling of the outage")
         [refused] = promote.stop_mirrors(_admin(users), link, [topic_name], promote.PROMOTE)
         assert "promote needs it ACTIVE or PAUSED" in refused.error
         [outcome] = promote.stop_mirrors(
             _admin(users), link, [topic_name], promote.FAILOVER, wait=True
         )
         assert not outcome.error, outcome.error
+        assert _heartbeat(link)["pid"] == stream_pid
         mirror.refresh_from_db()
         assert mirror.state == State.STOPPED
         assert mirror.stop_offsets == {"0": 100, "1": 100}
@@ -200,3 +207,7 @@ def test_a_failover_works_with_the_source_cluster_stopped(
         assert error is None and offset == 100
     finally:
         stack.up(["source"], echo=lambda _: None)
+
+
+def _heartbeat(link) -> dict:
+    return control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}

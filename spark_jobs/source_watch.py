@@ -1,0 +1,69 @@
+"""What the link's application knows of its source cluster, read in a thread of its own.
+
+The driver's loop follows the mirror set, acknowledges generations and sends the heartbeat:
+none of that may wait on the source. A stopped source makes every admin request wait its
+full timeout, and a failover (which happens because the source is down) waits for the
+driver's acknowledgement. So the source's partition counts and high watermarks are read here,
+once a second, and the loop only ever looks at the latest answer.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+
+EVERY_S = 1.0
+
+
+class SourceWatch:
+    def __init__(self, config: dict[str, str], timeout: float = 15.0):
+        self._admin = KafkaAdmin(config, timeout=timeout)
+        self._lock = threading.Lock()
+        self._wanted: tuple[list[str], list[tuple[str, int]]] = ([], [])
+        self._asked = threading.Event()
+        self._stopped = threading.Event()
+        self.counts: dict[str, int] = {}  # source topic -> partitions
+        self.high_watermarks: dict[tuple[str, int], int] = {}
+        self.fetched_at_ms = 0  # when the high watermarks were last read
+        self.error = ""  # why the last read failed ("" when it did not)
+        self.reachable = True  # whether the last read got an answer
+        self._thread = threading.Thread(target=self._run, name="source-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._asked.set()
+
+    def watch(self, topics: list[str], partitions: list[tuple[str, int]]) -> None:
+        """What to read from now on; a new topic is read at once rather than at the next
+        round."""
+        with self._lock:
+            fresh = not set(topics) <= set(self._wanted[0])
+            self._wanted = (sorted(topics), sorted(partitions))
+        if fresh:
+            self._asked.set()
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            began = time.monotonic()
+            self._read()
+            self._asked.wait(max(0.0, EVERY_S - (time.monotonic() - began)))
+            self._asked.clear()
+
+    def _read(self) -> None:
+        with self._lock:
+            topics, partitions = self._wanted
+        try:
+            # A source topic deleted meanwhile is left out, and its partitions with it.
+            counts = {t: info.partitions for t, info in self._admin.describe_topics(topics).items()}
+            watermarks = self._admin.offsets([(t, p) for t, p in partitions if t in counts])
+        except KafkaAdminError as exc:
+            self.error, self.reachable = str(exc), False
+            return
+        self.counts, self.high_watermarks = counts, watermarks
+        self.fetched_at_ms = int(time.time() * 1000)
+        self.error, self.reachable = "", True
