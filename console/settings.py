@@ -211,6 +211,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = timedelta(hours=1)
+# Scenario runs take minutes: they go to a worker of their own (`make demo` starts one), so
+# the supervision and syncs that scenarios wait on are never queued behind them.
+SCENARIO_QUEUE = "scenarios"
+CELERY_TASK_ROUTES = {"replication.tasks.run_scenario": {"queue": SCENARIO_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
     "refresh-clusters": {
         "task": "replication.tasks.refresh_clusters",
@@ -243,6 +247,9 @@ ISTHMUS_ORDINARY_BOOTSTRAP = dict(
     ).split(",")
     if "=" in pair
 )
+# How the topics, links and groups of a scenario run started without a tag are named:
+# "<prefix>-<random>-...".
+SCENARIO_NAME_PREFIX = "scenario"
 
 LOGGING = {
     "version": 1,

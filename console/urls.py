@@ -1,18 +1,19 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from django.views.generic import RedirectView
 
-from console.access import public, require
+from console.access import public
 from console.api import metrics
 from console.views import (
     account,
     approvals,
     audit,
     clusters,
+    dashboard,
     health,
     link_filters,
     links,
     mirrors,
+    scenarios,
     users,
 )
 
@@ -21,9 +22,7 @@ MIRROR = "mirrors/<str:destination>/<str:topic>/"
 USER = "users/<str:username>/"
 
 urlpatterns = [
-    path(
-        "", require("console.view")(RedirectView.as_view(pattern_name="clusters")), name="dashboard"
-    ),
+    path("", dashboard.dashboard, name="dashboard"),
     path("login/", public(auth_views.LoginView.as_view()), name="login"),
     path("logout/", public(auth_views.LogoutView.as_view()), name="logout"),
     path("healthz", health.healthz, name="healthz"),
@@ -64,6 +63,10 @@ urlpatterns = [
     path("approvals/<int:pk>/approve/", approvals.approval_approve, name="approval-approve"),
     path("approvals/<int:pk>/reject/", approvals.approval_reject, name="approval-reject"),
     path("approvals/<int:pk>/withdraw/", approvals.approval_withdraw, name="approval-withdraw"),
+    path("scenarios/", scenarios.scenario_list, name="scenarios"),
+    path("scenarios/<str:name>/start/", scenarios.scenario_start, name="scenario-start"),
+    path("scenarios/runs/<int:pk>/", scenarios.run_detail, name="scenario-run"),
+    path("scenarios/runs/<int:pk>/<str:how>/", scenarios.run_go_on, name="scenario-run-go-on"),
     path("audit/", audit.audit_list, name="audit"),
     path("audit/export.csv", audit.audit_export, name="audit-export"),
     path("users/", users.user_list, name="users"),

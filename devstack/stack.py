@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
+
 from infra import processes
 
 from . import kafka, postgres
@@ -81,6 +83,23 @@ def _alive_for(pidfile: Path, seconds: float) -> bool:
     return running is not None and time.time() - running.create_time >= seconds
 
 
+def _celery_worker(venv_bin: Path, node_name: str, queue: str, concurrency: int) -> list[str]:
+    return [
+        str(venv_bin / "celery"),
+        "-A",
+        "console",
+        "worker",
+        "--loglevel",
+        "INFO",
+        "--queues",
+        queue,
+        "--concurrency",
+        str(concurrency),
+        "--hostname",
+        node_name,
+    ]
+
+
 def _celery_worker_ready(node_name: str) -> bool:
     from console.celery import app
 
@@ -114,6 +133,7 @@ class Stack:
         var = self.var_dir
         venv_bin = Path(sys.executable).parent
         worker_name = "isthmus-worker@devstack"
+        scenario_worker = "isthmus-scenarios@devstack"
         parts = [
             Component(
                 name=node.name,
@@ -156,19 +176,19 @@ class Stack:
                 name="worker",
                 address=f"celery node {worker_name}",
                 ports=(),
-                command=lambda: [
-                    str(venv_bin / "celery"),
-                    "-A",
-                    "console",
-                    "worker",
-                    "--loglevel",
-                    "INFO",
-                    "--concurrency",
-                    "2",
-                    "--hostname",
-                    worker_name,
-                ],
+                command=lambda: _celery_worker(venv_bin, worker_name, "celery", 2),
                 ready=lambda: _celery_worker_ready(worker_name),
+            ),
+            # Scenario runs take minutes: they have a worker of their own, so the links'
+            # supervision and syncs, which the scenarios wait on, are never queued behind them.
+            Component(
+                name="scenarios",
+                address=f"celery node {scenario_worker}",
+                ports=(),
+                command=lambda: _celery_worker(
+                    venv_bin, scenario_worker, settings.SCENARIO_QUEUE, 1
+                ),
+                ready=lambda: _celery_worker_ready(scenario_worker),
             ),
             Component(
                 name="beat",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import DatabaseError, transaction
 from django.db.models import Q, QuerySet
 
@@ -75,6 +76,12 @@ class Actor:
     @classmethod
     def system(cls, name: str) -> Actor:
         return cls(name=name)
+
+    @classmethod
+    def of_user(cls, user_pk: int) -> Actor:
+        """The user behind work done later, in a task (a scenario run they started)."""
+        user = get_user_model().objects.get(pk=user_pk)
+        return cls(user=user, name=user.get_username())
 
 
 def record(

@@ -399,18 +399,24 @@ class ScenarioRun(models.Model):
     """One run of a scenario (`replication.scenarios`): its steps' results, kept."""
 
     class Status(models.TextChoices):
+        WAITING = "WAITING"  # for the user to run its next step (or the rest)
         RUNNING = "RUNNING"
         PASSED = "PASSED"
-        FAILED = "FAILED"
+        FAILED = "FAILED"  # a step failed; until it ended (`finished_at`), it can be retried
+        ENDED = "ENDED"  # ended by the user before its last step
 
     scenario = models.CharField(max_length=60)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.WAITING)
     actor_name = models.CharField(max_length=150)
     # The run's own names (topic, link), so it never touches a user's and can run again.
     names = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)  # when it last went on
     cleanup = models.TextField(blank=True, help_text="What cleaning up after the run left.")
+    # What steps keep for later ones (offsets read, records seen), so the next step can run
+    # in another task.
+    kept = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -427,7 +433,7 @@ class ScenarioStep(models.Model):
         RUNNING = "RUNNING"
         PASSED = "PASSED"
         FAILED = "FAILED"
-        SKIPPED = "SKIPPED"  # not run: an earlier step failed
+        SKIPPED = "SKIPPED"  # not run: an earlier step failed, or the run was ended
 
     run = models.ForeignKey(ScenarioRun, on_delete=models.CASCADE, related_name="steps")
     index = models.PositiveSmallIntegerField()

@@ -27,6 +27,9 @@ POLICY: dict[str, frozenset[str]] = {
     # failover, and set a link's approval policy
     "request.override": ADMINS,
     "approval_policy.manage": ADMINS,
+    # run a scenario: it creates, promotes and fails over without approval, and the
+    # disaster-recovery one stops the embedded stack's source cluster
+    "scenario.run": ADMINS,
     # read the audit trail
     "audit.view": EVERYONE,
     # make and revoke one's own API tokens

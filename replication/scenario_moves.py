@@ -88,8 +88,8 @@ def read_part_on_source(c: Context) -> str:
     )
     if len(read) != READ_FIRST:
         raise StepFailed(f"{READ_FIRST} records read", f"{len(read)}")
-    c.kept["read on the source"] = read
-    offsets = cluster_admin(c.source).group_offsets([c.names["group"]])[c.names["group"]]
+    c.kept["read on the source"] = [v.decode() for v in read]
+    offsets = _by_partition(cluster_admin(c.source).group_offsets([c.names["group"]]), c)
     c.kept["source offsets"] = offsets
     return f"read {READ_FIRST} records, committed {_shown(offsets)}, consumer stopped"
 
@@ -100,7 +100,7 @@ def offsets_synced(c: Context) -> str:
     wanted = c.kept["source offsets"]
 
     def held() -> dict:
-        return destination.group_offsets([group])[group]
+        return _by_partition(destination.group_offsets([group]), c)
 
     wait_for(
         lambda: held() == wanted,
@@ -109,7 +109,7 @@ def offsets_synced(c: Context) -> str:
         lambda: _shown(held()) or "none",
     )
     ends = destination.end_offsets(c.names["topic"], PARTITIONS)
-    if any(ends[p] < offset for (_, p), offset in wanted.items()):
+    if any(ends[int(p)] < offset for p, offset in wanted.items()):
         raise StepFailed("the mirror beyond the committed offsets", f"mirror ends {ends}")
     return f"the destination holds {_shown(held())}, as the source; mirror ends {ends}"
 
@@ -124,8 +124,8 @@ def resume_on_destination(c: Context) -> str:
     rest = clients.consume_as_group(
         c.destination.connection_config(), c.names["topic"], c.names["group"], None, PARTITIONS
     )
-    everything = sorted(c.kept["read on the source"] + rest, key=int)
-    if everything != [f"{i}".encode() for i in range(RECORDS)] or len(rest) != RECORDS - READ_FIRST:
+    everything = sorted(c.kept["read on the source"] + [v.decode() for v in rest], key=int)
+    if everything != [str(i) for i in range(RECORDS)] or len(rest) != RECORDS - READ_FIRST:
         raise StepFailed(
             f"the other {RECORDS - READ_FIRST} records, none skipped or read twice",
             f"{len(rest)} records, {len(set(everything))} distinct of {RECORDS}",
@@ -193,8 +193,17 @@ def recover_then_clean_up(c: Context) -> list[str]:
     return left + cleanup(c)
 
 
-def _shown(offsets: dict) -> str:
-    return ", ".join(f"partition {p}: {o}" for (_, p), o in sorted(offsets.items()))
+def _by_partition(groups: dict, c: Context) -> dict[str, int]:
+    """The run's group's committed offsets on its topic, by partition (as stored with the run:
+    JSON keys are strings)."""
+    offsets = groups.get(c.names["group"], {})
+    return {str(p): o for (t, p), o in offsets.items() if t == c.names["topic"]}
+
+
+def _shown(offsets: dict[str, int]) -> str:
+    return ", ".join(
+        f"partition {p}: {o}" for p, o in sorted(offsets.items(), key=lambda i: int(i[0]))
+    )
 
 
 def _step(title, explanation, cli, expected, run) -> Step:

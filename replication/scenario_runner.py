@@ -3,9 +3,13 @@ functions the console uses and then checks the outcome on the real clusters with
 (never through Isthmus's own bookkeeping alone). A run and each step's result (what it checked,
 what it saw, how long it took, the equivalent command line) are stored as they happen.
 
-A run stops at the first failed step; the steps after it are SKIPPED. Whatever happened, the
-scenario's cleanup then removes what the run made: every run uses names of its own, so it can
-run twice in a row and beside a user's own links.
+A run goes step by step (a guided run in the console: the user asks for the next step or the
+rest) or all at once (`manage.py run_scenario`). It stops at the first failed step: headless,
+the steps after it are SKIPPED and the run ends; in the console the run waits, and the failed
+step can be retried or the run ended. When a run ends, the scenario's cleanup removes what it
+made: every run uses names of its own, so it can run twice in a row and beside a user's own
+links. What steps keep for later ones (`Context.kept`) is stored with the run, so each step
+can run in a task of its own.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdminError
 
 from . import audit
-from .errors import ReplicationError, not_found
+from .errors import ReplicationError, conflict, not_found
 from .models import ClusterLink, KafkaCluster, ScenarioRun, ScenarioStep
 
 log = logging.getLogger(__name__)
@@ -74,15 +79,16 @@ def start(
     destination: str = "destination",
     tag: str | None = None,
 ) -> ScenarioRun:
-    """A new run of `scenario`, its steps PENDING, between the registered clusters named; its
-    topic and link names start with `tag` (by default `scenario-` and a random part)."""
+    """A new run of `scenario`, WAITING with its steps PENDING, between the registered
+    clusters named; its topic and link names start with `tag` (by default the
+    SCENARIO_NAME_PREFIX setting and a random part)."""
     for name in (source, destination):
         if not KafkaCluster.objects.filter(name=name).exists():
             raise not_found(
                 f"No cluster {name!r} is registered. Register the source and destination "
                 "clusters first (make demo registers 'source' and 'destination')."
             )
-    names = scenario.names(tag or f"scenario-{secrets.token_hex(3)}")
+    names = scenario.names(tag or f"{settings.SCENARIO_NAME_PREFIX}-{secrets.token_hex(3)}")
     run = ScenarioRun.objects.create(
         scenario=scenario.name,
         actor_name=actor.name,
@@ -103,55 +109,155 @@ def start(
     return run
 
 
+NEXT, REST, RETRY, END = "next", "rest", "retry", "end"
+HOWS = (NEXT, REST, RETRY, END)
+
+
+def claim(run: ScenarioRun, how: str, actor: audit.Actor) -> ScenarioRun:
+    """Take the run for `how` (run its next step, the rest, retry its failed step, or end it):
+    RUNNING from now until that is done. The database decides between two clicks at once: one
+    gets the run, the other a clear refusal."""
+    if how not in HOWS:
+        raise ReplicationError(f"There is no way to go on {how!r}: use one of {', '.join(HOWS)}.")
+    failed = run.steps.filter(status=ScenarioStep.Status.FAILED).first()
+    if how == RETRY and failed is None:
+        raise conflict("No step of this run failed: there is nothing to retry.")
+    if how in (NEXT, REST) and failed is not None:
+        raise conflict(
+            f"Step {failed.index + 1} failed: retry it, or end the run (which cleans up)."
+        )
+    taken = ScenarioRun.objects.filter(
+        pk=run.pk, status__in=[ScenarioRun.Status.WAITING, ScenarioRun.Status.FAILED]
+    ).update(status=ScenarioRun.Status.RUNNING, claimed_at=timezone.now())
+    run.refresh_from_db()
+    if not taken:
+        if run.status == ScenarioRun.Status.RUNNING:
+            raise conflict("The run is busy with a step; wait until it is done.")
+        raise conflict(f"The run has ended ({run.status}); start a new one.")
+    if how == RETRY:
+        _finish(failed, ScenarioStep.Status.PENDING, "")
+    audit.record(
+        actor,
+        f"scenario.{how}",
+        f"scenario {run.scenario}",
+        after={"run": run.pk, "from step": _next_index(run)},
+    )
+    return run
+
+
 def execute(
     scenario: Scenario,
     run: ScenarioRun,
     actor: audit.Actor,
     on_step: Callable[[ScenarioStep], None] | None = None,
+    *,
+    steps: int | None = None,
+    end_on_failure: bool = True,
 ) -> ScenarioRun:
-    """Run every step of `run` in order, stopping at the first failure, then clean up."""
-    context = Context(
-        actor=actor,
-        source=KafkaCluster.objects.get(name=run.names["source cluster"]),
-        destination=KafkaCluster.objects.get(name=run.names["destination cluster"]),
-        names=run.names,
-    )
+    """Run the claimed `run`'s pending steps in order, at most `steps` of them (all when
+    None), stopping at the first failure. Once every step passed, or a step failed and
+    `end_on_failure`, the run ends and its cleanup runs; otherwise it WAITS for the next
+    `claim` (a guided run, or a failed step to retry)."""
+    context = _context(run, actor)
+    done = 0
     failed = False
     for step, row in zip(scenario.steps, run.steps.order_by("index"), strict=True):
-        if failed:
+        if row.status != ScenarioStep.Status.PENDING:
+            continue
+        if failed and end_on_failure:
             _finish(row, ScenarioStep.Status.SKIPPED, "not run: an earlier step failed")
             continue
-        row.status, row.started_at = ScenarioStep.Status.RUNNING, timezone.now()
-        row.save(update_fields=["status", "started_at"])
-        if on_step:
-            on_step(row)
-        began = time.monotonic()
-        try:
-            seen = step.run(context)
-        except StepFailed as exc:
-            failed = True
-            _finish(row, ScenarioStep.Status.FAILED, exc.seen, began)
-        except Exception as exc:  # noqa: BLE001 (any trouble fails the step, and is said)
-            failed = True
-            log.exception("Scenario %s, step %r", run.scenario, step.title)
-            _finish(row, ScenarioStep.Status.FAILED, _words(exc), began)
-        else:
-            _finish(row, ScenarioStep.Status.PASSED, seen, began)
-        if on_step:
-            on_step(row)
+        if failed or (steps is not None and done >= steps):
+            break
+        failed = not _run_step(step, row, context, on_step)
+        done += 1
+        run.kept = context.kept
+        run.save(update_fields=["kept"])
+    if failed and not end_on_failure:
+        return _settle(run, ScenarioRun.Status.FAILED)
+    if not failed and run.steps.filter(status=ScenarioStep.Status.PENDING).exists():
+        return _settle(run, ScenarioRun.Status.WAITING)
+    return _end(scenario, run, context, failed)
+
+
+def end(scenario: Scenario, run: ScenarioRun, actor: audit.Actor) -> ScenarioRun:
+    """End a claimed run before its last step: the steps left are SKIPPED, cleanup runs."""
+    run.steps.filter(status=ScenarioStep.Status.PENDING).update(
+        status=ScenarioStep.Status.SKIPPED, seen="not run: the run was ended"
+    )
+    failed = run.steps.filter(status=ScenarioStep.Status.FAILED).exists()
+    return _end(scenario, run, _context(run, actor), failed, ended=True)
+
+
+def _context(run: ScenarioRun, actor: audit.Actor) -> Context:
+    """The run's context, rebuilt from what is stored, so a run can go on in another task."""
+    destination = KafkaCluster.objects.get(name=run.names["destination cluster"])
+    return Context(
+        actor=actor,
+        source=KafkaCluster.objects.get(name=run.names["source cluster"]),
+        destination=destination,
+        names=run.names,
+        link=ClusterLink.objects.filter(
+            destination=destination, name=run.names.get("link", "")
+        ).first(),
+        kept=dict(run.kept),
+    )
+
+
+def _run_step(step: Step, row: ScenarioStep, context: Context, on_step: Callable | None) -> bool:
+    """Run one step and store its result; returns whether it passed."""
+    row.status, row.started_at = ScenarioStep.Status.RUNNING, timezone.now()
+    row.save(update_fields=["status", "started_at"])
+    if on_step:
+        on_step(row)
+    began = time.monotonic()
+    try:
+        seen = step.run(context)
+    except StepFailed as exc:
+        _finish(row, ScenarioStep.Status.FAILED, exc.seen, began)
+    except Exception as exc:  # noqa: BLE001 (any trouble fails the step, and is said)
+        log.exception("Scenario %s, step %r", row.run.scenario, step.title)
+        _finish(row, ScenarioStep.Status.FAILED, _words(exc), began)
+    else:
+        _finish(row, ScenarioStep.Status.PASSED, seen, began)
+    if on_step:
+        on_step(row)
+    return row.status == ScenarioStep.Status.PASSED
+
+
+def _end(
+    scenario: Scenario, run: ScenarioRun, context: Context, failed: bool, ended: bool = False
+) -> ScenarioRun:
     left = scenario.cleanup(context)
-    run.status = ScenarioRun.Status.FAILED if failed else ScenarioRun.Status.PASSED
+    run.status = (
+        ScenarioRun.Status.FAILED
+        if failed
+        else ScenarioRun.Status.ENDED
+        if ended
+        else ScenarioRun.Status.PASSED
+    )
     run.finished_at = timezone.now()
     run.cleanup = "; ".join(left)
     run.save(update_fields=["status", "finished_at", "cleanup"])
     audit.record(
-        actor,
+        context.actor,
         "scenario.finish",
         f"scenario {run.scenario}",
-        result=audit.AuditEvent.Result.OK if not failed else audit.AuditEvent.Result.FAILED,
+        result=audit.AuditEvent.Result.FAILED if failed else audit.AuditEvent.Result.OK,
         after={"run": run.pk, "status": run.status},
     )
     return run
+
+
+def _settle(run: ScenarioRun, status: str) -> ScenarioRun:
+    run.status = status
+    run.save(update_fields=["status"])
+    return run
+
+
+def _next_index(run: ScenarioRun) -> int | None:
+    row = run.steps.filter(status=ScenarioStep.Status.PENDING).order_by("index").first()
+    return None if row is None else row.index + 1
 
 
 def _finish(row: ScenarioStep, status: str, seen: str, began: float | None = None) -> None:

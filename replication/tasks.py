@@ -4,9 +4,9 @@ import logging
 
 from celery import shared_task
 
-from . import approvals, redis_channel, streams, syncers
+from . import approvals, audit, redis_channel, scenario_runner, scenarios, streams, syncers
 from .clusters import probe_clusters
-from .models import ClusterLink
+from .models import ClusterLink, ScenarioRun
 
 log = logging.getLogger(__name__)
 
@@ -61,3 +61,17 @@ def execute_request(request_pk: int) -> None:
 @shared_task
 def expire_requests() -> None:
     approvals.expire_due()
+
+
+@shared_task  # on settings.SCENARIO_QUEUE
+def run_scenario(run_pk: int, how: str, user_pk: int | None) -> None:
+    """Go on with a claimed scenario run: its next step, the rest, the failed step again and
+    on, or its end."""
+    run = ScenarioRun.objects.get(pk=run_pk)
+    actor = audit.Actor.of_user(user_pk) if user_pk else audit.Actor.system("scenario")
+    scenario = scenarios.get(run.scenario)
+    if how == scenario_runner.END:
+        scenario_runner.end(scenario, run, actor)
+        return
+    steps = 1 if how == scenario_runner.NEXT else None
+    scenario_runner.execute(scenario, run, actor, steps=steps, end_on_failure=False)

@@ -285,9 +285,9 @@ def _database_url_for_worker() -> str:
     )
 
 
-def start_celery_worker(folder: Path, node: str) -> subprocess.Popen:
-    """A real `celery worker` process, with beat, on the test database and its own Redis
-    database; waits until it answers a ping."""
+def start_celery_worker(folder: Path, node: str, queue: str = "celery") -> subprocess.Popen:
+    """A real `celery worker` process on the test database and its own Redis database, taking
+    `queue`'s tasks (with beat for the default queue); waits until it answers a ping."""
     from console.celery import app
 
     log = folder / "worker.log"
@@ -311,9 +311,13 @@ def start_celery_worker(folder: Path, node: str) -> subprocess.Popen:
                 "INFO",
                 "--hostname",
                 node,
-                "--beat",
-                "--schedule",
-                str(folder / "beat-schedule"),
+                "--queues",
+                queue,
+                *(
+                    ["--beat", "--schedule", str(folder / "beat-schedule")]
+                    if queue == "celery"
+                    else []
+                ),
             ],
             cwd=ROOT,
             env=env,
@@ -357,5 +361,19 @@ def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory
     )
     try:
         yield app
+    finally:
+        stop_process(proc)
+
+
+@pytest.fixture(scope="session")
+def scenario_worker(celery_worker, tmp_path_factory):
+    """The session's worker for scenario runs (their own queue, as `make demo` has it)."""
+    proc = start_celery_worker(
+        tmp_path_factory.mktemp("scenarios"),
+        f"test-scenarios-{os.getpid()}@localhost",
+        settings.SCENARIO_QUEUE,
+    )
+    try:
+        yield
     finally:
         stop_process(proc)

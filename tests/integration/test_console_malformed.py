@@ -33,7 +33,7 @@ from django.urls import URLPattern, get_resolver, resolve
 from django.urls.exceptions import Resolver404
 
 from devstack import kafka
-from replication import approvals, audit, mirrors
+from replication import approvals, audit, mirrors, scenario_runner, scenarios
 from replication import users as user_admin
 from replication.models import (
     ApiToken,
@@ -42,6 +42,7 @@ from replication.models import (
     ClusterLink,
     KafkaCluster,
     MirrorTopic,
+    ScenarioRun,
 )
 from replication.policy import can
 from replication.tokens import create_token
@@ -158,16 +159,20 @@ class World:
     token: ApiToken
     new_topic: str  # a source topic no mirror follows yet
     destination: KafkaCluster
+    run: ScenarioRun  # a scenario run waiting for its first step
 
     def values(self, route: URLPattern) -> dict[str, str]:
         """Valid values of the route's parameters: the objects of the world."""
         pattern = str(route.pattern)
+        names = {"clusters/": self.destination.name, "scenarios/": "share-data"}
+        pks = {"account/": self.token.pk, "scenarios/": self.run.pk}
         return {
             "destination": self.destination.name,
-            "name": self.destination.name if pattern.startswith("clusters/") else self.link.name,
+            "name": next((v for k, v in names.items() if pattern.startswith(k)), self.link.name),
             "topic": self.mirror.mirror_topic,
-            "pk": str(self.token.pk if pattern.startswith("account/") else self.request.pk),
+            "pk": str(next((v for k, v in pks.items() if pattern.startswith(k)), self.request.pk)),
             "username": "victim",
+            "how": scenario_runner.NEXT,
         }
 
 
@@ -188,6 +193,7 @@ def world(users, registered_clusters, make_link, make_topic, topic_name) -> Worl
         token=create_token(SETUP, users["admin"], "walk")[0],
         new_topic=make_topic(kafka.SOURCE, f"{topic_name}-new"),
         destination=registered_clusters["destination"],
+        run=scenario_runner.start(scenarios.get("share-data"), SETUP),
     )
 
 
@@ -399,6 +405,7 @@ def fingerprint() -> tuple:
         sorted(ApiToken.objects.values_list("user_id", "name")),
         sorted(get_user_model().objects.values_list("username", "is_active", "password")),
         sorted(get_user_model().groups.through.objects.values_list("user_id", "group__name")),
+        sorted(ScenarioRun.objects.values_list("pk", "status")),
     )
 
 

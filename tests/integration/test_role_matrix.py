@@ -43,7 +43,7 @@ from isthmus_cli import cluster_links as cli_cluster_links
 from isthmus_cli import configs as cli_configs
 from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
-from replication import approvals, audit, links, mirrors
+from replication import approvals, audit, links, mirrors, scenario_runner, scenarios
 from replication import users as user_admin
 from replication.mirror_states import FOLLOWING, PROMOTABLE
 from replication.models import (
@@ -54,6 +54,7 @@ from replication.models import (
     ClusterLink,
     KafkaCluster,
     MirrorTopic,
+    ScenarioRun,
 )
 from replication.policy import POLICY, ROLES, can
 from replication.tokens import create_token
@@ -89,6 +90,7 @@ API_ABSENT = {
     "approval_policy.manage": "a link's approval policy is set on the console's link page only",
     "token.manage": "tokens are made and revoked on the account page: a token makes no token",
     "user.manage": "users are managed on the console's Users page only",
+    "scenario.run": "scenarios run on the console's Scenarios page and with manage.py",
 }
 # The tools' options that only read.
 CLI_READ_FLAGS = frozenset({"--list", "--describe", "--describe-request", "--list-requests"})
@@ -118,6 +120,7 @@ class Target:
     mirror: MirrorTopic | None = None
     request: ApprovalRequest | None = None
     token: ApiToken | None = None
+    run: ScenarioRun | None = None
     name: str = ""  # a new object's name, or a config value
 
 
@@ -190,6 +193,10 @@ def a_new_name(w: World, user, allowed: bool) -> Target:
 
 def an_own_token(w: World, user, allowed: bool) -> Target:
     return Target(token=create_token(SETUP, user, w.name("token"))[0])
+
+
+def a_waiting_scenario_run(w: World, user, allowed: bool) -> Target:
+    return Target(run=scenario_runner.start(scenarios.get("share-data"), SETUP))
 
 
 def a_config_value(w: World, user, allowed: bool) -> Target:
@@ -627,7 +634,33 @@ CONSOLE = [
         a_new_operator,
         lambda c, w, t: post(c, "user-password", [t.name]),
     ),
+    Row(
+        "scenario start",  # a guided run: it waits for its first step, so no task is sent
+        "scenario-start",
+        ("scenario.run",),
+        "scenario.start",
+        a_new_name,
+        lambda c, w, t: post(c, "scenario-start", ["share-data"], {"how": "guided"}),
+    ),
+    Row(
+        "scenario next step",  # the step itself is the scenario worker's (test_scenarios)
+        "scenario-run-go-on",
+        ("scenario.run",),
+        "scenario.next",
+        a_waiting_scenario_run,
+        lambda c, w, t: without_tasks(
+            lambda: post(c, "scenario-run-go-on", [t.run.pk, scenario_runner.NEXT])
+        ),
+    ),
 ]
+
+
+def without_tasks(perform: Callable[[], Answer]) -> Answer:
+    """`perform`, with the scenario task it sends kept out of the tests' Redis."""
+    with mock.patch("console.views.scenarios.run_scenario.delay") as delay:
+        answer = perform()
+    assert delay.call_count == (1 if answer.kind == "done" else 0)
+    return answer
 
 
 def call(client: Client, method: str, path: str, body: dict | None = None) -> Answer:
@@ -1033,6 +1066,7 @@ def fingerprint() -> tuple:
             )
         ),
         sorted(get_user_model().groups.through.objects.values_list("user_id", "group__name")),
+        sorted(ScenarioRun.objects.values_list("pk", "status")),
     )
 
 

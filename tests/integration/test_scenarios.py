@@ -1,16 +1,24 @@
-"""The scenario runner on the real clusters, with the real Celery worker and beat: `share-data`
-replays seed 000 step for step, headless, twice in a row, and leaves nothing behind."""
+"""The scenario runner on the real clusters, with the real Celery workers and beat: `share-data`
+replays seed 000 step for step, headless and then from the console, and leaves nothing behind;
+guided runs go a step at a time and retry a failed step."""
 
 from __future__ import annotations
 
+import time
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import override_settings
+from django.urls import reverse
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication.models import ClusterLink, ScenarioRun, ScenarioStep
+from replication import scenario_runner
+from replication.audit import Actor
+from replication.errors import ReplicationError
+from replication.models import AuditEvent, ClusterLink, ScenarioRun, ScenarioStep
+from replication.scenario_runner import Scenario, Step, StepFailed
 from tests import leftovers
 from tests.conftest import admin_config
 
@@ -35,32 +43,66 @@ SEED_COMMANDS = [
 ]
 
 
-def test_share_data_replays_the_tutorial_and_passes_again_right_after(
+def _replayed_seed_000(run: ScenarioRun) -> None:
+    """Every step of seed 000 passed, as the clients saw it, and the run left nothing."""
+    steps = list(run.steps.all())
+    assert [s.status for s in steps] == [ScenarioStep.Status.PASSED] * len(SEED_COMMANDS)
+    for step, command in zip(steps, SEED_COMMANDS, strict=True):
+        assert step.cli.startswith(command), (step.cli, command)
+        assert step.seen and step.seconds is not None
+    assert "TOPIC_AUTHORIZATION_FAILED" in steps[6].seen
+    assert steps[-1].seen == (
+        "source: first, second, third, old; destination: first, second, third, new"
+    )
+    assert run.cleanup == ""
+    assert not ClusterLink.objects.filter(name=run.names["link"]).exists()
+    for node in kafka.NODES:
+        assert run.names["topic"] not in KafkaAdmin(admin_config(node)).list_topic_names()
+
+
+def test_share_data_replays_the_tutorial_headless(
     transactional_db, celery_worker, registered_clusters
 ):
-    for attempt in range(2):
-        tag = leftovers.unique_name(f"share-data-{attempt}")
-        out = StringIO()
-        call_command("run_scenario", "share-data", "--tag", tag, stdout=out)
+    tag = leftovers.unique_name("share-data")
+    out = StringIO()
+    call_command("run_scenario", "share-data", "--tag", tag, stdout=out)
 
-        printed = out.getvalue()
-        run = ScenarioRun.objects.get(names__topic=f"{tag}-demo")
-        assert run.status == ScenarioRun.Status.PASSED, printed
-        steps = list(run.steps.all())
-        assert [s.status for s in steps] == [ScenarioStep.Status.PASSED] * len(SEED_COMMANDS)
-        for step, command in zip(steps, SEED_COMMANDS, strict=True):
-            assert step.cli.startswith(command), (step.cli, command)
-            assert step.seen and step.seconds is not None
-        assert "TOPIC_AUTHORIZATION_FAILED" in steps[6].seen
-        assert steps[-1].seen == (
-            "source: first, second, third, old; destination: first, second, third, new"
-        )
-        assert f"Scenario share-data passed: {len(SEED_COMMANDS)} steps." in printed
-        # It cleaned up after itself.
-        assert run.cleanup == ""
-        assert not ClusterLink.objects.filter(name=f"{tag}-demo-link").exists()
-        for node in kafka.NODES:
-            assert f"{tag}-demo" not in KafkaAdmin(admin_config(node)).list_topic_names()
+    printed = out.getvalue()
+    run = ScenarioRun.objects.get(names__topic=f"{tag}-demo")
+    assert run.status == ScenarioRun.Status.PASSED, printed
+    _replayed_seed_000(run)
+    assert f"Scenario share-data passed: {len(SEED_COMMANDS)} steps." in printed
+
+
+def test_share_data_passes_again_right_after_run_from_the_console_by_the_scenario_worker(
+    transactional_db, scenario_worker, registered_clusters, client_as
+):
+    client = client_as("admin")
+    with override_settings(SCENARIO_NAME_PREFIX=leftovers.unique_name("console")):
+        started = client.post(reverse("scenario-start", args=["share-data"]), {"how": "rest"})
+    run = ScenarioRun.objects.get()
+    assert started.status_code == 302 and started.url == reverse("scenario-run", args=[run.pk])
+
+    seen = []  # the run's page as it followed the run
+    deadline = time.monotonic() + 240
+    while run.status in ("RUNNING", "WAITING") and time.monotonic() < deadline:
+        seen.append(client.get(started.url, HTTP_HX_REQUEST="true").content.decode())
+        time.sleep(1)
+        run.refresh_from_db()
+
+    assert run.status == ScenarioRun.Status.PASSED, [(s.title, s.seen) for s in run.steps.all()]
+    _replayed_seed_000(run)
+    # While it ran, the page polled itself and showed the steps done so far.
+    assert 'hx-trigger="every 1s"' in seen[0]
+    assert any('data-status="RUNNING"' in page and 'aria-valuenow="0"' not in page for page in seen)
+    done = client.get(started.url).content.decode()
+    assert 'aria-valuenow="14"' in done and "Every step passed" in done
+    assert 'hx-trigger="every 1s"' not in done
+    assert list(
+        AuditEvent.objects.filter(action__startswith="scenario.", actor_name="admin")
+        .order_by("pk")
+        .values_list("action", flat=True)
+    ) == ["scenario.start", "scenario.rest", "scenario.finish"]
 
 
 def test_an_unknown_scenario_or_cluster_is_refused_clearly(db, registered_clusters):
@@ -120,9 +162,6 @@ def test_disaster_recovery_fails_over_and_the_group_resumes_with_the_source_gone
 
 
 def test_a_failed_step_stops_the_run_skips_the_rest_and_cleans_up(db, registered_clusters):
-    from replication import audit, scenario_runner
-    from replication.scenario_runner import Scenario, Step, StepFailed
-
     cleaned = []
 
     def fail(context):
@@ -140,10 +179,10 @@ def test_a_failed_step_stops_the_run_skips_the_rest_and_cleans_up(db, registered
         ],
         cleanup=lambda c: cleaned.append(c.names["topic"]) or ["something stayed"],
     )
-    actor = audit.Actor.system("tests")
+    actor = Actor.system("tests")
     run = scenario_runner.start(scenario, actor, tag="tag")
 
-    run = scenario_runner.execute(scenario, run, actor)
+    run = scenario_runner.execute(scenario, scenario_runner.claim(run, "rest", actor), actor)
 
     assert run.status == ScenarioRun.Status.FAILED and run.cleanup == "something stayed"
     steps = list(run.steps.all())
@@ -151,3 +190,83 @@ def test_a_failed_step_stops_the_run_skips_the_rest_and_cleans_up(db, registered
     assert steps[0].cli == "cmd one tag-t" and steps[1].seen == "2 records"
     assert steps[1].expected == "3 records" and steps[2].seen.startswith("not run")
     assert cleaned == ["tag-t"]
+
+
+def _guided(cleaned: list, tries: list) -> Scenario:
+    """Three steps: the first keeps a value for the third; the second fails the first time."""
+
+    def keep(context):
+        context.kept["seen"] = {"0": 7}
+        return "kept 7"
+
+    def flaky(context):
+        tries.append(1)
+        if len(tries) == 1:
+            raise StepFailed("the topic", "no topic yet")
+        return "the topic"
+
+    return Scenario(
+        name="guided",
+        title="A guided scenario",
+        summary="three steps",
+        names=lambda tag: {"topic": f"{tag}-t"},
+        steps=[
+            Step("one", "", "one", "7 kept", keep),
+            Step("two", "", "two", "the topic", flaky),
+            Step("three", "", "three", "7", lambda c: f"read {c.kept['seen']['0']}"),
+        ],
+        cleanup=lambda c: cleaned.append(c.names["topic"]) or [],
+    )
+
+
+def test_a_guided_run_goes_a_step_at_a_time_retries_a_failed_step_and_keeps_what_steps_saw(
+    db, registered_clusters
+):
+    cleaned, tries = [], []
+    scenario, actor = _guided(cleaned, tries), Actor.system("tests")
+    run = scenario_runner.start(scenario, actor, tag="g")
+    assert run.status == ScenarioRun.Status.WAITING
+
+    def go(how: str, steps: int | None = None) -> ScenarioRun:
+        claimed = scenario_runner.claim(ScenarioRun.objects.get(pk=run.pk), how, actor)
+        # Each part runs from what is stored, as the console's tasks do.
+        fresh = ScenarioRun.objects.get(pk=claimed.pk)
+        return scenario_runner.execute(scenario, fresh, actor, steps=steps, end_on_failure=False)
+
+    run = go("next", 1)
+    assert run.status == ScenarioRun.Status.WAITING and run.kept == {"seen": {"0": 7}}
+    assert [s.status for s in run.steps.all()] == ["PASSED", "PENDING", "PENDING"]
+
+    run = go("rest")
+    assert (run.status, run.finished_at, cleaned) == (ScenarioRun.Status.FAILED, None, [])
+    assert [s.status for s in run.steps.all()] == ["PASSED", "FAILED", "PENDING"]
+    with pytest.raises(ReplicationError, match="Step 2 failed: retry it, or end the run"):
+        scenario_runner.claim(run, "next", actor)
+
+    run = go("retry")
+    assert run.status == ScenarioRun.Status.PASSED and run.finished_at is not None
+    assert [s.seen for s in run.steps.all()] == ["kept 7", "the topic", "read 7"]
+    assert cleaned == ["g-t"] and len(tries) == 2
+    with pytest.raises(ReplicationError, match="The run has ended \\(PASSED\\)"):
+        scenario_runner.claim(run, "next", actor)
+    assert list(
+        AuditEvent.objects.filter(action__startswith="scenario.").values_list("action", flat=True)
+    ) == ["scenario.finish", "scenario.retry", "scenario.rest", "scenario.next", "scenario.start"]
+
+
+def test_a_busy_run_is_claimed_once_and_ending_it_skips_the_rest_and_cleans_up(
+    db, registered_clusters
+):
+    cleaned = []
+    scenario, actor = _guided(cleaned, []), Actor.system("tests")
+    run = scenario_runner.start(scenario, actor, tag="e")
+
+    scenario_runner.claim(run, "next", actor)
+    with pytest.raises(ReplicationError, match="busy with a step") as refused:
+        scenario_runner.claim(ScenarioRun.objects.get(pk=run.pk), "next", actor)
+    assert refused.value.status == 409
+    run = scenario_runner.execute(scenario, run, actor, steps=1, end_on_failure=False)
+
+    run = scenario_runner.end(scenario, scenario_runner.claim(run, "end", actor), actor)
+    assert run.status == ScenarioRun.Status.ENDED and cleaned == ["e-t"]
+    assert [s.status for s in run.steps.all()] == ["PASSED", "SKIPPED", "SKIPPED"]

@@ -48,6 +48,7 @@ def test_the_compose_file_is_valid_and_has_the_whole_stack():
         "postgres",
         "web",
         "worker",
+        "scenarios",
         "beat",
     }
 

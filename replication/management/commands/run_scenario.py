@@ -35,6 +35,7 @@ class Command(BaseCommand):
         try:
             scenario = scenarios.get(name)
             run = scenario_runner.start(scenario, actor, source, destination, tag)
+            run = scenario_runner.claim(run, scenario_runner.REST, actor)
         except ReplicationError as exc:
             raise CommandError(str(exc)) from exc
         total = len(scenario.steps)

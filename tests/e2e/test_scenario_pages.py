@@ -1,0 +1,51 @@
+"""The scenario pages in Chromium: an admin goes through share-data a step at a time, watching
+each step's result arrive, then ends the run, which removes what it made."""
+
+import re
+
+import pytest
+from django.test import override_settings
+from playwright.sync_api import expect
+
+from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
+from replication.models import ScenarioRun
+from tests.conftest import admin_config
+from tests.leftovers import unique_name
+
+pytestmark = pytest.mark.e2e
+
+STEP_S = 60_000  # a step, with the worker taking it up, in ms
+
+
+def test_an_admin_runs_share_data_step_by_step_watches_each_step_and_ends_the_run(
+    login, live_server, scenario_worker, registered_clusters
+):
+    page = login("admin")
+    page.get_by_role("link", name="Scenarios").click()
+    with override_settings(SCENARIO_NAME_PREFIX=unique_name("guided")):
+        page.locator("#scenario-share-data").get_by_role("button", name="Step by step").click()
+        page.wait_for_url(re.compile(r"/scenarios/runs/\d+/$"))
+    run = ScenarioRun.objects.get()
+    expect(page.locator("h1 .badge")).to_have_text("Waiting")
+    expect(page.locator("#run-summary")).to_contain_text("0 of 14 steps done")
+    expect(page.locator("#step-1 pre.cli")).to_contain_text(
+        f"kafka-topics --create --topic {run.names['topic']}"
+    )
+
+    for done in (1, 2):
+        page.get_by_role("button", name=f"Run step {done}").click()
+        # The page follows the run by itself until the step is done.
+        expect(page.locator(f"#step-{done}")).to_have_attribute(
+            "data-status", "PASSED", timeout=STEP_S
+        )
+        expect(page.locator("#run-summary")).to_contain_text(f"{done} of 14 steps done")
+        expect(page.get_by_role("progressbar")).to_have_attribute("aria-valuenow", str(done))
+    expect(page.locator("#step-2 dd").last).to_contain_text("first, second and third written")
+    assert run.names["topic"] in KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names()
+
+    page.get_by_role("button", name="End and clean up").click()
+    expect(page.locator("h1 .badge")).to_have_text("Ended", timeout=STEP_S)
+    expect(page.locator("#step-3")).to_have_attribute("data-status", "SKIPPED")
+    expect(page.get_by_role("button", name="Run step 3")).to_have_count(0)
+    assert run.names["topic"] not in KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names()

@@ -1,0 +1,92 @@
+"""The home page on the real clusters: each link with its mirrors by state, its worst lag and
+what it copies; mirrors in trouble first; requests waiting for approval; recent activity; and
+an empty state that says what to do."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer
+from django.urls import reverse
+
+from devstack import kafka
+from replication import approvals, audit
+from replication.mirror_states import move
+from replication.mirrors import create_mirror
+from replication.models import MirrorTopic
+from tests.mirror_checks import run_until_copied
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+SETUP = audit.Actor.system("tests")
+
+
+def _page(client, htmx: bool = False) -> str:
+    response = client.get(reverse("dashboard"), **({"HTTP_HX_REQUEST": "true"} if htmx else {}))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_with_no_links_the_overview_says_what_to_do_next(registered_clusters, client_as):
+    page = _page(client_as("operator"))
+    assert "No links yet" in page and "run the share-data scenario" in page
+    assert reverse("link-create") in page
+    viewer = _page(client_as("viewer"))
+    assert "run the share-data scenario" in viewer and "create one" not in viewer
+
+
+def test_the_overview_puts_failing_mirrors_first_and_shows_requests_and_activity(
+    make_link, make_topic, topic_name, client_as, users
+):
+    quiet, broken = (make_topic(kafka.SOURCE, f"{topic_name}-{n}") for n in ("quiet", "broken"))
+    healthy = make_link({"cluster.link.paused": "true"}, name=f"a-{topic_name[-8:]}")
+    troubled = make_link({"cluster.link.paused": "true"}, name=f"b-{topic_name[-8:]}")
+    create_mirror(SETUP, healthy, quiet)
+    failing = create_mirror(SETUP, troubled, broken)
+    move(failing, "fail", MirrorTopic.State.FAILED, error_message="The source topic was deleted.")
+    operator = audit.Actor(user=users["operator"], name="operator")
+    approvals.submit(operator, healthy, "promote", [quiet], "moving the consumers")
+
+    page = _page(client_as("viewer"))
+
+    # The link with a failed mirror comes first, though its name sorts after the other's.
+    assert page.index(f'data-link="{troubled.name}"') < page.index(f'data-link="{healthy.name}"')
+    assert 'id="troubled-mirrors"' in page and "The source topic was deleted." in page
+    assert '<span class="stat-value" id="stat-troubled">1</span>' in page
+    assert '<span class="stat-value" id="stat-pending">1</span>' in page
+    assert "Promote" in page and "asked by operator" in page
+    assert '<span class="count" data-state="LINK_PAUSED">1 link_paused</span>' in page
+    assert "mirror.create" in page and "request.promote" in page
+    # The live part refreshes by itself; the clusters' reachability loads into the page.
+    assert 'hx-trigger="every 5s"' in _page(client_as("viewer"), htmx=True)
+    assert f'hx-get="{reverse("clusters")}" hx-trigger="load"' in page
+
+
+def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
+    make_link, make_topic, topic_name, client_as
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    for i in range(500):
+        producer.produce(topic_name, value=b"x" * 100, partition=i % 2)
+    assert producer.flush(30) == 0
+    link = make_link()
+    mirror = create_mirror(SETUP, link, topic_name)
+    run_until_copied(link, [mirror])
+    client = client_as("viewer")
+
+    def row() -> str:
+        page = _page(client)
+        found = page[page.index(f'data-link="{link.name}"') :]
+        return found[: found.index("</tr>")]
+
+    # The stream reports each second what it has read: the page says so within a few.
+    deadline = time.monotonic() + 10
+    while "caught up" not in (seen := row()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert '<span class="badge ok">caught up</span>' in seen, seen
+    page = _page(client)
+    assert "records/s" in row()
+    assert '<span class="count" data-state="ACTIVE">1 active</span>' in row()
+    assert '<span class="stat-value" id="stat-lag">0</span>' in page
