@@ -227,6 +227,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": timedelta(seconds=2),
         "options": {"expires": 5},
     },
+    "record-history": {
+        "task": "replication.tasks.record_history",
+        "schedule": timedelta(seconds=10),  # replication.history.SAMPLE_S
+        "options": {"expires": 5},
+    },
     "expire-requests": {
         "task": "replication.tasks.expire_requests",
         "schedule": timedelta(seconds=60),

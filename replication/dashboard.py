@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from .approvals import list_requests
 from .mirror_states import FOLLOWING
 from .models import ApprovalRequest, AuditEvent, ClusterLink, KafkaCluster, MirrorTopic
-from .streams import StreamStatus, progress, status
+from .streams import StreamStatus, reported_lags, status
 
 State = MirrorTopic.State
 TROUBLE = (State.FAILED, State.SOURCE_UNAVAILABLE)
@@ -63,13 +63,43 @@ class Overview:
         return max(lags, key=lambda pair: pair[1].records, default=None)
 
 
-def overview(events: int = 10) -> Overview:
-    links = list(ClusterLink.objects.select_related("destination").order_by("name"))
-    mirrors = list(MirrorTopic.objects.select_related("link", "destination"))
-    by_link: dict[int, list[MirrorTopic]] = {}
+@dataclass(frozen=True)
+class MirrorLag:
+    """A mirror's lag as its link's stream last reported it."""
+
+    total: int
+    largest: int
+
+
+def link_summaries(links: list[ClusterLink] | None = None) -> list[LinkSummary]:
+    """Each link (all, by name, when None) with its mirrors by state, worst lag and stream."""
+    if links is None:
+        links = list(ClusterLink.objects.select_related("destination").order_by("name"))
+    by_link: dict[int, list[MirrorTopic]] = {link.pk: [] for link in links}
+    for mirror in MirrorTopic.objects.filter(link__in=links):
+        by_link[mirror.link_id].append(mirror)
+    return [_summary(link, by_link[link.pk]) for link in links]
+
+
+def mirror_lags(mirrors: list[MirrorTopic]) -> dict[int, MirrorLag]:
+    """Per mirror (by pk) that its stream has reported: its total and largest partition lag.
+    One Redis read per link; a following mirror left out has not been fetched yet."""
+    found = {}
+    reported: dict[int, dict] = {}
     for mirror in mirrors:
-        by_link.setdefault(mirror.link_id, []).append(mirror)
-    summaries = [_summary(link, by_link.get(link.pk, [])) for link in links]
+        if mirror.state not in FOLLOWING:
+            continue
+        if mirror.link_id not in reported:
+            reported[mirror.link_id] = reported_lags(mirror.link)
+        partitions = reported[mirror.link_id].get(mirror.mirror_topic)
+        if partitions:
+            found[mirror.pk] = MirrorLag(sum(partitions.values()), max(partitions.values()))
+    return found
+
+
+def overview(events: int = 10) -> Overview:
+    summaries = link_summaries()
+    mirrors = list(MirrorTopic.objects.select_related("link", "destination"))
     # Links in trouble first (a FAILED link, or troubled mirrors), then by name.
     summaries.sort(key=lambda s: (s.link.state != ClusterLink.State.FAILED, not s.troubled))
     troubled = sorted(
@@ -101,17 +131,13 @@ def _troubled(mirror: MirrorTopic) -> bool:
 
 
 def _worst_lag(link: ClusterLink, following: list[MirrorTopic]) -> Lag | None:
-    """From the stream's last report: the source's high watermark at its last fetch less how
-    far the stream has read (records not yet copied, in source offsets)."""
+    """The largest lag among the mirrors, as the stream last reported it."""
     if not following:
         return None
-    reported, _ = progress(link)
-    worst = None
-    for mirror in following:
-        for partition, p in reported.get(mirror.mirror_topic, {}).items():
-            if p["source_hw"] < 0 or p["read_upto"] < 0:
-                continue
-            lag = max(0, p["source_hw"] - p["read_upto"])
-            if worst is None or lag > worst.records:
-                worst = Lag(lag, mirror.mirror_topic, int(partition))
-    return worst
+    lags = reported_lags(link)
+    found = [
+        Lag(lag, mirror.mirror_topic, partition)
+        for mirror in following
+        for partition, lag in lags.get(mirror.mirror_topic, {}).items()
+    ]
+    return max(found, key=lambda lag: lag.records, default=None)

@@ -4,7 +4,16 @@ import logging
 
 from celery import shared_task
 
-from . import approvals, audit, redis_channel, scenario_runner, scenarios, streams, syncers
+from . import (
+    approvals,
+    audit,
+    history,
+    redis_channel,
+    scenario_runner,
+    scenarios,
+    streams,
+    syncers,
+)
 from .clusters import probe_clusters
 from .models import ClusterLink, ScenarioRun
 
@@ -41,6 +50,12 @@ def supervise_streams() -> None:
     streams stopped writing; one run at a time."""
     _one_at_a_time("supervise-streams", streams.supervise_all)
     approvals.finish_all_stops()
+
+
+@shared_task
+def record_history() -> None:
+    """A sample of each running link's throughput and lag, for the console's charts."""
+    history.record_all()
 
 
 @shared_task(bind=True)

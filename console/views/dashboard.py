@@ -3,10 +3,13 @@
 from django.shortcuts import render
 
 from console.access import require
+from console.views.links import with_source_names
 from replication.dashboard import overview
 
 
 @require("console.view")
 def dashboard(request):
     template = "dashboard.html#live" if request.htmx else "dashboard.html"
-    return render(request, template, {"overview": overview()})
+    found = overview()
+    with_source_names([s.link for s in found.links])
+    return render(request, template, {"overview": found})

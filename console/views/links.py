@@ -6,13 +6,24 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import require
+from console.charts import chart
 from console.forms import LinkConfigForm, LinkForm, filter_editors
 from console.views.actions import act, bound, confirm, form_errors
 from console.views.clusters import find_cluster
-from replication import acl_sync, audit, auto_mirrors, links, offset_sync, streams, syncers
+from replication import (
+    acl_sync,
+    audit,
+    auto_mirrors,
+    dashboard,
+    history,
+    links,
+    offset_sync,
+    streams,
+    syncers,
+)
 from replication.clusters import probe_cluster
 from replication.errors import ReplicationError
-from replication.models import ClusterLink, KafkaCluster
+from replication.models import ClusterLink, KafkaCluster, MirrorTopic
 
 
 def find_link(destination: str, name: str) -> ClusterLink:
@@ -31,9 +42,19 @@ def with_source_names(found):
     return found
 
 
+def with_lags(found) -> list[MirrorTopic]:
+    """Each mirror with the lag its stream last reported (`reported_lag`, None if none yet)."""
+    found = list(found)
+    lags = dashboard.mirror_lags(found)
+    for mirror in found:
+        mirror.reported_lag = lags.get(mirror.pk)
+    return found
+
+
 @require("console.view")
 def link_list(request):
-    return render(request, "links/list.html", {"links": with_source_names(links.list_links())})
+    summaries = dashboard.link_summaries(with_source_names(list(links.list_links())))
+    return render(request, "links/list.html", {"summaries": summaries})
 
 
 @require("link.manage")
@@ -64,13 +85,14 @@ def link_detail(request, destination, name):
         {
             "link": link,
             "configs": links.describe_link_configs(link),
-            "mirrors": link.mirrors.all(),
+            "mirrors": with_lags(link.mirrors.select_related("link", "destination")),
             "destination_health": probe_cluster(link.destination),
             "stream": streams.status(link),
             "pending_requests": link.approval_requests.filter(state="PENDING"),
             "config_form": LinkConfigForm(),
             "filter_editors": filter_editors(link),
             "sync": offset_sync.status(link),
+            **link_charts_context(link),
             "syncs": {
                 "acl_enabled": acl_sync.enabled(link),
                 "acl_interval_ms": link.int_config("acl.sync.ms"),
@@ -132,3 +154,21 @@ def link_resume(request, destination, name):
 
 def link_url(link: ClusterLink) -> str:
     return reverse("link-detail", args=[link.destination.name, link.name])
+
+
+@require("console.view")
+def link_charts(request, destination, name):
+    """The link's throughput and lag over the last half hour (the page polls this)."""
+    link = find_link(destination, name)
+    return render(request, "_charts.html", link_charts_context(link))
+
+
+def link_charts_context(link) -> dict:
+    series = history.link_series(link)
+    return {
+        "charts_url": reverse("link-charts", args=[link.destination.name, link.name]),
+        "charts": [
+            chart("Copied", "records/s", series["records_per_sec"]),
+            chart("Lag", "records", series["lag"]),
+        ],
+    }

@@ -7,11 +7,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import require
+from console.charts import chart
 from console.forms import MirrorForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
-from console.views.links import find_link, link_url
-from replication import audit, mirrors, offset_sync
+from console.views.links import find_link, link_url, with_lags
+from replication import audit, history, mirrors, offset_sync
 from replication.errors import ReplicationError
 from replication.models import MirrorTopic
 
@@ -42,7 +43,9 @@ def mirror_list(request):
         request,
         "mirrors/list.html",
         {
-            "mirrors": [] if error else mirrors.list_mirrors(states=[state] if state else None),
+            "mirrors": []
+            if error
+            else with_lags(mirrors.list_mirrors(states=[state] if state else None)),
             "state": state,
             "states": states,
             "error": error,
@@ -88,6 +91,7 @@ def mirror_detail(request, destination, topic):
             "status": mirrors.describe_mirror(mirror),
             "pending_requests": [] if request.htmx else pending,
             "sync": offset_sync.status(mirror.link, mirror.mirror_topic),
+            **({} if request.htmx else mirror_charts_context(mirror)),
         },
     )
 
@@ -131,3 +135,21 @@ def mirror_delete(request, destination, topic):
         back_url=mirror_url(mirror),
         after_url=link_url(mirror.link),
     )
+
+
+@require("console.view")
+def mirror_charts(request, destination, topic):
+    """The mirror's lag over the last half hour (the page polls this)."""
+    mirror = find_mirror(destination, topic)
+    return render(request, "_charts.html", mirror_charts_context(mirror))
+
+
+def mirror_charts_context(mirror: MirrorTopic) -> dict:
+    series = history.mirror_series(mirror)
+    return {
+        "charts_url": reverse("mirror-charts", args=[mirror.destination.name, mirror.mirror_topic]),
+        "charts": [
+            chart("Lag", "records", series["lag"]),
+            chart("Largest partition lag", "records", series["max_lag"]),
+        ],
+    }

@@ -46,3 +46,13 @@ def login(page, live_server, users):
         return page
 
     return as_role
+
+
+def screenshot(page, name: str) -> None:
+    """Keep what the page looks like now, as a test artifact: var/screenshots/<name>.png (the
+    README's pictures in docs/ are copies of these)."""
+    from django.conf import settings
+
+    folder = settings.VAR_DIR / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)

@@ -4,6 +4,7 @@ import pytest
 from playwright.sync_api import expect
 
 from devstack import kafka
+from tests.e2e.conftest import screenshot
 from tests.kafka_clients import produce
 
 pytestmark = pytest.mark.e2e
@@ -43,6 +44,7 @@ def test_an_operator_links_mirrors_watches_lag_live_and_pauses(
         [{"value": b"first", "partition": 0}, {"value": b"second", "partition": 0}],
     )
     expect(lag).to_have_text("2", timeout=10_000)
+    screenshot(page, "mirror")
 
     page.get_by_role("link", name="Pause").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Pause mirror topic")

@@ -11,6 +11,7 @@ from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from replication.models import ScenarioRun
 from tests.conftest import admin_config
+from tests.e2e.conftest import screenshot
 from tests.leftovers import unique_name
 
 pytestmark = pytest.mark.e2e
@@ -43,9 +44,16 @@ def test_an_admin_runs_share_data_step_by_step_watches_each_step_and_ends_the_ru
         expect(page.get_by_role("progressbar")).to_have_attribute("aria-valuenow", str(done))
     expect(page.locator("#step-2 dd").last).to_contain_text("first, second and third written")
     assert run.names["topic"] in KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    screenshot(page, "scenario-run")
 
     page.get_by_role("button", name="End and clean up").click()
     expect(page.locator("h1 .badge")).to_have_text("Ended", timeout=STEP_S)
     expect(page.locator("#step-3")).to_have_attribute("data-status", "SKIPPED")
     expect(page.get_by_role("button", name="Run step 3")).to_have_count(0)
     assert run.names["topic"] not in KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names()
+
+    # The overview shows the run's activity.
+    page.get_by_role("link", name="Isthmus").click()
+    expect(page.locator("#dashboard-events")).to_contain_text("scenario.end")
+    screenshot(page, "overview")

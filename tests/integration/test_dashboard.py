@@ -11,10 +11,11 @@ from confluent_kafka import Producer
 from django.urls import reverse
 
 from devstack import kafka
-from replication import approvals, audit
+from replication import approvals, audit, history
 from replication.mirror_states import move
 from replication.mirrors import create_mirror
 from replication.models import MirrorTopic
+from replication.redis_channel import client as client_redis
 from tests.mirror_checks import run_until_copied
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -73,8 +74,11 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
     assert producer.flush(30) == 0
     link = make_link()
     mirror = create_mirror(SETUP, link, topic_name)
-    run_until_copied(link, [mirror])
     client = client_as("viewer")
+    # Until the stream fetched it, the mirror is "starting", not ACTIVE with -1 offsets.
+    listed = client.get(reverse("mirrors")).content.decode()
+    assert 'title="The link\'s stream has not fetched this mirror yet">starting<' in listed
+    run_until_copied(link, [mirror])
 
     def row() -> str:
         page = _page(client)
@@ -90,3 +94,22 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
     assert "records/s" in row()
     assert '<span class="count" data-state="ACTIVE">1 active</span>' in row()
     assert '<span class="stat-value" id="stat-lag">0</span>' in page
+
+    # The lists and the mirror's page say it too, in plain words.
+    for url in (reverse("links"), reverse("mirrors")):
+        assert '<span class="badge ok">caught up</span>' in client.get(url).content.decode()
+    detail = client.get(reverse("mirror-detail", args=["destination", topic_name])).content
+    assert b"<th>Source end at last fetch</th>" in detail and b"LastFetch" not in detail
+
+    # The charts' history: samples of what the stream reports, bounded.
+    r, now = client_redis(), time.time()
+    for i in range(history.KEEP + 5):
+        history.record(link, r, now - (history.KEEP + 5 - i) * history.SAMPLE_S)
+    series = history.link_series(link)
+    assert len(series["lag"]) == history.KEEP and series["lag"][-1].value == 0
+    assert history.mirror_series(mirror)["max_lag"][-1].value == 0
+    charts = client.get(reverse("link-charts", args=[link.destination.name, link.name]))
+    text = charts.content.decode()
+    assert text.count("<polyline") == 2 and 'hx-trigger="every 10s"' in text
+    mirror_page = client.get(reverse("mirror-detail", args=["destination", topic_name]))
+    assert 'data-chart="Largest partition lag"' in mirror_page.content.decode()
