@@ -229,11 +229,15 @@ class KafkaAdmin:
         return ClusterDescription(result.cluster_id, len(result.nodes), controller)
 
     def list_topic_names(self) -> set[str]:
+        return set(self.topic_partition_counts())
+
+    def topic_partition_counts(self) -> dict[str, int]:
+        """Every topic with its number of partitions, from one metadata request."""
         try:
             metadata = self._client.list_topics(timeout=self.timeout)
         except KafkaException as exc:
             raise self._fail("list the topics", exc) from exc
-        return set(metadata.topics)
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
 
     def describe_topic(self, name: str) -> TopicInfo:
         futures = self._client.describe_topics(

@@ -7,6 +7,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
@@ -15,7 +16,7 @@ from infra.kafka_admin import KafkaAdminError
 from . import audit, crypto, link_configs
 from .connections import cluster_admin, connect
 from .errors import ReplicationError, conflict
-from .models import NAME_VALIDATOR, KafkaCluster
+from .models import NAME_VALIDATOR, ClusterLink, KafkaCluster, MirrorTopic
 
 log = logging.getLogger(__name__)
 _INTEGER = re.compile(r"[-+]?[0-9]+")
@@ -34,6 +35,13 @@ class ClusterHealth:
     @property
     def id_matches(self) -> bool:
         return self.cluster_id == self.cluster.cluster_id
+
+    @property
+    def ordinary_bootstrap(self) -> str:
+        """Where clients of no privilege reach it (the tutorials' and Kafka's own tools'
+        address), when ISTHMUS_ORDINARY_BOOTSTRAP says; the console itself uses the
+        registered bootstrap servers, with the registered credentials."""
+        return settings.ISTHMUS_ORDINARY_BOOTSTRAP.get(self.cluster.name, "")
 
     @property
     def ok(self) -> bool:
@@ -175,3 +183,31 @@ def probe_clusters() -> list[ClusterHealth]:
         return []
     with ThreadPoolExecutor(max_workers=min(8, len(clusters))) as pool:
         return list(pool.map(probe_cluster, clusters))
+
+
+@dataclass(frozen=True)
+class TopicRow:
+    name: str
+    partitions: int
+    mirror: MirrorTopic | None  # the mirror topic it is, on a destination
+
+
+def cluster_topics(cluster: KafkaCluster) -> list[TopicRow]:
+    """The cluster's topics by name, Kafka's internal ones (`__*`) left out, each with the
+    mirror topic it is where it is one."""
+    counts = cluster_admin(cluster).topic_partition_counts()
+    mirrors = MirrorTopic.objects.filter(destination=cluster).select_related("link")
+    mirrors = {m.mirror_topic: m for m in mirrors}
+    return [
+        TopicRow(name, counts[name], mirrors.get(name))
+        for name in sorted(counts)
+        if not name.startswith("__")
+    ]
+
+
+def cluster_links(cluster: KafkaCluster) -> tuple[list[ClusterLink], list[ClusterLink]]:
+    """The links into the cluster, and those whose source it is."""
+    links = ClusterLink.objects.select_related("destination").order_by("name")
+    return list(links.filter(destination=cluster)), list(
+        links.filter(source_cluster_id=cluster.cluster_id)
+    )

@@ -45,6 +45,14 @@ def get_mirror(destination: KafkaCluster, name: str, link: ClusterLink | None = 
     return mirror
 
 
+def mirrorable_topics(link: ClusterLink) -> list[str]:
+    """The source's topics the link has no mirror of yet (Kafka's and Isthmus's internal ones
+    left out), to pick from when creating a mirror."""
+    taken = set(link.mirrors.values_list("source_topic", flat=True))
+    names = source_admin(link).topic_partition_counts()
+    return sorted(n for n in names if n not in taken and not n.startswith(("__", "_isthmus-")))
+
+
 def list_mirrors(
     *,
     link: ClusterLink | None = None,

@@ -48,10 +48,15 @@ def confirm(
     back_url: str,
     after_url: str | None = None,
     offer_force: bool = False,
+    typed: str = "",
 ):
     """GET asks `question`; POST calls `run(actor, force)` and goes to `after_url` on success,
-    else back to `back_url`."""
+    else back to `back_url`. With `typed` (for what cannot be undone), the user must type it
+    (the object's name) before anything happens."""
     if request.method == "POST":
+        if typed and request.POST.get("confirm_name", "").strip() != typed:
+            messages.error(request, f"Type {typed} to confirm; nothing was changed.")
+            return redirect(request.path)
         form = ConfirmForm(request.POST)
         force = form.is_valid() and form.cleaned_data["force"]
         ok = act(request, lambda actor: run(actor, force), done)
@@ -64,5 +69,6 @@ def confirm(
             "explanation": explanation,
             "offer_force": offer_force,
             "cancel_url": back_url,
+            "typed": typed,
         },
     )

@@ -5,8 +5,11 @@ from django.shortcuts import redirect, render
 from console.access import require
 from console.forms import ClusterForm
 from console.views.actions import bound
-from replication import audit
+from infra.kafka_admin import KafkaAdminError
+from replication import audit, dashboard
 from replication.clusters import (
+    cluster_links,
+    cluster_topics,
     parse_client_config,
     probe_cluster,
     probe_clusters,
@@ -33,7 +36,25 @@ def cluster_list(request):
 @require("console.view")
 def cluster_detail(request, name):
     cluster = find_cluster(name)
-    return render(request, "clusters/detail.html", {"health": probe_cluster(cluster)})
+    health = probe_cluster(cluster)
+    topics, topics_error = [], ""
+    if health.reachable:
+        try:
+            topics = cluster_topics(cluster)
+        except KafkaAdminError as exc:
+            topics_error = str(exc)
+    into, out_of = cluster_links(cluster)
+    return render(
+        request,
+        "clusters/detail.html",
+        {
+            "health": health,
+            "topics": topics,
+            "topics_error": topics_error,
+            "links_into": dashboard.link_summaries(into),
+            "links_from": dashboard.link_summaries(out_of),
+        },
+    )
 
 
 @require("cluster.register")

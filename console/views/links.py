@@ -160,7 +160,9 @@ def link_url(link: ClusterLink) -> str:
 def link_charts(request, destination, name):
     """The link's throughput and lag over the last half hour (the page polls this)."""
     link = find_link(destination, name)
-    return render(request, "_charts.html", link_charts_context(link))
+    # The refresh also brings the stream's state, further up the page (out of band).
+    context = {**link_charts_context(link), "stream": streams.status(link), "oob": True}
+    return render(request, "_charts.html", {**context, "oob_parts": ["links/_stream.html"]})
 
 
 def link_charts_context(link) -> dict:

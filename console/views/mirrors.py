@@ -12,6 +12,7 @@ from console.forms import MirrorForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import find_link, link_url, with_lags
+from infra.kafka_admin import KafkaAdminError
 from replication import audit, history, mirrors, offset_sync
 from replication.errors import ReplicationError
 from replication.models import MirrorTopic
@@ -71,7 +72,16 @@ def mirror_create(request, destination, name):
         else:
             messages.success(request, f"Created mirror topic {mirror.mirror_topic}.")
             return redirect(mirror_url(mirror))
-    return render(request, "mirrors/form.html", {"form": form, "link": link})
+    try:  # a searchable list of the source's topics, when it answers
+        choices, choices_error = mirrors.mirrorable_topics(link), ""
+    except (KafkaAdminError, ReplicationError) as exc:
+        choices, choices_error = [], str(exc)
+    form.fields["source_topic"].widget.attrs["list"] = "source-topics"
+    return render(
+        request,
+        "mirrors/form.html",
+        {"form": form, "link": link, "choices": choices, "choices_error": choices_error},
+    )
 
 
 @require("console.view")
@@ -91,6 +101,8 @@ def mirror_detail(request, destination, topic):
             "status": mirrors.describe_mirror(mirror),
             "pending_requests": [] if request.htmx else pending,
             "sync": offset_sync.status(mirror.link, mirror.mirror_topic),
+            # A refresh also brings the heading's state badge (out of band).
+            "oob": bool(request.htmx),
             **({} if request.htmx else mirror_charts_context(mirror)),
         },
     )
@@ -134,6 +146,7 @@ def mirror_delete(request, destination, topic):
         done=f"Deleted mirror topic {mirror.mirror_topic}.",
         back_url=mirror_url(mirror),
         after_url=link_url(mirror.link),
+        typed=mirror.mirror_topic,
     )
 
 

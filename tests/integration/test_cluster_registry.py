@@ -8,6 +8,7 @@ from devstack import kafka
 from replication import audit
 from replication.clusters import register_cluster
 from replication.errors import ReplicationError
+from replication.mirrors import create_mirror
 from replication.models import AuditEvent, KafkaCluster
 from tests.conftest import admin_config
 
@@ -25,6 +26,9 @@ def test_it_lists_both_clusters_with_their_real_cluster_ids(
         real_id = kafka.cluster_id_on_disk(node, var_dir)
         assert real_id and real_id in page
         assert registered_clusters[node.name].cluster_id == real_id
+        # Both listeners: the console's (SASL) and the one the tutorials' clients use.
+        assert f"<code>{node.sasl_bootstrap}</code>" in page
+        assert f'<code class="ordinary-bootstrap">{node.bootstrap}</code>' in page
     assert page.count('class="badge ok">reachable') == 2
     assert page.count("ACLs enforced") == 2
 
@@ -69,6 +73,27 @@ def test_the_detail_page_shows_the_cluster_and_its_config(registered_clusters, c
     # the root Confluent's tools take as --url, serving this cluster alone
     assert "confluent kafka link list --url http://testserver/kafka/source" in page
     assert client_as("viewer").get(reverse("cluster-detail", args=["nope"])).status_code == 404
+
+
+def test_a_cluster_page_lists_its_topics_and_the_links_into_and_from_it(
+    make_link, make_topic, topic_name, client_as
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=3)
+    link = make_link({"cluster.link.paused": "true"})
+    create_mirror(audit.Actor.system("tests"), link, topic_name)
+    client = client_as("viewer")
+
+    source = client.get(reverse("cluster-detail", args=["source"])).content.decode()
+    destination = client.get(reverse("cluster-detail", args=["destination"])).content.decode()
+
+    assert f'data-link="{link.name}"' in source and f'data-link="{link.name}"' in destination
+    assert "<h3>From source</h3>" in source and "<h3>Into destination</h3>" in destination
+    row = f'<tr data-topic="{topic_name}">'
+    assert row in source and row in destination
+    mirrored = destination[destination.index(row) :]
+    mirrored = mirrored[: mirrored.index("</tr>")]
+    assert "<td>3</td>" in mirrored and f"over {link.name}" in mirrored
+    assert "__consumer_offsets" not in source
 
 
 def test_wrong_credentials_are_refused_with_a_hint(devstack, db):

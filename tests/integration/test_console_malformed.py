@@ -223,6 +223,7 @@ def valid(w: World) -> dict[str, str]:
         "email": "",
         "role": "viewer",
         "next": "",
+        "mirror-delete confirm_name": w.mirror.mirror_topic,
     }
 
 

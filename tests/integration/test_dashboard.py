@@ -111,5 +111,15 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
     charts = client.get(reverse("link-charts", args=[link.destination.name, link.name]))
     text = charts.content.decode()
     assert text.count("<polyline") == 2 and 'hx-trigger="every 10s"' in text
+    # Refreshing the charts refreshes the stream's state up the page; the mirror's partition
+    # table its heading's state badge.
+    assert '<dd id="stream" hx-swap-oob="true" data-state="RUNNING">RUNNING' in text
+    table = client.get(
+        reverse("mirror-detail", args=["destination", topic_name]), HTTP_HX_REQUEST="true"
+    )
+    assert (
+        '<span id="mirror-state" hx-swap-oob="true"><span class="badge ok" data-state="ACTIVE">'
+        in table.content.decode()
+    )
     mirror_page = client.get(reverse("mirror-detail", args=["destination", topic_name]))
     assert 'data-chart="Largest partition lag"' in mirror_page.content.decode()

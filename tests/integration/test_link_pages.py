@@ -117,11 +117,16 @@ def test_creating_a_mirror_from_the_page(make_link, make_topic, topic_name, clie
         topic_name,
         [{"value": b"a", "partition": 0}] * 3,
     )
+    # The form offers the source's topics to pick from, the internal ones left out.
+    offered = client.get(url).content.decode()
+    assert f'<option value="{topic_name}">' in offered and 'list="source-topics"' in offered
+    assert "__consumer_offsets" not in offered
     response = client.post(url, {"source_topic": topic_name, "configs": "retention.ms=86400000"})
     assert response.status_code == 302 and response["Location"] == mirror_url(topic_name)
     assert MirrorTopic.objects.get(mirror_topic=topic_name).config_overrides == {
         "retention.ms": "86400000"
     }
+    assert f'<option value="{topic_name}">' not in client.get(url).content.decode()
     page = client.get(mirror_url(topic_name)).content.decode()
     assert 'data-state="ACTIVE"' in page and 'hx-trigger="every 3s"' in page
     assert page.count("<tr data-partition=") == 2
@@ -156,7 +161,13 @@ def test_an_admin_deletes_a_mirror_topic(make_link, make_topic, topic_name, clie
     create_mirror(audit.Actor.system("tests"), link, topic_name)
     url = reverse("mirror-delete", args=["destination", topic_name])
     assert client_as("operator").post(url).status_code == 403
-    response = client_as("admin").post(url)
+    admin = client_as("admin")
+    assert f"Type <code>{topic_name}</code> to confirm" in admin.get(url).content.decode()
+    # What cannot be undone needs the name typed: a wrong one deletes nothing.
+    refused = admin.post(url, {"confirm_name": "something-else"}, follow=True)
+    assert f"Type {topic_name} to confirm; nothing was changed." in refused.content.decode()
+    assert MirrorTopic.objects.filter(mirror_topic=topic_name).exists()
+    response = admin.post(url, {"confirm_name": topic_name})
     assert response.status_code == 302 and response["Location"] == detail_url(link)
     assert not MirrorTopic.objects.filter(mirror_topic=topic_name).exists()
 

@@ -137,9 +137,10 @@ class ConsoleTab:
         finally:
             connection.close()
 
-    def submit(self, path: str) -> tuple[int, str, list[str]]:
+    def submit(self, path: str, fields: dict | None = None) -> tuple[int, str, list[str]]:
         """Post the form; its status, where it sends the browser, and the messages it flashes."""
-        status, headers, body = self._send("POST", path, {"csrfmiddlewaretoken": self.token})
+        form = {"csrfmiddlewaretoken": self.token, **(fields or {})}
+        status, headers, body = self._send("POST", path, form)
         cookies = _set_cookies(headers)
         request = HttpRequest()
         if "messages" in cookies:
@@ -182,7 +183,8 @@ def test_concurrent_deletes_of_one_mirror_in_the_console_delete_it_once(
     monkeypatch.setattr(KafkaAdmin, "delete_topic", counted_delete)
     monkeypatch.setattr(read_only, "lift", counted_lift)
     with ThreadPoolExecutor(max_workers=racers) as pool:
-        answers = list(pool.map(lambda tab: tab.submit(page), tabs))
+        confirmed = {"confirm_name": mirror.mirror_topic}
+        answers = list(pool.map(lambda tab: tab.submit(page, confirmed), tabs))
 
     name = mirror.mirror_topic
     assert all(status == 302 for status, _, _ in answers), answers  # no 500

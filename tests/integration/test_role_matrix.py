@@ -539,7 +539,9 @@ CONSOLE = [
         ("mirror.delete",),
         "mirror.delete",
         a_mirror_to_delete,
-        lambda c, w, t: post(c, "mirror-delete", mirror_args(t)),
+        lambda c, w, t: post(
+            c, "mirror-delete", mirror_args(t), {"confirm_name": t.mirror.mirror_topic}
+        ),
     ),
     Row(
         "mirror promote",
