@@ -110,9 +110,11 @@ test-postgres: setup-postgres
 # Catch-up (1 GiB / 8 partitions), 64 topics x 4 partitions, latency at 2,000 and 20,000
 # records/s, idle CPU, a new mirror's first record and memory, against MirrorMaker 2 and the raw
 # client limit; then consumer offset sync of 1,000 groups over 200 mirror partitions
-# (bench.offset_sync, its own section); writes docs/benchmarks.md (~11 min on a quiet machine).
+# (bench.offset_sync, its own section) and the list pages with 50 links and 1,000 mirrors
+# (bench.list_pages, its own section); writes docs/benchmarks.md (~12 min on a quiet machine).
 # Quick try: make bench BENCH_ARGS="--size-mb 50 --many-size-mb 16 --warmup 5 --measure 10 --idle 10 --no-doc"
 # The document again from a run's saved numbers: BENCH_ARGS="--from-results var/bench/results.json"
 bench: setup
 	$(PY) -m bench.run $(BENCH_ARGS)
 	$(PY) -m bench.offset_sync
+	$(PY) -m bench.list_pages

@@ -153,3 +153,20 @@ def delete_group(bootstrap: str, group: str) -> None:
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
                 log(f"Could not delete consumer group {group}: {exc}")
+
+
+def django_on_own_database(name: str) -> None:
+    """Set Django up on a fresh SQLite database of the benchmark's own (var/bench/<name>), so
+    it runs beside `make demo` and touches none of its rows."""
+    import os
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    database = WORK / name
+    database.unlink(missing_ok=True)
+    os.environ["DATABASE_URL"] = f"sqlite:///{database}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)

@@ -20,33 +20,18 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import sys
 import time
 from collections import Counter
 
 from infra.kafka_admin import exact_filter
 
-from .cluster import ROOT, WORK, log
+from . import sections
+from .cluster import WORK, django_on_own_database, log
 
 TOPICS, PARTITIONS, GROUPS, RECORDS, MOVED = 20, 10, 1000, 100, 100
 PREFIX = "bench.osync"
-DOC = ROOT / "docs" / "benchmarks.md"
 RESULTS = WORK / "offset-sync.json"
-BEGIN, END = "<!-- offset-sync: begin -->", "<!-- offset-sync: end -->"
-
-
-def _django() -> None:
-    WORK.mkdir(parents=True, exist_ok=True)
-    database = WORK / "offset-sync.sqlite3"
-    database.unlink(missing_ok=True)
-    os.environ["DATABASE_URL"] = f"sqlite:///{database}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
 
 
 class Counting:
@@ -69,7 +54,7 @@ class Counting:
 
 
 def main() -> int:
-    _django()
+    django_on_own_database("offset-sync.sqlite3")
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient
     from django.conf import settings
@@ -174,7 +159,7 @@ def main() -> int:
             "cpus": os.cpu_count(),
         }
         RESULTS.write_text(json.dumps(results, indent=2))
-        write_section(section(results))
+        sections.OFFSET_SYNC.write(section(results))
         print(section(results))
         return 0
     finally:
@@ -231,8 +216,7 @@ def section(r: dict) -> str:
         f"{', '.join(f'{k} {v:,}' for k, v in sorted(run['requests'].items()))} |"
         for run in r["runs"]
     )
-    return f"""{BEGIN}
-## Consumer offset sync at scale
+    return f"""## Consumer offset sync at scale
 
 Written by `python -m bench.offset_sync` ({r["when"]}, {r["cpus"]} cores): {r["groups"]:,} consumer
 groups on the source, each with a committed offset on every partition of one of the link's
@@ -249,29 +233,7 @@ Every run is well within the default interval, `consumer.offset.sync.ms` =
 source) and with the groups that changed (one commit each on the destination), never with
 partitions: ListOffsets and DescribeTopics are one request for all mirror partitions, and
 DescribeGroups one for all changed groups. The destination's committed offsets are read only
-for groups the syncer has not seen before.
-{END}"""
-
-
-_SECTION = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-
-
-def with_section(doc: str, text: str) -> str:
-    """`doc` with its offset sync section replaced by `text` (appended if it has none)."""
-    if _SECTION.search(doc):
-        return _SECTION.sub(lambda _: text, doc)
-    return doc.rstrip() + "\n\n" + text + "\n"
-
-
-def keep_section(old: str, new: str) -> str:
-    """The document `bench.run` writes (`new`), with the offset sync section of `old`."""
-    found = _SECTION.search(old)
-    return with_section(new, found.group(0)) if found else new
-
-
-def write_section(text: str) -> None:
-    DOC.write_text(with_section(DOC.read_text() if DOC.exists() else "# Benchmarks\n", text))
-    log(f"Wrote the offset sync section of {DOC}")
+for groups the syncer has not seen before."""
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import catchup, cluster, document, latency, offset_sync, perf, procs, report
+from . import catchup, cluster, document, latency, perf, procs, report, sections
 from .engine import Engine
 from .isthmus import Isthmus
 from .mm2 import MirrorMaker2
@@ -165,7 +165,7 @@ def publish(results: report.Results, args: argparse.Namespace) -> None:
         return
     args.doc.parent.mkdir(parents=True, exist_ok=True)
     old = args.doc.read_text() if args.doc.exists() else ""
-    args.doc.write_text(offset_sync.keep_section(old, document.document(results)))
+    args.doc.write_text(sections.keep_all(old, document.document(results)))
     cluster.log(f"Wrote {args.doc}")
 
 

@@ -6,8 +6,9 @@ cluster is down (the clusters' reachability is loaded into the page separately).
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
+
+from django.db.models import Case, Count, Q, When
 
 from .approvals import list_requests
 from .mirror_states import FOLLOWING
@@ -34,10 +35,6 @@ class LinkSummary:
     mirrors_by_state: dict[str, int]
     worst_lag: Lag | None  # None: no mirror reported yet
     troubled: int  # mirrors FAILED, SOURCE_UNAVAILABLE or with an error
-
-    @property
-    def mirrors(self) -> int:
-        return sum(self.mirrors_by_state.values())
 
 
 @dataclass(frozen=True)
@@ -72,13 +69,34 @@ class MirrorLag:
 
 
 def link_summaries(links: list[ClusterLink] | None = None) -> list[LinkSummary]:
-    """Each link (all, by name, when None) with its mirrors by state, worst lag and stream."""
+    """Each link (all, by name, when None) with its mirrors by state, worst lag and stream:
+    one query for the counts, one for the mirrors that follow (their lag), whatever the
+    number of mirrors."""
     if links is None:
         links = list(ClusterLink.objects.select_related("destination").order_by("name"))
-    by_link: dict[int, list[MirrorTopic]] = {link.pk: [] for link in links}
-    for mirror in MirrorTopic.objects.filter(link__in=links):
-        by_link[mirror.link_id].append(mirror)
-    return [_summary(link, by_link[link.pk]) for link in links]
+    mirrors = MirrorTopic.objects.filter(link__in=links)
+    counts: dict[int, dict[str, int]] = {link.pk: {} for link in links}
+    for row in mirrors.values("link_id", "state").annotate(n=Count("pk")).order_by("state"):
+        counts[row["link_id"]][row["state"]] = row["n"]
+    following: dict[int, list[str]] = {link.pk: [] for link in links}
+    for link_id, name in mirrors.filter(state__in=FOLLOWING).values_list("link_id", "mirror_topic"):
+        following[link_id].append(name)
+    troubled = dict(
+        mirrors.filter(_TROUBLED)
+        .values("link_id")
+        .annotate(n=Count("pk"))
+        .values_list("link_id", "n")
+    )
+    return [
+        LinkSummary(
+            link=link,
+            stream=status(link),
+            mirrors_by_state=counts[link.pk],
+            worst_lag=_worst_lag(link, following[link.pk]),
+            troubled=troubled.get(link.pk, 0),
+        )
+        for link in links
+    ]
 
 
 def mirror_lags(mirrors: list[MirrorTopic]) -> dict[int, MirrorLag]:
@@ -97,47 +115,38 @@ def mirror_lags(mirrors: list[MirrorTopic]) -> dict[int, MirrorLag]:
     return found
 
 
-def overview(events: int = 10) -> Overview:
+def overview(events: int = 10, troubled: int = 50) -> Overview:
+    """The home page's numbers; at most `troubled` of the mirrors in trouble are listed."""
     summaries = link_summaries()
-    mirrors = list(MirrorTopic.objects.select_related("link", "destination"))
     # Links in trouble first (a FAILED link, or troubled mirrors), then by name.
     summaries.sort(key=lambda s: (s.link.state != ClusterLink.State.FAILED, not s.troubled))
-    troubled = sorted(
-        (m for m in mirrors if _troubled(m)),
-        key=lambda m: (m.state != State.FAILED, m.state_time),
-    )
+    by_state = MirrorTopic.objects.values("state").annotate(n=Count("pk")).order_by("state")
     return Overview(
         clusters=KafkaCluster.objects.count(),
         links=summaries,
-        troubled_mirrors=troubled,
+        troubled_mirrors=list(
+            MirrorTopic.objects.filter(_TROUBLED)
+            .select_related("link", "destination")
+            .order_by(Case(When(state=State.FAILED, then=0), default=1), "state_time")[:troubled]
+        ),
         pending_requests=list(list_requests(states=[ApprovalRequest.State.PENDING])[:10]),
         recent_events=list(AuditEvent.objects.order_by("-at", "-pk")[:events]),
-        mirrors_by_state=dict(Counter(m.state for m in mirrors)),
+        mirrors_by_state={row["state"]: row["n"] for row in by_state},
     )
 
 
-def _summary(link: ClusterLink, mirrors: list[MirrorTopic]) -> LinkSummary:
-    return LinkSummary(
-        link=link,
-        stream=status(link),
-        mirrors_by_state=dict(Counter(m.state for m in mirrors)),
-        worst_lag=_worst_lag(link, [m for m in mirrors if m.state in FOLLOWING]),
-        troubled=sum(_troubled(m) for m in mirrors),
-    )
+# A mirror in trouble: FAILED, its source unreachable, or with an error to show.
+_TROUBLED = Q(state__in=TROUBLE) | ~Q(error_message="") | ~Q(action_error="")
 
 
-def _troubled(mirror: MirrorTopic) -> bool:
-    return mirror.state in TROUBLE or bool(mirror.error_message or mirror.action_error)
-
-
-def _worst_lag(link: ClusterLink, following: list[MirrorTopic]) -> Lag | None:
-    """The largest lag among the mirrors, as the stream last reported it."""
+def _worst_lag(link: ClusterLink, following: list[str]) -> Lag | None:
+    """The largest lag among the mirrors named, as the stream last reported it."""
     if not following:
         return None
     lags = reported_lags(link)
     found = [
-        Lag(lag, mirror.mirror_topic, partition)
+        Lag(lag, mirror, partition)
         for mirror in following
-        for partition, lag in lags.get(mirror.mirror_topic, {}).items()
+        for partition, lag in lags.get(mirror, {}).items()
     ]
     return max(found, key=lambda lag: lag.records, default=None)

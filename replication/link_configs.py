@@ -6,6 +6,7 @@ Keys and defaults follow Confluent Cluster Linking.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -401,15 +402,22 @@ def validate(configs: dict[str, str], changed: Iterable[str] | None = None) -> d
         except ValueError as exc:
             problems.append(f"{name} {exc}.")
     if unknown:
+        guesses = [
+            f"{u!r} (did you mean {m[0]!r}?)" if (m := _close(u)) else repr(u) for u in unknown
+        ]
         problems.append(
             f"Unknown link config{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(u) for u in unknown)}. Valid link configs: {', '.join(KEYS)}."
+            f"{', '.join(guesses)}. Valid link configs: {', '.join(KEYS)}."
         )
     if not problems:
         problems = _check_together(clean)
     if problems:
         raise ReplicationError(" ".join(problems))
     return clean
+
+
+def _close(name: str) -> list[str]:
+    return difflib.get_close_matches(name, KEYS, n=1, cutoff=0.8)
 
 
 def _check_together(configs: dict[str, str]) -> list[str]:

@@ -11,9 +11,21 @@ from django.conf import settings
 
 from .errors import conflict, unavailable
 
+_clients: dict[str, redis.Redis] = {}
+
 
 def client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    """The process's client of REDIS_URL. One per process, so its connections are pooled: a
+    page that reads the reports of 50 links opens no connection per read (each new connection
+    costs a handshake, and redis-py reads its own package metadata for it). The pool drops
+    connections that broke, and starts afresh in a forked child."""
+    url = settings.REDIS_URL
+    found = _clients.get(url)
+    if found is None:
+        found = _clients[url] = redis.Redis.from_url(
+            url, socket_timeout=2, socket_connect_timeout=2
+        )
+    return found
 
 
 def ping() -> dict:

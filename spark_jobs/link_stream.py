@@ -306,8 +306,8 @@ class LinkApplication:
         ends = self.destination.offsets([(m, p) for m, _, p in idents])
         runs, pins = {}, []
         fresh = [i for i in idents if ends[i[0], i[2]] == 0 and not stored.get((i[1], i[2]))]
-        if fresh and not self.watch.reachable:  # asking would hold the loop for its timeout
-            raise KafkaAdminError(f"the source cluster does not answer: {self.watch.error}")
+        if fresh and (problem := self.watch.problem()):  # asking would hold the loop
+            raise KafkaAdminError(f"the source cluster does not answer: {problem}")
         starts = self.source.offsets([(self.mirrors[m], p) for m, _, p in fresh], "earliest")
         for mirror, topic_id, p in idents:
             found = stored.get((topic_id, p), translation.Runs())
@@ -447,7 +447,7 @@ class LinkApplication:
     def progress(self, reports: list[dict | None]) -> tuple[dict, bool, int, list[str]]:
         """Per mirror partition: its offset run, whether offsets are translated, the source's
         high watermark at the last fetch and how far the source was read."""
-        self.error = self.watch.error  # the source down: the heartbeat says so
+        self.error = self.watch.problem()  # the source down: the heartbeat says so
         hw = self.watch.high_watermarks
         progress: dict[str, dict[str, dict]] = {}
         behind, last_write, errors = False, 0, []

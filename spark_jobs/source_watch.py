@@ -15,6 +15,9 @@ import time
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
 EVERY_S = 1.0
+# A read not answered this long says the source is down, though its request has not timed out
+# yet (a read that retries can take a minute to fail).
+SILENT_S = 10.0
 
 
 class SourceWatch:
@@ -28,7 +31,7 @@ class SourceWatch:
         self.high_watermarks: dict[tuple[str, int], int] = {}
         self.fetched_at_ms = 0  # when the high watermarks were last read
         self.error = ""  # why the last read failed ("" when it did not)
-        self.reachable = True  # whether the last read got an answer
+        self._answered = time.monotonic()  # when the source last answered
         self._thread = threading.Thread(target=self._run, name="source-watch", daemon=True)
 
     def start(self) -> None:
@@ -62,8 +65,16 @@ class SourceWatch:
             counts = {t: info.partitions for t, info in self._admin.describe_topics(topics).items()}
             watermarks = self._admin.offsets([(t, p) for t, p in partitions if t in counts])
         except KafkaAdminError as exc:
-            self.error, self.reachable = str(exc), False
+            self.error = str(exc)
             return
         self.counts, self.high_watermarks = counts, watermarks
         self.fetched_at_ms = int(time.time() * 1000)
-        self.error, self.reachable = "", True
+        self.error = ""
+        self._answered = time.monotonic()
+
+    def problem(self) -> str:
+        """What is wrong with the source, as the heartbeat says it ("" when nothing)."""
+        silent = time.monotonic() - self._answered
+        if self.error or silent < SILENT_S:
+            return self.error
+        return f"the source cluster has not answered for {silent:.0f} s"

@@ -8,7 +8,7 @@ from django.urls import reverse
 from console.access import require
 from console.charts import chart
 from console.forms import LinkConfigForm, LinkForm, filter_editors
-from console.views.actions import act, bound, confirm, form_errors
+from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from replication import (
     acl_sync,
@@ -16,6 +16,7 @@ from replication import (
     auto_mirrors,
     dashboard,
     history,
+    link_configs,
     links,
     offset_sync,
     streams,
@@ -60,7 +61,7 @@ def link_list(request):
 @require("link.manage")
 def link_create(request):
     form = LinkForm(bound(request))
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and form.is_valid() and _settled(form):
         try:
             link = links.create_link(
                 audit.Actor.from_request(request),
@@ -76,9 +77,26 @@ def link_create(request):
     return render(request, "links/form.html", {"form": form})
 
 
+def _settled(form: LinkForm) -> bool:
+    """Everything the form can know without the source, all said at once under each field
+    (the name taken, the configs Kafka would refuse), before the source is asked."""
+    data = form.cleaned_data
+    if ClusterLink.objects.filter(destination=data["destination"], name=data["name"]).exists():
+        form.add_error("name", f"{data['destination'].name} has a link named {data['name']!r}.")
+    try:
+        link_configs.validate(form.link_configs())
+    except ReplicationError as exc:
+        form.add_error("configs", str(exc))
+    return not form.errors
+
+
 @require("console.view")
 def link_detail(request, destination, name):
-    link = with_source_names([find_link(destination, name)])[0]
+    return _detail(request, find_link(destination, name), LinkConfigForm())
+
+
+def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int = 200):
+    link = with_source_names([link])[0]
     return render(
         request,
         "links/detail.html",
@@ -89,7 +107,7 @@ def link_detail(request, destination, name):
             "destination_health": probe_cluster(link.destination),
             "stream": streams.status(link),
             "pending_requests": link.approval_requests.filter(state="PENDING"),
-            "config_form": LinkConfigForm(),
+            "config_form": config_form,
             "filter_editors": filter_editors(link),
             "sync": offset_sync.status(link),
             **link_charts_context(link),
@@ -101,6 +119,7 @@ def link_detail(request, destination, name):
                 "auto_problem": link.sync_problems.get(syncers.AUTO_CREATE, ""),
             },
         },
+        status=status,
     )
 
 
@@ -110,18 +129,20 @@ def link_configs_alter(request, destination, name):
     if request.method != "POST":  # the form is on the link's page
         return redirect("link-detail", destination, name)
     form = LinkConfigForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, form_errors(form))
-    else:
+    if form.is_valid():
         to_set, to_reset = form.cleaned_data["set"], form.names_to_reset()
-        act(
-            request,
-            lambda actor: links.alter_link_configs(actor, link, to_set, to_reset),
-            f"Changed the configs of link {link.name}: "
-            + ", ".join([*to_set, *(f"{n} reset" for n in to_reset)])
-            + ".",
-        )
-    return redirect("link-detail", destination, name)
+        try:
+            links.alter_link_configs(audit.Actor.from_request(request), link, to_set, to_reset)
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            changed = [*to_set, *(f"{n} reset" for n in to_reset)]
+            messages.success(
+                request, f"Changed the configs of link {link.name}: {', '.join(changed)}."
+            )
+            return redirect("link-detail", destination, name)
+    # The page again, with what was typed and what is wrong with it beside the form.
+    return _detail(request, link, form, status=400)
 
 
 @require("link.manage")

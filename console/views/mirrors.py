@@ -1,7 +1,11 @@
 """Mirror topic pages: list, create under a link, detail with the live partition table,
 pause / resume / delete."""
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -30,26 +34,38 @@ def mirror_url(mirror: MirrorTopic) -> str:
     return reverse("mirror-detail", args=[mirror.destination.name, mirror.mirror_topic])
 
 
+PAGE_SIZE = 100
+
+
 @require("console.view")
 def mirror_list(request):
     state = request.GET.get("state") or None
+    search = (request.GET.get("q") or "").strip()
     states = MirrorTopic.State.values
     # An unknown state (a typo, a stale bookmark) is said, not shown as "no mirrors".
-    error = (
-        f"There is no mirror state {state[:50]!r}; choose all or one of {', '.join(states)}."
-        if state is not None and state not in states
-        else ""
-    )
+    error = ""
+    if state is not None and state not in states:
+        error = (
+            f"There is no mirror state {state[:50]!r}; choose all or one of {', '.join(states)}."
+        )
+    elif len(search) > 249 or "\n" in search:
+        error = "A topic name is one line of at most 249 characters: search for part of one."
+    found = mirrors.list_mirrors(states=[state] if state else None)
+    if search and not error:
+        found = found.filter(Q(mirror_topic__icontains=search) | Q(source_topic__icontains=search))
+    page = Paginator([] if error else found, PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = with_lags(page.object_list)
     return render(
         request,
         "mirrors/list.html",
         {
-            "mirrors": []
-            if error
-            else with_lags(mirrors.list_mirrors(states=[state] if state else None)),
+            "mirrors": page.object_list,
+            "page": page,
             "state": state,
+            "search": search,
             "states": states,
             "error": error,
+            "query": urlencode({k: v for k, v in (("state", state), ("q", search)) if v}),
         },
     )
 

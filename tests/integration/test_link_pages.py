@@ -47,6 +47,24 @@ def test_creating_a_link_shows_config_errors_inline_and_saves_nothing(
     assert not ClusterLink.objects.exists()
 
 
+def test_creating_a_link_says_every_problem_at_once_each_under_its_field(make_link, client_as):
+    taken = make_link({"cluster.link.paused": "true"})
+    form = {
+        "name": taken.name,
+        "destination": taken.destination.pk,
+        "configs": "bootstrap.servers=127.0.0.1:1\nmetadata.max.age=5000",
+    }
+    page = client_as("operator").post(reverse("link-create"), form).content.decode()
+    name_error = page.index("destination has a link named")
+    configs_error = page.index("did you mean &#x27;metadata.max.age.ms&#x27;?")
+    # Each under its own field, and no word from the source (nothing was asked of it).
+    assert page.index('name="name"') < name_error < page.index('name="destination"')
+    assert page.index('name="configs"') < configs_error
+    assert "Could not describe the cluster" not in page
+    assert 'data-busy="Asking the source cluster…"' in page
+    assert ClusterLink.objects.count() == 1
+
+
 def test_a_link_from_a_registered_source_takes_its_credentials_and_masks_them(
     registered_clusters, client_as, var_dir
 ):
@@ -76,8 +94,11 @@ def test_setting_and_resetting_configs_from_the_page(make_link, client_as):
     assert link.configs["metadata.max.age.ms"] == "5000"
     assert "topic.config.sync.ms" not in link.configs
 
-    response = client.post(url, {"set": "cluster.link.prefix=x.", "reset": ""}, follow=True)
-    assert "cannot be changed" in response.content.decode()
+    # A refused change shows the page again, with what was typed and why beside the form.
+    response = client.post(url, {"set": "cluster.link.prefix=x.", "reset": ""})
+    page = response.content.decode()
+    assert response.status_code == 400 and 'id="config-error"' in page
+    assert "cannot be changed" in page and "\ncluster.link.prefix=x.</textarea>" in page
 
     last = AuditEvent.objects.order_by("-id").first().id
     response = client.post(url, {"set": "", "reset": ""}, follow=True)
@@ -179,6 +200,28 @@ def test_the_mirror_list_filters_by_state(make_link, make_topic, topic_name, cli
     client = client_as("viewer")
     assert topic_name in client.get(reverse("mirrors")).content.decode()
     assert topic_name not in client.get(reverse("mirrors") + "?state=PAUSED").content.decode()
+
+
+def test_the_mirror_list_searches_by_name_and_pages(
+    make_link, make_topic, topic_name, client_as, monkeypatch
+):
+    from console.views import mirrors as mirror_pages
+
+    link = make_link({"cluster.link.paused": "true"})
+    names = [make_topic(kafka.SOURCE, f"{topic_name}-{n}") for n in ("apple", "berry")]
+    for name in names:
+        create_mirror(audit.Actor.system("tests"), link, name)
+    monkeypatch.setattr(mirror_pages, "PAGE_SIZE", 1)
+    client = client_as("viewer")
+
+    found = client.get(reverse("mirrors"), {"q": "-APPLE"}).content.decode()
+    assert f'data-mirror="{names[0]}"' in found and f'data-mirror="{names[1]}"' not in found
+    first = client.get(reverse("mirrors"), {"q": topic_name}).content.decode()
+    assert "1–1 of 2" in first and f'href="?q={topic_name}&amp;page=2" rel="next"' in first
+    second = client.get(reverse("mirrors"), {"q": topic_name, "page": "2"}).content.decode()
+    assert f'data-mirror="{names[1]}"' in second and 'rel="prev"' in second
+    too_long = client.get(reverse("mirrors"), {"q": "x" * 250}).content.decode()
+    assert "A topic name is one line of at most 249 characters" in too_long
 
 
 def test_unknown_links_and_mirrors_are_not_found(registered_clusters, client_as):

@@ -11,6 +11,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError
 from django.test import override_settings
+from django.urls import reverse
 
 from devstack import kafka
 from infra import processes
@@ -174,7 +175,7 @@ def test_a_pause_racing_a_failure_does_not_overwrite_it(
 
 
 def test_a_failover_works_with_the_source_cluster_stopped(
-    transactional_db, celery_worker, stack, make_link, make_topic, topic_name, users
+    transactional_db, celery_worker, stack, make_link, make_topic, topic_name, users, client_as
 ):
     make_topic(kafka.SOURCE, topic_name, partitions=2)
     _write(topic_name, 0, 200)
@@ -192,6 +193,15 @@ def test_a_failover_works_with_the_source_cluster_stopped(
         # The application keeps its heartbeat while its source is down (nothing in its loop
         # waits on the source), so it is not restarted and acknowledges the failover at once.
         eventually(lambda: _heartbeat(link)["error"], 30, "the heartbeat telling of the outage")
+        # The overview shows the mirror in trouble, and its clusters part the source down.
+        viewer = client_as("viewer")
+        overview = viewer.get(reverse("dashboard")).content.decode()
+        assert 'id="troubled-mirrors"' in overview and f'data-mirror="{topic_name}"' in overview
+        clusters = viewer.get(reverse("clusters"), HTTP_HX_REQUEST="true").content.decode()
+        source_row = clusters[clusters.index('data-cluster="source"') :]
+        assert (
+            '<span class="badge bad">unreachable</span>' in source_row[: source_row.index("</tr>")]
+        )
         [refused] = promote.stop_mirrors(_admin(users), link, [topic_name], promote.PROMOTE)
         assert "promote needs it ACTIVE or PAUSED" in refused.error
         [outcome] = promote.stop_mirrors(

@@ -1,16 +1,13 @@
-"""The scenario runner on the real clusters, with the real Celery workers and beat: `share-data`
-replays seed 000 step for step, headless and then from the console, and leaves nothing behind;
-guided runs go a step at a time and retry a failed step."""
+"""The scenario runner on the real clusters, with the real Celery worker and beat: `share-data`
+replays seed 000 step for step, headless, and leaves nothing behind (tests/e2e runs it again
+from its page); guided runs go a step at a time and retry a failed step."""
 
 from __future__ import annotations
 
-import time
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.test import override_settings
-from django.urls import reverse
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
@@ -72,37 +69,6 @@ def test_share_data_replays_the_tutorial_headless(
     assert run.status == ScenarioRun.Status.PASSED, printed
     _replayed_seed_000(run)
     assert f"Scenario share-data passed: {len(SEED_COMMANDS)} steps." in printed
-
-
-def test_share_data_passes_again_right_after_run_from_the_console_by_the_scenario_worker(
-    transactional_db, scenario_worker, registered_clusters, client_as
-):
-    client = client_as("admin")
-    with override_settings(SCENARIO_NAME_PREFIX=leftovers.unique_name("console")):
-        started = client.post(reverse("scenario-start", args=["share-data"]), {"how": "rest"})
-    run = ScenarioRun.objects.get()
-    assert started.status_code == 302 and started.url == reverse("scenario-run", args=[run.pk])
-
-    seen = []  # the run's page as it followed the run
-    deadline = time.monotonic() + 240
-    while run.status in ("RUNNING", "WAITING") and time.monotonic() < deadline:
-        seen.append(client.get(started.url, HTTP_HX_REQUEST="true").content.decode())
-        time.sleep(1)
-        run.refresh_from_db()
-
-    assert run.status == ScenarioRun.Status.PASSED, [(s.title, s.seen) for s in run.steps.all()]
-    _replayed_seed_000(run)
-    # While it ran, the page polled itself and showed the steps done so far.
-    assert 'hx-trigger="every 1s"' in seen[0]
-    assert any('data-status="RUNNING"' in page and 'aria-valuenow="0"' not in page for page in seen)
-    done = client.get(started.url).content.decode()
-    assert 'aria-valuenow="14"' in done and "Every step passed" in done
-    assert 'hx-trigger="every 1s"' not in done
-    assert list(
-        AuditEvent.objects.filter(action__startswith="scenario.", actor_name="admin")
-        .order_by("pk")
-        .values_list("action", flat=True)
-    ) == ["scenario.start", "scenario.rest", "scenario.finish"]
 
 
 def test_an_unknown_scenario_or_cluster_is_refused_clearly(db, registered_clusters):
