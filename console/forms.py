@@ -95,8 +95,16 @@ class LinkConfigForm(forms.Form):
         return [n.strip() for n in self.cleaned_data["reset"].split(",") if n.strip()]
 
 
+MAX_MIRRORS_AT_ONCE = 100
+
+
 class MirrorForm(forms.Form):
-    source_topic = forms.CharField(max_length=249)
+    source_topic = forms.CharField(
+        label="Source topics",
+        max_length=MAX_MIRRORS_AT_ONCE * 250,
+        help_text="One or more, separated by commas or spaces: a mirror topic each, with the "
+        "settings below.",
+    )
     replication_factor = forms.IntegerField(
         required=False, min_value=1, max_value=32767, help_text="Empty: the destination's default."
     )
@@ -105,6 +113,23 @@ class MirrorForm(forms.Form):
         help_text="One key=value per line, e.g. retention.ms=7776000000. Strictly mirrored "
         "configs (cleanup.policy, max.message.bytes, message.timestamp.type) come from the source.",
     )
+
+    def clean_source_topic(self) -> list[str]:
+        """The names, each once, in the order given (Kafka's topic names hold neither commas
+        nor spaces)."""
+        names = list(dict.fromkeys(re.split(r"[\s,]+", self.cleaned_data["source_topic"].strip())))
+        names = [n for n in names if n]
+        if not names:
+            raise forms.ValidationError("Name at least one source topic.")
+        if len(names) > MAX_MIRRORS_AT_ONCE:
+            raise forms.ValidationError(
+                f"{len(names)} topics: create at most {MAX_MIRRORS_AT_ONCE} mirrors at once."
+            )
+        if long := [n for n in names if len(n) > 249]:
+            raise forms.ValidationError(
+                f"A topic name has at most 249 characters; {long[0][:40]}… has {len(long[0])}."
+            )
+        return names
 
 
 class ConfirmForm(forms.Form):

@@ -75,19 +75,12 @@ def mirror_create(request, destination, name):
     link = find_link(destination, name)
     form = MirrorForm(bound(request))
     if request.method == "POST" and form.is_valid():
-        try:
-            mirror = mirrors.create_mirror(
-                audit.Actor.from_request(request),
-                link,
-                form.cleaned_data["source_topic"].strip(),
-                replication_factor=form.cleaned_data["replication_factor"],
-                configs=form.cleaned_data["configs"],
-            )
-        except ReplicationError as exc:
-            form.add_error(None, str(exc))
-        else:
-            messages.success(request, f"Created mirror topic {mirror.mirror_topic}.")
-            return redirect(mirror_url(mirror))
+        created, failed = _create_mirrors(request, link, form)
+        if created and not failed:
+            return redirect(mirror_url(created[0]) if len(created) == 1 else link_url(link))
+        if created:  # the form again, with the topics that failed and why
+            form.data = form.data.copy()
+            form.data["source_topic"] = ", ".join(failed)
     try:  # a searchable list of the source's topics, when it answers
         choices, choices_error = mirrors.mirrorable_topics(link), ""
     except (KafkaAdminError, ReplicationError) as exc:
@@ -98,6 +91,32 @@ def mirror_create(request, destination, name):
         "mirrors/form.html",
         {"form": form, "link": link, "choices": choices, "choices_error": choices_error},
     )
+
+
+def _create_mirrors(request, link, form: MirrorForm) -> tuple[list[MirrorTopic], list[str]]:
+    """A mirror of each named topic, each on its own: one refused does not stop the others.
+    Returns those made and the names refused (each refusal on the form)."""
+    created, failed = [], []
+    for name in form.cleaned_data["source_topic"]:
+        try:
+            created.append(
+                mirrors.create_mirror(
+                    audit.Actor.from_request(request),
+                    link,
+                    name,
+                    replication_factor=form.cleaned_data["replication_factor"],
+                    configs=form.cleaned_data["configs"],
+                )
+            )
+        except ReplicationError as exc:
+            failed.append(name)
+            form.add_error(
+                None, str(exc) if len(form.cleaned_data["source_topic"]) == 1 else f"{name}: {exc}"
+            )
+    if created:
+        made = ", ".join(m.mirror_topic for m in created)
+        messages.success(request, f"Created mirror topic{'s' * (len(created) > 1)} {made}.")
+    return created, failed
 
 
 @require("console.view")

@@ -159,6 +159,33 @@ def test_creating_a_mirror_from_the_page(make_link, make_topic, topic_name, clie
     assert '<span class="badge ok">0</span>' in partial
 
 
+def test_several_mirrors_are_created_at_once_and_one_refused_stops_no_other(
+    make_link, make_topic, topic_name, client_as
+):
+    link = make_link({"cluster.link.paused": "true"})
+    first, second = (make_topic(kafka.SOURCE, f"{topic_name}-{n}") for n in ("a", "b"))
+    missing = f"{topic_name}-missing"
+    client = client_as("operator")
+    url = reverse("mirror-create", args=["destination", link.name])
+
+    response = client.post(url, {"source_topic": f"{first}, {missing}\n{first}", "configs": ""})
+    page = response.content.decode()
+    assert response.status_code == 200 and f"Created mirror topic {first}." in page
+    assert f"{missing}: " in page and "does not exist on the source cluster" in page
+    assert f'value="{missing}"' in page  # the form again, with only the one that failed
+    response = client.post(url, {"source_topic": second, "configs": ""})
+    assert response["Location"] == mirror_url(second)
+    assert set(MirrorTopic.objects.filter(link=link).values_list("mirror_topic", flat=True)) == {
+        first,
+        second,
+    }
+    assert AuditEvent.objects.filter(action="mirror.create", result="refused").count() == 1
+
+    too_many = " ".join(f"t{i}" for i in range(101))
+    refused = client.post(url, {"source_topic": too_many, "configs": ""}).content.decode()
+    assert "101 topics: create at most 100 mirrors at once." in refused
+
+
 def test_an_operator_only_asks_to_delete_and_a_link_with_mirrors_needs_force(
     make_link, make_topic, topic_name, client_as
 ):
