@@ -23,3 +23,15 @@ def conflict(message: str) -> ReplicationError:
 
 def unavailable(message: str) -> ReplicationError:
     return ReplicationError(message, 503)
+
+
+class FieldProblems(ReplicationError):
+    """Several things wrong with one request, each said for the input it is about (a form
+    shows each under its field; an API answers them in one message). The status is the first
+    problem's."""
+
+    def __init__(self, problems: dict[str, ReplicationError]):
+        super().__init__(
+            " ".join(str(p) for p in problems.values()), next(iter(problems.values())).status
+        )
+        self.problems = {field: str(problem) for field, problem in problems.items()}

@@ -16,7 +16,7 @@ from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
 from . import audit, crypto, link_configs, promote, redis_channel
 from .connections import connect
-from .errors import ReplicationError, conflict, not_found
+from .errors import FieldProblems, ReplicationError, conflict, not_found
 from .mirror_states import move_all
 from .models import NAME_VALIDATOR, ClusterLink, KafkaCluster, MirrorTopic
 
@@ -88,15 +88,7 @@ def create_link(
     With `validate_only` nothing is saved and the unsaved link is returned.
     """
     with audit.refusals(actor, "link.create", f"link {name} on {destination.name}"):
-        try:
-            NAME_VALIDATOR(name)
-        except ValidationError as exc:
-            raise ReplicationError(f"Invalid link name {name!r}: {exc.messages[0]}") from exc
-        if name == "-":
-            raise ReplicationError("A link cannot be named '-': the API uses it for every link.")
-        if ClusterLink.objects.filter(destination=destination, name=name).exists():
-            raise conflict(f"A cluster link named {name!r} already exists on {destination.name}.")
-        clean = link_configs.validate(configs)
+        clean = _checked(destination, name, configs)
         if validate_link:
             source_cluster_id = _check_source(clean, source_cluster_id)
         elif not source_cluster_id:
@@ -124,6 +116,34 @@ def create_link(
     audit.record(actor, "link.create", f"link {name} on {destination.name}", after=snapshot(link))
     log.info("Created cluster link %s from %s into %s", name, source_cluster_id, destination)
     return link
+
+
+def _checked(destination: KafkaCluster, name: str, configs: dict[str, str]) -> dict[str, str]:
+    """The new link's configs, normalised, once its name and configs are right; else every
+    problem at once (FieldProblems: "name", "configs"), before the source is asked anything."""
+    problems: dict[str, ReplicationError] = {}
+    try:
+        _check_new_name(destination, name)
+    except ReplicationError as exc:
+        problems["name"] = exc
+    try:
+        clean = link_configs.validate(configs)
+    except ReplicationError as exc:
+        problems["configs"] = exc
+    if problems:
+        raise FieldProblems(problems)
+    return clean
+
+
+def _check_new_name(destination: KafkaCluster, name: str) -> None:
+    try:
+        NAME_VALIDATOR(name)
+    except ValidationError as exc:
+        raise ReplicationError(f"Invalid link name {name!r}: {exc.messages[0]}") from exc
+    if name == "-":
+        raise ReplicationError("A link cannot be named '-': the API uses it for every link.")
+    if ClusterLink.objects.filter(destination=destination, name=name).exists():
+        raise conflict(f"A cluster link named {name!r} already exists on {destination.name}.")
 
 
 def describe_link_configs(link: ClusterLink) -> list[link_configs.ConfigEntry]:

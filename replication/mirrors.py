@@ -22,7 +22,7 @@ from django.db.models import QuerySet
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from spark_jobs import translation
 
-from . import audit, read_only, streams, topic_configs
+from . import audit, filters, read_only, streams, topic_configs
 from .connections import destination_admin, source_admin, unreachable
 from .errors import ReplicationError, conflict, not_found
 from .mirror_states import FOLLOWING, move
@@ -50,7 +50,7 @@ def mirrorable_topics(link: ClusterLink) -> list[str]:
     left out), to pick from when creating a mirror."""
     taken = set(link.mirrors.values_list("source_topic", flat=True))
     names = source_admin(link).topic_partition_counts()
-    return sorted(n for n in names if n not in taken and not n.startswith(("__", "_isthmus-")))
+    return sorted(n for n in names if n not in taken and not filters.internal_topic(n))
 
 
 def list_mirrors(

@@ -180,6 +180,15 @@ def execute(
     return _end(scenario, run, context, failed)
 
 
+def go_on(scenario: Scenario, run: ScenarioRun, how: str, actor: audit.Actor) -> ScenarioRun:
+    """Do what `claim` took the run for, as the console does: a failed step waits to be
+    retried instead of ending the run."""
+    if how == END:
+        return end(scenario, run, actor)
+    steps = 1 if how == NEXT else None
+    return execute(scenario, run, actor, steps=steps, end_on_failure=False)
+
+
 def end(scenario: Scenario, run: ScenarioRun, actor: audit.Actor) -> ScenarioRun:
     """End a claimed run before its last step: the steps left are SKIPPED, cleanup runs."""
     run.steps.filter(status=ScenarioStep.Status.PENDING).update(

@@ -332,7 +332,10 @@ def reported_lags(link: ClusterLink) -> dict[str, dict[int, int]]:
     watermark at its last fetch less how far it has read (source offsets not yet copied).
     Partitions it has not reported both of yet are left out. Costs one Redis read, no
     request to a cluster: for pages that show many links, and the charts' history."""
-    reported, _ = progress(link)
+    try:
+        reported = control.read_json(client(), control.progress_key(str(link.link_id))) or {}
+    except redis.RedisError:
+        return {}
     return {
         mirror: {
             int(partition): max(0, p["source_hw"] - p["read_upto"])

@@ -84,9 +84,4 @@ def run_scenario(run_pk: int, how: str, user_pk: int | None) -> None:
     on, or its end."""
     run = ScenarioRun.objects.get(pk=run_pk)
     actor = audit.Actor.of_user(user_pk) if user_pk else audit.Actor.system("scenario")
-    scenario = scenarios.get(run.scenario)
-    if how == scenario_runner.END:
-        scenario_runner.end(scenario, run, actor)
-        return
-    steps = 1 if how == scenario_runner.NEXT else None
-    scenario_runner.execute(scenario, run, actor, steps=steps, end_on_failure=False)
+    scenario_runner.go_on(scenarios.get(run.scenario), run, how, actor)

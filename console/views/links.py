@@ -16,14 +16,13 @@ from replication import (
     auto_mirrors,
     dashboard,
     history,
-    link_configs,
     links,
     offset_sync,
     streams,
     syncers,
 )
 from replication.clusters import probe_cluster
-from replication.errors import ReplicationError
+from replication.errors import FieldProblems, ReplicationError
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
 
 
@@ -61,7 +60,7 @@ def link_list(request):
 @require("link.manage")
 def link_create(request):
     form = LinkForm(bound(request))
-    if request.method == "POST" and form.is_valid() and _settled(form):
+    if request.method == "POST" and form.is_valid():
         try:
             link = links.create_link(
                 audit.Actor.from_request(request),
@@ -69,25 +68,15 @@ def link_create(request):
                 form.cleaned_data["name"],
                 form.link_configs(),
             )
+        except FieldProblems as exc:  # each under its field, all at once
+            for field, problem in exc.problems.items():
+                form.add_error(field, problem)
         except ReplicationError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Created cluster link {link.name}.")
             return redirect("link-detail", link.destination.name, link.name)
     return render(request, "links/form.html", {"form": form})
-
-
-def _settled(form: LinkForm) -> bool:
-    """Everything the form can know without the source, all said at once under each field
-    (the name taken, the configs Kafka would refuse), before the source is asked."""
-    data = form.cleaned_data
-    if ClusterLink.objects.filter(destination=data["destination"], name=data["name"]).exists():
-        form.add_error("name", f"{data['destination'].name} has a link named {data['name']!r}.")
-    try:
-        link_configs.validate(form.link_configs())
-    except ReplicationError as exc:
-        form.add_error("configs", str(exc))
-    return not form.errors
 
 
 @require("console.view")
@@ -183,7 +172,7 @@ def link_charts(request, destination, name):
     link = find_link(destination, name)
     # The refresh also brings the stream's state, further up the page (out of band).
     context = {**link_charts_context(link), "stream": streams.status(link), "oob": True}
-    return render(request, "_charts.html", {**context, "oob_parts": ["links/_stream.html"]})
+    return render(request, "_charts.html", context)
 
 
 def link_charts_context(link) -> dict:

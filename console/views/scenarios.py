@@ -30,7 +30,7 @@ def scenario_list(request):
     )
 
 
-STARTS = {"guided": "step by step", scenario_runner.REST: "all steps at once"}
+STARTS = ("guided", scenario_runner.REST)
 
 
 @require("scenario.run")

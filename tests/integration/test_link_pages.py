@@ -55,7 +55,9 @@ def test_creating_a_link_says_every_problem_at_once_each_under_its_field(make_li
         "configs": "bootstrap.servers=127.0.0.1:1\nmetadata.max.age=5000",
     }
     page = client_as("operator").post(reverse("link-create"), form).content.decode()
-    name_error = page.index("destination has a link named")
+    name_error = page.index(
+        f"A cluster link named &#x27;{taken.name}&#x27; already exists on destination."
+    )
     configs_error = page.index("did you mean &#x27;metadata.max.age.ms&#x27;?")
     # Each under its own field, and no word from the source (nothing was asked of it).
     assert page.index('name="name"') < name_error < page.index('name="destination"')

@@ -193,13 +193,13 @@ def test_a_guided_run_goes_a_step_at_a_time_retries_a_failed_step_and_keeps_what
     run = scenario_runner.start(scenario, actor, tag="g")
     assert run.status == ScenarioRun.Status.WAITING
 
-    def go(how: str, steps: int | None = None) -> ScenarioRun:
+    def go(how: str) -> ScenarioRun:
         claimed = scenario_runner.claim(ScenarioRun.objects.get(pk=run.pk), how, actor)
         # Each part runs from what is stored, as the console's tasks do.
         fresh = ScenarioRun.objects.get(pk=claimed.pk)
-        return scenario_runner.execute(scenario, fresh, actor, steps=steps, end_on_failure=False)
+        return scenario_runner.go_on(scenario, fresh, how, actor)
 
-    run = go("next", 1)
+    run = go("next")
     assert run.status == ScenarioRun.Status.WAITING and run.kept == {"seen": {"0": 7}}
     assert [s.status for s in run.steps.all()] == ["PASSED", "PENDING", "PENDING"]
 
@@ -231,8 +231,8 @@ def test_a_busy_run_is_claimed_once_and_ending_it_skips_the_rest_and_cleans_up(
     with pytest.raises(ReplicationError, match="busy with a step") as refused:
         scenario_runner.claim(ScenarioRun.objects.get(pk=run.pk), "next", actor)
     assert refused.value.status == 409
-    run = scenario_runner.execute(scenario, run, actor, steps=1, end_on_failure=False)
+    run = scenario_runner.go_on(scenario, run, "next", actor)
 
-    run = scenario_runner.end(scenario, scenario_runner.claim(run, "end", actor), actor)
+    run = scenario_runner.go_on(scenario, scenario_runner.claim(run, "end", actor), "end", actor)
     assert run.status == ScenarioRun.Status.ENDED and cleaned == ["e-t"]
     assert [s.status for s in run.steps.all()] == ["PASSED", "SKIPPED", "SKIPPED"]
