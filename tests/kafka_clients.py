@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import subprocess
+import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
@@ -16,6 +24,12 @@ from confluent_kafka.admin import (
 
 from devstack import kafka
 from tests.conftest import ROOT, admin_config
+
+_COORDINATOR_SETTLING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
 
 READ_ONLY_ACLS = {
     ("READ", "ALLOW"),
@@ -70,13 +84,20 @@ def consume_all(bootstrap: str, topic: str, expected: int) -> list:
 def commit_offsets(
     node: kafka.KafkaNode, group: str, positions: dict[tuple[str, int], int]
 ) -> None:
-    """Commit `positions` for `group`, as a consumer that read up to them would."""
+    """Commit `positions` for `group`, as a consumer that read up to them would. A group
+    coordinator still settling (a fresh or just restarted broker) is asked again, as Kafka's
+    own consumers do, for up to 30 s."""
     consumer = Consumer({**admin_config(node), "group.id": group, "enable.auto.commit": False})
+    offsets = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
     try:
-        consumer.commit(
-            offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()],
-            asynchronous=False,
-        )
+        for attempt in range(30):
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+                return
+            except KafkaException as exc:
+                if exc.args[0].code() not in _COORDINATOR_SETTLING or attempt == 29:
+                    raise
+                time.sleep(1)
     finally:
         consumer.close()
 
