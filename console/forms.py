@@ -145,8 +145,21 @@ class TokenForm(forms.Form):
 
 
 class StopForm(forms.Form):
-    """Promote, fail over or delete a link: why, and (an admin's failover) whether to break
-    glass."""
+    """Promote, fail over or delete a link: why, (an admin's failover) whether to break glass,
+    and the name of what changes, typed: none of the three can be undone."""
+
+    def __init__(self, data, *, name: str):
+        super().__init__(data)
+        self.name = name
+
+    confirm_name = forms.CharField(
+        required=False,  # said by clean_confirm_name, with the name to type
+        max_length=300,
+        label="Name, typed to confirm",
+        widget=forms.TextInput(
+            attrs={"required": True, "autocomplete": "off", "spellcheck": "false"}
+        ),
+    )
 
     reason = forms.CharField(
         required=False,
@@ -159,6 +172,16 @@ class StopForm(forms.Form):
         label="Break glass: fail over at once, without approval (flagged everywhere)",
     )
     force = forms.BooleanField(required=False, label="Force: fail its mirror topics over first")
+
+    def clean_confirm_name(self) -> str:
+        typed = self.cleaned_data["confirm_name"].strip()
+        if typed != self.name:
+            raise forms.ValidationError(
+                f"Type {self.name} to confirm; nothing was changed."
+                if typed
+                else f"Type {self.name} to confirm: this cannot be undone."
+            )
+        return typed
 
 
 class RejectForm(forms.Form):

@@ -322,6 +322,9 @@ class MirrorStatus:
     mirror: MirrorTopic
     partitions: list[PartitionStatus] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # Paused, but the link's stream has not let go of it yet: for a few seconds it may still
+    # copy what it had fetched.
+    letting_go: bool = False
 
     @property
     def max_lag(self) -> int:
@@ -361,7 +364,7 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
         return {}
 
     statuses = []
-    reports: dict[int, tuple[dict, int]] = {}
+    reports: dict[int, streams.Progress] = {}
     now_ms = int(time.time() * 1000)
     for mirror in mirrors:
         errors: list[str] = []
@@ -380,8 +383,10 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
             )
         if mirror.link_id not in reports:
             reports[mirror.link_id] = streams.progress(mirror.link)
-        progress, fetched_at_ms = reports[mirror.link_id]
-        reported = progress.get(mirror.mirror_topic, {}) if mirror.state in FOLLOWING else {}
+        report = reports[mirror.link_id]
+        following = mirror.state in FOLLOWING
+        reported = report.partitions.get(mirror.mirror_topic, {}) if following else {}
+        fetched_at_ms = report.fetched_at_ms
         partitions = len(dest_offsets) or mirror.num_partitions
         statuses.append(
             MirrorStatus(
@@ -398,6 +403,8 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
                     for p in range(partitions)
                 ],
                 errors,
+                letting_go=mirror.state in (State.PAUSED, State.LINK_PAUSED)
+                and mirror.mirror_topic in report.writing,
             )
         )
     return statuses

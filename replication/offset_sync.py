@@ -276,10 +276,9 @@ def status(link: ClusterLink, mirror_topic: str | None = None, limit: int = 200)
 def _read_upto(link: ClusterLink) -> dict[str, int]:
     """How far the link's stream reports it has read each partition of the source, gaps
     included: {"mirror topic/partition": source offset}."""
-    progress, _ = streams.progress(link)
     return {
         f"{topic}/{partition}": report.get("read_upto", -1)
-        for topic, partitions in progress.items()
+        for topic, partitions in streams.progress(link).partitions.items()
         for partition, report in partitions.items()
     }
 

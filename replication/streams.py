@@ -314,17 +314,30 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
     )
 
 
-def progress(link: ClusterLink) -> tuple[dict, int]:
-    """The stream's last report: {mirror topic: {partition: {...}}} and when it last fetched
-    the source's high watermarks (ms since the epoch, 0 if never)."""
+@dataclass(frozen=True)
+class Progress:
+    """The stream's last report."""
+
+    partitions: dict  # {mirror topic: {partition: {...}}}
+    fetched_at_ms: int = 0  # when it last fetched the source's high watermarks (0: never)
+    writing: frozenset[str] = frozenset()  # the mirrors its tasks may still write
+
+
+def progress(link: ClusterLink) -> Progress:
     link_id = str(link.link_id)
     try:
         r = client()
         raw = r.get(control.progress_key(link_id))
         heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
     except redis.RedisError:
-        return {}, 0
-    return (json.loads(raw) if raw else {}), heartbeat.get("fetched_at_ms", 0)
+        return Progress({})
+    # A stream that is not running writes nothing, whatever its last heartbeat said.
+    running = processes.read_pidfile(_pidfile(link_id)) is not None
+    return Progress(
+        json.loads(raw) if raw else {},
+        heartbeat.get("fetched_at_ms", 0),
+        frozenset(heartbeat.get("mirrors", ()) if running else ()),
+    )
 
 
 def reported_lags(link: ClusterLink) -> dict[str, dict[int, int]]:

@@ -241,14 +241,16 @@ def registered_clusters(db, devstack):
 def make_link(registered_clusters, topic_name):
     """Create links from the source (over PLAINTEXT, as in the tutorial) into the destination.
 
-    Afterwards their streams are stopped and every mirror topic the test made is deleted from
-    the destination, ACLs and all: those the database knows, and any topic named after the
-    test's `topic_name` (a mirror a forced link delete turned into an ordinary topic, say).
+    Afterwards their streams are stopped, and those of links the test made otherwise (through
+    the pages or the API), and every mirror topic the test made is deleted from the
+    destination, ACLs and all: those the database knows, and any topic named after the test's
+    `topic_name` (a mirror a forced link delete turned into an ordinary topic, say).
     """
     from replication import audit, streams
     from replication.links import create_link
-    from replication.models import MirrorTopic
+    from replication.models import ClusterLink, MirrorTopic
 
+    before = {*ClusterLink.objects.values_list("pk", flat=True)}
     made = []
 
     def make(configs: dict[str, str] | None = None, name: str | None = None):
@@ -262,6 +264,7 @@ def make_link(registered_clusters, topic_name):
         return link
 
     yield make
+    made = [*{*made, *ClusterLink.objects.exclude(pk__in=before)}]
     for link in made:
         streams.stop(link)  # first, so no stream writes a mirror while it is deleted
         shutil.rmtree(streams.folder(str(link.link_id)), ignore_errors=True)

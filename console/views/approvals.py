@@ -18,6 +18,7 @@ from replication.errors import ReplicationError
 from replication.models import ApprovalRequest
 
 Action = ApprovalRequest.Action
+LISTED = 20  # mirror topics named on the delete page; beyond, how many more
 
 
 def _after(request, submission: approvals.Submission, done_url: str, what: str):
@@ -41,7 +42,7 @@ def mirror_stop(request, destination, topic, action):
     """Promote or fail over one mirror: the dry run's lags, a reason, and the outcome."""
     mirror = find_mirror(destination, topic)
     # Bound on any POST: every field is optional, so an empty POST is still an answer.
-    form = StopForm(bound(request))
+    form = StopForm(bound(request), name=mirror.mirror_topic)
     what = f"{'promoting' if action == Action.PROMOTE else 'failing over'} {mirror.mirror_topic}"
     if request.method == "POST" and form.is_valid():
         try:
@@ -76,7 +77,7 @@ def mirror_stop(request, destination, topic, action):
 @require("link.delete")
 def link_delete(request, destination, name):
     link = find_link(destination, name)
-    form = StopForm(bound(request))
+    form = StopForm(bound(request), name=link.name)
     if request.method == "POST" and form.is_valid():
         try:
             submission = approvals.submit(
@@ -93,13 +94,20 @@ def link_delete(request, destination, name):
                 messages.success(request, f"Deleted cluster link {link.name}.")
                 return redirect("links")
             return _after(request, submission, reverse("links"), f"deleting link {link.name}")
+    live = link.mirrors.exclude(state="STOPPED")
+    named = [*live.order_by("mirror_topic").values_list("mirror_topic", flat=True)[:LISTED]]
+    count = live.count()
     return render(
         request,
         "approvals/delete_link.html",
         {
             "link": link,
             "form": form,
-            "live": link.mirrors.exclude(state="STOPPED").exists(),
+            # What forcing fails over, by name (the first LISTED), so the confirmation says
+            # exactly what changes.
+            "live": named,
+            "live_count": count,
+            "more": count - len(named),
             "acts_at_once": approvals.acts_at_once(request.user, link),
         },
     )

@@ -224,6 +224,9 @@ def valid(w: World) -> dict[str, str]:
         "role": "viewer",
         "next": "",
         "mirror-delete confirm_name": w.mirror.mirror_topic,
+        "mirror-promote confirm_name": w.mirror.mirror_topic,
+        "mirror-failover confirm_name": w.mirror.mirror_topic,
+        "link-delete confirm_name": w.link.name,
     }
 
 

@@ -6,7 +6,7 @@ from django.urls import reverse
 from devstack import kafka
 from replication import audit
 from replication.mirrors import create_mirror
-from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
 from tests.kafka_clients import produce
 
 pytestmark = pytest.mark.integration
@@ -195,14 +195,23 @@ def test_an_operator_only_asks_to_delete_and_a_link_with_mirrors_needs_force(
     make_topic(kafka.SOURCE, topic_name)
     create_mirror(audit.Actor.system("tests"), link, topic_name)
     url = reverse("link-delete", args=["destination", link.name])
-    assert "still has mirror topics" in client_as("operator").post(url).content.decode()
-    assert client_as("viewer").post(url).status_code == 403
+    typed = {"confirm_name": link.name}
+    assert "still has mirror topics" in client_as("operator").post(url, typed).content.decode()
+    assert client_as("viewer").post(url, typed).status_code == 403
 
     admin = client_as("admin")
-    assert "Force: fail its mirror topics over first" in admin.get(url).content.decode()
-    refused = admin.post(url, follow=True).content.decode()
+    page = admin.get(url).content.decode()
+    assert "Force: fail its mirror topics over first" in page
+    # The confirmation names what forcing would fail over, and wants the link's name typed.
+    assert f'<ul id="to-fail-over"><li><code>{topic_name}</code></li></ul>' in page
+    assert f"Type <code>{link.name}</code> to confirm" in page
+    for wrong in ({}, {"confirm_name": f"{link.name}x", "force": "on"}):
+        refused = admin.post(url, wrong).content.decode()
+        assert f"Type {link.name} to confirm" in refused
+    refused = admin.post(url, typed, follow=True).content.decode()
     assert f"still has mirror topics: {topic_name}" in refused
     assert ClusterLink.objects.filter(pk=link.pk).exists()
+    assert MirrorTopic.objects.get(mirror_topic=topic_name).state == "ACTIVE"
 
 
 def test_an_admin_deletes_a_mirror_topic(make_link, make_topic, topic_name, client_as):
@@ -220,6 +229,24 @@ def test_an_admin_deletes_a_mirror_topic(make_link, make_topic, topic_name, clie
     response = admin.post(url, {"confirm_name": topic_name})
     assert response.status_code == 302 and response["Location"] == detail_url(link)
     assert not MirrorTopic.objects.filter(mirror_topic=topic_name).exists()
+
+
+def test_a_failover_or_promote_needs_the_mirrors_name_typed(
+    make_link, make_topic, topic_name, client_as
+):
+    link = make_link({"cluster.link.paused": "true"})
+    make_topic(kafka.SOURCE, topic_name)
+    state = create_mirror(audit.Actor.system("tests"), link, topic_name).state
+    admin = client_as("admin")
+    for action in ("mirror-failover", "mirror-promote"):
+        url = reverse(action, args=["destination", topic_name])
+        assert f"Type <code>{topic_name}</code> to confirm" in admin.get(url).content.decode()
+        for typed in ("", link.name, f" {topic_name}x"):
+            page = admin.post(url, {"reason": "r", "confirm_name": typed}).content.decode()
+            assert f"Type {topic_name} to confirm" in page
+    assert not ApprovalRequest.objects.filter(link=link).exists()
+    assert MirrorTopic.objects.get(mirror_topic=topic_name).state == state
+    assert not AuditEvent.objects.filter(action__in=["mirror.failover", "mirror.promote"]).exists()
 
 
 def test_the_mirror_list_filters_by_state(make_link, make_topic, topic_name, client_as):

@@ -373,6 +373,11 @@ def mirror_args(t: Target) -> list[str]:
     return [t.mirror.destination.name, t.mirror.mirror_topic]
 
 
+def stop_form(t: Target) -> dict[str, str]:
+    """A promote or failover asked for properly: a reason and the mirror's name typed."""
+    return {"reason": REASON, "confirm_name": t.mirror.mirror_topic}
+
+
 def post(client: Client, url_name: str, args: list, data: dict | None = None) -> Answer:
     # Redirects are not followed, so no page shows (and drops) the flashed messages: forget
     # them, so that the answer is read from this POST's messages alone.
@@ -492,7 +497,9 @@ CONSOLE = [
         ("link.delete",),
         "link.delete",
         a_link_to_delete,
-        lambda c, w, t: post(c, "link-delete", link_args(t), {"reason": REASON}),
+        lambda c, w, t: post(
+            c, "link-delete", link_args(t), {"reason": REASON, "confirm_name": t.link.name}
+        ),
         asked_event="request.delete-link",
     ),
     Row(
@@ -549,7 +556,7 @@ CONSOLE = [
         ("mirror.stop",),
         "mirror.promote",
         a_mirror_to_stop,
-        lambda c, w, t: post(c, "mirror-promote", mirror_args(t), {"reason": REASON}),
+        lambda c, w, t: post(c, "mirror-promote", mirror_args(t), stop_form(t)),
         asked_event="request.promote",
     ),
     Row(
@@ -558,7 +565,7 @@ CONSOLE = [
         ("mirror.stop",),
         "mirror.failover",
         a_mirror_to_stop,
-        lambda c, w, t: post(c, "mirror-failover", mirror_args(t), {"reason": REASON}),
+        lambda c, w, t: post(c, "mirror-failover", mirror_args(t), stop_form(t)),
         asked_event="request.failover",
     ),
     Row(
@@ -568,7 +575,7 @@ CONSOLE = [
         "mirror.failover",
         a_mirror_to_break_glass_on,
         lambda c, w, t: post(
-            c, "mirror-failover", mirror_args(t), {"reason": REASON, "break_glass": "on"}
+            c, "mirror-failover", mirror_args(t), {**stop_form(t), "break_glass": "on"}
         ),
         inner=BREAK_GLASS,
     ),
