@@ -102,12 +102,31 @@ def stop(pidfile: Path, timeout: float = 30.0, sig: int = signal.SIGTERM) -> int
     for proc in leader or members:
         with contextlib.suppress(psutil.Error):
             proc.send_signal(sig)
-    _, alive = psutil.wait_procs(members, timeout=timeout)
+    alive = _wait_gone(members, timeout)
     for proc in alive:
         with contextlib.suppress(psutil.Error):
             proc.kill()
-    psutil.wait_procs(alive, timeout=5)
+    _wait_gone(alive, 5)
     return recorded.pid
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait up to `timeout` for `procs` to end; return those still running. A process that
+    ended but that its parent (another process: the Celery worker that started a stream, say)
+    has not reaped yet is a zombie: it has ended, and waiting for it would only wait out the
+    timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for proc in procs:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(proc.pid, os.WNOHANG)  # reaps it when it is ours
+            with contextlib.suppress(psutil.Error):
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.1)
 
 
 def _session_members(recorded: Running) -> list[psutil.Process]:

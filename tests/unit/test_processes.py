@@ -1,0 +1,39 @@
+"""Stopping a background process that another process started (a stream the Celery worker
+launched, stopped from the console or a test) returns as soon as it has ended."""
+
+import subprocess
+import sys
+import time
+
+from infra import processes
+
+# Starts `sleep` in a session of its own, records it, and then never reaps it.
+LAUNCHER = """
+import sys, time
+from pathlib import Path
+from infra import processes
+processes.start(["sleep", "600"], pidfile=Path(sys.argv[1]), logfile=Path(sys.argv[2]),
+                env={}, cwd=Path("."))
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_process_that_its_parent_has_not_reaped_counts_as_stopped(tmp_path):
+    pidfile = tmp_path / "sleep.pid"
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(pidfile), str(tmp_path / "sleep.log")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert launcher.stdout.readline().strip() == "started"
+        assert processes.read_pidfile(pidfile) is not None
+        began = time.monotonic()
+        assert processes.stop(pidfile) is not None
+        # Ended at once on SIGTERM, left a zombie of the launcher's: not 30 s waiting for it.
+        assert time.monotonic() - began < 5
+        assert processes.read_pidfile(pidfile) is None
+    finally:
+        launcher.kill()
+        launcher.wait()
