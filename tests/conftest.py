@@ -264,7 +264,8 @@ def make_link(registered_clusters, topic_name):
         return link
 
     yield make
-    made = [*{*made, *ClusterLink.objects.exclude(pk__in=before)}]
+    known = before | {link.pk for link in made if link.pk is not None}  # None: deleted
+    made += ClusterLink.objects.exclude(pk__in=known)
     for link in made:
         streams.stop(link)  # first, so no stream writes a mirror while it is deleted
         shutil.rmtree(streams.folder(str(link.link_id)), ignore_errors=True)
