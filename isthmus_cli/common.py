@@ -18,6 +18,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from infra import kafka_admin
 from infra.client_config import librdkafka_config
@@ -36,6 +37,40 @@ class CliError(Exception):
     """Something the user must fix; printed to stderr, exit status 1."""
 
 
+# Text from the console (reasons, names, its error messages) is shown with its control
+# characters escaped, Python-style (`\x1b`, `\n`, `\u202e`): an ESC or BEL would act on the
+# terminal (retitle it, clear it), a line break would forge a line of its own, and a
+# bidirectional override would reorder what a line says. The console refuses them now, but
+# older data may hold them. The bidi controls are the server's (replication.text), repeated
+# here because the tools import nothing of the server. Backslashes stay as they are, so text
+# reads as it was typed.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_CONTROLS = [chr(i) for i in (*range(0x20), *range(0x7F, 0xA0))]  # Unicode category Cc
+_SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_INERT = str.maketrans(
+    {
+        c: _SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+        for c in [*_CONTROLS, *BIDI_CONTROLS]
+    }
+)
+
+
+def inert(text: str) -> str:
+    """`text` with every control character and bidirectional control escaped: safe to print."""
+    return text.translate(_INERT)
+
+
+def inert_answer(value: Any) -> Any:
+    """A decoded JSON answer with every string in it (keys too) made `inert`."""
+    if isinstance(value, str):
+        return inert(value)
+    if isinstance(value, list):
+        return [inert_answer(item) for item in value]
+    if isinstance(value, dict):
+        return {inert(key): inert_answer(item) for key, item in value.items()}
+    return value
+
+
 def run(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
     """Wrap a tool's main: errors go to stderr with a non-zero exit status."""
 
@@ -43,7 +78,8 @@ def run(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None],
         try:
             return main(argv)
         except CliError as exc:
-            print(f"Error: {exc}", file=sys.stderr)
+            # The message may quote the console or the cluster: printed inert, as answers are.
+            print(f"Error: {inert(str(exc))}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
             return 130
@@ -271,12 +307,14 @@ class Console:
                 f"Cannot reach the Isthmus console at {self.url}: {exc.reason}. "
                 f"Is it running? Check {URL_KEY} / ISTHMUS_URL."
             ) from exc
-        return json.loads(payload) if payload else None
+        # Every string the console answers is made inert here, where it enters the tools, so
+        # no command can print one raw (each prints what it was given, in lines of its own).
+        return inert_answer(json.loads(payload)) if payload else None
 
 
 def _error_message(exc: urllib.error.HTTPError) -> str:
     try:
-        return json.loads(exc.read())["message"]
+        return inert(str(json.loads(exc.read())["message"]))
     except (ValueError, KeyError, TypeError):
         return f"The console answered HTTP {exc.code} {exc.reason}."
 

@@ -35,3 +35,7 @@ class FieldProblems(ReplicationError):
             " ".join(str(p) for p in problems.values()), next(iter(problems.values())).status
         )
         self.problems = {field: str(problem) for field, problem in problems.items()}
+
+    @classmethod
+    def one(cls, field: str, message: str, status: int = 400) -> FieldProblems:
+        return cls({field: ReplicationError(message, status)})

@@ -8,9 +8,12 @@ disabling each other at the same moment cannot both succeed.
 from __future__ import annotations
 
 import secrets
+import unicodedata
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
+from confusable_homoglyphs.confusables import confusables_data
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
@@ -19,7 +22,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, QuerySet
 
 from . import audit, policy
-from .errors import ReplicationError, conflict, not_found
+from .errors import FieldProblems, ReplicationError, conflict, not_found
+from .text import plain
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractUser as User
@@ -85,22 +89,24 @@ def create_user(actor: audit.Actor, username: str, role: str, email: str = "") -
                     raise ValidationError("too long")
                 validate_email(email)
             except ValidationError as exc:
-                raise ReplicationError(
-                    f"{email[:limit]!r} is not a valid email address (at most {limit} characters)."
+                raise FieldProblems.one(
+                    "email",
+                    f"{email[:limit]!r} is not a valid email address (at most {limit} characters).",
                 ) from exc
-        taken = conflict(f"A user named {username!r} exists already; pick another name.")
-        # Case-insensitively, as Django's own user forms do: 'Alice' and 'alice' would be
-        # told apart by the login form, but hardly by the people who read the audit trail.
-        if get_user_model().objects.filter(username__iexact=username).exists():
-            raise taken
         password = _new_password()
         try:
             with transaction.atomic():
+                # Locking the admins serializes this with any other change of users, so two
+                # names that look alike cannot both be made at the same moment.
+                list(
+                    _active_admins().select_for_update().order_by("pk").values_list("pk", flat=True)
+                )
+                _check_name_is_free(username)
                 user = get_user_model().objects.create_user(username, email, password)
                 user.groups.add(_group(role))
                 audit.record(actor, "user.create", target, after=snapshot(user), in_change=True)
         except IntegrityError as exc:  # made by someone else a moment ago
-            raise taken from exc
+            raise _taken(username) from exc
     return user, password
 
 
@@ -202,9 +208,14 @@ def _check_username(username: str) -> None:
     model = get_user_model()
     validator = model.username_validator  # anchored: the whole name must match
     limit = model._meta.get_field(model.USERNAME_FIELD).max_length
-    invalid = ReplicationError(
+    try:
+        plain(username, "username")
+    except ReplicationError as exc:
+        raise FieldProblems.one("username", str(exc)) from None
+    invalid = FieldProblems.one(
+        "username",
         f"Invalid username {_echo(username, limit)}: use 1-{limit} letters, digits and "
-        "@ . + - _ only (no spaces)."
+        "@ . + - _ only (no spaces).",
     )
     if not username or len(username) > limit:
         raise invalid
@@ -212,6 +223,97 @@ def _check_username(username: str) -> None:
         validator(username)
     except ValidationError as exc:
         raise invalid from exc
+
+
+def _taken(username: str) -> FieldProblems:
+    return FieldProblems.one(
+        "username", f"A user named {username!r} exists already; pick another name.", 409
+    )
+
+
+def _check_name_is_free(username: str) -> None:
+    """Refuse a name that is, or looks like, an existing user's: the same once case is
+    ignored ('Alice', 'alice'), or the same to the eye (Cyrillic 'е' for Latin 'e', '0' for
+    'O'), which the people reading the audit trail and approving requests could not tell
+    apart."""
+    keys = lookalike_keys(username)
+    for existing in get_user_model().objects.values_list("username", flat=True).iterator():
+        if _folded(existing) == _folded(username):
+            raise _taken(username)
+        if lookalike_keys(existing) & keys:
+            raise FieldProblems.one(
+                "username",
+                f"{_echo(username)} looks like existing user {existing!r}; pick a name that "
+                "cannot be mistaken for it.",
+                409,
+            )
+
+
+def _folded(name: str) -> str:
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def lookalike_keys(name: str) -> frozenset[str]:
+    """What `name` looks like, as two keys: its Unicode confusable skeleton (UTS #39) once
+    normalised (NFKC) and case-folded, which catches 'viеwer' (Cyrillic е) and 'VIEWER' for
+    'viewer'; and its skeleton with case kept, since case folding first would miss the
+    look-alikes that differ in case ('Ian' for 'lan': a capital I looks like a small L).
+    Two names look alike when they share a key."""
+    normal = unicodedata.normalize("NFKC", name)
+    return frozenset({"folded:" + skeleton(normal.casefold()), "cased:" + skeleton(normal)})
+
+
+def skeleton(text: str) -> str:
+    """UTS #39's skeleton: each character replaced by the prototype of the characters it may
+    be confused with (NFD before and after)."""
+    mapped = "".join(_prototype(c) for c in unicodedata.normalize("NFD", text))
+    return unicodedata.normalize("NFD", mapped)
+
+
+def _prototype(character: str) -> str:
+    return _prototypes().get(character, character)
+
+
+@cache
+def _prototypes() -> dict[str, str]:
+    """Each confusable character's stand-in, from the confusable_homoglyphs package's copy of
+    Unicode's confusables.txt. The package keeps each source-to-prototype pair in both
+    directions, so the pairs are grouped back into sets of characters that look alike (each
+    set one prototype and what maps to it); a set's stand-in is its prototype when that is a
+    sequence ('rn' for 'm'), else its lowest character: names are only compared with each
+    other, so any one member does."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    # The file's right-to-left characters come wrapped in left-to-right marks for display.
+    def bare(s: str) -> str:
+        return s.replace("\u200e", "").replace("\u200f", "")
+
+    for source, glyphs in confusables_data.items():
+        for glyph in glyphs:
+            a, b = root(bare(source)), root(bare(glyph["c"]))
+            if a != b:
+                parent[max(a, b, key=_stand_in_rank)] = min(a, b, key=_stand_in_rank)
+    single = {c: root(c) for c in parent if len(c) == 1 and len(root(c)) == 1}
+    # A sequence's own letters get their sets' stand-ins too, as they do in a name typed
+    # letter by letter: 'm' must come out as 'rn' typed does.
+    sequence = {
+        c: "".join(single.get(x, x) for x in root(c))
+        for c in parent
+        if len(c) == 1 and len(root(c)) > 1
+    }
+    return {c: to for c, to in {**single, **sequence}.items() if to != c}
+
+
+def _stand_in_rank(s: str) -> tuple[int, str]:
+    # A sequence first (it is its set's prototype), then the lowest code point.
+    return (0 if len(s) > 1 else 1, s)
 
 
 def _check_role(role: str) -> None:

@@ -10,6 +10,7 @@ import contextlib
 import csv
 import datetime as dt
 import json
+import re
 from collections.abc import Iterator
 
 from django import forms
@@ -21,6 +22,7 @@ from django.utils import timezone
 from console.access import require
 from replication import audit
 from replication.models import AuditEvent
+from replication.text import control_characters
 
 PAGE_SIZE = 100
 CSV_HEADER = [
@@ -35,8 +37,14 @@ CSV_HEADER = [
     "before",
     "after",
 ]
-# A spreadsheet runs a cell that starts with one of these as a formula.
+# A spreadsheet runs a cell that starts with one of these as a formula (tab and CR never
+# reach it: they are escaped with the other control characters).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# A spreadsheet that splits on `;` or `,` (its locale's separator), or a script splitting
+# naively, makes a cell of what follows each one inside a cell too. So a formula starter at the
+# start of a cell or after a separator, past any blanks and quotes, gets a `'` before it.
+_FORMULA = re.compile(r"(^|[;,])([\s\"]*)([" + re.escape("".join(FORMULA_STARTS)) + "])")
+_SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 class UtcDateTimeField(forms.CharField):
@@ -166,9 +174,24 @@ class _Echo:
         return value
 
 
+def _escaped(text: str) -> str:
+    """`text` with its control characters (replication.text's: Cc and bidi controls) shown
+    escaped, Python-style (`\\x1b`, `\\n`, `\\u202e`), as the command-line tools show them: a
+    spreadsheet or a terminal (`cat`, `less`) shows the export, and must not be acted on."""
+    for code in control_characters(text):
+        c = chr(int(code[2:], 16))
+        shown = _SHORT_ESCAPES.get(c) or (
+            f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+        )
+        text = text.replace(c, shown)
+    return text
+
+
 def safe_cell(value) -> str:
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    """A value as inert text for the CSV: control characters escaped, and no formula where a
+    spreadsheet would start a cell (see `_FORMULA`)."""
+    text = _escaped("" if value is None else str(value))
+    return _FORMULA.sub(r"\1\2'\3", text)
 
 
 def csv_row(event: AuditEvent) -> list[str]:
@@ -200,7 +223,9 @@ def audit_export(request):
     events = form.events()
 
     def rows() -> Iterator[str]:
-        writer = csv.writer(_Echo())
+        # Every cell quoted: a separator or line break inside one cannot split it for a reader
+        # that honours quotes, whatever its separator.
+        writer = csv.writer(_Echo(), quoting=csv.QUOTE_ALL)
         yield writer.writerow(CSV_HEADER)
         for event in events.iterator(chunk_size=2000):
             yield writer.writerow(csv_row(event))

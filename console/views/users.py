@@ -10,7 +10,7 @@ from django.views.decorators.cache import never_cache
 from console.access import require
 from console.forms import RoleForm, UserForm
 from replication import audit, users
-from replication.errors import ReplicationError
+from replication.errors import FieldProblems, ReplicationError
 
 NEW_PASSWORD_KEY = "new_user_password"  # noqa: S105 (a session key)
 
@@ -66,6 +66,9 @@ def user_create(request):
             person, password = users.create_user(
                 audit.Actor.from_request(request), data["username"], data["role"], data["email"]
             )
+        except FieldProblems as exc:  # each under its field
+            for field, problem in exc.problems.items():
+                form.add_error(field, problem)
         except ReplicationError as exc:
             form.add_error(None, str(exc))
         else:

@@ -11,8 +11,10 @@ from django.db import transaction
 from django.urls import reverse
 
 from console.access import ROLES
+from console.views.audit import FORMULA_STARTS
 from replication import audit
 from replication.models import AuditEvent
+from replication.text import control_characters
 
 ACTION_SELECT = re.compile(r'<select name="action"[^>]*>(.*?)</select>', re.S)
 
@@ -225,6 +227,50 @@ def test_it_neutralises_spreadsheet_formulas_in_the_csv(client_as, db):
     assert by_target["'+1"][7] == "'@SUM(A1)"
     assert by_target["safe"][1] == "'-2"
     assert by_target["safe"][7] == "a=b"
+
+
+def test_no_field_of_the_csv_starts_a_formula_even_split_naively_on_semicolons_or_commas(
+    client_as, db
+):
+    audit.record(
+        actor('mallory;=HYPERLINK("http://evil","open"),+1'),
+        "link.create",
+        "link a;\"=cmd|' /C calc'!A0\", b",
+        message="fine, -2; @SUM(A1);  =1",
+        after={"note": "x;=1", "list": ["=2", "+3"]},
+    )
+    body = b"".join(client_as("viewer").get(reverse("audit-export")).streaming_content).decode()
+    lines = body.split("\r\n")[:-1]
+    assert len(lines) == 2
+    for line in lines:
+        assert line.startswith('"') and line.endswith('"')  # every cell quoted
+        for separator in ";,":
+            for field in line.split(separator):
+                start = re.sub(r'^[\s"]+', "", field)
+                assert not start.startswith(FORMULA_STARTS), (separator, field)
+    [row] = list(csv.reader(io.StringIO(body)))[1:]
+    assert row[1] == 'mallory;\'=HYPERLINK("http://evil","open"),\'+1'
+    assert row[5] == "link a;\"'=cmd|' /C calc'!A0\", b"
+    assert row[7] == "fine, '-2; '@SUM(A1);  '=1"
+
+
+def test_control_characters_are_escaped_in_the_csv(client_as, db):
+    # Stored as older data may hold them, before the door refused them.
+    audit.record(
+        audit.Actor(name="mallory\x1b]0;owned\x07", address="10.0.0.1", user_agent="\u202eevil"),
+        "link.create",
+        "link\ta",
+        message="cleared\x1b[2J\r\n=1\x9b",
+        after={"reason": "x\x00y\u202e\x9b"},  # JSON escapes C0 controls, not these
+    )
+    body = b"".join(client_as("viewer").get(reverse("audit-export")).streaming_content).decode()
+    assert control_characters(body.replace("\r\n", "")) == []  # only the rows' own line ends
+    [row] = list(csv.reader(io.StringIO(body)))[1:]
+    assert row[1] == "mallory\\x1b]0;owned\\x07"
+    assert row[3] == "\\u202eevil"
+    assert row[5] == "link\\ta"
+    assert row[7] == "cleared\\x1b[2J\\r\\n=1\\x9b"
+    assert row[9] == '{"reason":"x\\u0000y\\u202e\\x9b"}'
 
 
 def test_it_escapes_html_in_what_it_shows(client_as, db):

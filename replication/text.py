@@ -1,0 +1,38 @@
+"""Text people type (reasons, names, descriptions) checked at the door: no control characters,
+which would act on an approver's terminal (ESC sequences retitle and clear it) or hide what a
+line says (bidirectional overrides)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from .errors import ReplicationError
+
+# Bidirectional controls reorder what a reader sees ("Trojan Source"); the rest of category
+# Cf (zero-width joiners in emoji, say) is harmless.
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def control_characters(text: str, *, multiline: bool = False) -> list[str]:
+    """The control characters in `text` (each once, as U+XXXX), line breaks and tabs allowed
+    when `multiline`."""
+    allowed = "\n\r\t" if multiline else ""
+    found = {
+        c
+        for c in text
+        if (unicodedata.category(c) == "Cc" and c not in allowed) or c in _BIDI_CONTROLS
+    }
+    return sorted(f"U+{ord(c):04X}" for c in found)
+
+
+def plain(text: str, what: str, *, multiline: bool = False) -> str:
+    """`text` unchanged if it holds no control character; else refused, naming them."""
+    found = control_characters(text, multiline=multiline)
+    if found:
+        raise ReplicationError(
+            f"The {what} holds control characters ({', '.join(found[:5])}), which could act on "
+            "the terminals and files it is shown in; remove them. Nothing was changed."
+        )
+    return text
