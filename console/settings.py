@@ -8,6 +8,7 @@ ISTHMUS_TEST_DATABASE  the tests' database: a file for SQLite, a name for Postgr
 REDIS_URL         Celery broker and control channel; default redis://127.0.0.1:6380/0
 SPARK_MASTER      where link streams run; default local[*]
 ISTHMUS_SPARK_CONF  extra Spark settings for link streams, key=value,key=value
+ISTHMUS_SPARK_AUTH_SECRET  the shared secret of a standalone Spark cluster (spark:// master)
 SECRET_KEY        Django's signing key; generated into <var>/secret_key when unset
 ISTHMUS_ENCRYPTION_KEY  Fernet key for secrets at rest; generated into
                   <var>/encryption_key when unset
@@ -15,6 +16,9 @@ ISTHMUS_ORDINARY_BOOTSTRAP  where a client of no privilege reaches each register
                   name=host:port,name=host:port (the scenarios' read-only check); default
                   the embedded stack's PLAINTEXT listeners:
                   source=127.0.0.1:9092,destination=127.0.0.1:9093
+ISTHMUS_LOGIN_FAILURE_LIMIT, ISTHMUS_LOGIN_LOCKOUT_MINUTES  login throttling; default 5
+                  failed logins (per user name, per address) lock out for 15 minutes
+ISTHMUS_HTTPS     1 behind a reverse proxy that ends TLS: secure cookies, X-Forwarded-Proto
 DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS
 """
 
@@ -78,12 +82,14 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "axes",  # login throttling: console/login_throttle.py
     "replication",
     "console",
     "devstack",  # the embedded stack's commands: manage.py devstack, setup_demo
 ]
 
 MIDDLEWARE = [
+    "console.api.middleware.RefuseUnservedHostsInEnvelope",  # before anything asks for the host
     "django.middleware.security.SecurityMiddleware",
     "console.middleware.RefuseNulCharacters",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -96,6 +102,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.api.middleware.ApiErrors",
+    # Last, as axes asks: turns a refused (locked-out) login into console.login_throttle's page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -169,10 +177,34 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    "console.login_throttle.ThrottlingBackend",  # first: refuses a locked-out name or address
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling (django-axes): AXES_FAILURE_LIMIT failed logins for one user name, or from
+# one address, lock that name or that address out for AXES_COOLOFF_TIME.
+# `manage.py axes_reset_username NAME` (or axes_reset_ip ADDRESS, axes_reset) unlocks at once.
+AXES_FAILURE_LIMIT = int(os.environ.get("ISTHMUS_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("ISTHMUS_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
+AXES_RESET_ON_SUCCESS = True
+# A failure while locked out does not restart the clock, so "try again in N minutes" holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_CLIENT_IP_CALLABLE = "console.login_throttle.client_address"
+AXES_LOCKOUT_CALLABLE = "console.login_throttle.locked_out"
+AXES_DISABLE_ACCESS_LOG = True  # successful logins: the audit trail is the record kept
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
+# ISTHMUS_HTTPS=1: the console is reached over HTTPS, through a reverse proxy that ends TLS.
+# Its cookies then go over HTTPS only, and a request counts as HTTPS when the proxy says so in
+# X-Forwarded-Proto (the proxy must set that header itself, replacing any the client sent).
+if os.environ.get("ISTHMUS_HTTPS", "").lower() in ("1", "true", "yes"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
 CSRF_COOKIE_HTTPONLY = False  # HTMX reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"
 
@@ -197,6 +229,10 @@ SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
 # launcher's own (so they win): spark.cores.max, spark.pyspark.python, the Kubernetes image...
 # They show on the command line: no secrets here.
 SPARK_CONF = spark_conf(os.environ.get("ISTHMUS_SPARK_CONF", ""))
+# The secret a standalone Spark cluster (SPARK_MASTER=spark://...) shares with its applications
+# (its spark.authenticate.secret): a link's application is refused on such a master without
+# it. It reaches spark-submit in an owner-only file, never on the command line.
+SPARK_AUTH_SECRET = os.environ.get("ISTHMUS_SPARK_AUTH_SECRET", "").strip()
 # Where link applications keep their work files, e.g. the code shipped to executors.
 STREAM_CHECKPOINT_DIR = Path(
     os.environ.get("ISTHMUS_STREAM_CHECKPOINT_DIR", VAR_DIR / "streams")
@@ -260,13 +296,23 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A refused request (4xx) is one line, without a traceback.
+    "filters": {"one_line_for_4xx": {"()": "console.log_filters.OneLineFor4xx"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["one_line_for_4xx"],
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         # librdkafka repeats each connection failure many times a second; the console's own
         # messages carry its cause. Set LIBRDKAFKA_LOG_LEVEL=DEBUG to see it all.
         "librdkafka": {"level": os.environ.get("LIBRDKAFKA_LOG_LEVEL", "CRITICAL")},
         "py4j": {"level": "WARNING"},
+        # Four lines of INFO for each login; lockouts are WARNINGs, failures are audited.
+        "axes": {"level": os.environ.get("AXES_LOG_LEVEL", "WARNING")},
         # "Task ... succeeded" once a second from the syncers says nothing; tasks log their news.
         "celery.app.trace": {"level": os.environ.get("CELERY_TASK_LOG_LEVEL", "WARNING")},
         "celery.worker.strategy": {"level": os.environ.get("CELERY_TASK_LOG_LEVEL", "WARNING")},

@@ -10,7 +10,6 @@ and in the destination cluster, so losing a worker, the beat or Redis loses no d
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from contextlib import contextmanager
@@ -99,6 +98,11 @@ def _publish(link: ClusterLink, r: redis.Redis, wanted: dict[str, dict]) -> int:
     return generation
 
 
+def _running(link_id: str) -> processes.Running | None:
+    """The link's stream process, if it runs."""
+    return processes.read_pidfile(_pidfile(link_id))
+
+
 def _generation_key(link_id: str) -> str:
     return f"isthmus:stream:{link_id}:generation"
 
@@ -121,7 +125,7 @@ def stopped_writing(link: ClusterLink, mirror_topic: str, generation: int) -> bo
     """Whether no stream of the link can write `mirror_topic` any more: none runs, or the one
     running has taken up mirror set `generation` (or a later one) without that mirror."""
     link_id = str(link.link_id)
-    if processes.read_pidfile(_pidfile(link_id)) is None:
+    if _running(link_id) is None:
         return True
     heartbeat = control.read_json(client(), control.heartbeat_key(link_id)) or {}
     return (
@@ -189,7 +193,7 @@ def _supervise(link: ClusterLink, r: redis.Redis, now: float) -> None:
     record = control.read_json(r, _supervision_key(link_id)) or {"failures": 0}
     if record.get("failures", 0) >= MAX_FAILURES and link.state == ClusterLink.State.ACTIVE:
         record = {"failures": 0}  # resumed after it FAILED: a fresh start
-    running = processes.read_pidfile(_pidfile(link_id))
+    running = _running(link_id)
     heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
     if not wanted:
         if running:
@@ -250,10 +254,18 @@ def _note_failure(link: ClusterLink, r: redis.Redis, record: dict, error: str, n
 def start(link: ClusterLink, r: redis.Redis, record: dict, now: float) -> None:
     """Start the link's stream (its mirror set is already in Redis)."""
     link_id = str(link.link_id)
+    try:
+        argv, env = launch.submit_command(
+            stream_spec(link),
+            master=settings.SPARK_MASTER,
+            conf=settings.SPARK_CONF,
+            auth_secret=settings.SPARK_AUTH_SECRET,
+        )
+    except launch.LaunchRefused as exc:
+        # Retrying cannot help until the operator changes the settings: the link shows why.
+        fail_link(link, f"The link's stream cannot start: {exc}")
+        return
     ensure_translation_topic(destination_admin(link))
-    argv, env = launch.submit_command(
-        stream_spec(link), master=settings.SPARK_MASTER, conf=settings.SPARK_CONF
-    )
     folder(link_id).mkdir(parents=True, exist_ok=True)
     (folder(link_id) / "owner").write_text(_owner())
     pid = processes.start(
@@ -294,7 +306,7 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
         record = control.read_json(r, _supervision_key(link_id)) or {}
     except redis.RedisError as exc:
         return StreamStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
-    running = processes.read_pidfile(_pidfile(link_id))
+    running = _running(link_id)
     failures, error = record.get("failures", 0), record.get("error", "")
     if link.state == ClusterLink.State.FAILED:
         return StreamStatus("FAILED", failures=failures, error=error)
@@ -327,17 +339,13 @@ def progress(link: ClusterLink) -> Progress:
     link_id = str(link.link_id)
     try:
         r = client()
-        raw = r.get(control.progress_key(link_id))
+        reported = control.read_json(r, control.progress_key(link_id)) or {}
         heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
     except redis.RedisError:
         return Progress({})
     # A stream that is not running writes nothing, whatever its last heartbeat said.
-    running = processes.read_pidfile(_pidfile(link_id)) is not None
-    return Progress(
-        json.loads(raw) if raw else {},
-        heartbeat.get("fetched_at_ms", 0),
-        frozenset(heartbeat.get("mirrors", ()) if running else ()),
-    )
+    writing = heartbeat.get("mirrors", ()) if _running(link_id) else ()
+    return Progress(reported, heartbeat.get("fetched_at_ms", 0), frozenset(writing))
 
 
 def reported_lags(link: ClusterLink) -> dict[str, dict[int, int]]:

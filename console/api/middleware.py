@@ -1,13 +1,14 @@
 """Whatever goes wrong under the API roots (/kafka/…) answers in the v3 error envelope, never
 as an HTML page: a path no route matches, a request Django itself refuses (too many fields, a
-bad host), and an unexpected failure."""
+host it does not serve), and an unexpected failure."""
 
 from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import PermissionDenied, SuspiciousOperation
-from django.http import Http404
+from django.core.exceptions import DisallowedHost, PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.log import log_response
 
 from console.api.base import error_response
 
@@ -23,6 +24,35 @@ _REFUSED = {
     "/kafka/v3/openapi.json.",
     413: "The request is too large; send less.",
 }
+
+
+class RefuseUnservedHostsInEnvelope:
+    """A call under the API roots for a host this console does not serve (not in ALLOWED_HOSTS)
+    is refused here, first, in the envelope: further on, Django raises DisallowedHost out of
+    the first `get_host()` and answers with its HTML page, around every other middleware."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith(ROOT):
+            try:
+                request.get_host()
+            except DisallowedHost as exc:
+                response = error_response(
+                    400,
+                    "This console does not serve the host this call was sent to (the Host "
+                    "header); call it by one of the names it serves (its ALLOWED_HOSTS).",
+                )
+                # One line, in the logger Django uses for it; marks the response as logged.
+                log_response(
+                    str(exc),
+                    request=request,
+                    response=response,
+                    logger=logging.getLogger("django.security.DisallowedHost"),
+                )
+                return response
+        return self.get_response(request)
 
 
 class ApiErrors:

@@ -43,6 +43,8 @@ CORES = 2  # the worker's, and the application's copier tasks
 RECORDS = 40_000
 PARTITIONS = 4
 EXECUTOR_PACKAGES = ("confluent-kafka", "redis")  # what executors need besides Spark
+# The secret the master, the worker and the link's application share (spark.authenticate).
+AUTH_SECRET = "standalone-test-secret"
 
 
 @dataclass(frozen=True)
@@ -97,11 +99,21 @@ def standalone():
         SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",  # else it takes port 6066
     )
     master, worker = home / "master.pid", home / "worker.pid"
+    # Authenticated and encrypted, as docs/operations.md asks of a cluster: the secret in a
+    # properties file, not on the daemons' command lines.
+    properties = home / "spark-auth.properties"
+    properties.write_text(
+        "spark.authenticate=true\n"
+        f"spark.authenticate.secret={AUTH_SECRET}\n"
+        "spark.network.crypto.enabled=true\n"
+    )
+    properties.chmod(0o600)
     try:
         python = _executors_python(home / "env", env)
         processes.start(
             [str(SPARK_CLASS), "org.apache.spark.deploy.master.Master"]
-            + ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"],
+            + ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"]
+            + ["--properties-file", str(properties)],
             pidfile=master,
             logfile=home / "master.log",
             env=env,
@@ -111,7 +123,8 @@ def standalone():
         processes.start(
             [str(SPARK_CLASS), "org.apache.spark.deploy.worker.Worker"]
             + ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"]
-            + ["--cores", str(CORES), "--memory", "2g", "--work-dir", str(home / "work"), url],
+            + ["--cores", str(CORES), "--memory", "2g", "--work-dir", str(home / "work")]
+            + ["--properties-file", str(properties), url],
             pidfile=worker,
             logfile=home / "worker.log",
             env=env,
@@ -168,6 +181,7 @@ def test_a_link_stream_on_a_standalone_cluster_copies_exactly_on_its_worker(
     django_db_blocker, standalone, settings
 ):
     settings.SPARK_MASTER = standalone.url
+    settings.SPARK_AUTH_SECRET = AUTH_SECRET
     settings.STREAM_TASKS = CORES
     settings.SPARK_CONF = {
         "spark.cores.max": str(CORES),
