@@ -28,6 +28,20 @@ class ClusterForm(forms.Form):
         help_text="One key=value per line, confluent-kafka property names. "
         "Passwords and keys are encrypted at rest and never shown again.",
     )
+    link_config = forms.CharField(
+        label="Link credentials",
+        required=False,
+        widget=forms.Textarea(
+            attrs={
+                "rows": 4,
+                "placeholder": "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                "sasl.username=replicator\nsasl.password=…",
+            }
+        ),
+        help_text="Who links from this cluster connect as: a principal that may only read "
+        "(not the console's, often a super-user, which passes every ACL). Used at this "
+        "cluster's address only. Empty: a link from it gives its own credentials.",
+    )
 
 
 class PropertiesField(forms.CharField):
@@ -55,7 +69,8 @@ class LinkForm(forms.Form):
         required=False,
         empty_label="(given by bootstrap.servers below)",
         label="Source cluster",
-        help_text="A registered cluster: the link connects with its address and credentials.",
+        help_text="A registered cluster: the link connects to its registered address as the "
+        "principal registered for links from it.",
     )
     configs = PropertiesField(
         label="Link configs",
@@ -67,15 +82,6 @@ class LinkForm(forms.Form):
         ),
         help_text="One key=value per line. Secrets are encrypted at rest and never shown again.",
     )
-
-    def link_configs(self) -> dict[str, str]:
-        """The configs to create the link with: the chosen source's connection, then the text.
-
-        Raises ReplicationError when the source's connection cannot be a link's.
-        """
-        source = self.cleaned_data["source"]
-        base = link_configs.from_cluster(source) if source is not None else {}
-        return {**base, **self.cleaned_data["configs"]}
 
 
 class LinkConfigForm(forms.Form):
@@ -133,7 +139,33 @@ class MirrorForm(forms.Form):
 
 
 class ConfirmForm(forms.Form):
-    force = forms.BooleanField(required=False)
+    """Yes to a change; for what cannot be undone (`name` given), the name of what changes,
+    typed."""
+
+    def __init__(self, data, *, name: str = ""):
+        super().__init__(data)
+        self.name = name
+        if not name:
+            del self.fields["confirm_name"]
+
+    confirm_name = forms.CharField(
+        required=False,  # said by clean_confirm_name, with the name to type
+        max_length=300,
+        label="Name, typed to confirm",
+        widget=forms.TextInput(
+            attrs={"required": True, "autocomplete": "off", "spellcheck": "false"}
+        ),
+    )
+
+    def clean_confirm_name(self) -> str:
+        typed = self.cleaned_data["confirm_name"].strip()
+        if typed != self.name:
+            raise forms.ValidationError(
+                f"Type {self.name} to confirm; nothing was changed."
+                if typed
+                else f"Type {self.name} to confirm: this cannot be undone."
+            )
+        return typed
 
 
 class TokenForm(forms.Form):
@@ -144,22 +176,12 @@ class TokenForm(forms.Form):
     )
 
 
-class StopForm(forms.Form):
-    """Promote, fail over or delete a link: why, (an admin's failover) whether to break glass,
-    and the name of what changes, typed: none of the three can be undone."""
+class StopForm(ConfirmForm):
+    """Promote, fail over or delete a link (none can be undone: `name` is required): why,
+    (an admin's failover) whether to break glass, and (a link with mirrors) whether to force."""
 
     def __init__(self, data, *, name: str):
-        super().__init__(data)
-        self.name = name
-
-    confirm_name = forms.CharField(
-        required=False,  # said by clean_confirm_name, with the name to type
-        max_length=300,
-        label="Name, typed to confirm",
-        widget=forms.TextInput(
-            attrs={"required": True, "autocomplete": "off", "spellcheck": "false"}
-        ),
-    )
+        super().__init__(data, name=name)
 
     reason = forms.CharField(
         required=False,
@@ -172,16 +194,6 @@ class StopForm(forms.Form):
         label="Break glass: fail over at once, without approval (flagged everywhere)",
     )
     force = forms.BooleanField(required=False, label="Force: fail its mirror topics over first")
-
-    def clean_confirm_name(self) -> str:
-        typed = self.cleaned_data["confirm_name"].strip()
-        if typed != self.name:
-            raise forms.ValidationError(
-                f"Type {self.name} to confirm; nothing was changed."
-                if typed
-                else f"Type {self.name} to confirm: this cannot be undone."
-            )
-        return typed
 
 
 class RejectForm(forms.Form):

@@ -15,7 +15,11 @@ from infra import secretfile
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA_RUN = ROOT / "devstack" / "kafka-run"
-PRIVILEGED_USERS = ("admin", "replicator")
+# The SASL listener's accounts: `admin`, the console's super-user (it writes mirrors past their
+# deny-write rule and manages ACLs), and `replicator`, the least-privileged principal links
+# read their source with (ordinary rights; README, "Least privilege").
+SASL_USERS = ("admin", "replicator")
+SUPER_USERS = ("admin",)
 
 
 @dataclass(frozen=True)
@@ -49,12 +53,12 @@ def credentials(var_dir: Path) -> dict[str, str]:
 
     ISTHMUS_ADMIN_PASSWORD and ISTHMUS_REPLICATOR_PASSWORD take precedence (containers).
     """
-    from_env = {u: os.environ.get(f"ISTHMUS_{u.upper()}_PASSWORD") for u in PRIVILEGED_USERS}
+    from_env = {u: os.environ.get(f"ISTHMUS_{u.upper()}_PASSWORD") for u in SASL_USERS}
     if all(from_env.values()):
         return from_env
 
     def generate() -> str:
-        return json.dumps({user: secrets.token_urlsafe(18) for user in PRIVILEGED_USERS})
+        return json.dumps({user: secrets.token_urlsafe(18) for user in SASL_USERS})
 
     return json.loads(secretfile.read_or_create(var_dir / "credentials.json", generate))
 
@@ -107,10 +111,10 @@ def server_properties(node: KafkaNode, var_dir: Path) -> str:
         "sasl.mechanism.controller.protocol": "PLAIN",
         "sasl.mechanism.inter.broker.protocol": "PLAIN",
         "listener.name.controller.plain.sasl.jaas.config": _jaas(users, ("admin",)),
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas(users, PRIVILEGED_USERS),
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas(users, SASL_USERS),
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
-        "super.users": ";".join(f"User:{u}" for u in PRIVILEGED_USERS),
+        "super.users": ";".join(f"User:{u}" for u in SUPER_USERS),
         "log.dirs": str(home / "data"),
         "num.partitions": "1",
         "auto.create.topics.enable": "false",

@@ -70,3 +70,23 @@ def librdkafka_config(settings: dict[str, str]) -> dict[str, str]:
             settings["ssl.endpoint.identification.algorithm"].lower() or "none"
         )
     return client
+
+
+def principal(settings: dict[str, str]) -> str:
+    """The Kafka principal a client with these settings (Java or librdkafka names) is, as far
+    as its settings say: User:<name> over SASL, the certificate's subject over mutual TLS,
+    User:ANONYMOUS otherwise."""
+    protocol = settings.get("security.protocol", "PLAINTEXT").upper()
+    if protocol.startswith("SASL"):
+        if "sasl.username" in settings:
+            return f"User:{settings['sasl.username']}"
+        try:
+            return f"User:{parse_jaas(settings.get('sasl.jaas.config', ''))[1]}"
+        except ValueError:
+            return "unknown"
+    if protocol == "SSL" and any(
+        k in settings
+        for k in ("ssl.keystore.location", "ssl.keystore.certificate.chain", "ssl.certificate.pem")
+    ):
+        return "the subject of its TLS certificate"
+    return "User:ANONYMOUS"

@@ -157,7 +157,8 @@ _GROUP_IN_USE = (
     KafkaError.ILLEGAL_GENERATION,
 )
 _IN_USE = "it has active members on the destination"
-_COORDINATOR_LOADING = (
+# A group coordinator still settling (a broker just started): worth asking again.
+COORDINATOR_LOADING = (
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
     KafkaError.COORDINATOR_NOT_AVAILABLE,
@@ -490,7 +491,7 @@ class KafkaAdmin:
                 try:
                     self._wait(future, f"delete consumer group {group_id!r}")
                 except KafkaAdminError as exc:
-                    if exc.code in _COORDINATOR_LOADING and attempt + 1 < attempts:
+                    if exc.code in COORDINATOR_LOADING and attempt + 1 < attempts:
                         pending.append(group_id)
                     elif exc.code != KafkaError.GROUP_ID_NOT_FOUND:
                         raise

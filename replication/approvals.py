@@ -15,11 +15,11 @@ from datetime import timedelta
 
 from celery import current_app
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import audit, links, policy, promote
+from . import audit, links, policy, promote, stale_requests, text
 from .errors import ReplicationError, conflict, not_found
 from .models import Approval, ApprovalRequest, ClusterLink, MirrorTopic
 
@@ -28,6 +28,14 @@ log = logging.getLogger(__name__)
 Action = ApprovalRequest.Action
 RState = ApprovalRequest.State
 MAX_REASON = 2000
+# Mirror topics one request may name: a bound on the work (and the answer) one call makes.
+MAX_TOPICS = 1000
+# What the requester must still be allowed to do when their request runs.
+REQUESTED_AS = {
+    Action.PROMOTE: "mirror.stop",
+    Action.FAILOVER: "mirror.stop",
+    Action.DELETE_LINK: "link.delete",
+}
 
 
 @dataclass
@@ -41,15 +49,20 @@ class Submission:
     note: str = ""
 
 
-def _reason(text: str | None, what: str) -> str:
-    reason = (text or "").strip()
-    if not reason:
+def _reason(reason: str | None, what: str, *, required: bool = True) -> str:
+    """The reason, checked as every path takes it (a dry run too): given where `required`, at
+    most MAX_REASON characters, no control characters."""
+    reason = (reason or "").strip()
+    if not reason and required:
         raise ReplicationError(
             f"Give a reason for {what}: the approvers and the audit trail read it."
         )
     if len(reason) > MAX_REASON:
-        raise ReplicationError(f"The reason is longer than {MAX_REASON} characters; shorten it.")
-    return reason
+        raise ReplicationError(
+            f"The reason has {len(reason)} characters, more than {MAX_REASON}; shorten it. "
+            "Nothing was changed."
+        )
+    return text.plain(reason, "reason", multiline=True)
 
 
 def submit(
@@ -75,13 +88,20 @@ def submit(
         topics = list(dict.fromkeys(topics))
         if action != Action.DELETE_LINK and not topics:
             raise ReplicationError("Name at least one mirror topic.")
+        if len(topics) > MAX_TOPICS:
+            raise ReplicationError(
+                f"{len(topics)} mirror topics named: one request takes at most {MAX_TOPICS}. "
+                "Split them over several. Nothing was changed."
+            )
+        # Checked alike whether it runs now, waits for approval or is only validated.
+        reason = _reason(reason, "breaking glass", required=break_glass)
         needed = link.approvals_required
         if break_glass:
             if action != Action.FAILOVER:
                 raise ReplicationError("Break glass is for a failover only.")
             if not policy.can(actor.user, "request.override"):
                 raise ReplicationError("Only an admin may break glass.", 403)
-            note = f"BREAK GLASS: {_reason(reason, 'breaking glass')}"
+            note = f"BREAK GLASS: {reason}"
         elif acts_at_once(actor.user, link):
             why = (
                 "No approval needed by the link's policy."
@@ -101,6 +121,7 @@ def submit(
         if refused:
             raise ReplicationError(" ".join(o.error for o in refused), refused[0].status)
         submission = Submission(outcomes, approvals_needed=needed)
+        reason = _reason(reason, "the request")
         if validate_only:
             return submission
         with transaction.atomic():
@@ -114,7 +135,7 @@ def submit(
                 destination=link.destination,
                 action=action,
                 topics=topics if action != Action.DELETE_LINK else [],
-                reason=_reason(reason, "the request"),
+                reason=reason,
                 requester=actor.user,
                 requester_name=actor.name,
                 approvals_required=needed,
@@ -169,12 +190,12 @@ def get_request(pk: int | str) -> ApprovalRequest:
         raise not_found(
             f"There is no approval request {pk}. List the requests to see them."
         ) from None
-    _expire_if_due(request)
+    _settle_due(request)
     return request
 
 
 def list_requests(*, states: list[str] | None = None) -> QuerySet[ApprovalRequest]:
-    expire_due()
+    settle_all_due()
     requests = ApprovalRequest.objects.select_related("link", "destination").prefetch_related(
         "approvals"
     )
@@ -203,9 +224,42 @@ def _move(request: ApprovalRequest, sources: list[str], to: str, **fields) -> bo
 
 
 def _open_or_refuse(request: ApprovalRequest, verb: str) -> None:
-    _expire_if_due(request)
+    """Refused unless the request still waits. Call it inside a transaction: it reads the
+    request afresh with its row locked (on SQLite the transaction holds the write lock), so of
+    an approve and a reject racing exactly one wins."""
+    fresh = ApprovalRequest.objects.select_for_update().get(pk=request.pk)
+    request.state, request.decision_reason = fresh.state, fresh.decision_reason
+    if request.state == RState.SUPERSEDED:
+        raise conflict(
+            f"Request {request.pk} was superseded: {request.decision_reason}. It cannot be "
+            f"{verb} any more; ask again if it is still wanted."
+        )
     if request.state != RState.PENDING:
         raise conflict(f"Request {request.pk} is {request.state}; it cannot be {verb} any more.")
+
+
+def _settle_due(request: ApprovalRequest) -> None:
+    """Expire the request if it is due, supersede it if it went stale (each kept whatever the
+    caller does next)."""
+    _expire_if_due(request)
+    if request.state == RState.PENDING and (why := stale_reason(request)):
+        stale_requests.end(request, why, [RState.PENDING])
+
+
+def stale_reason(request: ApprovalRequest) -> str:
+    """Why the request can no longer run as asked ("" if it can): its link is gone, or its
+    requester no longer has the authority to ask for it (disabled, deleted, another role)."""
+    if request.link_id is None or not ClusterLink.objects.filter(pk=request.link_id).exists():
+        return f"link {request.link_name} was deleted"
+    user = request.requester
+    if user is None:
+        return f"the account of {request.requester_name}, who asked, was deleted"
+    user.refresh_from_db(fields=["is_active"])
+    if not user.is_active:
+        return f"{request.requester_name}, who asked, was disabled"
+    if not policy.can(user, REQUESTED_AS[request.action]):
+        return f"{request.requester_name}, who asked, no longer has a role that may ask for it"
+    return ""
 
 
 def approve(actor: audit.Actor, request: ApprovalRequest) -> ApprovalRequest:
@@ -214,24 +268,22 @@ def approve(actor: audit.Actor, request: ApprovalRequest) -> ApprovalRequest:
     with audit.refusals(actor, "request.approve", target):
         if not policy.can(actor.user, "request.approve"):
             raise ReplicationError("Only an approver or an admin may approve a request.", 403)
-        _open_or_refuse(request, "approved")
         if actor.user is not None and actor.user.pk == request.requester_id:
             raise ReplicationError(
                 f"You asked for request {request.pk} yourself; someone else must approve it.",
                 403,
             )
-        try:
-            with transaction.atomic():
-                Approval.objects.create(
-                    request=request, approver=actor.user, approver_name=actor.name
+        _settle_due(request)
+        with transaction.atomic():
+            _open_or_refuse(request, "approved")
+            if request.approvals.filter(approver=actor.user).exists():
+                raise conflict(f"You approved request {request.pk} already.")
+            Approval.objects.create(request=request, approver=actor.user, approver_name=actor.name)
+            if request.approvals.count() >= request.approvals_required:
+                _move(request, [RState.PENDING], RState.APPROVED, progress="Starting")
+                transaction.on_commit(
+                    lambda: current_app.send_task("replication.tasks.execute_request", [request.pk])
                 )
-        except IntegrityError as exc:
-            raise conflict(f"You approved request {request.pk} already.") from exc
-        approved = request.approvals.count() >= request.approvals_required
-        if approved and _move(request, [RState.PENDING], RState.APPROVED, progress="Starting"):
-            transaction.on_commit(
-                lambda: current_app.send_task("replication.tasks.execute_request", [request.pk])
-            )
     audit.record(actor, "request.approve", target, after=snapshot(request))
     return request
 
@@ -242,11 +294,16 @@ def reject(actor: audit.Actor, request: ApprovalRequest, reason: str) -> Approva
         if not policy.can(actor.user, "request.approve"):
             raise ReplicationError("Only an approver or an admin may reject a request.", 403)
         why = _reason(reason, "rejecting")
-        _open_or_refuse(request, "rejected")
-        if not _move(
-            request, [RState.PENDING], RState.REJECTED, decided_by=actor.name, decision_reason=why
-        ):
-            raise conflict(f"Request {request.pk} is {request.state} now; it was not rejected.")
+        _settle_due(request)
+        with transaction.atomic():
+            _open_or_refuse(request, "rejected")
+            _move(
+                request,
+                [RState.PENDING],
+                RState.REJECTED,
+                decided_by=actor.name,
+                decision_reason=why,
+            )
     audit.record(actor, "request.reject", target, after=snapshot(request), message=why)
     return request
 
@@ -256,9 +313,10 @@ def withdraw(actor: audit.Actor, request: ApprovalRequest) -> ApprovalRequest:
     with audit.refusals(actor, "request.withdraw", target):
         if actor.user is None or actor.user.pk != request.requester_id:
             raise ReplicationError("Only the person who asked may withdraw a request.", 403)
-        _open_or_refuse(request, "withdrawn")
-        if not _move(request, [RState.PENDING], RState.WITHDRAWN, decided_by=actor.name):
-            raise conflict(f"Request {request.pk} is {request.state} now; it was not withdrawn.")
+        _settle_due(request)
+        with transaction.atomic():
+            _open_or_refuse(request, "withdrawn")
+            _move(request, [RState.PENDING], RState.WITHDRAWN, decided_by=actor.name)
     audit.record(actor, "request.withdraw", target, after=snapshot(request))
     return request
 
@@ -274,10 +332,10 @@ def _expire_if_due(request: ApprovalRequest) -> None:
         )
 
 
-def expire_due() -> None:
-    due = ApprovalRequest.objects.filter(state=RState.PENDING, expires_at__lte=timezone.now())
-    for request in due:
-        _expire_if_due(request)
+def settle_all_due() -> None:
+    """Expire or supersede each pending request that is due (there are few at a time)."""
+    for request in ApprovalRequest.objects.filter(state=RState.PENDING).select_related("requester"):
+        _settle_due(request)
 
 
 def execute(request: ApprovalRequest) -> None:
@@ -290,8 +348,10 @@ def execute(request: ApprovalRequest) -> None:
         name=f"{request.requester_name} (approved by {approvers})"[:150],
     )
     note = f"Request {request.pk}, approved by {approvers}. Reason: {request.reason}"
-    if request.link is None:
-        _finish(request, RState.FAILED, [], "The link was deleted before the request ran.")
+    # Run only with the requester's live authority, on a link that is still there.
+    why = stale_reason(request)
+    if why:
+        stale_requests.end(request, why, [RState.APPROVED])
         return
     try:
         if request.action == Action.DELETE_LINK:

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from infra.client_config import librdkafka_config
 from infra.kafka_admin import KafkaAdminError
 
 from . import audit, crypto, link_configs
@@ -100,9 +101,14 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def register_cluster(
-    actor: audit.Actor, name: str, bootstrap_servers: str, config: dict[str, str]
+    actor: audit.Actor,
+    name: str,
+    bootstrap_servers: str,
+    config: dict[str, str],
+    link_config: dict[str, str] | None = None,
 ) -> KafkaCluster:
-    """Register a reachable cluster under `name`, recording its cluster id."""
+    """Register a reachable cluster under `name`, recording its cluster id; with `link_config`,
+    the principal that links from it connect as (checked to reach the same cluster)."""
     target = f"cluster {name}"
     name_taken = f"A cluster named {name!r} is already registered; pick another name."
     with audit.refusals(actor, "cluster.register", target):
@@ -129,6 +135,8 @@ def register_cluster(
             name=name, bootstrap_servers=bootstrap_servers, cluster_id=description.cluster_id
         )
         cluster.set_client_config(config)
+        if link_config:
+            cluster.set_link_config(_checked_link_principal(cluster, link_config))
         try:
             with transaction.atomic():
                 cluster.save()
@@ -142,10 +150,70 @@ def register_cluster(
             "bootstrap.servers": bootstrap_servers,
             "cluster_id": cluster.cluster_id,
             "config": dict(cluster.display_config()),
+            "link_principal": cluster.link_principal,
         },
     )
     log.info("Registered cluster %s (id %s) at %s", name, cluster.cluster_id, bootstrap_servers)
     return cluster
+
+
+def set_link_principal(
+    actor: audit.Actor, cluster: KafkaCluster, link_config: dict[str, str]
+) -> KafkaCluster:
+    """Set the principal links from `cluster` connect as (its client config, no
+    bootstrap.servers): checked to reach the registered cluster before it is kept."""
+    target = f"cluster {cluster.name}"
+    with audit.refusals(actor, "cluster.link_principal", target):
+        before = cluster.link_principal
+        cluster.set_link_config(_checked_link_principal(cluster, link_config))
+        cluster.save(update_fields=["link_config", "link_secret_config", "updated_at"])
+    audit.record(
+        actor,
+        "cluster.link_principal",
+        target,
+        before={"link_principal": before},
+        after={"link_principal": cluster.link_principal},
+    )
+    return cluster
+
+
+def _checked_link_principal(cluster: KafkaCluster, link_config: dict[str, str]) -> dict[str, str]:
+    """The links' principal (link config names: security.protocol, sasl.*, ssl.*), checked to
+    reach this very cluster at its registered address and to list its topics (what every link
+    does first)."""
+    if "bootstrap.servers" in link_config:
+        raise ReplicationError(
+            "The link credentials are used at the cluster's registered address only: leave "
+            "bootstrap.servers out of them."
+        )
+    other = sorted(k for k in link_config if k not in link_configs.CONNECTION_KEYS)
+    if other:
+        raise ReplicationError(
+            f"The link credentials take connection settings only (security.protocol, sasl.*, "
+            f"ssl.*), not {', '.join(other)}."
+        )
+    try:
+        clean = link_configs.validate(
+            {"bootstrap.servers": cluster.bootstrap_servers, **link_config}
+        )
+    except ReplicationError as exc:
+        raise ReplicationError(f"The link credentials: {exc}") from exc
+    try:
+        admin = connect(librdkafka_config(clean))
+        found = admin.describe_cluster().cluster_id
+        admin.list_topic_names()
+    except KafkaAdminError as exc:
+        raise ReplicationError(
+            f"The link credentials do not work on cluster {cluster.name}: {exc} "
+            "Nothing was changed."
+        ) from exc
+    if found != cluster.cluster_id:
+        raise conflict(
+            f"With the link credentials, {cluster.bootstrap_servers} answers as cluster "
+            f"{found}, not {cluster.name} ({cluster.cluster_id}). Nothing was changed."
+        )
+    del clean["bootstrap.servers"]
+    return clean
 
 
 def probe_cluster(cluster: KafkaCluster) -> ClusterHealth:

@@ -18,7 +18,7 @@ from django.conf import settings
 from infra.client_config import LOGIN_MODULES, parse_jaas
 
 from . import crypto
-from .errors import ReplicationError
+from .errors import FieldProblems, ReplicationError
 
 PREFIX_PATTERN = re.compile(r"[a-zA-Z0-9._-]{1,200}")
 # Kafka's INT and LONG config types: a value beyond them is refused by Kafka, so here too.
@@ -375,6 +375,9 @@ KEYS: dict[str, ConfigKey] = {
         ),
     ]
 }
+# What says where and as whom a link connects: changing any of it sends the link's
+# credentials somewhere new, so it needs them given again.
+CONNECTION_KEYS = frozenset(k.name for k in KEYS.values() if k.connection)
 
 
 def validate(configs: dict[str, str], changed: Iterable[str] | None = None) -> dict[str, str]:
@@ -476,20 +479,40 @@ def _check_together(configs: dict[str, str]) -> list[str]:
 
 
 def from_cluster(cluster) -> dict[str, str]:
-    """A registered cluster's connection as link configs, so a link can reuse it.
-
-    Registered clusters hold librdkafka settings; links take Kafka's (Java) names, which agree
-    for bootstrap, SASL/PLAIN and SCRAM, but not for most SSL settings.
-    """
-    config = cluster.connection_config()
-    foreign = sorted(set(config) - KEYS.keys())
-    if foreign:
-        raise ReplicationError(
-            f"Cluster {cluster.name} is reached with {', '.join(foreign)}, which a link "
-            "cannot take. Leave the source empty and give the link's own connection "
-            "settings (e.g. ssl.truststore.location) in the configs."
+    """A registered cluster's connection as link configs: its registered address and the
+    principal registered for links from it, never the console's own credentials (often a
+    super-user, which Kafka lets past every ACL, a mirror's deny-write rule too)."""
+    if cluster.link_config or cluster.link_secret_config:
+        return cluster.link_connection_config()
+    if cluster.secret_config:
+        problem = ReplicationError(
+            f"Cluster {cluster.name} has no link credentials registered, and its own are the "
+            "console's, which links do not borrow. Ask an admin to set the credentials links "
+            f"from {cluster.name} use (a principal that may only read), or leave the source "
+            "cluster empty and give the link's own connection settings."
         )
-    return config
+        raise FieldProblems({"source": problem})
+    return {"bootstrap.servers": cluster.bootstrap_servers}
+
+
+def bound_to_cluster(cluster, typed: dict[str, str]) -> dict[str, str]:
+    """The configs of a link whose source is the registered `cluster`: its address and link
+    principal, then the typed configs, which may not change how or where it connects: the
+    registered credentials go to the registered address only."""
+    base = from_cluster(cluster)
+    changed = sorted(
+        k for k in typed if k in CONNECTION_KEYS and typed[k].strip() != base.get(k, "")
+    )
+    if changed:
+        raise FieldProblems.one(
+            "configs",
+            f"The link takes its connection from the registered cluster {cluster.name} "
+            f"({cluster.bootstrap_servers}), so {', '.join(changed)} cannot be given too: "
+            "registered credentials are used at the registered address only. To connect "
+            "elsewhere, leave the source cluster empty and give the link's own "
+            "bootstrap.servers and credentials.",
+        )
+    return {**base, **typed}
 
 
 def effective(configs: dict[str, str], name: str) -> str | None:

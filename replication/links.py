@@ -14,7 +14,7 @@ from django.utils import timezone
 from infra.client_config import librdkafka_config
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import audit, crypto, link_configs, promote, redis_channel
+from . import audit, crypto, link_configs, promote, redis_channel, stale_requests
 from .connections import connect
 from .errors import FieldProblems, ReplicationError, conflict, not_found
 from .mirror_states import move_all
@@ -80,14 +80,20 @@ def create_link(
     source_cluster_id: str | None = None,
     validate_only: bool = False,
     validate_link: bool = True,
+    source: KafkaCluster | None = None,
 ) -> ClusterLink:
-    """Create a link into `destination` from the source that `configs` connect to.
+    """Create a link into `destination` from the source that `configs` connect to, or from the
+    registered cluster `source` (its address and link principal; `configs` may add settings,
+    not change the connection).
 
     With `validate_link` (the default) the source must answer with the link's credentials and,
     if `source_cluster_id` is given, be that cluster; without it the id must be given.
     With `validate_only` nothing is saved and the unsaved link is returned.
     """
     with audit.refusals(actor, "link.create", f"link {name} on {destination.name}"):
+        if source is not None:
+            configs = link_configs.bound_to_cluster(source, configs)
+            source_cluster_id = source.cluster_id
         clean = _checked(destination, name, configs)
         if validate_link:
             source_cluster_id = _check_source(clean, source_cluster_id)
@@ -185,11 +191,20 @@ def alter_link_configs(
             )
         if "bootstrap.servers" in to_delete:
             problems.append("bootstrap.servers cannot be deleted: the link needs its source.")
-        if "bootstrap.servers" in to_set and link.secret_configs.keys() - to_set.keys():
-            # Otherwise the stored secrets could be sent to a host that merely claims the id.
+        changing = sorted(
+            k
+            for k in [*to_set, *to_delete]
+            if k in link_configs.CONNECTION_KEYS
+            and not crypto.is_sensitive(k)
+            and to_set.get(k) != link.configs.get(k)
+        )
+        if changing and link.secret_configs.keys() - to_set.keys():
+            # Otherwise the stored secrets could be sent to a host that merely claims the id,
+            # or in the clear (security.protocol, sasl.mechanism).
             problems.append(
-                "Changing bootstrap.servers of a link with credentials needs the credentials "
-                f"again: set {', '.join(sorted(link.secret_configs))} in the same change."
+                f"Changing {', '.join(changing)} of a link with credentials needs the "
+                f"credentials again: set {', '.join(sorted(link.secret_configs))} in the same "
+                "change."
             )
         if problems:
             raise ReplicationError(" ".join(problems))
@@ -328,9 +343,14 @@ def delete_link(
     log.info("Deleted cluster link %s%s", link.name, " (forced)" if forced else "")
 
 
+def live_mirrors(link: ClusterLink) -> QuerySet[MirrorTopic]:
+    """The link's mirrors not yet stopped: what deleting it must fail over first."""
+    return link.mirrors.exclude(state=MirrorTopic.State.STOPPED).order_by("mirror_topic")
+
+
 def _refuse_live_mirrors(link: ClusterLink, force: bool) -> list[MirrorTopic]:
     """The link's mirrors not yet stopped; refused unless `force`."""
-    live = list(link.mirrors.exclude(state=MirrorTopic.State.STOPPED))
+    live = list(live_mirrors(link))
     if live and not force:
         raise conflict(
             f"Cluster link {link.name!r} still has mirror topics: "
@@ -366,6 +386,7 @@ def _delete(actor: audit.Actor, link: ClusterLink, force: bool) -> bool:
                 f"Mirror topic {', '.join(m.mirror_topic for m in added)} was added to link "
                 f"{link.name!r} meanwhile; the link was not deleted. Delete it again."
             )
+        stale_requests.supersede(link, None, f"{actor.name} deleted link {link.name}")
         link.delete()
     return bool(live)
 

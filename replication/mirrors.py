@@ -22,7 +22,7 @@ from django.db.models import QuerySet
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from spark_jobs import translation
 
-from . import audit, filters, read_only, streams, topic_configs
+from . import audit, filters, read_only, stale_requests, streams, topic_configs
 from .connections import destination_admin, source_admin, unreachable
 from .errors import ReplicationError, conflict, not_found
 from .mirror_states import FOLLOWING, move
@@ -124,6 +124,12 @@ def create_mirror(
             )
         if len(name) > 249:
             raise ReplicationError(f"Mirror topic name {name!r} is longer than 249 characters.")
+        if filters.internal_topic(source_topic):
+            raise ReplicationError(
+                f"{source_topic!r} is an internal topic of Kafka or Isthmus, kept by each "
+                "cluster for itself; it cannot be mirrored. Consumer offsets travel with "
+                "consumer.offset.sync.enable instead."
+            )
         if link.state == ClusterLink.State.FAILED:
             raise conflict(
                 f"Cluster link {link.name!r} has FAILED ({link.error_message}); "
@@ -144,6 +150,7 @@ def create_mirror(
             existing = destination.list_topic_names()
         except KafkaAdminError as exc:
             raise unreachable("destination", exc) from exc
+        _check_source_is_the_links(link, source)
         if name in existing:
             raise _topic_exists(link, name)
         try:
@@ -201,6 +208,21 @@ def create_mirror(
         "enforced" if mirror.read_only_enforced else "NOT enforced: no authorizer",
     )
     return mirror
+
+
+def _check_source_is_the_links(link: ClusterLink, source: KafkaAdmin) -> None:
+    """The link's address must still reach the cluster the link was made for: a source
+    rebuilt, or an address now pointing elsewhere, would mirror another cluster's topic."""
+    try:
+        answering = source.describe_cluster().cluster_id
+    except KafkaAdminError as exc:
+        raise unreachable("source", exc) from exc
+    if answering != link.source_cluster_id:
+        raise conflict(
+            f"Link {link.name!r}'s source address now reaches cluster {answering}, not the "
+            f"source it was made for ({link.source_cluster_id}); no mirror was created. Check "
+            "the link's bootstrap.servers, or make a new link to the cluster that answers."
+        )
 
 
 def _topic_exists(link: ClusterLink, name: str) -> ReplicationError:
@@ -447,6 +469,9 @@ def pause_mirror(
             return mirror
         before = snapshot(mirror)
         move(mirror, "pause", State.PAUSED, paused=True)
+        stale_requests.supersede(
+            mirror.link, [mirror.mirror_topic], f"{actor.name} paused {mirror.mirror_topic}"
+        )
     audit.record(actor, "mirror.pause", target, before=before, after=snapshot(mirror))
     return mirror
 
@@ -500,6 +525,7 @@ def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
                 raise conflict(f"Mirror topic {name!r} was deleted meanwhile.")
             # In the same transaction: auto-create never sees the mirror gone but not declined.
             note_declined(mirror.link, mirror.source_topic, True)
+            stale_requests.supersede(mirror.link, [name], f"{actor.name} deleted {name}")
             try:
                 with contextlib.suppress(TopicNotFound):  # deleted outside the console already
                     admin.delete_topic(name)
@@ -543,6 +569,9 @@ def fail_mirror(mirror: MirrorTopic, error: str, message: str) -> None:
     except ReplicationError:
         return
     log.error("Mirror topic %s FAILED (%s): %s", mirror.mirror_topic, error, message)
+    stale_requests.supersede(
+        mirror.link, [mirror.mirror_topic], f"{mirror.mirror_topic} FAILED: {message}"
+    )
     audit.record(
         _SYNCER,
         "mirror.fail",

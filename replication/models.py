@@ -7,7 +7,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
-from infra.client_config import librdkafka_config
+from infra.client_config import librdkafka_config, principal
 
 from . import crypto, link_configs
 
@@ -29,6 +29,11 @@ class KafkaCluster(models.Model):
     bootstrap_servers = models.CharField(max_length=1000)
     client_config = models.JSONField(default=dict, blank=True)
     secret_config = models.JSONField(default=dict, blank=True, help_text="key -> Fernet token")
+    # The principal a link whose source is this cluster connects as (its client config, without
+    # bootstrap.servers, secrets apart as above): one with only what copying needs, never the
+    # console's own (often a super-user, which Kafka lets past every ACL).
+    link_config = models.JSONField(default=dict, blank=True)
+    link_secret_config = models.JSONField(default=dict, blank=True)
     cluster_id = models.CharField(
         max_length=64, blank=True, help_text="The Kafka cluster id found when it was registered."
     )
@@ -55,6 +60,24 @@ class KafkaCluster(models.Model):
     def display_config(self) -> list[tuple[str, str]]:
         """The client config as shown to people: sensitive values masked."""
         return sorted(crypto.masked(self.client_config, self.secret_config).items())
+
+    def set_link_config(self, config: dict[str, str]) -> None:
+        """Store the links' principal (without bootstrap.servers), encrypting its secrets."""
+        self.link_config, self.link_secret_config = crypto.split_secrets(config)
+
+    def link_connection_config(self) -> dict[str, str]:
+        """The links' principal at the registered address, secrets decrypted."""
+        return {
+            "bootstrap.servers": self.bootstrap_servers,
+            **crypto.join_secrets(self.link_config, self.link_secret_config),
+        }
+
+    @property
+    def link_principal(self) -> str:
+        """Who links from this cluster connect as ("" for none registered)."""
+        if not (self.link_config or self.link_secret_config):
+            return ""
+        return principal(self.link_connection_config())
 
 
 class AuditEventQuerySet(models.QuerySet):
@@ -193,6 +216,14 @@ class ClusterLink(models.Model):
     def source_client_config(self) -> dict[str, str]:
         """librdkafka settings for the link's connection to its source."""
         return librdkafka_config(self.all_configs())
+
+    @property
+    def source_principal(self) -> str:
+        """Who the link connects to its source as (a user name is no secret)."""
+        try:
+            return principal(self.all_configs())
+        except (RuntimeError, ValueError):  # secrets that no longer decrypt, or a bad JAAS line
+            return "unknown"
 
     @property
     def prefix(self) -> str:
@@ -335,6 +366,8 @@ class ApprovalRequest(models.Model):
         REJECTED = "REJECTED"
         WITHDRAWN = "WITHDRAWN"
         EXPIRED = "EXPIRED"
+        # its target changed before it ran (decision_reason says by what)
+        SUPERSEDED = "SUPERSEDED"
 
     link = models.ForeignKey(
         ClusterLink, null=True, on_delete=models.SET_NULL, related_name="approval_requests"

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdminError, TopicNotFound
 
-from . import audit, offset_sync, read_only, streams
+from . import audit, offset_sync, read_only, stale_requests, streams
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError, unavailable
 from .mirror_states import FAILABLE_OVER, FOLLOWING, PROMOTABLE, move
@@ -165,6 +165,11 @@ def stop_mirrors(
             continue
         outcome.state = mirror.state
         scheduled.append(mirror)
+        done = "promoted" if kind == PROMOTE else "failed over"
+        glass = " with break glass" if note.startswith("BREAK GLASS") else ""
+        stale_requests.supersede(
+            link, [mirror.mirror_topic], f"{actor.name} {done} {mirror.mirror_topic}{glass}"
+        )
         lags = {str(p.partition): p.lag for p in outcome.lags}
         audit.record(
             actor,

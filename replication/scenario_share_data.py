@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError
 
 from infra.kafka_admin import KafkaAdminError
 
-from . import link_configs, links, mirrors, promote, read_only
+from . import links, mirrors, promote, read_only
 from . import scenario_clients as clients
 from .connections import cluster_admin
 from .models import ClusterLink, MirrorTopic
@@ -59,9 +59,7 @@ def create_link(c: Context) -> str:
 
 def create_link_with(c: Context, configs: dict[str, str]) -> str:
     """The run's link from the source cluster, over its registered connection."""
-    c.link = links.create_link(
-        c.actor, c.destination, c.names["link"], {**link_configs.from_cluster(c.source), **configs}
-    )
+    c.link = links.create_link(c.actor, c.destination, c.names["link"], configs, source=c.source)
     cluster_id = cluster_admin(c.source).describe_cluster().cluster_id
     if c.link.source_cluster_id != cluster_id:
         raise StepFailed(f"a link to cluster {cluster_id}", c.link.source_cluster_id)

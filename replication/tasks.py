@@ -75,7 +75,7 @@ def execute_request(request_pk: int) -> None:
 
 @shared_task
 def expire_requests() -> None:
-    approvals.expire_due()
+    approvals.settle_all_due()
 
 
 @shared_task  # on settings.SCENARIO_QUEUE

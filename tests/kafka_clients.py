@@ -8,7 +8,6 @@ import time
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
-    KafkaError,
     KafkaException,
     Producer,
     TopicPartition,
@@ -23,13 +22,8 @@ from confluent_kafka.admin import (
 )
 
 from devstack import kafka
+from infra.kafka_admin import COORDINATOR_LOADING
 from tests.conftest import ROOT, admin_config
-
-_COORDINATOR_SETTLING = (
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-)
 
 READ_ONLY_ACLS = {
     ("READ", "ALLOW"),
@@ -95,7 +89,7 @@ def commit_offsets(
                 consumer.commit(offsets=offsets, asynchronous=False)
                 return
             except KafkaException as exc:
-                if exc.args[0].code() not in _COORDINATOR_SETTLING or attempt == 29:
+                if exc.args[0].code() not in COORDINATOR_LOADING or attempt == 29:
                     raise
                 time.sleep(1)
     finally:

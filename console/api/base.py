@@ -162,6 +162,18 @@ def _enter_root(request: HttpRequest, kwargs: dict) -> None:
         )
 
 
+def _refuse_repeated_parameters(request: HttpRequest) -> None:
+    """A query parameter given twice (`validate_only=true&validate_only=false`) is refused:
+    which one counts would be a guess, and a dry run must never become the real call."""
+    repeated = sorted(name for name, values in request.GET.lists() if len(values) > 1)
+    if repeated:
+        raise ApiError(
+            400,
+            f"Query parameter {', '.join(repeated)} is given more than once; give each once "
+            "(lists take commas, e.g. state=PENDING,APPROVED). Nothing was changed.",
+        )
+
+
 def root_clusters(request: HttpRequest):
     """The clusters the request's root serves: its own cluster, or all of them."""
     if request.cluster_root is not None:
@@ -189,6 +201,7 @@ def endpoint(**actions: str) -> Callable:
                         f"{' or '.join(sorted(actions))}.",
                     )
                 _authenticate(request)
+                _refuse_repeated_parameters(request)
                 _enter_root(request, kwargs)
                 if not can(request.user, action):
                     message = f"Your role does not allow {action} ({request.user.get_username()})."

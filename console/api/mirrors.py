@@ -186,6 +186,12 @@ def _named_mirrors(body: dict, link) -> list[str]:
         names = [m.mirror_topic for m in link.mirrors.all() if matcher.fullmatch(m.mirror_topic)]
     if not names or not all(isinstance(n, str) for n in names):
         raise ApiError(400, "Name at least one mirror topic, as a list of strings.")
+    if len(names) > approvals.MAX_TOPICS:
+        raise ApiError(
+            400,
+            f"{len(names)} mirror topics named: one call takes at most {approvals.MAX_TOPICS}. "
+            "Split them over several calls. Nothing was changed.",
+        )
     return names
 
 

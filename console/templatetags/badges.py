@@ -20,7 +20,7 @@ _TONES = {
         "SKIPPED",
     },
     "bad": {"FAILED", "UNAVAILABLE", "SOURCE_UNAVAILABLE"},
-    "plain": {"STOPPED", "REJECTED", "WITHDRAWN", "EXPIRED", "ENDED", "WAITING"},
+    "plain": {"STOPPED", "REJECTED", "WITHDRAWN", "EXPIRED", "SUPERSEDED", "ENDED", "WAITING"},
 }
 TONE = {state: tone for tone, states in _TONES.items() for state in states}
 # A scenario step that is PENDING or SKIPPED has not run (inert), unlike a pending request or

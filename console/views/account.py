@@ -56,7 +56,7 @@ def token_revoke(request, pk):
         request,
         question=f"Revoke API token {token.name!r}?",
         explanation="Calls made with it are refused from now on. This cannot be undone.",
-        run=lambda actor, _force: revoke_token(actor, token),
+        run=lambda actor: revoke_token(actor, token),
         done=f"Revoked API token {token.name!r}.",
         back_url=reverse("account"),
     )

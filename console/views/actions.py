@@ -47,19 +47,17 @@ def confirm(
     done: str,
     back_url: str,
     after_url: str | None = None,
-    offer_force: bool = False,
     typed: str = "",
 ):
-    """GET asks `question`; POST calls `run(actor, force)` and goes to `after_url` on success,
+    """GET asks `question`; POST calls `run(actor)` and goes to `after_url` on success,
     else back to `back_url`. With `typed` (for what cannot be undone), the user must type it
     (the object's name) before anything happens."""
+    form = ConfirmForm(bound(request), name=typed)
     if request.method == "POST":
-        if typed and request.POST.get("confirm_name", "").strip() != typed:
-            messages.error(request, f"Type {typed} to confirm; nothing was changed.")
+        if not form.is_valid():  # the name mistyped: the only thing a yes can get wrong
+            messages.error(request, " ".join(form.errors["confirm_name"]))
             return redirect(request.path)
-        form = ConfirmForm(request.POST)
-        force = form.is_valid() and form.cleaned_data["force"]
-        ok = act(request, lambda actor: run(actor, force), done)
+        ok = act(request, run, done)
         return redirect(after_url if ok and after_url else back_url)
     return render(
         request,
@@ -67,8 +65,7 @@ def confirm(
         {
             "question": question,
             "explanation": explanation,
-            "offer_force": offer_force,
             "cancel_url": back_url,
-            "typed": typed,
+            "form": form,
         },
     )

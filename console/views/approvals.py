@@ -13,7 +13,7 @@ from console.forms import ApprovalPolicyForm, RejectForm, StopForm
 from console.views.actions import bound, form_errors
 from console.views.links import find_link, link_url
 from console.views.mirrors import find_mirror, mirror_url
-from replication import approvals, audit, promote
+from replication import approvals, audit, links, promote
 from replication.errors import ReplicationError
 from replication.models import ApprovalRequest
 
@@ -94,8 +94,8 @@ def link_delete(request, destination, name):
                 messages.success(request, f"Deleted cluster link {link.name}.")
                 return redirect("links")
             return _after(request, submission, reverse("links"), f"deleting link {link.name}")
-    live = link.mirrors.exclude(state="STOPPED")
-    named = [*live.order_by("mirror_topic").values_list("mirror_topic", flat=True)[:LISTED]]
+    live = links.live_mirrors(link)
+    named = [*live.values_list("mirror_topic", flat=True)[:LISTED]]
     count = live.count()
     return render(
         request,

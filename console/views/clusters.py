@@ -68,6 +68,7 @@ def cluster_create(request):
                 data["name"],
                 data["bootstrap_servers"],
                 parse_client_config(data["client_config"]),
+                parse_client_config(data["link_config"]),
             )
         except ReplicationError as exc:
             form.add_error(None, str(exc))

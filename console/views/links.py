@@ -66,7 +66,8 @@ def link_create(request):
                 audit.Actor.from_request(request),
                 form.cleaned_data["destination"],
                 form.cleaned_data["name"],
-                form.link_configs(),
+                form.cleaned_data["configs"],
+                source=form.cleaned_data["source"],
             )
         except FieldProblems as exc:  # each under its field, all at once
             for field, problem in exc.problems.items():
@@ -142,7 +143,7 @@ def link_pause(request, destination, name):
         question=f"Pause cluster link {link.name}?",
         explanation="Every mirror of the link stops fetching and shows LINK_PAUSED. "
         "The mirrors stay read-only.",
-        run=lambda actor, force: links.pause_link(actor, link),
+        run=lambda actor: links.pause_link(actor, link),
         done=f"Paused cluster link {link.name}.",
         back_url=link_url(link),
     )
@@ -156,7 +157,7 @@ def link_resume(request, destination, name):
         question=f"Resume cluster link {link.name}?",
         explanation="Its mirrors fetch again, except those paused on their own. A failed "
         "link's stream starts afresh.",
-        run=lambda actor, force: links.resume_link(actor, link),
+        run=lambda actor: links.resume_link(actor, link),
         done=f"Resumed cluster link {link.name}.",
         back_url=link_url(link),
     )

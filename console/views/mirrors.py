@@ -150,7 +150,7 @@ def mirror_pause(request, destination, topic):
         request,
         question=f"Pause mirror topic {mirror.mirror_topic}?",
         explanation="It stops fetching from its source and stays read-only until resumed.",
-        run=lambda actor, force: mirrors.pause_mirror(actor, mirror),
+        run=lambda actor: mirrors.pause_mirror(actor, mirror),
         done=f"Paused mirror topic {mirror.mirror_topic}.",
         back_url=mirror_url(mirror),
     )
@@ -163,7 +163,7 @@ def mirror_resume(request, destination, topic):
         request,
         question=f"Resume mirror topic {mirror.mirror_topic}?",
         explanation="It fetches from its source again.",
-        run=lambda actor, force: mirrors.resume_mirror(actor, mirror),
+        run=lambda actor: mirrors.resume_mirror(actor, mirror),
         done=f"Resumed mirror topic {mirror.mirror_topic}.",
         back_url=mirror_url(mirror),
     )
@@ -177,7 +177,7 @@ def mirror_delete(request, destination, topic):
         question=f"Delete mirror topic {mirror.mirror_topic}?",
         explanation=f"The topic and all its data are deleted from {mirror.destination.name}. "
         "The source topic is not touched.",
-        run=lambda actor, force: mirrors.delete_mirror(actor, mirror),
+        run=lambda actor: mirrors.delete_mirror(actor, mirror),
         done=f"Deleted mirror topic {mirror.mirror_topic}.",
         back_url=mirror_url(mirror),
         after_url=link_url(mirror.link),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 
 import pytest
 from django.test import Client
@@ -17,18 +16,6 @@ from replication.tokens import create_token
 from tests.kafka_clients import acls_on, produce
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def api(users):
-    """A client calling with an API token of the given role."""
-
-    def as_role(role: str) -> Client:
-        name = f"{role} token {uuid.uuid4().hex[:6]}"
-        _, secret = create_token(audit.Actor.system("tests"), users[role], name)
-        return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
-
-    return as_role
 
 
 @pytest.fixture

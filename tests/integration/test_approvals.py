@@ -10,43 +10,18 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from datetime import timedelta
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from devstack import kafka
 from replication import approvals, audit
-from replication.mirrors import create_mirror
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
-from replication.tokens import create_token
 
 pytestmark = pytest.mark.integration
 
 ROLES = ("viewer", "operator", "approver", "admin")
-
-
-@pytest.fixture
-def api(users):
-    def as_role(role: str) -> Client:
-        _, secret = create_token(audit.Actor.system("tests"), users[role], f"t-{uuid.uuid4().hex}")
-        return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
-
-    return as_role
-
-
-@pytest.fixture
-def mirror_of(make_link, make_topic, topic_name):
-    """A fresh paused link with a mirror of an empty source topic."""
-
-    def make(suffix: str) -> MirrorTopic:
-        topic = make_topic(kafka.SOURCE, f"{topic_name}-{suffix}")
-        link = make_link({"cluster.link.paused": "true"})
-        return create_mirror(audit.Actor.system("tests"), link, topic)
-
-    return make
 
 
 def _url(mirror: MirrorTopic, tail: str) -> str:

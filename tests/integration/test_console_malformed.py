@@ -207,6 +207,7 @@ def valid(w: World) -> dict[str, str]:
         "name": fresh,
         "bootstrap_servers": kafka.SOURCE.bootstrap,
         "client_config": "",
+        "link_config": "",
         "destination": str(w.destination.pk),
         "source": "",
         "configs": f"bootstrap.servers={kafka.SOURCE.bootstrap}",
@@ -248,7 +249,7 @@ BAD_CONFIG_LINES = [
     "retention.ms=-5",
     "no.such.config=1",
 ]
-CONFIG_FIELDS = {"configs", "set", "client_config"}
+CONFIG_FIELDS = {"configs", "set", "client_config", "link_config"}
 # Further values each named field must refuse (on every route that has it, unless the route's
 # own entry says otherwise).
 EXTRA: dict[str, list[str]] = {
@@ -259,7 +260,7 @@ EXTRA: dict[str, list[str]] = {
     "source_topic": ["..", "a/b", "x" * 250, f"no-such-topic-{uuid.uuid4().hex}"],
     "email": ["not-an-email", "a@b", "x" * 300 + "@example.com"],
     "username": ["a b", "x" * 151],
-    "reason": ["x" * 2001],
+    "reason": ["x" * 2001, "why\x1b]0;owned\x07\x1b[2J"],
     "approvals_required": ["4"],
     "from": ["junk", "2026-13-45", "9999-12-31T23:59-23:59", "0001-01-01T00:00+23:59"],
     "to": ["junk", "2026-02-30", "9999-12-31T23:59-23:59", "0001-01-01T00:00+23:59"],

@@ -86,7 +86,7 @@ def test_the_broker_config_enforces_acls_without_trusting_anonymous(devstack, va
     )
     assert props["authorizer.class.name"].endswith("StandardAuthorizer")
     assert props["allow.everyone.if.no.acl.found"] == "true"
-    assert props["super.users"] == "User:admin;User:replicator"
+    assert props["super.users"] == "User:admin"  # the links' replicator is no super-user
     assert "ANONYMOUS" not in props["super.users"]
     assert "PLAINTEXT://127.0.0.1:9093" in props["listeners"]
     config = (kafka.DESTINATION.home(var_dir) / "server.properties").stat()

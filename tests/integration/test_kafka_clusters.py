@@ -52,7 +52,7 @@ def test_it_produces_and_consumes_on_each_cluster(node, make_topic, topic_name):
     assert [m.timestamp()[1] for m in got] == [RECENT + i for i in range(3)]
 
 
-def test_a_read_only_topic_refuses_ordinary_producers_but_not_the_replicator(
+def test_a_read_only_topic_refuses_ordinary_producers_and_the_replicator_but_not_a_super_user(
     make_topic, topic_name, var_dir
 ):
     node = kafka.DESTINATION
@@ -82,12 +82,17 @@ def test_a_read_only_topic_refuses_ordinary_producers_but_not_the_replicator(
     )
     assert "TopicAuthorizationException" in cli.stderr or "Not authorized" in cli.stderr, cli.stderr
 
-    # The privileged replicator principal writes over SASL.
+    # So is the links' replicator principal: no super-user, it only reads.
     replicator = kafka.sasl_client_config(node, var_dir, user="replicator")
-    reports = produce(replicator, topic_name, [{"key": b"r", "value": b"mirrored"}])
+    reports = produce(replicator, topic_name, [{"value": b"nope"}])
+    assert reports[0][0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    # The super-user (the console's admin, which writes mirrors) passes every ACL.
+    admin = kafka.sasl_client_config(node, var_dir, user="admin")
+    reports = produce(admin, topic_name, [{"key": b"r", "value": b"mirrored"}])
     assert reports == [(None, 0, 0)]
 
-    # And anyone can still read: exactly the replicator's record, nothing from the refused ones.
+    # And anyone can still read: exactly the admin's record, nothing from the refused ones.
     got = consume_all(node.bootstrap, topic_name, expected=1)
     assert [(m.offset(), m.key(), m.value()) for m in got] == [(0, b"r", b"mirrored")]
 

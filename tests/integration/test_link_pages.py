@@ -67,7 +67,7 @@ def test_creating_a_link_says_every_problem_at_once_each_under_its_field(make_li
     assert ClusterLink.objects.count() == 1
 
 
-def test_a_link_from_a_registered_source_takes_its_credentials_and_masks_them(
+def test_a_link_from_a_registered_source_reads_as_its_link_principal_and_masks_it(
     registered_clusters, client_as, var_dir
 ):
     form = {
@@ -80,9 +80,12 @@ def test_a_link_from_a_registered_source_takes_its_credentials_and_masks_them(
     link = ClusterLink.objects.get(name="web-link")
     assert response.status_code == 302 and response["Location"] == detail_url(link)
     assert link.source_cluster_id == registered_clusters["source"].cluster_id
+    # The registered link principal (least privilege), not the console's super-user.
+    assert link.configs["sasl.username"] == "replicator"
+    assert link.all_configs()["sasl.password"] == kafka.credentials(var_dir)["replicator"]
     page = client_as("viewer").get(detail_url(link)).content.decode()
-    password = kafka.credentials(var_dir)["admin"]
-    assert password not in page
+    assert '<code class="source-principal">User:replicator</code>' in page
+    assert not [p for p in kafka.credentials(var_dir).values() if p in page]
     assert '<tr data-config="sasl.password">' in page and "(sensitive)" in page
     assert "metadata.max.age.ms" in page and "5000" in page
 

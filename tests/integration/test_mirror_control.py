@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
 from replication import streams
-from replication.mirrors import create_mirror, pause_mirror
+from replication.mirrors import create_mirror, describe_mirror, pause_mirror
 from replication.redis_channel import client
 from spark_jobs import control
 from tests.conftest import admin_config
@@ -110,6 +110,8 @@ def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors
         first_record = _until(lambda: _end(added, 2) > 0, 10, "the new mirror's first record")
 
         pause_mirror(ACTOR, mirror)
+        # Until the application lets go of it, the mirror's page says "pausing".
+        letting_go_at_first = describe_mirror(mirror).letting_go
         generation = streams.publish(link, client())
         stopped = _until(
             lambda: streams.stopped_writing(link, added, generation), 10, "letting go of it"
@@ -117,6 +119,7 @@ def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors
         held = _end(added, 2)
         time.sleep(2)
         still = _end(added, 2)
+        letting_go_after = describe_mirror(mirror).letting_go
         watcher.done.set()
         busy_writer.done.set()
         added_writer.done.set()
@@ -131,6 +134,7 @@ def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors
         assert first_record < 4, f"the new mirror's first record came after {first_record:.1f} s"
         assert stopped < 4, f"the paused mirror was let go after {stopped:.1f} s"
         assert still == held, "a paused mirror was written after the application let go of it"
+        assert letting_go_at_first and not letting_go_after
         assert watcher.longest_stall < 3, (
             f"the busy mirror stopped copying for {watcher.longest_stall:.1f} s"
         )

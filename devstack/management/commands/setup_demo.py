@@ -11,7 +11,7 @@ from django.db import transaction
 from devstack import kafka
 from isthmus_cli.common import TOKEN_KEY, URL_KEY, read_properties
 from replication import audit
-from replication.clusters import register_cluster
+from replication.clusters import register_cluster, set_link_principal
 from replication.errors import ReplicationError
 from replication.models import KafkaCluster
 from replication.tokens import authenticate, create_token, revoke_token
@@ -50,14 +50,19 @@ class Command(BaseCommand):
                 node, settings.VAR_DIR, user="admin", bootstrap=options[f"{node.name}_bootstrap"]
             )
             bootstrap = config.pop("bootstrap.servers")
+            # Links from it read as `replicator`, which may only read, not as the super-user.
+            link_config = kafka.sasl_client_config(node, settings.VAR_DIR, user="replicator")
+            del link_config["bootstrap.servers"]
             existing = KafkaCluster.objects.filter(name=node.name).first()
-            if existing:
-                self.stdout.write(
-                    f"cluster {node.name} already registered (id {existing.cluster_id})"
-                )
-                continue
             try:
-                cluster = register_cluster(actor, node.name, bootstrap, config)
+                if existing:
+                    self.stdout.write(
+                        f"cluster {node.name} already registered (id {existing.cluster_id})"
+                    )
+                    if not existing.link_principal:  # registered before links had their own
+                        set_link_principal(actor, existing, link_config)
+                    continue
+                cluster = register_cluster(actor, node.name, bootstrap, config, link_config)
             except ReplicationError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"registered cluster {cluster.name} (id {cluster.cluster_id})")
