@@ -17,8 +17,7 @@ from tests.integration.test_api import assert_error, send
 
 pytestmark = pytest.mark.integration
 
-# Fixtures shared with test_api: a client with a role's token, the destination's links URL.
-api = test_api.api
+# A fixture shared with test_api: the destination's links URL (`api` is the package's).
 links_url = test_api.links_url
 
 GROUPS, ACLS, TOPICS = (
