@@ -19,7 +19,8 @@ def api(users):
     """A client of the JSON API with an API token of the user of `role`."""
 
     def as_role(role: str) -> Client:
-        _, secret = create_token(audit.Actor.system("tests"), users[role], f"t-{uuid.uuid4().hex}")
+        name = f"{role} token {uuid.uuid4().hex[:6]}"
+        _, secret = create_token(audit.Actor.system("tests"), users[role], name)
         return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
 
     return as_role

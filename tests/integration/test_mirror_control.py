@@ -12,6 +12,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
+from infra.processes import wait_for
 from replication import streams
 from replication.mirrors import create_mirror, describe_mirror, pause_mirror
 from replication.redis_channel import client
@@ -83,10 +84,9 @@ def _end(topic: str, partitions: int) -> int:
 
 
 def _until(check, timeout: float, what: str) -> float:
+    """How long `check` took to come true (within `timeout`)."""
     started = time.monotonic()
-    while not check():
-        assert time.monotonic() - started < timeout, f"{what} took over {timeout} s"
-        time.sleep(0.05)
+    assert wait_for(check, timeout, 0.05, ignore=()), f"{what} took over {timeout} s"
     return time.monotonic() - started
 
 
@@ -108,6 +108,8 @@ def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors
         mirror = create_mirror(ACTOR, link, added)
         generation = streams.publish(link, client())  # as the beat would, at its next tick
         first_record = _until(lambda: _end(added, 2) > 0, 10, "the new mirror's first record")
+        # Its heartbeat names the mirrors its tasks write: the new one, a beat later.
+        _until(lambda: added in streams.progress(link).writing, 5, "the heartbeat naming it")
 
         pause_mirror(ACTOR, mirror)
         # Until the application lets go of it, the mirror's page says "pausing".
