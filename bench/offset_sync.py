@@ -3,7 +3,7 @@
 1,000 consumer groups on the source, each with committed offsets on every partition of one of
 20 topics of 10 partitions (200 mirror partitions, 10,000 committed offsets), over one link
 with offset sync on. Times three runs of the syncer (`replication.offset_sync.sync_offsets`,
-as the reconciler calls it) and counts the Admin API requests each makes:
+as the syncer calls it) and counts the Admin API requests each makes:
 
 1. the first run: every group is new to the destination, all 10,000 offsets are written;
 2. a run with nothing changed: nothing is written;
@@ -24,7 +24,7 @@ import sys
 import time
 from collections import Counter
 
-from infra.kafka_admin import exact_filter
+from infra.kafka_admin import acl_filter, exact_filter
 
 from . import sections
 from .cluster import WORK, django_on_own_database, log
@@ -182,10 +182,6 @@ def _commit(admin, wanted: dict) -> None:
 
 def _remove(source, destination, topics: list[str], groups: list[str]) -> None:
     from confluent_kafka.admin import (
-        AclBindingFilter,
-        AclOperation,
-        AclPermissionType,
-        ResourcePatternType,
         ResourceType,
     )
 
@@ -195,15 +191,7 @@ def _remove(source, destination, topics: list[str], groups: list[str]) -> None:
             f.exception(60)
         for f in admin.delete_consumer_groups(groups, request_timeout=60).values():
             f.exception(60)
-    acls = AclBindingFilter(
-        ResourceType.TOPIC,
-        None,
-        ResourcePatternType.ANY,
-        None,
-        None,
-        AclOperation.ANY,
-        AclPermissionType.ANY,
-    )
+    acls = acl_filter(ResourceType.TOPIC)
     found = [b for b in destination.describe_acls(acls).result(30) if b.name.startswith(PREFIX)]
     if found:
         for f in destination.delete_acls([exact_filter(b) for b in found]).values():

@@ -51,6 +51,35 @@ def _key_from_env_or_file(env_name: str, filename: str, make) -> str:
     return os.environ.get(env_name) or read_or_create(VAR_DIR / filename, make)
 
 
+def _env_bool(name: str) -> bool:
+    """A yes/no variable: 1, true, yes, on or 0, false, no, off (or unset); anything else
+    stops start-up naming the variable, rather than being read as "no"."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a yes or no: give 1 or 0 (or unset it).")
+
+
+def _env_number(name: str, default: float, kind: type = int, minimum: float = 0):
+    """A number variable (`kind` int or float) of at least `minimum`; anything else stops
+    start-up naming the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        word = "a whole number" if kind is int else "a number"
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not {word} of at least {minimum}: give e.g. {default}, or unset it."
+        )
+    return value
+
+
 def _env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
@@ -70,7 +99,7 @@ SECRET_KEY = _key_from_env_or_file("SECRET_KEY", "secret_key", get_random_secret
 ENCRYPTION_KEY = _key_from_env_or_file(
     "ISTHMUS_ENCRYPTION_KEY", "encryption_key", lambda: Fernet.generate_key().decode()
 )
-DEBUG = os.environ.get("DEBUG", "").lower() in ("1", "true", "yes")
+DEBUG = _env_bool("DEBUG")
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -184,8 +213,8 @@ AUTHENTICATION_BACKENDS = [
 # Login throttling (django-axes): AXES_FAILURE_LIMIT failed logins for one user name, or from
 # one address, lock that name or that address out for AXES_COOLOFF_TIME.
 # `manage.py axes_reset_username NAME` (or axes_reset_ip ADDRESS, axes_reset) unlocks at once.
-AXES_FAILURE_LIMIT = int(os.environ.get("ISTHMUS_LOGIN_FAILURE_LIMIT", "5"))
-AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("ISTHMUS_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_FAILURE_LIMIT = _env_number("ISTHMUS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=_env_number("ISTHMUS_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
 AXES_RESET_ON_SUCCESS = True
 # A failure while locked out does not restart the clock, so "try again in N minutes" holds.
@@ -201,7 +230,7 @@ SESSION_COOKIE_HTTPONLY = True
 # ISTHMUS_HTTPS=1: the console is reached over HTTPS, through a reverse proxy that ends TLS.
 # Its cookies then go over HTTPS only, and a request counts as HTTPS when the proxy says so in
 # X-Forwarded-Proto (the proxy must set that header itself, replacing any the client sent).
-if os.environ.get("ISTHMUS_HTTPS", "").lower() in ("1", "true", "yes"):
+if _env_bool("ISTHMUS_HTTPS"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
@@ -221,9 +250,9 @@ WHITENOISE_USE_FINDERS = True  # serve straight from the apps; no collectstatic 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6380/0")
 # How long a promote or failover waits for the link's stream to stop writing the mirror
 # before it gives up and leaves the mirror as it was.
-STOP_TIMEOUT_S = int(os.environ.get("ISTHMUS_STOP_TIMEOUT_S", "90"))
+STOP_TIMEOUT_S = _env_number("ISTHMUS_STOP_TIMEOUT_S", 90, minimum=1)
 # How long an approval request waits for its approvals before it expires.
-APPROVAL_REQUEST_TTL_S = int(os.environ.get("ISTHMUS_APPROVAL_REQUEST_TTL_S", str(24 * 3600)))
+APPROVAL_REQUEST_TTL_S = _env_number("ISTHMUS_APPROVAL_REQUEST_TTL_S", 24 * 3600, minimum=60)
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
 # Extra Spark settings for each link's application, passed to spark-submit as --conf after the
 # launcher's own (so they win): spark.cores.max, spark.pyspark.python, the Kubernetes image...
@@ -238,7 +267,7 @@ STREAM_CHECKPOINT_DIR = Path(
     os.environ.get("ISTHMUS_STREAM_CHECKPOINT_DIR", VAR_DIR / "streams")
 ).resolve()
 # How many copier tasks each link's application runs (unset: one per core Spark gives it).
-STREAM_TASKS = int(os.environ.get("ISTHMUS_STREAM_TASKS", "0")) or None
+STREAM_TASKS = _env_number("ISTHMUS_STREAM_TASKS", 0) or None
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
@@ -256,7 +285,6 @@ CELERY_BEAT_SCHEDULE = {
         "task": "replication.tasks.refresh_clusters",
         "schedule": timedelta(seconds=30),
     },
-    # Each link's syncers run at the link's own intervals; this only looks for due work.
     # Start, watch and stop the links' streams.
     "supervise-streams": {
         "task": "replication.tasks.supervise_streams",
@@ -268,10 +296,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": timedelta(seconds=10),  # replication.history.SAMPLE_S
         "options": {"expires": 5},
     },
+    # Approval requests that expired or went stale end (approvals.settle_all_due).
     "expire-requests": {
         "task": "replication.tasks.expire_requests",
         "schedule": timedelta(seconds=60),
     },
+    # Each link's syncers run at the link's own intervals; this only looks for due work.
     "sync-links": {
         "task": "replication.tasks.sync_links",
         "schedule": timedelta(seconds=1),
@@ -280,7 +310,7 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # How long a request to a Kafka cluster may take before the console calls it unreachable.
-KAFKA_ADMIN_TIMEOUT = float(os.environ.get("ISTHMUS_KAFKA_TIMEOUT", "5"))
+KAFKA_ADMIN_TIMEOUT = _env_number("ISTHMUS_KAFKA_TIMEOUT", 5.0, float, minimum=0.1)
 ISTHMUS_ORDINARY_BOOTSTRAP = dict(
     pair.split("=", 1)
     for pair in os.environ.get(

@@ -118,15 +118,19 @@ class ClusterDescription:
     controller_id: int | None
 
 
-_ANY_ACL = AclBindingFilter(
-    ResourceType.ANY,
-    None,
-    ResourcePatternType.ANY,
-    None,
-    None,
-    AclOperation.ANY,
-    AclPermissionType.ANY,
-)
+def acl_filter(
+    resource_type: ResourceType = ResourceType.ANY,
+    name: str | None = None,
+    pattern: ResourcePatternType = ResourcePatternType.ANY,
+) -> AclBindingFilter:
+    """The filter of every ACL on resources of `resource_type` (named `name`, if given), of
+    any principal, host, operation and permission."""
+    return AclBindingFilter(
+        resource_type, name, pattern, None, None, AclOperation.ANY, AclPermissionType.ANY
+    )
+
+
+EVERY_ACL = acl_filter()
 
 
 @dataclass(frozen=True)
@@ -503,7 +507,7 @@ class KafkaAdmin:
         """Whether the brokers run an authorizer (ACLs are enforced)."""
         try:
             self._wait(
-                self._client.describe_acls(_ANY_ACL, request_timeout=self.timeout), "read the ACLs"
+                self._client.describe_acls(EVERY_ACL, request_timeout=self.timeout), "read the ACLs"
             )
         except AuthorizerDisabled:
             return False

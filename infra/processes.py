@@ -182,13 +182,23 @@ def check_ports_free(ports: dict[int, str]) -> None:
         )
 
 
-def wait_for(check, timeout: float, interval: float = 0.5) -> bool:
-    """Call `check()` until it returns true or `timeout` seconds pass."""
+def wait_for(
+    check,
+    timeout: float,
+    interval: float = 0.5,
+    *,
+    ignore: tuple[type[BaseException], ...] = (Exception,),
+):
+    """The polling helper: call `check()` every `interval` seconds until it answers something
+    true, and return that; None once `timeout` seconds passed. An exception of `ignore` (any,
+    by default: a probe that fails just means "not yet") counts as a no; pass `ignore=()` to
+    let them through."""
     deadline = time.monotonic() + timeout
     while True:
-        with contextlib.suppress(Exception):  # a failing probe just means "not yet"
-            if check():
-                return True
+        with contextlib.suppress(*ignore):
+            result = check()
+            if result:
+                return result
         if time.monotonic() >= deadline:
-            return False
+            return None
         time.sleep(interval)

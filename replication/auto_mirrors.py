@@ -56,7 +56,7 @@ def create_wanted(link: ClusterLink, source: KafkaAdmin) -> list[str]:
     """Create the mirrors `wanted` names; returns them. A topic that cannot be mirrored (its
     name taken on the destination, say) does not stop the others; the error names them all."""
     topics = source.list_topic_names()
-    # The reconciler loaded the link before it got here (after other links' syncs, and this
+    # The syncer loaded the link before it got here (after other links' syncs, and this
     # one's metadata refresh): a mirror a user deleted since, or filters changed since, must
     # not be acted on from that old copy (its mirror would come back at once).
     try:

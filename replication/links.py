@@ -9,12 +9,11 @@ from collections.abc import Iterable
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from infra.client_config import librdkafka_config
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import audit, crypto, link_configs, promote, redis_channel, stale_requests
+from . import audit, crypto, link_configs, link_states, promote, redis_channel, stale_requests
 from .connections import connect
 from .errors import FieldProblems, ReplicationError, conflict, not_found
 from .mirror_states import move_all
@@ -282,12 +281,10 @@ def _change(actor: audit.Actor, link: ClusterLink, action: str, change) -> Clust
 
 def _pause(link: ClusterLink) -> None:
     """The link PAUSED and its mirrors LINK_PAUSED (in the caller's transaction)."""
-    _move(
-        link,
-        State.PAUSED,
-        [s for s in State.values if s != State.PAUSED],
-        f"Cluster link {link.name!r} is already paused.",
-        configs={**link.configs, "cluster.link.paused": "true"},
+    if link.state == State.PAUSED:
+        raise conflict(f"Cluster link {link.name!r} is already paused.")
+    link_states.move(
+        link, "pause", State.PAUSED, configs={**link.configs, "cluster.link.paused": "true"}
     )
     move_all(link.mirrors.all(), "link-pause", MirrorTopic.State.LINK_PAUSED)
     log.info("Paused cluster link %s", link.name)
@@ -295,11 +292,10 @@ def _pause(link: ClusterLink) -> None:
 
 def _resume(link: ClusterLink) -> None:
     """The link ACTIVE and its mirrors running again (in the caller's transaction)."""
-    _move(
+    link_states.move(
         link,
+        "resume",
         State.ACTIVE,
-        [State.PAUSED, State.FAILED],
-        f"Cluster link {link.name!r} is neither paused nor failed (it is {{state}}).",
         configs={k: v for k, v in link.configs.items() if k != "cluster.link.paused"},
         error_code="NO_ERROR",
         error_message="",
@@ -308,20 +304,6 @@ def _resume(link: ClusterLink) -> None:
     )
     _restore_running(link, "link-resume")
     log.info("Resumed cluster link %s", link.name)
-
-
-def _move(link: ClusterLink, to: str, sources: list[str], refusal: str, **fields) -> None:
-    """Change the link's state by a conditional update, so a change that lost a race (the
-    stream supervisor failing the link, say) is refused instead of overwritten. `refusal`
-    says why, with `{state}` for the state the link is in."""
-    now = timezone.now()
-    links = ClusterLink.objects.filter(pk=link.pk, state__in=sources)
-    if not links.update(state=to, state_time=now, **fields):
-        current = ClusterLink.objects.filter(pk=link.pk).values_list("state", flat=True).first()
-        raise conflict(refusal.format(state=current or "deleted"))
-    link.state, link.state_time = to, now
-    for name, value in fields.items():
-        setattr(link, name, value)
 
 
 def delete_link(
@@ -421,37 +403,31 @@ def link_error_code(exc: Exception) -> str:
 def mark_unavailable(link: ClusterLink, error_code: str, message: str) -> bool:
     """The source failed too many checks: the link is UNAVAILABLE, its mirrors
     SOURCE_UNAVAILABLE. Only an ACTIVE link changes; returns whether it did."""
-    now = timezone.now()
-    with transaction.atomic():
-        changed = ClusterLink.objects.filter(pk=link.pk, state=State.ACTIVE).update(
-            state=State.UNAVAILABLE, state_time=now, error_code=error_code, error_message=message
-        )
-        if changed:
-            move_all(link.mirrors.all(), "source-lost", MirrorTopic.State.SOURCE_UNAVAILABLE)
-    if changed:
-        log.warning("Cluster link %s is UNAVAILABLE: %s", link.name, message)
-        audit.record(
-            audit.Actor.system("availability check"),
-            "link.unavailable",
-            f"link {link.name}",
-            result=audit.AuditEvent.Result.FAILED,
-            message=message,
-        )
-    return bool(changed)
+    return link_states.system_change(
+        link,
+        "source-lost",
+        State.UNAVAILABLE,
+        by="availability check",
+        action="link.unavailable",
+        message=message,
+        failed=True,
+        then=lambda found: move_all(
+            found.mirrors.all(), "source-lost", MirrorTopic.State.SOURCE_UNAVAILABLE
+        ),
+        error_code=error_code,
+        error_message=message,
+    )
 
 
 def mark_available(link: ClusterLink) -> bool:
     """The source answers again: the link is ACTIVE and its mirrors run as before."""
-    now = timezone.now()
-    with transaction.atomic():
-        changed = ClusterLink.objects.filter(pk=link.pk, state=State.UNAVAILABLE).update(
-            state=State.ACTIVE, state_time=now, error_code="NO_ERROR", error_message=""
-        )
-        if changed:
-            _restore_running(link, "source-back")
-    if changed:
-        log.info("Cluster link %s is available again", link.name)
-        audit.record(
-            audit.Actor.system("availability check"), "link.available", f"link {link.name}"
-        )
-    return bool(changed)
+    return link_states.system_change(
+        link,
+        "source-back",
+        State.ACTIVE,
+        by="availability check",
+        action="link.available",
+        then=lambda found: _restore_running(found, "source-back"),
+        error_code="NO_ERROR",
+        error_message="",
+    )

@@ -557,7 +557,7 @@ def note_declined(link: ClusterLink, source_topic: str, declined: bool) -> None:
 
 # State changes made by the syncers. ---------------------------------------------------------
 
-_SYNCER = audit.Actor.system("reconciler")
+_SYNCER = audit.Actor.system("syncer")
 
 
 def fail_mirror(mirror: MirrorTopic, error: str, message: str) -> None:

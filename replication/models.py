@@ -178,7 +178,7 @@ class ClusterLink(models.Model):
     # Source topics whose mirrors a user deleted: not mirrored again automatically unless a
     # LITERAL INCLUDE names them (DESIGN: auto-create), or a user creates the mirror by hand.
     declined_topics = models.JSONField(default=list, blank=True)
-    # The approval policy for promote, failover and deleting the link (DESIGN decision 5).
+    # The approval policy for promote, failover and deleting the link (see approvals.py).
     approvals_required = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(0), MaxValueValidator(3)]
     )
@@ -351,7 +351,7 @@ class ApiToken(models.Model):
 
 class ApprovalRequest(models.Model):
     """A promote, failover or link deletion asked for by one person, to be approved by others
-    before it runs (DESIGN decision 5)."""
+    before it runs (see approvals.py)."""
 
     class Action(models.TextChoices):
         PROMOTE = "promote"

@@ -232,7 +232,7 @@ def _begin(actor: audit.Actor, mirror: MirrorTopic, kind: str, note: str) -> Non
     }
     try:
         r = client()
-        with streams.control_lock(mirror.link, r, wait=30) as locked:
+        with streams.control_lock(mirror.link, wait=30) as locked:
             if not locked:
                 raise unavailable("The link's stream supervisor is busy; try again in a minute.")
             move(mirror, kind, State.PENDING_STOPPED, pending_stop=pending, action_error="")
@@ -256,7 +256,7 @@ def finish_pending_stops(link: ClusterLink) -> None:
     time finishes a given mirror."""
     if not link.mirrors.filter(state=State.PENDING_STOPPED).exists():
         return
-    with streams.control_lock(link, client(), wait=10) as locked:
+    with streams.control_lock(link, wait=10) as locked:
         if not locked:
             return
         for mirror in link.mirrors.filter(state=State.PENDING_STOPPED).select_related("link"):

@@ -1,4 +1,5 @@
-"""Read-only mirror topics, enforced by the destination broker with ACLs (DESIGN decision 2).
+"""Read-only mirror topics, enforced by the destination broker with ACLs (README, "What
+`make demo` starts").
 
 Everyone may read a mirror; no one but the link's privileged principal (a super user, to whom
 ACLs do not apply) may write to it, change its configs or add partitions to it. The rules are

@@ -37,10 +37,29 @@ def ping() -> dict:
 
 
 @contextmanager
-def held(name: str, hold_s: float) -> Iterator[bool]:
-    """A lock shared by every process, taken without waiting: yields whether it was taken. It
-    expires after `hold_s` should its holder die."""
+def held(name: str, hold_s: float, *, wait: float | None = None) -> Iterator[bool]:
+    """The one kind of lock shared by every process: yields whether it was taken, at once or
+    (given `wait`) within `wait` seconds. It expires after `hold_s` should its holder die. A
+    Redis that does not answer raises redis.RedisError."""
     lock = client().lock(f"isthmus:{name}", timeout=hold_s)
+    acquired = lock.acquire(blocking=wait is not None, blocking_timeout=wait)
+    try:
+        yield acquired
+    finally:
+        _release(lock, acquired)
+
+
+def _release(lock, acquired: bool) -> None:
+    if acquired:
+        with contextlib.suppress(redis.RedisError):  # expired meanwhile: nothing to free
+            lock.release()
+
+
+@contextmanager
+def only_one(name: str, busy: str, *, hold_s: float = 600) -> Iterator[None]:
+    """Run the block in one request at a time: another one meanwhile is refused with `busy`
+    (409), not queued."""
+    lock = client().lock(f"isthmus:only-one:{name}", timeout=hold_s)
     try:
         acquired = lock.acquire(blocking=False)
     except redis.RedisError as exc:
@@ -48,18 +67,8 @@ def held(name: str, hold_s: float) -> Iterator[bool]:
             f"Redis at {settings.REDIS_URL} does not answer ({exc}); nothing was changed."
         ) from exc
     try:
-        yield acquired
-    finally:
-        if acquired:
-            with contextlib.suppress(redis.RedisError):  # expired meanwhile: nothing to free
-                lock.release()
-
-
-@contextmanager
-def only_one(name: str, busy: str, *, hold_s: float = 600) -> Iterator[None]:
-    """Run the block in one request at a time: another one meanwhile is refused with `busy`
-    (409), not queued."""
-    with held(f"only-one:{name}", hold_s) as mine:
-        if not mine:
+        if not acquired:
             raise conflict(busy)
         yield
+    finally:
+        _release(lock, acquired)

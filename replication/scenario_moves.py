@@ -153,7 +153,7 @@ def stop_source(c: Context) -> str:
     _devstack("down", c)
     try:
         cluster_admin(c.source).describe_cluster()
-    except Exception:  # noqa: BLE001 (not answering is what this step wants)
+    except Exception:  # (not answering is what this step wants)
         return "the source cluster is stopped and does not answer"
     raise StepFailed("the source not answering", "it still answers")
 
@@ -174,7 +174,7 @@ def _devstack(verb: str, c: Context) -> None:
     """Stop or start the embedded stack's source cluster (the only one a scenario can)."""
     try:
         call_command("devstack", verb, "source")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise StepFailed(
             f"the embedded stack's source cluster to {'stop' if verb == 'down' else 'start'} "
             "(this scenario runs on `make demo`'s clusters)",

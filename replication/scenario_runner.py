@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils import timezone
 
+from infra import processes
 from infra.kafka_admin import KafkaAdminError
 
 from . import audit
@@ -224,7 +225,7 @@ def _run_step(step: Step, row: ScenarioStep, context: Context, on_step: Callable
         seen = step.run(context)
     except StepFailed as exc:
         _finish(row, ScenarioStep.Status.FAILED, exc.seen, began)
-    except Exception as exc:  # noqa: BLE001 (any trouble fails the step, and is said)
+    except Exception as exc:  # (any trouble fails the step, and is said)
         log.exception("Scenario %s, step %r", row.run.scenario, step.title)
         _finish(row, ScenarioStep.Status.FAILED, _words(exc), began)
     else:
@@ -284,12 +285,9 @@ def _words(exc: Exception) -> str:
 
 
 def wait_for(check: Callable[[], object], seconds: float, expected: str, seen: Callable[[], str]):
-    """`check()`'s first true answer within `seconds`, else StepFailed with what was seen."""
-    deadline = time.monotonic() + seconds
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise StepFailed(f"{expected} within {seconds:.0f} s", seen())
-        time.sleep(0.5)
+    """`check()`'s first true answer within `seconds`, else StepFailed with what was seen (an
+    error in `check` fails the step with its own words)."""
+    result = processes.wait_for(check, seconds, ignore=())
+    if not result:
+        raise StepFailed(f"{expected} within {seconds:.0f} s", seen())
+    return result

@@ -205,7 +205,7 @@ def cleanup(c: Context) -> list[str]:
     if link is not None:
         try:
             links.delete_link(c.actor, link, force=True)
-        except Exception as exc:  # noqa: BLE001 (say it, and go on with the topics)
+        except Exception as exc:  # (say it, and go on with the topics)
             left.append(f"link {link.name}: {exc}")
     for cluster in (c.source, c.destination):
         try:
@@ -215,7 +215,7 @@ def cleanup(c: Context) -> list[str]:
             read_only.lift(admin, c.names["topic"])
             if "group" in c.names:
                 admin.delete_groups([c.names["group"]])
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             left.append(f"topic {c.names['topic']} on {cluster.name}: {exc}")
     return left
 

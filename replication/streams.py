@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 from django.conf import settings
-from django.utils import timezone
 
 from infra import processes
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from spark_jobs import control, launch, translation
 
-from . import audit, read_only
+from . import link_states, read_only, redis_channel
 from .connections import destination_admin
 from .mirror_states import COPYING
 from .models import ClusterLink
@@ -34,7 +33,7 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_TIMEOUT_S = 30  # a stream silent this long is hung
 STARTUP_TIMEOUT_S = 180  # time to start Spark and send the first heartbeat
-STUCK_TIMEOUT_S = 300  # a stream with records to copy and no batch done for this long is stuck
+STUCK_TIMEOUT_S = 300  # a stream with records to copy and no write for this long is stuck
 HEALTHY_AFTER_S = 60  # running this long without trouble forgives earlier failures
 BACKOFF_S = [5, 10, 20, 40, 80]
 MAX_FAILURES = len(BACKOFF_S) + 1
@@ -107,18 +106,11 @@ def _generation_key(link_id: str) -> str:
     return f"isthmus:stream:{link_id}:generation"
 
 
-@contextmanager
-def control_lock(link: ClusterLink, r: redis.Redis, *, wait: float | None = None):
+def control_lock(link: ClusterLink, *, wait: float | None = None) -> AbstractContextManager[bool]:
     """The link's control lock: the supervisor holds it while it reads the mirrors to run and
     publishes them, so a state change made under it cannot be overwritten by a stale set.
     Yields whether it was acquired (always, when `wait` is given and the lock came free)."""
-    lock = r.lock(f"isthmus:stream:{link.link_id}:supervisor", timeout=120)
-    acquired = lock.acquire(blocking=wait is not None, blocking_timeout=wait)
-    try:
-        yield acquired
-    finally:
-        if acquired:
-            lock.release()
+    return redis_channel.held(f"stream:{link.link_id}:supervisor", 120, wait=wait)
 
 
 def stopped_writing(link: ClusterLink, mirror_topic: str, generation: int) -> bool:
@@ -181,7 +173,7 @@ def supervise(link: ClusterLink, now: float | None = None) -> None:
     """Bring the link's stream in line with its mirrors: tell it what to run; start, restart
     or stop it."""
     r = client()
-    with control_lock(link, r) as acquired:
+    with control_lock(link) as acquired:
         if acquired:  # else another worker is on it
             _supervise(link, r, now or time.time())
 
@@ -232,8 +224,8 @@ def _trouble(heartbeat: dict, record: dict, now: float) -> str:
         return ""
     if now - beat > HEARTBEAT_TIMEOUT_S:
         return f"sent no heartbeat for {now - beat:.0f} s"
-    last_batch = heartbeat.get("last_batch_ms", 0) / 1000 or beat
-    if heartbeat.get("behind") and now - max(last_batch, started) > STUCK_TIMEOUT_S:
+    last_write = heartbeat.get("last_write_ms", 0) / 1000 or beat
+    if heartbeat.get("behind") and now - max(last_write, started) > STUCK_TIMEOUT_S:
         return f"copied nothing for {STUCK_TIMEOUT_S} s although its source has new records"
     return ""
 
@@ -369,20 +361,16 @@ def reported_lags(link: ClusterLink) -> dict[str, dict[int, int]]:
 
 def fail_link(link: ClusterLink, message: str) -> bool:
     """The link's stream keeps failing: the link is FAILED with the last error, until someone
-    resumes it. Only an ACTIVE link changes; returns whether it did."""
-    changed = ClusterLink.objects.filter(pk=link.pk, state=ClusterLink.State.ACTIVE).update(
-        state=ClusterLink.State.FAILED,
-        state_time=timezone.now(),
+    resumes it. Only an ACTIVE link changes; returns whether it did. (Here, not in links.py:
+    links imports promote, which imports this module.)"""
+    return link_states.system_change(
+        link,
+        "fail",
+        ClusterLink.State.FAILED,
+        by="stream supervisor",
+        action="link.failed",
+        message=message,
+        failed=True,
         error_code="STREAM_FAILED",
         error_message=message,
     )
-    if changed:
-        log.error("Cluster link %s FAILED: %s", link.name, message)
-        audit.record(
-            audit.Actor.system("stream supervisor"),
-            "link.failed",
-            f"link {link.name}",
-            result=audit.AuditEvent.Result.FAILED,
-            message=message,
-        )
-    return bool(changed)

@@ -1,4 +1,4 @@
-"""The reconciler: for each link, at the link's own intervals, check that the source answers,
+"""The syncers: for each link, at the link's own intervals, check that the source answers,
 follow source partitions and topic identity, mirror new source topics (auto-create), and keep
 mirror topic configs, consumer offsets and ACLs in sync.
 

@@ -1,4 +1,6 @@
-"""The data plane: one PySpark Structured Streaming application per cluster link.
+"""The data plane: one PySpark application per cluster link, whose long-running copy tasks read
+the source partitions with confluent-kafka and write each record to the same partition of its
+mirror (docs/mirror-engine.md).
 
 Nothing here imports Django; a stream receives a small link spec and talks to the console
 through Redis.

@@ -426,7 +426,7 @@ class LinkApplication:
             "records_per_sec": rate(1),
             "bytes_per_sec": rate(2),
             "fetched_at_ms": self.watch.fetched_at_ms,
-            "last_batch_ms": last_write,
+            "last_write_ms": last_write,
             "behind": behind,
         }
         try:

@@ -51,6 +51,16 @@ def _test_database_name() -> str:
 LEDGER = leftovers.Ledger(_test_database_name(), [TEST_REDIS_URL, settings.REDIS_URL])
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test of tests/integration and tests/e2e `kafka` (they use the clusters, Spark
+    or Chromium), so `pytest -m "not kafka"` runs the unit and database-only tests (tests/unit,
+    tests/db) for quick work."""
+    slow = (ROOT / "tests" / "integration", ROOT / "tests" / "e2e")
+    for item in items:
+        if Path(item.path).is_relative_to(slow[0]) or Path(item.path).is_relative_to(slow[1]):
+            item.add_marker(pytest.mark.kafka)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _note_links():
     """Note each link the session saves, however it is made (domain, API, console, CLI)."""

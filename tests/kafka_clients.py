@@ -13,16 +13,13 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import (
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
     AdminClient,
     ResourcePatternType,
     ResourceType,
 )
 
 from devstack import kafka
-from infra.kafka_admin import COORDINATOR_LOADING
+from infra.kafka_admin import COORDINATOR_LOADING, acl_filter
 from tests.conftest import ROOT, admin_config
 
 READ_ONLY_ACLS = {
@@ -110,14 +107,6 @@ def run_tool(tool: str, *args: str, stdin: str | None = None) -> subprocess.Comp
 def acls_on(node: kafka.KafkaNode, topic: str) -> set[tuple[str, str]]:
     """The (operation, permission) pairs granted to User:* on `topic`."""
     admin = AdminClient(admin_config(node))  # kept alive until the answer comes
-    wanted = AclBindingFilter(
-        ResourceType.TOPIC,
-        topic,
-        ResourcePatternType.LITERAL,
-        None,
-        None,
-        AclOperation.ANY,
-        AclPermissionType.ANY,
-    )
+    wanted = acl_filter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL)
     found = admin.describe_acls(wanted).result(timeout=10)
     return {(b.operation.name, b.permission_type.name) for b in found if b.principal == "User:*"}

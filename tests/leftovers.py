@@ -39,18 +39,14 @@ import redis
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
     AdminClient,
-    ResourcePatternType,
     ResourceType,
 )
 from django.conf import settings
 
 from devstack import kafka
 from infra import processes
-from infra.kafka_admin import exact_filter
+from infra.kafka_admin import acl_filter, exact_filter
 
 STALE_AFTER_S = 12 * 3600
 _MARK = re.compile(r"itest-([0-9a-f]{8})[0-9a-f]{4}")
@@ -114,15 +110,7 @@ def delete_topics(node: kafka.KafkaNode, names: Iterable[str]) -> None:
     delete_acls(node, acls(node, set(names).__contains__))
 
 
-_TOPIC_ACLS = AclBindingFilter(
-    ResourceType.TOPIC,
-    None,
-    ResourcePatternType.ANY,
-    None,
-    None,
-    AclOperation.ANY,
-    AclPermissionType.ANY,
-)
+_TOPIC_ACLS = acl_filter(ResourceType.TOPIC)
 
 
 def acls(node: kafka.KafkaNode, owned: Owned) -> list[AclBinding]:

@@ -12,6 +12,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.processes import wait_for
 from replication import audit, read_only, streams
 from replication.clusters import register_cluster
 from replication.links import create_link
@@ -105,11 +106,9 @@ def assert_exact_copy(source_topic: str, mirror_topic: str) -> list[Record]:
 
 def eventually(check, timeout: float, what: str):
     """Wait until `check()` answers something true, and return it."""
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        time.sleep(0.5)
+    result = wait_for(check, timeout, ignore=())
+    if not result:
+        raise AssertionError(f"{what} did not happen within {timeout} s")
     return result
 
 

@@ -16,6 +16,8 @@ from replication import audit
 from replication.models import AuditEvent
 from replication.text import control_characters
 
+pytestmark = pytest.mark.db
+
 ACTION_SELECT = re.compile(r'<select name="action"[^>]*>(.*?)</select>', re.S)
 
 

@@ -16,7 +16,7 @@ from replication import audit
 from replication.models import AuditEvent
 from replication.tokens import create_token
 
-pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+pytestmark = [pytest.mark.db, pytest.mark.django_db]
 
 LIMIT = 3
 LOCKED = "Too many failed logins for this account or address; try again in 15 minutes"

@@ -13,7 +13,7 @@ from replication import users as user_admin
 from replication.errors import FieldProblems
 from replication.models import AuditEvent
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.db
 
 CYRILLIC_VIEWER = "vi\u0435wer"  # е: CYRILLIC SMALL LETTER IE
 SYSTEM = audit.Actor.system("tests")

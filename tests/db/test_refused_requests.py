@@ -11,7 +11,7 @@ import pytest
 
 from console.log_filters import OneLineFor4xx
 
-pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+pytestmark = [pytest.mark.db, pytest.mark.django_db]
 
 TRACEBACK = "Traceback (most recent call last)"
 

@@ -19,7 +19,7 @@ from replication.models import AuditEvent
 from replication.tokens import create_token
 from tests import audit_trail
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.db
 
 LAST_ADMIN = "There must stay at least one active admin"
 

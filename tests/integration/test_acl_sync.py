@@ -18,7 +18,6 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBinding,
-    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -29,7 +28,7 @@ from confluent_kafka.admin import (
 from django.utils import timezone
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, exact_filter
+from infra.kafka_admin import EVERY_ACL, KafkaAdmin, KafkaAdminError, exact_filter
 from replication import acl_sync, filters, read_only, syncers
 from replication.connections import destination_admin, source_admin
 from replication.errors import ReplicationError
@@ -93,17 +92,6 @@ def keys(*bindings: AclBinding) -> set[tuple]:
     return {filters.binding_key(b) for b in bindings}
 
 
-_EVERY_ACL = AclBindingFilter(
-    ResourceType.ANY,
-    None,
-    ResourcePatternType.ANY,
-    None,
-    None,
-    AclOperation.ANY,
-    AclPermissionType.ANY,
-)
-
-
 class Acls:
     """ACLs a test makes on either cluster, waited for until the broker answers with them;
     every ACL on the test's names or of its (marked) principals goes afterwards."""
@@ -135,7 +123,7 @@ class Acls:
         """Every ACL on the test's names or of its principals, as binding keys."""
         return {
             filters.binding_key(b)
-            for b in self.admins[node.name].describe_acls(_EVERY_ACL)
+            for b in self.admins[node.name].describe_acls(EVERY_ACL)
             if b.name in self.names or b.principal in self.principals
         }
 
@@ -147,7 +135,7 @@ class Acls:
             try:
                 found = [
                     b
-                    for b in self.admins[node.name].describe_acls(_EVERY_ACL)
+                    for b in self.admins[node.name].describe_acls(EVERY_ACL)
                     if b.name in self.names or b.principal in self.principals
                 ]
                 if found:

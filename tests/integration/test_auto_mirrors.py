@@ -4,7 +4,7 @@ link's metadata refresh, copied exactly by the stream; excluded, unselected and 
 topics never; a mirror a user deleted comes back only for a LITERAL include of its name;
 a prefixed link names its mirrors prefix + source.
 
-The reconciler runs through `syncers.sync_link`, made due by clearing the link's
+The syncers run through `syncers.sync_link`, made due by clearing the link's
 metadata_refreshed_at (or by the time it is given), to control the moment it runs. Every
 topic name carries the session marker (the test's `topic_name`, or `unique_name`).
 """
@@ -57,7 +57,7 @@ def auto(*entries: tuple[str, str, str], **configs: str) -> dict[str, str]:
 
 
 def refresh(link: ClusterLink) -> None:
-    """One reconciler run with the metadata refresh (and so auto-create) due."""
+    """One syncer run with the metadata refresh (and so auto-create) due."""
     ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=None)
     link.refresh_from_db()
     syncers.sync_link(link, timezone.now())
@@ -298,7 +298,7 @@ def test_auto_create_without_an_include_filter_says_so_on_the_link(
     assert not auto_mirrors.enabled(link)
 
 
-def test_a_mirror_deleted_while_the_reconciler_holds_the_link_is_not_recreated(
+def test_a_mirror_deleted_while_the_syncer_holds_the_link_is_not_recreated(
     make_link, make_topic, topic_name
 ):
     topic = make_topic(kafka.SOURCE, f"{topic_name}-raced")
@@ -306,7 +306,7 @@ def test_a_mirror_deleted_while_the_reconciler_holds_the_link_is_not_recreated(
     refresh(link)
     assert mirrored(link) == {topic: topic}
 
-    # The reconciler loads every link, then works through them one by one; meanwhile a user
+    # The syncer loads every link, then works through them one by one; meanwhile a user
     # deletes the mirror (the console has its own copy of the link).
     held = ClusterLink.objects.get(pk=link.pk)
     ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=None)

@@ -289,7 +289,7 @@ def test_pausing_a_link_pauses_its_mirrors_and_resuming_brings_them_back(
     resume_link(ACTOR, link)
     own_pause.refresh_from_db()
     assert own_pause.state == "PAUSED"
-    with pytest.raises(ReplicationError, match="is neither paused nor failed"):
+    with pytest.raises(ReplicationError, match="is ACTIVE; it cannot be resumed"):
         resume_link(ACTOR, link)
 
 

@@ -1,4 +1,4 @@
-"""The reconciler and syncers against the real clusters.
+"""The syncers against the real clusters.
 
 The tutorial's steps and the availability check run through the real path: Celery beat in a
 real worker, which sees only committed rows (hence `transactional_db`). The failure cases call
@@ -105,7 +105,7 @@ def test_the_tutorials_partition_step_grows_the_mirror_within_metadata_max_age(
     )
     assert "PartitionCount: 8" in described.stdout
     assert MirrorTopic.objects.get(mirror_topic=topic_name).num_partitions == 8
-    assert AuditEvent.objects.filter(action="mirror.grow", actor_name="reconciler").exists()
+    assert AuditEvent.objects.filter(action="mirror.grow", actor_name="syncer").exists()
 
 
 def test_a_stopped_source_makes_the_link_unavailable_and_it_recovers_by_itself(
@@ -230,9 +230,7 @@ def test_a_paused_link_is_not_synced(make_link, make_topic, topic_name):
     assert mirror_partitions(topic_name) == 1
 
 
-def test_the_reconciler_puts_back_the_read_only_rules_a_mirror_lacks(
-    make_link, make_topic, topic_name
-):
+def test_the_syncer_puts_back_the_read_only_rules_a_mirror_lacks(make_link, make_topic, topic_name):
     make_topic(kafka.SOURCE, topic_name)
     link = make_link()
     create_mirror(ACTOR, link, topic_name)

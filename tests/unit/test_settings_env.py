@@ -1,0 +1,51 @@
+"""Settings refuse nonsense in the environment: start-up stops, naming the variable, instead of
+reading a typo as "no" or failing later in Python's own words."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+READ = "import console.settings as s; print(s.DEBUG, s.STOP_TIMEOUT_S, s.KAFKA_ADMIN_TIMEOUT)"
+
+
+def _settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", READ],
+        cwd=ROOT,
+        env={**os.environ, "ISTHMUS_VAR_DIR": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("DEBUG", "maybe"),
+        ("ISTHMUS_HTTPS", "tru"),
+        ("ISTHMUS_STOP_TIMEOUT_S", "ninety"),
+        ("ISTHMUS_STOP_TIMEOUT_S", "0"),
+        ("ISTHMUS_KAFKA_TIMEOUT", "5s"),
+        ("ISTHMUS_LOGIN_FAILURE_LIMIT", "-1"),
+        ("ISTHMUS_STREAM_TASKS", "1.5"),
+    ],
+)
+def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, name, value):
+    result = _settings(tmp_path, **{name: value})
+    assert result.returncode != 0
+    assert f"ImproperlyConfigured: {name}={value!r} is not" in result.stderr
+
+
+def test_good_values_are_read(tmp_path):
+    result = _settings(
+        tmp_path, DEBUG="yes", ISTHMUS_STOP_TIMEOUT_S="30", ISTHMUS_KAFKA_TIMEOUT="2.5"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "30", "2.5"]
