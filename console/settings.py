@@ -318,6 +318,11 @@ ISTHMUS_ORDINARY_BOOTSTRAP = dict(
     ).split(",")
     if "=" in pair
 )
+# What stops and starts a cluster for the disaster-recovery scenario (a class with stop(name)
+# and start(name); replication.scenarios.clusters): the embedded stack's by default.
+ISTHMUS_CLUSTER_CONTROL = os.environ.get(
+    "ISTHMUS_CLUSTER_CONTROL", "devstack.control.EmbeddedClusters"
+)
 # How the topics, links and groups of a scenario run started without a tag are named:
 # "<prefix>-<random>-...".
 SCENARIO_NAME_PREFIX = "scenario"

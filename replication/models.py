@@ -429,7 +429,7 @@ class Approval(models.Model):
 
 
 class ScenarioRun(models.Model):
-    """One run of a scenario (`replication.scenarios`): its steps' results, kept."""
+    """One run of a scenario (`replication/scenarios/`): its steps' results, kept."""
 
     class Status(models.TextChoices):
         WAITING = "WAITING"  # for the user to run its next step (or the rest)

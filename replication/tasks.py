@@ -4,18 +4,11 @@ import logging
 
 from celery import shared_task
 
-from . import (
-    approvals,
-    audit,
-    history,
-    redis_channel,
-    scenario_runner,
-    scenarios,
-    streams,
-    syncers,
-)
+from . import approvals, audit, history, redis_channel, streams
 from .clusters import probe_clusters
 from .models import ClusterLink, ScenarioRun
+from .scenarios import registry, runner
+from .sync import syncers
 
 log = logging.getLogger(__name__)
 
@@ -84,4 +77,4 @@ def run_scenario(run_pk: int, how: str, user_pk: int | None) -> None:
     on, or its end."""
     run = ScenarioRun.objects.get(pk=run_pk)
     actor = audit.Actor.of_user(user_pk) if user_pk else audit.Actor.system("scenario")
-    scenario_runner.go_on(scenarios.get(run.scenario), run, how, actor)
+    runner.go_on(registry.get(run.scenario), run, how, actor)

@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
 from console.access import require, roles_of
-from console.forms import TokenForm
+from console.forms.account import TokenForm
 from console.views.actions import bound, confirm
 from replication import audit
 from replication.errors import ReplicationError

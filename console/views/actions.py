@@ -5,7 +5,7 @@ from django.contrib import messages
 from django.http import HttpRequest, QueryDict
 from django.shortcuts import redirect, render
 
-from console.forms import ConfirmForm
+from console.forms.common import ConfirmForm
 from replication import audit
 from replication.errors import ReplicationError
 

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import can, require
-from console.forms import ApprovalPolicyForm, RejectForm, StopForm
+from console.forms.approvals import ApprovalPolicyForm, RejectForm, StopForm
 from console.views.actions import bound, form_errors
 from console.views.links import find_link, link_url
 from console.views.mirrors import find_mirror, mirror_url

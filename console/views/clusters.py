@@ -3,7 +3,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 
 from console.access import require
-from console.forms import ClusterForm
+from console.forms.clusters import ClusterForm
 from console.views.actions import bound
 from infra.kafka_admin import KafkaAdminError
 from replication import audit, dashboard

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRedirect
 
 from console.access import require
-from console.forms import (
+from console.forms.filters import (
     FILTER_LISTS,
     FilterEditor,
     FilterFormError,
@@ -16,8 +16,9 @@ from console.forms import (
     filter_editors,
 )
 from console.views.links import find_link, link_url
-from replication import audit, filter_preview, links
+from replication import audit, links
 from replication.errors import ReplicationError
+from replication.sync import filter_preview
 
 PREVIEWS = {
     "groups": filter_preview.preview_groups,

@@ -7,23 +7,15 @@ from django.urls import reverse
 
 from console.access import require
 from console.charts import chart
-from console.forms import LinkConfigForm, LinkForm, filter_editors
+from console.forms.filters import filter_editors
+from console.forms.links import LinkConfigForm, LinkForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
-from replication import (
-    acl_sync,
-    audit,
-    auto_mirrors,
-    dashboard,
-    history,
-    links,
-    offset_sync,
-    streams,
-    syncers,
-)
+from replication import audit, dashboard, history, links, offset_sync, streams
 from replication.clusters import probe_cluster
 from replication.errors import FieldProblems, ReplicationError
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
+from replication.sync import acl_sync, auto_mirrors, syncers
 
 
 def find_link(destination: str, name: str) -> ClusterLink:

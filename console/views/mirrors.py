@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from console.access import require
 from console.charts import chart
-from console.forms import MirrorForm
+from console.forms.mirrors import MirrorForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import find_link, link_url, with_lags

@@ -9,9 +9,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console.access import require
-from replication import audit, scenario_runner, scenarios
+from replication import audit
 from replication.errors import ReplicationError
 from replication.models import ScenarioRun, ScenarioStep
+from replication.scenarios import registry, runner
 from replication.tasks import run_scenario
 
 # A run RUNNING this long with no step started: no scenario worker has taken it.
@@ -24,13 +25,13 @@ def scenario_list(request):
         request,
         "scenarios/list.html",
         {
-            "scenarios": scenarios.SCENARIOS.values(),
+            "scenarios": registry.SCENARIOS.values(),
             "runs": ScenarioRun.objects.all()[:20],
         },
     )
 
 
-STARTS = ("guided", scenario_runner.REST)
+STARTS = ("guided", runner.REST)
 
 
 @require("scenario.run")
@@ -38,7 +39,7 @@ def scenario_start(request, name):
     """Start a run (POST): `how` is "guided" (the user asks for each step) or "rest" (every
     step, one after the other)."""
     try:
-        scenario = scenarios.get(name)
+        scenario = registry.get(name)
     except ReplicationError as exc:
         raise Http404(str(exc)) from exc
     if request.method != "POST":  # the buttons are on the scenarios page
@@ -48,11 +49,11 @@ def scenario_start(request, name):
         messages.error(request, "Say how to run it: step by step, or all steps at once.")
         return redirect("scenarios")
     try:
-        run = scenario_runner.start(scenario, audit.Actor.from_request(request))
+        run = runner.start(scenario, audit.Actor.from_request(request))
     except ReplicationError as exc:
         messages.error(request, str(exc))
         return redirect("scenarios")
-    if how == scenario_runner.REST:
+    if how == runner.REST:
         _go_on(request, run, how)
     return redirect(run_url(run))
 
@@ -65,7 +66,7 @@ def run_detail(request, pk):
     running = next((s for s in steps if s.status == ScenarioStep.Status.RUNNING), None)
     context = {
         "run": run,
-        "scenario": scenarios.SCENARIOS.get(run.scenario),
+        "scenario": registry.SCENARIOS.get(run.scenario),
         "steps": steps,
         "done": done,
         "percent": round(100 * done / len(steps)) if steps else 100,
@@ -85,8 +86,8 @@ def run_detail(request, pk):
 def run_go_on(request, pk, how):
     """Run the next step, the rest, the failed step again, or end the run (POST)."""
     run = _find_run(pk)
-    if how not in scenario_runner.HOWS:
-        raise Http404(f"A run can go on with {', '.join(scenario_runner.HOWS)}; not {how[:50]!r}.")
+    if how not in runner.HOWS:
+        raise Http404(f"A run can go on with {', '.join(runner.HOWS)}; not {how[:50]!r}.")
     if request.method == "POST":  # the buttons are on the run's page
         _go_on(request, run, how)
     return redirect(run_url(run))
@@ -99,7 +100,7 @@ def run_url(run: ScenarioRun) -> str:
 def _go_on(request, run: ScenarioRun, how: str) -> None:
     """Claim the run for `how` and hand it to the scenario worker; a refusal is flashed."""
     try:
-        scenario_runner.claim(run, how, audit.Actor.from_request(request))
+        runner.claim(run, how, audit.Actor.from_request(request))
     except ReplicationError as exc:
         messages.error(request, str(exc))
         return

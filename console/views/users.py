@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
 from console.access import require
-from console.forms import RoleForm, UserForm
+from console.forms.users import RoleForm, UserForm
 from replication import audit, users
 from replication.errors import FieldProblems, ReplicationError
 

@@ -22,10 +22,10 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import auto_mirrors, syncers
 from replication.links import alter_link_configs
 from replication.mirrors import delete_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.sync import auto_mirrors, syncers
 from tests.conftest import admin_config
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, commit_offsets
 from tests.leftovers import unique_name

@@ -33,7 +33,7 @@ from django.urls import URLPattern, get_resolver, resolve
 from django.urls.exceptions import Resolver404
 
 from devstack import kafka
-from replication import approvals, audit, mirrors, scenario_runner, scenarios
+from replication import approvals, audit, mirrors
 from replication import users as user_admin
 from replication.models import (
     ApiToken,
@@ -45,6 +45,7 @@ from replication.models import (
     ScenarioRun,
 )
 from replication.policy import can
+from replication.scenarios import registry, runner
 from replication.tokens import create_token
 
 pytestmark = pytest.mark.integration
@@ -172,7 +173,7 @@ class World:
             "topic": self.mirror.mirror_topic,
             "pk": str(next((v for k, v in pks.items() if pattern.startswith(k)), self.request.pk)),
             "username": "victim",
-            "how": scenario_runner.NEXT,
+            "how": runner.NEXT,
         }
 
 
@@ -193,7 +194,7 @@ def world(users, registered_clusters, make_link, make_topic, topic_name) -> Worl
         token=create_token(SETUP, users["admin"], "walk")[0],
         new_topic=make_topic(kafka.SOURCE, f"{topic_name}-new"),
         destination=registered_clusters["destination"],
-        run=scenario_runner.start(scenarios.get("share-data"), SETUP),
+        run=runner.start(registry.get("share-data"), SETUP),
     )
 
 

@@ -12,7 +12,7 @@ from django.test import Client
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from django.urls import reverse
 
-from console.forms import FILTER_CHOICES, MAX_ROWS
+from console.forms.filters import FILTER_CHOICES, MAX_ROWS
 from replication import filters
 from replication.models import AuditEvent, ClusterLink
 

@@ -1,4 +1,4 @@
-"""The filter preview (replication.filter_preview) against the real source cluster, through a
+"""The filter preview (replication.sync.filter_preview) against the real source cluster, through a
 link's own connection: exactly which consumer groups, topics (and internal topics skipped) and
 ACLs include, exclude, prefixed and Kafka's ACL filters select; bounded answers; a source that
 does not answer or runs no authorizer said in words, on the page too, never a 500.
@@ -25,10 +25,11 @@ from django.urls import reverse
 
 from devstack import kafka
 from infra.kafka_admin import AuthorizerDisabled
-from replication import audit, filter_preview, filters
+from replication import audit, filters
 from replication.errors import ReplicationError
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, ClusterLink
+from replication.sync import filter_preview
 from tests import leftovers
 from tests.leftovers import admin_config
 

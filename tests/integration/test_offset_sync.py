@@ -21,11 +21,12 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import metrics, offset_sync, promote, syncers
+from replication import metrics, offset_sync, promote
 from replication.connections import destination_admin, source_admin
 from replication.links import alter_link_configs
 from replication.mirrors import create_mirror
 from replication.models import ClusterLink, GroupOffsetSync, MirrorTopic
+from replication.sync import syncers
 from replication.tokens import create_token
 from tests import leftovers
 from tests.conftest import admin_config

@@ -43,7 +43,7 @@ from isthmus_cli import cluster_links as cli_cluster_links
 from isthmus_cli import configs as cli_configs
 from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
-from replication import approvals, audit, links, mirrors, scenario_runner, scenarios
+from replication import approvals, audit, links, mirrors
 from replication import users as user_admin
 from replication.mirror_states import FOLLOWING, PROMOTABLE
 from replication.models import (
@@ -57,6 +57,7 @@ from replication.models import (
     ScenarioRun,
 )
 from replication.policy import POLICY, ROLES, can
+from replication.scenarios import registry, runner
 from replication.tokens import create_token
 from tests.conftest import ROOT
 from tests.url_routes import api_routes
@@ -196,7 +197,7 @@ def an_own_token(w: World, user, allowed: bool) -> Target:
 
 
 def a_waiting_scenario_run(w: World, user, allowed: bool) -> Target:
-    return Target(run=scenario_runner.start(scenarios.get("share-data"), SETUP))
+    return Target(run=runner.start(registry.get("share-data"), SETUP))
 
 
 def a_config_value(w: World, user, allowed: bool) -> Target:
@@ -658,7 +659,7 @@ CONSOLE = [
         "scenario.next",
         a_waiting_scenario_run,
         lambda c, w, t: without_tasks(
-            lambda: post(c, "scenario-run-go-on", [t.run.pk, scenario_runner.NEXT])
+            lambda: post(c, "scenario-run-go-on", [t.run.pk, runner.NEXT])
         ),
     ),
 ]

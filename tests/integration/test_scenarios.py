@@ -11,11 +11,11 @@ from django.core.management import CommandError, call_command
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import scenario_runner
 from replication.audit import Actor
 from replication.errors import ReplicationError
 from replication.models import AuditEvent, ClusterLink, ScenarioRun, ScenarioStep
-from replication.scenario_runner import Scenario, Step, StepFailed
+from replication.scenarios import runner
+from replication.scenarios.runner import Scenario, Step, StepFailed
 from tests import leftovers
 from tests.conftest import admin_config
 
@@ -146,9 +146,9 @@ def test_a_failed_step_stops_the_run_skips_the_rest_and_cleans_up(db, registered
         cleanup=lambda c: cleaned.append(c.names["topic"]) or ["something stayed"],
     )
     actor = Actor.system("tests")
-    run = scenario_runner.start(scenario, actor, tag="tag")
+    run = runner.start(scenario, actor, tag="tag")
 
-    run = scenario_runner.execute(scenario, scenario_runner.claim(run, "rest", actor), actor)
+    run = runner.execute(scenario, runner.claim(run, "rest", actor), actor)
 
     assert run.status == ScenarioRun.Status.FAILED and run.cleanup == "something stayed"
     steps = list(run.steps.all())
@@ -190,14 +190,14 @@ def test_a_guided_run_goes_a_step_at_a_time_retries_a_failed_step_and_keeps_what
 ):
     cleaned, tries = [], []
     scenario, actor = _guided(cleaned, tries), Actor.system("tests")
-    run = scenario_runner.start(scenario, actor, tag="g")
+    run = runner.start(scenario, actor, tag="g")
     assert run.status == ScenarioRun.Status.WAITING
 
     def go(how: str) -> ScenarioRun:
-        claimed = scenario_runner.claim(ScenarioRun.objects.get(pk=run.pk), how, actor)
+        claimed = runner.claim(ScenarioRun.objects.get(pk=run.pk), how, actor)
         # Each part runs from what is stored, as the console's tasks do.
         fresh = ScenarioRun.objects.get(pk=claimed.pk)
-        return scenario_runner.go_on(scenario, fresh, how, actor)
+        return runner.go_on(scenario, fresh, how, actor)
 
     run = go("next")
     assert run.status == ScenarioRun.Status.WAITING and run.kept == {"seen": {"0": 7}}
@@ -207,14 +207,14 @@ def test_a_guided_run_goes_a_step_at_a_time_retries_a_failed_step_and_keeps_what
     assert (run.status, run.finished_at, cleaned) == (ScenarioRun.Status.FAILED, None, [])
     assert [s.status for s in run.steps.all()] == ["PASSED", "FAILED", "PENDING"]
     with pytest.raises(ReplicationError, match="Step 2 failed: retry it, or end the run"):
-        scenario_runner.claim(run, "next", actor)
+        runner.claim(run, "next", actor)
 
     run = go("retry")
     assert run.status == ScenarioRun.Status.PASSED and run.finished_at is not None
     assert [s.seen for s in run.steps.all()] == ["kept 7", "the topic", "read 7"]
     assert cleaned == ["g-t"] and len(tries) == 2
     with pytest.raises(ReplicationError, match="The run has ended \\(PASSED\\)"):
-        scenario_runner.claim(run, "next", actor)
+        runner.claim(run, "next", actor)
     assert list(
         AuditEvent.objects.filter(action__startswith="scenario.").values_list("action", flat=True)
     ) == ["scenario.finish", "scenario.retry", "scenario.rest", "scenario.next", "scenario.start"]
@@ -225,14 +225,14 @@ def test_a_busy_run_is_claimed_once_and_ending_it_skips_the_rest_and_cleans_up(
 ):
     cleaned = []
     scenario, actor = _guided(cleaned, []), Actor.system("tests")
-    run = scenario_runner.start(scenario, actor, tag="e")
+    run = runner.start(scenario, actor, tag="e")
 
-    scenario_runner.claim(run, "next", actor)
+    runner.claim(run, "next", actor)
     with pytest.raises(ReplicationError, match="busy with a step") as refused:
-        scenario_runner.claim(ScenarioRun.objects.get(pk=run.pk), "next", actor)
+        runner.claim(ScenarioRun.objects.get(pk=run.pk), "next", actor)
     assert refused.value.status == 409
-    run = scenario_runner.go_on(scenario, run, "next", actor)
+    run = runner.go_on(scenario, run, "next", actor)
 
-    run = scenario_runner.go_on(scenario, scenario_runner.claim(run, "end", actor), "end", actor)
+    run = runner.go_on(scenario, runner.claim(run, "end", actor), "end", actor)
     assert run.status == ScenarioRun.Status.ENDED and cleaned == ["e-t"]
     assert [s.status for s in run.steps.all()] == ["PASSED", "SKIPPED", "SKIPPED"]

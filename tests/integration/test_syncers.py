@@ -15,10 +15,11 @@ from django.utils import timezone
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import audit, read_only, syncers
+from replication import audit, read_only
 from replication.links import pause_link
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.sync import syncers
 from tests.conftest import admin_config
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, run_tool
 

@@ -6,16 +6,17 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from replication import audit, scenario_runner, scenarios
+from replication import audit
 from replication.errors import ReplicationError
 from replication.models import ScenarioStep
+from replication.scenarios import registry, runner
 
 
 class Command(BaseCommand):
     help = __doc__.split("\n")[0]
 
     def add_arguments(self, parser):
-        parser.add_argument("name", help=f"one of: {', '.join(scenarios.SCENARIOS)}")
+        parser.add_argument("name", help=f"one of: {', '.join(registry.SCENARIOS)}")
         parser.add_argument("--source", default="source", help="the registered source cluster")
         parser.add_argument(
             "--destination", default="destination", help="the registered destination cluster"
@@ -33,9 +34,9 @@ class Command(BaseCommand):
                 raise CommandError(f"There is no active user {user!r}.")
             actor = audit.Actor(user=found, name=found.username)
         try:
-            scenario = scenarios.get(name)
-            run = scenario_runner.start(scenario, actor, source, destination, tag)
-            run = scenario_runner.claim(run, scenario_runner.REST, actor)
+            scenario = registry.get(name)
+            run = runner.start(scenario, actor, source, destination, tag)
+            run = runner.claim(run, runner.REST, actor)
         except ReplicationError as exc:
             raise CommandError(str(exc)) from exc
         total = len(scenario.steps)
@@ -49,7 +50,7 @@ class Command(BaseCommand):
                 took = f" in {step.seconds:.1f} s" if step.seconds is not None else ""
                 self.stdout.write(f"        {step.status}{took}: {step.seen}")
 
-        run = scenario_runner.execute(scenario, run, actor, on_step=show)
+        run = runner.execute(scenario, run, actor, on_step=show)
         skipped = run.steps.filter(status=ScenarioStep.Status.SKIPPED).count()
         if skipped:
             self.stdout.write(f"{skipped} step(s) not run after the failure.")

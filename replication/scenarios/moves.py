@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 
-from django.core.management import call_command
-
-from . import links, mirrors, promote
-from . import scenario_clients as clients
-from .connections import cluster_admin
-from .models import MirrorTopic
-from .scenario_runner import Context, Scenario, Step, StepFailed, wait_for
-from .scenario_share_data import ON_DESTINATION, ON_SOURCE, cleanup, create_link_with
+from .. import links, mirrors, promote
+from ..connections import cluster_admin
+from ..models import MirrorTopic
+from . import clients
+from .clusters import cluster_control
+from .runner import Context, Scenario, Step, StepFailed, wait_for
+from .share_data import ON_DESTINATION, ON_SOURCE, cleanup, create_link_with
 
 RECORDS, READ_FIRST, PARTITIONS = 100, 60, 2
 
@@ -150,7 +149,7 @@ def stop_mirror(kind: str):
 
 def stop_source(c: Context) -> str:
     c.kept["source stopped"] = True
-    _devstack("down", c)
+    _source_cluster(stop=True)
     try:
         cluster_admin(c.source).describe_cluster()
     except Exception:  # (not answering is what this step wants)
@@ -159,7 +158,7 @@ def stop_source(c: Context) -> str:
 
 
 def start_source(c: Context) -> str:
-    _devstack("up", c)
+    _source_cluster(stop=False)
     c.kept.pop("source stopped", None)
     found = wait_for(
         lambda: clients.quietly(lambda: cluster_admin(c.source).describe_cluster()),
@@ -170,13 +169,18 @@ def start_source(c: Context) -> str:
     return f"the source cluster {found.cluster_id} answers again"
 
 
-def _devstack(verb: str, c: Context) -> None:
-    """Stop or start the embedded stack's source cluster (the only one a scenario can)."""
+def _source_cluster(stop: bool) -> None:
+    """Stop or start the source cluster through the stack's port (on `make demo`'s stack, its
+    source cluster: the only one a scenario can)."""
+    control = cluster_control()
     try:
-        call_command("devstack", verb, "source")
+        if stop:
+            control.stop("source")
+        else:
+            control.start("source")
     except Exception as exc:
         raise StepFailed(
-            f"the embedded stack's source cluster to {'stop' if verb == 'down' else 'start'} "
+            f"the embedded stack's source cluster to {'stop' if stop else 'start'} "
             "(this scenario runs on `make demo`'s clusters)",
             str(exc),
         ) from exc

@@ -17,10 +17,10 @@ from confluent_kafka.admin import AclBinding
 
 from infra.kafka_admin import AuthorizerDisabled, KafkaAdminError
 
-from . import filters
-from .connections import source_admin
-from .errors import ReplicationError
-from .models import ClusterLink
+from .. import filters
+from ..connections import source_admin
+from ..errors import ReplicationError
+from ..models import ClusterLink
 
 LIMIT = 200
 

@@ -15,9 +15,9 @@ import logging
 
 from infra.kafka_admin import KafkaAdmin
 
-from . import audit, filters, mirrors
-from .errors import ReplicationError
-from .models import ClusterLink
+from .. import audit, filters, mirrors
+from ..errors import ReplicationError
+from ..models import ClusterLink
 
 log = logging.getLogger(__name__)
 ACTOR = audit.Actor.system("auto-create")

@@ -18,11 +18,12 @@ from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 
-from . import acl_sync, auto_mirrors, links, mirrors, offset_sync, read_only
-from .connections import destination_admin, source_admin
-from .errors import ReplicationError
-from .mirror_states import SYNCED
-from .models import ClusterLink, MirrorTopic
+from .. import links, mirrors, offset_sync, read_only
+from ..connections import destination_admin, source_admin
+from ..errors import ReplicationError
+from ..mirror_states import SYNCED
+from ..models import ClusterLink, MirrorTopic
+from . import acl_sync, auto_mirrors
 
 log = logging.getLogger(__name__)
 

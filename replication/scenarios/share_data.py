@@ -12,11 +12,11 @@ from confluent_kafka import KafkaError
 
 from infra.kafka_admin import KafkaAdminError
 
-from . import links, mirrors, promote, read_only
-from . import scenario_clients as clients
-from .connections import cluster_admin
-from .models import ClusterLink, MirrorTopic
-from .scenario_runner import Context, Scenario, Step, StepFailed, wait_for
+from .. import links, mirrors, promote, read_only
+from ..connections import cluster_admin
+from ..models import ClusterLink, MirrorTopic
+from . import clients
+from .runner import Context, Scenario, Step, StepFailed, wait_for
 
 MESSAGES = [b"first", b"second", b"third"]
 RETENTION = "123456890"

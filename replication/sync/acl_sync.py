@@ -20,9 +20,9 @@ from confluent_kafka.admin import AclBinding
 
 from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin, KafkaAdminError, exact_filter
 
-from . import audit, filters, read_only
-from .errors import ReplicationError
-from .models import ClusterLink, MirrorTopic
+from .. import audit, filters, read_only
+from ..errors import ReplicationError
+from ..models import ClusterLink, MirrorTopic
 
 log = logging.getLogger(__name__)
 _SYNCER = audit.Actor.system("ACL sync")

@@ -11,7 +11,7 @@ from django.conf import settings
 
 from infra.kafka_admin import KafkaAdminError
 
-from .scenario_runner import StepFailed
+from .runner import StepFailed
 
 
 def ordinary(cluster) -> dict[str, str]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .errors import not_found
-from .scenario_moves import DISASTER_RECOVERY, MIGRATION
-from .scenario_runner import Scenario
-from .scenario_share_data import SHARE_DATA
+from ..errors import not_found
+from .moves import DISASTER_RECOVERY, MIGRATION
+from .runner import Scenario
+from .share_data import SHARE_DATA
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SHARE_DATA, DISASTER_RECOVERY, MIGRATION]}
 

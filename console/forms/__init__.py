@@ -1,0 +1,1 @@
+"""The console's forms, one module per area as in console/views/."""

@@ -1,0 +1,45 @@
+"""The mirror form: one or more mirror topics at once."""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+
+from console.forms.common import PropertiesField
+
+MAX_MIRRORS_AT_ONCE = 100
+
+
+class MirrorForm(forms.Form):
+    source_topic = forms.CharField(
+        label="Source topics",
+        max_length=MAX_MIRRORS_AT_ONCE * 250,
+        help_text="One or more, separated by commas or spaces: a mirror topic each, with the "
+        "settings below.",
+    )
+    replication_factor = forms.IntegerField(
+        required=False, min_value=1, max_value=32767, help_text="Empty: the destination's default."
+    )
+    configs = PropertiesField(
+        label="Config overrides",
+        help_text="One key=value per line, e.g. retention.ms=7776000000. Strictly mirrored "
+        "configs (cleanup.policy, max.message.bytes, message.timestamp.type) come from the source.",
+    )
+
+    def clean_source_topic(self) -> list[str]:
+        """The names, each once, in the order given (Kafka's topic names hold neither commas
+        nor spaces)."""
+        names = list(dict.fromkeys(re.split(r"[\s,]+", self.cleaned_data["source_topic"].strip())))
+        names = [n for n in names if n]
+        if not names:
+            raise forms.ValidationError("Name at least one source topic.")
+        if len(names) > MAX_MIRRORS_AT_ONCE:
+            raise forms.ValidationError(
+                f"{len(names)} topics: create at most {MAX_MIRRORS_AT_ONCE} mirrors at once."
+            )
+        if long := [n for n in names if len(n) > 249]:
+            raise forms.ValidationError(
+                f"A topic name has at most 249 characters; {long[0][:40]}… has {len(long[0])}."
+            )
+        return names
