@@ -208,7 +208,11 @@ def test_resetting_a_password_shows_the_new_one_once_and_ends_the_old(admin, use
 
 def test_an_admin_resetting_their_own_password_stays_signed_in(admin, users):
     post(admin, "user-password", "admin")
-    assert admin.get(reverse("users")).status_code == 200
+    password = new_password(admin.get(detail("admin")))
+    page = admin.get(reverse("users"))
+    assert page.status_code == 200 and "Users" in page.content.decode()  # not the login page
+    assert not Client().login(username="admin", password="admin-password-1")
+    assert Client().login(username="admin", password=password)
 
 
 # Refusals: shown on the page, audited, nothing changed. -------------------------------------

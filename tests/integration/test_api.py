@@ -216,6 +216,7 @@ def test_validate_only_creates_nothing(api, links_url):
     url = f"{links_url}?link_name=just-checking&validate_only=true"
     assert send(api("operator"), "post", url, {"configs": configs}).status_code == 204
     assert not ClusterLink.objects.filter(name="just-checking").exists()
+    assert not AuditEvent.objects.filter(action="link.create").exists()
 
 
 def test_bad_link_requests_get_the_v3_error_envelope(api, links_url, make_link):

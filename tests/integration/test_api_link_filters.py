@@ -10,7 +10,7 @@ import json
 import pytest
 
 from devstack import kafka
-from replication.models import ClusterLink
+from replication.models import AuditEvent, ClusterLink
 from tests import leftovers
 from tests.integration import test_api
 from tests.integration.test_api import assert_error, send
@@ -224,6 +224,8 @@ def test_validate_only_checks_the_filters_and_creates_nothing(api, links_url):
         "entry 1 of groupFilters: name is required",
     )
     assert not ClusterLink.objects.filter(name="checked").exists()
+    # The dry run left no trace; the refusal is audited as one.
+    assert not AuditEvent.objects.filter(action="link.create", result="ok").exists()
 
 
 @pytest.mark.parametrize("key, value, fragments", BAD)

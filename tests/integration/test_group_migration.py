@@ -59,6 +59,18 @@ def _describe_group(port: int) -> dict[int, tuple[int, int]]:
     return rows
 
 
+def _synced_twice_more(name: str):
+    """A check that comes true once link `name`'s offsets were synced twice after its first
+    call (each run stamps `offsets_synced_at` as it starts, one run at a time)."""
+    runs = set()
+
+    def check() -> bool:
+        runs.add(ClusterLink.objects.values_list("offsets_synced_at", flat=True).get(name=name))
+        return len(runs) >= 3
+
+    return check
+
+
 def _consume(port: int, topic: str, count: int | None) -> list[bytes]:
     """Read `count` records of `topic` as `GROUP` (all there are, with None) and commit."""
     consumer = Consumer(
@@ -154,8 +166,9 @@ def test_the_seeds_consumer_group_migration(
         assert sorted(first + rest, key=int) == [f"{i}".encode() for i in range(100)]
         assert len(rest) == 40
 
-        # Excluded, the group is the destination's own: no sync rewinds it to the source's.
-        time.sleep(5)  # more than two sync intervals
+        # Excluded, the group is the destination's own: no sync rewinds it to the source's, as
+        # two more offset syncs show (the second starts only after the first is done).
+        eventually(_synced_twice_more(LINK), 30, "two more offset syncs")
         assert all(
             c == end for c, end in _describe_group(kafka.DESTINATION.plaintext_port).values()
         )

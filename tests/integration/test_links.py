@@ -178,6 +178,7 @@ def test_validate_only_checks_everything_and_saves_nothing(registered_clusters):
     )
     assert link.pk is None and link.source_cluster_id == registered_clusters["source"].cluster_id
     assert not ClusterLink.objects.exists()
+    assert not AuditEvent.objects.filter(action="link.create").exists()  # a dry run is no change
 
 
 def test_excluding_link_validation_needs_the_cluster_id_and_skips_the_connection(
@@ -253,6 +254,7 @@ def test_validate_only_config_changes_change_nothing(make_link):
     alter_link_configs(ACTOR, link, {"metadata.max.age.ms": "5000"}, validate_only=True)
     link.refresh_from_db()
     assert "metadata.max.age.ms" not in link.configs
+    assert not AuditEvent.objects.filter(action="link.alter_configs").exists()
 
 
 def test_pausing_a_link_pauses_its_mirrors_and_resuming_brings_them_back(

@@ -249,6 +249,7 @@ def test_validate_only_creates_nothing(make_link, make_topic, topic_name):
     mirror = create_mirror(ACTOR, make_link(), topic_name, validate_only=True)
     assert mirror.pk is None and mirror.num_partitions == 2
     assert nothing_left_of(topic_name)
+    assert not AuditEvent.objects.filter(action="mirror.create").exists()
 
 
 def test_describe_reads_offsets_and_lag_from_both_clusters(make_link, make_topic, topic_name):

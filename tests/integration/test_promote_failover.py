@@ -50,6 +50,11 @@ def _state(mirror: MirrorTopic) -> str:
     return MirrorTopic.objects.get(pk=mirror.pk).state
 
 
+def _went_round(link, since_ms: float) -> bool:
+    heartbeat = control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}
+    return streams.status(link).state == "STOPPED" or heartbeat.get("at_ms", 0) > since_ms
+
+
 def test_it_refuses_a_lagging_promote_then_stops_the_writer_before_the_topic_is_writable(
     transactional_db, celery_worker, make_link, make_topic, topic_name, users
 ):
@@ -99,7 +104,10 @@ def test_it_refuses_a_lagging_promote_then_stops_the_writer_before_the_topic_is_
         writer.join()
     mirror.refresh_from_db()
     assert mirror.pending_stop is None and mirror.stop_report["kind"] == "promote"
-    time.sleep(3)  # a stream still writing would show here
+    # A stream still writing would show once it has gone round again: wait for its next
+    # heartbeat (or its end, the link having no other mirror).
+    stopped_ms = time.time() * 1000
+    eventually(lambda: _went_round(link, stopped_ms), 30, "the stream's next beat or its end")
     copied = read_all(kafka.DESTINATION.bootstrap, topic_name)
     ends = {p: sum(1 for r in copied if r.partition == p) for p in (0, 1)}
     assert {str(p): n for p, n in ends.items()} == mirror.stop_offsets
