@@ -87,22 +87,9 @@ def _unreadable(request: HttpRequest) -> tuple[int, str] | None:
             f"{content_type or 'a body without a Content-Type'}. For JSON, use the API under "
             "/kafka/v3/ (its paths are listed in /kafka/v3/openapi.json)."
         )
-    not_utf8 = (400, "The form holds bytes that are not UTF-8 text; send it as UTF-8.")
-    if content_type == FORM_TYPES[0]:
-        encoding = request.encoding or settings.DEFAULT_CHARSET  # a form's charset, if known
-        try:
-            # Strictly: Django would turn undecodable bytes into U+FFFD and go on.
-            text = body.decode(encoding)
-            parse_qsl(text, keep_blank_values=True, encoding=encoding, errors="strict")
-        except UnicodeDecodeError:
-            return not_utf8
-        except ValueError:
-            pass  # too many fields: Django's own parse below says so
-    else:
-        boundary = request.content_params.get("boundary", "").encode("latin-1", "replace")
-        # Django reads a body cut off before its closing boundary as far as it goes.
-        if boundary and not body.rstrip(b"\r\n").endswith(b"--" + boundary + b"--"):
-            return 400, _CUT_OFF
+    problem = _body_problem(request, body, content_type)
+    if problem:
+        return problem
     try:
         posted, files = request.POST, request.FILES
     except TooManyFieldsSent:
@@ -115,7 +102,31 @@ def _unreadable(request: HttpRequest) -> tuple[int, str] | None:
     if files:
         return 400, "The console's forms take no files; paste the text into the form's fields."
     if any("\ufffd" in value for values in posted.lists() for value in values[1]):
-        return not_utf8  # what Django made of undecodable bytes in a multipart field
+        return _NOT_UTF8  # what Django made of undecodable bytes in a multipart field
+    return None
+
+
+_NOT_UTF8 = (400, "The form holds bytes that are not UTF-8 text; send it as UTF-8.")
+
+
+def _body_problem(request: HttpRequest, body: bytes, content_type: str) -> tuple[int, str] | None:
+    """What Django would misread in a form's raw body: bytes that are not text in its
+    charset (urlencoded), a multipart body cut off before its closing boundary."""
+    if content_type == FORM_TYPES[0]:
+        encoding = request.encoding or settings.DEFAULT_CHARSET  # a form's charset, if known
+        try:
+            # Strictly: Django would turn undecodable bytes into U+FFFD and go on.
+            text = body.decode(encoding)
+            parse_qsl(text, keep_blank_values=True, encoding=encoding, errors="strict")
+        except UnicodeDecodeError:
+            return _NOT_UTF8
+        except ValueError:
+            pass  # too many fields: Django's own parse says so
+        return None
+    boundary = request.content_params.get("boundary", "").encode("latin-1", "replace")
+    # Django reads a body cut off before its closing boundary as far as it goes.
+    if boundary and not body.rstrip(b"\r\n").endswith(b"--" + boundary + b"--"):
+        return 400, _CUT_OFF
     return None
 
 

@@ -222,15 +222,28 @@ def split_configs(text: str) -> dict[str, str]:
     kept, and braces group commas too (with quoted strings inside them), so that a JSON value
     is given as it is: `consumer.offset.group.filters={"groupFilters": [{...}, {...}]}`.
     """
+    items = _top_level_items(text)
+    configs = {}
+    for item in items:
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise CliError(f"{item!r} is not name=value. Write configs as k1=v1,k2=v2.")
+        value = value.strip()
+        if value.startswith("[") and value.endswith("]"):
+            value = value[1:-1].strip()
+        configs[name.strip()] = value
+    return configs
+
+
+def _top_level_items(text: str) -> list[str]:
+    """`text` split at the commas outside brackets, braces and the quoted strings in braces;
+    a CliError if one is left open."""
     items, start, opened, in_string, escaped = [], 0, [], False, False
     for i, c in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
+        if in_string:  # an escaped character is taken as it is; an unescaped quote ends it
+            escaped, in_string = (False, True) if escaped else (c == "\\", c != '"')
         elif c == '"' and "{" in opened:
             in_string = True
         elif c in "[{":
@@ -248,18 +261,7 @@ def split_configs(text: str) -> dict[str, str]:
             "configs in a properties file."
         )
     items.append(text[start:])
-    configs = {}
-    for item in items:
-        if not item.strip():
-            continue
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise CliError(f"{item!r} is not name=value. Write configs as k1=v1,k2=v2.")
-        value = value.strip()
-        if value.startswith("[") and value.endswith("]"):
-            value = value[1:-1].strip()
-        configs[name.strip()] = value
-    return configs
+    return items
 
 
 def configs_from(file: str | None, text: str | None) -> dict[str, str]:

@@ -96,21 +96,7 @@ def submit(
         # Checked alike whether it runs now, waits for approval or is only validated.
         reason = _reason(reason, "breaking glass", required=break_glass)
         needed = link.approvals_required
-        if break_glass:
-            if action != Action.FAILOVER:
-                raise ReplicationError("Break glass is for a failover only.")
-            if not policy.can(actor.user, "request.override"):
-                raise ReplicationError("Only an admin may break glass.", 403)
-            note = f"BREAK GLASS: {reason}"
-        elif acts_at_once(actor.user, link):
-            why = (
-                "No approval needed by the link's policy."
-                if needed == 0
-                else ("Admin override: acted without approval.")
-            )
-            note = why + (f" Reason: {reason}" if reason else "")
-        else:
-            note = ""
+        note = _acting_at_once(actor, link, action, reason, break_glass)
         if note:
             submission = Submission(approvals_needed=0, note=note)
             submission.outcomes = _run(actor, link, action, topics, note, force, validate_only)
@@ -147,6 +133,27 @@ def submit(
     audit.record(actor, f"request.{action}", target, after=snapshot(request), message=reason)
     log.info("%s asked to %s on link %s (request %d)", actor.name, action, link.name, request.pk)
     return submission
+
+
+def _acting_at_once(
+    actor: audit.Actor, link: ClusterLink, action: str, reason: str, break_glass: bool
+) -> str:
+    """Why the action runs without approval (the audit trail's note), or "" if it waits: an
+    admin breaking glass on a failover, or `acts_at_once`."""
+    if break_glass:
+        if action != Action.FAILOVER:
+            raise ReplicationError("Break glass is for a failover only.")
+        if not policy.can(actor.user, "request.override"):
+            raise ReplicationError("Only an admin may break glass.", 403)
+        return f"BREAK GLASS: {reason}"
+    if not acts_at_once(actor.user, link):
+        return ""
+    why = (
+        "No approval needed by the link's policy."
+        if link.approvals_required == 0
+        else "Admin override: acted without approval."
+    )
+    return why + (f" Reason: {reason}" if reason else "")
 
 
 def acts_at_once(user, link: ClusterLink) -> bool:

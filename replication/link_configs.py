@@ -424,33 +424,56 @@ def _close(name: str) -> list[str]:
 
 
 def _check_together(configs: dict[str, str]) -> list[str]:
+    """What is wrong with the configs taken together (each one on its own being right)."""
     problems = []
     if not configs.get("bootstrap.servers"):
         problems.append("bootstrap.servers is required: the source cluster's brokers.")
+    return problems + _connection_problems(configs) + _sync_problems(configs)
+
+
+def _connection_problems(configs: dict[str, str]) -> list[str]:
+    """Security protocol, SASL and SSL settings that do not fit together."""
+    problems = []
     protocol = configs.get("security.protocol", "PLAINTEXT")
-    mechanism = configs.get("sasl.mechanism", "PLAIN")
     if protocol.startswith("SASL"):
-        if "sasl.jaas.config" in configs:
-            try:
-                module, _, _ = parse_jaas(configs["sasl.jaas.config"])
-            except ValueError as exc:
-                problems.append(f"sasl.jaas.config {exc}.")
-            else:
-                if mechanism not in LOGIN_MODULES[module]:
-                    problems.append(
-                        f"sasl.jaas.config uses {module.rsplit('.', 1)[1]}, which does not "
-                        f"fit sasl.mechanism={mechanism}."
-                    )
-        elif not ("sasl.username" in configs and "sasl.password" in configs):
-            problems.append(
-                f"security.protocol={protocol} needs the link's credentials: sasl.jaas.config, "
-                "or sasl.username and sasl.password."
-            )
+        problems += _sasl_problems(configs, protocol)
     elif any(k.startswith("sasl.") for k in configs):
         problems.append(
             f"SASL settings are given but security.protocol is {protocol}; "
             "set security.protocol=SASL_PLAINTEXT or SASL_SSL."
         )
+    if not protocol.endswith("SSL") and any(k.startswith("ssl.") for k in configs):
+        problems.append(
+            f"SSL settings are given but security.protocol is {protocol}; "
+            "set security.protocol=SSL or SASL_SSL."
+        )
+    return problems
+
+
+def _sasl_problems(configs: dict[str, str], protocol: str) -> list[str]:
+    mechanism = configs.get("sasl.mechanism", "PLAIN")
+    if "sasl.jaas.config" not in configs:
+        if "sasl.username" in configs and "sasl.password" in configs:
+            return []
+        return [
+            f"security.protocol={protocol} needs the link's credentials: sasl.jaas.config, "
+            "or sasl.username and sasl.password."
+        ]
+    try:
+        module, _, _ = parse_jaas(configs["sasl.jaas.config"])
+    except ValueError as exc:
+        return [f"sasl.jaas.config {exc}."]
+    if mechanism not in LOGIN_MODULES[module]:
+        return [
+            f"sasl.jaas.config uses {module.rsplit('.', 1)[1]}, which does not "
+            f"fit sasl.mechanism={mechanism}."
+        ]
+    return []
+
+
+def _sync_problems(configs: dict[str, str]) -> list[str]:
+    """ACL and consumer group sync settings that do not fit together."""
+    problems = []
     if configs.get("acl.sync.enable") == "true":
         if not configs.get("acl.filters"):
             problems.append(
@@ -469,11 +492,6 @@ def _check_together(configs: dict[str, str]) -> list[str]:
         problems.append(
             "consumer.group.prefix.enable=true needs cluster.link.prefix, the prefix it gives "
             "the synced groups."
-        )
-    if not protocol.endswith("SSL") and any(k.startswith("ssl.") for k in configs):
-        problems.append(
-            f"SSL settings are given but security.protocol is {protocol}; "
-            "set security.protocol=SSL or SASL_SSL."
         )
     return problems
 

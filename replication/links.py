@@ -173,38 +173,7 @@ def alter_link_configs(
             raise ReplicationError(
                 "Nothing to change: give configs to set (key=value) or names to reset."
             )
-        problems = []
-        for name in [*to_set, *to_delete]:
-            key = link_configs.KEYS.get(name)
-            if key is None:
-                continue  # validate() below names it with the list of valid keys
-            if key.immutable:
-                problems.append(f"{name} is set when the link is created and cannot be changed.")
-            elif key.read_only:
-                problems.append(f"{name} is read-only.")
-        unknown = [n for n in to_delete if n not in link_configs.KEYS]
-        if unknown:
-            problems.append(
-                f"Unknown link config {', '.join(map(repr, unknown))}. "
-                f"Valid link configs: {', '.join(link_configs.KEYS)}."
-            )
-        if "bootstrap.servers" in to_delete:
-            problems.append("bootstrap.servers cannot be deleted: the link needs its source.")
-        changing = sorted(
-            k
-            for k in [*to_set, *to_delete]
-            if k in link_configs.CONNECTION_KEYS
-            and not crypto.is_sensitive(k)
-            and to_set.get(k) != link.configs.get(k)
-        )
-        if changing and link.secret_configs.keys() - to_set.keys():
-            # Otherwise the stored secrets could be sent to a host that merely claims the id,
-            # or in the clear (security.protocol, sasl.mechanism).
-            problems.append(
-                f"Changing {', '.join(changing)} of a link with credentials needs the "
-                f"credentials again: set {', '.join(sorted(link.secret_configs))} in the same "
-                "change."
-            )
+        problems = _change_problems(link, to_set, to_delete)
         if problems:
             raise ReplicationError(" ".join(problems))
         names = [*to_set, *to_delete]
@@ -245,6 +214,45 @@ def alter_link_configs(
                 in_change=True,
             )
     return link
+
+
+def _change_problems(link: ClusterLink, to_set: dict[str, str], to_delete: list[str]) -> list[str]:
+    """What is wrong with a config change before it is checked against the source: keys set
+    at creation or read-only, unknown names to reset, a connection changed without the
+    credentials it would send."""
+    problems = []
+    for name in [*to_set, *to_delete]:
+        key = link_configs.KEYS.get(name)
+        if key is None:
+            continue  # validate() names it later, with the list of valid keys
+        if key.immutable:
+            problems.append(f"{name} is set when the link is created and cannot be changed.")
+        elif key.read_only:
+            problems.append(f"{name} is read-only.")
+    unknown = [n for n in to_delete if n not in link_configs.KEYS]
+    if unknown:
+        problems.append(
+            f"Unknown link config {', '.join(map(repr, unknown))}. "
+            f"Valid link configs: {', '.join(link_configs.KEYS)}."
+        )
+    if "bootstrap.servers" in to_delete:
+        problems.append("bootstrap.servers cannot be deleted: the link needs its source.")
+    changing = sorted(
+        k
+        for k in [*to_set, *to_delete]
+        if k in link_configs.CONNECTION_KEYS
+        and not crypto.is_sensitive(k)
+        and to_set.get(k) != link.configs.get(k)
+    )
+    if changing and link.secret_configs.keys() - to_set.keys():
+        # Otherwise the stored secrets could be sent to a host that merely claims the id,
+        # or in the clear (security.protocol, sasl.mechanism).
+        problems.append(
+            f"Changing {', '.join(changing)} of a link with credentials needs the "
+            f"credentials again: set {', '.join(sorted(link.secret_configs))} in the same "
+            "change."
+        )
+    return problems
 
 
 def _merged_configs(

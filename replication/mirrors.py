@@ -105,97 +105,22 @@ def create_mirror(
 
     The mirror has the source's partition count and the configs its classes call for, plus
     `configs` as overrides; its replication factor defaults to the destination's default.
+    Checked in this order, each refusal saying what to do: the request itself, then what the
+    clusters say (the destination's dry run too); only then is the name reserved and the topic
+    made.
     """
     name = mirror_topic or link.prefix + source_topic
     target = f"mirror {name} on link {link.name}"
     overrides = dict(configs or {})
     with audit.refusals(actor, "mirror.create", target):
-        expected = link.prefix + source_topic
-        if not _TOPIC_NAME.fullmatch(source_topic):
-            raise ReplicationError(
-                f"Invalid source topic name {source_topic!r}: use 1-249 letters, digits, "
-                "'.', '_' or '-'."
-            )
-        if name != expected:
-            raise ReplicationError(
-                f"A mirror topic is named after its source topic"
-                f"{' with the link prefix ' + repr(link.prefix) if link.prefix else ''}: "
-                f"expected {expected!r}, not {name!r}."
-            )
-        if len(name) > 249:
-            raise ReplicationError(f"Mirror topic name {name!r} is longer than 249 characters.")
-        if filters.internal_topic(source_topic):
-            raise ReplicationError(
-                f"{source_topic!r} is an internal topic of Kafka or Isthmus, kept by each "
-                "cluster for itself; it cannot be mirrored. Consumer offsets travel with "
-                "consumer.offset.sync.enable instead."
-            )
-        if link.state == ClusterLink.State.FAILED:
-            raise conflict(
-                f"Cluster link {link.name!r} has FAILED ({link.error_message}); "
-                "fix it before adding mirrors."
-            )
-        # Kafka's protocol carries it as a 16-bit number
-        if replication_factor is not None and not 1 <= replication_factor <= 32767:
-            raise ReplicationError("The replication factor must be a whole number from 1 to 32767.")
-        topic_configs.check_overrides(overrides)
-        taken = MirrorTopic.objects.filter(destination=link.destination, mirror_topic=name).first()
-        if taken:
-            raise conflict(
-                f"Topic {name!r} is already a mirror topic of link {taken.link.name!r} "
-                f"on {link.destination.name}."
-            )
+        _check_request(link, source_topic, name, replication_factor, overrides)
         destination, source = destination_admin(link), source_admin(link)
-        try:
-            existing = destination.list_topic_names()
-        except KafkaAdminError as exc:
-            raise unreachable("destination", exc) from exc
-        _check_source_is_the_links(link, source)
-        if name in existing:
-            raise _topic_exists(link, name)
-        try:
-            info = source.describe_topic(source_topic)
-            wanted = topic_configs.desired(
-                source.topic_configs(source_topic),
-                link.config("topic.config.sync.include"),
-                overrides,
-            )
-        except TopicNotFound as exc:
-            raise not_found(
-                f"Source topic {source_topic!r} does not exist on the source cluster "
-                f"{link.source_cluster_id}. Create it there first, or check the name."
-            ) from exc
-        except KafkaAdminError as exc:
-            raise unreachable("source", exc) from exc
-        try:
-            destination.create_topic(
-                name, info.partitions, replication_factor, wanted, validate_only=True
-            )
-        except KafkaAdminError as exc:
-            if exc.code == KafkaError.TOPIC_ALREADY_EXISTS:  # made since the look above
-                raise _topic_exists(link, name) from exc
-            raise ReplicationError(
-                f"{link.destination.name} would refuse mirror topic {name!r}: {exc}"
-            ) from exc
-        mirror = MirrorTopic(
-            link=link,
-            destination=link.destination,
-            source_topic=source_topic,
-            mirror_topic=name,
-            source_topic_id=info.topic_id,
-            num_partitions=info.partitions,
-            config_overrides=overrides,
+        mirror, wanted = _planned(
+            link, source, destination, source_topic, name, replication_factor, overrides
         )
         if validate_only:
             return mirror
-        try:  # reserve the name before touching the destination
-            with transaction.atomic():
-                # the link's row locked, so a deletion of the link cannot take this mirror along
-                if not ClusterLink.objects.select_for_update().filter(pk=link.pk).exists():
-                    raise not_found(f"Cluster link {link.name!r} was deleted meanwhile.")
-                mirror.save()
-        except IntegrityError as exc:
-            raise conflict(f"Topic {name!r} is being created as a mirror already.") from exc
+        _reserve(mirror)
         _provision(mirror, source, destination, replication_factor, wanted)
     note_declined(link, source_topic, False)
     audit.record(actor, "mirror.create", target, after=snapshot(mirror))
@@ -208,6 +133,118 @@ def create_mirror(
         "enforced" if mirror.read_only_enforced else "NOT enforced: no authorizer",
     )
     return mirror
+
+
+def _check_request(
+    link: ClusterLink,
+    source_topic: str,
+    name: str,
+    replication_factor: int | None,
+    overrides: dict[str, str],
+) -> None:
+    """What can be refused before asking a cluster: names, the link's state, the settings."""
+    expected = link.prefix + source_topic
+    if not _TOPIC_NAME.fullmatch(source_topic):
+        raise ReplicationError(
+            f"Invalid source topic name {source_topic!r}: use 1-249 letters, digits, "
+            "'.', '_' or '-'."
+        )
+    if name != expected:
+        raise ReplicationError(
+            f"A mirror topic is named after its source topic"
+            f"{' with the link prefix ' + repr(link.prefix) if link.prefix else ''}: "
+            f"expected {expected!r}, not {name!r}."
+        )
+    if len(name) > 249:
+        raise ReplicationError(f"Mirror topic name {name!r} is longer than 249 characters.")
+    if filters.internal_topic(source_topic):
+        raise ReplicationError(
+            f"{source_topic!r} is an internal topic of Kafka or Isthmus, kept by each "
+            "cluster for itself; it cannot be mirrored. Consumer offsets travel with "
+            "consumer.offset.sync.enable instead."
+        )
+    if link.state == ClusterLink.State.FAILED:
+        raise conflict(
+            f"Cluster link {link.name!r} has FAILED ({link.error_message}); "
+            "fix it before adding mirrors."
+        )
+    # Kafka's protocol carries it as a 16-bit number
+    if replication_factor is not None and not 1 <= replication_factor <= 32767:
+        raise ReplicationError("The replication factor must be a whole number from 1 to 32767.")
+    topic_configs.check_overrides(overrides)
+    taken = MirrorTopic.objects.filter(destination=link.destination, mirror_topic=name).first()
+    if taken:
+        raise conflict(
+            f"Topic {name!r} is already a mirror topic of link {taken.link.name!r} "
+            f"on {link.destination.name}."
+        )
+
+
+def _planned(
+    link: ClusterLink,
+    source: KafkaAdmin,
+    destination: KafkaAdmin,
+    source_topic: str,
+    name: str,
+    replication_factor: int | None,
+    overrides: dict[str, str],
+) -> tuple[MirrorTopic, dict[str, str]]:
+    """The unsaved mirror and the configs it gets, as both clusters say now: the source is
+    the link's, has the topic, and the destination would take the mirror (its dry run)."""
+    try:
+        existing = destination.list_topic_names()
+    except KafkaAdminError as exc:
+        raise unreachable("destination", exc) from exc
+    _check_source_is_the_links(link, source)
+    if name in existing:
+        raise _topic_exists(link, name)
+    try:
+        info = source.describe_topic(source_topic)
+        wanted = topic_configs.desired(
+            source.topic_configs(source_topic), link.config("topic.config.sync.include"), overrides
+        )
+    except TopicNotFound as exc:
+        raise not_found(
+            f"Source topic {source_topic!r} does not exist on the source cluster "
+            f"{link.source_cluster_id}. Create it there first, or check the name."
+        ) from exc
+    except KafkaAdminError as exc:
+        raise unreachable("source", exc) from exc
+    try:
+        destination.create_topic(
+            name, info.partitions, replication_factor, wanted, validate_only=True
+        )
+    except KafkaAdminError as exc:
+        if exc.code == KafkaError.TOPIC_ALREADY_EXISTS:  # made since the look above
+            raise _topic_exists(link, name) from exc
+        raise ReplicationError(
+            f"{link.destination.name} would refuse mirror topic {name!r}: {exc}"
+        ) from exc
+    mirror = MirrorTopic(
+        link=link,
+        destination=link.destination,
+        source_topic=source_topic,
+        mirror_topic=name,
+        source_topic_id=info.topic_id,
+        num_partitions=info.partitions,
+        config_overrides=overrides,
+    )
+    return mirror, wanted
+
+
+def _reserve(mirror: MirrorTopic) -> None:
+    """Save the mirror's row, which reserves its name, before the destination is touched; the
+    link's row locked, so a deletion of the link cannot take this mirror along."""
+    link = mirror.link
+    try:
+        with transaction.atomic():
+            if not ClusterLink.objects.select_for_update().filter(pk=link.pk).exists():
+                raise not_found(f"Cluster link {link.name!r} was deleted meanwhile.")
+            mirror.save()
+    except IntegrityError as exc:
+        raise conflict(
+            f"Topic {mirror.mirror_topic!r} is being created as a mirror already."
+        ) from exc
 
 
 def _check_source_is_the_links(link: ClusterLink, source: KafkaAdmin) -> None:

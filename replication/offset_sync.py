@@ -156,26 +156,7 @@ def _apply(
     outcome = Outcome()
     reasons: dict[str, str] = {}
     if changes:
-        info = destination.describe_groups(names[g] for g in changes)
-        writable: dict[str, GroupOffsets] = {}
-        for group, change in changes.items():
-            state = info.get(names[group])
-            if state is not None and (state.members or state.state not in _IDLE_STATES):
-                reasons[group] = (
-                    f"{names[group]!r} has {state.members} active member(s) on the destination "
-                    f"({state.state}): its offsets are not overwritten. Stop its consumers "
-                    "there, or exclude the group from consumer.offset.group.filters."
-                )
-                continue
-            writable[names[group]] = {_partition(key): o for key, o in change.items()}
-        refused = destination.alter_group_offsets(writable) if writable else {}
-        for group in changes:
-            why = refused.get(names[group])
-            if names[group] in writable and why is None:
-                known[group].update(changes[group])
-                outcome.written.add(group)
-            elif why is not None:
-                reasons[group] = f"{names[group]!r} was not written: {why}."
+        _write(destination, names, changes, known, outcome, reasons)
 
     for group in targets:
         if group in reasons:
@@ -199,6 +180,38 @@ def _apply(
             link.destination.name,
         )
     return outcome
+
+
+def _write(
+    destination: KafkaAdmin,
+    names: dict[str, str],
+    changes: dict[str, dict[str, int]],
+    known: dict[str, dict[str, int]],
+    outcome: Outcome,
+    reasons: dict[str, str],
+) -> None:
+    """Write the changed offsets of the groups that have no active member on the destination;
+    each group written joins `outcome.written` (and `known`), each left alone gets a reason."""
+    info = destination.describe_groups(names[g] for g in changes)
+    writable: dict[str, GroupOffsets] = {}
+    for group, change in changes.items():
+        state = info.get(names[group])
+        if state is not None and (state.members or state.state not in _IDLE_STATES):
+            reasons[group] = (
+                f"{names[group]!r} has {state.members} active member(s) on the destination "
+                f"({state.state}): its offsets are not overwritten. Stop its consumers "
+                "there, or exclude the group from consumer.offset.group.filters."
+            )
+            continue
+        writable[names[group]] = {_partition(key): o for key, o in change.items()}
+    refused = destination.alter_group_offsets(writable) if writable else {}
+    for group in changes:
+        why = refused.get(names[group])
+        if names[group] in writable and why is None:
+            known[group].update(changes[group])
+            outcome.written.add(group)
+        elif why is not None:
+            reasons[group] = f"{names[group]!r} was not written: {why}."
 
 
 def _save(

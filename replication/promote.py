@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -25,6 +24,7 @@ from celery import current_app
 from django.conf import settings
 from django.utils import timezone
 
+from infra import processes
 from infra.kafka_admin import KafkaAdminError, TopicNotFound
 
 from . import audit, offset_sync, read_only, stale_requests, streams
@@ -150,53 +150,68 @@ def stop_mirrors(
     outcomes = check(kind, link, names)
     if validate_only:
         return outcomes
-    scheduled = []
-    for outcome in outcomes:
-        target = f"mirror {outcome.mirror_topic}"
-        try:
-            with audit.refusals(actor, f"mirror.{kind}", target):
-                if outcome.error:
-                    raise ReplicationError(outcome.error, outcome.status)
-                mirror = link.mirrors.get(mirror_topic=outcome.mirror_topic)
-                before = snapshot(mirror)
-                _begin(actor, mirror, kind, note)
-        except ReplicationError as exc:
-            outcome.error, outcome.status = str(exc), exc.status
-            continue
-        outcome.state = mirror.state
-        scheduled.append(mirror)
-        done = "promoted" if kind == PROMOTE else "failed over"
-        glass = " with break glass" if note.startswith("BREAK GLASS") else ""
-        stale_requests.supersede(
-            link, [mirror.mirror_topic], f"{actor.name} {done} {mirror.mirror_topic}{glass}"
-        )
-        lags = {str(p.partition): p.lag for p in outcome.lags}
-        audit.record(
-            actor,
-            f"mirror.{kind}",
-            target,
-            before=before,
-            after={**snapshot(mirror), "lag": lags},
-            message=note,
-        )
-        log.info("%s of mirror topic %s requested by %s", kind.title(), mirror, actor.name)
+    scheduled = [
+        mirror
+        for outcome in outcomes
+        if (mirror := _start_stop(actor, link, outcome, kind, note)) is not None
+    ]
     if not scheduled:
         return outcomes
     if not wait:
         current_app.send_task("replication.tasks.finish_stops", args=[link.pk])
         return outcomes
-    deadline = time.monotonic() + settings.STOP_TIMEOUT_S + 15
-    pending = {m.pk for m in scheduled}
-    while pending and time.monotonic() < deadline:
+    _wait_for_stops(link, scheduled, outcomes)
+    return outcomes
+
+
+def _start_stop(
+    actor: audit.Actor, link: ClusterLink, outcome: TopicOutcome, kind: str, note: str
+) -> MirrorTopic | None:
+    """Begin the promote or failover of one checked topic (audited, and superseding the
+    requests it overtakes); None, with the refusal in `outcome`, if it could not begin."""
+    target = f"mirror {outcome.mirror_topic}"
+    try:
+        with audit.refusals(actor, f"mirror.{kind}", target):
+            if outcome.error:
+                raise ReplicationError(outcome.error, outcome.status)
+            mirror = link.mirrors.get(mirror_topic=outcome.mirror_topic)
+            before = snapshot(mirror)
+            _begin(actor, mirror, kind, note)
+    except ReplicationError as exc:
+        outcome.error, outcome.status = str(exc), exc.status
+        return None
+    outcome.state = mirror.state
+    done = "promoted" if kind == PROMOTE else "failed over"
+    glass = " with break glass" if note.startswith("BREAK GLASS") else ""
+    stale_requests.supersede(
+        link, [mirror.mirror_topic], f"{actor.name} {done} {mirror.mirror_topic}{glass}"
+    )
+    lags = {str(p.partition): p.lag for p in outcome.lags}
+    audit.record(
+        actor,
+        f"mirror.{kind}",
+        target,
+        before=before,
+        after={**snapshot(mirror), "lag": lags},
+        message=note,
+    )
+    log.info("%s of mirror topic %s requested by %s", kind.title(), mirror, actor.name)
+    return mirror
+
+
+def _wait_for_stops(
+    link: ClusterLink, scheduled: list[MirrorTopic], outcomes: list[TopicOutcome]
+) -> None:
+    """Finish the stops here, until each is STOPPED or put back; a topic that did not stop
+    gets its error in its outcome."""
+    pks = [m.pk for m in scheduled]
+
+    def all_done() -> bool:
         finish_pending_stops(link)
-        pending = set(
-            MirrorTopic.objects.filter(pk__in=pending, state=State.PENDING_STOPPED).values_list(
-                "pk", flat=True
-            )
-        )
-        if pending:
-            time.sleep(0.5)
-    done = {m.mirror_topic: m for m in MirrorTopic.objects.filter(pk__in=[m.pk for m in scheduled])}
+        return not MirrorTopic.objects.filter(pk__in=pks, state=State.PENDING_STOPPED).exists()
+
+    processes.wait_for(all_done, settings.STOP_TIMEOUT_S + 15, ignore=())
+    done = {m.mirror_topic: m for m in MirrorTopic.objects.filter(pk__in=pks)}
     for outcome in outcomes:
         mirror = done.get(outcome.mirror_topic)
         if mirror is not None:
@@ -204,7 +219,6 @@ def stop_mirrors(
             if mirror.state != State.STOPPED:
                 outcome.error = mirror.action_error or f"It is still {mirror.state}."
                 outcome.status = 503
-    return outcomes
 
 
 def _begin(actor: audit.Actor, mirror: MirrorTopic, kind: str, note: str) -> None:

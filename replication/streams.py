@@ -188,20 +188,10 @@ def _supervise(link: ClusterLink, r: redis.Redis, now: float) -> None:
     running = _running(link_id)
     heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
     if not wanted:
-        if running:
-            log.info("Stopping the stream of cluster link %s: no mirror to run", link.name)
-            processes.stop(_pidfile(link_id))
-        if record.get("failures") and link.state != ClusterLink.State.FAILED:
-            r.delete(_supervision_key(link_id))
+        _stop_idle(link, r, record, running is not None)
         return
     if running:
-        trouble = _trouble(heartbeat, record, now)
-        if trouble:
-            log.warning("The stream of cluster link %s %s; restarting it", link.name, trouble)
-            processes.stop(_pidfile(link_id))
-            _note_failure(link, r, record, trouble, now)
-        elif record.get("failures") and now - record.get("started", now) > HEALTHY_AFTER_S:
-            r.delete(_supervision_key(link_id))
+        _watch(link, r, record, heartbeat, now)
         return
     if _pidfile(link_id).exists():  # it was running and is gone
         _pidfile(link_id).unlink()
@@ -213,6 +203,29 @@ def _supervise(link: ClusterLink, r: redis.Redis, now: float) -> None:
     if now < record.get("retry_at", 0):
         return
     start(link, r, record, now)
+
+
+def _stop_idle(link: ClusterLink, r: redis.Redis, record: dict, running: bool) -> None:
+    """No mirror to run: the stream stops, and a past failure is forgotten (unless FAILED)."""
+    link_id = str(link.link_id)
+    if running:
+        log.info("Stopping the stream of cluster link %s: no mirror to run", link.name)
+        processes.stop(_pidfile(link_id))
+    if record.get("failures") and link.state != ClusterLink.State.FAILED:
+        r.delete(_supervision_key(link_id))
+
+
+def _watch(link: ClusterLink, r: redis.Redis, record: dict, heartbeat: dict, now: float) -> None:
+    """A running stream in trouble is restarted (a failure noted); one healthy for long
+    enough has its past failures forgotten."""
+    link_id = str(link.link_id)
+    trouble = _trouble(heartbeat, record, now)
+    if trouble:
+        log.warning("The stream of cluster link %s %s; restarting it", link.name, trouble)
+        processes.stop(_pidfile(link_id))
+        _note_failure(link, r, record, trouble, now)
+    elif record.get("failures") and now - record.get("started", now) > HEALTHY_AFTER_S:
+        r.delete(_supervision_key(link_id))
 
 
 def _trouble(heartbeat: dict, record: dict, now: float) -> str:

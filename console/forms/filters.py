@@ -284,12 +284,7 @@ class FilterEditor:
             return
         op = data.get("op", "check")
         if op == "add":
-            if self.mode != ROWS:
-                self.error = "Rows are added in the rows view."
-            elif len(self.rows) >= MAX_ROWS:
-                self.error = f"The rows view holds at most {MAX_ROWS} filters; edit as JSON."
-            else:
-                self.rows.append(FilterRow(self.kind, dict(BLANK_ROWS[self.kind.slug])))
+            self._add()
         elif op == JSON:
             if self.mode == ROWS:
                 self.mode = JSON
@@ -300,12 +295,23 @@ class FilterEditor:
         elif op == "import":
             self._import(data.get("imported", ""), data.get("imported_name", ""))
         elif op == "check":
-            parsed = self.clean()
-            if parsed is not None:
-                count = len(parsed)
-                self.note = f"The list is valid: {count} filter{'s' * (count != 1)}. Not saved."
+            self._check()
         else:
             self.error = f"There is no editor action {op[:50]!r}."
+
+    def _add(self) -> None:
+        if self.mode != ROWS:
+            self.error = "Rows are added in the rows view."
+        elif len(self.rows) >= MAX_ROWS:
+            self.error = f"The rows view holds at most {MAX_ROWS} filters; edit as JSON."
+        else:
+            self.rows.append(FilterRow(self.kind, dict(BLANK_ROWS[self.kind.slug])))
+
+    def _check(self) -> None:
+        parsed = self.clean()
+        if parsed is not None:
+            count = len(parsed)
+            self.note = f"The list is valid: {count} filter{'s' * (count != 1)}. Not saved."
 
     def _remove(self, which: str) -> None:
         index = int(which) if which.isascii() and which.isdigit() and len(which) < 4 else None

@@ -500,7 +500,8 @@ def read_forms(walk: Walk, w: World) -> tuple[Fields, Fields]:
 # The walks. -----------------------------------------------------------------------------------
 
 
-def walk_routes(walk: Walk, w: World, posts: Fields, filters: Fields) -> None:
+# Complex on purpose: one walk over every route and field, its cases side by side.
+def walk_routes(walk: Walk, w: World, posts: Fields, filters: Fields) -> None:  # noqa: C901
     values = valid(w)
     count = 0
     for route in console_routes():
