@@ -88,7 +88,7 @@ class Isthmus:
             "redis_url": cluster.REDIS_URL,
             "source": {"bootstrap.servers": cluster.SOURCE},
             "destination": {"bootstrap.servers": cluster.DESTINATION},
-            "checkpoint_dir": str(work),
+            "work_dir": str(work),
         }
         if self.tasks:
             spec["tasks"] = self.tasks

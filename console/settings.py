@@ -262,9 +262,13 @@ SPARK_CONF = spark_conf(os.environ.get("ISTHMUS_SPARK_CONF", ""))
 # (its spark.authenticate.secret): a link's application is refused on such a master without
 # it. It reaches spark-submit in an owner-only file, never on the command line.
 SPARK_AUTH_SECRET = os.environ.get("ISTHMUS_SPARK_AUTH_SECRET", "").strip()
-# Where link applications keep their work files, e.g. the code shipped to executors.
-STREAM_CHECKPOINT_DIR = Path(
-    os.environ.get("ISTHMUS_STREAM_CHECKPOINT_DIR", VAR_DIR / "streams")
+# Where each link's stream keeps its files, a folder per link: its pid file, log and owner, the
+# code shipped to executors, a standalone master's secret file. (ISTHMUS_STREAM_CHECKPOINT_DIR,
+# its old name, is still read: it never held a checkpoint.)
+STREAM_DIR = Path(
+    os.environ.get("ISTHMUS_STREAM_DIR")
+    or os.environ.get("ISTHMUS_STREAM_CHECKPOINT_DIR")
+    or VAR_DIR / "streams"
 ).resolve()
 # How many copier tasks each link's application runs (unset: one per core Spark gives it).
 STREAM_TASKS = _env_number("ISTHMUS_STREAM_TASKS", 0) or None

@@ -40,7 +40,8 @@ MAX_FAILURES = len(BACKOFF_S) + 1
 
 
 def folder(link_id: str) -> Path:
-    return settings.VAR_DIR / "streams" / str(link_id)
+    """Where the link's stream keeps all its files."""
+    return settings.STREAM_DIR / str(link_id)
 
 
 def _pidfile(link_id: str) -> Path:
@@ -59,7 +60,7 @@ def _supervision_key(link_id: str) -> str:
 class StreamStatus:
     """What the console shows of a link's stream."""
 
-    state: str  # STOPPED, STARTING, RUNNING, RESTARTING or FAILED
+    state: str  # STOPPED, STARTING, RUNNING, RESTARTING, FAILED or UNKNOWN (Redis silent)
     pid: int | None = None
     records_per_sec: float = 0.0
     bytes_per_sec: float = 0.0
@@ -135,7 +136,7 @@ def stream_spec(link: ClusterLink) -> dict:
         "redis_url": settings.REDIS_URL,
         "source": link.source_client_config(),
         "destination": link.destination.connection_config(),
-        "checkpoint_dir": str(settings.STREAM_CHECKPOINT_DIR / str(link.link_id)),
+        "work_dir": str(folder(str(link.link_id))),
         "tasks": settings.STREAM_TASKS,
     }
 
@@ -148,7 +149,7 @@ def supervise_all() -> None:
             supervise(link)
         except Exception:  # one broken link must not stop the others
             log.exception("Supervising the stream of cluster link %s failed", link.name)
-    streams = settings.VAR_DIR / "streams"
+    streams = settings.STREAM_DIR
     for orphan in streams.iterdir() if streams.exists() else []:
         if orphan.name in known or _owner_of(orphan) != _owner():
             continue  # a live link's, or another console's on this machine (tests, say)

@@ -116,7 +116,7 @@ def submit_command(
     standalone cluster shares, in a file only its user may read. Raises LaunchRefused on a
     master that needs that secret when there is none.
     """
-    checkpoint = Path(spec["checkpoint_dir"])
+    work = Path(spec["work_dir"])
     secret_args: list[str] = []
     if _needs_shared_secret(master):
         if not auth_secret:
@@ -128,7 +128,7 @@ def submit_command(
         # --load-spark-defaults: the file adds to spark-defaults.conf instead of replacing it.
         secret_args = [
             "--properties-file",
-            str(_secret_file(checkpoint, auth_secret)),
+            str(_secret_file(work, auth_secret)),
             "--load-spark-defaults",
         ]
     argv = [
@@ -140,7 +140,7 @@ def submit_command(
         "--driver-memory",
         driver_memory,
         "--py-files",
-        str(_code_archive(checkpoint)),
+        str(_code_archive(work)),
         "--conf",
         f"spark.pyspark.python={python}",
         "--conf",

@@ -165,7 +165,7 @@ class Ledger:
     def stream_folders(self) -> list[Path]:
         """The stream folders of the session's links, and any other the tests' database owns
         (a killed earlier run on the same test database: two runs cannot share one)."""
-        root = settings.VAR_DIR / "streams"
+        root = settings.STREAM_DIR
         found = [root / link for link in self.links if (root / link).exists()]
         for folder in root.iterdir() if root.exists() else []:
             with contextlib.suppress(OSError):

@@ -81,7 +81,7 @@ def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack, tmp_pa
     names = {ours, users, others, f"{ours}-group", f"{users}-group", f"{others}-group"}
     r = redis.Redis.from_url(TEST_REDIS_URL)
     other_link_key = f"isthmus:stream:{uuid.uuid4()}:mirrors"
-    folder = settings.VAR_DIR / "streams" / link
+    folder = settings.STREAM_DIR / link
     try:
         for node in kafka.NODES:
             admin = KafkaAdmin(admin_config(node), timeout=30)

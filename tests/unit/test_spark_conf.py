@@ -33,7 +33,7 @@ def test_an_item_without_a_key_and_value_is_refused(text):
 def test_the_launcher_passes_them_after_its_own_so_they_win(tmp_path):
     spec = {
         "link_name": "l1",
-        "checkpoint_dir": str(tmp_path),
+        "work_dir": str(tmp_path),
         "source": {"bootstrap.servers": "s:9092", "sasl.password": "secret-1"},
     }
     argv, env = launch.submit_command(
@@ -66,9 +66,7 @@ def _confs(argv: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("master", ["local[*]", "local", "local[4]"])
 def test_a_local_driver_listens_on_loopback_only_and_authenticates(tmp_path, master):
-    argv, _ = launch.submit_command(
-        {"link_name": "l1", "checkpoint_dir": str(tmp_path)}, master=master
-    )
+    argv, _ = launch.submit_command({"link_name": "l1", "work_dir": str(tmp_path)}, master=master)
     confs = _confs(argv)
     assert "spark.driver.bindAddress=127.0.0.1" in confs
     assert "spark.driver.host=127.0.0.1" in confs
@@ -80,9 +78,7 @@ def test_a_local_driver_listens_on_loopback_only_and_authenticates(tmp_path, mas
 def test_on_yarn_and_kubernetes_spark_makes_the_secret_and_the_driver_is_reachable(
     tmp_path, master
 ):
-    argv, _ = launch.submit_command(
-        {"link_name": "l1", "checkpoint_dir": str(tmp_path)}, master=master
-    )
+    argv, _ = launch.submit_command({"link_name": "l1", "work_dir": str(tmp_path)}, master=master)
     confs = _confs(argv)
     assert {"spark.authenticate=true", "spark.network.crypto.enabled=true"} <= set(confs)
     assert not any(c.startswith("spark.driver.bindAddress") for c in confs)
@@ -94,7 +90,7 @@ def test_a_standalone_master_without_the_shared_secret_is_refused_saying_what_to
     tmp_path, master
 ):
     with pytest.raises(launch.LaunchRefused, match="set ISTHMUS_SPARK_AUTH_SECRET"):
-        launch.submit_command({"link_name": "l1", "checkpoint_dir": str(tmp_path)}, master=master)
+        launch.submit_command({"link_name": "l1", "work_dir": str(tmp_path)}, master=master)
 
 
 def test_the_shared_secret_reaches_spark_submit_in_an_owner_only_file_not_the_command_line(
@@ -102,7 +98,7 @@ def test_the_shared_secret_reaches_spark_submit_in_an_owner_only_file_not_the_co
 ):
     secret = "s3cr\\et=with:odd chars"
     argv, env = launch.submit_command(
-        {"link_name": "l1", "checkpoint_dir": str(tmp_path)},
+        {"link_name": "l1", "work_dir": str(tmp_path)},
         master="spark://h:7077",
         auth_secret=secret,
     )
@@ -118,7 +114,7 @@ def test_the_shared_secret_reaches_spark_submit_in_an_owner_only_file_not_the_co
     # A later start rewrites it, with the new secret, still owner-only.
     secret_file.chmod(0o644)
     launch.submit_command(
-        {"link_name": "l1", "checkpoint_dir": str(tmp_path)},
+        {"link_name": "l1", "work_dir": str(tmp_path)},
         master="spark://h:7077",
         auth_secret="other",
     )
@@ -129,7 +125,7 @@ def test_the_shared_secret_reaches_spark_submit_in_an_owner_only_file_not_the_co
 def test_a_secret_that_spans_lines_is_refused(tmp_path):
     with pytest.raises(launch.LaunchRefused, match="spans lines"):
         launch.submit_command(
-            {"link_name": "l1", "checkpoint_dir": str(tmp_path)},
+            {"link_name": "l1", "work_dir": str(tmp_path)},
             master="spark://h:7077",
             auth_secret="a\nspark.other=1",
         )
