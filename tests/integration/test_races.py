@@ -3,9 +3,11 @@ one wins, the others are refused clearly, and the audit trail says so once."""
 
 from __future__ import annotations
 
+import faulthandler
 import http.client
 import json
 import re
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -44,6 +46,11 @@ def _call(url: str, token: str, method: str) -> tuple[int, dict]:
             return response.status, json.loads(body) if body else {}
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
+    except TimeoutError:
+        # The live server runs in this process: say where each of its threads is stuck (one
+        # CI run saw a request here go unanswered for 120 s, once in many).
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        raise
 
 
 def test_concurrent_forced_deletes_of_one_link_delete_it_once(
