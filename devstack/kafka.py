@@ -76,6 +76,14 @@ def sasl_client_config(
     }
 
 
+def link_credentials(node: KafkaNode, var_dir: Path) -> dict[str, str]:
+    """The least-privileged `replicator` as the node's link credentials (no bootstrap.servers:
+    they are used at the cluster's registered address)."""
+    config = sasl_client_config(node, var_dir, user="replicator")
+    del config["bootstrap.servers"]
+    return config
+
+
 def _jaas(users: dict[str, str], include: tuple[str, ...]) -> str:
     accounts = " ".join(f'user_{u}="{users[u]}"' for u in include)
     return (

@@ -15,15 +15,30 @@ _BIDI_CONTROLS = frozenset(
 )
 
 
-def control_characters(text: str, *, multiline: bool = False) -> list[str]:
-    """The control characters in `text` (each once, as U+XXXX), line breaks and tabs allowed
-    when `multiline`."""
-    allowed = "\n\r\t" if multiline else ""
-    found = {
-        c
+def _is_control(c: str) -> bool:
+    return unicodedata.category(c) == "Cc" or c in _BIDI_CONTROLS
+
+
+_SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def escaped(text: str) -> str:
+    """`text` with each control character shown as an escape, Python-style (`\\x1b`, `\\n`,
+    `\\u202e`): inert wherever it is shown (a terminal, a spreadsheet). Older data may still
+    hold what the door now refuses."""
+    return "".join(
+        (_SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"))
+        if _is_control(c)
+        else c
         for c in text
-        if (unicodedata.category(c) == "Cc" and c not in allowed) or c in _BIDI_CONTROLS
-    }
+    )
+
+
+def control_characters(text: str, *, multiline: bool = False) -> list[str]:
+    """The control characters in `text`, each once, by code point (`U+001B` for ESC); line
+    breaks and tabs allowed when `multiline`."""
+    allowed = "\n\r\t" if multiline else ""
+    found = {c for c in text if _is_control(c) and c not in allowed}
     return sorted(f"U+{ord(c):04X}" for c in found)
 
 

@@ -242,16 +242,13 @@ def registered_clusters(db, devstack):
         config = admin_config(node)
         bootstrap = config.pop("bootstrap.servers")
         clusters[node.name] = register_cluster(
-            audit.Actor.system("tests"), node.name, bootstrap, config, replicator_config(node)
+            audit.Actor.system("tests"),
+            node.name,
+            bootstrap,
+            config,
+            kafka.link_credentials(node, settings.VAR_DIR),  # as `make demo` registers them
         )
     return clusters
-
-
-def replicator_config(node: kafka.KafkaNode) -> dict[str, str]:
-    """The links' least-privileged principal on `node`, as `make demo` registers it."""
-    config = kafka.sasl_client_config(node, settings.VAR_DIR, user="replicator")
-    del config["bootstrap.servers"]
-    return config
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from django.utils import timezone
 from console.access import require
 from replication import audit
 from replication.models import AuditEvent
-from replication.text import control_characters
+from replication.text import escaped
 
 PAGE_SIZE = 100
 CSV_HEADER = [
@@ -44,7 +44,6 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # naively, makes a cell of what follows each one inside a cell too. So a formula starter at the
 # start of a cell or after a separator, past any blanks and quotes, gets a `'` before it.
 _FORMULA = re.compile(r"(^|[;,])([\s\"]*)([" + re.escape("".join(FORMULA_STARTS)) + "])")
-_SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 class UtcDateTimeField(forms.CharField):
@@ -174,23 +173,10 @@ class _Echo:
         return value
 
 
-def _escaped(text: str) -> str:
-    """`text` with its control characters (replication.text's: Cc and bidi controls) shown
-    escaped, Python-style (`\\x1b`, `\\n`, `\\u202e`), as the command-line tools show them: a
-    spreadsheet or a terminal (`cat`, `less`) shows the export, and must not be acted on."""
-    for code in control_characters(text):
-        c = chr(int(code[2:], 16))
-        shown = _SHORT_ESCAPES.get(c) or (
-            f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
-        )
-        text = text.replace(c, shown)
-    return text
-
-
 def safe_cell(value) -> str:
     """A value as inert text for the CSV: control characters escaped, and no formula where a
     spreadsheet would start a cell (see `_FORMULA`)."""
-    text = _escaped("" if value is None else str(value))
+    text = escaped("" if value is None else str(value))
     return _FORMULA.sub(r"\1\2'\3", text)
 
 

@@ -51,8 +51,7 @@ class Command(BaseCommand):
             )
             bootstrap = config.pop("bootstrap.servers")
             # Links from it read as `replicator`, which may only read, not as the super-user.
-            link_config = kafka.sasl_client_config(node, settings.VAR_DIR, user="replicator")
-            del link_config["bootstrap.servers"]
+            link_config = kafka.link_credentials(node, settings.VAR_DIR)
             existing = KafkaCluster.objects.filter(name=node.name).first()
             try:
                 if existing:
