@@ -42,6 +42,7 @@ def _django() -> None:
 
 def _seed():
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
     from django.utils import timezone
 
     from replication.models import (
@@ -92,6 +93,8 @@ def _seed():
     users = get_user_model().objects
     admin = users.create_superuser("bench-admin", password=None)
     operator = users.create_user("bench-operator", password=None)
+    # An operator may ask: a requester without the role would see their requests superseded.
+    operator.groups.add(Group.objects.get_or_create(name="operator")[0])
     now = timezone.now()
     AuditEvent.objects.bulk_create(
         AuditEvent(

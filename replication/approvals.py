@@ -192,7 +192,9 @@ def snapshot(request: ApprovalRequest) -> dict:
 
 def get_request(pk: int | str) -> ApprovalRequest:
     try:
-        request = ApprovalRequest.objects.select_related("link", "destination").get(pk=int(pk))
+        request = ApprovalRequest.objects.select_related("link", "destination", "requester").get(
+            pk=int(pk)
+        )
     except (ValueError, TypeError, ApprovalRequest.DoesNotExist):
         raise not_found(
             f"There is no approval request {pk}. List the requests to see them."
@@ -255,13 +257,13 @@ def _settle_due(request: ApprovalRequest) -> None:
 
 def stale_reason(request: ApprovalRequest) -> str:
     """Why the request can no longer run as asked ("" if it can): its link is gone, or its
-    requester no longer has the authority to ask for it (disabled, deleted, another role)."""
-    if request.link_id is None or not ClusterLink.objects.filter(pk=request.link_id).exists():
+    requester no longer has the authority to ask for it (disabled, deleted, another role).
+    `request` as just read, with its requester (a deleted link or user is NULL there)."""
+    if request.link_id is None:
         return f"link {request.link_name} was deleted"
     user = request.requester
     if user is None:
         return f"the account of {request.requester_name}, who asked, was deleted"
-    user.refresh_from_db(fields=["is_active"])
     if not user.is_active:
         return f"{request.requester_name}, who asked, was disabled"
     if not policy.can(user, REQUESTED_AS[request.action]):
@@ -340,8 +342,10 @@ def _expire_if_due(request: ApprovalRequest) -> None:
 
 
 def settle_all_due() -> None:
-    """Expire or supersede each pending request that is due (there are few at a time)."""
-    for request in ApprovalRequest.objects.filter(state=RState.PENDING).select_related("requester"):
+    """Expire or supersede each pending request that is due: one read of them all, with their
+    requesters and roles (the overview and the approvals list call this on every view)."""
+    pending = ApprovalRequest.objects.filter(state=RState.PENDING).select_related("requester")
+    for request in pending.prefetch_related("requester__groups"):
         _settle_due(request)
 
 
