@@ -100,13 +100,14 @@ format:
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-# The whole suite on SQLite, then the domain and API tests on the devstack's PostgreSQL.
+# The whole suite on SQLite, then the domain and API tests on the devstack's PostgreSQL; each in
+# parallel workers, then the tests that stop shared brokers or Redis alone (tests/suite.py).
 test: setup setup-postgres lint
-	ISTHMUS_DB=sqlite $(VENV)/bin/pytest
+	ISTHMUS_DB=sqlite $(PY) -m tests.suite
 	$(MAKE) --no-print-directory test-postgres
 
 test-postgres: setup-postgres
-	ISTHMUS_DB=postgres $(VENV)/bin/pytest $(POSTGRES_TESTS)
+	ISTHMUS_DB=postgres $(PY) -m tests.suite $(POSTGRES_TESTS)
 
 # Catch-up (1 GiB / 8 partitions), 64 topics x 4 partitions, latency at 2,000 and 20,000
 # records/s, idle CPU, a new mirror's first record and memory, against MirrorMaker 2 and the raw

@@ -33,22 +33,42 @@ from devstack.stack import Stack
 from infra.processes import wait_for
 from tests import leftovers
 from tests.leftovers import admin_config  # here too, as before, for the tests that import it
+from tests.shared_stack import SHARED_PARTS, parts_of, shared_stack
 
 ROOT = Path(__file__).resolve().parent.parent
-# Another Redis database (ISTHMUS_TEST_REDIS_DB) lets a second test run go on beside this one.
-TEST_REDIS_URL = f"redis://127.0.0.1:6380/{os.environ.get('ISTHMUS_TEST_REDIS_DB', '15')}"
-SHARED_PARTS = ["source", "destination", "redis"]
+# Under pytest-xdist (`make test` runs the suite in worker processes, tests/suite.py) each worker
+# is a session of its own: its own test database (pytest-django adds `_gw<n>` to the name), Redis
+# database and Celery worker. So is a second run beside this one (ISTHMUS_TEST_REDIS_DB,
+# ISTHMUS_TEST_DATABASE).
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+_REDIS_DB = int(os.environ.get("ISTHMUS_TEST_REDIS_DB", "15")) - int((XDIST_WORKER or "gw0")[2:])
+TEST_REDIS_URL = f"redis://127.0.0.1:6380/{_REDIS_DB}"
 
 
 def _test_database_name() -> str:
     """The name the tests' console runs under, which its streams write as their owner."""
     db = settings.DATABASES["default"]
-    return str(db.get("TEST", {}).get("NAME") or f"test_{db['NAME']}")
+    name = str(db.get("TEST", {}).get("NAME") or f"test_{db['NAME']}")
+    return f"{name}_{XDIST_WORKER}" if XDIST_WORKER else name
 
 
 # What this session makes that carries no marker (its links), and where to look for it: the
 # tests' Redis database and the user's (settings.REDIS_URL before the tests override it).
 LEDGER = leftovers.Ledger(_test_database_name(), [TEST_REDIS_URL, settings.REDIS_URL])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With pytest-xdist's workers, the clusters and Redis are started once, here in the
+    controlling process, for all of them (and stopped at the end if they were not up before)."""
+    if getattr(config, "workerinput", None) is None and config.getoption("numprocesses", None):
+        held = contextlib.ExitStack()
+        stack = _stack()
+        held.enter_context(shared_stack(stack, parts_of(stack)))
+        config.add_cleanup(held.close)
+
+
+def _stack() -> Stack:
+    return Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -97,7 +117,7 @@ def _test_redis_database():
 
 @pytest.fixture(scope="session")
 def stack() -> Stack:
-    return Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
+    return _stack()
 
 
 @pytest.fixture(scope="session")
@@ -107,23 +127,15 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, s
     if settings.DEVSTACK_POSTGRES is None:
         yield
         return
-    started_here = not any(s.pid for s in stack.status(["postgres"]))
-    try:
-        stack.up(["postgres"], echo=lambda _: None)
+    with shared_stack(stack, ["postgres"]):
         yield
-    finally:
-        if started_here:
-            stack.down(["postgres"], echo=lambda _: None)
 
 
 @pytest.fixture(scope="session")
 def devstack(stack, request):
     """The two clusters and Redis, up for the whole session. They may be a user's `make demo`
     stack: the session then leaves nothing of its own on them, and fails if it would."""
-    already = {s.name for s in stack.status(SHARED_PARTS) if s.pid}
-    started_here = [name for name in SHARED_PARTS if name not in already]
-    try:
-        stack.up(SHARED_PARTS, echo=lambda _: None)
+    with shared_stack(stack, SHARED_PARTS):
         LEDGER.claim_test_redis()
         _report(request, "removed, left by sessions killed long ago", leftovers.sweep_stale(LEDGER))
         try:
@@ -134,9 +146,6 @@ def devstack(stack, request):
             _report(request, "removed at the end of the session", leftovers.sweep(LEDGER))
             left = leftovers.remaining(LEDGER)
             assert not left, "The session left on the clusters or in Redis:\n" + "\n".join(left)
-    finally:
-        if started_here:
-            stack.down(started_here, echo=lambda _: None)
 
 
 def _report(request, what: str, removed: list[str]) -> None:

@@ -21,7 +21,11 @@ from tests.integration.test_stream_failures import _copied, _keep_producing, _so
 from tests.mirror_checks import ACTOR, assert_exact_copy, caught_up, committed_link, eventually
 
 # The worker sees only committed rows.
-pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.serial,
+]
 
 
 def _kill_hard(proc) -> None:

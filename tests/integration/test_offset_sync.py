@@ -399,6 +399,7 @@ def test_a_prefixed_link_can_give_the_synced_groups_its_prefix(make_link, make_t
     assert GroupOffsetSync.objects.get(link=link, group=group).destination_group == f"west.{group}"
 
 
+@pytest.mark.serial
 def test_offsets_sync_again_by_themselves_after_the_source_broker_was_restarted(copied, stack):
     link, topic = copied.link, copied.names["plain"]
     group = f"{BASE}-restart"

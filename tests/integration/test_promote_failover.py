@@ -182,6 +182,7 @@ def test_a_pause_racing_a_failure_does_not_overwrite_it(
     assert event.result == "refused" and event.actor_name == "admin"
 
 
+@pytest.mark.serial
 def test_a_failover_works_with_the_source_cluster_stopped(
     transactional_db, celery_worker, stack, make_link, make_topic, topic_name, users, client_as
 ):

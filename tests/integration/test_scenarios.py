@@ -117,6 +117,7 @@ def test_migration_moves_a_group_with_its_offsets_then_promotes(
     _left_nothing(run)
 
 
+@pytest.mark.serial
 def test_disaster_recovery_fails_over_and_the_group_resumes_with_the_source_gone(
     transactional_db, celery_worker, registered_clusters, stack
 ):

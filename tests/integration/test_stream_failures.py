@@ -24,7 +24,7 @@ from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import ACTOR, assert_exact_copy, committed_link, run_until_copied
 
-pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+pytestmark = [pytest.mark.integration, pytest.mark.django_db, pytest.mark.serial]
 
 RECENT = int(time.time() * 1000) - 600_000
 

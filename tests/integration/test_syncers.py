@@ -109,6 +109,7 @@ def test_the_tutorials_partition_step_grows_the_mirror_within_metadata_max_age(
     assert AuditEvent.objects.filter(action="mirror.grow", actor_name="syncer").exists()
 
 
+@pytest.mark.serial
 def test_a_stopped_source_makes_the_link_unavailable_and_it_recovers_by_itself(
     transactional_db, celery_worker, devstack, make_link, make_topic, topic_name
 ):

@@ -1,0 +1,29 @@
+"""The devstack parts test sessions share, up for as long as a session (or `make test`) needs
+them, and stopped afterwards only if it started them (they may be a user's `make demo`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from devstack.stack import Stack
+
+SHARED_PARTS = ["source", "destination", "redis"]
+
+
+def parts_of(stack: Stack) -> list[str]:
+    """Every part the tests share: the clusters, Redis, and the PostgreSQL the test database is
+    made on (with ISTHMUS_DB=postgres)."""
+    return (["postgres"] if stack.postgres else []) + SHARED_PARTS
+
+
+@contextmanager
+def shared_stack(stack: Stack, parts: list[str]) -> Iterator[Stack]:
+    already = {s.name for s in stack.status(parts) if s.pid}
+    started = [name for name in parts if name not in already]
+    try:
+        stack.up(parts, echo=lambda _: None)
+        yield stack
+    finally:
+        if started:
+            stack.down(started, echo=lambda _: None)
