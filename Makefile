@@ -34,6 +34,7 @@ help:
 	@echo "make status  show each part of the stack"
 
 setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched $(if $(WANT_POSTGRES),setup-postgres)
+	@$(PY) manage.py init_var -v 0
 
 # Debian packages the stack needs, installed only when missing.
 system-packages:

@@ -9,9 +9,13 @@ REDIS_URL         Celery broker and control channel; default redis://127.0.0.1:6
 SPARK_MASTER      where link streams run; default local[*]
 ISTHMUS_SPARK_CONF  extra Spark settings for link streams, key=value,key=value
 ISTHMUS_SPARK_AUTH_SECRET  the shared secret of a standalone Spark cluster (spark:// master)
-SECRET_KEY        Django's signing key; generated into <var>/secret_key when unset
-ISTHMUS_ENCRYPTION_KEY  Fernet key for secrets at rest; generated into
-                  <var>/encryption_key when unset
+SECRET_KEY        Django's signing key; when unset, the one `manage.py init_var` generated
+                  into <var>/secret_key
+ISTHMUS_ENCRYPTION_KEY  Fernet key for secrets at rest; when unset, the one `manage.py
+                  init_var` generated into <var>/encryption_key
+
+Importing the settings writes nothing: `manage.py init_var` (which `make setup`, so `make demo`
+and `make test`, runs) makes var/ and the keys.
 ISTHMUS_ORDINARY_BOOTSTRAP  where a client of no privilege reaches each registered cluster,
                   name=host:port,name=host:port (the scenarios' read-only check); default
                   the embedded stack's PLAINTEXT listeners:
@@ -24,31 +28,28 @@ DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS
 
 import os
 import re
-import secrets
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.utils import get_random_secret_key
-
-from infra.secretfile import read_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ISTHMUS_VAR_DIR", BASE_DIR / "var")).resolve()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
-# Owner-only: it holds the database, keys and cluster credentials. A group's right to pass
-# through (not to list) is kept: the devstack's PostgreSQL, run by root as the `postgres` user,
-# reaches its data directory in var/ that way (devstack/postgres.py).
-VAR_DIR.chmod(0o700 | (VAR_DIR.stat().st_mode & 0o010))
 # The only place link configs may name files on this machine (trust stores, key stores).
 TLS_FILES_DIR = Path(os.environ.get("ISTHMUS_TLS_DIR", VAR_DIR / "tls")).resolve()
 
 
-def _key_from_env_or_file(env_name: str, filename: str, make) -> str:
-    """A key from the environment, or one generated once into var/ (owner-only)."""
-    return os.environ.get(env_name) or read_or_create(VAR_DIR / filename, make)
+def _key_from_env_or_file(env_name: str, filename: str) -> str:
+    """A key from the environment, or the one `manage.py init_var` generated into var/. Until
+    then it is empty: Django refuses an empty SECRET_KEY where one is needed, and
+    replication.crypto an empty encryption key, each saying to run init_var."""
+    return os.environ.get(env_name) or _var_file(filename)
+
+
+def _var_file(filename: str) -> str:
+    path = VAR_DIR / filename
+    return path.read_text().strip() if path.exists() else ""
 
 
 def _env_bool(name: str) -> bool:
@@ -95,10 +96,8 @@ def spark_conf(text: str) -> dict[str, str]:
     return conf
 
 
-SECRET_KEY = _key_from_env_or_file("SECRET_KEY", "secret_key", get_random_secret_key)
-ENCRYPTION_KEY = _key_from_env_or_file(
-    "ISTHMUS_ENCRYPTION_KEY", "encryption_key", lambda: Fernet.generate_key().decode()
-)
+SECRET_KEY = _key_from_env_or_file("SECRET_KEY", "secret_key")
+ENCRYPTION_KEY = _key_from_env_or_file("ISTHMUS_ENCRYPTION_KEY", "encryption_key")
 DEBUG = _env_bool("DEBUG")
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -166,7 +165,7 @@ if ISTHMUS_DB == "postgres" and not os.environ.get("DATABASE_URL"):
         "port": 5433,
         "user": "isthmus",
         "name": "isthmus",
-        "password": read_or_create(VAR_DIR / "postgres_password", lambda: secrets.token_hex(24)),
+        "password": _var_file("postgres_password"),  # made by init_var
     }
     _default_database_url = "postgres://{user}:{password}@{host}:{port}/{name}".format(
         **DEVSTACK_POSTGRES
@@ -243,7 +242,6 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))  # collectstatic target
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "console" / "static"]
 WHITENOISE_USE_FINDERS = True  # serve straight from the apps; no collectstatic step needed
 

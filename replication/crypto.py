@@ -6,6 +6,7 @@ import re
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 SENSITIVE_MASK = "(sensitive)"
 
@@ -21,6 +22,11 @@ def is_sensitive(key: str) -> bool:
 
 
 def _fernet() -> Fernet:
+    if not settings.ENCRYPTION_KEY:
+        raise ImproperlyConfigured(
+            "No encryption key for stored secrets: set ISTHMUS_ENCRYPTION_KEY, or run "
+            "'python manage.py init_var' to generate one into var/ (make setup does)."
+        )
     return Fernet(settings.ENCRYPTION_KEY.encode())
 
 

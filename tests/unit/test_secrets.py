@@ -1,7 +1,8 @@
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from replication.clusters import parse_client_config
-from replication.crypto import is_sensitive
+from replication.crypto import encrypt, is_sensitive
 from replication.errors import ReplicationError
 from replication.models import KafkaCluster
 
@@ -57,3 +58,9 @@ def test_client_config_lines_are_parsed_with_clear_errors():
         parse_client_config("a=1\njunk\n")
     with pytest.raises(ReplicationError, match="its own field"):
         parse_client_config("bootstrap.servers=x:1")
+
+
+def test_without_an_encryption_key_nothing_is_encrypted_and_the_error_says_what_to_do(settings):
+    settings.ENCRYPTION_KEY = ""
+    with pytest.raises(ImproperlyConfigured, match="run 'python manage.py init_var'"):
+        encrypt("a password")

@@ -49,3 +49,42 @@ def test_good_values_are_read(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "30", "2.5"]
+
+
+def test_importing_the_settings_writes_nothing(tmp_path):
+    var = tmp_path / "var"
+    result = _settings(var)
+    assert result.returncode == 0, result.stderr
+    assert not var.exists()
+
+
+def _manage(var: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "ISTHMUS_ENCRYPTION_KEY")}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**env, "ISTHMUS_VAR_DIR": str(var)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_without_keys_the_console_says_to_run_init_var_which_makes_them_once(tmp_path):
+    var = tmp_path / "var"
+    refused = _manage(var, "check")
+    assert refused.returncode != 0
+    assert "No SECRET_KEY" in refused.stderr and "no ISTHMUS_ENCRYPTION_KEY" in refused.stderr
+    assert "Run 'python manage.py init_var'" in refused.stderr
+    assert not var.exists()
+
+    assert _manage(var, "init_var").returncode == 0
+    keys = {name: (var / name).read_text() for name in ("secret_key", "encryption_key")}
+    assert all(len(key) >= 40 for key in keys.values())
+    assert {oct((var / name).stat().st_mode & 0o777) for name in keys} == {"0o600"}
+    assert var.stat().st_mode & 0o007 == 0  # nothing for others
+    assert (var / "static").is_dir()
+    assert _manage(var, "check").returncode == 0
+
+    assert _manage(var, "init_var").returncode == 0  # again: the keys are kept, not replaced
+    assert {name: (var / name).read_text() for name in keys} == keys

@@ -1,0 +1,39 @@
+"""Start-up checks: a console without its keys says how to make them, before any request."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.checks import Error, register
+from django.core.exceptions import ImproperlyConfigured
+
+# Each key's setting, the variable that gives it and its file in var/ (settings.py).
+KEYS = [
+    ("SECRET_KEY", "SECRET_KEY", "secret_key"),
+    ("ENCRYPTION_KEY", "ISTHMUS_ENCRYPTION_KEY", "encryption_key"),
+]
+
+
+def _present(setting: str) -> bool:
+    try:
+        return bool(getattr(settings, setting))
+    except ImproperlyConfigured:  # Django's own refusal of an empty SECRET_KEY
+        return False
+
+
+@register
+def keys_present(app_configs, **kwargs) -> list[Error]:
+    missing = [
+        f"{variable} (nor {settings.VAR_DIR / filename})"
+        for setting, variable, filename in KEYS
+        if not _present(setting)
+    ]
+    if not missing:
+        return []
+    return [
+        Error(
+            f"No {' and no '.join(missing)}.",
+            hint="Run 'python manage.py init_var' to generate them into var/ (make setup does), "
+            "or set the variables.",
+            id="isthmus.E001",
+        )
+    ]
