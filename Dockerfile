@@ -9,7 +9,7 @@ COPY replication replication
 COPY spark_jobs spark_jobs
 COPY infra infra
 COPY devstack devstack
-COPY isthmus_cli isthmus_cli
+COPY cli cli
 COPY templates templates
 # Editable, so the project root (templates, manage.py) stays /app.
 RUN pip install --no-cache-dir -e '.[postgres]'

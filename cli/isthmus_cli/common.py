@@ -20,9 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from infra import kafka_admin
-from infra.client_config import librdkafka_config
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+try:  # installed alone (pip install ./cli), the tools carry infra/ inside as isthmus_cli._infra
+    from isthmus_cli._infra import kafka_admin
+    from isthmus_cli._infra.client_config import librdkafka_config
+except ModuleNotFoundError:  # with the server, infra/ is its own package
+    from infra import kafka_admin
+    from infra.client_config import librdkafka_config
+
+KafkaAdmin, KafkaAdminError = kafka_admin.KafkaAdmin, kafka_admin.KafkaAdminError
 
 # librdkafka logs every failed connection attempt (many a second while a cluster is down); the
 # tools report one clear error instead, so its log lines go nowhere.

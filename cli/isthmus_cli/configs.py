@@ -1,27 +1,39 @@
 """kafka-configs: with --cluster-link, describe and alter a link's configs through the console;
-any other call is Apache Kafka's own kafka-configs, unchanged."""
+any other call is Apache Kafka's own kafka-configs, unchanged.
+
+In a checkout it is bin/kafka-configs, as the tutorial types it. Installed alone (cli/) it is
+`isthmus-kafka-configs`, so it never shadows Apache Kafka's own `kafka-configs` on the PATH."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
 from isthmus_cli.common import CliError, Session, configs_from, names, parser, run
 
-KAFKA_RUN = Path(__file__).resolve().parent.parent / "devstack" / "kafka-run"
+# Apache Kafka from the jars `make setup` fetched, in a checkout (cli/isthmus_cli/ is two below).
+KAFKA_RUN = Path(__file__).resolve().parents[2] / "devstack" / "kafka-run"
 
 
 def _kafka_configs(argv: list[str]) -> None:
-    """Hand the call to Apache Kafka's tool: from KAFKA_HOME if set, else the fetched jars."""
+    """Hand the call to Apache Kafka's tool: from KAFKA_HOME if set, else the checkout's jars,
+    else `kafka-configs.sh` on the PATH."""
     if os.environ.get("KAFKA_HOME"):
         tool = Path(os.environ["KAFKA_HOME"]) / "bin" / "kafka-configs.sh"
         command = [str(tool), *argv]
-    else:
+    elif KAFKA_RUN.exists():
         tool = KAFKA_RUN
         command = [str(tool), "kafka.admin.ConfigCommand", *argv]
+    else:
+        tool = Path(shutil.which("kafka-configs.sh") or "kafka-configs.sh")
+        command = [str(tool), *argv]
     if not tool.exists():
-        raise CliError(f"Apache Kafka's kafka-configs was not found at {tool}: set KAFKA_HOME.")
+        raise CliError(
+            f"Apache Kafka's kafka-configs was not found at {tool}: set KAFKA_HOME to an "
+            "Apache Kafka install (or give --cluster-link for a link's configs)."
+        )
     os.execv(tool, command)  # noqa: S606
 
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from infra.kafka_admin import KafkaAdminError
-from isthmus_cli.common import CliError, Session, names, parser, run
+from isthmus_cli.common import CliError, KafkaAdminError, Session, names, parser, run
 
 COLUMNS = [
     "Topic",

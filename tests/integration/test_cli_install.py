@@ -39,11 +39,11 @@ def _run(command: list[str], cwd: Path, timeout: int = 60) -> subprocess.Complet
 def cli_venv(tmp_path_factory) -> Path:
     """A fresh virtualenv (no system site-packages) with `pip install ./cli` done in it."""
     work = tmp_path_factory.mktemp("cli-install")
-    # The distribution needs only cli/, isthmus_cli/ and infra/ beside it: copy just those, so the
-    # install proves nothing else of the repo is needed and its build files stay out of the
-    # checkout (and apart from concurrent runs).
+    # The distribution needs only cli/ and infra/ beside it: copy just those, so the install
+    # proves nothing else of the repo is needed and its build files stay out of the checkout
+    # (and apart from concurrent runs).
     skip = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
-    for folder in ("cli", "isthmus_cli", "infra"):
+    for folder in ("cli", "infra"):
         shutil.copytree(ROOT / folder, work / folder, ignore=skip)
     env_dir = work / "venv"
     venv.create(env_dir, with_pip=True, system_site_packages=False, clear=True)
@@ -55,23 +55,38 @@ def cli_venv(tmp_path_factory) -> Path:
     return env_dir
 
 
-@pytest.mark.parametrize("module", ["django", "pyspark", "replication", "console"])
+@pytest.mark.parametrize("module", ["django", "pyspark", "replication", "console", "infra"])
 def test_the_server_packages_are_not_installed(cli_venv, tmp_path, module):
     result = _run([str(cli_venv / "bin" / "python"), "-c", f"import {module}"], cwd=tmp_path)
     assert result.returncode != 0
     assert f"No module named '{module}'" in result.stderr
 
 
-@pytest.mark.parametrize(
-    "tool", ["kafka-mirrors", "kafka-cluster-links", "kafka-replica-status", "kafka-configs"]
-)
+TOOLS = ["kafka-mirrors", "kafka-cluster-links", "kafka-replica-status", "isthmus-kafka-configs"]
+
+
+@pytest.mark.parametrize("tool", TOOLS)
 def test_the_tools_run(cli_venv, tmp_path, tool):
     argv = [str(cli_venv / "bin" / tool), "--help"]
-    if tool == "kafka-configs":  # without --cluster-link it is Apache Kafka's own tool
+    if tool == "isthmus-kafka-configs":  # without --cluster-link it is Apache Kafka's own tool
         argv.insert(1, "--cluster-link=demo-link")
     result = _run(argv, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("usage: " + tool), result.stdout
+    assert result.stdout.startswith("usage: " + tool.removeprefix("isthmus-")), result.stdout
+
+
+def test_the_tools_are_the_only_commands_and_none_shadows_apache_kafkas(cli_venv):
+    commands = {p.name for p in (cli_venv / "bin").iterdir()}
+    assert set(TOOLS) <= commands
+    assert not {"kafka-configs", "kafka-configs.sh"} & commands
+
+
+def test_kafka_configs_without_a_link_names_what_to_set_when_no_kafka_is_found(cli_venv, tmp_path):
+    tool = cli_venv / "bin" / "isthmus-kafka-configs"
+    result = _run(["env", "-u", "KAFKA_HOME", str(tool), "--describe"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Apache Kafka's kafka-configs was not found" in result.stderr
+    assert "set KAFKA_HOME" in result.stderr
 
 
 def test_only_the_tools_and_confluent_kafka_are_installed(cli_venv, tmp_path):

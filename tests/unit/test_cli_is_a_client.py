@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-CLI = ROOT / "isthmus_cli"
+CLI = ROOT / "cli" / "isthmus_cli"
 SERVER = {
     "replication",
     "console",
