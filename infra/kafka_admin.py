@@ -11,6 +11,7 @@ import logging
 import re
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -173,7 +174,9 @@ class KafkaAdmin:
     def __init__(self, config: dict[str, str], timeout: float = 5.0):
         self.bootstrap = config.get("bootstrap.servers", "?")
         self.timeout = timeout
-        self._client_errors: list[KafkaError] = []
+        # The client's own errors (a failed login, a broker gone), the newest kept.
+        self._client_errors: deque[KafkaError] = deque(maxlen=50)
+        self.failed = False  # a request failed: its owner should not reuse it
         try:
             self._client = AdminClient(
                 {
@@ -190,16 +193,24 @@ class KafkaAdmin:
             detail = error.str() if isinstance(error, KafkaError) else str(exc)
             raise InvalidClientConfig(detail) from exc
 
+    def clear_client_errors(self) -> None:
+        """Take the client's queued errors and forget them: a reused client's next failure is
+        then explained by what happened since, not by an old disconnection."""
+        self._client.poll(0)
+        self._client_errors.clear()
+
     def _fail(self, doing: str, exc: Exception) -> KafkaAdminError:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         # A failed login shows up on the request as a timeout; the client's own error says why.
+        self.failed = True
         self._client.poll(0)
-        auth_errors = [e for e in self._client_errors if e.code() == KafkaError._AUTHENTICATION]
+        recent = list(self._client_errors)
+        auth_errors = [e for e in recent if e.code() == KafkaError._AUTHENTICATION]
         if auth_errors:
             error = auth_errors[-1]
         detail = error.str() if error else str(exc) or type(exc).__name__
-        if self._client_errors and self._client_errors[-1] is not error:
-            detail += f"; last connection error: {self._client_errors[-1].str()}"
+        if recent and recent[-1] is not error:
+            detail += f"; last connection error: {recent[-1].str()}"
         hint = ""
         if error and error.code() == KafkaError._AUTHENTICATION:
             hint = " Check the SASL/SSL settings and credentials in the client config."

@@ -1,7 +1,18 @@
 """Admin clients: for a registered cluster through its (privileged) client config, and for a
-link's source through the link's own credentials."""
+link's source through the link's own credentials.
+
+A client is kept per process and config and reused (a mirror page polled every 3 s, the beat's
+syncers every few seconds, would otherwise each open new connections to every broker); one
+unused for IDLE_S is dropped, which closes its connections, and so is the least recently used
+beyond MAX_CLIENTS, and one whose request failed (the next call starts afresh, and its error
+says what went wrong then). A changed config (new credentials, say) is a new key.
+"""
 
 from __future__ import annotations
+
+import os
+import threading
+import time
 
 from django.conf import settings
 
@@ -23,7 +34,32 @@ def cluster_admin(cluster: KafkaCluster) -> KafkaAdmin:
     return connect(cluster.connection_config())
 
 
+IDLE_S = 300
+MAX_CLIENTS = 32
+_clients: dict[tuple, tuple[KafkaAdmin, float]] = {}  # key: (pid, config, timeout)
+_lock = threading.Lock()
+
+
 def connect(config: dict[str, str]) -> KafkaAdmin:
+    """The process's client for `config`, made on first use."""
+    # The pid: a client's threads do not survive a fork, so a child never uses its parent's.
+    key = (os.getpid(), tuple(sorted(config.items())), settings.KAFKA_ADMIN_TIMEOUT)
+    now = time.monotonic()
+    with _lock:
+        for old in [k for k, (_, used) in _clients.items() if now - used > IDLE_S]:
+            del _clients[old]
+        if key in _clients and not _clients[key][0].failed:
+            admin = _clients[key][0]
+            admin.clear_client_errors()
+        else:
+            admin = _new(config)
+        _clients[key] = (admin, now)
+        while len(_clients) > MAX_CLIENTS:
+            del _clients[min(_clients, key=lambda k: _clients[k][1])]
+    return admin
+
+
+def _new(config: dict[str, str]) -> KafkaAdmin:
     try:
         return KafkaAdmin(config, timeout=settings.KAFKA_ADMIN_TIMEOUT)
     except InvalidClientConfig as exc:
