@@ -34,7 +34,7 @@ from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
 from . import control, translation
 
-log = logging.getLogger("isthmus.copier")
+log = logging.getLogger("spark_jobs.copier")
 
 CONTROL_S = 0.2  # how often a task reads its assignment and the epoch
 BEAT_S = 1.0  # how often it reports
@@ -143,7 +143,7 @@ class Copier:
                     break
                 if now >= self.next_beat:
                     self.beat()
-                if not self.writable():
+                if not self.prepare_to_write():
                     time.sleep(CONTROL_S)
                     continue
                 try:
@@ -154,7 +154,9 @@ class Copier:
         finally:
             self.close()
 
-    def writable(self) -> bool:
+    def prepare_to_write(self) -> bool:
+        """Stop writing (dropping what is held) once the control channel has been silent too
+        long, take up a newer assignment, and say whether there is anything to copy now."""
         if time.monotonic() - self.last_contact > CONTACT_S:
             if self.cursors:
                 self.reset(
@@ -177,7 +179,7 @@ class Copier:
                 control.epoch_key(self.link_id), control.assignment_key(self.link_id, self.slot)
             )
         except redis.RedisError:
-            return  # `writable` stops writing once this has lasted CONTACT_S
+            return  # `prepare_to_write` stops writing once this has lasted CONTACT_S
         if epoch is not None and epoch.decode() != self.epoch:
             log.info("Task %d of link %s: epoch %s ended", self.slot, self.link_id, self.epoch)
             self.ended = True

@@ -35,9 +35,9 @@ if __package__ in (None, ""):  # run as a file by spark-submit: import the proje
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
-from spark_jobs import control, copier, source_watch, translation
+from spark_jobs import control, copier, planning, source_watch, translation
 
-log = logging.getLogger("isthmus.stream")
+log = logging.getLogger("spark_jobs.link_stream")  # not __name__: run as __main__
 
 LOOP_S = 0.2  # how often the driver reads the mirror set (changes reach tasks within ~0.5 s)
 BEAT_S = 1.0
@@ -79,15 +79,15 @@ class LinkApplication:
         self.job_started = 0.0
         self.failures = 0
         self.version = 0
-        self.assigned: list[dict[tuple, dict]] = []  # per slot: ident -> partition entry
-        self.home: dict[tuple, int] = {}  # ident -> the slot that had it (this epoch)
-        self.pending: deque[tuple[int, int]] = deque()  # (generation, version) to acknowledge
+        self.assigned: planning.Holdings = []
+        self.home: dict[planning.Ident, int] = {}  # the slot that had each (this epoch)
+        self.pending: list[tuple[int, int]] = []  # (generation, version) to acknowledge
         self.planned: tuple | None = None
         # Reporting.
         self.base = [0, 0]  # records and bytes of earlier epochs
         self.seen = [0, 0]  # of the current one
         self.window: deque[tuple[float, int, int]] = deque()
-        self.error = ""
+        self.error = ""  # what went wrong since the last heartbeat, which reports it
         self.next_beat = 0.0
 
     # --- the loop ---------------------------------------------------------------------------
@@ -95,7 +95,7 @@ class LinkApplication:
     def run(self) -> int:
         self.watch.start()
         claimed = self.claim()
-        self.beat("starting")
+        self.publish_heartbeat("starting")
         self.sc = spark_context(self.spec)
         cores = self.sc.defaultParallelism
         self.slots = max(1, int(self.spec.get("tasks") or cores))
@@ -115,13 +115,18 @@ class LinkApplication:
             if self.job is None or not self.job.is_alive():
                 claimed = self.relaunch(claimed)
             if time.monotonic() >= self.next_beat:
-                self.grow()
-                self.beat("running")
+                self.grow_mirror_topics()
+                reports = self.task_reports()
+                self.take_up_acknowledgements(reports)
+                if self.job is not None and self.job.is_alive():
+                    self.publish_assignments()  # again each second: Redis may have lost them
+                self.tell_watch()
+                self.publish_heartbeat("running", reports)
             time.sleep(LOOP_S)
         self.end_epoch()
         self.watch.stop()
         self.translation.close()
-        self.beat("stopped")
+        self.publish_heartbeat("stopped")
         return 0
 
     def follow(self) -> bool:
@@ -172,12 +177,12 @@ class LinkApplication:
             if self.failures > len(RELAUNCH_S):
                 raise RuntimeError(f"the copy job failed {self.failures} times: {self.error}")
             self.job = None
-            self.beat("running")
+            self.publish_heartbeat("running")
             time.sleep(RELAUNCH_S[self.failures - 1])
             claimed = self.claim()
         self.wait_for_old_tasks(claimed)
         self.assigned = [{} for _ in range(self.slots)]
-        self.home, self.planned, self.pending = {}, None, deque()
+        self.home, self.planned, self.pending = {}, None, []
         self.base = [b + s for b, s in zip(self.base, self.seen, strict=True)]
         self.seen = [0, 0]
         self.plan()
@@ -229,46 +234,15 @@ class LinkApplication:
     # --- handing out partitions ------------------------------------------------------------
 
     def plan(self) -> None:
-        """Give each task its partitions: the mirror set's, minus what it no longer has."""
+        """Hand each task its partitions anew when the mirror set or a topic's partitions
+        changed: a new plan version for the tasks to apply and acknowledge."""
         if (self.generation, self.partitions) == self.planned:
             return
-        wanted = self.wanted_partitions()  # may grow the partitions
-        for held in self.assigned:
-            for ident in [i for i in held if i not in wanted]:
-                del held[ident]
-        held = {ident for slot in self.assigned for ident in slot}
-        added = [ident for ident in wanted if ident not in held]
-        ready = True
-        if added:
-            began = time.monotonic()
-            try:
-                runs = self.runs_for(added)
-            except (KafkaAdminError, translation.StoreFailed, RuntimeError) as exc:
-                # New partitions without a leader yet, say: tried again at the next loop.
-                self.error = f"cannot start {len(added)} partition(s) yet: {exc}"
-                log.warning("Link %s: %s", self.name, self.error)
-                added, ready = [], False
-            for ident in added:
-                slot = self.home.get(ident)
-                if slot is None:
-                    slot = min(range(self.slots), key=lambda s: len(self.assigned[s]))
-                self.home[ident] = slot
-                mirror, topic_id, p = ident
-                self.assigned[slot][ident] = {
-                    "mirror": mirror,
-                    "source": self.mirrors[mirror],
-                    "topic_id": topic_id,
-                    "partition": p,
-                    "runs": [[e.source, e.destination] for e in runs[ident].entries],
-                }
-        if added:
-            log.info(
-                "Link %s: handing out %d partition(s) of %s (prepared in %.2f s)",
-                self.name,
-                len(added),
-                ", ".join(sorted({m for m, _, _ in added})),
-                time.monotonic() - began,
-            )
+        self.grow_mirror_topics()
+        self.learn_mirror_topics()
+        wanted = planning.wanted_partitions(self.mirrors, self.topic_ids, self.partitions)
+        added, ready = self.entries_for(planning.not_held(self.assigned, wanted))
+        self.assigned, self.home = planning.assign(self.assigned, self.home, wanted, added)
         if ready:
             self.planned = (self.generation, dict(self.partitions))
         # Each plan is a version the tasks acknowledge, even when it moves nothing: that is
@@ -277,9 +251,41 @@ class LinkApplication:
         self.pending.append((self.generation, self.version))
         self.publish_assignments()
 
-    def wanted_partitions(self) -> set[tuple[str, str, int]]:
-        """Every partition of the mirror set, as (mirror, topic id, partition)."""
-        self.grow()
+    def entries_for(self, idents: list[planning.Ident]) -> tuple[dict[planning.Ident, dict], bool]:
+        """What a task needs to start copying each partition (its source topic and stored
+        offset runs); False when they cannot be read yet (then none starts, and the next loop
+        tries again)."""
+        if not idents:
+            return {}, True
+        began = time.monotonic()
+        try:
+            runs = self.runs_for(idents)
+        except (KafkaAdminError, translation.StoreFailed, RuntimeError) as exc:
+            # New partitions without a leader yet, say.
+            self.error = f"cannot start {len(idents)} partition(s) yet: {exc}"
+            log.warning("Link %s: %s", self.name, self.error)
+            return {}, False
+        log.info(
+            "Link %s: handing out %d partition(s) of %s (prepared in %.2f s)",
+            self.name,
+            len(idents),
+            ", ".join(sorted({m for m, _, _ in idents})),
+            time.monotonic() - began,
+        )
+        return {
+            (mirror, topic_id, p): {
+                "mirror": mirror,
+                "source": self.mirrors[mirror],
+                "topic_id": topic_id,
+                "partition": p,
+                "runs": [[e.source, e.destination] for e in runs[mirror, topic_id, p].entries],
+            }
+            for mirror, topic_id, p in idents
+        }, True
+
+    def learn_mirror_topics(self) -> None:
+        """Note the id and partitions of each mirror topic new to the set, from the
+        destination; one that does not answer is tried again at the next plan."""
         for mirror in self.mirrors:
             if mirror not in self.topic_ids:
                 try:
@@ -288,17 +294,12 @@ class LinkApplication:
                     self.error = f"mirror topic {mirror}: {exc}"
                     continue
                 # A new mirror has its source's partitions, so its copy starts without
-                # waiting for the source; partitions the source gains are added by `grow`.
+                # waiting for the source; partitions the source gains are added by
+                # `grow_mirror_topics`.
                 self.topic_ids[mirror] = info.topic_id
                 self.partitions[mirror] = max(self.partitions.get(mirror, 0), info.partitions)
-        return {
-            (m, self.topic_ids[m], p)
-            for m in self.mirrors
-            if m in self.topic_ids
-            for p in range(self.partitions.get(m, 0))
-        }
 
-    def runs_for(self, idents: list[tuple[str, str, int]]) -> dict[tuple, translation.Runs]:
+    def runs_for(self, idents: list[planning.Ident]) -> dict[planning.Ident, translation.Runs]:
         """The stored offset runs of partitions about to start. A partition with nothing
         copied yet whose source starts above offset 0 gets its first entry now, so its lag
         and translation are right before its first record."""
@@ -338,14 +339,10 @@ class LinkApplication:
         except redis.RedisError as exc:
             self.error = f"Redis does not answer: {exc}"
 
-    def grow(self) -> None:
+    def grow_mirror_topics(self) -> None:
         """Give each mirror topic the partitions its source has gained, before copying them."""
-        counts = self.watch.counts  # the source down: grown when it is back
-        grown = {
-            m: counts[s]
-            for m, s in self.mirrors.items()
-            if counts.get(s, 0) > self.partitions.get(m, 0)
-        }
+        # The source down: grown when it is back.
+        grown = planning.grown(self.mirrors, self.watch.counts, self.partitions)
         if not grown:
             return
         try:
@@ -371,71 +368,26 @@ class LinkApplication:
 
     # --- reporting ----------------------------------------------------------------------------
 
-    def tasks(self) -> list[dict | None]:
+    def task_reports(self) -> list[dict | None]:
+        """What each task of the running epoch last reported (None: nothing yet)."""
         keys = [control.task_key(self.link_id, self.epoch, s) for s in range(len(self.assigned))]
-        if not keys:
+        if self.job is None or not keys:
             return []
-        return [json.loads(raw) if raw else None for raw in self.redis.mget(keys)]
-
-    def acknowledge(self, reports: list[dict | None]) -> None:
-        """The generation whose mirror set every task has taken up: a task not reporting has
-        not started yet (it will take up the latest) or has stopped."""
-        applied = min((r["version"] for r in reports if r is not None), default=self.version)
-        while self.pending and self.pending[0][1] <= applied:
-            self.acked = max(self.acked, self.pending.popleft()[0])
-        for generation in [g for g in self.sets if g < self.acked]:
-            del self.sets[generation]
-
-    def beat(self, state: str) -> None:
-        self.next_beat = time.monotonic() + BEAT_S
-        now = time.time()
         try:
-            reports = self.tasks() if self.job is not None else []
+            return [json.loads(raw) if raw else None for raw in self.redis.mget(keys)]
         except redis.RedisError:
-            reports = []
+            return []
+
+    def take_up_acknowledgements(self, reports: list[dict | None]) -> None:
+        """Note the generation every task has taken up, and forget older mirror sets."""
         if self.job is not None and self.job.is_alive():
-            self.acknowledge(reports)
-            self.publish_assignments()  # again each second: Redis may have lost them
+            self.acked, self.pending = planning.acknowledged(
+                self.pending, reports, self.version, self.acked
+            )
         elif self.job is None and not self.assigned:
             self.acked = self.generation  # no job: nothing writes
-        self.tell_watch()
-        progress, behind, last_write, errors = self.progress(reports)
-        self.seen = [sum(r[k] for r in reports if r) for k in ("records", "bytes")]
-        records, size = (b + s for b, s in zip(self.base, self.seen, strict=True))
-        self.window.append((now, records, size))
-        while now - self.window[0][0] > RATE_WINDOW_S:
-            self.window.popleft()
-        first, last = self.window[0], self.window[-1]
-        span = max(last[0] - first[0], 1e-9)  # one sample alone: no change, rate 0
-
-        def rate(i: int) -> float:
-            return round(max(0, (last[i] - first[i]) / span), 1)
-
-        heartbeat = {
-            "at_ms": int(now * 1000),
-            "started_ms": self.started_ms,
-            "pid": os.getpid(),
-            "state": state,
-            "error": self.error or "; ".join(errors),
-            "mirrors": self.sets.get(self.acked, sorted(self.mirrors)),
-            "generation": self.acked,
-            "epoch": self.epoch,
-            "tasks": self.slots,
-            "records": records,
-            "bytes": size,
-            "records_per_sec": rate(1),
-            "bytes_per_sec": rate(2),
-            "fetched_at_ms": self.watch.fetched_at_ms,
-            "last_write_ms": last_write,
-            "behind": behind,
-        }
-        try:
-            pipe = self.redis.pipeline()
-            pipe.set(control.progress_key(self.link_id), json.dumps(progress))
-            pipe.set(control.heartbeat_key(self.link_id), json.dumps(heartbeat))
-            pipe.execute()
-        except redis.RedisError as exc:
-            log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
+        for generation in [g for g in self.sets if g < self.acked]:
+            del self.sets[generation]
 
     def tell_watch(self) -> None:
         """Which source partitions to read: those of the mirror set."""
@@ -444,28 +396,47 @@ class LinkApplication:
             [(self.mirrors[m], p) for m in self.mirrors for p in range(self.partitions.get(m, 0))],
         )
 
-    def progress(self, reports: list[dict | None]) -> tuple[dict, bool, int, list[str]]:
-        """Per mirror partition: its offset run, whether offsets are translated, the source's
-        high watermark at the last fetch and how far the source was read."""
-        self.error = self.watch.problem()  # the source down: the heartbeat says so
-        hw = self.watch.high_watermarks
-        progress: dict[str, dict[str, dict]] = {}
-        behind, last_write, errors = False, 0, []
-        for report in filter(None, reports):
-            last_write = max(last_write, report["last_write_ms"])
-            if report["error"]:
-                errors.append(f"task {report['slot']}: {report['error']}")
-            for where, p in report["partitions"].items():
-                partition, mirror = where.split("/", 1)
-                source_hw = hw.get((self.mirrors.get(mirror), int(partition)), -1)
-                progress.setdefault(mirror, {})[partition] = {
-                    "run": p["run"],
-                    "translated": p["translated"],
-                    "source_hw": source_hw,
-                    "read_upto": p["read_upto"],
-                }
-                behind = behind or source_hw > p["read_upto"]
-        return progress, behind, last_write, errors
+    def publish_heartbeat(self, state: str, reports: list[dict | None] = ()) -> None:
+        """Publish the application's heartbeat and each mirror partition's progress; what
+        went wrong since the last one is reported once (and again if it happens again)."""
+        self.next_beat = time.monotonic() + BEAT_S
+        now = time.time()
+        progress, behind, last_write, errors = planning.mirror_progress(
+            list(reports), self.watch.high_watermarks, self.mirrors
+        )
+        if reports:
+            self.seen = [sum(r[k] for r in reports if r) for k in ("records", "bytes")]
+        records, size = (b + s for b, s in zip(self.base, self.seen, strict=True))
+        self.window.append((now, records, size))
+        while now - self.window[0][0] > RATE_WINDOW_S:
+            self.window.popleft()
+        heartbeat = {
+            "at_ms": int(now * 1000),
+            "started_ms": self.started_ms,
+            "pid": os.getpid(),
+            "state": state,
+            # The source down first: it explains the rest.
+            "error": self.watch.problem() or self.error or "; ".join(errors),
+            "mirrors": self.sets.get(self.acked, sorted(self.mirrors)),
+            "generation": self.acked,
+            "epoch": self.epoch,
+            "tasks": self.slots,
+            "records": records,
+            "bytes": size,
+            "records_per_sec": planning.rate(list(self.window), 1),
+            "bytes_per_sec": planning.rate(list(self.window), 2),
+            "fetched_at_ms": self.watch.fetched_at_ms,
+            "last_write_ms": last_write,
+            "behind": behind,
+        }
+        self.error = ""
+        try:
+            pipe = self.redis.pipeline()
+            pipe.set(control.progress_key(self.link_id), json.dumps(progress))
+            pipe.set(control.heartbeat_key(self.link_id), json.dumps(heartbeat))
+            pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
 
 
 def one_line(error: BaseException) -> str:
@@ -520,7 +491,7 @@ def main() -> int:
     except Exception as exc:
         log.exception("Link %s: the application failed", app.name)
         app.error = one_line(exc)
-        app.beat("failed")
+        app.publish_heartbeat("failed")
         return 1
 
 

@@ -1,0 +1,101 @@
+"""The link application's decisions, as pure functions of what it knows: which partitions the
+copier tasks should hold and where, which mirror-set generation they have all taken up, how
+far the mirror topics must grow, and what the heartbeat reports. `link_stream.LinkApplication`
+reads Redis and the clusters, calls these, and writes the results back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+Ident = tuple[str, str, int]  # a mirror partition: (mirror topic, its topic id, partition)
+Holdings = list[dict[Ident, dict]]  # per task slot: the partitions it holds, with their entries
+
+
+def wanted_partitions(
+    mirrors: Iterable[str], topic_ids: Mapping[str, str], partitions: Mapping[str, int]
+) -> set[Ident]:
+    """Every partition of the mirror set whose topic id is known."""
+    return {
+        (m, topic_ids[m], p) for m in mirrors if m in topic_ids for p in range(partitions.get(m, 0))
+    }
+
+
+def not_held(assigned: Holdings, wanted: set[Ident]) -> list[Ident]:
+    """The wanted partitions no task holds yet, in a stable order."""
+    held = {ident for slot in assigned for ident in slot}
+    return sorted(wanted - held)
+
+
+def assign(
+    assigned: Holdings, home: Mapping[Ident, int], wanted: set[Ident], added: Mapping[Ident, dict]
+) -> tuple[Holdings, dict[Ident, int]]:
+    """The tasks' new holdings, and each partition's slot in this epoch: a held partition that
+    is still wanted stays where it is, one no longer wanted goes, and each `added` one goes back
+    to the slot that had it earlier in the epoch, else to the slot holding fewest."""
+    slots = [{i: entry for i, entry in held.items() if i in wanted} for held in assigned]
+    homes = dict(home)
+    for ident, entry in added.items():
+        slot = homes.get(ident)
+        if slot is None:
+            slot = min(range(len(slots)), key=lambda s: len(slots[s]))
+        homes[ident] = slot
+        slots[slot][ident] = entry
+    return slots, homes
+
+
+def acknowledged(
+    pending: list[tuple[int, int]], reports: list[dict | None], version: int, acked: int
+) -> tuple[int, list[tuple[int, int]]]:
+    """The generation no task writes outside of any more, and the (generation, version) plans
+    still waiting: a plan is taken up once every reporting task applied its version (a task not
+    reporting has not started yet, and will take up the latest, or has stopped)."""
+    applied = min((r["version"] for r in reports if r is not None), default=version)
+    done = [generation for generation, v in pending if v <= applied]
+    return max([acked, *done]), [(g, v) for g, v in pending if v > applied]
+
+
+def grown(
+    mirrors: Mapping[str, str], source_counts: Mapping[str, int], partitions: Mapping[str, int]
+) -> dict[str, int]:
+    """The mirror topics whose source has more partitions than they are known to have, with the
+    source's count."""
+    return {
+        m: source_counts[s]
+        for m, s in mirrors.items()
+        if source_counts.get(s, 0) > partitions.get(m, 0)
+    }
+
+
+def rate(window: list[tuple[float, int, int]], i: int) -> float:
+    """Per second over the window's samples (time, records, bytes): field `i` (1 records,
+    2 bytes); one sample alone is no change."""
+    first, last = window[0], window[-1]
+    span = max(last[0] - first[0], 1e-9)
+    return round(max(0, (last[i] - first[i]) / span), 1)
+
+
+def mirror_progress(
+    reports: list[dict | None],
+    high_watermarks: Mapping[tuple[str, int], int],
+    mirrors: Mapping[str, str],
+) -> tuple[dict, bool, int, list[str]]:
+    """From the tasks' reports: per mirror partition its offset run, whether offsets are
+    translated, the source's high watermark at the last fetch and how far the source was read;
+    whether any partition is behind its source; the last write; the tasks' errors."""
+    progress: dict[str, dict[str, dict]] = {}
+    behind, last_write, errors = False, 0, []
+    for report in filter(None, reports):
+        last_write = max(last_write, report["last_write_ms"])
+        if report["error"]:
+            errors.append(f"task {report['slot']}: {report['error']}")
+        for where, p in report["partitions"].items():
+            partition, mirror = where.split("/", 1)
+            source_hw = high_watermarks.get((mirrors.get(mirror), int(partition)), -1)
+            progress.setdefault(mirror, {})[partition] = {
+                "run": p["run"],
+                "translated": p["translated"],
+                "source_hw": source_hw,
+                "read_upto": p["read_upto"],
+            }
+            behind = behind or source_hw > p["read_upto"]
+    return progress, behind, last_write, errors
