@@ -149,13 +149,36 @@ def supervise_all() -> None:
             supervise(link)
         except Exception:  # one broken link must not stop the others
             log.exception("Supervising the stream of cluster link %s failed", link.name)
+    stop_streams_of_deleted_links(known)
+
+
+def stop_streams_of_deleted_links(known: set[str]) -> None:
+    """Stop each stream of this console whose link was here at an earlier round and is gone.
+    One whose link was never seen is left alone: its link may not be committed yet (a request
+    still running), or be another console's on this machine."""
+    r = client()
+    seen_key = _seen_key()
+    try:
+        seen = {link.decode() for link in r.smembers(seen_key)}
+        pipe = r.pipeline()
+        pipe.delete(seen_key)
+        if known:
+            pipe.sadd(seen_key, *known)
+        pipe.execute()
+    except redis.RedisError:
+        return  # at the next round
     streams = settings.STREAM_DIR
-    for orphan in streams.iterdir() if streams.exists() else []:
-        if orphan.name in known or _owner_of(orphan) != _owner():
-            continue  # a live link's, or another console's on this machine (tests, say)
-        if processes.read_pidfile(orphan / "stream.pid"):
-            log.info("Stopping the stream of deleted cluster link %s", orphan.name)
-            processes.stop(orphan / "stream.pid")
+    for link_id in [f.name for f in streams.iterdir()] if streams.exists() else []:
+        if link_id not in seen or link_id in known or _owner_of(folder(link_id)) != _owner():
+            continue
+        if processes.read_pidfile(_pidfile(link_id)):
+            log.info("Stopping the stream of deleted cluster link %s", link_id)
+            processes.stop(_pidfile(link_id))
+
+
+def _seen_key() -> str:
+    """The links this console's supervisor saw at its last round."""
+    return f"isthmus:streams-seen:{_owner()}"
 
 
 def _owner() -> str:

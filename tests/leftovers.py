@@ -175,6 +175,8 @@ class Ledger:
 
     def redis_keys(self, owned: Owned) -> list[tuple[str, bytes]]:
         patterns = [f"isthmus:stream:{link}:*" for link in self.links] + ["*itest-*"]
+        # The links the supervisor of the tests' console saw (replication.streams._seen_key).
+        seen = f"isthmus:streams-seen:{self.test_database}".encode()
         found = []
         for url in self.redis_urls:
             client = redis.Redis.from_url(url, socket_timeout=10)
@@ -184,6 +186,8 @@ class Ledger:
                     for key in client.scan_iter(match=pattern, count=1000)
                     if owned(key.decode(errors="replace"))
                 ]
+            if owned == self.owned and client.exists(seen):
+                found.append((url, seen))
         return sorted(set(found))
 
     def claim_test_redis(self) -> None:

@@ -4,13 +4,17 @@ is paused."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
+import uuid
 
 import pytest
 from confluent_kafka import Producer
 
 from devstack import kafka
-from replication import audit, streams
+from infra import processes
+from replication import audit, redis_channel, streams
 from replication.links import pause_link
 from replication.mirrors import create_mirror, describe_mirror, pause_mirror, resume_mirror
 from replication.models import ClusterLink, MirrorTopic
@@ -67,3 +71,36 @@ def test_the_beat_runs_the_stream_and_follows_pauses_without_touching_other_mirr
 
     pause_link(ACTOR, ClusterLink.objects.get(pk=link.pk))
     eventually(lambda: streams.status(link).state == "STOPPED", 30, "stopping the stream")
+
+
+def test_a_stream_whose_link_is_gone_is_stopped_and_one_of_a_link_never_seen_is_left(
+    devstack, monkeypatch, tmp_path
+):
+    # An owner of this test's own, so the session's worker (another owner) leaves these alone.
+    owner = f"tests-{uuid.uuid4()}"
+    monkeypatch.setattr(streams, "_owner", lambda: owner)
+    gone, unseen, kept = (str(uuid.uuid4()) for _ in range(3))
+    for link_id in (gone, unseen, kept):  # a stand-in process: only its pid file is supervised
+        streams.folder(link_id).mkdir(parents=True)
+        (streams.folder(link_id) / "owner").write_text(owner)
+        processes.start(
+            ["sleep", "600"],
+            pidfile=streams._pidfile(link_id),
+            logfile=streams.log_file(link_id),
+            env=dict(os.environ),
+            cwd=tmp_path,
+        )
+
+    def running() -> set[str]:
+        return {i for i in (gone, unseen, kept) if processes.read_pidfile(streams._pidfile(i))}
+
+    try:
+        streams.stop_streams_of_deleted_links({gone, kept})  # a first round sees two links
+        assert running() == {gone, unseen, kept}
+        streams.stop_streams_of_deleted_links({kept})  # the next: `gone` was deleted
+        assert running() == {unseen, kept}  # `unseen`: not committed yet, or another console's
+    finally:
+        for link_id in (gone, unseen, kept):
+            processes.stop(streams._pidfile(link_id))
+            shutil.rmtree(streams.folder(link_id), ignore_errors=True)
+        redis_channel.client().delete(streams._seen_key())
