@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from urllib.parse import quote
@@ -195,14 +194,14 @@ def make_topic(devstack):
         futures = admin.create_topics([NewTopic(name, partitions, 1, config=config)])
         futures[name].result(timeout=30)
         made.append((node, name))
+
         # Created on the controller is not yet known to the broker that answers: wait for that,
         # so a test's next call (a mirror of it, say) does not race the metadata.
-        deadline = time.monotonic() + 15
-        while (known := admin.list_topics(topic=name, timeout=10).topics.get(name)) is None or (
-            known.error is not None
-        ):
-            assert time.monotonic() < deadline, f"topic {name} did not show in the metadata"
-            time.sleep(0.1)
+        def known() -> bool:
+            found = admin.list_topics(topic=name, timeout=10).topics.get(name)
+            return found is not None and found.error is None
+
+        assert wait_for(known, 15, 0.1), f"topic {name} did not show in the metadata"
         return name
 
     yield make

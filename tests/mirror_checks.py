@@ -120,22 +120,22 @@ def caught_up(mirror: MirrorTopic) -> bool:
 
 def run_until_copied(link: ClusterLink, mirrors: list[MirrorTopic], timeout: float = 240) -> None:
     """Supervise the link's stream, as the beat does, until every mirror has lag 0."""
-    deadline = time.monotonic() + timeout
-    while True:
+    statuses = []
+
+    def copied() -> bool:
         streams.supervise(link)
-        statuses = [describe_mirror(m) for m in mirrors]
-        if all(
+        statuses[:] = [describe_mirror(m) for m in mirrors]
+        return all(
             s.partitions
             and not s.errors
             and all(p.lag == 0 and p.last_fetch_source_high_watermark >= 0 for p in s.partitions)
             for s in statuses
-        ):
-            return
-        if time.monotonic() > deadline:
-            log = streams.log_file(str(link.link_id))
-            tail = log.read_text()[-3000:] if log.exists() else "no log"
-            raise AssertionError(f"not copied in {timeout} s: {statuses}\n{tail}")
-        time.sleep(1)
+        )
+
+    if not wait_for(copied, timeout, 1, ignore=()):
+        log = streams.log_file(str(link.link_id))
+        tail = log.read_text()[-3000:] if log.exists() else "no log"
+        raise AssertionError(f"not copied in {timeout} s: {statuses}\n{tail}")
 
 
 @contextlib.contextmanager

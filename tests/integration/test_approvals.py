@@ -9,7 +9,6 @@ stream: these tests are about who may do what, not about copying."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import timedelta
 
 import pytest
@@ -18,6 +17,7 @@ from django.utils import timezone
 
 from replication import approvals, audit
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
+from tests.mirror_checks import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -121,10 +121,11 @@ def test_an_approved_promote_runs_on_the_worker_and_the_request_shows_the_result
     base = f"/kafka/v3/clusters/{mirror.destination.cluster_id}/approval-requests/{request_id}"
     approved = _post(api("approver"), f"{base}:approve")
     assert approved.json()["state"] == "APPROVED"
-    deadline = time.monotonic() + 60
-    while (state := ApprovalRequest.objects.get(pk=request_id).state) == "APPROVED":
-        assert time.monotonic() < deadline, "the approved request did not finish"
-        time.sleep(0.5)
+    state = eventually(
+        lambda: (s := ApprovalRequest.objects.get(pk=request_id).state) != "APPROVED" and s,
+        60,
+        "the approved request finishing",
+    )
     found = api("viewer").get(base).json()
     assert state == "EXECUTED", found
     assert found["approved_by"][0].startswith("approver")

@@ -7,7 +7,6 @@ import os
 import re
 import shlex
 import subprocess
-import time
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -39,9 +38,9 @@ def _drop_topic(node: kafka.KafkaNode, name: str) -> None:
     if name in client.list_topics(timeout=10).topics:
         client.delete_topics([name])[name].result(timeout=30)
     read_only.lift(KafkaAdmin(admin_config(node), timeout=10), name)
-    deadline = time.monotonic() + 30
-    while name in client.list_topics(timeout=10).topics and time.monotonic() < deadline:
-        time.sleep(0.2)
+    eventually(
+        lambda: name not in client.list_topics(timeout=10).topics, 30, f"{name} being deleted"
+    )
 
 
 @pytest.fixture

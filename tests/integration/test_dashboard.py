@@ -11,6 +11,7 @@ from confluent_kafka import Producer
 from django.urls import reverse
 
 from devstack import kafka
+from infra.processes import wait_for
 from replication import approvals, audit, history
 from replication.mirror_states import move
 from replication.mirrors import create_mirror
@@ -86,9 +87,11 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
         return found[: found.index("</tr>")]
 
     # The stream reports each second what it has read: the page says so within a few.
-    deadline = time.monotonic() + 10
-    while "caught up" not in (seen := row()) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    def caught_up_row() -> str | None:
+        found = row()
+        return found if "caught up" in found else None
+
+    seen = wait_for(caught_up_row, 10) or row()
     assert '<span class="badge ok">caught up</span>' in seen, seen
     page = _page(client)
     assert "records/s" in row()

@@ -141,10 +141,11 @@ def test_the_unknown_key_message_lists_every_valid_key(make_link):
 
 
 def test_link_names_are_unique_per_destination(make_link):
-    make_link(name="twice")
+    first = make_link(name="twice")
     with pytest.raises(ReplicationError, match="already exists") as refused:
         make_link(name="twice")
     assert refused.value.status == 409
+    assert [link.pk for link in ClusterLink.objects.all()] == [first.pk]
 
 
 def test_a_link_to_itself_is_refused(registered_clusters):
@@ -155,6 +156,7 @@ def test_a_link_to_itself_is_refused(registered_clusters):
             "loop",
             {"bootstrap.servers": kafka.DESTINATION.bootstrap},
         )
+    assert not ClusterLink.objects.exists()
 
 
 def test_the_expected_source_cluster_id_is_checked(make_link, registered_clusters):
@@ -166,6 +168,7 @@ def test_the_expected_source_cluster_id_is_checked(make_link, registered_cluster
             {"bootstrap.servers": kafka.SOURCE.bootstrap},
             source_cluster_id="AAAAAAAAAAAAAAAAAAAAAA",
         )
+    assert not ClusterLink.objects.exists()
 
 
 def test_validate_only_checks_everything_and_saves_nothing(registered_clusters):
@@ -188,6 +191,7 @@ def test_excluding_link_validation_needs_the_cluster_id_and_skips_the_connection
     unreachable = {"bootstrap.servers": "127.0.0.1:1"}
     with pytest.raises(ReplicationError, match="source cluster id must be given"):
         create_link(ACTOR, destination, "offline", unreachable, validate_link=False)
+    assert not ClusterLink.objects.exists()
     link = create_link(
         ACTOR,
         destination,

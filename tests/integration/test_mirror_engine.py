@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
+from infra.processes import wait_for
 from replication import streams
 from replication.links import alter_link_configs
 from replication.mirrors import create_mirror, describe_mirror
@@ -27,6 +28,7 @@ from tests.mirror_checks import (
     ACTOR,
     assert_exact_copy,
     committed_link,
+    eventually,
     read_all,
     run_until_copied,
     translations,
@@ -90,9 +92,7 @@ def _compacted(topic: str) -> None:
     # Each round's timestamps are a second apart, so the source rolls a segment per round
     # (segment.ms=100) and its cleaner compacts all but the last.
     _produce(topic, [dict(key=b"last", value=b"rolls the segment", timestamp=RECENT + 9000)])
-    deadline = time.monotonic() + 90
-    while len(read_all(kafka.SOURCE.bootstrap, topic)) > 51 and time.monotonic() < deadline:
-        time.sleep(2)
+    wait_for(lambda: len(read_all(kafka.SOURCE.bootstrap, topic)) <= 51, 90, interval=2)
 
 
 def _transactional(topic: str) -> None:
@@ -160,9 +160,7 @@ def _grow_while_written(topic: str, mirror_topic: str) -> None:
     and keep writing to all of them."""
     _produce(topic, [dict(value=f"a{i}".encode(), timestamp=RECENT + i) for i in range(300)])
     destination = KafkaAdmin({"bootstrap.servers": kafka.DESTINATION.bootstrap})
-    deadline = time.monotonic() + 240
-    while destination.end_offsets(mirror_topic, 1)[0] == 0 and time.monotonic() < deadline:
-        time.sleep(0.5)
+    eventually(lambda: destination.end_offsets(mirror_topic, 1)[0], 240, "the first copy")
     source = AdminClient({"bootstrap.servers": kafka.SOURCE.bootstrap})
     source.create_partitions([NewPartitions(topic, 8)])[topic].result(30)
     time.sleep(1)

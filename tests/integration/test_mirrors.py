@@ -139,6 +139,8 @@ def test_a_prefixed_link_names_mirrors_with_its_prefix(make_link, make_topic, to
     assert destination_admin().describe_topic(f"dc1.{topic_name}").partitions == 1
     with pytest.raises(ReplicationError, match=f"expected 'dc1.{topic_name}'"):
         create_mirror(ACTOR, link, topic_name, mirror_topic=topic_name)
+    assert nothing_left_of(topic_name)
+    assert MirrorTopic.objects.get().pk == mirror.pk  # the first, and no other
 
 
 def nothing_left_of(topic: str) -> bool:
@@ -189,6 +191,8 @@ def test_a_name_taken_on_the_destination_is_refused(make_link, make_topic, topic
         create_mirror(ACTOR, make_link(), topic_name)
     assert refused.value.status == 409
     assert not acls_on(kafka.DESTINATION, topic_name)
+    assert not MirrorTopic.objects.exists()
+    assert destination_admin().describe_topic(topic_name).partitions == 1  # the user's, kept
 
 
 def test_a_topic_someone_makes_just_before_the_mirror_is_made_is_left_to_them(
@@ -240,8 +244,10 @@ def test_a_topic_mirrored_by_another_link_is_refused(make_link, make_topic, topi
     make_topic(kafka.SOURCE, topic_name)
     first = make_link()
     create_mirror(ACTOR, first, topic_name)
+    second = make_link()
     with pytest.raises(ReplicationError, match=f"already a mirror topic of link '{first.name}'"):
-        create_mirror(ACTOR, make_link(), topic_name)
+        create_mirror(ACTOR, second, topic_name)
+    assert [m.link_id for m in MirrorTopic.objects.all()] == [first.pk]
 
 
 def test_validate_only_creates_nothing(make_link, make_topic, topic_name):

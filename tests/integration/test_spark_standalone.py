@@ -55,15 +55,16 @@ class Standalone:
 
 
 def _wait_for(pattern: str, log: Path, pidfile: Path, timeout: float = 60) -> re.Match:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = re.search(pattern, log.read_text() if log.exists() else "")
-        if found:
-            return found
-        if processes.read_pidfile(pidfile) is None:
-            break
-        time.sleep(0.2)
-    raise AssertionError(f"no {pattern!r} in {log}:\n{log.read_text()[-3000:]}")
+    def found() -> re.Match | None:
+        match = re.search(pattern, log.read_text() if log.exists() else "")
+        if not match and processes.read_pidfile(pidfile) is None:
+            raise AssertionError(f"exited without {pattern!r}: {log}:\n{log.read_text()[-3000:]}")
+        return match
+
+    match = processes.wait_for(found, timeout, 0.2, ignore=())
+    if match is None:
+        raise AssertionError(f"no {pattern!r} in {log}:\n{log.read_text()[-3000:]}")
+    return match
 
 
 def _executors_python(where: Path, env: dict[str, str]) -> str:

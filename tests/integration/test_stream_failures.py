@@ -22,7 +22,13 @@ from replication import streams
 from replication.mirrors import create_mirror
 from tests import leftovers
 from tests.conftest import admin_config
-from tests.mirror_checks import ACTOR, assert_exact_copy, committed_link, run_until_copied
+from tests.mirror_checks import (
+    ACTOR,
+    assert_exact_copy,
+    committed_link,
+    eventually,
+    run_until_copied,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db, pytest.mark.serial]
 
@@ -52,14 +58,14 @@ def _stream(link):
 def _wait_for_more(link, topic: str, than: int, working: bool = False) -> int:
     """Supervise until a stream is running and the mirror holds more than `than` records (and,
     if `working`, its copier tasks are up); return how many."""
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
+
+    def more() -> int:
         streams.supervise(link)
         running, copied = _stream(link), _copied(topic)
-        if running and copied > than and (not working or "task worker" in _targets(link)):
-            return copied
-        time.sleep(0.3)
-    raise AssertionError(f"the stream copied nothing past {than} records in 240 s")
+        ready = running and copied > than and (not working or "task worker" in _targets(link))
+        return copied if ready else 0
+
+    return eventually(more, 240, f"the stream copying past {than} records")
 
 
 @pytest.fixture
@@ -87,12 +93,12 @@ def _targets(link) -> dict[str, list[psutil.Process]]:
 
 
 def _kill(link, what: str) -> None:
-    deadline = time.monotonic() + 240
-    while what not in (targets := _targets(link)):  # a job being relaunched, say
-        assert time.monotonic() < deadline, f"no {what} to kill in 240 s"
+
+    def found() -> list[psutil.Process]:
         streams.supervise(link)
-        time.sleep(0.2)
-    target = random.choice(targets[what])
+        return _targets(link).get(what, [])  # none while a job is being relaunched, say
+
+    target = random.choice(eventually(found, 240, f"a {what} to kill"))
     if what == "application":
         os.killpg(target.pid, signal.SIGKILL)
     else:
