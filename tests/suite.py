@@ -30,7 +30,7 @@ def main(args: list[str]) -> int:
     pytest = [sys.executable, "-m", "pytest", *args]
     stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
     with shared_stack(stack, parts_of(stack)):
-        parallel = subprocess.call([*pytest, "-n", workers, "--dist", "loadfile", "-m", "not serial"])
+        parallel = subprocess.call([*pytest, "-n", workers, "--dist=loadfile", "-m", "not serial"])
         alone = subprocess.call([*pytest, "-m", "serial"])
     return next((rc for rc in (parallel, alone) if rc not in (0, NO_TESTS_COLLECTED)), 0)
 
