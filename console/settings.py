@@ -22,6 +22,7 @@ ISTHMUS_ORDINARY_BOOTSTRAP  where a client of no privilege reaches each register
                   source=127.0.0.1:9092,destination=127.0.0.1:9093
 ISTHMUS_LOGIN_FAILURE_LIMIT, ISTHMUS_LOGIN_LOCKOUT_MINUTES  login throttling; default 5
                   failed logins (per user name, per address) lock out for 15 minutes
+ISTHMUS_DEVSTACK_PORT_OFFSET  shifts every port of the embedded stack (a second one beside)
 ISTHMUS_HTTPS     1 behind a reverse proxy that ends TLS: secure cookies, X-Forwarded-Proto
 DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS
 """
@@ -153,6 +154,15 @@ TEMPLATES = [
     }
 ]
 
+# The embedded stack's ports, shifted by this much (e.g. 1000: Kafka on 10092 and 10093, Redis
+# on 7380), to run a second stack beside the first: the tests that stop brokers run on one.
+DEVSTACK_PORT_OFFSET = _env_number("ISTHMUS_DEVSTACK_PORT_OFFSET", 0)
+
+
+def _devstack_port(port: int) -> int:  # devstack.kafka.port, which cannot be imported here
+    return port + DEVSTACK_PORT_OFFSET
+
+
 ISTHMUS_DB = os.environ.get("ISTHMUS_DB", "").strip().lower() or "sqlite"
 if ISTHMUS_DB not in ("sqlite", "postgres"):
     raise ImproperlyConfigured(f"ISTHMUS_DB is {ISTHMUS_DB!r}: it is sqlite or postgres")
@@ -162,7 +172,7 @@ DEVSTACK_POSTGRES = None
 if ISTHMUS_DB == "postgres" and not os.environ.get("DATABASE_URL"):
     DEVSTACK_POSTGRES = {
         "host": "127.0.0.1",
-        "port": 5433,
+        "port": _devstack_port(5433),
         "user": "isthmus",
         "name": "isthmus",
         "password": _var_file("postgres_password"),  # made by init_var
@@ -245,7 +255,7 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))  # collect
 STATICFILES_DIRS = [BASE_DIR / "console" / "static"]
 WHITENOISE_USE_FINDERS = True  # serve straight from the apps; no collectstatic step needed
 
-REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6380/0")
+REDIS_URL = os.environ.get("REDIS_URL", f"redis://127.0.0.1:{_devstack_port(6380)}/0")
 # How long a promote or failover waits for the link's stream to stop writing the mirror
 # before it gives up and leaves the mirror as it was.
 STOP_TIMEOUT_S = _env_number("ISTHMUS_STOP_TIMEOUT_S", 90, minimum=1)
@@ -316,7 +326,8 @@ KAFKA_ADMIN_TIMEOUT = _env_number("ISTHMUS_KAFKA_TIMEOUT", 5.0, float, minimum=0
 ISTHMUS_ORDINARY_BOOTSTRAP = dict(
     pair.split("=", 1)
     for pair in os.environ.get(
-        "ISTHMUS_ORDINARY_BOOTSTRAP", "source=127.0.0.1:9092,destination=127.0.0.1:9093"
+        "ISTHMUS_ORDINARY_BOOTSTRAP",
+        f"source=127.0.0.1:{_devstack_port(9092)},destination=127.0.0.1:{_devstack_port(9093)}",
     ).split(",")
     if "=" in pair
 )

@@ -11,6 +11,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
+
 from infra import secretfile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,8 +45,14 @@ class KafkaNode:
         return var_dir / "kafka" / self.name
 
 
-SOURCE = KafkaNode("source", plaintext_port=9092, sasl_port=9192, controller_port=9292)
-DESTINATION = KafkaNode("destination", plaintext_port=9093, sasl_port=9193, controller_port=9293)
+def port(base: int) -> int:
+    """One of the embedded stack's ports as `make demo` has it, shifted by
+    ISTHMUS_DEVSTACK_PORT_OFFSET (a second stack beside the first)."""
+    return base + settings.DEVSTACK_PORT_OFFSET
+
+
+SOURCE = KafkaNode("source", port(9092), sasl_port=port(9192), controller_port=port(9292))
+DESTINATION = KafkaNode("destination", port(9093), sasl_port=port(9193), controller_port=port(9293))
 NODES = (SOURCE, DESTINATION)
 
 

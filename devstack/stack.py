@@ -117,13 +117,13 @@ class Stack:
     def __init__(
         self,
         var_dir: Path,
-        web_port: int = 8000,
-        redis_port: int = 6380,
+        web_port: int | None = None,
+        redis_port: int | None = None,
         postgres: dict | None = None,
     ):
         self.var_dir = var_dir
-        self.web_port = web_port
-        self.redis_port = redis_port
+        self.web_port = web_port or kafka.port(8000)
+        self.redis_port = redis_port or kafka.port(6380)
         self.postgres = postgres
         self.components = self._components()
 
@@ -238,7 +238,10 @@ class Stack:
                 return None
             command = processes.recorded_command(self.pidfile("postgres"))
             option = dict(zip(command, command[1:], strict=False))
-            spec = {"host": option.get("-h", "127.0.0.1"), "port": int(option.get("-p", 5433))}
+            spec = {
+                "host": option.get("-h", "127.0.0.1"),
+                "port": int(option.get("-p", kafka.port(5433))),
+            }
 
         def prepare() -> None:
             if self.postgres is None:

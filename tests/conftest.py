@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # ISTHMUS_TEST_DATABASE).
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 _REDIS_DB = int(os.environ.get("ISTHMUS_TEST_REDIS_DB", "15")) - int((XDIST_WORKER or "gw0")[2:])
-TEST_REDIS_URL = f"redis://127.0.0.1:6380/{_REDIS_DB}"
+TEST_REDIS_URL = f"redis://127.0.0.1:{kafka.port(6380)}/{_REDIS_DB}"
 
 
 def _test_database_name() -> str:

@@ -1,7 +1,9 @@
-"""`make test`'s runner: the tests that share nothing run in parallel (pytest-xdist, a module to a
-worker), then those that stop shared brokers or Redis (marked `serial`) run alone, so no other
-test sees the outage. The clusters and Redis start once for both and stop at the end if they were
-not up before (they may be a user's `make demo`).
+"""`make test`'s runner. The tests that share nothing run in parallel (pytest-xdist, a module to a
+worker) on the embedded stack, which starts once for all of them. At the same time the tests that
+stop brokers or Redis (marked `serial`) run one after another on a second stack of their own
+(ports shifted by ISTHMUS_DEVSTACK_PORT_OFFSET, state in var/serial-stack/), so no other test,
+and no `make demo` running beside, sees their outages. Each stack stops at the end if it was not
+up before.
 
     python -m tests.suite [pytest arguments, e.g. the test files to run]
 
@@ -13,11 +15,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import django
 from django.conf import settings
 
 NO_TESTS_COLLECTED = 5
+SERIAL_PORT_OFFSET = "1000"  # Kafka on 10092/10093, Redis on 7380, PostgreSQL on 6433
 
 
 def main(args: list[str]) -> int:
@@ -26,13 +30,26 @@ def main(args: list[str]) -> int:
     from devstack.stack import Stack
     from tests.shared_stack import parts_of, shared_stack
 
-    workers = os.environ.get("ISTHMUS_TEST_WORKERS", "2")
     pytest = [sys.executable, "-m", "pytest", *args]
+    workers = os.environ.get("ISTHMUS_TEST_WORKERS", "2")
+    serial_var = settings.VAR_DIR / "serial-stack"
+    serial_env = {
+        **os.environ,
+        "ISTHMUS_DEVSTACK_PORT_OFFSET": SERIAL_PORT_OFFSET,
+        "ISTHMUS_VAR_DIR": str(serial_var),
+    }
+    subprocess.run([sys.executable, "manage.py", "init_var", "-v", "0"], env=serial_env, check=True)
+    serial_log = serial_var / "pytest.log"
     stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
-    with shared_stack(stack, parts_of(stack)):
+    with shared_stack(stack, parts_of(stack)), open(serial_log, "w") as log:
+        alone = subprocess.Popen(
+            [*pytest, "-m", "serial"], env=serial_env, stdout=log, stderr=subprocess.STDOUT
+        )
         parallel = subprocess.call([*pytest, "-n", workers, "--dist=loadfile", "-m", "not serial"])
-        alone = subprocess.call([*pytest, "-m", "serial"])
-    return next((rc for rc in (parallel, alone) if rc not in (0, NO_TESTS_COLLECTED)), 0)
+        alone.wait()
+    print(f"\nThe tests that stop brokers or Redis, on a stack of their own ({serial_log}):")
+    print(Path(serial_log).read_text(errors="replace"), flush=True)
+    return next((rc for rc in (parallel, alone.returncode) if rc not in (0, NO_TESTS_COLLECTED)), 0)
 
 
 if __name__ == "__main__":

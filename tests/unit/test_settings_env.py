@@ -35,6 +35,7 @@ def _settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
         ("ISTHMUS_KAFKA_TIMEOUT", "5s"),
         ("ISTHMUS_LOGIN_FAILURE_LIMIT", "-1"),
         ("ISTHMUS_STREAM_TASKS", "1.5"),
+        ("ISTHMUS_DEVSTACK_PORT_OFFSET", "-1000"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, name, value):
@@ -88,3 +89,35 @@ def test_without_keys_the_console_says_to_run_init_var_which_makes_them_once(tmp
 
     assert _manage(var, "init_var").returncode == 0  # again: the keys are kept, not replaced
     assert {name: (var / name).read_text() for name in keys} == keys
+
+
+def test_a_port_offset_shifts_every_port_of_the_embedded_stack(tmp_path):
+    script = (
+        "import django; django.setup(); from django.conf import settings; "
+        "from devstack import kafka; from devstack.stack import Stack; "
+        "s = Stack(settings.VAR_DIR); "
+        "print(kafka.SOURCE.bootstrap, kafka.DESTINATION.sasl_bootstrap, settings.REDIS_URL, "
+        "settings.ISTHMUS_ORDINARY_BOOTSTRAP['source'], s.redis_port, s.web_port)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={
+            **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
+            "ISTHMUS_VAR_DIR": str(tmp_path),
+            "ISTHMUS_DEVSTACK_PORT_OFFSET": "1000",
+            "DJANGO_SETTINGS_MODULE": "console.settings",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "127.0.0.1:10092",
+        "127.0.0.1:10193",
+        "redis://127.0.0.1:7380/0",
+        "127.0.0.1:10092",
+        "7380",
+        "9000",
+    ]
