@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import audit, links, policy, promote, stale_requests, text
+from . import audit, links, policy, promote, reverse, stale_requests, text
 from .errors import ReplicationError, conflict, not_found
 from .models import Approval, ApprovalRequest, ClusterLink, MirrorTopic
 
@@ -35,7 +35,10 @@ REQUESTED_AS = {
     Action.PROMOTE: "mirror.stop",
     Action.FAILOVER: "mirror.stop",
     Action.DELETE_LINK: "link.delete",
+    Action.REVERSE_AND_START: "mirror.stop",
+    Action.REVERSE_AND_PAUSE: "mirror.stop",
 }
+REVERSES = (Action.REVERSE_AND_START, Action.REVERSE_AND_PAUSE)
 
 
 @dataclass
@@ -168,6 +171,8 @@ def _dry_run(actor, link, action, topics, force) -> list[promote.TopicOutcome]:
     if action == Action.DELETE_LINK:
         links.delete_link(actor, link, force=force, validate_only=True)
         return []
+    if action in REVERSES:
+        return reverse.check(link, topics)
     return promote.check(action, link, topics)
 
 
@@ -175,6 +180,10 @@ def _run(actor, link, action, topics, note, force, validate_only) -> list[promot
     if action == Action.DELETE_LINK:
         links.delete_link(actor, link, force=force, validate_only=validate_only)
         return []
+    if action in REVERSES:
+        return reverse.reverse_mirrors(
+            actor, link, topics, action, validate_only=validate_only, note=note
+        )
     return promote.stop_mirrors(actor, link, topics, action, validate_only=validate_only, note=note)
 
 
@@ -369,9 +378,7 @@ def execute(request: ApprovalRequest) -> None:
             links.delete_link(actor, request.link, force=request.force)
             _finish(request, RState.EXECUTED, [], f"Deleted link {request.link_name}.")
             return
-        outcomes = promote.stop_mirrors(
-            actor, request.link, request.topics, request.action, note=note
-        )
+        outcomes = _run(actor, request.link, request.action, request.topics, note, False, False)
     except ReplicationError as exc:
         _finish(request, RState.FAILED, [], str(exc))
         return
@@ -393,7 +400,7 @@ def settle(request: ApprovalRequest) -> None:
             destination=request.destination, mirror_topic__in=started
         ).values_list("mirror_topic", "state", "action_error")
     }
-    if any(state == MirrorTopic.State.PENDING_STOPPED for state, _ in now.values()):
+    if any(state in promote.UNDER_WAY for state, _ in now.values()):
         return
     result = []
     for entry in request.result:
@@ -415,15 +422,16 @@ def finish_stops(link: ClusterLink) -> bool:
     """Finish the link's promotes and failovers whose writer stopped, and the approved requests
     they settle. Returns whether some mirror of the link still waits to stop."""
     promote.finish_pending_stops(link)
+    reverse.finish(link)
     for request in link.approval_requests.filter(state=RState.APPROVED):
         settle(request)
-    return link.mirrors.filter(state=MirrorTopic.State.PENDING_STOPPED).exists()
+    return link.mirrors.filter(state__in=promote.UNDER_WAY).exists()
 
 
 def finish_all_stops() -> None:
     """The same for every link with a mirror waiting to stop (the supervisor's backstop, for a
     stop whose own task was lost with its worker)."""
-    pending = ClusterLink.objects.filter(mirrors__state=MirrorTopic.State.PENDING_STOPPED)
+    pending = ClusterLink.objects.filter(mirrors__state__in=promote.UNDER_WAY)
     for link in pending.distinct():
         finish_stops(link)
 

@@ -130,6 +130,15 @@ def _only(expected: str, why: str) -> Callable[[str], str]:
     return check
 
 
+def _one_of(allowed: tuple[str, ...], why: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value.upper() not in allowed:
+            raise ValueError(f"can only be {' or '.join(allowed)}: {why}")
+        return value.upper()
+
+    return check
+
+
 def _text(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
@@ -362,9 +371,14 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "link.mode",
             "DESTINATION",
-            _only("DESTINATION", "Isthmus runs links from the destination side"),
-            "This side's role in the link.",
-            read_only=True,
+            _one_of(
+                ("DESTINATION", "BIDIRECTIONAL"),
+                "Isthmus runs links from the destination side; BIDIRECTIONAL joins two "
+                "registered clusters with a link each way, under one name",
+            ),
+            "This side's role: DESTINATION, or BIDIRECTIONAL (a link each way between two "
+            "registered clusters, which reverse-and-start-mirror and truncate-and-restore need).",
+            immutable=True,
         ),
         ConfigKey(
             "connection.mode",

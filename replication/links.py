@@ -85,42 +85,138 @@ def create_link(
     registered cluster `source` (its address and link principal; `configs` may add settings,
     not change the connection).
 
+    With link.mode=BIDIRECTIONAL the source must be a registered cluster (`source`, or the one
+    `source_cluster_id` names), and the link's other half, the same name from `destination`
+    into the source, is made with it: the same settings, each half connecting with the other
+    cluster's registered link principal.
+
     With `validate_link` (the default) the source must answer with the link's credentials and,
     if `source_cluster_id` is given, be that cluster; without it the id must be given.
     With `validate_only` nothing is saved and the unsaved link is returned.
     """
     with audit.refusals(actor, "link.create", f"link {name} on {destination.name}"):
+        if source is None and _bidirectional(configs):
+            source = _registered_source(source_cluster_id)
+        typed = configs
         if source is not None:
-            configs = link_configs.bound_to_cluster(source, configs)
+            configs = link_configs.bound_to_cluster(source, typed)
             source_cluster_id = source.cluster_id
         clean = _checked(destination, name, configs)
-        if validate_link:
-            source_cluster_id = _check_source(clean, source_cluster_id)
-        elif not source_cluster_id:
-            raise ReplicationError("Without link validation the source cluster id must be given.")
-        if source_cluster_id == destination.cluster_id:
-            raise ReplicationError(
-                f"The source is cluster {destination.name} itself; "
-                "a link copies between two different clusters."
-            )
-        paused = clean.get("cluster.link.paused") == "true"
-        link = ClusterLink(
-            name=name,
-            destination=destination,
-            source_cluster_id=source_cluster_id,
-            state=State.PAUSED if paused else State.ACTIVE,
+        peer_clean = _peer_configs(destination, source, name, typed, clean)
+        source_cluster_id = _source_id(
+            destination, clean, peer_clean, source_cluster_id, validate_link
         )
-        link.set_configs(clean)
+        made = [_new_link(name, destination, source_cluster_id, clean)]
+        if peer_clean is not None:
+            made.append(_new_link(name, source, destination.cluster_id, peer_clean))
         if validate_only:
-            return link
+            return made[0]
         try:
             with transaction.atomic():
-                link.save()
+                for link in made:
+                    link.save()
         except IntegrityError as exc:
             raise conflict(f"A cluster link named {name!r} already exists.") from exc
-    audit.record(actor, "link.create", f"link {name} on {destination.name}", after=snapshot(link))
-    log.info("Created cluster link %s from %s into %s", name, source_cluster_id, destination)
+    for link in made:
+        target = f"link {name} on {link.destination.name}"
+        audit.record(actor, "link.create", target, after=snapshot(link))
+        log.info("Created cluster link %s from %s into %s", name, link.source_cluster_id, link)
+    return made[0]
+
+
+def _source_id(
+    destination: KafkaCluster,
+    clean: dict[str, str],
+    peer_clean: dict[str, str] | None,
+    source_cluster_id: str | None,
+    validate_link: bool,
+) -> str:
+    """The source's cluster id: asked of the source itself with the link's credentials (and
+    the other half's source, `destination`, with its own) when `validate_link`, else as given."""
+    if validate_link:
+        source_cluster_id = _check_source(clean, source_cluster_id)
+        if peer_clean is not None:
+            _check_source(peer_clean, destination.cluster_id)
+    elif not source_cluster_id:
+        raise ReplicationError("Without link validation the source cluster id must be given.")
+    if source_cluster_id == destination.cluster_id:
+        raise ReplicationError(
+            f"The source is cluster {destination.name} itself; "
+            "a link copies between two different clusters."
+        )
+    return source_cluster_id
+
+
+def _bidirectional(configs: dict[str, str]) -> bool:
+    return str(configs.get("link.mode", "")).strip().upper() == "BIDIRECTIONAL"
+
+
+def _registered_source(cluster_id: str | None) -> KafkaCluster:
+    source = KafkaCluster.objects.filter(cluster_id=cluster_id).first() if cluster_id else None
+    if source is None:
+        raise ReplicationError(
+            "A bidirectional link joins two registered clusters (each half reads the other "
+            "with its registered link principal): register the other cluster first, then give "
+            "its id as the source cluster id. Nothing was changed."
+        )
+    return source
+
+
+def _peer_configs(
+    destination: KafkaCluster,
+    source: KafkaCluster | None,
+    name: str,
+    typed: dict[str, str],
+    clean: dict[str, str],
+) -> dict[str, str] | None:
+    """The other half's configs, for a bidirectional link (else None): the same settings,
+    connecting to `destination` with its registered link principal."""
+    if clean.get("link.mode") != "BIDIRECTIONAL":
+        return None
+    settings = {k: v for k, v in typed.items() if k not in link_configs.CONNECTION_KEYS}
+    return _checked(source, name, link_configs.bound_to_cluster(destination, settings))
+
+
+def _new_link(
+    name: str, destination: KafkaCluster, source_cluster_id: str, clean: dict[str, str]
+) -> ClusterLink:
+    paused = clean.get("cluster.link.paused") == "true"
+    link = ClusterLink(
+        name=name,
+        destination=destination,
+        source_cluster_id=source_cluster_id,
+        state=State.PAUSED if paused else State.ACTIVE,
+    )
+    link.set_configs(clean)
     return link
+
+
+def peer_of(link: ClusterLink) -> ClusterLink:
+    """The other half of a bidirectional link: the link of the same name on its source
+    cluster, reading from its destination. Refused, saying why, for any other link."""
+    if link.config("link.mode") != "BIDIRECTIONAL":
+        raise ReplicationError(
+            f"Cluster link {link.name!r} is not bidirectional (link.mode "
+            f"{link.config('link.mode')}); reverse operations need a bidirectional link, as in "
+            "Confluent's Cluster Linking. Create one with link.mode=BIDIRECTIONAL between the "
+            "two registered clusters. Nothing was changed."
+        )
+    peer = (
+        ClusterLink.objects.select_related("destination")
+        .filter(
+            name=link.name,
+            destination__cluster_id=link.source_cluster_id,
+            source_cluster_id=link.destination.cluster_id,
+        )
+        .first()
+    )
+    if peer is None:
+        raise not_found(
+            f"The other half of bidirectional link {link.name!r}, on cluster "
+            f"{link.source_cluster_id}, is gone; create it again with link.mode=BIDIRECTIONAL. "
+            "Nothing was changed."
+        )
+    return peer
 
 
 def _checked(destination: KafkaCluster, name: str, configs: dict[str, str]) -> dict[str, str]:

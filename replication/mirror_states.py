@@ -22,8 +22,8 @@ State = MirrorTopic.State
 FOLLOWING = frozenset({State.ACTIVE, State.PAUSED, State.LINK_PAUSED, State.SOURCE_UNAVAILABLE})
 # Mirrors whose source partitions and configs the syncers follow (their link being ACTIVE).
 SYNCED = frozenset({State.ACTIVE, State.PAUSED})
-# The link's stream copies these.
-COPYING = frozenset({State.ACTIVE})
+# The link's stream copies these (a reverse's mirror up to its source's fence).
+COPYING = frozenset({State.ACTIVE, State.PENDING_SYNCHRONIZE})
 # Mirrors leaving the link: `kafka-mirrors --describe --pending-stopped-only` shows them.
 STOPPING = frozenset({State.PENDING_STOPPED, State.STOPPED})
 # A promote needs the source to measure the lag, so not SOURCE_UNAVAILABLE; a failover works
@@ -72,6 +72,14 @@ TRANSITIONS: dict[str, Transition] = {
     "stop": Transition(frozenset({State.PENDING_STOPPED}), frozenset({State.STOPPED}), "stopped"),
     # a promote or failover that could not finish puts the mirror back as it was
     "abort-stop": Transition(frozenset({State.PENDING_STOPPED}), FAILABLE_OVER, "put back"),
+    # reverse (reverse.py): the source fenced, the mirror catches up, then stops as a promote
+    "reverse": Transition(
+        frozenset({State.ACTIVE}), frozenset({State.PENDING_SYNCHRONIZE}), "reversed"
+    ),
+    "synchronized": Transition(
+        frozenset({State.PENDING_SYNCHRONIZE}), frozenset({State.PENDING_STOPPED}), "stopped"
+    ),
+    "abort-reverse": Transition(frozenset({State.PENDING_SYNCHRONIZE}), FOLLOWING, "put back"),
 }
 
 

@@ -238,6 +238,8 @@ class MirrorTopic(models.Model):
         ACTIVE = "ACTIVE"
         PAUSED = "PAUSED"
         LINK_PAUSED = "LINK_PAUSED"
+        # a reverse: its source is fenced; it copies up to the fence, then stops and swaps
+        PENDING_SYNCHRONIZE = "PENDING_SYNCHRONIZE"
         PENDING_STOPPED = "PENDING_STOPPED"
         STOPPED = "STOPPED"
         FAILED = "FAILED"
@@ -357,6 +359,8 @@ class ApprovalRequest(models.Model):
         PROMOTE = "promote"
         FAILOVER = "failover"
         DELETE_LINK = "delete-link"
+        REVERSE_AND_START = "reverse-and-start-mirror"
+        REVERSE_AND_PAUSE = "reverse-and-pause-mirror"
 
     class State(models.TextChoices):
         PENDING = "PENDING"  # waiting for approvals
@@ -375,7 +379,7 @@ class ApprovalRequest(models.Model):
     # Kept for the record after the link is gone (a link deletion, say).
     link_name = models.CharField(max_length=200)
     destination = models.ForeignKey(KafkaCluster, on_delete=models.PROTECT, related_name="+")
-    action = models.CharField(max_length=20, choices=Action.choices)
+    action = models.CharField(max_length=30, choices=Action.choices)
     topics = models.JSONField(default=list, blank=True)
     # A link deletion that fails the link's mirrors over first.
     force = models.BooleanField(default=False)

@@ -19,7 +19,7 @@ POLICY: dict[str, frozenset[str]] = {
     # create mirror topics, pause and resume them
     "mirror.manage": OPERATORS,
     "mirror.delete": ADMINS,
-    # promote or fail over mirror topics: asked for by an operator, subject to approval
+    # promote, fail over or reverse mirror topics: asked for by an operator, subject to approval
     "mirror.stop": OPERATORS,
     # approve or reject someone else's request
     "request.approve": frozenset({"approver", "admin"}),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -45,7 +46,10 @@ from .redis_channel import client
 log = logging.getLogger(__name__)
 
 PROMOTE, FAILOVER = "promote", "failover"
+REVERSES = ("reverse-and-start-mirror", "reverse-and-pause-mirror")  # reverse.KINDS
 State = MirrorTopic.State
+# A mirror in one of these is still being promoted, failed over or reversed.
+UNDER_WAY = (State.PENDING_SYNCHRONIZE, State.PENDING_STOPPED)
 
 
 @dataclass
@@ -160,7 +164,7 @@ def stop_mirrors(
     if not wait:
         current_app.send_task("replication.tasks.finish_stops", args=[link.pk])
         return outcomes
-    _wait_for_stops(link, scheduled, outcomes)
+    wait_until_done(scheduled, outcomes, lambda: finish_pending_stops(link))
     return outcomes
 
 
@@ -199,18 +203,21 @@ def _start_stop(
     return mirror
 
 
-def _wait_for_stops(
-    link: ClusterLink, scheduled: list[MirrorTopic], outcomes: list[TopicOutcome]
+def wait_until_done(
+    scheduled: list[MirrorTopic],
+    outcomes: list[TopicOutcome],
+    finish: Callable[[], None],
+    timeout: float | None = None,
 ) -> None:
-    """Finish the stops here, until each is STOPPED or put back; a topic that did not stop
-    gets its error in its outcome."""
+    """Move the stops (or reverses) on here with `finish`, until each is STOPPED or put back;
+    a topic that did not stop gets its error in its outcome."""
     pks = [m.pk for m in scheduled]
 
     def all_done() -> bool:
-        finish_pending_stops(link)
-        return not MirrorTopic.objects.filter(pk__in=pks, state=State.PENDING_STOPPED).exists()
+        finish()
+        return not MirrorTopic.objects.filter(pk__in=pks, state__in=UNDER_WAY).exists()
 
-    processes.wait_for(all_done, settings.STOP_TIMEOUT_S + 15, ignore=())
+    processes.wait_for(all_done, timeout or settings.STOP_TIMEOUT_S + 15, ignore=())
     done = {m.mirror_topic: m for m in MirrorTopic.objects.filter(pk__in=pks)}
     for outcome in outcomes:
         mirror = done.get(outcome.mirror_topic)
@@ -268,12 +275,16 @@ def finish_pending_stops(link: ClusterLink) -> None:
     """Finish each PENDING_STOPPED mirror of `link` whose writer has stopped; put back those
     whose writer did not stop in time. Runs under the link's control lock, so one caller at a
     time finishes a given mirror."""
-    if not link.mirrors.filter(state=State.PENDING_STOPPED).exists():
+    # A reverse's stop completes otherwise (reverse.finish).
+    stopping = link.mirrors.filter(state=State.PENDING_STOPPED).exclude(
+        pending_stop__kind__in=REVERSES
+    )
+    if not stopping.exists():
         return
     with streams.control_lock(link, wait=10) as locked:
         if not locked:
             return
-        for mirror in link.mirrors.filter(state=State.PENDING_STOPPED).select_related("link"):
+        for mirror in stopping.select_related("link"):
             pending = mirror.pending_stop or {}
             generation = pending.get("generation")
             if generation is not None and streams.stopped_writing(
@@ -315,14 +326,9 @@ def _complete(mirror: MirrorTopic, pending: dict) -> None:
         "stop",
         State.STOPPED,
         stop_offsets={str(p): offset for p, offset in stop_offsets.items()},
-        stop_report={
-            "kind": kind,
-            "actor": pending.get("actor", ""),
-            "requested_at": pending.get("requested_at"),
-            "note": pending.get("note", ""),
-            "lag": lags,
-            **({"consumer_offsets": offsets} if offsets else {}),
-        },
+        stop_report=stop_report(
+            pending, lags, **({"consumer_offsets": offsets} if offsets else {})
+        ),
         pending_stop=None,
         paused=False,
     )
@@ -339,6 +345,18 @@ def _complete(mirror: MirrorTopic, pending: dict) -> None:
         kind,
         mirror.stop_offsets,
     )
+
+
+def stop_report(pending: dict, lags: dict, **more: str) -> dict:
+    """What a STOPPED mirror keeps of how it stopped: who asked, when, why, the lag left."""
+    return {
+        "kind": pending["kind"],
+        "actor": pending.get("actor", ""),
+        "requested_at": pending.get("requested_at"),
+        "note": pending.get("note", ""),
+        "lag": lags,
+        **more,
+    }
 
 
 def _last_offset_sync(mirror: MirrorTopic, kind: str, destination) -> str:
@@ -372,12 +390,20 @@ def _put_back(mirror: MirrorTopic, pending: dict, message: str) -> None:
         log.exception("Could not restore the read-only ACLs of %s", mirror.mirror_topic)
     before = snapshot(mirror)
     move(mirror, "abort-stop", to, pending_stop=None, action_error=message)
+    record_put_back(mirror, pending, before, message, "mirror.stop_failed")
+
+
+def record_put_back(
+    mirror: MirrorTopic, pending: dict, before: dict, message: str, action: str
+) -> None:
+    """A stop (or reverse) that could not finish, once the mirror is back: its stream told, the
+    log and the audit trail say why."""
     with contextlib.suppress(redis.RedisError):  # else the supervisor publishes it within seconds
         streams.publish(mirror.link, client())
     log.error("%s of mirror topic %s did not finish: %s", pending.get("kind"), mirror, message)
     audit.record(
         audit.Actor.system(pending.get("kind", "promote")),
-        "mirror.stop_failed",
+        action,
         f"mirror {mirror.mirror_topic}",
         result=audit.AuditEvent.Result.FAILED,
         before=before,

@@ -34,6 +34,11 @@ def _arguments(argv):
         ("--unpause", "fetch again for paused mirror topics"),
         ("--promote", "stop mirroring once caught up: the topic becomes writable"),
         ("--failover", "stop mirroring at once, whatever the lag or the source's health"),
+        (
+            "--reverse-and-start",
+            "bidirectional link: make the mirror writable and its source a mirror of it",
+        ),
+        ("--reverse-and-pause", "the same, the source's new mirror left paused"),
     ):
         action.add_argument(flag, action="store_true", help=text)
     for flag, text in (
@@ -44,7 +49,7 @@ def _arguments(argv):
     ):
         action.add_argument(flag, metavar="ID", help=text)
     action.add_argument("--list-requests", action="store_true", help="list open approval requests")
-    p.add_argument("--reason", default="", help="why (--promote, --failover, --reject)")
+    p.add_argument("--reason", default="", help="why (a stop, a reverse, --reject)")
     p.add_argument(
         "--break-glass", action="store_true", help="--failover at once, without approval (admin)"
     )
@@ -64,9 +69,24 @@ def _arguments(argv):
     args = p.parse_args(argv)
     if args.create and not (args.mirror_topic and args.link):
         p.error("--create needs --mirror-topic and --link")
-    if (args.pause or args.unpause or args.promote or args.failover) and not args.topics:
-        p.error("--pause, --unpause, --promote and --failover need --topics")
+    if (args.pause or args.unpause or _stopping(args)) and not args.topics:
+        p.error("--pause, --unpause, --promote, --failover and --reverse-* need --topics")
     return args
+
+
+# The actions that stop a mirror (subject to approval): the flag's name -> the API's action,
+# and how the request is named while it waits.
+STOPS = {
+    "promote": ("promote", "Promoting"),
+    "failover": ("failover", "Failing over"),
+    "reverse_and_start": ("reverse-and-start-mirror", "Reversing"),
+    "reverse_and_pause": ("reverse-and-pause-mirror", "Reversing"),
+}
+
+
+def _stopping(args) -> str | None:
+    """The stopping action asked for, if any (its flag's name)."""
+    return next((flag for flag in STOPS if getattr(args, flag)), None)
 
 
 def create(session: Session, args) -> None:
@@ -180,9 +200,10 @@ def alter(session: Session, args, action: str, verb: str) -> int:
     return 1 if failed else 0
 
 
-def stop(session: Session, args, action: str) -> int:
-    """Promote or fail over the named mirrors, link by link, printing what Confluent's tool
-    prints; an action that needs approval prints the request to follow."""
+def stop(session: Session, args, flag: str) -> int:
+    """Promote, fail over or reverse the named mirrors, link by link, printing what
+    Confluent's tool prints; an action that needs approval prints the request to follow."""
+    action, verb = STOPS[flag]
     by_link = defaultdict(list)
     for topic, link in _links_of(session, names(args.topics)).items():
         by_link[link].append(topic)
@@ -202,7 +223,6 @@ def stop(session: Session, args, action: str) -> int:
         )
         print(f"Finished calculating max offset lag and max lag ms for mirror topics: {listed}")
         if answer["approval_request"]:
-            verb = "Promoting" if action == "promote" else "Failing over"
             print_request(answer["approval_request"], f"{verb} {', '.join(link_topics)}")
             continue
         for outcome in answer["data"]:
@@ -280,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         return alter(session, args, "pause", "pausing")
     elif args.unpause:
         return alter(session, args, "resume", "resuming")
-    elif args.promote or args.failover:
-        return stop(session, args, "promote" if args.promote else "failover")
+    elif flag := _stopping(args):
+        return stop(session, args, flag)
     else:
         requests(session, args)
     return 0

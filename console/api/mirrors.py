@@ -44,8 +44,8 @@ from replication.models import MirrorTopic
 
 # The mirror actions of the API, by the name after the colon.
 ACTIONS = {"pause": pause_mirror, "resume": resume_mirror}
-# Those that stop a mirror, subject to approval.
-STOPS = ("promote", "failover")
+# Those that stop a mirror (a reverse too: its source then mirrors it), subject to approval.
+STOPS = ("promote", "failover", "reverse-and-start-mirror", "reverse-and-pause-mirror")
 
 
 def lags_data(partitions) -> list[MirrorLag]:

@@ -545,9 +545,9 @@ PATHS = {
         LINK + f"/mirrors:{verb}": path_item(
             LINK + f"/mirrors:{verb}",
             post=operation(
-                f"updateKafkaMirrorTopics{verb.capitalize()}",
+                f"updateKafkaMirrorTopics{verb.title().replace('-', '')}",
                 LINKING_TAG,
-                f"{verb.capitalize()} the mirror topics",
+                f"{verb.replace('-', ' ').capitalize()} the mirror topics",
                 "mirror.stop",
                 {
                     **ok(schemas.StopMirrorsResult, "Done at once: each topic's outcome and lags."),
@@ -566,6 +566,16 @@ PATHS = {
         for verb, what in (
             ("promote", "Stop mirroring once every partition has lag 0: a writable topic."),
             ("failover", "Stop mirroring at once, whatever the lag or the source's health."),
+            (
+                "reverse-and-start-mirror",
+                "On a bidirectional link: fence the source topic, let the mirror catch up, make "
+                "it writable and its old source a mirror of it, at the same offsets (nothing is "
+                "copied). A fence a super user wrote past puts everything back.",
+            ),
+            (
+                "reverse-and-pause-mirror",
+                "The same, the old source's new mirror left paused.",
+            ),
         )
     },
     CLUSTER + "/approval-requests": path_item(

@@ -12,6 +12,7 @@ _TONES = {
         "PAUSED",
         "LINK_PAUSED",
         "PENDING_MIRROR",
+        "PENDING_SYNCHRONIZE",
         "PENDING_STOPPED",
         "PENDING",
         "APPROVED",

@@ -119,7 +119,7 @@ def test_a_link_with_wrong_sasl_credentials_is_refused(registered_clusters):
             "never synced: preallocat",
         ),
         ("ok", {"security.protocol": "SASL_PLAINTEXT"}, "needs the link's credentials"),
-        ("ok", {"link.mode": "SOURCE"}, "link.mode can only be DESTINATION"),
+        ("ok", {"link.mode": "SOURCE"}, "link.mode can only be DESTINATION or BIDIRECTIONAL"),
         ("ok", {"bootstrap.servers": "127.0.0.1:1"}, "cannot reach its source"),
     ],
 )

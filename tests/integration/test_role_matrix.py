@@ -130,12 +130,30 @@ class World:
     mirrors to pause, resume, promote and fail over (an admin acts at once there), `strict`
     those an admin must break glass for (no admin override)."""
 
-    def __init__(self, users, make_link, make_topic, topic_name, destination):
-        self.users, self.destination = users, destination
+    def __init__(self, users, make_link, make_topic, topic_name, clusters):
+        self.users, self.destination = users, clusters["destination"]
         self._make_link, self._make_topic, self._topic_name = make_link, make_topic, topic_name
         self._count = 0
         self.link = self.new_link()
         self.strict = self.new_link(admin_may_override=False)
+        self._clusters = clusters
+        self._both: ClusterLink | None = None
+
+    @property
+    def both(self) -> ClusterLink:
+        """A running bidirectional link (its half into the destination), made when first
+        needed: the mirrors a reverse takes are ACTIVE there."""
+        if self._both is None:
+            self._both = links.create_link(
+                SETUP,
+                self.destination,
+                self.name("both"),
+                {"link.mode": "BIDIRECTIONAL"},
+                source=self._clusters["source"],
+            )
+            ClusterLink.objects.filter(pk=self._both.pk).update(approvals_required=2)
+            self._both.refresh_from_db()
+        return self._both
 
     def name(self, what: str) -> str:
         return f"{what}-{uuid.uuid4().hex[:8]}"
@@ -270,6 +288,12 @@ def a_mirror_to_stop(w: World, user, allowed: bool) -> Target:
     at_once = allowed and acts_at_once(user, w.link)
     mirror = w.new_mirror(w.link) if at_once else w.mirror_in(w.link, PROMOTABLE)
     return Target(link=w.link, mirror=mirror)
+
+
+def a_mirror_to_reverse(w: World, user, allowed: bool) -> Target:
+    at_once = allowed and acts_at_once(user, w.both)
+    mirror = w.new_mirror(w.both) if at_once else w.mirror_in(w.both, [State.ACTIVE])
+    return Target(link=w.both, mirror=mirror)
 
 
 def a_mirror_to_break_glass_on(w: World, user, allowed: bool) -> Target:
@@ -821,6 +845,20 @@ API = [
         ),
         asked_event="request.failover",
     ),
+    *[
+        Row(
+            f"mirror {action}",
+            (LINK_PATH + f"/mirrors:{action}", "POST"),
+            ("mirror.stop",),
+            f"mirror.{action}",
+            a_mirror_to_reverse,
+            lambda c, w, t, action=action: call(
+                c, "POST", link_url(w, t, f"/mirrors:{action}"), names_of(t, reason=REASON)
+            ),
+            asked_event=f"request.{action}",
+        )
+        for action in ("reverse-and-start-mirror", "reverse-and-pause-mirror")
+    ],
     Row(
         "mirror failover, breaking glass",
         (LINK_PATH + "/mirrors:failover", "POST"),
@@ -1006,6 +1044,29 @@ CLI = [
         ),
         asked_event="request.failover",
     ),
+    *[
+        Row(
+            f"mirror {action}",
+            ("kafka-mirrors", option),
+            ("mirror.stop",),
+            f"mirror.{action}",
+            a_mirror_to_reverse,
+            lambda run, w, t, option=option: run(
+                "kafka-mirrors",
+                *at(w),
+                option,
+                "--topics",
+                t.mirror.mirror_topic,
+                "--reason",
+                REASON,
+            ),
+            asked_event=f"request.{action}",
+        )
+        for action, option in (
+            ("reverse-and-start-mirror", "--reverse-and-start"),
+            ("reverse-and-pause-mirror", "--reverse-and-pause"),
+        )
+    ],
     Row(
         "mirror failover, breaking glass",
         ("kafka-mirrors", "--failover"),
@@ -1139,7 +1200,7 @@ def run_table(interface: Interface, table: list[Row], role: str, w: World, calle
 
 @pytest.fixture
 def world(users, make_link, make_topic, topic_name, registered_clusters) -> World:
-    return World(users, make_link, make_topic, topic_name, registered_clusters["destination"])
+    return World(users, make_link, make_topic, topic_name, registered_clusters)
 
 
 # The matrix. ----------------------------------------------------------------------------------

@@ -1,0 +1,233 @@
+"""Bidirectional links and the planned switchover (reverse-and-start-mirror,
+reverse-and-pause-mirror) on the real clusters: nothing copied, both topics identical record
+by record, a fence a super user writes past detected and everything put back, and clear
+refusals."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+
+from devstack import kafka
+from replication import audit, reverse
+from replication.errors import ReplicationError
+from replication.links import create_link, peer_of
+from replication.mirrors import create_mirror, pause_mirror
+from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from tests.conftest import admin_config
+from tests.mirror_checks import eventually, read_all, run_until_copied
+
+pytestmark = pytest.mark.integration
+
+ACTOR = audit.Actor.system("tests")
+RECENT = int(time.time() * 1000) - 600_000
+State = MirrorTopic.State
+
+
+def _write(bootstrap_config: dict, topic: str, first: int, count: int) -> None:
+    producer = Producer(bootstrap_config)
+    for i in range(first, first + count):
+        producer.produce(
+            topic,
+            key=str(i).encode(),
+            value=f"value {i}".encode(),
+            partition=i % 2,
+            timestamp=RECENT + i,
+            headers=[("i", str(i).encode())],
+        )
+    assert producer.flush(30) == 0
+
+
+def _plain(node: kafka.KafkaNode) -> dict:
+    return {"bootstrap.servers": node.bootstrap}  # an ordinary client, bound by ACLs
+
+
+def _refused(node: kafka.KafkaNode, topic: str) -> bool:
+    """Whether an ordinary client's write to `topic` is refused for want of rights."""
+    errors = []
+    producer = Producer({**_plain(node), "message.timeout.ms": 10_000})
+    producer.produce(topic, value=b"x", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(15)
+    return (
+        bool(errors)
+        and errors[0] is not None
+        and errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    )
+
+
+@pytest.fixture
+def bidirectional(registered_clusters, make_link, topic_name):
+    """A bidirectional link between the two registered clusters: its half into the destination
+    (the `make_link` fixture cleans both halves up)."""
+
+    def make(**configs: str) -> ClusterLink:
+        return create_link(
+            ACTOR,
+            registered_clusters["destination"],
+            f"both-{topic_name[-8:]}",
+            {"link.mode": "BIDIRECTIONAL", **configs},
+            source=registered_clusters["source"],
+        )
+
+    return make
+
+
+def test_a_bidirectional_link_is_one_name_with_a_half_on_each_cluster(
+    bidirectional, registered_clusters
+):
+    link = bidirectional()
+    peer = peer_of(link)
+    assert (peer.name, peer.destination, peer.source_cluster_id) == (
+        link.name,
+        registered_clusters["source"],
+        registered_clusters["destination"].cluster_id,
+    )
+    assert link.config("link.mode") == peer.config("link.mode") == "BIDIRECTIONAL"
+    # Each half reads the other cluster as its registered link principal, at its address.
+    assert link.configs["bootstrap.servers"] == registered_clusters["source"].bootstrap_servers
+    assert peer.configs["bootstrap.servers"] == registered_clusters["destination"].bootstrap_servers
+    assert AuditEvent.objects.filter(action="link.create").count() == 2
+
+
+def test_reverse_copies_nothing_and_the_old_source_mirrors_the_new_primary_at_the_same_offsets(
+    bidirectional, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    _write(_plain(kafka.SOURCE), topic_name, 0, 200)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror])
+    before = read_all(kafka.SOURCE.bootstrap, topic_name)
+
+    (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
+
+    assert (outcome.error, outcome.state) == ("", State.STOPPED)
+    peer = peer_of(link)
+    reversed_mirror = peer.mirrors.get(mirror_topic=topic_name)
+    assert (reversed_mirror.source_topic, reversed_mirror.state) == (topic_name, State.ACTIVE)
+    # Nothing was copied: the old source holds exactly what it held, and both sides are equal.
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == before
+    assert read_all(kafka.DESTINATION.bootstrap, topic_name) == before
+    # The new primary takes writes; the old source, now a mirror, refuses an ordinary client.
+    _write(_plain(kafka.DESTINATION), topic_name, 200, 50)
+    assert _refused(kafka.SOURCE, topic_name)
+    run_until_copied(peer, [reversed_mirror])
+    after = read_all(kafka.DESTINATION.bootstrap, topic_name)
+    assert len(after) == 250
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == after  # record by record, offsets too
+
+
+def test_reverse_and_pause_leaves_the_old_sources_new_mirror_paused(
+    bidirectional, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name)
+    _write(_plain(kafka.SOURCE), topic_name, 0, 10)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror])
+
+    (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.PAUSE, wait=True)
+
+    assert outcome.error == ""
+    reversed_mirror = peer_of(link).mirrors.get(mirror_topic=topic_name)
+    assert (reversed_mirror.state, reversed_mirror.paused) == (State.PAUSED, True)
+
+
+def test_a_fence_a_super_user_wrote_past_is_detected_and_everything_is_put_back(
+    bidirectional, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    _write(_plain(kafka.SOURCE), topic_name, 0, 100)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror])
+
+    (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START)
+    assert outcome.state == State.PENDING_SYNCHRONIZE
+    assert _refused(kafka.SOURCE, topic_name)  # fenced
+    _write(admin_config(kafka.SOURCE), topic_name, 100, 3)  # a super user: past every ACL
+
+    def settled() -> bool:
+        reverse.finish(link)
+        mirror.refresh_from_db()
+        return mirror.state not in (State.PENDING_SYNCHRONIZE, State.PENDING_STOPPED)
+
+    eventually(settled, 120, "the reverse settling")
+    assert mirror.state == State.ACTIVE
+    assert "did not hold" in mirror.action_error
+    assert not peer_of(link).mirrors.exists()
+    _write(_plain(kafka.SOURCE), topic_name, 103, 1)  # the fence is lifted: writable again
+    failed = AuditEvent.objects.get(action="mirror.reverse_failed")
+    assert "did not hold" in failed.message
+    run_until_copied(link, [mirror])  # and the mirror follows it again, every record
+    assert read_all(kafka.DESTINATION.bootstrap, topic_name) == read_all(
+        kafka.SOURCE.bootstrap, topic_name
+    )
+
+
+def test_reverse_is_refused_clearly_on_a_one_way_link_and_for_a_mirror_not_active(
+    bidirectional, make_link, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name)
+    one_way = make_link({"cluster.link.paused": "true"})
+    create_mirror(ACTOR, one_way, topic_name)
+    with pytest.raises(ReplicationError, match="is not bidirectional") as refused:
+        reverse.reverse_mirrors(ACTOR, one_way, [topic_name], reverse.START)
+    assert "Create one with link.mode=BIDIRECTIONAL" in str(refused.value)
+
+    link = bidirectional()
+    other = make_topic(kafka.SOURCE, f"{topic_name}-b")
+    paused = create_mirror(ACTOR, link, other)
+    pause_mirror(ACTOR, paused)
+    (outcome, missing) = reverse.reverse_mirrors(
+        ACTOR, link, [other, "no-such-mirror"], reverse.START
+    )
+    assert outcome.error == f"Mirror topic {other!r} is PAUSED; a reverse needs it ACTIVE."
+    assert missing.status == 404
+    paused.refresh_from_db()
+    assert paused.state == State.PAUSED and not peer_of(link).mirrors.exists()
+    assert AuditEvent.objects.filter(action=f"mirror.{reverse.START}", result="refused").count()
+
+
+def test_a_prefixed_bidirectional_link_cannot_reverse(bidirectional, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name)
+    link = bidirectional(**{"cluster.link.prefix": "dc1."})
+    create_mirror(ACTOR, link, topic_name)
+    with pytest.raises(ReplicationError, match="need a link without a prefix"):
+        reverse.reverse_mirrors(ACTOR, link, [f"dc1.{topic_name}"], reverse.START)
+
+
+def test_an_approved_reverse_asked_through_the_api_runs_on_the_worker(
+    transactional_db, celery_worker, bidirectional, make_topic, topic_name, api
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    _write(_plain(kafka.SOURCE), topic_name, 0, 40)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror])
+    base = f"/kafka/v3/clusters/{link.destination.cluster_id}"
+
+    asked = api("operator").post(
+        f"{base}/links/{link.name}/mirrors:{reverse.START}",
+        {"mirror_topic_names": [topic_name], "reason": "switch over for maintenance"},
+        content_type="application/json",
+    )
+    assert asked.status_code == 202, asked.content
+    request = asked.json()["approval_request"]
+    assert request["action"] == reverse.START
+    approved = api("approver").post(f"{base}/approval-requests/{request['id']}:approve")
+    assert approved.json()["state"] == "APPROVED"
+
+    def finished() -> str | None:
+        state = api("viewer").get(f"{base}/approval-requests/{request['id']}").json()["state"]
+        return state if state != "APPROVED" else None
+
+    assert eventually(finished, 120, "the approved reverse running") == "EXECUTED"
+    mirror.refresh_from_db()
+    assert mirror.state == State.STOPPED
+    assert peer_of(link).mirrors.get(mirror_topic=topic_name).state == State.ACTIVE
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
+        kafka.DESTINATION.bootstrap, topic_name
+    )
