@@ -118,7 +118,7 @@ def _refusal(mirror: MirrorTopic, peer: ClusterLink, errors: list[str], partitio
         return f"Mirror topic {name!r} is {mirror.state}; a reverse needs it ACTIVE."
     if errors or not partitions:
         return f"The state of {name!r} could not be read: {'; '.join(errors) or 'no partitions'}."
-    if peer.mirrors.filter(mirror_topic=mirror.source_topic).exists():
+    if peer.mirrors.filter(mirror_topic=mirror.source_topic).exclude(state=State.STOPPED).exists():
         return (
             f"Topic {mirror.source_topic!r} is already a mirror topic of link {peer.name!r} on "
             f"{peer.destination.name}."
@@ -283,6 +283,9 @@ def _swap(mirror: MirrorTopic) -> None:
     paused = pending["kind"] == PAUSE
     before = snapshot(mirror)
     with transaction.atomic():
+        # A swap back: the old relationship's STOPPED record gives way to the new one (the
+        # audit trail keeps its history).
+        peer.mirrors.filter(mirror_topic=mirror.source_topic, state=State.STOPPED).delete()
         reversed_mirror = MirrorTopic.objects.create(
             link=peer,
             destination=peer.destination,

@@ -6,8 +6,11 @@ from ..errors import not_found
 from .moves import DISASTER_RECOVERY, MIGRATION
 from .runner import Scenario
 from .share_data import SHARE_DATA
+from .swap import SWAP
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in [SHARE_DATA, DISASTER_RECOVERY, MIGRATION]}
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s for s in [SHARE_DATA, DISASTER_RECOVERY, MIGRATION, SWAP]
+}
 
 
 def get(name: str) -> Scenario:

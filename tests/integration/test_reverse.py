@@ -231,3 +231,31 @@ def test_an_approved_reverse_asked_through_the_api_runs_on_the_worker(
     assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
         kafka.DESTINATION.bootstrap, topic_name
     )
+
+
+def test_a_swap_and_back_copies_no_record_twice_and_keeps_the_offsets_identical(
+    bidirectional, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    _write(_plain(kafka.SOURCE), topic_name, 0, 60)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror])
+    peer = peer_of(link)
+
+    (there,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
+    assert there.error == ""
+    _write(_plain(kafka.DESTINATION), topic_name, 60, 30)  # the burst, on the new primary
+    back_mirror = peer.mirrors.get(mirror_topic=topic_name)
+    run_until_copied(peer, [back_mirror])
+    (back,) = reverse.reverse_mirrors(ACTOR, peer, [topic_name], reverse.START, wait=True)
+    assert back.error == ""
+    _write(_plain(kafka.SOURCE), topic_name, 90, 10)  # the original primary again
+    again = link.mirrors.get(mirror_topic=topic_name)
+    assert again.state == State.ACTIVE and again.pk != mirror.pk
+    run_until_copied(link, [again])
+
+    on_source = read_all(kafka.SOURCE.bootstrap, topic_name)
+    assert sorted(int(r.key) for r in on_source) == list(range(100))  # each record once
+    assert read_all(kafka.DESTINATION.bootstrap, topic_name) == on_source  # offsets identical
+    assert not _refused(kafka.SOURCE, topic_name) and _refused(kafka.DESTINATION, topic_name)

@@ -242,3 +242,21 @@ def test_a_busy_run_is_claimed_once_and_ending_it_skips_the_rest_and_cleans_up(
     run = runner.go_on(scenario, runner.claim(run, "end", actor), "end", actor)
     assert run.status == ScenarioRun.Status.ENDED and cleaned == ["e-t"]
     assert [s.status for s in run.steps.all()] == ["PASSED", "SKIPPED", "SKIPPED"]
+
+
+def test_swap_goes_there_and_back_twice_in_a_row_copying_nothing_twice(
+    transactional_db, celery_worker, registered_clusters
+):
+    for attempt in range(2):  # names of its own each time, and nothing left between
+        run, printed = _run("swap", leftovers.unique_name(f"swap{attempt}"))
+
+        assert run.status == ScenarioRun.Status.PASSED, printed
+        steps = {s.title: s for s in run.steps.all()}
+        assert steps["Reverse it: the cloud takes the writes"].seen.endswith("nothing copied")
+        assert steps["Reverse back"].seen.endswith("nothing copied")
+        checked = steps["Check every record is there once, at the same offset on both"].seen
+        assert checked.startswith("both clusters hold the same 35 records at offsets 0 to 34")
+        assert run.cleanup == ""
+        assert not ClusterLink.objects.filter(name=run.names["link"]).exists()
+        for node in kafka.NODES:
+            assert run.names["topic"] not in KafkaAdmin(admin_config(node)).list_topic_names()
