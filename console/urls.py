@@ -58,6 +58,18 @@ urlpatterns = [
     path(MIRROR + "delete/", mirrors.mirror_delete, name="mirror-delete"),
     path(MIRROR + "promote/", approvals.mirror_stop, {"action": "promote"}, name="mirror-promote"),
     path(
+        MIRROR + "reverse/",
+        approvals.mirror_stop,
+        {"action": "reverse-and-start-mirror"},
+        name="mirror-reverse",
+    ),
+    path(
+        MIRROR + "reverse-paused/",
+        approvals.mirror_stop,
+        {"action": "reverse-and-pause-mirror"},
+        name="mirror-reverse-paused",
+    ),
+    path(
         MIRROR + "failover/", approvals.mirror_stop, {"action": "failover"}, name="mirror-failover"
     ),
     path("approvals/", approvals.approval_list, name="approvals"),

@@ -171,6 +171,12 @@ def _dry_run(actor, link, action, topics, force) -> list[promote.TopicOutcome]:
     if action == Action.DELETE_LINK:
         links.delete_link(actor, link, force=force, validate_only=True)
         return []
+    return preview(link, action, topics)
+
+
+def preview(link: ClusterLink, action: str, topics: list[str]) -> list[promote.TopicOutcome]:
+    """What a promote, failover or reverse of `topics` would do now, per topic (a refusal of
+    the whole, a one-way link for a reverse say, is raised)."""
     if action in REVERSES:
         return reverse.check(link, topics)
     return promote.check(action, link, topics)

@@ -37,13 +37,21 @@ def _after(request, submission: approvals.Submission, done_url: str, what: str):
     return redirect(done_url)
 
 
+DOING = {
+    Action.PROMOTE: "promoting",
+    Action.FAILOVER: "failing over",
+    Action.REVERSE_AND_START: "reversing",
+    Action.REVERSE_AND_PAUSE: "reversing",
+}
+
+
 @require("mirror.stop")
 def mirror_stop(request, destination, topic, action):
     """Promote or fail over one mirror: the dry run's lags, a reason, and the outcome."""
     mirror = find_mirror(destination, topic)
     # Bound on any POST: every field is optional, so an empty POST is still an answer.
     form = StopForm(bound(request), name=mirror.mirror_topic)
-    what = f"{'promoting' if action == Action.PROMOTE else 'failing over'} {mirror.mirror_topic}"
+    what = f"{DOING[action]} {mirror.mirror_topic}"
     if request.method == "POST" and form.is_valid():
         try:
             submission = approvals.submit(
@@ -58,7 +66,10 @@ def mirror_stop(request, destination, topic, action):
             form.add_error(None, str(exc))
         else:
             return _after(request, submission, mirror_url(mirror), what)
-    plan = promote.check(action, mirror.link, [mirror.mirror_topic])[0]
+    try:
+        plan = approvals.preview(mirror.link, action, [mirror.mirror_topic])[0]
+    except ReplicationError as exc:  # a reverse on a one-way link, say
+        plan = promote.TopicOutcome(mirror.mirror_topic, str(exc), exc.status)
     link = mirror.link
     return render(
         request,
@@ -70,6 +81,7 @@ def mirror_stop(request, destination, topic, action):
             "form": form,
             "acts_at_once": approvals.acts_at_once(request.user, link),
             "may_break_glass": action == Action.FAILOVER and can(request.user, "request.override"),
+            "reverse": action in approvals.REVERSES,
         },
     )
 

@@ -77,6 +77,17 @@ def link_detail(request, destination, name):
     return _detail(request, find_link(destination, name), LinkConfigForm())
 
 
+def _peer(link: ClusterLink) -> ClusterLink | None:
+    """The other half of a bidirectional link, shown beside it; None for a one-way link or a
+    half whose other half is gone (its page says so through link.mode)."""
+    if link.config("link.mode") != "BIDIRECTIONAL":
+        return None
+    try:
+        return links.peer_of(link)
+    except ReplicationError:
+        return None
+
+
 def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int = 200):
     link = with_source_names([link])[0]
     return render(
@@ -92,6 +103,8 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
             "config_form": config_form,
             "filter_editors": filter_editors(link),
             "sync": offset_sync.status(link),
+            "bidirectional": link.config("link.mode") == "BIDIRECTIONAL",
+            "peer": _peer(link),
             **link_charts_context(link),
             "syncs": {
                 "acl_enabled": acl_sync.enabled(link),

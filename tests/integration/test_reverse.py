@@ -259,3 +259,31 @@ def test_a_swap_and_back_copies_no_record_twice_and_keeps_the_offsets_identical(
     assert sorted(int(r.key) for r in on_source) == list(range(100))  # each record once
     assert read_all(kafka.DESTINATION.bootstrap, topic_name) == on_source  # offsets identical
     assert not _refused(kafka.SOURCE, topic_name) and _refused(kafka.DESTINATION, topic_name)
+
+
+def test_the_console_offers_a_reverse_on_a_bidirectional_link_with_its_dry_run(
+    bidirectional, make_link, make_topic, topic_name, client_as
+):
+    from django.urls import reverse as url
+
+    make_topic(kafka.SOURCE, topic_name)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    client = client_as("operator")
+    args = [mirror.destination.name, topic_name]
+    page = client.get(url("mirror-detail", args=args)).content.decode()
+    assert 'id="reverse"' in page and 'id="reverse-paused"' in page
+    peer = peer_of(link)
+    pair = client.get(url("link-detail", args=[link.destination.name, link.name])).content.decode()
+    assert 'id="bidirectional"' in pair
+    assert f"{peer.name} on {peer.destination.name}</a>, mirrors the other way" in pair
+    dry_run = client.get(url("mirror-reverse", args=args)).content.decode()
+    assert "<h1>Reverse " in dry_run and 'id="plan-ok"' in dry_run
+    assert "No record is copied." in dry_run and "Ask for approval" in dry_run
+
+    other = make_topic(kafka.SOURCE, f"{topic_name}-one-way")
+    one_way = create_mirror(ACTOR, make_link(), other)
+    args = [one_way.destination.name, other]
+    assert 'id="reverse"' not in client.get(url("mirror-detail", args=args)).content.decode()
+    refused = client.get(url("mirror-reverse", args=args)).content.decode()
+    assert "is not bidirectional" in refused and 'id="plan-error"' in refused

@@ -584,6 +584,21 @@ CONSOLE = [
         lambda c, w, t: post(c, "mirror-promote", mirror_args(t), stop_form(t)),
         asked_event="request.promote",
     ),
+    *[
+        Row(
+            f"mirror {action}",
+            url_name,
+            ("mirror.stop",),
+            f"mirror.{action}",
+            a_mirror_to_reverse,
+            lambda c, w, t, url_name=url_name: post(c, url_name, mirror_args(t), stop_form(t)),
+            asked_event=f"request.{action}",
+        )
+        for action, url_name in (
+            ("reverse-and-start-mirror", "mirror-reverse"),
+            ("reverse-and-pause-mirror", "mirror-reverse-paused"),
+        )
+    ],
     Row(
         "mirror failover",
         "mirror-failover",
