@@ -306,6 +306,15 @@ _readers: dict[tuple, translation.Reader] = {}
 _readers_lock = threading.Lock()
 
 
+def close_readers() -> None:
+    """Close the translation readers, for a process about to end (or its clusters to stop):
+    a reader left open keeps trying to reach its cluster until the process is gone."""
+    with _readers_lock:
+        for reader in _readers.values():
+            reader.close()
+        _readers.clear()
+
+
 def _runs(link: ClusterLink, topic_ids: set[str]) -> dict[tuple[str, int], translation.Runs]:
     config = link.destination.connection_config()
     key = tuple(sorted(config.items()))
