@@ -33,6 +33,7 @@ from .connections import destination_admin, source_admin
 from .errors import ReplicationError, unavailable
 from .mirror_states import FAILABLE_OVER, FOLLOWING, PROMOTABLE, move
 from .mirrors import (
+    MirrorStatus,
     PartitionStatus,
     describe_mirrors,
     running_state,
@@ -75,18 +76,29 @@ class TopicOutcome:
 def check(kind: str, link: ClusterLink, names: list[str]) -> list[TopicOutcome]:
     """The dry run: per topic, whether it may be stopped now, with its lag per partition read
     from both clusters now."""
+    return outcomes_for(
+        link, names, lambda mirror, status: _refusal(kind, mirror, status.errors, status.partitions)
+    )
+
+
+def outcomes_for(
+    link: ClusterLink, names: list[str], refusal: Callable[[MirrorTopic, MirrorStatus], str]
+) -> list[TopicOutcome]:
+    """Each named topic's outcome as a dry run: not a mirror of `link` (404), or what
+    `refusal` says of it as it is now (409; "" lets it go ahead), with its lags."""
     found = {m.mirror_topic: m for m in link.mirrors.filter(mirror_topic__in=names)}
     statuses = {s.mirror.mirror_topic: s for s in describe_mirrors(found.values())}
     outcomes = []
     for name in names:
-        mirror, status = found.get(name), statuses.get(name)
+        mirror = found.get(name)
         if mirror is None:
             outcomes.append(
                 TopicOutcome(name, f"Topic {name!r} is not a mirror topic of {link.name!r}.", 404)
             )
             continue
+        status = statuses[name]
         outcome = TopicOutcome(name, state=mirror.state, lags=status.partitions)
-        outcome.error = _refusal(kind, mirror, status.errors, status.partitions)
+        outcome.error = refusal(mirror, status)
         outcome.status = 409 if outcome.error else 200
         outcomes.append(outcome)
     return outcomes

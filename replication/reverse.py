@@ -41,9 +41,15 @@ from . import audit, links, offset_sync, read_only, stale_requests, streams
 from .connections import cluster_admin, destination_admin, source_admin
 from .errors import ReplicationError, unavailable
 from .mirror_states import move
-from .mirrors import describe_mirrors, running_state, snapshot
+from .mirrors import running_state, snapshot
 from .models import ClusterLink, MirrorTopic
-from .promote import TopicOutcome, record_put_back, stop_report, wait_until_done
+from .promote import (
+    TopicOutcome,
+    outcomes_for,
+    record_put_back,
+    stop_report,
+    wait_until_done,
+)
 from .redis_channel import client
 
 log = logging.getLogger(__name__)
@@ -94,22 +100,9 @@ def check(link: ClusterLink, names: list[str]) -> list[TopicOutcome]:
             "name: reverse operations need a link without a prefix (as in Confluent's). Nothing "
             "was changed."
         )
-    found = {m.mirror_topic: m for m in link.mirrors.filter(mirror_topic__in=names)}
-    statuses = {s.mirror.mirror_topic: s for s in describe_mirrors(found.values())}
-    outcomes = []
-    for name in names:
-        mirror = found.get(name)
-        if mirror is None:
-            outcomes.append(
-                TopicOutcome(name, f"Topic {name!r} is not a mirror topic of {link.name!r}.", 404)
-            )
-            continue
-        status = statuses[name]
-        outcome = TopicOutcome(name, state=mirror.state, lags=status.partitions)
-        outcome.error = _refusal(mirror, peer, status.errors, status.partitions)
-        outcome.status = 409 if outcome.error else 200
-        outcomes.append(outcome)
-    return outcomes
+    return outcomes_for(
+        link, names, lambda mirror, status: _refusal(mirror, peer, status.errors, status.partitions)
+    )
 
 
 def _refusal(mirror: MirrorTopic, peer: ClusterLink, errors: list[str], partitions) -> str:
