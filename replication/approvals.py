@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import audit, links, policy, promote, reverse, stale_requests, text
+from . import audit, links, policy, promote, restore, reverse, stale_requests, text
 from .errors import ReplicationError, conflict, not_found
 from .models import Approval, ApprovalRequest, ClusterLink, MirrorTopic
 
@@ -429,6 +429,7 @@ def finish_stops(link: ClusterLink) -> bool:
     they settle. Returns whether some mirror of the link still waits to stop."""
     promote.finish_pending_stops(link)
     reverse.finish(link)
+    restore.finish(link)
     for request in link.approval_requests.filter(state=RState.APPROVED):
         settle(request)
     return link.mirrors.filter(state__in=promote.UNDER_WAY).exists()

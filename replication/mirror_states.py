@@ -80,6 +80,13 @@ TRANSITIONS: dict[str, Transition] = {
         frozenset({State.PENDING_SYNCHRONIZE}), frozenset({State.PENDING_STOPPED}), "stopped"
     ),
     "abort-reverse": Transition(frozenset({State.PENDING_SYNCHRONIZE}), FOLLOWING, "put back"),
+    # truncate-and-restore (restore.py): set aside, then made anew, then a mirror
+    "restore-set-up": Transition(
+        frozenset({State.PENDING_SETUP_FOR_RESTORE}),
+        frozenset({State.PENDING_RESTORE}),
+        "set up for its restore",
+    ),
+    "restored": Transition(frozenset({State.PENDING_RESTORE}), FOLLOWING, "restored"),
 }
 
 

@@ -241,6 +241,10 @@ class MirrorTopic(models.Model):
         # a reverse: its source is fenced; it copies up to the fence, then stops and swaps
         PENDING_SYNCHRONIZE = "PENDING_SYNCHRONIZE"
         PENDING_STOPPED = "PENDING_STOPPED"
+        # truncate-and-restore: its divergent records and the prefix it keeps are being copied
+        # aside on its cluster, then the topic is made anew with the prefix (restore.py)
+        PENDING_SETUP_FOR_RESTORE = "PENDING_SETUP_FOR_RESTORE"
+        PENDING_RESTORE = "PENDING_RESTORE"
         STOPPED = "STOPPED"
         FAILED = "FAILED"
         SOURCE_UNAVAILABLE = "SOURCE_UNAVAILABLE"
@@ -259,7 +263,7 @@ class MirrorTopic(models.Model):
     source_topic_id = models.CharField(max_length=64, blank=True)
     num_partitions = models.PositiveIntegerField(default=0)
     replication_factor = models.PositiveIntegerField(default=0)
-    state = models.CharField(max_length=20, choices=State.choices, default=State.PENDING_MIRROR)
+    state = models.CharField(max_length=30, choices=State.choices, default=State.PENDING_MIRROR)
     state_time = models.DateTimeField(default=timezone.now)
     mirror_error = models.CharField(max_length=60, choices=Error.choices, default=Error.NO_ERROR)
     error_message = models.TextField(blank=True)

@@ -50,7 +50,12 @@ PROMOTE, FAILOVER = "promote", "failover"
 REVERSES = ("reverse-and-start-mirror", "reverse-and-pause-mirror")  # reverse.KINDS
 State = MirrorTopic.State
 # A mirror in one of these is still being promoted, failed over or reversed.
-UNDER_WAY = (State.PENDING_SYNCHRONIZE, State.PENDING_STOPPED)
+UNDER_WAY = (
+    State.PENDING_SYNCHRONIZE,
+    State.PENDING_STOPPED,
+    State.PENDING_SETUP_FOR_RESTORE,
+    State.PENDING_RESTORE,
+)
 
 
 @dataclass
@@ -220,6 +225,7 @@ def wait_until_done(
     outcomes: list[TopicOutcome],
     finish: Callable[[], None],
     timeout: float | None = None,
+    succeeded: Callable[[MirrorTopic], bool] = lambda mirror: mirror.state == State.STOPPED,
 ) -> None:
     """Move the stops (or reverses) on here with `finish`, until each is STOPPED or put back;
     a topic that did not stop gets its error in its outcome."""
@@ -235,7 +241,7 @@ def wait_until_done(
         mirror = done.get(outcome.mirror_topic)
         if mirror is not None:
             outcome.state = mirror.state
-            if mirror.state != State.STOPPED:
+            if not succeeded(mirror):
                 outcome.error = mirror.action_error or f"It is still {mirror.state}."
                 outcome.status = 503
 

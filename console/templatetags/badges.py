@@ -13,6 +13,8 @@ _TONES = {
         "LINK_PAUSED",
         "PENDING_MIRROR",
         "PENDING_SYNCHRONIZE",
+        "PENDING_SETUP_FOR_RESTORE",
+        "PENDING_RESTORE",
         "PENDING_STOPPED",
         "PENDING",
         "APPROVED",

@@ -14,13 +14,14 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import audit, reverse
+from replication import audit, promote, redis_channel, restore, reverse
 from replication.errors import ReplicationError
 from replication.links import create_link, peer_of
 from replication.mirror_states import move
 from replication.mirrors import create_mirror, pause_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from replication.sync import syncers
+from spark_jobs import control
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.kafka_clients import commit_offsets
@@ -369,3 +370,48 @@ def test_consumer_offsets_follow_the_new_direction_after_a_reverse(
 
     on_old_source = KafkaAdmin(admin_config(kafka.SOURCE)).group_offsets([group])[group]
     assert on_old_source == {(topic_name, 0): 12, (topic_name, 1): 7}
+
+
+def test_truncate_and_restore_quarantines_the_divergent_records_and_copies_only_the_delta(
+    bidirectional, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    _write(_plain(kafka.SOURCE), topic_name, 0, 100)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror])
+    (failed_over,) = promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    assert failed_over.state == State.STOPPED
+    shared = read_all(kafka.DESTINATION.bootstrap, topic_name)
+    _write(_plain(kafka.SOURCE), topic_name, 100, 7)  # the old primary took these after all
+    divergent = [r for r in read_all(kafka.SOURCE.bootstrap, topic_name) if r not in shared]
+    _write(_plain(kafka.DESTINATION), topic_name, 200, 20)  # the new primary's own
+    peer = peer_of(link)
+
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name], wait=True)
+
+    assert outcome.error == "", outcome.error
+    assert outcome.messages_truncated == 7 and len(divergent) == 7
+    by_partition = {p["partition_id"]: p for p in outcome.partitions}
+    assert {p: by_partition[p]["offset_truncated_to"] for p in (0, 1)} == {0: 50, 1: 50}
+    # Nothing is lost: the quarantine holds exactly the divergent records, saying where from.
+    quarantined = read_all(kafka.SOURCE.bootstrap, outcome.quarantine)
+    assert [(r.key, r.value, r.timestamp) for r in quarantined] == [
+        (r.key, r.value, r.timestamp) for r in divergent
+    ]
+    for q, r in zip(quarantined, divergent, strict=True):
+        headers = dict(q.headers)
+        assert headers["isthmus.origin.partition"] == str(r.partition).encode()
+        assert headers["isthmus.origin.offset"] == str(r.offset).encode()
+    # The old primary is a mirror of the promoted topic again, record by record.
+    restored = peer.mirrors.get(mirror_topic=topic_name)
+    assert restored.state == State.ACTIVE
+    assert _refused(kafka.SOURCE, topic_name)
+    run_until_copied(peer, [restored])
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
+        kafka.DESTINATION.bootstrap, topic_name
+    )
+    # Only the delta crossed: the restored mirror's stream copied the new primary's 20.
+    heartbeat = control.read_json(redis_channel.client(), control.heartbeat_key(str(peer.link_id)))
+    assert heartbeat["records"] == 20
+    leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])

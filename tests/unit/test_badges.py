@@ -26,3 +26,10 @@ def test_the_colour_says_what_the_state_means():
     assert {tone(s) for s in ("STOPPED", "WITHDRAWN", "ENDED")} == {"plain"}
     # A step not run yet is inert; a request waiting for an approver is not.
     assert tone("PENDING", "step") == "plain" and tone("PENDING") == "warn"
+
+
+def test_every_mirror_state_falls_in_one_of_the_apis_link_categories():
+    from console.api.links import _CATEGORIES
+    from replication.models import MirrorTopic
+
+    assert set(MirrorTopic.State.values) == set(_CATEGORIES)

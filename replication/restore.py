@@ -1,0 +1,387 @@
+"""Truncate and restore: the way back after a failover, on a bidirectional link.
+
+Run on the old primary A once it is back: its topic T is brought back to the offsets where the
+mirror on B stopped when it failed over (B's `stop_offsets`, the point both share), and becomes
+a mirror of B's promoted T. Stock Kafka cannot cut a partition's tail, so (docs/mirror-engine.md,
+"Truncate and restore"):
+
+1. `PENDING_SETUP_FOR_RESTORE`: T is fenced (the mirrors' read-only rules). On A, its records
+   past the failover point are copied into a quarantine topic (nothing is lost: each keeps its
+   key, value, headers and timestamp, with its partition, offset and timestamp in headers), and
+   the records before it (the shared prefix) into a holding topic. Both copies stay on A.
+2. `PENDING_RESTORE`: T is deleted and made anew with its partitions and configs, and the prefix
+   copied back from the holding topic, at the same offsets.
+3. T is a mirror of B's T on the link's half into A, its copy starting at the failover point:
+   only what B took after the failover crosses the WAN.
+
+Each step is stored on the mirror, so a worker killed at any point leaves work the next
+`finish` redoes: in step 1 T is intact and fenced, and the copies are made again from scratch; in
+step 2 the holding topic is complete (checked before the step is entered) and T is made anew
+from it again. Until the end T is read-only: no client writes a half-restored topic.
+
+Offsets stay identical where the prefix has no gaps; one with gaps (compaction, transaction
+markers) is refused during step 1, before anything is deleted, as is a topic whose log no
+longer starts at offset 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from celery import current_app
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from infra import kafka_copy
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from infra.processes import wait_for
+
+from . import audit, links, read_only, redis_channel, streams
+from .connections import cluster_admin
+from .errors import ReplicationError, conflict
+from .mirror_states import move
+from .mirrors import running_state, snapshot
+from .models import AuditEvent, ClusterLink, MirrorTopic
+from .promote import TopicOutcome, wait_until_done
+from .redis_channel import client
+
+log = logging.getLogger(__name__)
+
+KIND = "truncate-and-restore"
+State = MirrorTopic.State
+QUARANTINE = "{topic}.quarantine-{stamp}"
+HOLDING = "{topic}.restore-prefix"
+
+
+@dataclass
+class RestoreOutcome(TopicOutcome):
+    """A topic's truncate-and-restore, in Confluent's words: per partition the offset it was
+    truncated to and how many records that set aside (into `quarantine`)."""
+
+    partitions: list[dict] = field(default_factory=list)
+    quarantine: str = ""
+
+    @property
+    def messages_truncated(self) -> int:
+        return sum(p["messages_truncated"] for p in self.partitions)
+
+
+def truncate_and_restore(
+    actor: audit.Actor,
+    link: ClusterLink,
+    names: list[str],
+    *,
+    validate_only: bool = False,
+    wait: bool = False,
+    note: str = "",
+) -> list[RestoreOutcome]:
+    """Restore the named topics of `link`'s cluster (each the old source of a mirror that the
+    other half failed over or promoted) as mirrors of their promoted copies, each on its own.
+    Without `wait` the restore goes on in the background; with it, this returns once each is
+    a mirror again or was refused on the way (its error in its outcome)."""
+    outcomes = check(link, names)
+    if validate_only:
+        return outcomes
+    started = [m for o in outcomes if (m := _start(actor, link, o, note)) is not None]
+    if started and wait:
+        wait_until_done(
+            started, outcomes, lambda: finish(link), 10 * settings.STOP_TIMEOUT_S, _restored
+        )
+        _given_up(started, outcomes)
+    elif started:
+        current_app.send_task("replication.tasks.finish_stops", args=[link.pk])
+    return outcomes
+
+
+def _restored(mirror: MirrorTopic) -> bool:
+    return mirror.state not in (State.PENDING_SETUP_FOR_RESTORE, State.PENDING_RESTORE)
+
+
+def _given_up(started: list[MirrorTopic], outcomes: list[RestoreOutcome]) -> None:
+    """A restore given up in its first step leaves no mirror: its outcome says why."""
+    left = set(
+        MirrorTopic.objects.filter(pk__in=[m.pk for m in started]).values_list("pk", flat=True)
+    )
+    for mirror in started:
+        if mirror.pk in left:
+            continue
+        outcome = next(o for o in outcomes if o.mirror_topic == mirror.mirror_topic)
+        failed = AuditEvent.objects.filter(
+            action="mirror.restore_failed", target=f"mirror {mirror.mirror_topic}"
+        ).last()
+        outcome.error, outcome.status = (failed.message if failed else "It was given up."), 409
+
+
+def check(link: ClusterLink, names: list[str]) -> list[RestoreOutcome]:
+    """The dry run: per topic, what would be truncated and set aside, partition by partition."""
+    peer = links.peer_of(link)
+    if link.config("cluster.link.prefix"):
+        raise ReplicationError(
+            f"Cluster link {link.name!r} names its mirrors with a prefix; truncate-and-restore "
+            "needs a link without one. Nothing was changed."
+        )
+    admin = cluster_admin(link.destination)
+    return [_plan(link, peer, admin, name) for name in names]
+
+
+def _plan(link: ClusterLink, peer: ClusterLink, admin: KafkaAdmin, name: str) -> RestoreOutcome:
+    outcome = RestoreOutcome(name)
+    failed_over = peer.mirrors.filter(mirror_topic=name, source_topic=name).first()
+    if failed_over is None or failed_over.state != State.STOPPED:
+        outcome.error, outcome.status = (
+            f"Topic {name!r} on {link.destination.name} is not the source of a mirror that "
+            f"link {peer.name!r} failed over or promoted: truncate-and-restore is the way back "
+            "after a failover.",
+            404 if failed_over is None else 409,
+        )
+        return outcome
+    if link.mirrors.filter(mirror_topic=name).exists():
+        outcome.error, outcome.status = f"Topic {name!r} is already a mirror of {link.name!r}.", 409
+        return outcome
+    try:
+        partitions = admin.describe_topic(name).partitions
+        starts = admin.offsets([(name, p) for p in range(partitions)], "earliest")
+        ends = admin.end_offsets(name, partitions)
+    except KafkaAdminError as exc:
+        outcome.error, outcome.status = f"Topic {name!r} cannot be read: {exc}", 503
+        return outcome
+    stopped = {int(p): o for p, o in (failed_over.stop_offsets or {}).items()}
+    outcome.error = _refusal(name, partitions, stopped, starts)
+    outcome.status = 409 if outcome.error else 200
+    for p in range(partitions):
+        point = min(stopped.get(p, 0), ends[p])
+        outcome.partitions.append(
+            {
+                "partition_id": p,
+                "offset_truncated_to": point,
+                "messages_truncated": ends[p] - point,
+            }
+        )
+    outcome.state = State.STOPPED
+    return outcome
+
+
+def _refusal(name: str, partitions: int, stopped: dict, starts: dict) -> str:
+    if len(stopped) != partitions:
+        return (
+            f"Topic {name!r} has {partitions} partitions, its failed-over mirror {len(stopped)}: "
+            "the partitions must be the same on both sides."
+        )
+    if any(offset > 0 for offset in starts.values()):
+        return (
+            f"The log of {name!r} no longer starts at offset 0 (retention removed its oldest "
+            "records), so it cannot be made anew at the same offsets; promote and mirror anew."
+        )
+    return ""
+
+
+def _start(
+    actor: audit.Actor, link: ClusterLink, outcome: RestoreOutcome, note: str
+) -> MirrorTopic | None:
+    """The topic's restore begins (audited): fenced, and a mirror in PENDING_SETUP_FOR_RESTORE."""
+    target = f"mirror {outcome.mirror_topic}"
+    peer = links.peer_of(link)
+    try:
+        with audit.refusals(actor, f"mirror.{KIND}", target):
+            if outcome.error:
+                raise ReplicationError(outcome.error, outcome.status)
+            name = outcome.mirror_topic
+            failed_over = peer.mirrors.get(mirror_topic=name)
+            info = cluster_admin(link.destination).describe_topic(name)
+            source_id = cluster_admin(peer.destination).describe_topic(name).topic_id
+            pending = {
+                "kind": KIND,
+                "requested_at": timezone.now().isoformat(),
+                "actor": actor.name,
+                "note": note,
+                "point": {
+                    str(p["partition_id"]): p["offset_truncated_to"] for p in outcome.partitions
+                },
+                "quarantine": QUARANTINE.format(
+                    topic=name, stamp=timezone.now().strftime("%Y%m%d%H%M%S")
+                ),
+                "failed_over": failed_over.pk,
+            }
+            try:
+                with transaction.atomic():
+                    mirror = MirrorTopic.objects.create(
+                        link=link,
+                        destination=link.destination,
+                        source_topic=name,
+                        mirror_topic=name,
+                        source_topic_id=source_id,
+                        num_partitions=info.partitions,
+                        replication_factor=info.replication_factor,
+                        state=State.PENDING_SETUP_FOR_RESTORE,
+                        pending_stop=pending,
+                    )
+            except IntegrityError as exc:
+                raise conflict(f"Topic {name!r} is being restored already.") from exc
+            read_only.enforce(cluster_admin(link.destination), name)
+    except (ReplicationError, KafkaAdminError) as exc:
+        outcome.error = str(exc)
+        outcome.status = getattr(exc, "status", 503)
+        return None
+    outcome.quarantine = pending["quarantine"]
+    outcome.state = mirror.state
+    audit.record(actor, f"mirror.{KIND}", target, after=snapshot(mirror), message=note)
+    log.info("Truncate-and-restore of %s requested by %s", name, actor.name)
+    return mirror
+
+
+def finish(link: ClusterLink) -> None:
+    """Move each restore of `link` on by one step (the next call goes on)."""
+    restoring = link.mirrors.filter(
+        state__in=[State.PENDING_SETUP_FOR_RESTORE, State.PENDING_RESTORE]
+    )
+    for mirror in restoring.select_related("link", "link__destination"):
+        # One worker at a time on a topic; the lock outlives a copy of a large one.
+        with redis_channel.held(f"restore:{mirror.pk}", 1800) as mine:
+            if not mine:
+                continue
+            mirror.refresh_from_db()
+            try:
+                if mirror.state == State.PENDING_SETUP_FOR_RESTORE:
+                    _set_up(mirror)
+                elif mirror.state == State.PENDING_RESTORE:
+                    _restore(mirror)
+            except (KafkaAdminError, RuntimeError) as exc:
+                log.warning("Restore of %s waits: %s", mirror.mirror_topic, exc)
+
+
+def _point(mirror: MirrorTopic) -> dict[int, int]:
+    return {int(p): o for p, o in mirror.pending_stop["point"].items()}
+
+
+def _set_up(mirror: MirrorTopic) -> None:
+    """Step 1: the divergent tail into quarantine, the prefix into the holding topic; all
+    redone from scratch after a crash (the topic itself is untouched)."""
+    admin = cluster_admin(mirror.destination)
+    name, pending = mirror.mirror_topic, mirror.pending_stop
+    config = mirror.destination.connection_config()
+    point, ends = _point(mirror), admin.end_offsets(name, mirror.num_partitions)
+    holding, quarantine = HOLDING.format(topic=name), pending["quarantine"]
+    for topic in (holding, quarantine):
+        _make_empty(admin, topic, mirror.num_partitions)
+    counts = {}
+    for p in range(mirror.num_partitions):
+        counts[p] = kafka_copy.copy_range(
+            config, name, p, point[p], ends[p], quarantine, _origin(p)
+        )[0]
+        kept, _ = kafka_copy.copy_range(config, name, p, 0, point[p], holding)
+        if kept != point[p]:
+            _abandon(
+                mirror,
+                f"Topic {name!r} has gaps before the failover point in partition {p} ({kept} "
+                f"records below offset {point[p]}: compaction or transactions), so it cannot be "
+                "made anew at the same offsets. Nothing was deleted; promote and mirror anew.",
+            )
+            return
+    MirrorTopic.objects.filter(pk=mirror.pk).update(
+        pending_stop={**pending, "quarantined": {str(p): n for p, n in counts.items()}}
+    )
+    mirror.pending_stop = {**pending, "quarantined": counts}
+    move(mirror, "restore-set-up", State.PENDING_RESTORE)
+
+
+def _origin(partition: int):
+    def headers(offset: int, timestamp: int) -> list[tuple[str, bytes]]:
+        return [
+            ("isthmus.origin.partition", str(partition).encode()),
+            ("isthmus.origin.offset", str(offset).encode()),
+            ("isthmus.origin.timestamp", str(timestamp).encode()),
+        ]
+
+    return headers
+
+
+def _make_empty(admin: KafkaAdmin, topic: str, partitions: int) -> None:
+    with contextlib.suppress(TopicNotFound):
+        admin.delete_topic(topic)
+    _gone(admin, topic)
+    admin.create_topic(topic, partitions, None, {"retention.ms": "-1"})
+
+
+def _gone(admin: KafkaAdmin, topic: str) -> None:
+    if not wait_for(lambda: topic not in admin.list_topic_names(), 60, 0.2):
+        raise RuntimeError(f"the cluster did not finish deleting {topic} within 60 s")
+
+
+def _restore(mirror: MirrorTopic) -> None:
+    """Step 2 and 3: the topic made anew from the holding topic, then a mirror."""
+    admin = cluster_admin(mirror.destination)
+    name = mirror.mirror_topic
+    holding = HOLDING.format(topic=name)
+    try:
+        configs = {k: v.value for k, v in admin.topic_configs(name).items() if v.is_set and v.value}
+        admin.delete_topic(name)
+    except TopicNotFound:
+        configs = mirror.pending_stop.get("configs", {})
+    MirrorTopic.objects.filter(pk=mirror.pk).update(
+        pending_stop={**mirror.pending_stop, "configs": configs}
+    )
+    _gone(admin, name)
+    admin.create_topic(name, mirror.num_partitions, mirror.replication_factor or None, configs)
+    config = mirror.destination.connection_config()
+    point = _point(mirror)
+    for p in range(mirror.num_partitions):
+        kafka_copy.copy_range(config, holding, p, 0, point[p], name)
+    ends = admin.end_offsets(name, mirror.num_partitions)
+    if ends != point:
+        raise RuntimeError(f"{name} holds {ends} after the copy back, not {point}; done again")
+    admin.delete_topic(holding)
+    _become_mirror(mirror)
+
+
+def _become_mirror(mirror: MirrorTopic) -> None:
+    pending = mirror.pending_stop
+    before = snapshot(mirror)
+    move(
+        mirror,
+        "restored",
+        running_state(mirror.link, False),
+        pending_stop=None,
+        stop_report={
+            "kind": KIND,
+            "actor": pending.get("actor", ""),
+            "note": pending.get("note", ""),
+            "offset_truncated_to": pending["point"],
+            "messages_truncated": pending.get("quarantined", {}),
+            "quarantine": pending["quarantine"],
+        },
+    )
+    streams.publish(mirror.link, client())
+    audit.record(
+        audit.Actor.system(KIND),
+        "mirror.restored",
+        f"mirror {mirror.mirror_topic}",
+        before=before,
+        after=snapshot(mirror),
+        message=f"Divergent records in {pending['quarantine']}.",
+    )
+    log.info(
+        "Restored %s at %s; it mirrors its promoted copy", mirror.mirror_topic, pending["point"]
+    )
+
+
+def _abandon(mirror: MirrorTopic, message: str) -> None:
+    """Give a restore up in step 1: the copies removed, the fence lifted, the row gone."""
+    admin = cluster_admin(mirror.destination)
+    for topic in (HOLDING.format(topic=mirror.mirror_topic), mirror.pending_stop["quarantine"]):
+        with contextlib.suppress(TopicNotFound):
+            admin.delete_topic(topic)
+    read_only.lift(admin, mirror.mirror_topic)
+    before = snapshot(mirror)
+    MirrorTopic.objects.filter(pk=mirror.pk).delete()
+    audit.record(
+        audit.Actor.system(KIND),
+        "mirror.restore_failed",
+        f"mirror {mirror.mirror_topic}",
+        result=audit.AuditEvent.Result.FAILED,
+        before=before,
+        message=message,
+    )
+    log.error("Truncate-and-restore of %s given up: %s", mirror.mirror_topic, message)
