@@ -64,6 +64,12 @@ urlpatterns = [
         name="mirror-reverse",
     ),
     path(
+        MIRROR + "fail-back/",
+        approvals.mirror_stop,
+        {"action": "truncate-and-restore"},
+        name="mirror-fail-back",
+    ),
+    path(
         MIRROR + "reverse-paused/",
         approvals.mirror_stop,
         {"action": "reverse-and-pause-mirror"},

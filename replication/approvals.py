@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from . import audit, links, policy, promote, restore, reverse, stale_requests, text
 from .errors import ReplicationError, conflict, not_found
+from .mirror_states import FOLLOWING
 from .models import Approval, ApprovalRequest, ClusterLink, MirrorTopic
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ REQUESTED_AS = {
     Action.DELETE_LINK: "link.delete",
     Action.REVERSE_AND_START: "mirror.stop",
     Action.REVERSE_AND_PAUSE: "mirror.stop",
+    Action.TRUNCATE_AND_RESTORE: "mirror.stop",
 }
 REVERSES = (Action.REVERSE_AND_START, Action.REVERSE_AND_PAUSE)
 
@@ -179,6 +181,8 @@ def preview(link: ClusterLink, action: str, topics: list[str]) -> list[promote.T
     the whole, a one-way link for a reverse say, is raised)."""
     if action in REVERSES:
         return reverse.check(link, topics)
+    if action == Action.TRUNCATE_AND_RESTORE:
+        return restore.check(link, topics)
     return promote.check(action, link, topics)
 
 
@@ -189,6 +193,10 @@ def _run(actor, link, action, topics, note, force, validate_only) -> list[promot
     if action in REVERSES:
         return reverse.reverse_mirrors(
             actor, link, topics, action, validate_only=validate_only, note=note
+        )
+    if action == Action.TRUNCATE_AND_RESTORE:
+        return restore.truncate_and_restore(
+            actor, link, topics, validate_only=validate_only, note=note
         )
     return promote.stop_mirrors(actor, link, topics, action, validate_only=validate_only, note=note)
 
@@ -408,19 +416,21 @@ def settle(request: ApprovalRequest) -> None:
     }
     if any(state in promote.UNDER_WAY for state, _ in now.values()):
         return
+    # A restore ends with a mirror again; every other action with a STOPPED one.
+    restoring = request.action == Action.TRUNCATE_AND_RESTORE
+    wanted = FOLLOWING if restoring else {MirrorTopic.State.STOPPED}
     result = []
     for entry in request.result:
         name = entry["mirror_topic"]
-        state, error = now.get(name, (entry["state"], ""))
-        error = entry["error"] or ("" if state == MirrorTopic.State.STOPPED else error)
+        state, error = now.get(name, (entry["state"], "It was given up; see the audit trail."))
+        error = entry["error"] or ("" if state in wanted else error)
         result.append({**entry, "state": state, "error": error or ""})
-    ok = all(r["state"] == MirrorTopic.State.STOPPED for r in result)
-    stopped = [r["mirror_topic"] for r in result if r["state"] == MirrorTopic.State.STOPPED]
+    done = [r["mirror_topic"] for r in result if r["state"] in wanted]
     _finish(
         request,
-        RState.EXECUTED if ok else RState.FAILED,
+        RState.EXECUTED if len(done) == len(result) else RState.FAILED,
         result,
-        f"Stopped: {', '.join(stopped) or 'none'}.",
+        f"{'Restored' if restoring else 'Stopped'}: {', '.join(done) or 'none'}.",
     )
 
 

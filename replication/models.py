@@ -365,6 +365,7 @@ class ApprovalRequest(models.Model):
         DELETE_LINK = "delete-link"
         REVERSE_AND_START = "reverse-and-start-mirror"
         REVERSE_AND_PAUSE = "reverse-and-pause-mirror"
+        TRUNCATE_AND_RESTORE = "truncate-and-restore"
 
     class State(models.TextChoices):
         PENDING = "PENDING"  # waiting for approvals

@@ -39,6 +39,11 @@ def _arguments(argv):
             "bidirectional link: make the mirror writable and its source a mirror of it",
         ),
         ("--reverse-and-pause", "the same, the source's new mirror left paused"),
+        (
+            "--truncate-and-restore",
+            "after a failover, on the old primary: set its divergent records aside and make "
+            "its topics mirrors of the promoted ones (with --link)",
+        ),
     ):
         action.add_argument(flag, action="store_true", help=text)
     for flag, text in (
@@ -71,6 +76,8 @@ def _arguments(argv):
         p.error("--create needs --mirror-topic and --link")
     if (args.pause or args.unpause or _stopping(args)) and not args.topics:
         p.error("--pause, --unpause, --promote, --failover and --reverse-* need --topics")
+    if args.truncate_and_restore and not args.link:
+        p.error("--truncate-and-restore needs --link: its topics are not mirrors yet")
     return args
 
 
@@ -81,6 +88,7 @@ STOPS = {
     "failover": ("failover", "Failing over"),
     "reverse_and_start": ("reverse-and-start-mirror", "Reversing"),
     "reverse_and_pause": ("reverse-and-pause-mirror", "Reversing"),
+    "truncate_and_restore": ("truncate-and-restore", "Restoring"),
 }
 
 
@@ -201,12 +209,15 @@ def alter(session: Session, args, action: str, verb: str) -> int:
 
 
 def stop(session: Session, args, flag: str) -> int:
-    """Promote, fail over or reverse the named mirrors, link by link, printing what
+    """Promote, fail over, reverse or restore the named mirrors, link by link, printing what
     Confluent's tool prints; an action that needs approval prints the request to follow."""
     action, verb = STOPS[flag]
     by_link = defaultdict(list)
-    for topic, link in _links_of(session, names(args.topics)).items():
-        by_link[link].append(topic)
+    if flag == "truncate_and_restore":  # the old primary's topics, not mirrors yet
+        by_link[args.link] = names(args.topics)
+    else:
+        for topic, link in _links_of(session, names(args.topics)).items():
+            by_link[link].append(topic)
     failed = 0
     for link, link_topics in by_link.items():
         listed = f"[{', '.join(link_topics)}]"
@@ -243,6 +254,11 @@ def stop(session: Session, args, flag: str) -> int:
                 )
             else:
                 print(f"Request for stopping topic {topic}'s mirror was successfully scheduled.")
+            if outcome.get("messages_truncated") is not None:
+                print(
+                    f"Topic {topic}: {outcome['messages_truncated']} messages truncated, kept in "
+                    f"{outcome['quarantine_topic_name'] or 'no quarantine topic'}."
+                )
     if not args.validate_only and not failed:
         print(
             "Please use the describe command with the --pending-stopped-only option to "

@@ -24,10 +24,11 @@ from console.api.schemas import (
     KafkaMirrorDataList,
     MirrorLag,
     MirrorStateTransitionError,
+    PartitionTruncation,
     StopMirrorData,
     respond,
 )
-from replication import approvals, audit
+from replication import approvals, audit, restore
 from replication.errors import ReplicationError
 from replication.links import get_link
 from replication.mirrors import (
@@ -45,7 +46,13 @@ from replication.models import MirrorTopic
 # The mirror actions of the API, by the name after the colon.
 ACTIONS = {"pause": pause_mirror, "resume": resume_mirror}
 # Those that stop a mirror (a reverse too: its source then mirrors it), subject to approval.
-STOPS = ("promote", "failover", "reverse-and-start-mirror", "reverse-and-pause-mirror")
+STOPS = (
+    "promote",
+    "failover",
+    "reverse-and-start-mirror",
+    "reverse-and-pause-mirror",
+    "truncate-and-restore",
+)
 
 
 def lags_data(partitions) -> list[MirrorLag]:
@@ -226,6 +233,25 @@ def mirrors_action(request, cluster_id, link_name, action):
     return respond(AlterMirrorsResult(metadata=self_url(request, request.path), data=results))
 
 
+def _stop_data(request, link, outcome, by_partition: bool) -> StopMirrorData:
+    data = StopMirrorData(
+        metadata=_mirror_url(request, link, outcome.mirror_topic),
+        mirror_topic_name=outcome.mirror_topic,
+        error_code=outcome.status if outcome.error else None,
+        error_message=outcome.error or None,
+        mirror_status=outcome.state,
+        mirror_lags=lags_data(outcome.lags),
+    )
+    if isinstance(outcome, restore.RestoreOutcome):  # Confluent's names for what it cut
+        data.messages_truncated = outcome.messages_truncated
+        data.quarantine_topic_name = outcome.quarantine or None
+        if by_partition:
+            data.partition_level_truncation_data = [
+                PartitionTruncation(**p) for p in outcome.partitions
+            ]
+    return data
+
+
 @endpoint(POST="mirror.stop")
 def mirrors_stop(request, cluster_id, link_name, action):
     """Promote or fail over mirrors: at once where the caller may act without approval (each
@@ -241,15 +267,6 @@ def mirrors_stop(request, cluster_id, link_name, action):
         break_glass=field(body, "break_glass", bool, default=False),
         validate_only=flag(request, "validate_only"),
     )
-    data = [
-        StopMirrorData(
-            metadata=_mirror_url(request, link, o.mirror_topic),
-            mirror_topic_name=o.mirror_topic,
-            error_code=o.status if o.error else None,
-            error_message=o.error or None,
-            mirror_status=o.state,
-            mirror_lags=lags_data(o.lags),
-        )
-        for o in submission.outcomes
-    ]
+    by_partition = flag(request, "include_partition_level_truncation_data")
+    data = [_stop_data(request, link, o, by_partition) for o in submission.outcomes]
     return submitted(request, "KafkaAlterMirrorsDataList", submission, data)

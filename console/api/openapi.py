@@ -116,6 +116,10 @@ PARAMETERS = {
     "ValidateOnly": flag(
         "validate_only", "Check that the action would succeed, without performing it."
     ),
+    "TruncationData": flag(
+        "include_partition_level_truncation_data",
+        "truncate-and-restore: give each partition's offset_truncated_to and messages_truncated.",
+    ),
     "MirrorStatus": parameter(
         "mirror_status",
         "query",
@@ -554,7 +558,9 @@ PATHS = {
                     **ok(schemas.StopMirrorsResult, "Waits for approval: the request made.", 202),
                 },
                 description=what,
-                parameters=("ValidateOnly",),
+                parameters=("ValidateOnly", "TruncationData")
+                if verb == "truncate-and-restore"
+                else ("ValidateOnly",),
                 body=request(
                     schemas.StopMirrorsRequest,
                     {"mirror_topic_names": ["orders"], "reason": "planned migration"},
@@ -575,6 +581,14 @@ PATHS = {
             (
                 "reverse-and-pause-mirror",
                 "The same, the old source's new mirror left paused.",
+            ),
+            (
+                "truncate-and-restore",
+                "On a bidirectional link, run on the old primary after a failover: its records "
+                "past the failover point set aside in a quarantine topic, the topic made anew "
+                "with the rest at the same offsets, then a mirror of the promoted topic (only "
+                "its delta is copied across). include_partition_level_truncation_data=true gives "
+                "each partition's offset_truncated_to and messages_truncated.",
             ),
         )
     },

@@ -321,11 +321,32 @@ class AlterMirrorsResult(Shape):
 # Promote, failover and approval requests. ---------------------------------------------------
 
 
+class PartitionTruncation(Shape):
+    """What a truncate-and-restore cut from one partition (set aside in its quarantine topic)."""
+
+    partition_id: int
+    offset_truncated_to: int
+    messages_truncated: int
+
+
 class StopMirrorData(AlterMirrorsData):
-    """One mirror topic's outcome of a promote or failover (or, validating, what it would be);
-    its lags are those it was checked with."""
+    """One mirror topic's outcome of a promote, failover, reverse or truncate-and-restore (or,
+    validating, what it would be); its lags are those it was checked with."""
 
     mirror_status: str = Field(description="*Isthmus*: the mirror's state after the action.")
+    messages_truncated: int | None = Field(
+        default=None, description="truncate-and-restore: the records set aside, in all."
+    )
+    partition_level_truncation_data: list[PartitionTruncation] | None = Field(
+        default=None,
+        description="truncate-and-restore, with include_partition_level_truncation_data=true: "
+        "per partition.",
+    )
+    quarantine_topic_name: str | None = Field(
+        default=None,
+        description="*Isthmus*: truncate-and-restore: the topic on the restored cluster that "
+        "holds the records set aside, with their origin in headers.",
+    )
 
 
 class RequestTopicOutcome(Shape):

@@ -42,23 +42,38 @@ DOING = {
     Action.FAILOVER: "failing over",
     Action.REVERSE_AND_START: "reversing",
     Action.REVERSE_AND_PAUSE: "reversing",
+    Action.TRUNCATE_AND_RESTORE: "restoring the old source of",
 }
+
+
+def _acted_on(mirror, action: str) -> tuple:
+    """The link and topic an action on `mirror`'s page works on: a truncate-and-restore of a
+    failed-over mirror restores its old source, on the other half of the link."""
+    if action == Action.TRUNCATE_AND_RESTORE:
+        return links.peer_of(mirror.link), mirror.source_topic
+    return mirror.link, mirror.mirror_topic
 
 
 @require("mirror.stop")
 def mirror_stop(request, destination, topic, action):
-    """Promote or fail over one mirror: the dry run's lags, a reason, and the outcome."""
+    """Promote, fail over, reverse or fail back one mirror: the dry run, a reason, the outcome."""
     mirror = find_mirror(destination, topic)
     # Bound on any POST: every field is optional, so an empty POST is still an answer.
     form = StopForm(bound(request), name=mirror.mirror_topic)
     what = f"{DOING[action]} {mirror.mirror_topic}"
+    try:
+        link, name = _acted_on(mirror, action)
+        plan = approvals.preview(link, action, [name])[0]
+    except ReplicationError as exc:  # a reverse on a one-way link, say
+        link, name = mirror.link, mirror.mirror_topic
+        plan = promote.TopicOutcome(mirror.mirror_topic, str(exc), exc.status)
     if request.method == "POST" and form.is_valid():
         try:
             submission = approvals.submit(
                 audit.Actor.from_request(request),
-                mirror.link,
+                link,
                 action,
-                [mirror.mirror_topic],
+                [name],
                 form.cleaned_data["reason"],
                 break_glass=form.cleaned_data["break_glass"],
             )
@@ -66,11 +81,6 @@ def mirror_stop(request, destination, topic, action):
             form.add_error(None, str(exc))
         else:
             return _after(request, submission, mirror_url(mirror), what)
-    try:
-        plan = approvals.preview(mirror.link, action, [mirror.mirror_topic])[0]
-    except ReplicationError as exc:  # a reverse on a one-way link, say
-        plan = promote.TopicOutcome(mirror.mirror_topic, str(exc), exc.status)
-    link = mirror.link
     return render(
         request,
         "approvals/stop.html",
@@ -82,6 +92,7 @@ def mirror_stop(request, destination, topic, action):
             "acts_at_once": approvals.acts_at_once(request.user, link),
             "may_break_glass": action == Action.FAILOVER and can(request.user, "request.override"),
             "reverse": action in approvals.REVERSES,
+            "restore": action == Action.TRUNCATE_AND_RESTORE,
         },
     )
 

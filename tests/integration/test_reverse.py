@@ -415,3 +415,48 @@ def test_truncate_and_restore_quarantines_the_divergent_records_and_copies_only_
     heartbeat = control.read_json(redis_channel.client(), control.heartbeat_key(str(peer.link_id)))
     assert heartbeat["records"] == 20
     leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
+
+
+def test_the_api_and_the_console_dry_run_a_truncate_and_restore_in_confluents_words(
+    bidirectional, make_topic, topic_name, api, client_as
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    _write(_plain(kafka.SOURCE), topic_name, 0, 10)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror])
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    _write(_plain(kafka.SOURCE), topic_name, 10, 3)  # taken by the old primary after all
+    peer = peer_of(link)
+    path = (
+        f"/kafka/v3/clusters/{peer.destination.cluster_id}/links/{peer.name}"
+        "/mirrors:truncate-and-restore?validate_only=true"
+        "&include_partition_level_truncation_data=true"
+    )
+
+    answer = api("admin").post(
+        path, {"mirror_topic_names": [topic_name]}, content_type="application/json"
+    )
+
+    assert answer.status_code == 200, answer.content
+    (data,) = answer.json()["data"]
+    assert data["error_code"] is None and data["messages_truncated"] == 3
+    assert {
+        p["partition_id"]: p["offset_truncated_to"] for p in data["partition_level_truncation_data"]
+    } == {0: 5, 1: 5}
+    assert not peer.mirrors.exists()  # a dry run: nothing restored, nothing fenced
+    assert not _refused(kafka.SOURCE, topic_name)
+    refused = api("admin").post(
+        path.split("?")[0],
+        {"mirror_topic_names": ["no-such-topic"]},
+        content_type="application/json",
+    )
+    assert "is not the source of a mirror that link" in refused.json()["data"][0]["error_message"]
+
+    from django.urls import reverse as url
+
+    client, args = client_as("operator"), [mirror.destination.name, topic_name]
+    assert 'id="fail-back"' in client.get(url("mirror-detail", args=args)).content.decode()
+    page = client.get(url("mirror-fail-back", args=args)).content.decode()
+    assert 'id="plan-ok"' in page and 'id="plan-truncation"' in page
+    assert page.count('<td class="truncated">') == 2 and "Ask for approval" in page

@@ -43,7 +43,7 @@ from isthmus_cli import cluster_links as cli_cluster_links
 from isthmus_cli import configs as cli_configs
 from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
-from replication import approvals, audit, links, mirrors
+from replication import approvals, audit, links, mirrors, promote
 from replication import users as user_admin
 from replication.mirror_states import FOLLOWING, PROMOTABLE
 from replication.models import (
@@ -151,9 +151,20 @@ class World:
                 {"link.mode": "BIDIRECTIONAL"},
                 source=self._clusters["source"],
             )
-            ClusterLink.objects.filter(pk=self._both.pk).update(approvals_required=2)
+            halves = [self._both.pk, links.peer_of(self._both).pk]
+            ClusterLink.objects.filter(pk__in=halves).update(approvals_required=2)
             self._both.refresh_from_db()
         return self._both
+
+    def failed_over(self) -> MirrorTopic:
+        """A mirror of the bidirectional link, failed over: its source's old primary is what a
+        truncate-and-restore restores."""
+        mirror = self.new_mirror(self.both)
+        [outcome] = promote.stop_mirrors(
+            SETUP, self.both, [mirror.mirror_topic], promote.FAILOVER, wait=True
+        )
+        assert outcome.state == State.STOPPED, outcome
+        return MirrorTopic.objects.get(pk=mirror.pk)
 
     def name(self, what: str) -> str:
         return f"{what}-{uuid.uuid4().hex[:8]}"
@@ -294,6 +305,23 @@ def a_mirror_to_reverse(w: World, user, allowed: bool) -> Target:
     at_once = allowed and acts_at_once(user, w.both)
     mirror = w.new_mirror(w.both) if at_once else w.mirror_in(w.both, [State.ACTIVE])
     return Target(link=w.both, mirror=mirror)
+
+
+def a_topic_to_restore(w: World, user, allowed: bool) -> Target:
+    """A failed-over mirror whose old source (on the link's other half, where the action is)
+    is not being restored; a fresh one where the restore would start at once."""
+    peer = links.peer_of(w.both)
+    at_once = allowed and acts_at_once(user, peer)
+    restored = set(peer.mirrors.values_list("mirror_topic", flat=True))
+    mirror = (
+        None
+        if at_once
+        else w.both.mirrors.filter(state=State.STOPPED)
+        .exclude(source_topic__in=restored)
+        .order_by("pk")
+        .first()
+    )
+    return Target(link=peer, mirror=mirror or w.failed_over())
 
 
 def a_mirror_to_break_glass_on(w: World, user, allowed: bool) -> Target:
@@ -600,6 +628,15 @@ CONSOLE = [
         )
     ],
     Row(
+        "mirror truncate-and-restore",
+        "mirror-fail-back",
+        ("mirror.stop",),
+        "mirror.truncate-and-restore",
+        a_topic_to_restore,
+        lambda c, w, t: post(c, "mirror-fail-back", mirror_args(t), stop_form(t)),
+        asked_event="request.truncate-and-restore",
+    ),
+    Row(
         "mirror failover",
         "mirror-failover",
         ("mirror.stop",),
@@ -875,6 +912,21 @@ API = [
         for action in ("reverse-and-start-mirror", "reverse-and-pause-mirror")
     ],
     Row(
+        "mirror truncate-and-restore",
+        (LINK_PATH + "/mirrors:truncate-and-restore", "POST"),
+        ("mirror.stop",),
+        "mirror.truncate-and-restore",
+        a_topic_to_restore,
+        lambda c, w, t: call(
+            c,
+            "POST",
+            f"/kafka/v3/clusters/{t.link.destination.cluster_id}/links/{t.link.name}"
+            "/mirrors:truncate-and-restore",
+            {"mirror_topic_names": [t.mirror.source_topic], "reason": REASON},
+        ),
+        asked_event="request.truncate-and-restore",
+    ),
+    Row(
         "mirror failover, breaking glass",
         (LINK_PATH + "/mirrors:failover", "POST"),
         ("mirror.stop", "request.override"),
@@ -1082,6 +1134,26 @@ CLI = [
             ("reverse-and-pause-mirror", "--reverse-and-pause"),
         )
     ],
+    Row(
+        "mirror truncate-and-restore",
+        ("kafka-mirrors", "--truncate-and-restore"),
+        ("mirror.stop",),
+        "mirror.truncate-and-restore",
+        a_topic_to_restore,
+        lambda run, w, t: run(
+            "kafka-mirrors",
+            "--bootstrap-server",
+            kafka.SOURCE.bootstrap,
+            "--truncate-and-restore",
+            "--link",
+            t.link.name,
+            "--topics",
+            t.mirror.source_topic,
+            "--reason",
+            REASON,
+        ),
+        asked_event="request.truncate-and-restore",
+    ),
     Row(
         "mirror failover, breaking glass",
         ("kafka-mirrors", "--failover"),
