@@ -102,9 +102,7 @@ def _restored(mirror: MirrorTopic) -> bool:
 
 def _given_up(started: list[MirrorTopic], outcomes: list[RestoreOutcome]) -> None:
     """A restore given up in its first step leaves no mirror: its outcome says why."""
-    left = set(
-        MirrorTopic.objects.filter(pk__in=[m.pk for m in started]).values_list("pk", flat=True)
-    )
+    left = {m.pk for m in MirrorTopic.objects.filter(pk__in=[m.pk for m in started])}
     for mirror in started:
         if mirror.pk in left:
             continue
@@ -280,11 +278,10 @@ def _set_up(mirror: MirrorTopic) -> None:
                 "made anew at the same offsets. Nothing was deleted; promote and mirror anew.",
             )
             return
-    MirrorTopic.objects.filter(pk=mirror.pk).update(
-        pending_stop={**pending, "quarantined": {str(p): n for p, n in counts.items()}}
-    )
-    mirror.pending_stop = {**pending, "quarantined": counts}
-    move(mirror, "restore-set-up", State.PENDING_RESTORE)
+    # Its configs too, read while it is intact: step 2 makes it anew with them.
+    configs = {k: v.value for k, v in admin.topic_configs(name).items() if v.is_set and v.value}
+    done = {**pending, "quarantined": {str(p): n for p, n in counts.items()}, "configs": configs}
+    move(mirror, "restore-set-up", State.PENDING_RESTORE, pending_stop=done)
 
 
 def _origin(partition: int):
@@ -315,15 +312,10 @@ def _restore(mirror: MirrorTopic) -> None:
     admin = cluster_admin(mirror.destination)
     name = mirror.mirror_topic
     holding = HOLDING.format(topic=name)
-    try:
-        configs = {k: v.value for k, v in admin.topic_configs(name).items() if v.is_set and v.value}
+    with contextlib.suppress(TopicNotFound):  # a worker that died here deleted it already
         admin.delete_topic(name)
-    except TopicNotFound:
-        configs = mirror.pending_stop.get("configs", {})
-    MirrorTopic.objects.filter(pk=mirror.pk).update(
-        pending_stop={**mirror.pending_stop, "configs": configs}
-    )
     _gone(admin, name)
+    configs = mirror.pending_stop["configs"]
     admin.create_topic(name, mirror.num_partitions, mirror.replication_factor or None, configs)
     config = mirror.destination.connection_config()
     point = _point(mirror)

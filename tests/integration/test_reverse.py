@@ -460,3 +460,43 @@ def test_the_api_and_the_console_dry_run_a_truncate_and_restore_in_confluents_wo
     page = client.get(url("mirror-fail-back", args=args)).content.decode()
     assert 'id="plan-ok"' in page and 'id="plan-truncation"' in page
     assert page.count('<td class="truncated">') == 2 and "Ask for approval" in page
+
+
+def test_a_restore_resumes_from_each_stored_step_after_its_worker_died(
+    bidirectional, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2, **{"retention.ms": "86400000"})
+    _write(_plain(kafka.SOURCE), topic_name, 0, 40)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror])
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    _write(_plain(kafka.SOURCE), topic_name, 40, 4)
+    peer = peer_of(link)
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name])  # in the background
+    restoring = peer.mirrors.get(mirror_topic=topic_name)
+    assert restoring.state == State.PENDING_SETUP_FOR_RESTORE
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+
+    # A worker that died in step 1 left a half-made quarantine: the next one makes it anew.
+    source.create_topic(outcome.quarantine, 2, None, {})
+    _write(_plain(kafka.SOURCE), outcome.quarantine, 0, 3)
+    restore.finish(peer)
+    restoring.refresh_from_db()
+    assert restoring.state == State.PENDING_RESTORE
+    # A worker that died in step 2 right after deleting the topic: the next one makes it anew
+    # from the prefix it set aside.
+    source.delete_topic(topic_name)
+    eventually(lambda: topic_name not in source.list_topic_names(), 60, "the topic gone")
+    restore.finish(peer)
+    restoring.refresh_from_db()
+
+    assert restoring.state == State.ACTIVE
+    assert len(read_all(kafka.SOURCE.bootstrap, outcome.quarantine)) == 4  # the 4, not 3 + 4
+    assert source.end_offsets(topic_name, 2) == {0: 20, 1: 20}  # the shared 40 at their offsets
+    assert source.topic_configs(topic_name)["retention.ms"].value == "86400000"  # kept
+    run_until_copied(peer, [restoring])
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
+        kafka.DESTINATION.bootstrap, topic_name
+    )
+    leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
