@@ -169,20 +169,37 @@ def stop_mirrors(
     and a Celery task finishes them. With `wait` this returns once each is STOPPED or was put
     back (its outcome then carries the error)."""
     outcomes = check(kind, link, names)
-    if validate_only:
-        return outcomes
-    scheduled = [
-        mirror
-        for outcome in outcomes
-        if (mirror := _start_stop(actor, link, outcome, kind, note)) is not None
-    ]
-    if not scheduled:
-        return outcomes
-    if not wait:
-        current_app.send_task("replication.tasks.finish_stops", args=[link.pk])
-        return outcomes
-    wait_until_done(scheduled, outcomes, lambda: finish_pending_stops(link))
+    if not validate_only:
+        carry_out(
+            link,
+            outcomes,
+            lambda outcome: _start_stop(actor, link, outcome, kind, note),
+            lambda: finish_pending_stops(link),
+            wait=wait,
+        )
     return outcomes
+
+
+def carry_out(
+    link: ClusterLink,
+    outcomes: list[TopicOutcome],
+    start: Callable[[TopicOutcome], MirrorTopic | None],
+    finish: Callable[[], None],
+    *,
+    wait: bool,
+    timeout: float | None = None,
+    succeeded: Callable[[MirrorTopic], bool] = lambda mirror: mirror.state == State.STOPPED,
+) -> list[MirrorTopic]:
+    """Begin each checked topic's stop, reverse or restore with `start` (None: it could not,
+    the refusal in its outcome). Then, with `wait`, move them on here with `finish` until each
+    is done (`succeeded`) or put back, its error in its outcome; without, a Celery task does
+    (approvals.finish_stops). Returns the mirrors begun."""
+    started = [mirror for outcome in outcomes if (mirror := start(outcome)) is not None]
+    if started and wait:
+        _wait_until_done(started, outcomes, finish, timeout, succeeded)
+    elif started:
+        current_app.send_task("replication.tasks.finish_stops", args=[link.pk])
+    return started
 
 
 def _start_stop(
@@ -220,15 +237,13 @@ def _start_stop(
     return mirror
 
 
-def wait_until_done(
+def _wait_until_done(
     scheduled: list[MirrorTopic],
     outcomes: list[TopicOutcome],
     finish: Callable[[], None],
-    timeout: float | None = None,
-    succeeded: Callable[[MirrorTopic], bool] = lambda mirror: mirror.state == State.STOPPED,
+    timeout: float | None,
+    succeeded: Callable[[MirrorTopic], bool],
 ) -> None:
-    """Move the stops (or reverses) on here with `finish`, until each is STOPPED or put back;
-    a topic that did not stop gets its error in its outcome."""
     pks = [m.pk for m in scheduled]
 
     def all_done() -> bool:

@@ -30,7 +30,6 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -45,7 +44,7 @@ from .errors import ReplicationError, conflict
 from .mirror_states import move
 from .mirrors import running_state, snapshot
 from .models import AuditEvent, ClusterLink, MirrorTopic
-from .promote import TopicOutcome, wait_until_done
+from .promote import TopicOutcome, carry_out
 from .redis_channel import client
 
 log = logging.getLogger(__name__)
@@ -83,16 +82,18 @@ def truncate_and_restore(
     Without `wait` the restore goes on in the background; with it, this returns once each is
     a mirror again or was refused on the way (its error in its outcome)."""
     outcomes = check(link, names)
-    if validate_only:
-        return outcomes
-    started = [m for o in outcomes if (m := _start(actor, link, o, note)) is not None]
-    if started and wait:
-        wait_until_done(
-            started, outcomes, lambda: finish(link), 10 * settings.STOP_TIMEOUT_S, _restored
+    if not validate_only:
+        started = carry_out(
+            link,
+            outcomes,
+            lambda outcome: _start(actor, link, outcome, note),
+            lambda: finish(link),
+            wait=wait,
+            timeout=10 * settings.STOP_TIMEOUT_S,
+            succeeded=_restored,
         )
-        _given_up(started, outcomes)
-    elif started:
-        current_app.send_task("replication.tasks.finish_stops", args=[link.pk])
+        if wait:
+            _given_up(started, outcomes)
     return outcomes
 
 

@@ -30,7 +30,6 @@ import logging
 from datetime import datetime
 
 import redis
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -45,10 +44,10 @@ from .mirrors import running_state, snapshot
 from .models import ClusterLink, MirrorTopic
 from .promote import (
     TopicOutcome,
+    carry_out,
     outcomes_for,
     record_put_back,
     stop_report,
-    wait_until_done,
 )
 from .redis_channel import client
 
@@ -74,17 +73,15 @@ def reverse_mirrors(
     background (each mirror PENDING_SYNCHRONIZE when this returns); with it, this returns once
     each is reversed (STOPPED, its old source now mirroring it) or put back with its error."""
     outcomes = check(link, names)
-    if validate_only:
-        return outcomes
-    started = [
-        mirror
-        for outcome in outcomes
-        if (mirror := _start(actor, link, outcome, kind, note)) is not None
-    ]
-    if started and wait:
-        wait_until_done(started, outcomes, lambda: finish(link), 2 * settings.STOP_TIMEOUT_S + 15)
-    elif started:
-        current_app.send_task("replication.tasks.finish_stops", args=[link.pk])
+    if not validate_only:
+        carry_out(
+            link,
+            outcomes,
+            lambda outcome: _start(actor, link, outcome, kind, note),
+            lambda: finish(link),
+            wait=wait,
+            timeout=2 * settings.STOP_TIMEOUT_S + 15,
+        )
     return outcomes
 
 

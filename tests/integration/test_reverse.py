@@ -82,6 +82,22 @@ def bidirectional(registered_clusters, make_link, topic_name):
     return make
 
 
+@pytest.fixture
+def copied_mirror(bidirectional, make_topic, topic_name):
+    """`records` written to a new 2-partition topic on the source, mirrored over a new
+    bidirectional link and copied: (the link's half into the destination, the mirror)."""
+
+    def make(records: int, topic_configs: dict | None = None) -> tuple[ClusterLink, MirrorTopic]:
+        make_topic(kafka.SOURCE, topic_name, partitions=2, **(topic_configs or {}))
+        _write(_plain(kafka.SOURCE), topic_name, 0, records)
+        link = bidirectional()
+        mirror = create_mirror(ACTOR, link, topic_name)
+        run_until_copied(link, [mirror])
+        return link, mirror
+
+    return make
+
+
 def test_a_bidirectional_link_is_one_name_with_a_half_on_each_cluster(
     bidirectional, registered_clusters
 ):
@@ -100,13 +116,9 @@ def test_a_bidirectional_link_is_one_name_with_a_half_on_each_cluster(
 
 
 def test_reverse_copies_nothing_and_the_old_source_mirrors_the_new_primary_at_the_same_offsets(
-    bidirectional, make_topic, topic_name
+    copied_mirror, topic_name
 ):
-    make_topic(kafka.SOURCE, topic_name, partitions=2)
-    _write(_plain(kafka.SOURCE), topic_name, 0, 200)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror])
+    link, mirror = copied_mirror(records=200)
     before = read_all(kafka.SOURCE.bootstrap, topic_name)
 
     (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
@@ -144,13 +156,9 @@ def test_reverse_and_pause_leaves_the_old_sources_new_mirror_paused(
 
 
 def test_a_fence_a_super_user_wrote_past_is_detected_and_everything_is_put_back(
-    bidirectional, make_topic, topic_name
+    copied_mirror, topic_name
 ):
-    make_topic(kafka.SOURCE, topic_name, partitions=2)
-    _write(_plain(kafka.SOURCE), topic_name, 0, 100)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror])
+    link, mirror = copied_mirror(records=100)
 
     (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START)
     assert outcome.state == State.PENDING_SYNCHRONIZE
@@ -208,13 +216,9 @@ def test_a_prefixed_bidirectional_link_cannot_reverse(bidirectional, make_topic,
 
 
 def test_an_approved_reverse_asked_through_the_api_runs_on_the_worker(
-    transactional_db, celery_worker, bidirectional, make_topic, topic_name, api
+    transactional_db, celery_worker, copied_mirror, topic_name, api
 ):
-    make_topic(kafka.SOURCE, topic_name, partitions=2)
-    _write(_plain(kafka.SOURCE), topic_name, 0, 40)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror])
+    link, mirror = copied_mirror(records=40)
     base = f"/kafka/v3/clusters/{link.destination.cluster_id}"
 
     asked = api("operator").post(
@@ -242,13 +246,9 @@ def test_an_approved_reverse_asked_through_the_api_runs_on_the_worker(
 
 
 def test_a_swap_and_back_copies_no_record_twice_and_keeps_the_offsets_identical(
-    bidirectional, make_topic, topic_name
+    copied_mirror, topic_name
 ):
-    make_topic(kafka.SOURCE, topic_name, partitions=2)
-    _write(_plain(kafka.SOURCE), topic_name, 0, 60)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror])
+    link, mirror = copied_mirror(records=60)
     peer = peer_of(link)
 
     (there,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
@@ -298,13 +298,9 @@ def test_the_console_offers_a_reverse_on_a_bidirectional_link_with_its_dry_run(
 
 
 def test_a_reverse_whose_worker_died_before_the_fence_is_fenced_and_finished_by_the_next(
-    bidirectional, make_topic, topic_name
+    copied_mirror, topic_name
 ):
-    make_topic(kafka.SOURCE, topic_name, partitions=2)
-    _write(_plain(kafka.SOURCE), topic_name, 0, 20)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror])
+    link, mirror = copied_mirror(records=20)
     # What a worker killed right after the state change leaves: no fence, no fence offsets.
     pending = {"kind": reverse.START, "prior_state": "ACTIVE", "actor": "tests", "note": ""}
     pending["requested_at"] = timezone.now().isoformat()
@@ -373,13 +369,9 @@ def test_consumer_offsets_follow_the_new_direction_after_a_reverse(
 
 
 def test_truncate_and_restore_quarantines_the_divergent_records_and_copies_only_the_delta(
-    bidirectional, make_topic, topic_name
+    copied_mirror, topic_name
 ):
-    make_topic(kafka.SOURCE, topic_name, partitions=2)
-    _write(_plain(kafka.SOURCE), topic_name, 0, 100)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror])
+    link, mirror = copied_mirror(records=100)
     (failed_over,) = promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
     assert failed_over.state == State.STOPPED
     shared = read_all(kafka.DESTINATION.bootstrap, topic_name)
@@ -418,13 +410,9 @@ def test_truncate_and_restore_quarantines_the_divergent_records_and_copies_only_
 
 
 def test_the_api_and_the_console_dry_run_a_truncate_and_restore_in_confluents_words(
-    bidirectional, make_topic, topic_name, api, client_as
+    copied_mirror, topic_name, api, client_as
 ):
-    make_topic(kafka.SOURCE, topic_name, partitions=2)
-    _write(_plain(kafka.SOURCE), topic_name, 0, 10)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror])
+    link, mirror = copied_mirror(records=10)
     promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
     _write(_plain(kafka.SOURCE), topic_name, 10, 3)  # taken by the old primary after all
     peer = peer_of(link)
@@ -462,14 +450,8 @@ def test_the_api_and_the_console_dry_run_a_truncate_and_restore_in_confluents_wo
     assert page.count('<td class="truncated">') == 2 and "Ask for approval" in page
 
 
-def test_a_restore_resumes_from_each_stored_step_after_its_worker_died(
-    bidirectional, make_topic, topic_name
-):
-    make_topic(kafka.SOURCE, topic_name, partitions=2, **{"retention.ms": "86400000"})
-    _write(_plain(kafka.SOURCE), topic_name, 0, 40)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror])
+def test_a_restore_resumes_from_each_stored_step_after_its_worker_died(copied_mirror, topic_name):
+    link, mirror = copied_mirror(records=40, topic_configs={"retention.ms": "86400000"})
     promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
     _write(_plain(kafka.SOURCE), topic_name, 40, 4)
     peer = peer_of(link)
