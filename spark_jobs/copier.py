@@ -417,13 +417,14 @@ class Copier:
         writing) when that takes too long or the control channel goes quiet meanwhile."""
         deadline = time.monotonic() + timeout
         while self.producer is not None and self.producer.flush(0.5) > 0:
+            # Ask before judging the silence: a task that was busy elsewhere is not cut off.
+            if not self.ended:
+                self.control(time.monotonic())
+            self.beat()
             if time.monotonic() - self.last_contact > CONTACT_S:
                 raise Fenced("the control channel went quiet while records were in flight")
             if time.monotonic() > deadline:
                 raise Fenced(f"records were still undelivered after {timeout:.0f} s")
-            if not self.ended:
-                self.control(time.monotonic())
-            self.beat()
         self.check_deliveries()
 
     def reset(self, why: str) -> None:
