@@ -170,3 +170,26 @@ def django_on_own_database(name: str) -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
+
+
+def register_clusters(actor) -> dict:
+    """The dev stack's two clusters registered (as bench-source and bench-destination) with
+    the admin's SASL credentials and the links' own, by name; for a benchmark on its own
+    database."""
+    from django.conf import settings
+
+    from devstack import kafka
+    from replication.clusters import register_cluster
+
+    clusters = {}
+    for node in kafka.NODES:
+        config = dict(kafka.sasl_client_config(node, settings.VAR_DIR))
+        bootstrap = config.pop("bootstrap.servers")
+        clusters[node.name] = register_cluster(
+            actor,
+            f"bench-{node.name}",
+            bootstrap,
+            config,
+            kafka.link_credentials(node, settings.VAR_DIR),  # as `make demo` registers them
+        )
+    return clusters

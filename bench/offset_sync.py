@@ -27,7 +27,7 @@ from collections import Counter
 from infra.kafka_admin import acl_filter, exact_filter
 
 from . import sections
-from .cluster import WORK, django_on_own_database, log
+from .cluster import WORK, django_on_own_database, log, register_clusters
 
 TOPICS, PARTITIONS, GROUPS, RECORDS, MOVED = 20, 10, 1000, 100, 100
 PREFIX = "bench.osync"
@@ -64,7 +64,6 @@ def main() -> int:  # noqa: C901
     import infra.kafka_admin
     from devstack import kafka
     from replication import audit, offset_sync
-    from replication.clusters import register_cluster
     from replication.connections import destination_admin, source_admin
     from replication.links import create_link
     from replication.mirrors import create_mirror
@@ -90,11 +89,7 @@ def main() -> int:  # noqa: C901
                 for i in range(RECORDS):
                     producer.produce(t, value=f"{i}".encode(), partition=p)
         producer.flush(60)
-        clusters = {}
-        for node in kafka.NODES:
-            config = dict(configs[node.name])
-            bootstrap = config.pop("bootstrap.servers")
-            clusters[node.name] = register_cluster(actor, f"bench-{node.name}", bootstrap, config)
+        clusters = register_clusters(actor)
         link = create_link(
             actor,
             clusters["destination"],

@@ -39,7 +39,8 @@ class Section:
 
 OFFSET_SYNC = Section("offset-sync")
 LIST_PAGES = Section("list-pages")
-SECTIONS = [OFFSET_SYNC, LIST_PAGES]
+FAILBACK = Section("failback")
+SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK]
 
 
 def keep_all(old: str, new: str) -> str:

@@ -20,10 +20,12 @@ def copy_range(
     target: str,
     more_headers: Callable[[int, int], Headers] = lambda offset, timestamp: [],
     timeout_s: float = 60,
+    progress: Callable[[], None] = lambda: None,
 ) -> tuple[int, int]:
     """Copy the committed records of `topic`[`partition`] at offsets `start` <= o < `end` into
     `target`[`partition`], in order, once each (idempotent producer, all in-sync replicas);
-    `more_headers(offset, timestamp)` adds headers to each. Returns (records, bytes) copied."""
+    `more_headers(offset, timestamp)` adds headers to each; `progress()` is called every 1,000
+    records (it may raise to stop the copy). Returns (records, bytes) copied."""
     if end <= start:
         return 0, 0
     consumer = Consumer(
@@ -66,6 +68,8 @@ def copy_range(
             )
             producer.poll(0)
             records += 1
+            if records % 1000 == 0:
+                progress()
             size += len(msg.key() or b"") + len(msg.value() or b"")
         if producer.flush(timeout_s) or failures:
             raise KafkaException(failures[0] if failures else KafkaError(KafkaError._TIMED_OUT))

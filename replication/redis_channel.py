@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import redis
@@ -45,6 +46,31 @@ def held(name: str, hold_s: float, *, wait: float | None = None) -> Iterator[boo
     acquired = lock.acquire(blocking=wait is not None, blocking_timeout=wait)
     try:
         yield acquired
+    finally:
+        _release(lock, acquired)
+
+
+@contextmanager
+def lease(name: str, hold_s: float) -> Iterator[Callable[[], None] | None]:
+    """A lock for long work, held while its holder shows it is alive: yields `renew`, to call
+    often (it asks Redis at most once a second and raises RuntimeError once the lock was lost
+    to another holder), or None when another holds it. A holder that dies frees it within
+    `hold_s`, so the next one goes on soon, not after the longest the work could take."""
+    lock = client().lock(f"isthmus:{name}", timeout=hold_s)
+    acquired = lock.acquire(blocking=False)
+    renewed = [time.monotonic()]
+
+    def renew() -> None:
+        if time.monotonic() - renewed[0] < 1:
+            return
+        try:
+            lock.reacquire()
+        except redis.exceptions.LockError as exc:
+            raise RuntimeError(f"another worker took over {name}") from exc
+        renewed[0] = time.monotonic()
+
+    try:
+        yield renew if acquired else None
     finally:
         _release(lock, acquired)
 

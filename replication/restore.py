@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -39,7 +40,7 @@ from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from infra.processes import wait_for
 
 from . import audit, links, read_only, redis_channel, streams
-from .connections import cluster_admin
+from .connections import cluster_admin, source_admin
 from .errors import ReplicationError, conflict
 from .mirror_states import move
 from .mirrors import running_state, snapshot
@@ -53,6 +54,7 @@ KIND = "truncate-and-restore"
 State = MirrorTopic.State
 QUARANTINE = "{topic}.quarantine-{stamp}"
 HOLDING = "{topic}.restore-prefix"
+LEASE_S = 15
 
 
 @dataclass
@@ -62,6 +64,7 @@ class RestoreOutcome(TopicOutcome):
 
     partitions: list[dict] = field(default_factory=list)
     quarantine: str = ""
+    bytes_copied_within_cluster: int = 0  # once restored: set aside and put back, locally
 
     @property
     def messages_truncated(self) -> int:
@@ -93,7 +96,7 @@ def truncate_and_restore(
             succeeded=_restored,
         )
         if wait:
-            _given_up(started, outcomes)
+            _settle(started, outcomes)
     return outcomes
 
 
@@ -101,13 +104,20 @@ def _restored(mirror: MirrorTopic) -> bool:
     return mirror.state not in (State.PENDING_SETUP_FOR_RESTORE, State.PENDING_RESTORE)
 
 
-def _given_up(started: list[MirrorTopic], outcomes: list[RestoreOutcome]) -> None:
-    """A restore given up in its first step leaves no mirror: its outcome says why."""
-    left = {m.pk for m in MirrorTopic.objects.filter(pk__in=[m.pk for m in started])}
+def _settle(started: list[MirrorTopic], outcomes: list[RestoreOutcome]) -> None:
+    """Each restore waited for, in its outcome: a restored topic's copies (per partition, the
+    records still to copy across), or why it was given up (that leaves no mirror)."""
+    left = {m.pk: m for m in MirrorTopic.objects.filter(pk__in=[m.pk for m in started])}
     for mirror in started:
-        if mirror.pk in left:
-            continue
         outcome = next(o for o in outcomes if o.mirror_topic == mirror.mirror_topic)
+        if mirror.pk in left:
+            report = left[mirror.pk].stop_report or {}
+            outcome.state = left[mirror.pk].state
+            outcome.bytes_copied_within_cluster = report.get("bytes_copied_within_cluster", 0)
+            to_copy = report.get("records_to_copy", {})
+            for p in outcome.partitions:
+                p["records_to_copy"] = to_copy.get(str(p["partition_id"]), 0)
+            continue
         failed = AuditEvent.objects.filter(
             action="mirror.restore_failed", target=f"mirror {mirror.mirror_topic}"
         ).last()
@@ -147,6 +157,14 @@ def _plan(link: ClusterLink, peer: ClusterLink, admin: KafkaAdmin, name: str) ->
     except KafkaAdminError as exc:
         outcome.error, outcome.status = f"Topic {name!r} cannot be read: {exc}", 503
         return outcome
+    try:
+        promoted = cluster_admin(peer.destination).end_offsets(name, partitions)
+    except KafkaAdminError as exc:
+        outcome.error, outcome.status = (
+            f"The promoted topic {name!r} on {peer.destination.name} cannot be read: {exc}",
+            503,
+        )
+        return outcome
     stopped = {int(p): o for p, o in (failed_over.stop_offsets or {}).items()}
     outcome.error = _refusal(name, partitions, stopped, starts)
     outcome.status = 409 if outcome.error else 200
@@ -157,6 +175,7 @@ def _plan(link: ClusterLink, peer: ClusterLink, admin: KafkaAdmin, name: str) ->
                 "partition_id": p,
                 "offset_truncated_to": point,
                 "messages_truncated": ends[p] - point,
+                "records_to_copy": max(promoted.get(p, 0) - point, 0),
             }
         )
     outcome.state = State.STOPPED
@@ -237,16 +256,17 @@ def finish(link: ClusterLink) -> None:
         state__in=[State.PENDING_SETUP_FOR_RESTORE, State.PENDING_RESTORE]
     )
     for mirror in restoring.select_related("link", "link__destination"):
-        # One worker at a time on a topic; the lock outlives a copy of a large one.
-        with redis_channel.held(f"restore:{mirror.pk}", 1800) as mine:
-            if not mine:
+        # One worker at a time on a topic, renewing its lease as it copies: one killed midway
+        # hands the topic on within LEASE_S.
+        with redis_channel.lease(f"restore:{mirror.pk}", LEASE_S) as renew:
+            if renew is None:
                 continue
             mirror.refresh_from_db()
             try:
                 if mirror.state == State.PENDING_SETUP_FOR_RESTORE:
-                    _set_up(mirror)
+                    _set_up(mirror, renew)
                 elif mirror.state == State.PENDING_RESTORE:
-                    _restore(mirror)
+                    _restore(mirror, renew)
             except (KafkaAdminError, RuntimeError) as exc:
                 log.warning("Restore of %s waits: %s", mirror.mirror_topic, exc)
 
@@ -255,7 +275,7 @@ def _point(mirror: MirrorTopic) -> dict[int, int]:
     return {int(p): o for p, o in mirror.pending_stop["point"].items()}
 
 
-def _set_up(mirror: MirrorTopic) -> None:
+def _set_up(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
     """Step 1: the divergent tail into quarantine, the prefix into the holding topic; all
     redone from scratch after a crash (the topic itself is untouched)."""
     admin = cluster_admin(mirror.destination)
@@ -264,13 +284,16 @@ def _set_up(mirror: MirrorTopic) -> None:
     point, ends = _point(mirror), admin.end_offsets(name, mirror.num_partitions)
     holding, quarantine = HOLDING.format(topic=name), pending["quarantine"]
     for topic in (holding, quarantine):
-        _make_empty(admin, topic, mirror.num_partitions)
-    counts = {}
+        _make_empty(admin, topic, mirror.num_partitions, renew)
+    counts, size = {}, 0
     for p in range(mirror.num_partitions):
-        counts[p] = kafka_copy.copy_range(
-            config, name, p, point[p], ends[p], quarantine, _origin(p)
-        )[0]
-        kept, _ = kafka_copy.copy_range(config, name, p, 0, point[p], holding)
+        counts[p], moved = kafka_copy.copy_range(
+            config, name, p, point[p], ends[p], quarantine, _origin(p), progress=renew
+        )
+        kept, kept_size = kafka_copy.copy_range(
+            config, name, p, 0, point[p], holding, progress=renew
+        )
+        size += moved + kept_size
         if kept != point[p]:
             _abandon(
                 mirror,
@@ -281,7 +304,12 @@ def _set_up(mirror: MirrorTopic) -> None:
             return
     # Its configs too, read while it is intact: step 2 makes it anew with them.
     configs = {k: v.value for k, v in admin.topic_configs(name).items() if v.is_set and v.value}
-    done = {**pending, "quarantined": {str(p): n for p, n in counts.items()}, "configs": configs}
+    done = {
+        **pending,
+        "quarantined": {str(p): n for p, n in counts.items()},
+        "configs": configs,
+        "bytes_within": size,
+    }
     move(mirror, "restore-set-up", State.PENDING_RESTORE, pending_stop=done)
 
 
@@ -296,36 +324,45 @@ def _origin(partition: int):
     return headers
 
 
-def _make_empty(admin: KafkaAdmin, topic: str, partitions: int) -> None:
+def _make_empty(admin: KafkaAdmin, topic: str, partitions: int, renew: Callable[[], None]) -> None:
     with contextlib.suppress(TopicNotFound):
         admin.delete_topic(topic)
-    _gone(admin, topic)
+    _gone(admin, topic, renew)
     admin.create_topic(topic, partitions, None, {"retention.ms": "-1"})
 
 
-def _gone(admin: KafkaAdmin, topic: str) -> None:
-    if not wait_for(lambda: topic not in admin.list_topic_names(), 60, 0.2):
+def _gone(admin: KafkaAdmin, topic: str, renew: Callable[[], None]) -> None:
+    if not wait_for(lambda: renew() or topic not in admin.list_topic_names(), 60, 0.2):
         raise RuntimeError(f"the cluster did not finish deleting {topic} within 60 s")
 
 
-def _restore(mirror: MirrorTopic) -> None:
+def _restore(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
     """Step 2 and 3: the topic made anew from the holding topic, then a mirror."""
     admin = cluster_admin(mirror.destination)
     name = mirror.mirror_topic
     holding = HOLDING.format(topic=name)
+    point = _point(mirror)
+    # What the promoted topic took after the failover: all that will cross (asked first, so a
+    # promoted cluster out of reach holds the restore here, before anything is deleted).
+    promoted = source_admin(mirror.link).end_offsets(name, mirror.num_partitions)
     with contextlib.suppress(TopicNotFound):  # a worker that died here deleted it already
         admin.delete_topic(name)
-    _gone(admin, name)
+    _gone(admin, name, renew)
     configs = mirror.pending_stop["configs"]
     admin.create_topic(name, mirror.num_partitions, mirror.replication_factor or None, configs)
     config = mirror.destination.connection_config()
-    point = _point(mirror)
+    size = mirror.pending_stop.get("bytes_within", 0)
     for p in range(mirror.num_partitions):
-        kafka_copy.copy_range(config, holding, p, 0, point[p], name)
+        size += kafka_copy.copy_range(config, holding, p, 0, point[p], name, progress=renew)[1]
     ends = admin.end_offsets(name, mirror.num_partitions)
     if ends != point:
         raise RuntimeError(f"{name} holds {ends} after the copy back, not {point}; done again")
     admin.delete_topic(holding)
+    mirror.pending_stop = {
+        **mirror.pending_stop,
+        "bytes_within": size,
+        "to_copy": {str(p): max(promoted[p] - point[p], 0) for p in point},
+    }
     _become_mirror(mirror)
 
 
@@ -344,6 +381,10 @@ def _become_mirror(mirror: MirrorTopic) -> None:
             "offset_truncated_to": pending["point"],
             "messages_truncated": pending.get("quarantined", {}),
             "quarantine": pending["quarantine"],
+            # Where the restored records came from: kept on this cluster, or copied across.
+            "records_kept": pending["point"],
+            "bytes_copied_within_cluster": pending.get("bytes_within", 0),
+            "records_to_copy": pending.get("to_copy", {}),
         },
     )
     streams.publish(mirror.link, client())

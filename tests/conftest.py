@@ -301,6 +301,25 @@ def make_link(registered_clusters, topic_name):
     leftovers.delete_topics(kafka.DESTINATION, named)
 
 
+@pytest.fixture
+def bidirectional(registered_clusters, make_link, topic_name):
+    """A bidirectional link between the two registered clusters: its half into the destination
+    (the `make_link` fixture cleans both halves up)."""
+    from replication import audit
+    from replication.links import create_link
+
+    def make(**configs: str):
+        return create_link(
+            audit.Actor.system("tests"),
+            registered_clusters["destination"],
+            f"both-{topic_name[-8:]}",
+            {"link.mode": "BIDIRECTIONAL", **configs},
+            source=registered_clusters["source"],
+        )
+
+    return make
+
+
 # A real Celery worker. ----------------------------------------------------------------------
 
 

@@ -231,40 +231,48 @@ def stop(session: Session, args, flag: str) -> int:
                 "break_glass": args.break_glass,
             },
             validate_only=args.validate_only,
+            **(
+                {"include_partition_level_truncation_data": True}
+                if flag == "truncate_and_restore"
+                else {}
+            ),
         )
         print(f"Finished calculating max offset lag and max lag ms for mirror topics: {listed}")
         if answer["approval_request"]:
             print_request(answer["approval_request"], f"{verb} {', '.join(link_topics)}")
             continue
-        for outcome in answer["data"]:
-            topic = outcome["mirror_topic_name"]
-            if outcome["error_code"] is not None:
-                failed += 1
-                print(
-                    f"Error stopping topic {topic}'s mirror: {outcome['error_message']}",
-                    file=sys.stderr,
-                )
-            elif args.validate_only:
-                lags = ", ".join(
-                    f"{lag['partition']}:{lag['lag']}" for lag in outcome["mirror_lags"]
-                )
-                print(
-                    f"Request for stopping topic {topic}'s mirror was successfully validated "
-                    f"(lag per partition {lags})."
-                )
-            else:
-                print(f"Request for stopping topic {topic}'s mirror was successfully scheduled.")
-            if outcome.get("messages_truncated") is not None:
-                print(
-                    f"Topic {topic}: {outcome['messages_truncated']} messages truncated, kept in "
-                    f"{outcome['quarantine_topic_name'] or 'no quarantine topic'}."
-                )
+        failed += sum(not _stop_outcome(outcome, args.validate_only) for outcome in answer["data"])
     if not args.validate_only and not failed:
         print(
             "Please use the describe command with the --pending-stopped-only option to "
             "monitor progress."
         )
     return 1 if failed else 0
+
+
+def _stop_outcome(outcome: dict, validate_only: bool) -> bool:
+    """Print one topic's outcome as Confluent's tool does; returns whether it went through."""
+    topic = outcome["mirror_topic_name"]
+    if outcome["error_code"] is not None:
+        print(f"Error stopping topic {topic}'s mirror: {outcome['error_message']}", file=sys.stderr)
+        return False
+    if validate_only:
+        lags = ", ".join(f"{lag['partition']}:{lag['lag']}" for lag in outcome["mirror_lags"])
+        shown = f" (lag per partition {lags})" if lags else ""
+        print(f"Request for stopping topic {topic}'s mirror was successfully validated{shown}.")
+    else:
+        print(f"Request for stopping topic {topic}'s mirror was successfully scheduled.")
+    if outcome.get("messages_truncated") is not None:  # a truncate-and-restore
+        where = outcome["quarantine_topic_name"] or "a quarantine topic"
+        done = "would be truncated and kept in" if validate_only else "truncated, kept in"
+        print(f"Topic {topic}: {outcome['messages_truncated']} messages {done} {where}.")
+        for p in outcome.get("partition_level_truncation_data") or []:
+            print(
+                f"  Partition {p['partition_id']}: truncated to offset "
+                f"{p['offset_truncated_to']}, {p['messages_truncated']} set aside, "
+                f"{p['records_to_copy']} to copy from the promoted topic."
+            )
+    return True
 
 
 def requests(session: Session, args) -> None:

@@ -327,6 +327,10 @@ class PartitionTruncation(Shape):
     partition_id: int
     offset_truncated_to: int
     messages_truncated: int
+    records_to_copy: int = Field(
+        description="Isthmus: records the promoted topic holds past offset_truncated_to, the "
+        "only ones copied across"
+    )
 
 
 class StopMirrorData(AlterMirrorsData):

@@ -48,6 +48,12 @@ def produce(
 def read_from_start(config: dict[str, str], topic: str) -> list[bytes]:
     """Every value in partition 0 of `topic`, from the beginning (kafka-console-consumer
     --from-beginning)."""
+    return [value for _, _, value, _ in read_partitions(config, topic, 1)]
+
+
+def read_partitions(config: dict[str, str], topic: str, partitions: int) -> list[tuple]:
+    """Every record of `topic`'s first `partitions` partitions from the beginning, as
+    (partition, offset, value, headers), in partition and offset order."""
     consumer = Consumer(
         {
             **config,
@@ -56,22 +62,24 @@ def read_from_start(config: dict[str, str], topic: str) -> list[bytes]:
             "enable.auto.commit": False,
         }
     )
-    values: list[bytes] = []
+    records: list[tuple] = []
+    ended: set[int] = set()
     try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and len(ended) < partitions:
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
             if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    break
-                raise StepFailed("records", msg.error().str())
-            values.append(msg.value())
+                if msg.error().code() != KafkaError._PARTITION_EOF:
+                    raise StepFailed("records", msg.error().str())
+                ended.add(msg.partition())
+                continue
+            records.append((msg.partition(), msg.offset(), msg.value(), msg.headers() or []))
     finally:
         consumer.close()
-    return values
+    return sorted(records, key=lambda r: (r[0], r[1]))
 
 
 def consume_as_group(

@@ -6,6 +6,7 @@ partitions and 100 records, a link that syncs the run's group every second, and 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from .. import links, mirrors, promote
 from ..connections import cluster_admin
@@ -186,15 +187,19 @@ def _source_cluster(stop: bool) -> None:
         ) from exc
 
 
-def recover_then_clean_up(c: Context) -> list[str]:
-    """A run that failed with the source stopped starts it again first."""
-    left = []
-    if c.kept.get("source stopped"):
-        try:
-            start_source(c)
-        except StepFailed as exc:
-            left.append(f"the source cluster did not start again: {exc.seen}")
-    return left + cleanup(c)
+def recovering(clean: Callable[[Context], list[str]]) -> Callable[[Context], list[str]]:
+    """`clean`, after starting the source again if the run failed with it stopped."""
+
+    def run(c: Context) -> list[str]:
+        left = []
+        if c.kept.get("source stopped"):
+            try:
+                start_source(c)
+            except StepFailed as exc:
+                left.append(f"the source cluster did not start again: {exc.seen}")
+        return left + clean(c)
+
+    return run
 
 
 def _by_partition(groups: dict, c: Context) -> dict[str, int]:
@@ -210,19 +215,66 @@ def _shown(offsets: dict[str, int]) -> str:
     )
 
 
-def _step(title, explanation, cli, expected, run) -> Step:
-    return Step(title, explanation, cli, expected, run)
-
-
+# Steps the scenarios that move consumers share (dr-round-trip too).
+CREATE_AND_FILL = Step(
+    "Create a topic and write 100 records",
+    "A topic of 2 partitions on the source, with 100 records.",
+    "kafka-topics --create --topic {topic} --partitions 2 " + ON_SOURCE,
+    "100 records",
+    create_and_fill,
+)
+MIRROR_CAUGHT_UP = Step(
+    "Mirror the topic",
+    "The mirror copies the topic; wait until it has every record.",
+    "kafka-mirrors --create --mirror-topic {topic} --link {link} " + ON_DESTINATION,
+    "the mirror caught up",
+    mirror_caught_up,
+)
+READ_PART = Step(
+    "Read part of it on the source, then stop the consumer",
+    "The group reads 60 records, commits and stops.",
+    "kafka-console-consumer --topic {topic} --group {group} --max-messages 60 " + ON_SOURCE,
+    "60 records read and committed",
+    read_part_on_source,
+)
+OFFSETS_SYNCED = Step(
+    "Wait for the offset sync",
+    "The link writes the group's offsets to the destination, translated to the mirror's.",
+    "kafka-consumer-groups --describe --group {group} " + ON_DESTINATION,
+    "the same offsets on the destination",
+    offsets_synced,
+)
+LOSE_SOURCE = Step(
+    "Lose the source cluster",
+    "The embedded source cluster is stopped, as in an outage.",
+    "python manage.py devstack down source",
+    "the source not answering",
+    stop_source,
+)
+FAIL_OVER = Step(
+    "Fail over",
+    "A failover stops the mirror at once, without the source, and makes it writable.",
+    "kafka-mirrors --failover --topics {topic} " + ON_DESTINATION,
+    "STOPPED",
+    stop_mirror(promote.FAILOVER),
+)
+START_SOURCE = Step(
+    "Start the source cluster again",
+    "The old source comes back; its topic no longer feeds the promoted one.",
+    "python manage.py devstack up source",
+    "the source answering",
+    start_source,
+)
+_RESUME = Step(
+    "Resume the group on the destination",
+    "It reads from its synced offsets: nothing skipped, nothing read twice.",
+    "kafka-console-consumer --topic {topic} --group {group} " + ON_DESTINATION,
+    "the other 40 records",
+    resume_on_destination,
+)
 _COMMON = [
-    _step(
-        "Create a topic and write 100 records",
-        "A topic of 2 partitions on the source, with 100 records.",
-        "kafka-topics --create --topic {topic} --partitions 2 " + ON_SOURCE,
-        "100 records",
-        create_and_fill,
-    ),
-    _step(
+    CREATE_AND_FILL,
+    Step(
         "Create a link that syncs consumer offsets",
         "consumer.offset.sync.enable=true with a group filter that includes every group, "
         "synced every second.",
@@ -231,27 +283,9 @@ _COMMON = [
         "a link to the source",
         link_syncing_offsets,
     ),
-    _step(
-        "Mirror the topic",
-        "The mirror copies the topic; wait until it has every record.",
-        "kafka-mirrors --create --mirror-topic {topic} --link {link} " + ON_DESTINATION,
-        "the mirror caught up",
-        mirror_caught_up,
-    ),
-    _step(
-        "Read part of it on the source, then stop the consumer",
-        "The group reads 60 records, commits and stops.",
-        "kafka-console-consumer --topic {topic} --group {group} --max-messages 60 " + ON_SOURCE,
-        "60 records read and committed",
-        read_part_on_source,
-    ),
-    _step(
-        "Wait for the offset sync",
-        "The link writes the group's offsets to the destination, translated to the mirror's.",
-        "kafka-consumer-groups --describe --group {group} " + ON_DESTINATION,
-        "the same offsets on the destination",
-        offsets_synced,
-    ),
+    MIRROR_CAUGHT_UP,
+    READ_PART,
+    OFFSETS_SYNCED,
 ]
 
 MIGRATION = Scenario(
@@ -262,7 +296,7 @@ MIGRATION = Scenario(
     cleanup=cleanup,
     steps=[
         *_COMMON,
-        _step(
+        Step(
             "Exclude the group from the sync",
             "The group will commit on the destination from now on: the link must not overwrite "
             "its offsets.",
@@ -271,14 +305,14 @@ MIGRATION = Scenario(
             "the group excluded",
             exclude_group,
         ),
-        _step(
+        Step(
             "Start the consumer on the destination",
             "It goes on exactly where it stopped on the source.",
             "kafka-console-consumer --topic {topic} --group {group} " + ON_DESTINATION,
             "the other 40 records",
             resume_on_destination,
         ),
-        _step(
+        Step(
             "Promote the mirror",
             "The topic becomes the destination's own; producers can move to it.",
             "kafka-mirrors --promote --topics {topic} " + ON_DESTINATION,
@@ -293,36 +327,6 @@ DISASTER_RECOVERY = Scenario(
     title="Recover from losing the source cluster",
     summary="The source cluster stops; fail over, and the group resumes on the destination.",
     names=_names,
-    cleanup=recover_then_clean_up,
-    steps=[
-        *_COMMON,
-        _step(
-            "Lose the source cluster",
-            "The embedded source cluster is stopped, as in an outage.",
-            "python manage.py devstack down source",
-            "the source not answering",
-            stop_source,
-        ),
-        _step(
-            "Fail over",
-            "A failover stops the mirror at once, without the source, and makes it writable.",
-            "kafka-mirrors --failover --topics {topic} " + ON_DESTINATION,
-            "STOPPED",
-            stop_mirror(promote.FAILOVER),
-        ),
-        _step(
-            "Resume the group on the destination",
-            "It reads from its synced offsets: nothing skipped, nothing read twice.",
-            "kafka-console-consumer --topic {topic} --group {group} " + ON_DESTINATION,
-            "the other 40 records",
-            resume_on_destination,
-        ),
-        _step(
-            "Start the source cluster again",
-            "The old source comes back; its topic no longer feeds the promoted one.",
-            "python manage.py devstack up source",
-            "the source answering",
-            start_source,
-        ),
-    ],
+    cleanup=recovering(cleanup),
+    steps=[*_COMMON, LOSE_SOURCE, FAIL_OVER, _RESUME, START_SOURCE],
 )

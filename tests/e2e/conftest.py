@@ -1,7 +1,8 @@
 import os
+import re
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 # The machine has no network but the package registries: keep Chromium from calling home.
@@ -56,3 +57,21 @@ def screenshot(page, name: str) -> None:
     folder = settings.VAR_DIR / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+
+def approve_as_approver(browser, url: str, reason: str) -> None:
+    """In a browser of their own, the approver logs in, opens the one pending request, sees
+    its reason and approves it."""
+    context = browser.new_context()
+    approver = context.new_page()
+    approver.set_default_timeout(15_000)
+    approver.goto(f"{url}/login/")
+    approver.fill("#id_username", "approver")
+    approver.fill("#id_password", "approver-password-1")
+    approver.click("button[type=submit]")
+    expect(approver.locator("#pending-approvals")).to_have_text("1")
+    approver.get_by_role("link", name=re.compile("Approvals")).click()
+    approver.locator("tr[data-request] a").first.click()
+    expect(approver.get_by_text(reason)).to_be_visible()
+    approver.locator("#approve").click()
+    context.close()

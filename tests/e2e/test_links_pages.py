@@ -4,7 +4,7 @@ import pytest
 from playwright.sync_api import expect
 
 from devstack import kafka
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import approve_as_approver, screenshot
 from tests.kafka_clients import consume_all, produce
 
 pytestmark = pytest.mark.e2e
@@ -76,19 +76,7 @@ def test_an_operator_links_and_mirrors_through_the_forms_watches_the_copy_and_pr
     expect(page.locator("h1 .badge")).to_have_text("PENDING")
     expect(page.locator("#approve")).to_have_count(0)  # never one's own
 
-    context = browser.new_context()
-    approver = context.new_page()
-    approver.set_default_timeout(15_000)
-    approver.goto(f"{live_server.url}/login/")
-    approver.fill("#id_username", "approver")
-    approver.fill("#id_password", "approver-password-1")
-    approver.click("button[type=submit]")
-    expect(approver.locator("#pending-approvals")).to_have_text("1")
-    approver.get_by_role("link", name=re.compile("Approvals")).click()
-    approver.locator("tr[data-request] a").first.click()
-    expect(approver.get_by_text("moving the consumers to the destination")).to_be_visible()
-    approver.locator("#approve").click()
-    context.close()
+    approve_as_approver(browser, live_server.url, "moving the consumers to the destination")
 
     # The operator's page follows the request to its end; the mirror stopped where it was.
     expect(page.locator("h1 .badge")).to_have_text("EXECUTED", timeout=60_000)

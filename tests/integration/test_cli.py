@@ -462,3 +462,46 @@ def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to
     assert line.startswith(f"Topic: {DEMO}  LinkName: demo-link  LinkId: ")
     again = typed(stop, role="admin")
     assert f"Topic '{DEMO}' has already stopped its mirror from 'demo-link'" in again.stderr
+
+
+def test_a_truncate_and_restore_dry_run_prints_per_partition_what_is_set_aside_and_copied(
+    typed, bidirectional, make_topic, topic_name
+):
+    from replication import promote
+    from replication.mirrors import create_mirror
+    from tests.mirror_checks import run_until_copied
+
+    actor = audit.Actor.system("tests")
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    plain = {n: {"bootstrap.servers": n.bootstrap} for n in kafka.NODES}
+    produce(
+        plain[kafka.SOURCE], topic_name, [{"value": b"x", "partition": i % 2} for i in range(6)]
+    )
+    link = bidirectional()
+    run_until_copied(link, [create_mirror(actor, link, topic_name)])
+    promote.stop_mirrors(actor, link, [topic_name], promote.FAILOVER, wait=True)
+    produce(plain[kafka.SOURCE], topic_name, [{"value": b"old", "partition": 0}] * 2)
+    produce(plain[kafka.DESTINATION], topic_name, [{"value": b"new", "partition": 1}] * 3)
+
+    lines = ok(
+        typed(
+            f"kafka-mirrors --truncate-and-restore --topics {topic_name} --link {link.name} "
+            "--validate-only --reason 'the source is back' --bootstrap-server localhost:9092"
+        )
+    )
+
+    assert (
+        f"Topic {topic_name}: 2 messages would be truncated and kept in a quarantine topic."
+        in lines
+    )
+    assert (
+        "  Partition 0: truncated to offset 3, 2 set aside, 0 to copy from the promoted topic."
+        in lines
+    )
+    assert (
+        "  Partition 1: truncated to offset 3, 0 set aside, 3 to copy from the promoted topic."
+        in lines
+    )
+    assert not link.__class__.objects.filter(
+        destination__name="source", mirrors__isnull=False
+    ).exists()

@@ -6,24 +6,28 @@ refusals."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 
+import psutil
 import pytest
 from confluent_kafka import KafkaError, Producer
 from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
+from infra.processes import wait_for
 from replication import audit, promote, redis_channel, restore, reverse
 from replication.errors import ReplicationError
-from replication.links import create_link, peer_of
+from replication.links import peer_of
 from replication.mirror_states import move
 from replication.mirrors import create_mirror, pause_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from replication.sync import syncers
 from spark_jobs import control
 from tests import leftovers
-from tests.conftest import admin_config
+from tests.conftest import admin_config, start_celery_worker, stop_process
 from tests.kafka_clients import commit_offsets
 from tests.mirror_checks import eventually, read_all, run_until_copied
 
@@ -35,7 +39,7 @@ State = MirrorTopic.State
 
 
 def _write(bootstrap_config: dict, topic: str, first: int, count: int) -> None:
-    producer = Producer(bootstrap_config)
+    producer = Producer({**bootstrap_config, "queue.buffering.max.messages": 1_000_000})
     for i in range(first, first + count):
         producer.produce(
             topic,
@@ -63,23 +67,6 @@ def _refused(node: kafka.KafkaNode, topic: str) -> bool:
         and errors[0] is not None
         and errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     )
-
-
-@pytest.fixture
-def bidirectional(registered_clusters, make_link, topic_name):
-    """A bidirectional link between the two registered clusters: its half into the destination
-    (the `make_link` fixture cleans both halves up)."""
-
-    def make(**configs: str) -> ClusterLink:
-        return create_link(
-            ACTOR,
-            registered_clusters["destination"],
-            f"both-{topic_name[-8:]}",
-            {"link.mode": "BIDIRECTIONAL", **configs},
-            source=registered_clusters["source"],
-        )
-
-    return make
 
 
 @pytest.fixture
@@ -403,9 +390,14 @@ def test_truncate_and_restore_quarantines_the_divergent_records_and_copies_only_
     assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
         kafka.DESTINATION.bootstrap, topic_name
     )
-    # Only the delta crossed: the restored mirror's stream copied the new primary's 20.
+    # Only the delta crossed: the restored mirror's stream copied the new primary's 20, and
+    # the result says so; the shared prefix was copied within the old primary, aside and back.
     heartbeat = control.read_json(redis_channel.client(), control.heartbeat_key(str(peer.link_id)))
     assert heartbeat["records"] == 20
+    assert [p["records_to_copy"] for p in outcome.partitions] == [10, 10]
+    shared_bytes = sum(len(r.key or b"") + len(r.value or b"") for r in shared)
+    divergent_bytes = sum(len(r.key or b"") + len(r.value or b"") for r in divergent)
+    assert outcome.bytes_copied_within_cluster == 2 * shared_bytes + divergent_bytes
     leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
 
 
@@ -478,6 +470,83 @@ def test_a_restore_resumes_from_each_stored_step_after_its_worker_died(copied_mi
     assert source.end_offsets(topic_name, 2) == {0: 20, 1: 20}  # the shared 40 at their offsets
     assert source.topic_configs(topic_name)["retention.ms"].value == "86400000"  # kept
     run_until_copied(peer, [restoring])
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
+        kafka.DESTINATION.bootstrap, topic_name
+    )
+    leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
+
+
+@pytest.fixture
+def own_workers(transactional_db, tmp_path):
+    """Real Celery workers (with beat) of the test's own, to kill: the session's worker stops
+    taking tasks meanwhile, so the restore is done by these alone."""
+    from console.celery import app
+
+    session = [f"test-worker-{os.getpid()}@localhost"]
+    app.control.cancel_consumer("celery", destination=session, reply=True, timeout=2)
+    started: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        folder = tmp_path / f"worker-{len(started)}"
+        folder.mkdir()
+        started.append(start_celery_worker(folder, f"restorer-{len(started)}-{os.getpid()}@lo"))
+        return started[-1]
+
+    yield start
+    for proc in started:
+        stop_process(proc)
+    app.control.add_consumer("celery", destination=session, reply=True, timeout=2)
+
+
+def _kill_9(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker and everything it started (its embedded beat): no clean-up runs."""
+    family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    for each in family:
+        each.kill()
+    psutil.wait_procs(family, timeout=10)
+
+
+def test_a_worker_killed_in_each_step_of_a_restore_leaves_the_topic_fenced_and_the_next_ends_it(
+    own_workers, copied_mirror, topic_name
+):
+    records = 200_000  # enough that each step's copy takes seconds: time to kill the worker
+    link, mirror = copied_mirror(records=records)
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    _write(_plain(kafka.SOURCE), topic_name, records, 50)  # the old primary's, diverging
+    _write(_plain(kafka.DESTINATION), topic_name, records + 1000, 30)  # the new primary's
+    peer, source = peer_of(link), KafkaAdmin(admin_config(kafka.SOURCE))
+    holding = restore.HOLDING.format(topic=topic_name)
+
+    def midway(state: str, topic: str):
+        def check() -> bool:
+            restoring = peer.mirrors.get(mirror_topic=topic_name)
+            copied = sum(source.end_offsets(topic, 2).values())
+            return restoring.state == state and 0 < copied < records
+
+        return check
+
+    worker = own_workers()
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name])  # the worker's task
+    assert wait_for(midway(State.PENDING_SETUP_FOR_RESTORE, holding), 120, 0.05), "no step 1"
+    _kill_9(worker)  # mid-way through setting the shared records aside
+    assert _refused(kafka.SOURCE, topic_name)  # fenced, untouched, while it waits
+
+    worker = own_workers()  # takes the topic over once the dead one's lease has run out
+    assert wait_for(midway(State.PENDING_RESTORE, topic_name), 120, 0.05), "no step 2"
+    _kill_9(worker)  # mid-way through making the topic anew
+    assert _refused(kafka.SOURCE, topic_name)  # half made, and no client can write to it
+    assert peer.mirrors.get(mirror_topic=topic_name).state == State.PENDING_RESTORE
+
+    own_workers()
+    eventually(
+        lambda: peer.mirrors.get(mirror_topic=topic_name).state == State.ACTIVE, 120, "restored"
+    )
+    restored = peer.mirrors.get(mirror_topic=topic_name)
+    assert source.end_offsets(topic_name, 2) == {0: records // 2, 1: records // 2}
+    quarantined = read_all(kafka.SOURCE.bootstrap, outcome.quarantine)
+    assert sorted(int(r.key) for r in quarantined) == list(range(records, records + 50))  # once
+    assert holding not in source.list_topic_names()
+    run_until_copied(peer, [restored])
     assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
         kafka.DESTINATION.bootstrap, topic_name
     )

@@ -260,3 +260,27 @@ def test_swap_goes_there_and_back_twice_in_a_row_copying_nothing_twice(
         assert not ClusterLink.objects.filter(name=run.names["link"]).exists()
         for node in kafka.NODES:
             assert run.names["topic"] not in KafkaAdmin(admin_config(node)).list_topic_names()
+
+
+@pytest.mark.serial
+def test_dr_round_trip_fails_over_restores_and_reverses_back_twice_reading_every_record_once(
+    transactional_db, celery_worker, registered_clusters, stack
+):
+    for attempt in range(2):  # names of its own each time, and nothing left between
+        run, printed = _run("dr-round-trip", leftovers.unique_name(f"trip{attempt}"))
+
+        assert run.status == ScenarioRun.Status.PASSED, printed
+        steps = {s.title: s for s in run.steps.all()}
+        restored = steps["Truncate and restore the old primary"].seen
+        assert "the 10 records the mirror never got are in" in restored
+        assert steps["Wait until it holds the promoted topic"].seen.endswith(
+            "only 20 copied from destination"
+        )
+        assert steps["Reverse back"].seen.endswith("mirrors it")
+        assert steps["The group moves back and reads the rest"].seen.startswith(
+            "the group read all 130 records once across the round trip"
+        )
+        assert all(s.pid for s in stack.status(["source"]))
+        _left_nothing(run)
+        source_topics = KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names()
+        assert not [t for t in source_topics if t.startswith(run.names["topic"])]
