@@ -314,6 +314,15 @@ class KafkaAdmin:
         futures = self._client.delete_topics([name], request_timeout=self.timeout)
         self._wait(futures[name], f"delete topic {name!r}")
 
+    def delete_records(self, topic: str, before: dict[int, int]) -> None:
+        """Move each partition's log start up to `before[p]`: the records below it go."""
+        wanted = [TopicPartition(topic, p, o) for p, o in before.items() if o > 0]
+        if not wanted:
+            return
+        futures = self._client.delete_records(wanted, request_timeout=self.timeout)
+        for future in futures.values():
+            self._wait(future, f"delete the oldest records of {topic!r}")
+
     def create_partitions(self, name: str, total: int) -> None:
         futures = self._client.create_partitions(
             [NewPartitions(name, total)], request_timeout=self.timeout
@@ -349,6 +358,11 @@ class KafkaAdmin:
     def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
         """The log end offset (high watermark) of each partition."""
         found = self.offsets([(topic, p) for p in range(partitions)])
+        return {p: offset for (_, p), offset in found.items()}
+
+    def start_offsets(self, topic: str, partitions: int) -> dict[int, int]:
+        """The log start offset of each partition."""
+        found = self.offsets([(topic, p) for p in range(partitions)], "earliest")
         return {p: offset for (_, p), offset in found.items()}
 
     def offsets(

@@ -1,9 +1,12 @@
-"""Copying a range of one partition's records into a partition of another topic on the same
-cluster, each record's key, value, headers and timestamp kept (truncate-and-restore's local
-copies: the quarantine, and the prefix it keeps)."""
+"""Record-level work on one partition with Kafka's own clients: copying a range into another
+topic on the same cluster, each record's key, value, headers and timestamp kept
+(truncate-and-restore's local copies: the quarantine, and the prefix it keeps), placeholders
+that move a new partition's offsets on, and whether a range holds any committed record (a
+reverse over transaction markers)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -35,6 +38,7 @@ def copy_range(
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",  # a start retention took: from the log start
         }
     )
     producer = Producer({**config, "enable.idempotence": True, "acks": "all", "linger.ms": 20})
@@ -76,3 +80,79 @@ def copy_range(
     finally:
         consumer.close()
     return records, size
+
+
+def placeholders(
+    config: dict[str, str],
+    topic: str,
+    partition: int,
+    count: int,
+    progress: Callable[[], None] = lambda: None,
+) -> None:
+    """Write `count` empty records (an empty key, so a compacted topic takes them too) to
+    `topic`[`partition`]: deleted right after, they only move its offsets on, so the records
+    written next land at the offsets they must have. `progress()` as in `copy_range`."""
+    if count <= 0:
+        return
+    producer = Producer(
+        {
+            **config,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    failures: list[KafkaError] = []
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    key=b"",
+                    partition=partition,
+                    on_delivery=lambda err, _msg: err is not None and failures.append(err),
+                )
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.1)
+        if i % 10_000 == 0:
+            producer.poll(0)
+            progress()
+    if producer.flush(60) or failures:
+        raise KafkaException(failures[0] if failures else KafkaError(KafkaError._TIMED_OUT))
+
+
+def holds_records(
+    config: dict[str, str], topic: str, partition: int, start: int, end: int, timeout_s: float = 30
+) -> bool:
+    """Whether `topic`[`partition`] holds a committed record at an offset `start` <= o < `end`
+    (transaction markers and aborted records are not records)."""
+    if end <= start:
+        return False
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": f"isthmus-check-{topic}-{partition}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    return False
+                raise KafkaException(msg.error())
+            return msg.offset() < end
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"reading {topic}[{partition}]"))
+    finally:
+        consumer.close()

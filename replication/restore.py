@@ -1,16 +1,21 @@
 """Truncate and restore: the way back after a failover, on a bidirectional link.
 
-Run on the old primary A once it is back: its topic T is brought back to the offsets where the
-mirror on B stopped when it failed over (B's `stop_offsets`, the point both share), and becomes
-a mirror of B's promoted T. Stock Kafka cannot cut a partition's tail, so (docs/mirror-engine.md,
-"Truncate and restore"):
+Run on the old primary A once it is back: its topic T becomes a mirror of B's promoted T again,
+holding exactly the records B holds, at B's offsets. The records B got from A (A's offsets
+[first, point), read through the failed-over mirror's offset translation: identical offsets,
+or A's with gaps where transaction markers, aborted records or a later mirror start left them)
+are kept; the rest of A's records are set aside. Stock Kafka cannot cut a partition's tail, so
+(docs/mirror-engine.md, "Truncate and restore"):
 
-1. `PENDING_SETUP_FOR_RESTORE`: T is fenced (the mirrors' read-only rules). On A, its records
-   past the failover point are copied into a quarantine topic (nothing is lost: each keeps its
-   key, value, headers and timestamp, with its partition, offset and timestamp in headers), and
-   the records before it (the shared prefix) into a holding topic. Both copies stay on A.
-2. `PENDING_RESTORE`: T is deleted and made anew with its partitions and configs, and the prefix
-   copied back from the holding topic, at the same offsets.
+1. `PENDING_SETUP_FOR_RESTORE`: T is fenced (the mirrors' read-only rules). On A, the records B
+   lacks (past the point, and any older than B's first) are copied into a quarantine topic
+   (nothing is lost: each keeps its key, value, headers and timestamp, with its partition,
+   offset and timestamp in headers), and the shared records into a holding topic. Both copies
+   stay on A. Shared records A lost since the copy: the oldest (retention) are fine, the rest
+   (compaction) end the restore here, before anything is deleted.
+2. `PENDING_RESTORE`: T is deleted and made anew with its partitions and configs, and the shared
+   records copied back at B's offsets (where retention took A's oldest, placeholders hold their
+   offsets and are deleted at once: the log starts there).
 3. T is a mirror of B's T on the link's half into A, its copy starting at the failover point:
    only what B took after the failover crosses the WAN.
 
@@ -18,10 +23,6 @@ Each step is stored on the mirror, so a worker killed at any point leaves work t
 `finish` redoes: in step 1 T is intact and fenced, and the copies are made again from scratch; in
 step 2 the holding topic is complete (checked before the step is entered) and T is made anew
 from it again. Until the end T is read-only: no client writes a half-restored topic.
-
-Offsets stay identical where the prefix has no gaps; one with gaps (compaction, transaction
-markers) is refused during step 1, before anything is deleted, as is a topic whose log no
-longer starts at offset 0.
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ from django.utils import timezone
 from infra import kafka_copy
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from infra.processes import wait_for
+from spark_jobs import translation
 
 from . import audit, links, read_only, redis_channel, streams
 from .connections import cluster_admin, source_admin
 from .errors import ReplicationError, conflict
 from .mirror_states import move
-from .mirrors import running_state, snapshot
+from .mirrors import running_state, snapshot, translation_runs
 from .models import AuditEvent, ClusterLink, MirrorTopic
 from .promote import TopicOutcome, carry_out
 from .redis_channel import client
@@ -115,8 +117,10 @@ def _settle(started: list[MirrorTopic], outcomes: list[RestoreOutcome]) -> None:
             outcome.state = left[mirror.pk].state
             outcome.bytes_copied_within_cluster = report.get("bytes_copied_within_cluster", 0)
             to_copy = report.get("records_to_copy", {})
-            for p in outcome.partitions:
+            truncated = report.get("messages_truncated", {})
+            for p in outcome.partitions:  # counted as copied (the plan counts offsets)
                 p["records_to_copy"] = to_copy.get(str(p["partition_id"]), 0)
+                p["messages_truncated"] = truncated.get(str(p["partition_id"]), 0)
             continue
         failed = AuditEvent.objects.filter(
             action="mirror.restore_failed", target=f"mirror {mirror.mirror_topic}"
@@ -152,7 +156,7 @@ def _plan(link: ClusterLink, peer: ClusterLink, admin: KafkaAdmin, name: str) ->
         return outcome
     try:
         partitions = admin.describe_topic(name).partitions
-        starts = admin.offsets([(name, p) for p in range(partitions)], "earliest")
+        starts = admin.start_offsets(name, partitions)
         ends = admin.end_offsets(name, partitions)
     except KafkaAdminError as exc:
         outcome.error, outcome.status = f"Topic {name!r} cannot be read: {exc}", 503
@@ -166,32 +170,51 @@ def _plan(link: ClusterLink, peer: ClusterLink, admin: KafkaAdmin, name: str) ->
         )
         return outcome
     stopped = {int(p): o for p, o in (failed_over.stop_offsets or {}).items()}
-    outcome.error = _refusal(name, partitions, stopped, starts)
+    outcome.error = _refusal(name, partitions, stopped)
     outcome.status = 409 if outcome.error else 200
+    if outcome.error:
+        return outcome
+    try:
+        shared = _shared(translation_runs(peer.destination, name), stopped)
+    except (KafkaAdminError, RuntimeError) as exc:
+        outcome.error, outcome.status = (
+            f"The offset translation of {name!r} on {peer.destination.name} cannot be read: {exc}",
+            503,
+        )
+        return outcome
     for p in range(partitions):
-        point = min(stopped.get(p, 0), ends[p])
+        first, point = shared[p]
+        point = min(point, ends[p])
+        never = max(min(first, ends[p]) - starts[p], 0)  # older than the mirror's first record
         outcome.partitions.append(
             {
                 "partition_id": p,
                 "offset_truncated_to": point,
-                "messages_truncated": ends[p] - point,
-                "records_to_copy": max(promoted.get(p, 0) - point, 0),
+                "messages_truncated": ends[p] - point + never,
+                "records_to_copy": max(promoted.get(p, 0) - stopped[p], 0),
             }
         )
     outcome.state = State.STOPPED
     return outcome
 
 
-def _refusal(name: str, partitions: int, stopped: dict, starts: dict) -> str:
+def _shared(
+    runs: dict[int, translation.Runs], stopped: dict[int, int]
+) -> dict[int, tuple[int, int]]:
+    """Per partition, the old primary's offsets [first, point) of the records the promoted
+    topic got from it: its first copied record, and the first it did not copy."""
+    shared = {}
+    for p, end in stopped.items():
+        r = runs.get(p, translation.Runs())
+        shared[p] = (r.upto(0).next_source(0), r.upto(end).next_source(end))
+    return shared
+
+
+def _refusal(name: str, partitions: int, stopped: dict) -> str:
     if len(stopped) != partitions:
         return (
             f"Topic {name!r} has {partitions} partitions, its failed-over mirror {len(stopped)}: "
             "the partitions must be the same on both sides."
-        )
-    if any(offset > 0 for offset in starts.values()):
-        return (
-            f"The log of {name!r} no longer starts at offset 0 (retention removed its oldest "
-            "records), so it cannot be made anew at the same offsets; promote and mirror anew."
         )
     return ""
 
@@ -271,42 +294,61 @@ def finish(link: ClusterLink) -> None:
                 log.warning("Restore of %s waits: %s", mirror.mirror_topic, exc)
 
 
-def _point(mirror: MirrorTopic) -> dict[int, int]:
-    return {int(p): o for p, o in mirror.pending_stop["point"].items()}
+def _by_partition(values: dict) -> dict[int, int]:
+    return {int(p): o for p, o in values.items()}
 
 
 def _set_up(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
-    """Step 1: the divergent tail into quarantine, the prefix into the holding topic; all
-    redone from scratch after a crash (the topic itself is untouched)."""
+    """Step 1: what the promoted topic lacks into quarantine (past the failover point, and
+    anything older than the mirror's first record), the shared records into the holding topic;
+    all redone from scratch after a crash (the topic itself is untouched)."""
     admin = cluster_admin(mirror.destination)
     name, pending = mirror.mirror_topic, mirror.pending_stop
     config = mirror.destination.connection_config()
-    point, ends = _point(mirror), admin.end_offsets(name, mirror.num_partitions)
+    n = mirror.num_partitions
+    starts = admin.start_offsets(name, n)
+    ends = admin.end_offsets(name, n)
+    failed_over = MirrorTopic.objects.get(pk=pending["failed_over"])
+    stopped = _by_partition(failed_over.stop_offsets)
+    runs = translation_runs(failed_over.destination, name)
+    shared = _shared(runs, stopped)
     holding, quarantine = HOLDING.format(topic=name), pending["quarantine"]
     for topic in (holding, quarantine):
-        _make_empty(admin, topic, mirror.num_partitions, renew)
-    counts, size = {}, 0
-    for p in range(mirror.num_partitions):
-        counts[p], moved = kafka_copy.copy_range(
-            config, name, p, point[p], ends[p], quarantine, _origin(p), progress=renew
-        )
+        _make_empty(admin, topic, n, renew)
+    counts, heads, size = {}, {}, 0
+    for p in range(n):
+        first, point = shared[p]
+        point = min(point, ends[p])
+        counts[p] = 0
+        for start, end in ((starts[p], min(first, ends[p])), (point, ends[p])):
+            moved, moved_size = kafka_copy.copy_range(
+                config, name, p, start, end, quarantine, _origin(p), progress=renew
+            )
+            counts[p], size = counts[p] + moved, size + moved_size
+        kept_from = max(starts[p], first)
         kept, kept_size = kafka_copy.copy_range(
-            config, name, p, 0, point[p], holding, progress=renew
+            config, name, p, kept_from, point, holding, progress=renew
         )
-        size += moved + kept_size
-        if kept != point[p]:
+        size += kept_size
+        # Where the kept records go: the promoted topic's offsets, from the first one's on
+        # (above 0 where retention took the oldest since the copy).
+        heads[p] = runs.get(p, translation.Runs()).to_destination(kept_from) if kept else stopped[p]
+        if kept != stopped[p] - heads[p]:
             _abandon(
                 mirror,
-                f"Topic {name!r} has gaps before the failover point in partition {p} ({kept} "
-                f"records below offset {point[p]}: compaction or transactions), so it cannot be "
-                "made anew at the same offsets. Nothing was deleted; promote and mirror anew.",
+                f"Partition {p} of {name!r} no longer holds every record the promoted topic got "
+                f"from it ({kept} of {stopped[p] - heads[p]}: compaction removed some since the "
+                "copy), so it cannot be made anew at the promoted topic's offsets. Nothing was "
+                "deleted; promote and mirror anew.",
             )
             return
     # Its configs too, read while it is intact: step 2 makes it anew with them.
     configs = {k: v.value for k, v in admin.topic_configs(name).items() if v.is_set and v.value}
     done = {
         **pending,
-        "quarantined": {str(p): n for p, n in counts.items()},
+        "quarantined": {str(p): c for p, c in counts.items()},
+        "heads": {str(p): h for p, h in heads.items()},
+        "restored_end": {str(p): o for p, o in stopped.items()},
         "configs": configs,
         "bytes_within": size,
     }
@@ -337,31 +379,39 @@ def _gone(admin: KafkaAdmin, topic: str, renew: Callable[[], None]) -> None:
 
 
 def _restore(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
-    """Step 2 and 3: the topic made anew from the holding topic, then a mirror."""
+    """Step 2 and 3: the topic made anew from the holding topic, at the promoted topic's
+    offsets, then a mirror."""
     admin = cluster_admin(mirror.destination)
-    name = mirror.mirror_topic
+    name, pending = mirror.mirror_topic, mirror.pending_stop
     holding = HOLDING.format(topic=name)
-    point = _point(mirror)
+    end, heads = _by_partition(pending["restored_end"]), _by_partition(pending["heads"])
     # What the promoted topic took after the failover: all that will cross (asked first, so a
     # promoted cluster out of reach holds the restore here, before anything is deleted).
     promoted = source_admin(mirror.link).end_offsets(name, mirror.num_partitions)
     with contextlib.suppress(TopicNotFound):  # a worker that died here deleted it already
         admin.delete_topic(name)
     _gone(admin, name, renew)
-    configs = mirror.pending_stop["configs"]
+    configs = pending["configs"]
     admin.create_topic(name, mirror.num_partitions, mirror.replication_factor or None, configs)
     config = mirror.destination.connection_config()
-    size = mirror.pending_stop.get("bytes_within", 0)
+    # Offsets below the first kept record, held by placeholders and then deleted: the log
+    # starts there, as the promoted topic's shared records do.
+    for p, head in heads.items():
+        kafka_copy.placeholders(config, name, p, head, progress=renew)
+    admin.delete_records(name, heads)
+    size = pending.get("bytes_within", 0)
     for p in range(mirror.num_partitions):
-        size += kafka_copy.copy_range(config, holding, p, 0, point[p], name, progress=renew)[1]
+        size += kafka_copy.copy_range(
+            config, holding, p, 0, end[p] - heads[p], name, progress=renew
+        )[1]
     ends = admin.end_offsets(name, mirror.num_partitions)
-    if ends != point:
-        raise RuntimeError(f"{name} holds {ends} after the copy back, not {point}; done again")
+    if ends != end:
+        raise RuntimeError(f"{name} holds {ends} after the copy back, not {end}; done again")
     admin.delete_topic(holding)
     mirror.pending_stop = {
-        **mirror.pending_stop,
+        **pending,
         "bytes_within": size,
-        "to_copy": {str(p): max(promoted[p] - point[p], 0) for p in point},
+        "to_copy": {str(p): max(promoted[p] - end[p], 0) for p in end},
     }
     _become_mirror(mirror)
 
@@ -382,7 +432,9 @@ def _become_mirror(mirror: MirrorTopic) -> None:
             "messages_truncated": pending.get("quarantined", {}),
             "quarantine": pending["quarantine"],
             # Where the restored records came from: kept on this cluster, or copied across.
-            "records_kept": pending["point"],
+            "records_kept": {
+                p: end - pending["heads"][p] for p, end in pending["restored_end"].items()
+            },
             "bytes_copied_within_cluster": pending.get("bytes_within", 0),
             "records_to_copy": pending.get("to_copy", {}),
         },

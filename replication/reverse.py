@@ -34,13 +34,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from infra import kafka_copy
 from infra.kafka_admin import KafkaAdminError
+from spark_jobs import translation
 
 from . import audit, links, offset_sync, read_only, stale_requests, streams
 from .connections import cluster_admin, destination_admin, source_admin
 from .errors import ReplicationError, unavailable
 from .mirror_states import move
-from .mirrors import running_state, snapshot
+from .mirrors import running_state, snapshot, translation_runs
 from .models import ClusterLink, MirrorTopic
 from .promote import (
     TopicOutcome,
@@ -112,12 +114,6 @@ def _refusal(mirror: MirrorTopic, peer: ClusterLink, errors: list[str], partitio
         return (
             f"Topic {mirror.source_topic!r} is already a mirror topic of link {peer.name!r} on "
             f"{peer.destination.name}."
-        )
-    if any(p.translated for p in partitions):
-        return (
-            f"The offsets of {name!r} differ from its source's (compaction or transactions "
-            "left gaps), so its source cannot continue at the same offsets. Promote it and "
-            "mirror it anew instead."
         )
     return ""
 
@@ -216,7 +212,7 @@ def _step(mirror: MirrorTopic) -> None:
         ends = destination_admin(mirror.link).end_offsets(
             mirror.mirror_topic, mirror.num_partitions
         )
-        if all(ends[int(p)] >= fence for p, fence in mirror.pending_stop["fence"].items()):
+        if _behind(mirror, ends) is None:
             _stop_writer(mirror)
         elif _overdue(mirror):
             _put_back(
@@ -258,7 +254,7 @@ def _swap(mirror: MirrorTopic) -> None:
     held = destination.end_offsets(mirror.mirror_topic, mirror.num_partitions)
     source = _source_admin(mirror)
     now = source.end_offsets(mirror.source_topic, mirror.num_partitions)
-    if now != fence or held != fence:
+    if now != fence or _behind(mirror, held, exact=True) is not None:
         _put_back(
             mirror,
             f"The fence on {mirror.source_topic!r} did not hold: it ended at {fence} when "
@@ -272,6 +268,7 @@ def _swap(mirror: MirrorTopic) -> None:
     mirrored_id = destination.describe_topic(mirror.mirror_topic).topic_id
     paused = pending["kind"] == PAUSE
     before = snapshot(mirror)
+    _translate_back(mirror, source, info.topic_id, held, fence)
     with transaction.atomic():
         # A swap back: the old relationship's STOPPED record gives way to the new one (the
         # audit trail keeps its history).
@@ -305,6 +302,47 @@ def _swap(mirror: MirrorTopic) -> None:
     streams.publish(peer, client())
     _record_swap(mirror, reversed_mirror, before)
     _sync_groups_back(peer, reversed_mirror)
+
+
+def _behind(mirror: MirrorTopic, held: dict[int, int], exact: bool = False) -> int | None:
+    """The first partition where the mirror (ending at `held`) lacks a record its fenced
+    source holds, or with `exact` holds one past the fence; None when it holds all, and only,
+    what the source held at the fence. In source offsets, through the mirror's translation:
+    transaction markers and aborted records, which are never copied, do not count."""
+    fence = {int(p): o for p, o in mirror.pending_stop["fence"].items()}
+    if held == fence:
+        return None  # identical offsets (or gaps both sides agree on): nothing to read
+    runs = translation_runs(mirror.destination, mirror.mirror_topic)
+    config = links.peer_of(mirror.link).destination.connection_config()
+    for p, end in fence.items():
+        r = runs.get(p, translation.Runs()).upto(held[p])
+        copied_upto = r.next_source(held[p])
+        if copied_upto > end and exact:
+            return p
+        if copied_upto < end and kafka_copy.holds_records(
+            config, mirror.source_topic, p, copied_upto, end
+        ):
+            return p
+    return None
+
+
+def _translate_back(
+    mirror: MirrorTopic, source, topic_id: str, held: dict[int, int], fence: dict[int, int]
+) -> None:
+    """Where the mirror's offsets differ from its source's, the reversed mirror (the old
+    source) gets the same correspondence the other way round, and continues at its own end:
+    the new primary's next record lands after the old source's last one."""
+    runs = translation_runs(mirror.destination, mirror.mirror_topic)
+    entries = []
+    for p, end in fence.items():
+        r = runs.get(p, translation.Runs()).upto(held[p])
+        back = translation.Runs([translation.Entry(e.destination, e.source) for e in r.entries])
+        if back.next_source(end) != held[p]:  # trailing markers on the old source
+            back.add(translation.Entry(held[p], end))
+        entries += [(topic_id, p, e) for e in back.entries]
+    if entries:
+        streams.ensure_translation_topic(source)
+        translation.store(links.peer_of(mirror.link).destination.connection_config(), entries)
 
 
 def _record_swap(mirror: MirrorTopic, reversed_mirror: MirrorTopic, before: dict) -> None:

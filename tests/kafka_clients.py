@@ -110,3 +110,29 @@ def acls_on(node: kafka.KafkaNode, topic: str) -> set[tuple[str, str]]:
     wanted = acl_filter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL)
     found = admin.describe_acls(wanted).result(timeout=10)
     return {(b.operation.name, b.permission_type.name) for b in found if b.principal == "User:*"}
+
+
+def write_transactions(bootstrap: str, topic: str, timestamp_base: int | None = None) -> None:
+    """6 transactions of 10 records per partition of `topic`'s 2, the second and fifth
+    aborted: 40 committed records per partition at offsets 0 to 65, among transaction markers
+    and aborted records. Timestamps from `timestamp_base` on, if given."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(30)
+    for batch in range(6):
+        producer.begin_transaction()
+        for i in range(20):
+            stamp = (
+                {} if timestamp_base is None else {"timestamp": timestamp_base + batch * 100 + i}
+            )
+            producer.produce(
+                topic,
+                key=f"b{batch}-{i}".encode(),
+                value=b"aborted" if batch % 3 == 1 else b"committed",
+                partition=i % 2,
+                **stamp,
+            )
+        if batch % 3 == 1:
+            producer.flush(30)  # the aborted records reach the log before the abort marker
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)

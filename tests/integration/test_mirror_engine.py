@@ -24,6 +24,7 @@ from replication.mirrors import create_mirror, describe_mirror
 from spark_jobs.translation import Entry
 from tests import leftovers
 from tests.conftest import admin_config
+from tests.kafka_clients import write_transactions
 from tests.mirror_checks import (
     ACTOR,
     assert_exact_copy,
@@ -96,25 +97,7 @@ def _compacted(topic: str) -> None:
 
 
 def _transactional(topic: str) -> None:
-    producer = Producer(
-        {"bootstrap.servers": kafka.SOURCE.bootstrap, "transactional.id": f"tx-{topic}"}
-    )
-    producer.init_transactions(30)
-    for batch in range(6):
-        producer.begin_transaction()
-        for i in range(20):
-            producer.produce(
-                topic,
-                key=f"b{batch}-{i}".encode(),
-                value=b"aborted" if batch % 3 == 1 else b"committed",
-                partition=i % 2,
-                timestamp=RECENT + batch * 100 + i,
-            )
-        if batch % 3 == 1:
-            producer.flush(30)  # the aborted records reach the log before the abort marker
-            producer.abort_transaction(30)
-        else:
-            producer.commit_transaction(30)
+    write_transactions(kafka.SOURCE.bootstrap, topic, RECENT)
 
 
 def _log_start_above_zero(topic: str) -> None:

@@ -28,7 +28,7 @@ from replication.sync import syncers
 from spark_jobs import control
 from tests import leftovers
 from tests.conftest import admin_config, start_celery_worker, stop_process
-from tests.kafka_clients import commit_offsets
+from tests.kafka_clients import commit_offsets, write_transactions
 from tests.mirror_checks import eventually, read_all, run_until_copied
 
 pytestmark = pytest.mark.integration
@@ -74,8 +74,12 @@ def copied_mirror(bidirectional, make_topic, topic_name):
     """`records` written to a new 2-partition topic on the source, mirrored over a new
     bidirectional link and copied: (the link's half into the destination, the mirror)."""
 
-    def make(records: int, topic_configs: dict | None = None) -> tuple[ClusterLink, MirrorTopic]:
+    def make(
+        records: int = 0, topic_configs: dict | None = None, transactional: bool = False
+    ) -> tuple[ClusterLink, MirrorTopic]:
         make_topic(kafka.SOURCE, topic_name, partitions=2, **(topic_configs or {}))
+        if transactional:  # (write_transactions: 40 records per partition, up to offset 65)
+            write_transactions(kafka.SOURCE.bootstrap, topic_name)
         _write(_plain(kafka.SOURCE), topic_name, 0, records)
         link = bidirectional()
         mirror = create_mirror(ACTOR, link, topic_name)
@@ -551,3 +555,64 @@ def test_a_worker_killed_in_each_step_of_a_restore_leaves_the_topic_fenced_and_t
         kafka.DESTINATION.bootstrap, topic_name
     )
     leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
+
+
+def test_a_restore_rebuilds_the_promoted_topics_offsets_over_transaction_gaps_and_lost_records(
+    copied_mirror, topic_name
+):
+    # The old primary's offsets differ from the mirror's: transaction markers and aborted
+    # records (never copied), so the mirror translated them.
+    link, mirror = copied_mirror(transactional=True)
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+    # Since the copy, retention took the old primary's five oldest records of partition 0.
+    source.delete_records(topic_name, {0: 5})
+    _write(_plain(kafka.SOURCE), topic_name, 100, 6)  # the old primary's, diverging
+    _write(_plain(kafka.DESTINATION), topic_name, 200, 4)  # the new primary's
+    peer = peer_of(link)
+
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name], wait=True)
+
+    assert outcome.error == "", outcome.error
+    assert outcome.messages_truncated == 6
+    quarantined = read_all(kafka.SOURCE.bootstrap, outcome.quarantine)
+    assert sorted(int(r.key) for r in quarantined) == list(range(100, 106))
+    restored = peer.mirrors.get(mirror_topic=topic_name)
+    run_until_copied(peer, [restored])
+    # The old primary holds the promoted topic at the promoted topic's offsets (40 committed
+    # records from offset 0, then the new primary's 2 per partition), partition 0 from its
+    # sixth record on.
+    promoted = read_all(kafka.DESTINATION.bootstrap, topic_name)
+    held = read_all(kafka.SOURCE.bootstrap, topic_name)
+    assert held == [r for r in promoted if r.partition == 1 or r.offset >= 5]
+    assert source.start_offsets(topic_name, 2) == {0: 5, 1: 0}
+    assert source.end_offsets(topic_name, 2) == {0: 42, 1: 42}
+    leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
+
+
+def test_a_translated_mirror_reverses_copying_nothing_and_goes_on_after_the_old_sources_end(
+    copied_mirror, topic_name
+):
+    # Transaction markers and aborted records: the mirror holds the 40 committed records of
+    # each partition at 0 to 39, its source at offsets up to 65.
+    link, mirror = copied_mirror(transactional=True)
+    on_source = read_all(kafka.SOURCE.bootstrap, topic_name)
+    on_mirror = read_all(kafka.DESTINATION.bootstrap, topic_name)
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+    assert source.end_offsets(topic_name, 2) == {0: 66, 1: 66}
+
+    (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
+
+    assert (outcome.error, outcome.state) == ("", State.STOPPED)
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == on_source  # nothing copied
+    assert read_all(kafka.DESTINATION.bootstrap, topic_name) == on_mirror
+    reversed_mirror = peer_of(link).mirrors.get(mirror_topic=topic_name)
+    # The new primary's records follow on the old source after its own last offset.
+    _write(_plain(kafka.DESTINATION), topic_name, 300, 4)
+    run_until_copied(peer_of(link), [reversed_mirror])
+    new_there = [r for r in read_all(kafka.DESTINATION.bootstrap, topic_name) if r.offset >= 40]
+    new_here = [r for r in read_all(kafka.SOURCE.bootstrap, topic_name) if r not in on_source]
+    assert [(r.partition, r.offset) for r in new_here] == [(0, 66), (0, 67), (1, 66), (1, 67)]
+    assert [(r.partition, r.key, r.value, r.headers, r.timestamp) for r in new_here] == [
+        (r.partition, r.key, r.value, r.headers, r.timestamp) for r in new_there
+    ]
