@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -17,8 +18,8 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from infra.processes import wait_for
-from replication import audit, promote, redis_channel, restore, reverse
+from infra.processes import read_pidfile, wait_for
+from replication import audit, promote, redis_channel, restore, reverse, streams
 from replication.errors import ReplicationError
 from replication.links import peer_of
 from replication.mirror_states import move
@@ -510,14 +511,15 @@ def _kill_9(proc: subprocess.Popen) -> None:
     psutil.wait_procs(family, timeout=10)
 
 
-def test_a_worker_killed_in_each_step_of_a_restore_leaves_the_topic_fenced_and_the_next_ends_it(
+def test_kill_9_of_the_worker_in_each_restore_step_and_of_the_stream_after_ends_it_exactly(
     own_workers, copied_mirror, topic_name
 ):
-    records = 200_000  # enough that each step's copy takes seconds: time to kill the worker
+    # Enough records that each step's copy, and the delta's, take seconds: time to kill.
+    records, delta = 200_000, 400_000
     link, mirror = copied_mirror(records=records)
     promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
     _write(_plain(kafka.SOURCE), topic_name, records, 50)  # the old primary's, diverging
-    _write(_plain(kafka.DESTINATION), topic_name, records + 1000, 30)  # the new primary's
+    _write(_plain(kafka.DESTINATION), topic_name, 1_000_000, delta)  # the new primary's
     peer, source = peer_of(link), KafkaAdmin(admin_config(kafka.SOURCE))
     holding = restore.HOLDING.format(topic=topic_name)
 
@@ -546,10 +548,21 @@ def test_a_worker_killed_in_each_step_of_a_restore_leaves_the_topic_fenced_and_t
         lambda: peer.mirrors.get(mirror_topic=topic_name).state == State.ACTIVE, 120, "restored"
     )
     restored = peer.mirrors.get(mirror_topic=topic_name)
-    assert source.end_offsets(topic_name, 2) == {0: records // 2, 1: records // 2}
+    assert restored.stop_report["records_kept"] == {"0": records // 2, "1": records // 2}
     quarantined = read_all(kafka.SOURCE.bootstrap, outcome.quarantine)
     assert sorted(int(r.key) for r in quarantined) == list(range(records, records + 50))  # once
     assert holding not in source.list_topic_names()
+
+    # The restored mirror's stream (started by the worker's beat) killed mid-way through the
+    # delta: the next one goes on exactly.
+    def copying_delta():
+        held = sum(source.end_offsets(topic_name, 2).values())
+        running = read_pidfile(streams.folder(str(peer.link_id)) / "stream.pid")
+        return running if records < held < records + delta else None
+
+    running = wait_for(copying_delta, 240, 0.05)
+    assert running, "the delta was never caught being copied"
+    os.killpg(running.pid, signal.SIGKILL)
     run_until_copied(peer, [restored])
     assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
         kafka.DESTINATION.bootstrap, topic_name
