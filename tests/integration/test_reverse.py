@@ -277,6 +277,8 @@ def test_the_console_offers_a_reverse_on_a_bidirectional_link_with_its_dry_run(
     pair = client.get(url("link-detail", args=[link.destination.name, link.name])).content.decode()
     assert 'id="bidirectional"' in pair
     assert f"{peer.name} on {peer.destination.name}</a>, mirrors the other way" in pair
+    # The link page offers each mirror's way back too, to those who may ask for it.
+    assert f'href="{url("mirror-reverse", args=args)}"' in pair
     dry_run = client.get(url("mirror-reverse", args=args)).content.decode()
     assert "<h1>Reverse " in dry_run and 'id="plan-ok"' in dry_run
     assert "No record is copied." in dry_run and "Ask for approval" in dry_run
@@ -287,6 +289,8 @@ def test_the_console_offers_a_reverse_on_a_bidirectional_link_with_its_dry_run(
     assert 'id="reverse"' not in client.get(url("mirror-detail", args=args)).content.decode()
     refused = client.get(url("mirror-reverse", args=args)).content.decode()
     assert "is not bidirectional" in refused and 'id="plan-error"' in refused
+    link_page = url("link-detail", args=[link.destination.name, link.name])
+    assert 'class="way-back"' not in client_as("viewer").get(link_page).content.decode()
 
 
 def test_a_reverse_whose_worker_died_before_the_fence_is_fenced_and_finished_by_the_next(
