@@ -56,6 +56,12 @@ urlpatterns = [
     path(MIRROR + "pause/", mirrors.mirror_pause, name="mirror-pause"),
     path(MIRROR + "resume/", mirrors.mirror_resume, name="mirror-resume"),
     path(MIRROR + "delete/", mirrors.mirror_delete, name="mirror-delete"),
+    path(MIRROR + "quarantine/", mirrors.mirror_quarantine, name="mirror-quarantine"),
+    path(
+        MIRROR + "quarantine/delete/",
+        mirrors.mirror_quarantine_delete,
+        name="mirror-quarantine-delete",
+    ),
     path(MIRROR + "promote/", approvals.mirror_stop, {"action": "promote"}, name="mirror-promote"),
     path(
         MIRROR + "reverse/",

@@ -1,15 +1,22 @@
 """Record-level work on one partition with Kafka's own clients: copying a range into another
 topic on the same cluster, each record's key, value, headers and timestamp kept
 (truncate-and-restore's local copies: the quarantine, and the prefix it keeps), placeholders
-that move a new partition's offsets on, and whether a range holds any committed record (a
-reverse over transaction markers)."""
+that move a new partition's offsets on, whether a range holds any committed record (a reverse
+over transaction markers), and the first records of a topic (a quarantine reviewed)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 Headers = list[tuple[str, bytes]]
 
@@ -156,3 +163,37 @@ def holds_records(
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"reading {topic}[{partition}]"))
     finally:
         consumer.close()
+
+
+def read_head(
+    config: dict[str, str], topic: str, partitions: int, limit: int, timeout_s: float = 30
+) -> list:
+    """Up to `limit` committed records of `topic` from the start of each of its `partitions`
+    (confluent-kafka messages), in partition and offset order."""
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": f"isthmus-read-{topic}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    found, ended = [], set()
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        deadline = time.monotonic() + timeout_s
+        while len(ended) < partitions and len(found) < limit and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(msg.error())
+                ended.add(msg.partition())
+                continue
+            found.append(msg)
+    finally:
+        consumer.close()
+    return sorted(found, key=lambda m: (m.partition(), m.offset()))

@@ -32,6 +32,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from confluent_kafka import KafkaException
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -43,7 +44,7 @@ from spark_jobs import translation
 
 from . import audit, links, read_only, redis_channel, streams
 from .connections import cluster_admin, source_admin
-from .errors import ReplicationError, conflict
+from .errors import ReplicationError, conflict, not_found, unavailable
 from .mirror_states import move
 from .mirrors import running_state, snapshot, translation_runs
 from .models import AuditEvent, ClusterLink, MirrorTopic
@@ -471,3 +472,74 @@ def _abandon(mirror: MirrorTopic, message: str) -> None:
         message=message,
     )
     log.error("Truncate-and-restore of %s given up: %s", mirror.mirror_topic, message)
+
+
+# The quarantine, reviewed and deleted. -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """A record a restore set aside, and where it was in the topic."""
+
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+
+
+def quarantine_of(mirror: MirrorTopic) -> str:
+    """The quarantine topic a restore of `mirror` left on its cluster; "" if none is left."""
+    report = mirror.stop_report or {}
+    if report.get("kind") != KIND or report.get("quarantine_deleted_at"):
+        return ""
+    return report.get("quarantine", "")
+
+
+def read_quarantine(mirror: MirrorTopic, limit: int = 200) -> list[Quarantined]:
+    """Its first `limit` records, each with its partition, offset and timestamp on the topic
+    before the restore."""
+    name = quarantine_of(mirror)
+    if not name:
+        raise not_found(f"Mirror topic {mirror.mirror_topic!r} has no quarantine topic left.")
+    try:
+        found = kafka_copy.read_head(
+            mirror.destination.connection_config(), name, mirror.num_partitions, limit
+        )
+    except KafkaException as exc:
+        raise unavailable(f"Quarantine topic {name!r} cannot be read: {exc}") from exc
+    return [_quarantined(msg) for msg in found]
+
+
+def _quarantined(msg) -> Quarantined:
+    origin = {k: v.decode() for k, v in msg.headers() or [] if k.startswith("isthmus.origin.")}
+    return Quarantined(
+        partition=int(origin.get("isthmus.origin.partition", msg.partition())),
+        offset=int(origin.get("isthmus.origin.offset", -1)),
+        timestamp=int(origin.get("isthmus.origin.timestamp", msg.timestamp()[1])),
+        key=msg.key(),
+        value=msg.value(),
+    )
+
+
+def delete_quarantine(actor: audit.Actor, mirror: MirrorTopic) -> None:
+    """Delete the quarantine once an admin has reviewed it (audited; the report keeps that
+    it was deleted, when and by whom)."""
+    target = f"mirror {mirror.mirror_topic}"
+    with audit.refusals(actor, "mirror.quarantine_delete", target):
+        name = quarantine_of(mirror)
+        if not name:
+            raise not_found(f"Mirror topic {mirror.mirror_topic!r} has no quarantine topic left.")
+        try:
+            with contextlib.suppress(TopicNotFound):  # deleted by other means: as wanted
+                cluster_admin(mirror.destination).delete_topic(name)
+        except KafkaAdminError as exc:
+            raise unavailable(f"Quarantine topic {name!r} could not be deleted: {exc}") from exc
+    mirror.stop_report = {
+        **mirror.stop_report,
+        "quarantine_deleted_at": timezone.now().isoformat(),
+        "quarantine_deleted_by": actor.name,
+    }
+    MirrorTopic.objects.filter(pk=mirror.pk).update(stop_report=mirror.stop_report)
+    audit.record(actor, "mirror.quarantine_delete", target, message=f"Deleted {name}.")
+    log.info("Quarantine %s of %s deleted by %s", name, mirror.mirror_topic, actor.name)

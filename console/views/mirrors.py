@@ -17,9 +17,10 @@ from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import find_link, link_url, with_lags
 from infra.kafka_admin import KafkaAdminError
-from replication import audit, history, mirrors, offset_sync
+from replication import audit, history, mirrors, offset_sync, restore
 from replication.errors import ReplicationError
 from replication.models import MirrorTopic
+from replication.text import escaped
 
 
 def find_mirror(destination: str, topic: str) -> MirrorTopic:
@@ -183,6 +184,60 @@ def mirror_delete(request, destination, topic):
         back_url=mirror_url(mirror),
         after_url=link_url(mirror.link),
         typed=mirror.mirror_topic,
+    )
+
+
+QUARANTINE_SHOWN = 200
+
+
+@require("console.view")
+def mirror_quarantine(request, destination, topic):
+    """The records a restore of the mirror set aside, for an admin to review before deleting
+    them: each with where it was on the topic before."""
+    mirror = find_mirror(destination, topic)
+    name, records, error = restore.quarantine_of(mirror), [], ""
+    if name:
+        try:
+            records = restore.read_quarantine(mirror, QUARANTINE_SHOWN)
+        except ReplicationError as exc:
+            error = str(exc)
+    return render(
+        request,
+        "mirrors/quarantine.html",
+        {
+            "mirror": mirror,
+            "quarantine": name,
+            "records": [(r, _shown(r.key), _shown(r.value)) for r in records],
+            "limit": QUARANTINE_SHOWN,
+            "error": error,
+        },
+    )
+
+
+def _shown(data: bytes | None) -> str:
+    """A key or value as text, inert: undecodable bytes and control characters escaped."""
+    if data is None:
+        return "null"
+    text = escaped(data.decode("utf-8", errors="backslashreplace"))
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+@require("mirror.delete")
+def mirror_quarantine_delete(request, destination, topic):
+    mirror = find_mirror(destination, topic)
+    name = restore.quarantine_of(mirror)
+    if not name and request.method != "POST":
+        raise Http404(f"Mirror topic {topic!r} has no quarantine topic left.")
+    return confirm(
+        request,
+        question=f"Delete quarantine topic {name}?",
+        explanation=f"The records a restore of {mirror.mirror_topic} set aside are deleted from "
+        f"{mirror.destination.name} for good. Review them first.",
+        run=lambda actor: restore.delete_quarantine(actor, mirror),
+        done=f"Deleted quarantine topic {name}.",
+        back_url=reverse("mirror-quarantine", args=[destination, topic]),
+        after_url=mirror_url(mirror),
+        typed=name,
     )
 
 

@@ -633,3 +633,43 @@ def test_a_translated_mirror_reverses_copying_nothing_and_goes_on_after_the_old_
     assert [(r.partition, r.key, r.value, r.headers, r.timestamp) for r in new_here] == [
         (r.partition, r.key, r.value, r.headers, r.timestamp) for r in new_there
     ]
+
+
+def test_an_admin_reviews_the_quarantine_in_the_console_and_deletes_it_once_typed(
+    copied_mirror, topic_name, client_as
+):
+    from django.urls import reverse as url
+
+    link, _ = copied_mirror(records=10)
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    stray = Producer(_plain(kafka.SOURCE))
+    stray.produce(topic_name, key=b"k", value=b"\x1b]0;owned\x07 kept", partition=1)
+    assert stray.flush(30) == 0
+    peer = peer_of(link)
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name], wait=True)
+    args = [peer.destination.name, topic_name]
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+
+    # Anyone may review it: where each record was, its bytes shown inert.
+    operator = client_as("operator")
+    assert 'id="quarantine-link"' in operator.get(url("mirror-detail", args=args)).content.decode()
+    page = operator.get(url("mirror-quarantine", args=args)).content.decode()
+    assert '<tr data-partition="1" data-offset="5">' in page
+    assert "\\x1b]0;owned\\x07 kept" in page and "\x1b" not in page
+    assert 'id="delete-quarantine"' not in page
+    # Only an admin may delete it, and only with its name typed.
+    refused = operator.post(url("mirror-quarantine-delete", args=args), {"confirm_name": "x"})
+    assert refused.status_code == 403
+    admin = client_as("admin")
+    page = admin.get(url("mirror-quarantine", args=args)).content.decode()
+    assert 'id="delete-quarantine"' in page
+    admin.post(url("mirror-quarantine-delete", args=args), {"confirm_name": "wrong"})
+    assert outcome.quarantine in source.list_topic_names()
+
+    admin.post(url("mirror-quarantine-delete", args=args), {"confirm_name": outcome.quarantine})
+
+    eventually(lambda: outcome.quarantine not in source.list_topic_names(), 60, "it deleted")
+    done = AuditEvent.objects.get(action="mirror.quarantine_delete", result="ok")
+    assert done.actor_name == "admin" and outcome.quarantine in done.message
+    page = admin.get(url("mirror-quarantine", args=args)).content.decode()
+    assert 'id="quarantine-deleted"' in page and "deleted by admin" in page

@@ -43,7 +43,7 @@ from isthmus_cli import cluster_links as cli_cluster_links
 from isthmus_cli import configs as cli_configs
 from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
-from replication import approvals, audit, links, mirrors, promote
+from replication import approvals, audit, links, mirrors, promote, restore
 from replication import users as user_admin
 from replication.mirror_states import FOLLOWING, PROMOTABLE
 from replication.models import (
@@ -203,6 +203,15 @@ class World:
         found = link.mirrors.filter(state__in=list(states)).order_by("pk").first()
         return found or self.new_mirror(link, paused=paused)
 
+    def quarantined(self) -> MirrorTopic:
+        """A mirror a fail back restored, with its quarantine topic left to delete (the state a
+        restore leaves, made directly: the restore itself is test_reverse's)."""
+        mirror = self.new_mirror(self.link)
+        quarantine = self._make_topic(kafka.DESTINATION, f"{mirror.mirror_topic}.quarantine-1")
+        report = {"kind": restore.KIND, "actor": "tests", "quarantine": quarantine}
+        MirrorTopic.objects.filter(pk=mirror.pk).update(stop_report=report)
+        return MirrorTopic.objects.get(pk=mirror.pk)
+
     def request(self, by) -> ApprovalRequest:
         """A PENDING promote request made by `by` (on `strict` if they would act at once)."""
         link = self.strict if acts_at_once(by, self.link) else self.link
@@ -322,6 +331,13 @@ def a_topic_to_restore(w: World, user, allowed: bool) -> Target:
         .first()
     )
     return Target(link=peer, mirror=mirror or w.failed_over())
+
+
+def a_quarantine_to_delete(w: World, user, allowed: bool) -> Target:
+    """A restored mirror's quarantine; a fresh one where it would be deleted."""
+    left = [m for m in w.link.mirrors.order_by("pk") if restore.quarantine_of(m)]
+    mirror = w.quarantined() if allowed or not left else left[0]
+    return Target(link=w.link, mirror=mirror)
 
 
 def a_mirror_to_break_glass_on(w: World, user, allowed: bool) -> Target:
@@ -601,6 +617,19 @@ CONSOLE = [
         a_mirror_to_delete,
         lambda c, w, t: post(
             c, "mirror-delete", mirror_args(t), {"confirm_name": t.mirror.mirror_topic}
+        ),
+    ),
+    Row(
+        "mirror quarantine delete",
+        "mirror-quarantine-delete",
+        ("mirror.delete",),
+        "mirror.quarantine_delete",
+        a_quarantine_to_delete,
+        lambda c, w, t: post(
+            c,
+            "mirror-quarantine-delete",
+            mirror_args(t),
+            {"confirm_name": restore.quarantine_of(t.mirror)},
         ),
     ),
     Row(
@@ -1214,7 +1243,12 @@ def fingerprint() -> tuple:
                 "name", "state", "configs", "approvals_required", "admin_may_override"
             )
         ),
-        sorted(MirrorTopic.objects.values_list("mirror_topic", "state", "paused")),
+        sorted(
+            (topic, state, paused, json.dumps(report, sort_keys=True))
+            for topic, state, paused, report in MirrorTopic.objects.values_list(
+                "mirror_topic", "state", "paused", "stop_report"
+            )
+        ),
         sorted(ApprovalRequest.objects.values_list("pk", "state")),
         sorted(Approval.objects.values_list("request_id", "approver_id")),
         sorted(ApiToken.objects.values_list("user_id", "name")),
