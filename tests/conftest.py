@@ -320,6 +320,30 @@ def bidirectional(registered_clusters, make_link, topic_name):
     return make
 
 
+@pytest.fixture
+def copied_mirror(bidirectional, make_topic, topic_name):
+    """`records` written to a new 2-partition topic on the source, mirrored over a new
+    bidirectional link and copied: (the link's half into the destination, the mirror)."""
+    from replication import audit
+    from replication.mirrors import create_mirror
+    from tests.kafka_clients import ordinary, write_numbered, write_transactions
+    from tests.mirror_checks import run_until_copied
+
+    def make(
+        records: int = 0, topic_configs: dict | None = None, transactional: bool = False
+    ) -> tuple:
+        make_topic(kafka.SOURCE, topic_name, partitions=2, **(topic_configs or {}))
+        if transactional:  # (write_transactions: 40 records per partition, up to offset 65)
+            write_transactions(kafka.SOURCE.bootstrap, topic_name)
+        write_numbered(ordinary(kafka.SOURCE), topic_name, 0, records)
+        link = bidirectional()
+        mirror = create_mirror(audit.Actor.system("tests"), link, topic_name)
+        run_until_copied(link, [mirror])
+        return link, mirror
+
+    return make
+
+
 # A real Celery worker. ----------------------------------------------------------------------
 
 

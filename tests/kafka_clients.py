@@ -8,6 +8,7 @@ import time
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
+    KafkaError,
     KafkaException,
     Producer,
     TopicPartition,
@@ -136,3 +137,40 @@ def write_transactions(bootstrap: str, topic: str, timestamp_base: int | None = 
             producer.abort_transaction(30)
         else:
             producer.commit_transaction(30)
+
+
+RECENT = int(time.time() * 1000) - 600_000  # within the brokers' retention
+
+
+def ordinary(node: kafka.KafkaNode) -> dict:
+    """A client of no privilege on `node`, bound by ACLs."""
+    return {"bootstrap.servers": node.bootstrap}
+
+
+def write_numbered(config: dict, topic: str, first: int, count: int) -> None:
+    """Records `first` to `first + count - 1`: record i has key i, value "value i", header i=i,
+    a timestamp RECENT + i, and goes to partition i % 2."""
+    producer = Producer({**config, "queue.buffering.max.messages": 1_000_000})
+    for i in range(first, first + count):
+        producer.produce(
+            topic,
+            key=str(i).encode(),
+            value=f"value {i}".encode(),
+            partition=i % 2,
+            timestamp=RECENT + i,
+            headers=[("i", str(i).encode())],
+        )
+    assert producer.flush(30) == 0
+
+
+def write_refused(node: kafka.KafkaNode, topic: str) -> bool:
+    """Whether an ordinary client's write to `topic` is refused for want of rights."""
+    errors = []
+    producer = Producer({**ordinary(node), "message.timeout.ms": 10_000})
+    producer.produce(topic, value=b"x", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(15)
+    return (
+        bool(errors)
+        and errors[0] is not None
+        and errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    )

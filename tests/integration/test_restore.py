@@ -1,0 +1,315 @@
+"""Truncate-and-restore, the failback after a failover, on the real clusters: exactly the
+divergent records quarantined, only the delta copied, the restored topic equal to the promoted
+one record by record (over translated offsets too), a restore resumed or finished after its
+worker and its stream were killed with kill -9, and its quarantine reviewed and deleted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import psutil
+import pytest
+from confluent_kafka import Producer
+
+from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
+from infra.processes import read_pidfile, wait_for
+from replication import audit, promote, redis_channel, restore, streams
+from replication.links import peer_of
+from replication.models import AuditEvent, MirrorTopic
+from spark_jobs import control
+from tests import leftovers
+from tests.conftest import admin_config, start_celery_worker, stop_process
+from tests.kafka_clients import ordinary, write_numbered, write_refused
+from tests.mirror_checks import eventually, read_all, run_until_copied
+
+pytestmark = pytest.mark.integration
+
+ACTOR = audit.Actor.system("tests")
+State = MirrorTopic.State
+
+
+def test_truncate_and_restore_quarantines_the_divergent_records_and_copies_only_the_delta(
+    copied_mirror, topic_name
+):
+    link, mirror = copied_mirror(records=100)
+    (failed_over,) = promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    assert failed_over.state == State.STOPPED
+    shared = read_all(kafka.DESTINATION.bootstrap, topic_name)
+    # The old primary took these after all.
+    write_numbered(ordinary(kafka.SOURCE), topic_name, 100, 7)
+    divergent = [r for r in read_all(kafka.SOURCE.bootstrap, topic_name) if r not in shared]
+    write_numbered(ordinary(kafka.DESTINATION), topic_name, 200, 20)  # the new primary's own
+    peer = peer_of(link)
+
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name], wait=True)
+
+    assert outcome.error == "", outcome.error
+    assert outcome.messages_truncated == 7 and len(divergent) == 7
+    by_partition = {p["partition_id"]: p for p in outcome.partitions}
+    assert {p: by_partition[p]["offset_truncated_to"] for p in (0, 1)} == {0: 50, 1: 50}
+    # Nothing is lost: the quarantine holds exactly the divergent records, saying where from.
+    quarantined = read_all(kafka.SOURCE.bootstrap, outcome.quarantine)
+    assert [(r.key, r.value, r.timestamp) for r in quarantined] == [
+        (r.key, r.value, r.timestamp) for r in divergent
+    ]
+    for q, r in zip(quarantined, divergent, strict=True):
+        headers = dict(q.headers)
+        assert headers["isthmus.origin.partition"] == str(r.partition).encode()
+        assert headers["isthmus.origin.offset"] == str(r.offset).encode()
+    # The old primary is a mirror of the promoted topic again, record by record.
+    restored = peer.mirrors.get(mirror_topic=topic_name)
+    assert restored.state == State.ACTIVE
+    assert write_refused(kafka.SOURCE, topic_name)
+    run_until_copied(peer, [restored])
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
+        kafka.DESTINATION.bootstrap, topic_name
+    )
+    # Only the delta crossed: the restored mirror's stream copied the new primary's 20, and
+    # the result says so; the shared prefix was copied within the old primary, aside and back.
+    heartbeat = control.read_json(redis_channel.client(), control.heartbeat_key(str(peer.link_id)))
+    assert heartbeat["records"] == 20
+    assert [p["records_to_copy"] for p in outcome.partitions] == [10, 10]
+    shared_bytes = sum(len(r.key or b"") + len(r.value or b"") for r in shared)
+    divergent_bytes = sum(len(r.key or b"") + len(r.value or b"") for r in divergent)
+    assert outcome.bytes_copied_within_cluster == 2 * shared_bytes + divergent_bytes
+    leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
+
+
+def test_the_api_and_the_console_dry_run_a_truncate_and_restore_in_confluents_words(
+    copied_mirror, topic_name, api, client_as
+):
+    link, mirror = copied_mirror(records=10)
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    write_numbered(ordinary(kafka.SOURCE), topic_name, 10, 3)  # taken by the old primary after all
+    peer = peer_of(link)
+    path = (
+        f"/kafka/v3/clusters/{peer.destination.cluster_id}/links/{peer.name}"
+        "/mirrors:truncate-and-restore?validate_only=true"
+        "&include_partition_level_truncation_data=true"
+    )
+
+    answer = api("admin").post(
+        path, {"mirror_topic_names": [topic_name]}, content_type="application/json"
+    )
+
+    assert answer.status_code == 200, answer.content
+    (data,) = answer.json()["data"]
+    assert data["error_code"] is None and data["messages_truncated"] == 3
+    assert {
+        p["partition_id"]: p["offset_truncated_to"] for p in data["partition_level_truncation_data"]
+    } == {0: 5, 1: 5}
+    assert not peer.mirrors.exists()  # a dry run: nothing restored, nothing fenced
+    assert not write_refused(kafka.SOURCE, topic_name)
+    refused = api("admin").post(
+        path.split("?")[0],
+        {"mirror_topic_names": ["no-such-topic"]},
+        content_type="application/json",
+    )
+    assert "is not the source of a mirror that link" in refused.json()["data"][0]["error_message"]
+
+    from django.urls import reverse as url
+
+    client, args = client_as("operator"), [mirror.destination.name, topic_name]
+    assert 'id="fail-back"' in client.get(url("mirror-detail", args=args)).content.decode()
+    page = client.get(url("mirror-fail-back", args=args)).content.decode()
+    assert 'id="plan-ok"' in page and 'id="plan-truncation"' in page
+    assert page.count('<td class="truncated">') == 2 and "Ask for approval" in page
+
+
+def test_a_restore_resumes_from_each_stored_step_after_its_worker_died(copied_mirror, topic_name):
+    link, mirror = copied_mirror(records=40, topic_configs={"retention.ms": "86400000"})
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    write_numbered(ordinary(kafka.SOURCE), topic_name, 40, 4)
+    peer = peer_of(link)
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name])  # in the background
+    restoring = peer.mirrors.get(mirror_topic=topic_name)
+    assert restoring.state == State.PENDING_SETUP_FOR_RESTORE
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+
+    # A worker that died in step 1 left a half-made quarantine: the next one makes it anew.
+    source.create_topic(outcome.quarantine, 2, None, {})
+    write_numbered(ordinary(kafka.SOURCE), outcome.quarantine, 0, 3)
+    restore.finish(peer)
+    restoring.refresh_from_db()
+    assert restoring.state == State.PENDING_RESTORE
+    # A worker that died in step 2 right after deleting the topic: the next one makes it anew
+    # from the prefix it set aside.
+    source.delete_topic(topic_name)
+    eventually(lambda: topic_name not in source.list_topic_names(), 60, "the topic gone")
+    restore.finish(peer)
+    restoring.refresh_from_db()
+
+    assert restoring.state == State.ACTIVE
+    assert len(read_all(kafka.SOURCE.bootstrap, outcome.quarantine)) == 4  # the 4, not 3 + 4
+    assert source.end_offsets(topic_name, 2) == {0: 20, 1: 20}  # the shared 40 at their offsets
+    assert source.topic_configs(topic_name)["retention.ms"].value == "86400000"  # kept
+    run_until_copied(peer, [restoring])
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
+        kafka.DESTINATION.bootstrap, topic_name
+    )
+    leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
+
+
+@pytest.fixture
+def own_workers(transactional_db, tmp_path):
+    """Real Celery workers (with beat) of the test's own, to kill: the session's worker stops
+    taking tasks meanwhile, so the restore is done by these alone."""
+    from console.celery import app
+
+    session = [f"test-worker-{os.getpid()}@localhost"]
+    app.control.cancel_consumer("celery", destination=session, reply=True, timeout=2)
+    started: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        folder = tmp_path / f"worker-{len(started)}"
+        folder.mkdir()
+        started.append(start_celery_worker(folder, f"restorer-{len(started)}-{os.getpid()}@lo"))
+        return started[-1]
+
+    yield start
+    for proc in started:
+        stop_process(proc)
+    app.control.add_consumer("celery", destination=session, reply=True, timeout=2)
+
+
+def _kill_9(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker and everything it started (its embedded beat): no clean-up runs."""
+    family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    for each in family:
+        each.kill()
+    psutil.wait_procs(family, timeout=10)
+
+
+def test_kill_9_of_the_worker_in_each_restore_step_and_of_the_stream_after_ends_it_exactly(
+    own_workers, copied_mirror, topic_name
+):
+    # Enough records that each step's copy, and the delta's, take seconds: time to kill.
+    records, delta = 200_000, 400_000
+    link, mirror = copied_mirror(records=records)
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    write_numbered(ordinary(kafka.SOURCE), topic_name, records, 50)  # the old primary's, diverging
+    write_numbered(ordinary(kafka.DESTINATION), topic_name, 1_000_000, delta)  # the new primary's
+    peer, source = peer_of(link), KafkaAdmin(admin_config(kafka.SOURCE))
+    holding = restore.HOLDING.format(topic=topic_name)
+
+    def midway(state: str, topic: str):
+        def check() -> bool:
+            restoring = peer.mirrors.get(mirror_topic=topic_name)
+            copied = sum(source.end_offsets(topic, 2).values())
+            return restoring.state == state and 0 < copied < records
+
+        return check
+
+    worker = own_workers()
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name])  # the worker's task
+    assert wait_for(midway(State.PENDING_SETUP_FOR_RESTORE, holding), 120, 0.05), "no step 1"
+    _kill_9(worker)  # mid-way through setting the shared records aside
+    assert write_refused(kafka.SOURCE, topic_name)  # fenced, untouched, while it waits
+
+    worker = own_workers()  # takes the topic over once the dead one's lease has run out
+    assert wait_for(midway(State.PENDING_RESTORE, topic_name), 120, 0.05), "no step 2"
+    _kill_9(worker)  # mid-way through making the topic anew
+    assert write_refused(kafka.SOURCE, topic_name)  # half made, and no client can write to it
+    assert peer.mirrors.get(mirror_topic=topic_name).state == State.PENDING_RESTORE
+
+    own_workers()
+    eventually(
+        lambda: peer.mirrors.get(mirror_topic=topic_name).state == State.ACTIVE, 120, "restored"
+    )
+    restored = peer.mirrors.get(mirror_topic=topic_name)
+    assert restored.stop_report["records_kept"] == {"0": records // 2, "1": records // 2}
+    quarantined = read_all(kafka.SOURCE.bootstrap, outcome.quarantine)
+    assert sorted(int(r.key) for r in quarantined) == list(range(records, records + 50))  # once
+    assert holding not in source.list_topic_names()
+
+    # The restored mirror's stream (started by the worker's beat) killed mid-way through the
+    # delta: the next one goes on exactly.
+    def copying_delta():
+        held = sum(source.end_offsets(topic_name, 2).values())
+        running = read_pidfile(streams.folder(str(peer.link_id)) / "stream.pid")
+        return running if records < held < records + delta else None
+
+    running = wait_for(copying_delta, 240, 0.05)
+    assert running, "the delta was never caught being copied"
+    os.killpg(running.pid, signal.SIGKILL)
+    run_until_copied(peer, [restored])
+    assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
+        kafka.DESTINATION.bootstrap, topic_name
+    )
+    leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
+
+
+def test_a_restore_rebuilds_the_promoted_topics_offsets_over_transaction_gaps_and_lost_records(
+    copied_mirror, topic_name
+):
+    # The old primary's offsets differ from the mirror's: transaction markers and aborted
+    # records (never copied), so the mirror translated them.
+    link, mirror = copied_mirror(transactional=True)
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+    # Since the copy, retention took the old primary's five oldest records of partition 0.
+    source.delete_records(topic_name, {0: 5})
+    write_numbered(ordinary(kafka.SOURCE), topic_name, 100, 6)  # the old primary's, diverging
+    write_numbered(ordinary(kafka.DESTINATION), topic_name, 200, 4)  # the new primary's
+    peer = peer_of(link)
+
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name], wait=True)
+
+    assert outcome.error == "", outcome.error
+    assert outcome.messages_truncated == 6
+    quarantined = read_all(kafka.SOURCE.bootstrap, outcome.quarantine)
+    assert sorted(int(r.key) for r in quarantined) == list(range(100, 106))
+    restored = peer.mirrors.get(mirror_topic=topic_name)
+    run_until_copied(peer, [restored])
+    # The old primary holds the promoted topic at the promoted topic's offsets (40 committed
+    # records from offset 0, then the new primary's 2 per partition), partition 0 from its
+    # sixth record on.
+    promoted = read_all(kafka.DESTINATION.bootstrap, topic_name)
+    held = read_all(kafka.SOURCE.bootstrap, topic_name)
+    assert held == [r for r in promoted if r.partition == 1 or r.offset >= 5]
+    assert source.start_offsets(topic_name, 2) == {0: 5, 1: 0}
+    assert source.end_offsets(topic_name, 2) == {0: 42, 1: 42}
+    leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
+
+
+def test_an_admin_reviews_the_quarantine_in_the_console_and_deletes_it_once_typed(
+    copied_mirror, topic_name, client_as
+):
+    from django.urls import reverse as url
+
+    link, _ = copied_mirror(records=10)
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    stray = Producer(ordinary(kafka.SOURCE))
+    stray.produce(topic_name, key=b"k", value=b"\x1b]0;owned\x07 kept", partition=1)
+    assert stray.flush(30) == 0
+    peer = peer_of(link)
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name], wait=True)
+    args = [peer.destination.name, topic_name]
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+
+    # Anyone may review it: where each record was, its bytes shown inert.
+    operator = client_as("operator")
+    assert 'id="quarantine-link"' in operator.get(url("mirror-detail", args=args)).content.decode()
+    page = operator.get(url("mirror-quarantine", args=args)).content.decode()
+    assert '<tr data-partition="1" data-offset="5">' in page
+    assert "\\x1b]0;owned\\x07 kept" in page and "\x1b" not in page
+    assert 'id="delete-quarantine"' not in page
+    # Only an admin may delete it, and only with its name typed.
+    refused = operator.post(url("mirror-quarantine-delete", args=args), {"confirm_name": "x"})
+    assert refused.status_code == 403
+    admin = client_as("admin")
+    page = admin.get(url("mirror-quarantine", args=args)).content.decode()
+    assert 'id="delete-quarantine"' in page
+    admin.post(url("mirror-quarantine-delete", args=args), {"confirm_name": "wrong"})
+    assert outcome.quarantine in source.list_topic_names()
+
+    admin.post(url("mirror-quarantine-delete", args=args), {"confirm_name": outcome.quarantine})
+
+    eventually(lambda: outcome.quarantine not in source.list_topic_names(), 60, "it deleted")
+    done = AuditEvent.objects.get(action="mirror.quarantine_delete", result="ok")
+    assert done.actor_name == "admin" and outcome.quarantine in done.message
+    page = admin.get(url("mirror-quarantine", args=args)).content.decode()
+    assert 'id="quarantine-deleted"' in page and "deleted by admin" in page
