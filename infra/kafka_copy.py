@@ -34,8 +34,9 @@ def copy_range(
 ) -> tuple[int, int]:
     """Copy the committed records of `topic`[`partition`] at offsets `start` <= o < `end` into
     `target`[`partition`], in order, once each (idempotent producer, all in-sync replicas);
-    `more_headers(offset, timestamp)` adds headers to each; `progress()` is called every 1,000
-    records (it may raise to stop the copy). Returns (records, bytes) copied."""
+    `more_headers(offset, timestamp)` adds headers to each; `progress()` is called before each
+    record and at least every second while waiting (it may raise to stop the copy). Returns
+    (records, bytes) copied."""
     if end <= start:
         return 0, 0
     consumer = Consumer(
@@ -53,13 +54,18 @@ def copy_range(
     records = size = 0
     try:
         consumer.assign([TopicPartition(topic, partition, start)])
-        position = start
+        position, waited_since = start, time.monotonic()
         while position < end:
-            msg = consumer.poll(timeout_s)
+            progress()  # (cheap: the caller's lease asks Redis at most once a second)
+            msg = consumer.poll(1.0)
             if msg is None:
-                raise RuntimeError(
-                    f"no record of {topic}[{partition}] at offset {position} within {timeout_s} s"
-                )
+                if time.monotonic() - waited_since > timeout_s:
+                    raise RuntimeError(
+                        f"no record of {topic}[{partition}] at offset {position} within "
+                        f"{timeout_s:.0f} s"
+                    )
+                continue
+            waited_since = time.monotonic()
             if msg.error():
                 if msg.error().code() == KafkaError._PARTITION_EOF:
                     break  # the rest was transaction markers or compacted away
@@ -79,8 +85,6 @@ def copy_range(
             )
             producer.poll(0)
             records += 1
-            if records % 1000 == 0:
-                progress()
             size += len(msg.key() or b"") + len(msg.value() or b"")
         if producer.flush(timeout_s) or failures:
             raise KafkaException(failures[0] if failures else KafkaError(KafkaError._TIMED_OUT))

@@ -57,7 +57,7 @@ KIND = "truncate-and-restore"
 State = MirrorTopic.State
 QUARANTINE = "{topic}.quarantine-{stamp}"
 HOLDING = "{topic}.restore-prefix"
-LEASE_S = 15
+LEASE_S = 10
 
 
 @dataclass
