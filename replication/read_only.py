@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
 )
 
 from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin
+from infra.processes import wait_for
 
 Rule = tuple[AclOperation, AclPermissionType]
 
@@ -43,12 +44,19 @@ def bindings(topic: str) -> list[AclBinding]:
     ]
 
 
+# How long a change waits to be in force: the broker applies an ACL change shortly after the
+# controller answered for it, and answers DescribeAcls from what it applies.
+APPLIED_S = 10
+
+
 def enforce(admin: KafkaAdmin, topic: str) -> bool:
-    """Make `topic` read-only; False when the cluster has no authorizer to enforce it."""
+    """Make `topic` read-only, and return once the broker enforces it; False when the cluster
+    has no authorizer to enforce it."""
     try:
         admin.create_acls(bindings(topic))
     except AuthorizerDisabled:
         return False
+    wait_for(lambda: complete(admin, topic), APPLIED_S, 0.05)
     return True
 
 
@@ -95,3 +103,7 @@ def lift(admin: KafkaAdmin, topic: str, keep: Collection[Rule] = ()) -> None:
         return
     with contextlib.suppress(AuthorizerDisabled):
         admin.delete_acls(filters)
+        # Back once the broker no longer applies them: a client told the topic is writable
+        # must find it so.
+        lifted = frozenset(_RULES) - frozenset(keep)
+        wait_for(lambda: not present(admin, topic) & lifted, APPLIED_S, 0.05)
