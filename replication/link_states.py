@@ -88,16 +88,18 @@ def system_change(
     `action`. Returns whether it changed; a link in another state is left as it is."""
     with transaction.atomic():
         changed = _changed(link, event, to, fields)
-        if changed and then is not None:
-            then(link)
+        if changed:
+            if then is not None:
+                then(link)
+            # In the same transaction: whoever sees the new state sees its audit event too.
+            audit.record(
+                audit.Actor.system(by),
+                action,
+                f"link {link.name}",
+                result=audit.AuditEvent.Result.FAILED if failed else audit.AuditEvent.Result.OK,
+                message=message,
+            )
     if changed:
         level = logging.ERROR if failed else logging.INFO
         log.log(level, "Cluster link %s is %s%s", link.name, to, f": {message}" if message else "")
-        audit.record(
-            audit.Actor.system(by),
-            action,
-            f"link {link.name}",
-            result=audit.AuditEvent.Result.FAILED if failed else audit.AuditEvent.Result.OK,
-            message=message,
-        )
     return changed
