@@ -21,6 +21,21 @@ from confluent_kafka import (
 Headers = list[tuple[str, bytes]]
 
 
+def _reader(config: dict[str, str], group: str) -> Consumer:
+    """A consumer of committed records only, assigned (the group is never joined), starting
+    at the log start when its offset is gone (a start retention took)."""
+    return Consumer(
+        {
+            **config,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+
+
 def copy_range(
     config: dict[str, str],
     topic: str,
@@ -39,16 +54,7 @@ def copy_range(
     (records, bytes) copied."""
     if end <= start:
         return 0, 0
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": f"isthmus-copy-{topic}-{partition}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",  # a start retention took: from the log start
-        }
-    )
+    consumer = _reader(config, f"isthmus-copy-{topic}-{partition}")
     producer = Producer({**config, "enable.idempotence": True, "acks": "all", "linger.ms": 20})
     failures: list[KafkaError] = []
     records = size = 0
@@ -142,16 +148,7 @@ def holds_records(
     (transaction markers and aborted records are not records)."""
     if end <= start:
         return False
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": f"isthmus-check-{topic}-{partition}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
+    consumer = _reader(config, f"isthmus-check-{topic}-{partition}")
     try:
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = time.monotonic() + timeout_s
@@ -174,16 +171,7 @@ def read_head(
 ) -> list:
     """Up to `limit` committed records of `topic` from the start of each of its `partitions`
     (confluent-kafka messages), in partition and offset order."""
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": f"isthmus-read-{topic}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
+    consumer = _reader(config, f"isthmus-read-{topic}")
     found, ended = [], set()
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])

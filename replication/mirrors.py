@@ -23,7 +23,7 @@ from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from spark_jobs import translation
 
 from . import audit, filters, read_only, stale_requests, streams, topic_configs
-from .connections import cluster_admin, destination_admin, source_admin, unreachable
+from .connections import destination_admin, source_admin, unreachable
 from .errors import ReplicationError, conflict, not_found
 from .mirror_states import FOLLOWING, move
 from .models import ClusterLink, KafkaCluster, MirrorTopic
@@ -315,14 +315,6 @@ def _provision(
         ) from exc
     mirror.save(update_fields=["read_only_enforced", "replication_factor"])
     move(mirror, "provision", running_state(mirror.link, False))
-
-
-def translation_runs(cluster: KafkaCluster, topic: str) -> dict[int, translation.Runs]:
-    """Mirror topic `topic`'s offset translation on `cluster`, by partition (none where its
-    offsets are its source's)."""
-    topic_id = cluster_admin(cluster).describe_topic(topic).topic_id
-    found = translation.load(cluster.connection_config(), {topic_id})
-    return {p: runs for (_, p), runs in found.items()}
 
 
 def _pin_start(mirror: MirrorTopic, source: KafkaAdmin, admin: KafkaAdmin, topic_id: str) -> None:

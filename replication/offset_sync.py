@@ -20,14 +20,13 @@ whose offsets changed one DescribeGroups and one offset commit each.
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from infra.kafka_admin import GroupOffsets, KafkaAdmin
 from spark_jobs import translation
 
-from . import filters, streams
+from . import filters, streams, translations
 from .errors import ReplicationError
 from .models import ClusterLink, GroupOffsetSync, MirrorTopic
 
@@ -106,7 +105,8 @@ def sync_offsets(
         and p < topics[by_source[t].mirror_topic].partitions
     }
     ends = destination.offsets(sorted(wanted)) if wanted else {}
-    runs = _runs(link, {topics[t].topic_id for t, _ in wanted}) if wanted else {}
+    ids = {topics[t].topic_id for t, _ in wanted}
+    runs = translations.runs(link.destination, ids) if wanted else {}
 
     read_upto = _read_upto(link) if wanted else {}
     targets: dict[str, dict[str, int]] = {}
@@ -299,35 +299,3 @@ def _read_upto(link: ClusterLink) -> dict[str, int]:
 def _partition(key: str) -> tuple[str, int]:
     topic, _, partition = key.rpartition("/")
     return topic, int(partition)
-
-
-# The translation, read incrementally: one reader per destination for the worker's lifetime.
-_readers: dict[tuple, translation.Reader] = {}
-_readers_lock = threading.Lock()
-
-
-def close_readers() -> None:
-    """Close the translation readers, for a process about to end (or its clusters to stop):
-    a reader left open keeps trying to reach its cluster until the process is gone."""
-    with _readers_lock:
-        for reader in _readers.values():
-            reader.close()
-        _readers.clear()
-
-
-def _runs(link: ClusterLink, topic_ids: set[str]) -> dict[tuple[str, int], translation.Runs]:
-    config = link.destination.connection_config()
-    key = tuple(sorted(config.items()))
-    with _readers_lock:
-        reader = _readers.get(key)
-        if reader is None:
-            reader = _readers[key] = translation.Reader(config)
-        try:
-            return reader.runs(topic_ids)
-        except Exception as exc:  # read again from the start next time
-            _readers.pop(key, None)
-            reader.close()
-            raise ReplicationError(
-                f"Could not read the mirrors' offset translation ({translation.TOPIC}) on "
-                f"{link.destination.name}: {exc}"
-            ) from exc

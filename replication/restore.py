@@ -42,11 +42,11 @@ from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from infra.processes import wait_for
 from spark_jobs import translation
 
-from . import audit, links, read_only, redis_channel, streams
+from . import audit, links, read_only, redis_channel, streams, translations
 from .connections import cluster_admin, source_admin
 from .errors import ReplicationError, conflict, not_found, unavailable
 from .mirror_states import move
-from .mirrors import running_state, snapshot, translation_runs
+from .mirrors import running_state, snapshot
 from .models import AuditEvent, ClusterLink, MirrorTopic
 from .promote import TopicOutcome, carry_out
 from .redis_channel import client
@@ -176,12 +176,9 @@ def _plan(link: ClusterLink, peer: ClusterLink, admin: KafkaAdmin, name: str) ->
     if outcome.error:
         return outcome
     try:
-        shared = _shared(translation_runs(peer.destination, name), stopped)
-    except (KafkaAdminError, RuntimeError) as exc:
-        outcome.error, outcome.status = (
-            f"The offset translation of {name!r} on {peer.destination.name} cannot be read: {exc}",
-            503,
-        )
+        shared = _shared(translations.of_topic(peer.destination, name), stopped)
+    except (KafkaAdminError, ReplicationError) as exc:  # each says what it could not read
+        outcome.error, outcome.status = str(exc), 503
         return outcome
     for p in range(partitions):
         first, point = shared[p]
@@ -291,7 +288,7 @@ def finish(link: ClusterLink) -> None:
                     _set_up(mirror, renew)
                 elif mirror.state == State.PENDING_RESTORE:
                     _restore(mirror, renew)
-            except (KafkaAdminError, RuntimeError) as exc:
+            except (KafkaAdminError, ReplicationError, RuntimeError) as exc:
                 log.warning("Restore of %s waits: %s", mirror.mirror_topic, exc)
 
 
@@ -311,7 +308,7 @@ def _set_up(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
     ends = admin.end_offsets(name, n)
     failed_over = MirrorTopic.objects.get(pk=pending["failed_over"])
     stopped = _by_partition(failed_over.stop_offsets)
-    runs = translation_runs(failed_over.destination, name)
+    runs = translations.of_topic(failed_over.destination, name)
     shared = _shared(runs, stopped)
     holding, quarantine = HOLDING.format(topic=name), pending["quarantine"]
     for topic in (holding, quarantine):
@@ -496,12 +493,17 @@ def quarantine_of(mirror: MirrorTopic) -> str:
     return report.get("quarantine", "")
 
 
-def read_quarantine(mirror: MirrorTopic, limit: int = 200) -> list[Quarantined]:
-    """Its first `limit` records, each with its partition, offset and timestamp on the topic
-    before the restore."""
+def _left_quarantine(mirror: MirrorTopic) -> str:
     name = quarantine_of(mirror)
     if not name:
         raise not_found(f"Mirror topic {mirror.mirror_topic!r} has no quarantine topic left.")
+    return name
+
+
+def read_quarantine(mirror: MirrorTopic, limit: int = 200) -> list[Quarantined]:
+    """Its first `limit` records, each with its partition, offset and timestamp on the topic
+    before the restore."""
+    name = _left_quarantine(mirror)
     try:
         found = kafka_copy.read_head(
             mirror.destination.connection_config(), name, mirror.num_partitions, limit
@@ -527,9 +529,7 @@ def delete_quarantine(actor: audit.Actor, mirror: MirrorTopic) -> None:
     it was deleted, when and by whom)."""
     target = f"mirror {mirror.mirror_topic}"
     with audit.refusals(actor, "mirror.quarantine_delete", target):
-        name = quarantine_of(mirror)
-        if not name:
-            raise not_found(f"Mirror topic {mirror.mirror_topic!r} has no quarantine topic left.")
+        name = _left_quarantine(mirror)
         try:
             with contextlib.suppress(TopicNotFound):  # deleted by other means: as wanted
                 cluster_admin(mirror.destination).delete_topic(name)

@@ -38,11 +38,11 @@ from infra import kafka_copy
 from infra.kafka_admin import KafkaAdminError
 from spark_jobs import translation
 
-from . import audit, links, offset_sync, read_only, stale_requests, streams
+from . import audit, links, offset_sync, read_only, stale_requests, streams, translations
 from .connections import cluster_admin, destination_admin, source_admin
 from .errors import ReplicationError, unavailable
 from .mirror_states import move
-from .mirrors import running_state, snapshot, translation_runs
+from .mirrors import running_state, snapshot
 from .models import ClusterLink, MirrorTopic
 from .promote import (
     TopicOutcome,
@@ -312,7 +312,7 @@ def _behind(mirror: MirrorTopic, held: dict[int, int], exact: bool = False) -> i
     fence = {int(p): o for p, o in mirror.pending_stop["fence"].items()}
     if held == fence:
         return None  # identical offsets (or gaps both sides agree on): nothing to read
-    runs = translation_runs(mirror.destination, mirror.mirror_topic)
+    runs = translations.of_topic(mirror.destination, mirror.mirror_topic)
     config = links.peer_of(mirror.link).destination.connection_config()
     for p, end in fence.items():
         r = runs.get(p, translation.Runs()).upto(held[p])
@@ -332,7 +332,7 @@ def _translate_back(
     """Where the mirror's offsets differ from its source's, the reversed mirror (the old
     source) gets the same correspondence the other way round, and continues at its own end:
     the new primary's next record lands after the old source's last one."""
-    runs = translation_runs(mirror.destination, mirror.mirror_topic)
+    runs = translations.of_topic(mirror.destination, mirror.mirror_topic)
     entries = []
     for p, end in fence.items():
         r = runs.get(p, translation.Runs()).upto(held[p])

@@ -142,9 +142,9 @@ def devstack(stack, request):
         finally:
             # After every other session fixture (the Celery worker) and before the clusters
             # go down, failed tests or not.
-            from replication import offset_sync
+            from replication import translations
 
-            offset_sync.close_readers()
+            translations.close_readers()
             _report(request, "removed at the end of the session", leftovers.sweep(LEDGER))
             left = leftovers.remaining(LEDGER)
             assert not left, "The session left on the clusters or in Redis:\n" + "\n".join(left)

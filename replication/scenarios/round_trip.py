@@ -97,7 +97,6 @@ def truncate_and_restore(c: Context) -> str:
     )
     if outcome.error:
         raise StepFailed("the restore to finish", outcome.error)
-    c.kept["quarantine"] = outcome.quarantine
     if outcome.messages_truncated != len(NEVER_MIRRORED):
         raise StepFailed(f"{len(NEVER_MIRRORED)} records truncated", outcome.messages_truncated)
     held = clients.read_partitions(clients.ordinary(c.source), outcome.quarantine, PARTITIONS)
