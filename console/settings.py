@@ -262,15 +262,16 @@ STOP_TIMEOUT_S = _env_number("ISTHMUS_STOP_TIMEOUT_S", 90, minimum=1)
 # How long an approval request waits for its approvals before it expires.
 APPROVAL_REQUEST_TTL_S = _env_number("ISTHMUS_APPROVAL_REQUEST_TTL_S", 24 * 3600, minimum=60)
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
-# Extra Spark settings for each link's application, passed to spark-submit as --conf after the
-# launcher's own (so they win): spark.cores.max, spark.pyspark.python, the Kubernetes image...
+# Extra Spark settings for the engine (the Spark application), passed to spark-submit as --conf
+# after the launcher's own (so they win): spark.cores.max, spark.pyspark.python, the Kubernetes
+# image...
 # They show on the command line: no secrets here.
 SPARK_CONF = spark_conf(os.environ.get("ISTHMUS_SPARK_CONF", ""))
 # The secret a standalone Spark cluster (SPARK_MASTER=spark://...) shares with its applications
-# (its spark.authenticate.secret): a link's application is refused on such a master without
+# (its spark.authenticate.secret): the engine is refused on such a master without
 # it. It reaches spark-submit in an owner-only file, never on the command line.
 SPARK_AUTH_SECRET = os.environ.get("ISTHMUS_SPARK_AUTH_SECRET", "").strip()
-# Where each link's stream keeps its files, a folder per link: its pid file, log and owner, the
+# Where the engine keeps its files, a folder per console (engine-<id>): its pid file and log, the
 # code shipped to executors, a standalone master's secret file. (ISTHMUS_STREAM_CHECKPOINT_DIR,
 # its old name, is still read: it never held a checkpoint.)
 STREAM_DIR = Path(
@@ -278,7 +279,7 @@ STREAM_DIR = Path(
     or os.environ.get("ISTHMUS_STREAM_CHECKPOINT_DIR")
     or VAR_DIR / "streams"
 ).resolve()
-# How many copier tasks each link's application runs (unset: one per core Spark gives it).
+# How many copier slots the engine runs (unset: one per core Spark gives it).
 STREAM_TASKS = _env_number("ISTHMUS_STREAM_TASKS", 0) or None
 
 CELERY_BROKER_URL = REDIS_URL

@@ -110,6 +110,21 @@ def stop(pidfile: Path, timeout: float = 30.0, sig: int = signal.SIGTERM) -> int
     return recorded.pid
 
 
+def tree_rss(pid: int) -> int:
+    """The resident memory of a process and all its descendants, in bytes (0 when it is
+    gone)."""
+    try:
+        proc = psutil.Process(pid)
+        family = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for member in family:
+        with contextlib.suppress(psutil.Error):
+            total += member.memory_info().rss
+    return total
+
+
 def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
     """Wait up to `timeout` for `procs` to end; return those still running. A process that
     ended but that its parent (another process: the Celery worker that started a stream, say)

@@ -15,7 +15,21 @@ _HELP = {
     "isthmus_link_stream_running": ("gauge", "1 while the link's stream is running."),
     "isthmus_link_stream_records_per_second": ("gauge", "Records the stream copied per second."),
     "isthmus_link_stream_bytes_per_second": ("gauge", "Bytes the stream copied per second."),
-    "isthmus_link_stream_failures": ("gauge", "The stream's failures in a row."),
+    "isthmus_link_stream_failures": ("gauge", "The engine's failures in a row."),
+    "isthmus_engine_running": ("gauge", "1 while the engine (the Spark application) runs."),
+    "isthmus_engine_resident_bytes": (
+        "gauge",
+        "Resident memory of the engine's processes on this machine.",
+    ),
+    "isthmus_engine_links": ("gauge", "Links the engine runs."),
+    "isthmus_engine_slot_running": ("gauge", "1 while the copier slot's task runs."),
+    "isthmus_engine_slot_records_per_second": ("gauge", "Records the slot copied per second."),
+    "isthmus_engine_slot_failures": ("gauge", "The slot's failures in a row."),
+    "isthmus_engine_slot_partitions": ("gauge", "Mirror partitions of a link the slot copies."),
+    "isthmus_engine_slot_queued_records": (
+        "gauge",
+        "Records of a link the slot has queued for the destination.",
+    ),
     "isthmus_link_sync_problem": (
         "gauge",
         "1 while a syncer (consumer offsets, ACLs, auto-create) cannot do its work.",
@@ -46,6 +60,21 @@ def _labels(**labels: object) -> str:
     return "{" + ",".join(f'{k}="{quoted(v)}"' for k, v in labels.items()) + "}"
 
 
+def _engine(add) -> None:
+    engine = streams.engine_status()
+    add("isthmus_engine_running", int(engine.state == "RUNNING"))
+    add("isthmus_engine_resident_bytes", engine.rss_bytes)
+    add("isthmus_engine_links", engine.links)
+    for slot in engine.slots:
+        add("isthmus_engine_slot_running", int(slot.state == "running"), slot=slot.number)
+        add("isthmus_engine_slot_records_per_second", slot.records_per_sec, slot=slot.number)
+        add("isthmus_engine_slot_failures", slot.failures, slot=slot.number)
+        for part in slot.links:
+            ids = {"slot": slot.number, "link": part.link}
+            add("isthmus_engine_slot_partitions", len(part.partitions), **ids)
+            add("isthmus_engine_slot_queued_records", part.queued, **ids)
+
+
 def prometheus_text() -> str:
     """The metrics in Prometheus' text exposition format. Offsets are read from the clusters
     now, one client per cluster end."""
@@ -71,6 +100,7 @@ def prometheus_text() -> str:
         ):
             if at is not None:
                 add(name, round((now - at).total_seconds(), 1), **ids)
+    _engine(add)
     by_state = GroupOffsetSync.objects.values("link__name", "link__destination__name", "state")
     for row in by_state.annotate(n=Count("id")).order_by():
         add(

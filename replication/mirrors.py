@@ -620,10 +620,12 @@ def fail_mirror(mirror: MirrorTopic, error: str, message: str) -> None:
     )
 
 
-def grow_mirror(mirror: MirrorTopic, admin: KafkaAdmin, partitions: int) -> None:
-    """The source gained partitions: the mirror gets as many."""
+def grow_mirror(mirror: MirrorTopic, admin: KafkaAdmin, partitions: int, has: int) -> None:
+    """The source gained partitions: the mirror topic (which `has` as many now) gets as many,
+    and the mirror's record says so."""
     before = snapshot(mirror)
-    admin.create_partitions(mirror.mirror_topic, partitions)
+    if has < partitions:
+        admin.create_partitions(mirror.mirror_topic, partitions)
     mirror.num_partitions = partitions
     mirror.save(update_fields=["num_partitions"])
     log.info("Grew mirror topic %s to %d partitions", mirror.mirror_topic, partitions)

@@ -1,15 +1,21 @@
-"""Stream supervision: each cluster link with a mirror to run has one link stream (the Spark
-application in `spark_jobs/`); this module starts it, tells it which mirrors to run, watches
-its heartbeat and stops it.
+"""Stream supervision: one engine (the Spark application in `spark_jobs/`) copies the mirrors
+of every link of this console. This module tells it which links and mirrors to run, starts it
+with the first link and keeps it running, watches its heartbeat and each link's, and fails a
+link the engine cannot run.
 
-Celery beat calls `supervise_all` every couple of seconds. A stream that dies, stops beating
-or stops making progress is restarted after a growing pause; after `MAX_FAILURES` failures in
-a row the link is FAILED with the stream's last error. What each stream knows lives in Redis
-and in the destination cluster, so losing a worker, the beat or Redis loses no data.
+Celery beat calls `supervise_all` every couple of seconds. An engine that dies or stops beating
+is restarted after a growing pause; after `MAX_FAILURES` failures in a row the links it runs are
+FAILED with its last error. A link the engine keeps failing on (its copiers fail again and
+again) is FAILED alone, the others go on. What the engine knows lives in Redis and in the
+destination clusters, so losing a worker, the beat or Redis loses no data.
 """
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import hashlib
+import hmac
 import logging
 import time
 from contextlib import AbstractContextManager
@@ -31,40 +37,64 @@ from .redis_channel import client
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_TIMEOUT_S = 30  # a stream silent this long is hung
+HEARTBEAT_TIMEOUT_S = 30  # an engine silent this long is hung
 STARTUP_TIMEOUT_S = 180  # time to start Spark and send the first heartbeat
-STUCK_TIMEOUT_S = 300  # a stream with records to copy and no write for this long is stuck
 HEALTHY_AFTER_S = 60  # running this long without trouble forgives earlier failures
 BACKOFF_S = [5, 10, 20, 40, 80]
 MAX_FAILURES = len(BACKOFF_S) + 1
+ENGINE_FRESH_S = 5  # an engine heartbeat this recent tells which links it runs
+STOP_WAIT_S = 60  # the longest `stop` waits for the engine to let go of a link
 
 
-def folder(link_id: str) -> Path:
-    """Where the link's stream keeps all its files."""
-    return settings.STREAM_DIR / str(link_id)
+def engine_id(owner: str | None = None) -> str:
+    """This console's engine (or that of the console whose database is `owner`): one per
+    database of links, so a test run beside `make demo` has its own."""
+    return hashlib.sha256((owner or _owner()).encode()).hexdigest()[:12]
 
 
-def _pidfile(link_id: str) -> Path:
-    return folder(link_id) / "stream.pid"
+def _owner() -> str:
+    return str(settings.DATABASES["default"]["NAME"])
 
 
-def log_file(link_id: str) -> Path:
-    return folder(link_id) / "stream.log"
+def engine_folder(owner: str | None = None) -> Path:
+    """Where the engine keeps its files: its pid file and log, the code shipped to executors,
+    a standalone master's secret file."""
+    return settings.STREAM_DIR / f"engine-{engine_id(owner)}"
 
 
-def _supervision_key(link_id: str) -> str:
-    return f"isthmus:stream:{link_id}:supervision"
+def _pidfile() -> Path:
+    return engine_folder() / "engine.pid"
+
+
+def log_file() -> Path:
+    return engine_folder() / "engine.log"
+
+
+def _engine_key() -> str:
+    """The key that seals each link's spec in Redis, derived from the console's own key, so
+    both ends know it and nothing stores it."""
+    mac = hmac.new(settings.ENCRYPTION_KEY.encode(), b"isthmus engine link specs", hashlib.sha256)
+    return base64.urlsafe_b64encode(mac.digest()).decode()
+
+
+def _supervision_key() -> str:
+    return f"isthmus:engine:{engine_id()}:supervision"
+
+
+def _seen_key() -> str:
+    """The links this console's supervisor saw at its last round."""
+    return f"isthmus:streams-seen:{_owner()}"
 
 
 @dataclass(frozen=True)
 class StreamStatus:
-    """What the console shows of a link's stream."""
+    """What the console shows of a link's stream (its part of the engine)."""
 
     state: str  # STOPPED, STARTING, RUNNING, RESTARTING, FAILED or UNKNOWN (Redis silent)
-    pid: int | None = None
+    pid: int | None = None  # the engine's
     records_per_sec: float = 0.0
     bytes_per_sec: float = 0.0
-    failures: int = 0
+    failures: int = 0  # the engine's failures in a row
     error: str = ""
 
 
@@ -79,10 +109,10 @@ def wanted_mirrors(link: ClusterLink) -> dict[str, dict]:
 
 
 def publish(link: ClusterLink, r: redis.Redis) -> int:
-    """Tell the link's stream which mirrors to run; returns the generation of that set.
+    """Tell the engine which mirrors of the link to run; returns the generation of that set.
 
-    The generation grows by one each time the set changes. The stream reports the generation
-    it is running in its heartbeat, once it no longer writes any mirror the set left out:
+    The generation grows by one each time the set changes. The engine reports the generation
+    it is running in the link's heartbeat, once it no longer writes any mirror the set left out:
     that is how a promote knows no writer is left (see `stopped_writing`).
     """
     return _publish(link, r, wanted_mirrors(link))
@@ -98,13 +128,39 @@ def _publish(link: ClusterLink, r: redis.Redis, wanted: dict[str, dict]) -> int:
     return generation
 
 
-def _running(link_id: str) -> processes.Running | None:
-    """The link's stream process, if it runs."""
-    return processes.read_pidfile(_pidfile(link_id))
-
-
 def _generation_key(link_id: str) -> str:
     return f"isthmus:stream:{link_id}:generation"
+
+
+def link_spec(link: ClusterLink) -> dict:
+    """What the engine needs to run a link: where to read, where to write."""
+    return {
+        "link_id": str(link.link_id),
+        "link_name": link.name,
+        "source": link.source_client_config(),
+        "destination": link.destination.connection_config(),
+    }
+
+
+def _publish_link(link: ClusterLink, r: redis.Redis, run: bool) -> None:
+    """Add the link to the engine (or change its spec), or take it out."""
+    link_id, key = str(link.link_id), control.links_key(engine_id())
+    if not run:
+        r.hdel(key, link_id)
+        return
+    spec, engine_key = link_spec(link), _engine_key()
+    current = r.hget(key, link_id)
+    if current is not None and control.digest_of(current) == control.digest(engine_key, spec):
+        return
+    ensure_translation_topic(destination_admin(link))
+    if current is None:  # a heartbeat left from an earlier run says nothing of this one
+        r.delete(control.heartbeat_key(link_id), control.progress_key(link_id))
+    r.hset(key, link_id, control.seal(engine_key, spec))
+
+
+def _running() -> processes.Running | None:
+    """The engine process, if it runs."""
+    return processes.read_pidfile(_pidfile())
 
 
 def control_lock(link: ClusterLink, *, wait: float | None = None) -> AbstractContextManager[bool]:
@@ -115,47 +171,45 @@ def control_lock(link: ClusterLink, *, wait: float | None = None) -> AbstractCon
 
 
 def stopped_writing(link: ClusterLink, mirror_topic: str, generation: int) -> bool:
-    """Whether no stream of the link can write `mirror_topic` any more: none runs, or the one
-    running has taken up mirror set `generation` (or a later one) without that mirror."""
+    """Whether nothing can write `mirror_topic` for the link any more: no engine runs, the
+    engine runs nothing of the link, or it has taken up mirror set `generation` (or a later
+    one) without that mirror."""
     link_id = str(link.link_id)
-    if _running(link_id) is None:
+    if _running() is None:
         return True
-    heartbeat = control.read_json(client(), control.heartbeat_key(link_id)) or {}
+    r = client()
+    heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
+    if not heartbeat:  # the engine never ran the link (or Redis lost its heartbeat)
+        engine = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
+        fresh = time.time() - engine.get("at_ms", 0) / 1000 < ENGINE_FRESH_S
+        return fresh and link_id not in engine.get("links", {})
+    if heartbeat.get("state") == "stopped":
+        # A runner starting anew says so before it reads the mirror set, which no longer
+        # holds the mirror.
+        return True
     return (
         heartbeat.get("generation", 0) >= generation
         and mirror_topic not in heartbeat.get("mirrors", [])
-        and heartbeat.get("state") in ("running", "stopped")
+        and heartbeat.get("state") in ("running", "stopping", "failed")
     )
-
-
-def stream_spec(link: ClusterLink) -> dict:
-    """What a stream needs to know: where to read, where to write, where to report."""
-    return {
-        "link_id": str(link.link_id),
-        "link_name": link.name,
-        "redis_url": settings.REDIS_URL,
-        "source": link.source_client_config(),
-        "destination": link.destination.connection_config(),
-        "work_dir": str(folder(str(link.link_id))),
-        "tasks": settings.STREAM_TASKS,
-    }
 
 
 def supervise_all() -> None:
     known = set()
+    r = client()
     for link in ClusterLink.objects.select_related("destination"):
         known.add(str(link.link_id))
         try:
-            supervise(link)
+            _supervise_link(link, r)
         except Exception:  # one broken link must not stop the others
             log.exception("Supervising the stream of cluster link %s failed", link.name)
-    stop_streams_of_deleted_links(known)
+    forget_deleted_links(known)
+    supervise_engine()
 
 
-def stop_streams_of_deleted_links(known: set[str]) -> None:
-    """Stop each stream of this console whose link was here at an earlier round and is gone.
-    One whose link was never seen is left alone: its link may not be committed yet (a request
-    still running), or be another console's on this machine."""
+def forget_deleted_links(known: set[str]) -> None:
+    """Take out of the engine each link that was here at an earlier round and is gone. One
+    never seen is left alone: its link may not be committed yet (a request still running)."""
     r = client()
     seen_key = _seen_key()
     try:
@@ -165,148 +219,148 @@ def stop_streams_of_deleted_links(known: set[str]) -> None:
         if known:
             pipe.sadd(seen_key, *known)
         pipe.execute()
+        gone = [link for link in seen - known]
+        if gone:
+            log.info("Taking deleted cluster link(s) %s out of the engine", ", ".join(gone))
+            r.hdel(control.links_key(engine_id()), *gone)
     except redis.RedisError:
         return  # at the next round
-    streams = settings.STREAM_DIR
-    for link_id in [f.name for f in streams.iterdir()] if streams.exists() else []:
-        if link_id not in seen or link_id in known or _owner_of(folder(link_id)) != _owner():
-            continue
-        if processes.read_pidfile(_pidfile(link_id)):
-            log.info("Stopping the stream of deleted cluster link %s", link_id)
-            processes.stop(_pidfile(link_id))
-
-
-def _seen_key() -> str:
-    """The links this console's supervisor saw at its last round."""
-    return f"isthmus:streams-seen:{_owner()}"
-
-
-def _owner() -> str:
-    """Which console's streams these are: the database that holds their links."""
-    return str(settings.DATABASES["default"]["NAME"])
-
-
-def _owner_of(stream_folder: Path) -> str | None:
-    try:
-        return (stream_folder / "owner").read_text()
-    except OSError:
-        return None
 
 
 def supervise(link: ClusterLink, now: float | None = None) -> None:
-    """Bring the link's stream in line with its mirrors: tell it what to run; start, restart
-    or stop it."""
-    r = client()
+    """Bring the engine in line with the link's mirrors, as the beat does: tell it what to
+    run, and start it if it does not run."""
+    _supervise_link(link, client())
+    supervise_engine(now)
+
+
+def _supervise_link(link: ClusterLink, r: redis.Redis) -> None:
     with control_lock(link) as acquired:
+        if not acquired:  # another worker is on it
+            return
+        wanted = wanted_mirrors(link)
+        _publish(link, r, wanted)
+        heartbeat = control.read_json(r, control.heartbeat_key(str(link.link_id))) or {}
+        if wanted and heartbeat.get("state") == "failed":
+            fail_link(link, f"The engine cannot run the link: {heartbeat.get('error')}")
+            wanted = {}
+        _publish_link(link, r, bool(wanted))
+
+
+def supervise_engine(now: float | None = None) -> None:
+    """Start the engine once a link has mirrors to run, and keep it: restart it (after a
+    pause) when it dies or hangs."""
+    with redis_channel.held(f"engine:{engine_id()}:supervisor", 120) as acquired:
         if acquired:  # else another worker is on it
-            _supervise(link, r, now or time.time())
+            _supervise_engine(client(), now or time.time())
 
 
-def _supervise(link: ClusterLink, r: redis.Redis, now: float) -> None:
-    link_id = str(link.link_id)
-    wanted = wanted_mirrors(link)
-    _publish(link, r, wanted)
-    record = control.read_json(r, _supervision_key(link_id)) or {"failures": 0}
-    if record.get("failures", 0) >= MAX_FAILURES and link.state == ClusterLink.State.ACTIVE:
-        record = {"failures": 0}  # resumed after it FAILED: a fresh start
-    running = _running(link_id)
-    heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
-    if not wanted:
-        _stop_idle(link, r, record, running is not None)
+def _supervise_engine(r: redis.Redis, now: float) -> None:
+    record = control.read_json(r, _supervision_key()) or {"failures": 0}
+    links = r.hlen(control.links_key(engine_id()))
+    if record.get("failures", 0) >= MAX_FAILURES and links:
+        record = {"failures": 0}  # a link resumed after the engine failed them: a fresh start
+    heartbeat = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
+    if _running():
+        trouble = _trouble(heartbeat, record, now)
+        if trouble:
+            log.warning("The engine %s; restarting it", trouble)
+            processes.stop(_pidfile())
+            _note_failure(r, record, trouble, now)
+        elif record.get("failures") and now - record.get("started", now) > HEALTHY_AFTER_S:
+            r.delete(_supervision_key())
         return
-    if running:
-        _watch(link, r, record, heartbeat, now)
-        return
-    if _pidfile(link_id).exists():  # it was running and is gone
-        _pidfile(link_id).unlink()
+    if _pidfile().exists():  # it was running and is gone
+        _pidfile().unlink()
         if heartbeat.get("state") != "stopped":
-            error = heartbeat.get("error") or f"it exited; see {log_file(link_id)}"
-            log.warning("The stream of cluster link %s died: %s", link.name, error)
-            if not _note_failure(link, r, record, error, now):
+            error = heartbeat.get("error") or f"it exited; see {log_file()}"
+            log.warning("The engine died: %s", error)
+            if not _note_failure(r, record, error, now):
                 return
-    if now < record.get("retry_at", 0):
-        return
-    start(link, r, record, now)
-
-
-def _stop_idle(link: ClusterLink, r: redis.Redis, record: dict, running: bool) -> None:
-    """No mirror to run: the stream stops, and a past failure is forgotten (unless FAILED)."""
-    link_id = str(link.link_id)
-    if running:
-        log.info("Stopping the stream of cluster link %s: no mirror to run", link.name)
-        processes.stop(_pidfile(link_id))
-    if record.get("failures") and link.state != ClusterLink.State.FAILED:
-        r.delete(_supervision_key(link_id))
-
-
-def _watch(link: ClusterLink, r: redis.Redis, record: dict, heartbeat: dict, now: float) -> None:
-    """A running stream in trouble is restarted (a failure noted); one healthy for long
-    enough has its past failures forgotten."""
-    link_id = str(link.link_id)
-    trouble = _trouble(heartbeat, record, now)
-    if trouble:
-        log.warning("The stream of cluster link %s %s; restarting it", link.name, trouble)
-        processes.stop(_pidfile(link_id))
-        _note_failure(link, r, record, trouble, now)
-    elif record.get("failures") and now - record.get("started", now) > HEALTHY_AFTER_S:
-        r.delete(_supervision_key(link_id))
+    if not links or now < record.get("retry_at", 0):
+        return  # it starts with the first link
+    start_engine(r, record, now)
 
 
 def _trouble(heartbeat: dict, record: dict, now: float) -> str:
     started = record.get("started", now)
     beat = heartbeat.get("at_ms", 0) / 1000
-    if beat < started:  # nothing heard from this run of the stream yet
+    if beat < started:  # nothing heard from this run of the engine yet
         if now - started > STARTUP_TIMEOUT_S:
             return f"sent no heartbeat within {STARTUP_TIMEOUT_S} s of starting"
         return ""
     if now - beat > HEARTBEAT_TIMEOUT_S:
         return f"sent no heartbeat for {now - beat:.0f} s"
-    last_write = heartbeat.get("last_write_ms", 0) / 1000 or beat
-    if heartbeat.get("behind") and now - max(last_write, started) > STUCK_TIMEOUT_S:
-        return f"copied nothing for {STUCK_TIMEOUT_S} s although its source has new records"
     return ""
 
 
-def _note_failure(link: ClusterLink, r: redis.Redis, record: dict, error: str, now: float) -> bool:
-    """Count a failure; returns whether the stream may be started again (after a pause)."""
+def _note_failure(r: redis.Redis, record: dict, error: str, now: float) -> bool:
+    """Count a failure; returns whether the engine may be started again (after a pause)."""
     failures = record.get("failures", 0) + 1
     record.update(failures=failures, error=error)
     if failures >= MAX_FAILURES:
-        control.write_json(r, _supervision_key(str(link.link_id)), record)
-        fail_link(link, f"The link's stream failed {failures} times in a row: {error}")
+        control.write_json(r, _supervision_key(), record)
+        _fail_engine_links(r, f"The engine failed {failures} times in a row: {error}")
         return False
     record["retry_at"] = now + BACKOFF_S[failures - 1]
-    control.write_json(r, _supervision_key(str(link.link_id)), record)
+    control.write_json(r, _supervision_key(), record)
     return True
 
 
-def start(link: ClusterLink, r: redis.Redis, record: dict, now: float) -> None:
-    """Start the link's stream (its mirror set is already in Redis)."""
-    link_id = str(link.link_id)
+def _fail_engine_links(r: redis.Redis, message: str) -> None:
+    """Every link the engine was to run is FAILED with the reason, and taken out of it."""
+    links = [link.decode() for link in r.hkeys(control.links_key(engine_id()))]
+    for link in ClusterLink.objects.filter(link_id__in=links):
+        fail_link(link, message)
+    if links:
+        r.hdel(control.links_key(engine_id()), *links)
+
+
+def start_engine(r: redis.Redis, record: dict, now: float) -> None:
+    """Start the engine (the links it runs are already in Redis)."""
+    spec = {
+        "engine": engine_id(),
+        "key": _engine_key(),
+        "redis_url": settings.REDIS_URL,
+        "work_dir": str(engine_folder()),
+        "tasks": settings.STREAM_TASKS,
+    }
     try:
         argv, env = launch.submit_command(
-            stream_spec(link),
+            spec,
             master=settings.SPARK_MASTER,
             conf=settings.SPARK_CONF,
             auth_secret=settings.SPARK_AUTH_SECRET,
         )
     except launch.LaunchRefused as exc:
-        # Retrying cannot help until the operator changes the settings: the link shows why.
-        fail_link(link, f"The link's stream cannot start: {exc}")
+        # Retrying cannot help until the operator changes the settings: the links show why.
+        _fail_engine_links(r, f"The engine cannot start: {exc}")
         return
-    ensure_translation_topic(destination_admin(link))
-    folder(link_id).mkdir(parents=True, exist_ok=True)
-    (folder(link_id) / "owner").write_text(_owner())
-    pid = processes.start(
-        argv, pidfile=_pidfile(link_id), logfile=log_file(link_id), env=env, cwd=launch.ROOT
-    )
+    engine_folder().mkdir(parents=True, exist_ok=True)
+    pid = processes.start(argv, pidfile=_pidfile(), logfile=log_file(), env=env, cwd=launch.ROOT)
     record.update(started=now, retry_at=0)
-    control.write_json(r, _supervision_key(link_id), record)
-    log.info("Started the stream of cluster link %s (pid %d)", link.name, pid)
+    control.write_json(r, _supervision_key(), record)
+    log.info("Started the engine (pid %d)", pid)
+
+
+def stop_engine() -> int | None:
+    """Stop the engine (its links' copiers deliver what they queued first); returns its pid,
+    None when it was not running."""
+    return processes.stop(_pidfile(), timeout=60)
 
 
 def stop(link: ClusterLink) -> None:
-    processes.stop(_pidfile(str(link.link_id)))
+    """Take the link out of the engine, and wait until its copiers have stopped writing."""
+    link_id = str(link.link_id)
+    r = client()
+    r.hdel(control.links_key(engine_id()), link_id)
+    deadline = time.monotonic() + STOP_WAIT_S
+    while _running() is not None and time.monotonic() < deadline:
+        heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
+        engine = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
+        if heartbeat.get("state") == "stopped" or link_id not in engine.get("links", {}):
+            return
+        time.sleep(0.2)
 
 
 def ensure_translation_topic(admin: KafkaAdmin) -> None:
@@ -332,18 +386,21 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
     try:
         r = client()
         heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
-        record = control.read_json(r, _supervision_key(link_id)) or {}
+        record = control.read_json(r, _supervision_key()) or {}
+        published = r.hexists(control.links_key(engine_id()), link_id)
     except redis.RedisError as exc:
         return StreamStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
-    running = _running(link_id)
     failures, error = record.get("failures", 0), record.get("error", "")
     if link.state == ClusterLink.State.FAILED:
-        return StreamStatus("FAILED", failures=failures, error=error)
+        return StreamStatus("FAILED", failures=failures, error=link.error_message or error)
+    if not published:
+        return StreamStatus("STOPPED")
+    running = _running()
     if running is None:
-        state = "RESTARTING" if failures else "STOPPED"
+        state = "RESTARTING" if failures else "STARTING"
         return StreamStatus(state, failures=failures, error=error)
-    fresh = heartbeat.get("at_ms", 0) / 1000 >= record.get("started", now)
-    if not fresh or heartbeat.get("state") != "running":
+    fresh = now - heartbeat.get("at_ms", 0) / 1000 < HEARTBEAT_TIMEOUT_S
+    if not fresh or heartbeat.get("state") not in ("running", "failed"):
         return StreamStatus("STARTING", running.pid, failures=failures, error=error)
     return StreamStatus(
         "RUNNING",
@@ -351,7 +408,89 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
         heartbeat.get("records_per_sec", 0.0),
         heartbeat.get("bytes_per_sec", 0.0),
         failures,
+        heartbeat.get("error", ""),
+    )
+
+
+@dataclass(frozen=True, order=True)
+class SlotLink:
+    """A link's part of one slot."""
+
+    link: str  # its name (or id, when the engine has not named it)
+    partitions: list[str]  # "partition/mirror"
+    state: str  # copying, waiting or failed
+    queued: int  # records waiting to be delivered
+    error: str
+
+
+@dataclass(frozen=True)
+class Slot:
+    number: int
+    state: str  # running or restarting
+    pid: int | None  # its Python worker's
+    records_per_sec: float
+    failures: int
+    error: str
+    links: list[SlotLink]  # by name
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    """What the Data plane page and /metrics show of the engine."""
+
+    state: str  # STOPPED, STARTING, RUNNING, RESTARTING or UNKNOWN (Redis silent)
+    pid: int | None = None
+    master: str = ""
+    started_at: dt.datetime | None = None
+    rss_bytes: int = 0  # of the driver and every process it started on this machine
+    links: int = 0
+    failures: int = 0
+    error: str = ""
+    slots: tuple[Slot, ...] = ()
+
+
+def engine_status() -> EngineStatus:
+    try:
+        r = client()
+        heartbeat = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
+        record = control.read_json(r, _supervision_key()) or {}
+    except redis.RedisError as exc:
+        return EngineStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
+    running = _running()
+    failures, error = record.get("failures", 0), record.get("error", "")
+    if running is None:
+        return EngineStatus("RESTARTING" if failures else "STOPPED", failures=failures, error=error)
+    fresh = time.time() - heartbeat.get("at_ms", 0) / 1000 < HEARTBEAT_TIMEOUT_S
+    names = heartbeat.get("links", {})
+    slots = tuple(
+        Slot(
+            s["slot"],
+            s["state"],
+            s.get("pid"),
+            s.get("records_per_sec", 0.0),
+            s.get("failures", 0),
+            s.get("error", ""),
+            sorted(
+                SlotLink(
+                    names.get(link, link), p["partitions"], p["state"], p["queued"], p["error"]
+                )
+                for link, p in s.get("links", {}).items()
+            ),
+        )
+        for s in heartbeat.get("slots", [])
+    )
+    return EngineStatus(
+        "RUNNING" if fresh and heartbeat.get("state") == "running" else "STARTING",
+        running.pid,
+        heartbeat.get("master", ""),
+        dt.datetime.fromtimestamp(heartbeat["started_ms"] / 1000, dt.UTC)
+        if heartbeat.get("started_ms")
+        else None,
+        processes.tree_rss(running.pid),
+        len(names),
+        failures,
         heartbeat.get("error") or error,
+        slots,
     )
 
 
@@ -372,8 +511,8 @@ def progress(link: ClusterLink) -> Progress:
         heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
     except redis.RedisError:
         return Progress({})
-    # A stream that is not running writes nothing, whatever its last heartbeat said.
-    writing = heartbeat.get("mirrors", ()) if _running(link_id) else ()
+    # An engine that is not running writes nothing, whatever its last heartbeat said.
+    writing = heartbeat.get("mirrors", ()) if _running() else ()
     return Progress(reported, heartbeat.get("fetched_at_ms", 0), frozenset(writing))
 
 
@@ -397,7 +536,7 @@ def reported_lags(link: ClusterLink) -> dict[str, dict[int, int]]:
 
 
 def fail_link(link: ClusterLink, message: str) -> bool:
-    """The link's stream keeps failing: the link is FAILED with the last error, until someone
+    """The engine cannot run the link: the link is FAILED with the last error, until someone
     resumes it. Only an ACTIVE link changes; returns whether it did. (Here, not in links.py:
     links imports promote, which imports this module.)"""
     return link_states.system_change(

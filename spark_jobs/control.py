@@ -1,23 +1,34 @@
-"""The Redis keys a link's application, its copier tasks and the console share.
+"""The Redis keys the engine, its copier slots and the console share.
 
-Console → application: the mirrors to run (`mirrors_key`, with a generation).
-Application → tasks: the current epoch (`epoch_key`: one per Spark job the application runs)
-and each task's partitions (`assignment_key`).
-Tasks → application: each task's heartbeat and progress (`task_key`), kept alive by expiry.
-Application → console: the link's heartbeat and per-partition progress.
+Console → engine: the links to run (`links_key`: each link's spec, sealed) and, per link, the
+mirrors to run (`mirrors_key`, with a generation).
+Engine → slots: each slot's epoch (`slot_epoch_key`: one per Spark job the engine runs for the
+slot) and, per link, the partitions the slot copies (`slot_assignment_key`, a hash by link).
+Slots → engine: each slot's report (`slot_report_key`), kept alive by expiry.
+Engine → console: its own heartbeat, and per link a heartbeat and per-partition progress.
 
-Redis holds nothing that cannot be rebuilt: the console republishes the mirror set every few
-seconds, the application its epoch and assignments every loop, and a task finds where each
+Redis holds nothing that cannot be rebuilt: the console republishes links and mirror sets every
+few seconds, the engine its epochs and assignments every loop, and a slot finds where each
 partition stands from the destination cluster.
+
+A link's spec holds the credentials of its clusters, so it is sealed (Fernet) with a key the
+console derives from its own and gives the engine in its environment: Redis never holds them in
+the clear.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 
 import redis
+from cryptography.fernet import Fernet, InvalidToken
 
-SPEC_ENV = "ISTHMUS_LINK_SPEC"
+SPEC_ENV = "ISTHMUS_ENGINE_SPEC"
+
+
+# --- per link -------------------------------------------------------------------------------
 
 
 def mirrors_key(link_id: str) -> str:
@@ -32,21 +43,41 @@ def progress_key(link_id: str) -> str:
     return f"isthmus:stream:{link_id}:progress"
 
 
-def epoch_key(link_id: str) -> str:
-    return f"isthmus:stream:{link_id}:epoch"
+# --- the engine -----------------------------------------------------------------------------
 
 
-def assignment_key(link_id: str, slot: int) -> str:
-    return f"isthmus:stream:{link_id}:assignment:{slot}"
+def links_key(engine: str) -> str:
+    """Hash: link id -> {"digest", "sealed"} of each link the engine runs."""
+    return f"isthmus:engine:{engine}:links"
 
 
-def task_key(link_id: str, epoch: str, slot: int) -> str:
-    return f"isthmus:stream:{link_id}:task:{epoch}:{slot}"
+def engine_heartbeat_key(engine: str) -> str:
+    return f"isthmus:engine:{engine}:heartbeat"
 
 
-def task_pattern(link_id: str) -> str:
-    """Every task heartbeat of the link, of any epoch."""
-    return f"isthmus:stream:{link_id}:task:*"
+def slot_epoch_key(engine: str, slot: int) -> str:
+    return f"isthmus:engine:{engine}:slot:{slot}:epoch"
+
+
+def slot_assignment_key(engine: str, slot: int) -> str:
+    """Hash: link id -> that link's partitions on the slot ({"epoch", "version", ...})."""
+    return f"isthmus:engine:{engine}:slot:{slot}:assignment"
+
+
+def slot_report_key(engine: str, slot: int, epoch: str) -> str:
+    return f"isthmus:engine:{engine}:slot:{slot}:report:{epoch}"
+
+
+def slot_report_pattern(engine: str, slot: int) -> str:
+    """Every report of the slot, of any epoch."""
+    return f"isthmus:engine:{engine}:slot:{slot}:report:*"
+
+
+def engine_pattern(engine: str) -> str:
+    return f"isthmus:engine:{engine}:*"
+
+
+# --- values -----------------------------------------------------------------------------------
 
 
 def read_json(client: redis.Redis, key: str) -> dict | None:
@@ -56,3 +87,34 @@ def read_json(client: redis.Redis, key: str) -> dict | None:
 
 def write_json(client: redis.Redis, key: str, value: dict) -> None:
     client.set(key, json.dumps(value, sort_keys=True))
+
+
+class Unsealed(RuntimeError):
+    """A sealed spec that the engine's key does not open."""
+
+
+def digest(key: str, spec: dict) -> str:
+    """What identifies a spec's content without revealing it (an HMAC under the engine key):
+    the engine restarts a link whose spec changed."""
+    text = json.dumps(spec, sort_keys=True).encode()
+    return hmac.new(key.encode(), text, hashlib.sha256).hexdigest()[:24]
+
+
+def seal(key: str, spec: dict) -> str:
+    """The spec as the links hash holds it: its digest, and its content encrypted."""
+    sealed = Fernet(key).encrypt(json.dumps(spec).encode()).decode()
+    return json.dumps({"digest": digest(key, spec), "sealed": sealed})
+
+
+def digest_of(published: bytes | str) -> str:
+    return json.loads(published)["digest"]
+
+
+def unseal(key: str, published: bytes | str) -> dict:
+    try:
+        return json.loads(Fernet(key).decrypt(json.loads(published)["sealed"].encode()))
+    except (InvalidToken, KeyError, ValueError) as exc:
+        raise Unsealed(
+            "a link's spec cannot be opened with the engine's key (the console's encryption "
+            "key changed?); the console publishes it again"
+        ) from exc

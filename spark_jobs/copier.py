@@ -1,58 +1,70 @@
-"""A copier task: one of the long-running Spark tasks of a link's application.
+"""A link's copier in one slot of the engine: a thread of the slot's Spark task that copies
+the link's mirror partitions the slot holds, with the link's own clients and credentials.
 
-Each task owns a set of mirror partitions (its *assignment*, written by the application's
-driver in Redis) and copies them continuously: a confluent-kafka consumer reads the source
-partitions (`read_committed`), an idempotent producer writes every record to the same
-partition of its mirror, keeping key, value (null and empty apart), headers, timestamp and
-order. No micro-batches: a record is written as soon as it is read.
+Each copier owns a set of mirror partitions (its *assignment*, written by the engine's driver
+in Redis and handed over by its slot) and copies them continuously: a confluent-kafka consumer
+reads the source partitions (`read_committed`), an idempotent producer writes every record to
+the same partition of its mirror, keeping key, value (null and empty apart), headers, timestamp
+and order. No micro-batches: a record is written as soon as it is read.
 
 Exactly once without changing the brokers:
 - A partition (re)starts from where the destination ends: its end offset, and the offset
   translation (see `translation`) for the source offset that comes next.
 - Where a source offset is not the one expected (a gap: compaction, retention, transaction
   markers), the translation entry is stored before the record it describes.
-- Never two writers: a task writes only while it hears from the control channel and its epoch
-  is current (see `docs/mirror-engine.md`, "No zombie writes"); the first record written to a
-  partition after each (re)start is checked to land at the offset expected.
+- Never two writers: a copier writes only while its slot hears from the control channel and
+  the slot's epoch is current (see `docs/mirror-engine.md`, "No zombie writes"); the first
+  record written to a partition after each (re)start is checked to land at the offset expected.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import math
-import os
+import threading
 import time
-from collections.abc import Iterator
+import uuid
 from dataclasses import dataclass, field
+from typing import Protocol
 
-import redis
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import control, translation
+from . import translation
 
 log = logging.getLogger("spark_jobs.copier")
 
-CONTROL_S = 0.2  # how often a task reads its assignment and the epoch
-BEAT_S = 1.0  # how often it reports
-CONTACT_S = 3.0  # a task that has not heard from the control channel this long stops writing
-BEAT_TTL_MS = 6_000  # a task's heartbeat key outlives its last beat this long
+CONTACT_S = 3.0  # a slot that has not heard from the control channel this long stops writing
 BATCH = 10_000  # records taken from the consumer's queue at a time
-IDLE_WAIT_S = 0.1  # the longest a task waits for a record (a record ends the wait at once)
-DRAIN_S = 30.0  # the longest a task waits for its queued records to be delivered
-MAX_RESETS = 6  # trouble this many times in a row without copying a record: the task fails
+# The longest a copier waits for a record (a record ends the wait at once): how soon it takes
+# up a new assignment or stops, and how often an idle copier wakes.
+IDLE_WAIT_S = 0.25
+DRAIN_S = 30.0  # the longest a copier waits for its queued records to be delivered
+MAX_RESETS = 6  # trouble this many times in a row without copying a record: the copier fails
+REPORT_S = 1.0  # how often a copier refreshes its report
+
+
+class Slot(Protocol):
+    """What a copier needs of the slot that runs it."""
+
+    ended: bool  # the slot's epoch ended: deliver what is queued and stop
+
+    def in_touch(self) -> bool:
+        """Whether the slot heard from the control channel within CONTACT_S."""
+
+    def report_soon(self) -> None:
+        """Report at once (an assignment was taken up)."""
 
 
 class Fenced(RuntimeError):
-    """The task may not write: its epoch ended or the control channel went quiet."""
+    """The copier may not write: it was stopped, its slot's epoch ended, or the control
+    channel went quiet."""
 
 
 @dataclass(eq=False)  # one per partition start: compared by identity
 class Cursor:
-    """One mirror partition the task copies."""
+    """One mirror partition the copier copies."""
 
     mirror: str
     source: str
@@ -76,24 +88,15 @@ class Counters:
     errors: list[str] = field(default_factory=list)
 
 
-def run_slots(slots: Iterator[int], spec: dict, epoch: str) -> None:
-    """The Spark task: copy the partitions assigned to each slot (one per task) until the
-    epoch ends."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    for slot in slots:
-        Copier(spec, epoch, slot).run()
-
-
 class Copier:
-    def __init__(self, spec: dict, epoch: str, slot: int):
+    """One link's partitions in one slot. `run` is the thread's body; the slot hands it
+    assignments (`assign`), asks it to stop (`stop`), and reads `report`."""
+
+    def __init__(self, spec: dict, slot: Slot, number: int):
         self.spec = spec
         self.link_id = spec["link_id"]
-        self.epoch, self.slot = epoch, slot
-        self.redis = redis.Redis.from_url(
-            spec["redis_url"], socket_timeout=1, socket_connect_timeout=1
-        )
+        self.slot, self.number = slot, number
+        self.run_id = uuid.uuid4().hex[:8]  # this copier's counters start at 0
         self.consumer = Consumer(
             {
                 **spec["source"],
@@ -104,11 +107,13 @@ class Copier:
                 # A position no longer on the source (retention) resumes at its log start:
                 # a gap, translated like any other.
                 "auto.offset.reset": "earliest",
-                "fetch.wait.max.ms": 100,
-                # Fetches large enough, and a queue deep enough, that a task catching up does
-                # not wait for records (measured: ~20% more records/s than with librdkafka's
-                # defaults); and a full queue's partitions are fetched again 10 ms after it has
-                # room, not 1 s.
+                # A fetch returns as soon as a record arrives; the wait only bounds how often
+                # an idle copier asks (each is a request to the source broker).
+                "fetch.wait.max.ms": 500,
+                # Fetches large enough, and a queue deep enough, that a copier catching up
+                # does not wait for records (measured: ~20% more records/s than with
+                # librdkafka's defaults); and a full queue's partitions are fetched again
+                # 10 ms after it has room, not 1 s.
                 "max.partition.fetch.bytes": 4 * 2**20,
                 "fetch.max.bytes": 100 * 2**20,
                 "queued.max.messages.kbytes": 131_072,
@@ -116,48 +121,65 @@ class Copier:
             }
         )
         self.producer: Producer | None = None
-        self.entries = Producer({**spec["destination"], "acks": "all", "enable.idempotence": True})
+        self.entries: Producer | None = None
         self.admin = KafkaAdmin(spec["destination"], timeout=15)
         self.cursors: dict[tuple[str, int], Cursor] = {}  # (source topic, partition)
         self.runs: dict[tuple[str, str, int], translation.Runs] = {}  # kept across resets
         self.known: set[str] = set()  # source topics whose metadata the consumer has
         self.counters = Counters()
         self.version = -1  # the assignment version applied
-        self.assignment: dict | None = None
-        self.last_contact = time.monotonic()
-        self.next_control = self.next_beat = 0.0
+        self.assignment: dict | None = None  # the newest, handed over by the slot
+        self.woken = threading.Event()  # a new assignment, or the end
+        self.stopping = False  # the link left the slot: deliver what is queued and stop
         self.resets, self.retry_at = 0, 0.0
         self.error = ""
-        self.ended = False
+        self.failure = ""  # why the copier gave up, once it has
+        self.report: dict = self.reported()
+        self.next_report = 0.0
+
+    # --- what the slot calls --------------------------------------------------------------
+
+    def assign(self, assignment: dict) -> None:
+        if self.assignment is None or assignment["version"] != self.assignment["version"]:
+            self.assignment = assignment
+            self.woken.set()
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.woken.set()
+
+    @property
+    def ending(self) -> bool:
+        return self.stopping or self.slot.ended
 
     # --- the loop ---------------------------------------------------------------------------
 
     def run(self) -> None:
-        log.info("Task %d of link %s (epoch %s) started", self.slot, self.link_id, self.epoch)
+        log.info("Link %s: copier in slot %d started", self.link_id, self.number)
         try:
-            while not self.ended:
-                now = time.monotonic()
-                if now >= self.next_control:
-                    self.control(now)
-                if self.ended:
-                    break
-                if now >= self.next_beat:
-                    self.beat()
+            while not self.ending:
+                if time.monotonic() >= self.next_report:
+                    self.refresh_report()
                 if not self.prepare_to_write():
-                    time.sleep(CONTROL_S)
+                    self.woken.wait(IDLE_WAIT_S)
+                    self.woken.clear()
                     continue
                 try:
                     self.copy()
                 except (KafkaException, KafkaAdminError, translation.StoreFailed, Fenced) as exc:
                     self.reset(str(exc))
             self.finish()
+        except Exception as exc:  # the slot notes it and starts the link's copier again later
+            self.failure = _first_line(str(exc)) or type(exc).__name__
+            log.warning("Link %s: copier in slot %d failed: %s", self.link_id, self.number, exc)
         finally:
             self.close()
+            self.refresh_report()
 
     def prepare_to_write(self) -> bool:
-        """Stop writing (dropping what is held) once the control channel has been silent too
-        long, take up a newer assignment, and say whether there is anything to copy now."""
-        if time.monotonic() - self.last_contact > CONTACT_S:
+        """Stop writing (dropping what is held) once the slot's control channel has been silent
+        too long, take up a newer assignment, and say whether there is anything to copy now."""
+        if not self.slot.in_touch():
             if self.cursors:
                 self.reset(
                     "the control channel (Redis) has not answered for "
@@ -166,28 +188,10 @@ class Copier:
             return False
         if time.monotonic() < self.retry_at:
             return False
-        if self.assignment is not None and self.version < self.assignment["version"]:
-            self.apply(self.assignment)
+        assignment = self.assignment
+        if assignment is not None and self.version < assignment["version"]:
+            self.apply(assignment)
         return bool(self.cursors)
-
-    # --- control ----------------------------------------------------------------------------
-
-    def control(self, now: float) -> None:
-        self.next_control = now + CONTROL_S
-        try:
-            epoch, raw = self.redis.mget(
-                control.epoch_key(self.link_id), control.assignment_key(self.link_id, self.slot)
-            )
-        except redis.RedisError:
-            return  # `prepare_to_write` stops writing once this has lasted CONTACT_S
-        if epoch is not None and epoch.decode() != self.epoch:
-            log.info("Task %d of link %s: epoch %s ended", self.slot, self.link_id, self.epoch)
-            self.ended = True
-            return
-        self.last_contact = now
-        assignment = json.loads(raw) if raw else None
-        if assignment is not None and assignment.get("epoch") == self.epoch:
-            self.assignment = assignment
 
     def apply(self, assignment: dict) -> None:
         """Take up a new assignment: stop the partitions it leaves out (every record of theirs
@@ -207,7 +211,8 @@ class Copier:
         if added:
             self.start(added)
         self.version = assignment["version"]
-        self.next_beat = 0.0  # acknowledge at once
+        self.refresh_report()
+        self.slot.report_soon()  # acknowledge at once
 
     def start(self, parts: list[dict]) -> None:
         """Start copying `parts`, each from where its mirror partition ends."""
@@ -238,9 +243,9 @@ class Copier:
             positions.append(TopicPartition(p["source"], p["partition"], cursor.next_source))
         self.consumer.incremental_assign(positions)
         log.info(
-            "Task %d of link %s: copying %s",
-            self.slot,
+            "Link %s, slot %d: copying %s",
             self.link_id,
+            self.number,
             ", ".join(f"{tp.topic}[{tp.partition}] from {tp.offset}" for tp in positions),
         )
 
@@ -248,13 +253,15 @@ class Copier:
 
     def copy(self) -> None:
         # Whole milliseconds, rounded up: the client truncates the timeout to them, and a wait
-        # cut short of the next control read would spin on zero-length polls until it is due.
-        wait = math.ceil(max(self.next_control - time.monotonic(), 0) * 1000) / 1000
-        first = self.consumer.poll(min(IDLE_WAIT_S, wait))
+        # cut short of the next report would spin on zero-length polls until it is due.
+        wait = math.ceil(max(self.next_report - time.monotonic(), 0) * 1000) / 1000
+        first = self.consumer.poll(min(IDLE_WAIT_S, max(wait, 0.001)))
         if first is None:
             self.check_deliveries()
             return
         batch = [first, *self.consumer.consume(BATCH - 1, 0)]
+        if self.ending or not self.slot.in_touch():
+            return  # read, never written: the partitions start again from the destination
         chosen, gaps = [], []
         for msg in batch:
             if msg.error() is not None:
@@ -262,7 +269,7 @@ class Copier:
                 continue
             cursor = self.cursors.get((msg.topic(), msg.partition()))
             if cursor is None:
-                continue  # a partition just taken off this task
+                continue  # a partition just taken off this copier
             offset = msg.offset()
             if offset < cursor.next_source:
                 continue  # already in the destination
@@ -313,11 +320,17 @@ class Copier:
         self.check_deliveries()
 
     def when_room(self, send) -> None:
-        """`send()` once the producer's queue has room, serving control meanwhile."""
+        """`send()` once the producer's queue has room, stopping as soon as the copier may
+        not write."""
         while True:
             self.producer.poll(0.05)
             self.check_deliveries()
-            self.keep_in_touch()
+            if time.monotonic() >= self.next_report:
+                self.refresh_report()
+            if self.ending:
+                raise Fenced("the copier was stopped")
+            if not self.slot.in_touch():
+                raise Fenced(f"the control channel has not answered for {CONTACT_S:.0f} s")
             try:
                 send()
                 return
@@ -327,7 +340,7 @@ class Copier:
     def verify(self, started: set[Cursor]) -> None:
         """The first records written to a partition since it (re)started landed where expected:
         once they are delivered, the partition ends exactly after them. Anything else means
-        another writer, and this task stops rather than write on."""
+        another writer, and this copier stops rather than write on."""
         self.drain()
         ends = self.admin.offsets([(c.mirror, c.partition) for c in started])
         for cursor in started:
@@ -338,19 +351,6 @@ class Copier:
                     f"{cursor.mirror}[{cursor.partition}] ends at offset {end}, not "
                     f"{cursor.dest_next}: something else writes this mirror partition"
                 )
-
-    def keep_in_touch(self) -> None:
-        """While blocked on a full queue: keep serving the control channel, and stop writing
-        as soon as the task may not."""
-        now = time.monotonic()
-        if now >= self.next_control:
-            self.control(now)
-        if now >= self.next_beat:
-            self.beat()
-        if self.ended:
-            raise Fenced(f"epoch {self.epoch} ended")
-        if now - self.last_contact > CONTACT_S:
-            raise Fenced(f"the control channel has not answered for {CONTACT_S:.0f} s")
 
     def on_delivery_error(self, err, msg) -> None:
         self.counters.errors.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")
@@ -367,6 +367,10 @@ class Copier:
 
     def store(self, gaps: list[tuple[Cursor, translation.Entry]]) -> None:
         """Store translation entries, and only then count them (the records follow)."""
+        if self.entries is None:
+            self.entries = Producer(
+                {**self.spec["destination"], "acks": "all", "enable.idempotence": True}
+            )
         failed = []
         for cursor, entry in gaps:
             self.entries.produce(
@@ -392,7 +396,7 @@ class Copier:
         self.error = f"reading {msg.topic()}[{msg.partition()}]: {err.str()}"
 
     def new_producer(self) -> Producer:
-        """The task's writer: idempotent with the gap-less guarantee, so a record that fails
+        """The copier's writer: idempotent with the gap-less guarantee, so a record that fails
         makes the producer fail instead of writing the records after it."""
         self.producer = Producer(
             {
@@ -417,11 +421,9 @@ class Copier:
         writing) when that takes too long or the control channel goes quiet meanwhile."""
         deadline = time.monotonic() + timeout
         while self.producer is not None and self.producer.flush(0.5) > 0:
-            # Ask before judging the silence: a task that was busy elsewhere is not cut off.
-            if not self.ended:
-                self.control(time.monotonic())
-            self.beat()
-            if time.monotonic() - self.last_contact > CONTACT_S:
+            if time.monotonic() >= self.next_report:
+                self.refresh_report()
+            if not self.slot.in_touch():
                 raise Fenced("the control channel went quiet while records were in flight")
             if time.monotonic() > deadline:
                 raise Fenced(f"records were still undelivered after {timeout:.0f} s")
@@ -431,12 +433,12 @@ class Copier:
         """Stop writing: drop queued records, give up the producer, and start every partition
         again from the destination after a pause."""
         self.resets += 1
-        self.error = why.splitlines()[0]
+        self.error = _first_line(why)
         log.warning(
-            "Task %d of link %s: %s; restarting its partitions", self.slot, self.link_id, self.error
+            "Link %s, slot %d: %s; restarting its partitions", self.link_id, self.number, self.error
         )
         if self.resets > MAX_RESETS:
-            raise RuntimeError(f"task {self.slot} failed {MAX_RESETS} times in a row: {why}")
+            raise RuntimeError(f"failed {MAX_RESETS} times in a row: {self.error}")
         self.discard_producer()
         if self.cursors:
             self.consumer.incremental_unassign(
@@ -455,58 +457,62 @@ class Copier:
         self.producer = None
 
     def finish(self) -> None:
-        """The epoch ended: deliver what is queued, then say this task writes no more."""
+        """Stopped, or the slot's epoch ended: deliver what is queued, then write no more."""
         try:
             self.drain()
         except (Fenced, KafkaException) as exc:
             log.warning(
-                "Task %d of link %s ended with records undelivered: %s",
-                self.slot,
+                "Link %s, slot %d ended with records undelivered: %s",
                 self.link_id,
+                self.number,
                 exc,
             )
             self.discard_producer()
-        with contextlib.suppress(redis.RedisError):  # else it expires by itself
-            self.redis.delete(control.task_key(self.link_id, self.epoch, self.slot))
+        self.cursors.clear()
 
     def close(self) -> None:
-        self.consumer.close()
+        self.cursors.clear()
         self.discard_producer()
+        self.consumer.close()
+        if self.entries is not None:
+            self.entries.flush(5)
+            self.entries = None
 
     # --- reporting ----------------------------------------------------------------------------
 
-    def beat(self) -> None:
-        self.next_beat = time.monotonic() + BEAT_S
-        tps = [TopicPartition(c.source, c.partition) for c in self.cursors.values()]
-        positions = {(tp.topic, tp.partition): tp.offset for tp in self.consumer.position(tps)}
+    def refresh_report(self) -> None:
+        self.next_report = time.monotonic() + REPORT_S
+        self.report = self.reported()
+
+    def reported(self) -> dict:
+        """What the slot reports of this copier (built in the copier's thread, which alone
+        changes its cursors)."""
         partitions = {}
-        for key, c in self.cursors.items():
-            last = c.runs.last()
-            partitions[f"{c.partition}/{c.mirror}"] = {
-                "run": [last.source, last.destination],
-                "translated": c.runs.translated,
-                "next_source": c.next_source,
-                "read_upto": max(positions.get(key, -1), c.next_source),
-            }
-        report = {
-            "epoch": self.epoch,
-            "slot": self.slot,
-            "pid": os.getpid(),
+        cursors = list(self.cursors.items())
+        if cursors:
+            tps = [TopicPartition(c.source, c.partition) for _, c in cursors]
+            positions = {(tp.topic, tp.partition): tp.offset for tp in self.consumer.position(tps)}
+            for key, c in cursors:
+                last = c.runs.last()
+                partitions[f"{c.partition}/{c.mirror}"] = {
+                    "run": [last.source, last.destination],
+                    "translated": c.runs.translated,
+                    "next_source": c.next_source,
+                    "read_upto": max(positions.get(key, -1), c.next_source),
+                }
+        return {
+            "slot": self.number,
+            "run": self.run_id,
             "version": self.version,
-            "state": "copying" if self.cursors else "waiting",
-            "error": self.error,
+            "state": "failed" if self.failure else "copying" if self.cursors else "waiting",
+            "error": self.failure or self.error,
             "records": self.counters.records,
             "bytes": self.counters.bytes,
             "last_write_ms": self.counters.last_write_ms,
+            "queued": len(self.producer) if self.producer is not None else 0,
             "partitions": partitions,
         }
-        sent = time.monotonic()
-        try:
-            self.redis.set(
-                control.task_key(self.link_id, self.epoch, self.slot),
-                json.dumps(report),
-                px=BEAT_TTL_MS,
-            )
-        except redis.RedisError:
-            return
-        self.last_contact = max(self.last_contact, sent)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""

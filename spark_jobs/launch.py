@@ -1,4 +1,4 @@
-"""How a link's application is started: the spark-submit command line and its environment."""
+"""How the engine is started: the spark-submit command line and its environment."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from . import control
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The driver's JVM only schedules one long job: a small heap to start with and the serial
+# The driver's JVM only schedules a few long jobs: a small heap to start with and the serial
 # collector keep it to a fraction of the memory the JVM's defaults would take.
 DRIVER_JAVA_OPTIONS = "-Xms32m -XX:+UseSerialGC"
 
@@ -42,7 +42,7 @@ def _needs_shared_secret(master: str) -> bool:
 
 
 def security_conf(master: str) -> dict[str, str]:
-    """The Spark settings that keep a link's application from listening to strangers."""
+    """The Spark settings that keep the engine from listening to strangers."""
     if is_local(master):
         # Everything runs in the driver's JVM: nothing needs to reach it from elsewhere, so it
         # listens on loopback only (its RPC endpoint and block manager both bind there), and
@@ -77,7 +77,7 @@ def code_files() -> list[Path]:
 
 
 def _code_archive(where: Path) -> Path:
-    """The stream's own code, for executors that do not share this machine's files."""
+    """The engine's own code, for executors that do not share this machine's files."""
     archive = where / "isthmus-stream.zip"
     sources = code_files()
     if not _current(archive, sources):
@@ -111,9 +111,9 @@ def submit_command(
     """The spark-submit command for `spec` and its environment; `conf` adds Spark settings
     after the launcher's own, so they win (spark.pyspark.python for executors, say).
 
-    The spec holds the clusters' credentials, so it travels in the environment of the process
-    (readable only by its user), never on the command line; `auth_secret`, the secret a
-    standalone cluster shares, in a file only its user may read. Raises LaunchRefused on a
+    The spec holds the key that opens the links' credentials, so it travels in the environment
+    of the process (readable only by its user), never on the command line; `auth_secret`, the
+    secret a standalone cluster shares, in a file only its user may read. Raises LaunchRefused on a
     master that needs that secret when there is none.
     """
     work = Path(spec["work_dir"])
@@ -136,7 +136,7 @@ def submit_command(
         "--master",
         master,
         "--name",
-        f"isthmus-link-{spec['link_name']}",
+        "isthmus-engine",
         "--driver-memory",
         driver_memory,
         "--py-files",
@@ -153,7 +153,7 @@ def submit_command(
             for key, value in {**security_conf(master), **(conf or {})}.items()
             for arg in ("--conf", f"{key}={value}")
         ),
-        str(ROOT / "spark_jobs" / "link_stream.py"),
+        str(ROOT / "spark_jobs" / "engine.py"),
     ]
     env = {
         **os.environ,

@@ -1,14 +1,14 @@
-"""The link application's decisions, as pure functions of what it knows: which partitions the
-copier tasks should hold and where, which mirror-set generation they have all taken up, how
-far the mirror topics must grow, and what the heartbeat reports. `link_stream.LinkApplication`
-reads Redis and the clusters, calls these, and writes the results back."""
+"""A link's decisions in the engine, as pure functions of what it knows: which partitions the
+slots should hold and where, which mirror-set generation they have all taken up, how far the
+mirror topics must grow, and what the heartbeat reports. `link_runner.LinkRunner` reads Redis
+and the clusters, calls these, and writes the results back."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
 Ident = tuple[str, str, int]  # a mirror partition: (mirror topic, its topic id, partition)
-Holdings = list[dict[Ident, dict]]  # per task slot: the partitions it holds, with their entries
+Holdings = list[dict[Ident, dict]]  # per slot: the partitions it holds, with their entries
 
 
 def wanted_partitions(
@@ -21,23 +21,29 @@ def wanted_partitions(
 
 
 def not_held(assigned: Holdings, wanted: set[Ident]) -> list[Ident]:
-    """The wanted partitions no task holds yet, in a stable order."""
+    """The wanted partitions no slot holds yet, in a stable order."""
     held = {ident for slot in assigned for ident in slot}
     return sorted(wanted - held)
 
 
 def assign(
-    assigned: Holdings, home: Mapping[Ident, int], wanted: set[Ident], added: Mapping[Ident, dict]
+    assigned: Holdings,
+    home: Mapping[Ident, int],
+    wanted: set[Ident],
+    added: Mapping[Ident, dict],
+    others: list[int] | None = None,
 ) -> tuple[Holdings, dict[Ident, int]]:
-    """The tasks' new holdings, and each partition's slot in this epoch: a held partition that
-    is still wanted stays where it is, one no longer wanted goes, and each `added` one goes back
-    to the slot that had it earlier in the epoch, else to the slot holding fewest."""
+    """The slots' new holdings, and each partition's slot: a held partition that is still
+    wanted stays where it is, one no longer wanted goes, and each `added` one goes back to the
+    slot that had it before (so it is never in two slots at once), else to the slot holding
+    fewest, counting the partitions of other links each slot holds (`others`)."""
     slots = [{i: entry for i, entry in held.items() if i in wanted} for held in assigned]
+    others = others or [0] * len(slots)
     homes = dict(home)
     for ident, entry in added.items():
         slot = homes.get(ident)
         if slot is None:
-            slot = min(range(len(slots)), key=lambda s: len(slots[s]))
+            slot = min(range(len(slots)), key=lambda s: (others[s] + len(slots[s]), s))
         homes[ident] = slot
         slots[slot][ident] = entry
     return slots, homes
@@ -46,9 +52,10 @@ def assign(
 def acknowledged(
     pending: list[tuple[int, int]], reports: list[dict | None], version: int, acked: int
 ) -> tuple[int, list[tuple[int, int]]]:
-    """The generation no task writes outside of any more, and the (generation, version) plans
-    still waiting: a plan is taken up once every reporting task applied its version (a task not
-    reporting has not started yet, and will take up the latest, or has stopped)."""
+    """The generation no copier writes outside of any more, and the (generation, version) plans
+    still waiting: a plan is taken up once every reporting copier applied its version (a slot
+    with no copier of the link has not started one yet, and will take up the latest, or its
+    copier has stopped)."""
     applied = min((r["version"] for r in reports if r is not None), default=version)
     done = [generation for generation, v in pending if v <= applied]
     return max([acked, *done]), [(g, v) for g, v in pending if v > applied]
@@ -79,15 +86,15 @@ def mirror_progress(
     high_watermarks: Mapping[tuple[str, int], int],
     mirrors: Mapping[str, str],
 ) -> tuple[dict, bool, int, list[str]]:
-    """From the tasks' reports: per mirror partition its offset run, whether offsets are
+    """From the copiers' reports: per mirror partition its offset run, whether offsets are
     translated, the source's high watermark at the last fetch and how far the source was read;
-    whether any partition is behind its source; the last write; the tasks' errors."""
+    whether any partition is behind its source; the last write; the copiers' errors."""
     progress: dict[str, dict[str, dict]] = {}
     behind, last_write, errors = False, 0, []
     for report in filter(None, reports):
         last_write = max(last_write, report["last_write_ms"])
         if report["error"]:
-            errors.append(f"task {report['slot']}: {report['error']}")
+            errors.append(f"slot {report['slot']}: {report['error']}")
         for where, p in report["partitions"].items():
             partition, mirror = where.split("/", 1)
             source_hw = high_watermarks.get((mirrors.get(mirror), int(partition)), -1)

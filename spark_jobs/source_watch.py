@@ -22,7 +22,7 @@ SILENT_S = 10.0
 
 class SourceWatch:
     def __init__(self, config: dict[str, str], timeout: float = 15.0):
-        self._admin = KafkaAdmin(config, timeout=timeout)
+        self.admin = KafkaAdmin(config, timeout=timeout)
         self._lock = threading.Lock()
         self._wanted: tuple[list[str], list[tuple[str, int]]] = ([], [])
         self._asked = threading.Event()
@@ -62,8 +62,8 @@ class SourceWatch:
             topics, partitions = self._wanted
         try:
             # A source topic deleted meanwhile is left out, and its partitions with it.
-            counts = {t: info.partitions for t, info in self._admin.describe_topics(topics).items()}
-            watermarks = self._admin.offsets([(t, p) for t, p in partitions if t in counts])
+            counts = {t: info.partitions for t, info in self.admin.describe_topics(topics).items()}
+            watermarks = self.admin.offsets([(t, p) for t, p in partitions if t in counts])
         except KafkaAdminError as exc:
             self.error = str(exc)
             return
@@ -75,6 +75,8 @@ class SourceWatch:
     def problem(self) -> str:
         """What is wrong with the source, as the heartbeat says it ("" when nothing)."""
         silent = time.monotonic() - self._answered
-        if self.error or silent < SILENT_S:
-            return self.error
+        if self.error:
+            return f"the source cluster does not answer as it should: {self.error}"
+        if silent < SILENT_S:
+            return ""
         return f"the source cluster has not answered for {silent:.0f} s"

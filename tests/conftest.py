@@ -293,12 +293,29 @@ def make_link(registered_clusters, topic_name):
     made += ClusterLink.objects.exclude(pk__in=known)
     for link in made:
         streams.stop(link)  # first, so no stream writes a mirror while it is deleted
-        shutil.rmtree(streams.folder(str(link.link_id)), ignore_errors=True)
     # The mirrors of the links it made (not those of a module's committed link beside it).
     mirrors = MirrorTopic.objects.filter(link__in=[link.pk for link in made])
     named = {*mirrors.values_list("mirror_topic", flat=True)}
     named |= {*leftovers.topics(kafka.DESTINATION, lambda name: topic_name in name)}
     leftovers.delete_topics(kafka.DESTINATION, named)
+
+
+@pytest.fixture
+def own_engine(monkeypatch):
+    """An engine of the test's own, apart from the session's: for a test that runs the engine
+    with settings of its own, or a stand-in process as the engine. The session's Celery worker
+    never sees its links (uncommitted): they run on this engine alone. Stopped and removed
+    afterwards."""
+    from replication import redis_channel, streams
+    from spark_jobs import control
+
+    owner = f"{streams._owner()}-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(streams, "_owner", lambda: owner)
+    yield streams.engine_id()
+    streams.stop_engine()
+    r = redis_channel.client()
+    r.delete(*r.keys(control.engine_pattern(streams.engine_id())), streams._seen_key())
+    shutil.rmtree(streams.engine_folder(), ignore_errors=True)
 
 
 @pytest.fixture

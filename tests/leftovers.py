@@ -7,8 +7,9 @@ clusters and Redis, so a session removes only what it provably made:
   `itest-<start time, 8 hex digits><4 random hex digits>` (`unique_name`, the `topic_name`
   fixture); a mirror takes its source topic's name (with a link's prefix at most), so it
   carries the marker too, and so do ACLs on such topics;
-- the links it saves are noted in its `Ledger`: their streams' folders (var/streams/<link id>),
-  processes and Redis keys carry the link id;
+- the links it saves are noted in its `Ledger`: their Redis keys carry the link id; its console
+  (its test database) has an engine of its own, whose folder (var/streams/engine-<id>),
+  processes and Redis keys carry the engine's id;
 - Celery keys new in the tests' own Redis database (ISTHMUS_TEST_REDIS_DB) are its worker's, and
   processes other than pytest on that database (workers, their beats, gunicorns) are its own.
 
@@ -162,16 +163,18 @@ class Ledger:
     def owned(self, name: str) -> bool:
         return self.mark in name or any(link in name for link in self.links)
 
+    @property
+    def engine(self) -> str:
+        from replication import streams
+
+        return streams.engine_id(self.test_database)
+
     def stream_folders(self) -> list[Path]:
-        """The stream folders of the session's links, and any other the tests' database owns
-        (a killed earlier run on the same test database: two runs cannot share one)."""
-        root = settings.STREAM_DIR
-        found = [root / link for link in self.links if (root / link).exists()]
-        for folder in root.iterdir() if root.exists() else []:
-            with contextlib.suppress(OSError):
-                if folder not in found and (folder / "owner").read_text() == self.test_database:
-                    found.append(folder)
-        return sorted(found)
+        """The folder of the tests' console's engine."""
+        from replication import streams
+
+        folder = streams.engine_folder(self.test_database)
+        return [folder] if folder.exists() else []
 
     def redis_keys(self, owned: Owned) -> list[tuple[str, bytes]]:
         patterns = [f"isthmus:stream:{link}:*" for link in self.links] + ["*itest-*"]
@@ -186,8 +189,11 @@ class Ledger:
                     for key in client.scan_iter(match=pattern, count=1000)
                     if owned(key.decode(errors="replace"))
                 ]
-            if owned == self.owned and client.exists(seen):
-                found.append((url, seen))
+            if owned == self.owned:  # the session's own console's keys
+                engine = f"isthmus:engine:{self.engine}:*"
+                found += [(url, key) for key in client.scan_iter(match=engine, count=1000)]
+                if client.exists(seen):
+                    found.append((url, seen))
         return sorted(set(found))
 
     def claim_test_redis(self) -> None:
@@ -225,8 +231,8 @@ class Ledger:
         return found
 
     def processes(self) -> list[psutil.Process]:
-        """Live processes of the session's links' streams (Spark's included)."""
-        wanted = [f"streams/{link}" for link in self.links]
+        """Live processes of the session's engine (Spark's included)."""
+        wanted = [f"streams/engine-{self.engine}/"]
         found = []
         for proc in psutil.process_iter(["pid", "cmdline"]):
             line = " ".join(proc.info["cmdline"] or [])
@@ -242,12 +248,11 @@ def describe(proc: psutil.Process) -> str:
 
 
 def stop_streams(ledger: Ledger, folders: Iterable[Path]) -> None:
-    """Stop the session's links' streams: through their pid files, then any still running
-    without one (restarted by the worker's supervisor just before a fixture removed its
-    folder, say), each with every process of its session (Spark's Python driver and workers)."""
+    """Stop the session's engine: through its pid file, then anything of it still running
+    without one, each with every process of its session (Spark's Python driver and workers)."""
     for folder in folders:
-        processes.stop(folder / "stream.pid", timeout=15)
-    # A stream runs in a session of its own; never this one (the tests' own processes).
+        processes.stop(folder / "engine.pid", timeout=15)
+    # The engine runs in a session of its own; never this one (the tests' own processes).
     sessions = {_session_of(proc.pid) for proc in ledger.processes()} - {None, os.getsid(0)}
     _stop([p for p in psutil.process_iter() if _session_of(p.pid) in sessions])
 

@@ -203,8 +203,10 @@ def _follow_source(
             f"Source topic {mirror.source_topic!r} has {info.partitions} partitions, fewer "
             f"than the mirror's {mirror_partitions}; partitions cannot be removed.",
         )
-    elif info.partitions > mirror_partitions:
-        mirrors.grow_mirror(mirror, destination, info.partitions)
+    elif info.partitions > min(mirror.num_partitions, mirror_partitions):
+        # The engine grows a mirror topic as soon as it sees its source grow: then only the
+        # mirror's record follows.
+        mirrors.grow_mirror(mirror, destination, info.partitions, mirror_partitions)
 
 
 def _keep_read_only(mirror: MirrorTopic, destination: KafkaAdmin) -> None:

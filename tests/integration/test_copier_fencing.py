@@ -1,7 +1,7 @@
-"""A copier task writes only while it hears from the control channel and its epoch is
-current: cut off from Redis it stops writing within seconds, and a new epoch stops it at once.
-The task runs here in a thread, against the real clusters and a real Redis reached through a
-proxy the test can cut."""
+"""A slot's copiers write only while the slot hears from the control channel and its epoch is
+current: cut off from Redis they stop writing within seconds, and a new epoch stops them at
+once. The slot runs here in a thread, against the real clusters and a real Redis reached
+through a proxy the test can cut."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from django.conf import settings
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from spark_jobs import control, copier
+from spark_jobs import control, copier, slot
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import assert_exact_copy, eventually
@@ -104,10 +104,13 @@ def _still_for(topic: str, seconds: float) -> bool:
     return _mirrored(topic) == before
 
 
+ENGINE_KEY = "UECpr9uA5BtOAGSecLL3H4q03YEpepKthZDNXhE0uSg="  # a Fernet key for the test
+
+
 @pytest.fixture
 def fenced_task(make_topic):
-    """A copier task of a one-mirror link, its Redis reached through a proxy; the test plays
-    the driver by writing the epoch and the assignment."""
+    """A slot running a copier of a one-mirror link, its Redis reached through a proxy; the
+    test plays the engine's driver by writing the epoch, the link and its assignment."""
     topic = leftovers.unique_name("fencing")
     for node in (kafka.SOURCE, kafka.DESTINATION):
         make_topic(node, topic, partitions=2)
@@ -115,22 +118,25 @@ def fenced_task(make_topic):
     host = r.connection_pool.connection_kwargs["host"]
     proxy = Proxy(host, r.connection_pool.connection_kwargs["port"])
     proxy.start()
-    link_id, epoch = leftovers.unique_name("fencing"), "e1"
+    engine, link_id, epoch = leftovers.unique_name("fencing"), "link-1", "e1"
     db = r.connection_pool.connection_kwargs.get("db", 0)
     spec = {
         "link_id": link_id,
-        "redis_url": f"redis://127.0.0.1:{proxy.port}/{db}",
+        "link_name": "fencing",
         "source": {"bootstrap.servers": kafka.SOURCE.bootstrap},
         "destination": {"bootstrap.servers": kafka.DESTINATION.bootstrap},
     }
     topic_id = KafkaAdmin(admin_config(kafka.DESTINATION)).describe_topic(topic).topic_id
-    r.set(control.epoch_key(link_id), epoch)
-    r.set(
-        control.assignment_key(link_id, 0),
+    r.hset(control.links_key(engine), link_id, control.seal(ENGINE_KEY, spec))
+    r.set(control.slot_epoch_key(engine, 0), epoch)
+    r.hset(
+        control.slot_assignment_key(engine, 0),
+        link_id,
         json.dumps(
             {
                 "epoch": epoch,
                 "version": 1,
+                "digest": control.digest(ENGINE_KEY, spec),
                 "partitions": [
                     {
                         "mirror": topic,
@@ -144,30 +150,47 @@ def fenced_task(make_topic):
             }
         ),
     )
-    task = threading.Thread(target=copier.Copier(spec, epoch, 0).run, daemon=True)
+    task_spec = {
+        "engine": engine,
+        "key": ENGINE_KEY,
+        "redis_url": f"redis://127.0.0.1:{proxy.port}/{db}",
+    }
+    task = threading.Thread(target=slot.SlotTask(task_spec, 0, epoch).run, daemon=True)
     source = Source(topic)
     task.start()
     source.start()
     yield type(
         "Fenced",
         (),
-        dict(topic=topic, proxy=proxy, task=task, source=source, r=r, link_id=link_id, epoch=epoch),
+        dict(topic=topic, proxy=proxy, task=task, source=source, r=r, engine=engine, epoch=epoch),
     )
     source.done.set()
-    r.set(control.epoch_key(link_id), "ended")
+    r.set(control.slot_epoch_key(engine, 0), "ended")
     task.join(30)
-    r.delete(*r.keys(f"isthmus:stream:{link_id}:*") or ["none"])
+    r.delete(*r.keys(control.engine_pattern(engine)) or ["none"])
 
 
-def test_a_task_cut_off_from_the_control_channel_stops_writing_and_resumes_exactly(fenced_task):
+class AlwaysInTouch:
+    """A slot that never loses the control channel: the copier alone is under test."""
+
+    ended = False
+
+    def in_touch(self) -> bool:
+        return True
+
+    def report_soon(self) -> None:
+        pass
+
+
+def test_a_slot_cut_off_from_the_control_channel_stops_writing_and_resumes_exactly(fenced_task):
     f = fenced_task
     eventually(lambda: _mirrored(f.topic) >= 1000, 30, "the task copying")
 
     f.proxy.cut()
     time.sleep(copier.CONTACT_S + 1)  # it stops writing within CONTACT_S of its last contact
     assert _still_for(f.topic, 4), "the task wrote while cut off from the control channel"
-    beat = f.r.pttl(control.task_key(f.link_id, f.epoch, 0))
-    assert beat == -2, "the task's heartbeat outlived its silence"  # the new epoch may start
+    beat = f.r.pttl(control.slot_report_key(f.engine, 0, f.epoch))
+    assert beat == -2, "the slot's report outlived its silence"  # the new epoch may start
 
     f.proxy.mend()
     time.sleep(3)
@@ -178,18 +201,18 @@ def test_a_task_cut_off_from_the_control_channel_stops_writing_and_resumes_exact
     assert len(assert_exact_copy(f.topic, f.topic)) == f.source.written
 
 
-def test_a_new_epoch_stops_the_task_at_once_and_it_says_so(fenced_task):
+def test_a_new_epoch_stops_the_slot_at_once_and_it_says_so(fenced_task):
     f = fenced_task
     eventually(lambda: _mirrored(f.topic) >= 1000, 30, "the task copying")
 
-    f.r.set(control.epoch_key(f.link_id), "e2")
+    f.r.set(control.slot_epoch_key(f.engine, 0), "e2")
     f.task.join(5)
-    assert not f.task.is_alive(), "the task went on after its epoch ended"
-    assert not f.r.exists(control.task_key(f.link_id, f.epoch, 0)), "its heartbeat stayed"
+    assert not f.task.is_alive(), "the slot went on after its epoch ended"
+    assert not f.r.exists(control.slot_report_key(f.engine, 0, f.epoch)), "its report stayed"
     assert _still_for(f.topic, 2), "the task wrote after its epoch ended"
 
 
-def test_a_task_that_finds_another_writer_on_its_partition_stops_instead_of_writing_on(
+def test_a_copier_that_finds_another_writer_on_its_partition_stops_instead_of_writing_on(
     make_topic,
 ):
     topic = leftovers.unique_name("fencing")
@@ -203,11 +226,10 @@ def test_a_task_that_finds_another_writer_on_its_partition_stops_instead_of_writ
     task = copier.Copier(
         {
             "link_id": leftovers.unique_name("fencing"),
-            "redis_url": settings.REDIS_URL,
             "source": {"bootstrap.servers": kafka.SOURCE.bootstrap},
             "destination": {"bootstrap.servers": kafka.DESTINATION.bootstrap},
         },
-        "e1",
+        AlwaysInTouch(),
         0,
     )
     try:

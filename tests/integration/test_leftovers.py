@@ -11,13 +11,13 @@ import psutil
 import pytest
 import redis
 from confluent_kafka import Consumer, Producer
-from django.conf import settings
 
 from devstack import kafka
 from infra import processes
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import read_only
+from replication import read_only, streams
+from spark_jobs import control
 from tests import leftovers
 from tests.conftest import TEST_REDIS_URL, admin_config
 
@@ -63,7 +63,7 @@ def _things(node: kafka.KafkaNode, ledger: leftovers.Ledger, names: set[str]) ->
 
 def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack, tmp_path):
     """A session of its own (a marker and a link of its own) makes a topic on each cluster, a
-    read-only mirror's ACLs, a consumer group, Redis keys and a running stream; beside them
+    read-only mirror's ACLs, a consumer group, Redis keys and a running engine; beside them
     stand things it did not make, named alike: a user's `test-…` topic and group, and another
     session's marked topic. The sweep removes the first and leaves the others."""
     session = leftovers.Ledger(
@@ -81,7 +81,8 @@ def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack, tmp_pa
     names = {ours, users, others, f"{ours}-group", f"{users}-group", f"{others}-group"}
     r = redis.Redis.from_url(TEST_REDIS_URL)
     other_link_key = f"isthmus:stream:{uuid.uuid4()}:mirrors"
-    folder = settings.STREAM_DIR / link
+    folder = streams.engine_folder(session.test_database)
+    engine_key = control.links_key(session.engine)
     try:
         for node in kafka.NODES:
             admin = KafkaAdmin(admin_config(node), timeout=30)
@@ -96,17 +97,18 @@ def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack, tmp_pa
         for topic in (ours, users, others):
             _commit_a_group(kafka.SOURCE, topic, f"{topic}-group")
         r.set(f"isthmus:stream:{link}:mirrors", "{}")
+        r.hset(engine_key, link, "{}")
         r.set(other_link_key, "{}")
         folder.mkdir(parents=True)
         stream = processes.start(
             ["sleep", "300"],
-            pidfile=folder / "stream.pid",
-            logfile=folder / "stream.log",
+            pidfile=folder / "engine.pid",
+            logfile=folder / "engine.log",
             env={},
             cwd=folder,
         )
-        # A stream of the link running without its pid file (restarted just before a fixture
-        # removed its folder): found by its command line, stopped with its whole session.
+        # A process of the engine running without its pid file (restarted just before a
+        # fixture removed its folder): found by its command line, stopped with its session.
         stray = processes.start(
             ["sh", "-c", "sleep 300 & wait", f"{folder}/isthmus-stream.zip"],
             pidfile=tmp_path / "stray.pid",
@@ -137,7 +139,7 @@ def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack, tmp_pa
             assert not {f"topic {ours}", f"ACL {ours}", f"group {ours}-group"} & kept[node.name]
         assert {f"ACL {users}", f"ACL {others}"} <= kept["destination"]
         assert {f"group {users}-group", f"group {others}-group"} <= kept["source"]
-        assert r.exists(other_link_key)
+        assert r.exists(other_link_key) and not r.exists(engine_key)
     finally:
         # The stand-ins go too (the user's has no marker: only this test knows it).
         leftovers.sweep(session)

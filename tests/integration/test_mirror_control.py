@@ -91,14 +91,14 @@ def _until(check, timeout: float, what: str) -> float:
 
 
 def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors_keep_copying(
-    django_db_blocker,
+    devstack, django_db_blocker
 ):
     busy, added = _topic(4), _topic(2)
     busy_writer, added_writer = Writer(busy, 2000), Writer(added, 500)
     with committed_link(django_db_blocker, [busy, added]) as link:
         busy_mirror = create_mirror(ACTOR, link, busy)
         run_until_copied(link, [busy_mirror])  # the application runs
-        epoch = control.read_json(client(), control.heartbeat_key(str(link.link_id)))["epoch"]
+        epoch = control.read_json(client(), control.heartbeat_key(str(link.link_id)))["epochs"]
         busy_writer.start()
         watcher = Watcher(busy, 4)
         watcher.start()
@@ -132,7 +132,7 @@ def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors
 
         # The same job took both changes: a relaunch would have waited CLAIM_WAIT_S (4.5 s)
         # for the old tasks before copying anything. The bounds leave room for a busy machine.
-        assert heartbeat["epoch"] == epoch, "the application relaunched its job for the change"
+        assert heartbeat["epochs"] == epoch, "the application relaunched its job for the change"
         assert first_record < 4, f"the new mirror's first record came after {first_record:.1f} s"
         assert stopped < 4, f"the paused mirror was let go after {stopped:.1f} s"
         assert still == held, "a paused mirror was written after the application let go of it"

@@ -138,14 +138,14 @@ def test_it_refuses_a_lagging_promote_then_stops_the_writer_before_the_topic_is_
 
 
 def test_a_stop_the_stream_does_not_acknowledge_leaves_the_mirror_read_only_as_it_was(
-    db, make_link, make_topic, topic_name, users, tmp_path
+    db, own_engine, make_link, make_topic, topic_name, users, tmp_path
 ):
     make_topic(kafka.SOURCE, topic_name, partitions=1)
     link = make_link()
     mirror = create_mirror(_admin(users), link, topic_name)
     pause_mirror(_admin(users), mirror)
-    # A "stream" that runs but never reports: it could still be writing.
-    pidfile = streams.folder(str(link.link_id)) / "stream.pid"
+    # An "engine" that runs but never reports: it could still be writing.
+    pidfile = streams._pidfile()
     processes.start(
         ["sleep", "300"], pidfile=pidfile, logfile=tmp_path / "log", env={}, cwd=tmp_path
     )

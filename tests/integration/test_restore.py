@@ -225,11 +225,11 @@ def test_kill_9_of_the_worker_in_each_restore_step_and_of_the_stream_after_ends_
     assert sorted(int(r.key) for r in quarantined) == list(range(records, records + 50))  # once
     assert holding not in source.list_topic_names()
 
-    # The restored mirror's stream (started by the worker's beat) killed mid-way through the
+    # The engine (started by the worker's beat) killed mid-way through the restored mirror's
     # delta: the next one goes on exactly.
     def copying_delta():
         held = sum(source.end_offsets(topic_name, 2).values())
-        running = read_pidfile(streams.folder(str(peer.link_id)) / "stream.pid")
+        running = read_pidfile(streams._pidfile())
         return running if records < held < records + delta else None
 
     running = wait_for(copying_delta, 240, 0.05)

@@ -1,4 +1,4 @@
-"""A link's application listens to no stranger (issue 23: nothing listens beyond what it must).
+"""The engine listens to no stranger (issue 23: nothing listens beyond what it must).
 In local mode its driver's RPC endpoint, block manager and Python workers are on loopback only;
 on a standalone cluster it is refused without the cluster's shared secret. (The standalone
 cluster with authentication on is tests/integration/test_spark_standalone.py.)"""
@@ -19,7 +19,7 @@ from replication.mirrors import create_mirror
 from replication.models import ClusterLink
 from tests import leftovers
 from tests.conftest import admin_config
-from tests.mirror_checks import ACTOR, committed_link, run_until_copied
+from tests.mirror_checks import ACTOR, run_until_copied
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -56,30 +56,30 @@ def _loopback(address: str) -> bool:
     return (mapped or ip).is_loopback
 
 
-def test_a_local_link_application_listens_on_loopback_only(django_db_blocker, settings):
+def test_a_local_engine_listens_on_loopback_only(own_engine, make_link, settings):
     settings.SPARK_MASTER = "local[2]"
     topic = _topic_with_records()
-    with committed_link(django_db_blocker, [topic]) as link:
-        # Copied: the driver's context, its block manager and the copiers' Python workers
-        # are all up, so every socket the application will open is open.
-        run_until_copied(link, [create_mirror(ACTOR, link, topic)], timeout=120)
-        pid = streams.status(link).pid
-        assert pid, streams.status(link)
-        listening = _listening(pid)
-        assert any(name == "java" for _, _, name in listening), listening  # the driver's RPC
-        assert all(_loopback(address) for address, _, _ in listening), listening
+    link = make_link()
+    # Copied: the driver's context, its block manager and the copiers' Python workers are all
+    # up, so every socket the engine will open is open.
+    run_until_copied(link, [create_mirror(ACTOR, link, topic)], timeout=120)
+    pid = streams.status(link).pid
+    assert pid, streams.status(link)
+    listening = _listening(pid)
+    assert any(name == "java" for _, _, name in listening), listening  # the driver's RPC
+    assert all(_loopback(address) for address, _, _ in listening), listening
 
 
 def test_a_standalone_master_without_the_shared_secret_fails_the_link_saying_what_to_set(
-    django_db_blocker, settings
+    own_engine, make_link, settings
 ):
     settings.SPARK_MASTER = "spark://127.0.0.1:7077"
     settings.SPARK_AUTH_SECRET = ""
     topic = _topic_with_records()
-    with committed_link(django_db_blocker, [topic]) as link:
-        create_mirror(ACTOR, link, topic)
-        streams.supervise(link)
-        link.refresh_from_db()
-        assert link.state == ClusterLink.State.FAILED
-        assert "set ISTHMUS_SPARK_AUTH_SECRET" in link.error_message, link.error_message
-        assert streams.status(link).pid is None  # nothing was started
+    link = make_link()
+    create_mirror(ACTOR, link, topic)
+    streams.supervise(link)
+    link.refresh_from_db()
+    assert link.state == ClusterLink.State.FAILED
+    assert "set ISTHMUS_SPARK_AUTH_SECRET" in link.error_message, link.error_message
+    assert streams.status(link).pid is None  # nothing was started

@@ -1,5 +1,6 @@
-"""A link stream killed at any moment, or cut off by a broker restart, resumes exactly where
-each mirror partition stopped: the copy ends with every record once."""
+"""The engine killed at any moment (whole, its Python driver, or a slot's Python worker), or
+cut off by a broker restart, resumes exactly where each mirror partition stopped: the copy ends
+with every record once."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def _copied(topic: str, partitions: int = 4) -> int:
 
 
 def _stream(link):
-    return read_pidfile(streams.folder(str(link.link_id)) / "stream.pid")
+    return read_pidfile(streams._pidfile())
 
 
 def _wait_for_more(link, topic: str, than: int, working: bool = False) -> int:
@@ -75,8 +76,8 @@ def quick_restarts(monkeypatch):
 
 
 def _targets(link) -> dict[str, list[psutil.Process]]:
-    """What can be killed in the link's running application: the whole of it (the JVM's
-    process group), its Python driver alone, or one copier task's Python worker."""
+    """What can be killed in the running engine: the whole of it (the JVM's process group),
+    its Python driver alone, or one slot's Python worker."""
     running = _stream(link)
     if running is None:
         return {}
@@ -85,10 +86,10 @@ def _targets(link) -> dict[str, list[psutil.Process]]:
     for child in jvm.children(recursive=True):
         with contextlib.suppress(psutil.Error):
             cmdline = " ".join(child.cmdline())
-            if "link_stream.py" in cmdline:
+            if "engine.py" in cmdline:
                 found["python driver"].append(child)
             elif "pyspark.daemon" in cmdline and child.parent().pid != jvm.pid:
-                found["task worker"].append(child)  # forked by the daemon: runs a task
+                found["task worker"].append(child)  # forked by the daemon: runs a slot
     return {what: procs for what, procs in found.items() if procs}
 
 

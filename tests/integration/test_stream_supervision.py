@@ -4,8 +4,6 @@ is paused."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 import uuid
 
@@ -13,11 +11,11 @@ import pytest
 from confluent_kafka import Producer
 
 from devstack import kafka
-from infra import processes
 from replication import audit, redis_channel, streams
 from replication.links import pause_link
 from replication.mirrors import create_mirror, describe_mirror, pause_mirror, resume_mirror
 from replication.models import ClusterLink, MirrorTopic
+from spark_jobs import control
 from tests.mirror_checks import assert_exact_copy, caught_up, eventually
 
 pytestmark = pytest.mark.integration
@@ -73,34 +71,16 @@ def test_the_beat_runs_the_stream_and_follows_pauses_without_touching_other_mirr
     eventually(lambda: streams.status(link).state == "STOPPED", 30, "stopping the stream")
 
 
-def test_a_stream_whose_link_is_gone_is_stopped_and_one_of_a_link_never_seen_is_left(
-    devstack, monkeypatch, tmp_path
-):
-    # An owner of this test's own, so the session's worker (another owner) leaves these alone.
-    owner = f"tests-{uuid.uuid4()}"
-    monkeypatch.setattr(streams, "_owner", lambda: owner)
+def test_a_link_that_is_gone_leaves_the_engine_and_one_never_seen_is_left(devstack, own_engine):
+    r = redis_channel.client()
     gone, unseen, kept = (str(uuid.uuid4()) for _ in range(3))
-    for link_id in (gone, unseen, kept):  # a stand-in process: only its pid file is supervised
-        streams.folder(link_id).mkdir(parents=True)
-        (streams.folder(link_id) / "owner").write_text(owner)
-        processes.start(
-            ["sleep", "600"],
-            pidfile=streams._pidfile(link_id),
-            logfile=streams.log_file(link_id),
-            env=dict(os.environ),
-            cwd=tmp_path,
-        )
+    for link_id in (gone, unseen, kept):
+        r.hset(control.links_key(own_engine), link_id, "{}")
 
-    def running() -> set[str]:
-        return {i for i in (gone, unseen, kept) if processes.read_pidfile(streams._pidfile(i))}
+    def published() -> set[str]:
+        return {link.decode() for link in r.hkeys(control.links_key(own_engine))}
 
-    try:
-        streams.stop_streams_of_deleted_links({gone, kept})  # a first round sees two links
-        assert running() == {gone, unseen, kept}
-        streams.stop_streams_of_deleted_links({kept})  # the next: `gone` was deleted
-        assert running() == {unseen, kept}  # `unseen`: not committed yet, or another console's
-    finally:
-        for link_id in (gone, unseen, kept):
-            processes.stop(streams._pidfile(link_id))
-            shutil.rmtree(streams.folder(link_id), ignore_errors=True)
-        redis_channel.client().delete(streams._seen_key())
+    streams.forget_deleted_links({gone, kept})  # a first round sees two links
+    assert published() == {gone, unseen, kept}
+    streams.forget_deleted_links({kept})  # the next: `gone` was deleted
+    assert published() == {unseen, kept}  # `unseen`: not committed yet

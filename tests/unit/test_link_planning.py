@@ -86,4 +86,4 @@ def test_progress_is_per_mirror_partition_with_the_sources_high_watermark():
     assert progress["m1"]["1"]["source_hw"] == 8
     assert behind is True  # partition 1 was read up to 7 of 8
     assert last_write == 9
-    assert errors == ["task 2: broker gone"]
+    assert errors == ["slot 2: broker gone"]

@@ -51,7 +51,7 @@ def test_the_launcher_passes_them_after_its_own_so_they_win(tmp_path):
         "spark.pyspark.python=./env/bin/python",  # spark-submit keeps the last value
         "spark.cores.max=2",
     ]
-    assert argv[-1].endswith("spark_jobs/link_stream.py")
+    assert argv[-1].endswith("spark_jobs/engine.py")
     assert argv[argv.index("--master") + 1] == "yarn"
     assert not any("secret-1" in arg for arg in argv)  # the spec travels in the environment
     # The code executors get: the stream's packages, zipped by the launcher.

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from devstack.stack import Stack, StackError
 from infra.processes import PortInUse
+from replication import streams
 
 
 class Command(BaseCommand):
@@ -22,6 +23,10 @@ class Command(BaseCommand):
             if action == "up":
                 stack.up(parts, echo=self.stdout.write)
             elif action == "down":
+                if not parts:  # the engine first: it writes to the clusters and Redis
+                    pid = streams.stop_engine()
+                    if pid is not None:
+                        self.stdout.write(f"stopped the engine (pid {pid})")
                 stack.down(parts, echo=self.stdout.write)
                 self.stdout.write("devstack is down.")
             elif action == "status":
@@ -39,5 +44,10 @@ class Command(BaseCommand):
         for row in rows:
             pid = str(row.pid) if row.pid else "-"
             self.stdout.write(f"{row.name:<12} {row.state:<10} {pid:>8}  {row.address}")
+        if not parts:
+            engine = streams.engine_status()
+            pid = str(engine.pid) if engine.pid else "-"
+            where = f"{engine.links} link(s), log {streams.log_file()}"
+            self.stdout.write(f"{'engine':<12} {engine.state.lower():<10} {pid:>8}  {where}")
         if any(row.state != "healthy" for row in rows):
             raise CommandError("Some parts are not healthy.")

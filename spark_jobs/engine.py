@@ -1,0 +1,376 @@
+"""The mirror engine: one long-running Spark application that copies the mirror topics of every
+link of the console, partition for partition and offset for offset. The console launches it
+once and keeps it:
+
+    ISTHMUS_ENGINE_SPEC='{...}' spark-submit --master local[*] spark_jobs/engine.py
+
+It runs a few *slots* (see `slot`; by default one per core Spark gives it), each a Spark job of
+one long-running task that copies partitions of any link. It follows the links the console
+publishes in Redis: each link gets a runner thread (`link_runner`) that hands its partitions to
+the slots and reports the link's progress; links come and go without a restart and without a
+pause of the others.
+
+Each slot's Spark job is an *epoch* of that slot. A slot's new epoch starts only once every task
+of its previous one is known to have stopped, so no mirror partition ever has two writers; a
+slot that fails is started again after a pause, while the other slots go on copying.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from functools import partial
+from pathlib import Path
+
+import redis
+
+if __package__ in (None, ""):  # run as a file by spark-submit: import the project's packages
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spark_jobs import control, copier, planning, slot
+from spark_jobs.link_runner import Destination, LinkRunner, one_line
+
+log = logging.getLogger("spark_jobs.engine")  # not __name__: run as __main__
+
+LOOP_S = 0.2
+BEAT_S = 1.0
+# A slot's new epoch starts writing no sooner than this after it was claimed: a task of the
+# old one that lost the control channel has stopped writing by then (CONTACT_S, plus margin).
+CLAIM_WAIT_S = copier.CONTACT_S + 1.5
+RELAUNCH_S = [1, 2, 4, 8, 15]  # pauses before relaunching a slot whose job failed
+HEALTHY_AFTER_S = 60  # a slot's job running this long forgives its earlier failures
+RATE_WINDOW_S = 10.0
+
+
+class SlotJob:
+    """The engine's side of a slot: its epoch and the Spark job that runs it."""
+
+    def __init__(self, number: int):
+        self.number = number
+        self.epoch = ""
+        self.claimed_at: float | None = None  # None: no epoch claimed for the next job yet
+        self.job: threading.Thread | None = None
+        self.job_error: BaseException | None = None
+        self.job_started = 0.0
+        self.failures = 0
+        self.retry_at = 0.0
+        self.error = ""
+        self.window: deque[tuple[float, int, int]] = deque()
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None and self.job.is_alive()
+
+
+class Engine:
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.id, self.key = spec["engine"], spec["key"]
+        self.pid = os.getpid()
+        self.redis = redis.Redis.from_url(
+            spec["redis_url"], socket_timeout=2, socket_connect_timeout=2
+        )
+        self.sc = None
+        self.slots: list[SlotJob] = []
+        self.reports: list[dict | None] = []
+        self.runners: dict[str, LinkRunner] = {}
+        self.destinations: dict[str, Destination] = {}
+        self.destinations_lock = threading.Lock()
+        self.stopping = False
+        self.started_ms = int(time.time() * 1000)
+        self.error = ""
+        self.next_beat = 0.0
+
+    # --- what runners ask -------------------------------------------------------------------
+
+    def slot_epochs(self) -> list[str]:
+        return [s.epoch if s.running else "" for s in self.slots]
+
+    def slot_reports(self) -> list[dict | None]:
+        return list(self.reports)
+
+    def slot_troubles(self) -> dict[int, str]:
+        """Why each slot that is not running now is restarting."""
+        return {s.number: s.error or "starting" for s in self.slots if not s.running}
+
+    def slots_settled(self) -> bool:
+        return all(s.running for s in self.slots)
+
+    def slot_loads(self, besides: str) -> list[int]:
+        loads = [0] * len(self.slots)
+        for link, runner in list(self.runners.items()):
+            if link != besides:
+                loads = [a + b for a, b in zip(loads, runner.holdings(), strict=True)]
+        return loads
+
+    def destination(self, config: dict[str, str]) -> Destination:
+        key = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+        with self.destinations_lock:
+            if key not in self.destinations:
+                self.destinations[key] = Destination(config)
+            return self.destinations[key]
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.publish_heartbeat("starting")
+        # The slots' epochs are claimed before Spark starts, so the wait for tasks of an
+        # earlier engine runs meanwhile; a guess of their number, set right below.
+        self.set_slots(int(self.spec.get("tasks") or os.cpu_count() or 1))
+        self.sc = spark_context()
+        cores = self.sc.defaultParallelism
+        count = max(1, int(self.spec.get("tasks") or cores))
+        if self.sc.master.startswith("local") and count > cores:
+            # Slots beyond the cores would wait forever for one, their partitions uncopied.
+            log.warning("%d slots asked, %d cores: running %d", count, cores, cores)
+            count = cores
+        self.set_slots(count)
+        log.info("The engine runs %d copier slot(s)", count)
+        while not self.stopping:
+            now = time.monotonic()
+            self.follow_links()
+            for s in self.slots:
+                self.tend(s, now)
+            if now >= self.next_beat:
+                self.keep_epochs()
+                self.read_reports()
+                self.publish_heartbeat("running")
+            time.sleep(LOOP_S)
+        self.shut_down()
+        self.publish_heartbeat("stopped")
+        return 0
+
+    def follow_links(self) -> None:
+        """Start a runner for each link published, stop those of links gone (or whose spec
+        changed: its new runner starts once the old one has left)."""
+        try:
+            published = self.redis.hgetall(control.links_key(self.id))
+        except redis.RedisError as exc:
+            self.error = f"Redis does not answer: {exc}"
+            return
+        wanted = {link.decode(): raw for link, raw in published.items()}
+        for link, runner in list(self.runners.items()):
+            if not runner.alive:
+                del self.runners[link]
+            elif link not in wanted or control.digest_of(wanted[link]) != runner.digest:
+                runner.stop()
+        for link, raw in wanted.items():
+            if link in self.runners:
+                continue
+            try:
+                spec = control.unseal(self.key, raw)
+            except control.Unsealed as exc:
+                self.error = str(exc)
+                continue
+            runner = LinkRunner(self, spec, control.digest_of(raw))
+            self.runners[link] = runner
+            runner.start()
+
+    # --- slots and their epochs -------------------------------------------------------------
+
+    def set_slots(self, count: int) -> None:
+        self.slots = self.slots[:count] + [SlotJob(n) for n in range(len(self.slots), count)]
+        self.reports = (self.reports + [None] * count)[:count]
+        for s in self.slots:
+            if not s.epoch:
+                self.claim(s)
+
+    def claim(self, s: SlotJob) -> None:
+        """Start a new epoch of the slot: from now on, every task of an earlier one stops.
+        Redis not answering: claimed at a later loop."""
+        epoch = uuid.uuid4().hex[:12]
+        try:
+            self.redis.set(control.slot_epoch_key(self.id, s.number), epoch)
+        except redis.RedisError as exc:
+            self.error = f"Redis does not answer: {exc}"
+            return
+        s.epoch, s.claimed_at = epoch, time.monotonic()
+
+    def tend(self, s: SlotJob, now: float) -> None:
+        """Relaunch a slot whose job ended, in a new epoch after a pause, once no task of an
+        earlier epoch can write."""
+        if s.running:
+            return
+        if s.job is not None:  # it failed, or its task was fenced off
+            error = s.job_error or RuntimeError("the copier slot's task ended")
+            s.failures = 1 if now - s.job_started > HEALTHY_AFTER_S else s.failures + 1
+            s.error = one_line(error)
+            log.warning("Slot %d failed (%d in a row): %s", s.number, s.failures, s.error)
+            if s.failures > len(RELAUNCH_S):
+                raise RuntimeError(f"copier slot {s.number} failed {s.failures} times: {s.error}")
+            s.job, s.claimed_at = None, None
+            s.retry_at = now + RELAUNCH_S[s.failures - 1]
+        if s.claimed_at is None:
+            if now < s.retry_at:
+                return
+            self.claim(s)
+        if (
+            s.claimed_at is not None
+            and now - s.claimed_at >= CLAIM_WAIT_S
+            and not self.older_tasks(s)
+        ):
+            self.launch(s)
+
+    def older_tasks(self, s: SlotJob) -> bool:
+        """Whether a task of an earlier epoch of the slot may still write: its report key is
+        there (it deletes it when it stops; it expires once it went silent)."""
+        try:
+            keys = self.redis.scan_iter(control.slot_report_pattern(self.id, s.number))
+            return any(not key.decode().endswith(f":{s.epoch}") for key in keys)
+        except redis.RedisError:
+            return True
+
+    def launch(self, s: SlotJob) -> None:
+        task_spec = {"engine": self.id, "key": self.key, "redis_url": self.spec["redis_url"]}
+        job = partial(slot.run_slots, spec=task_spec, epoch=s.epoch)
+        rdd = self.sc.parallelize([s.number], 1)
+        s.job_error, s.job_started = None, time.monotonic()
+
+        def run_job() -> None:
+            try:
+                self.sc.setJobGroup(s.epoch, f"copier slot {s.number}", interruptOnCancel=True)
+                rdd.foreachPartition(job)
+            except BaseException as exc:  # reported by the loop
+                s.job_error = exc
+
+        s.job = threading.Thread(target=run_job, name=f"slot-{s.number}", daemon=True)
+        s.job.start()
+        log.info("Slot %d: epoch %s started", s.number, s.epoch)
+
+    def keep_epochs(self) -> None:
+        """Write each slot's epoch again (Redis may have lost it), and stop if another engine
+        took a slot over."""
+        try:
+            current = self.redis.mget(
+                [control.slot_epoch_key(self.id, s.number) for s in self.slots]
+            )
+            pipe = self.redis.pipeline(transaction=False)
+            for s, epoch in zip(self.slots, current, strict=True):
+                if epoch is not None and epoch.decode() != s.epoch:
+                    raise RuntimeError("another engine took over; this one stops")
+                pipe.set(control.slot_epoch_key(self.id, s.number), s.epoch)
+            pipe.execute()
+        except redis.RedisError as exc:
+            self.error = f"Redis does not answer: {exc}"
+
+    def read_reports(self) -> None:
+        keys = [control.slot_report_key(self.id, s.number, s.epoch) for s in self.slots]
+        try:
+            self.reports = [json.loads(raw) if raw else None for raw in self.redis.mget(keys)]
+            self.error = ""
+        except redis.RedisError as exc:
+            self.error = f"Redis does not answer: {exc}"
+
+    def shut_down(self) -> None:
+        """Every link leaves (its copiers deliver what they hold), then every slot ends."""
+        for runner in self.runners.values():
+            runner.stop()
+        for runner in self.runners.values():
+            runner.thread.join(60)
+        for s in self.slots:
+            self.claim(s)  # no job runs this epoch: the old tasks see theirs ended
+        deadline = time.monotonic() + copier.DRAIN_S + 10
+        while any(s.running for s in self.slots) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if any(s.running for s in self.slots):
+            self.sc.cancelAllJobs()
+        for destination in self.destinations.values():
+            destination.close()
+
+    # --- reporting ----------------------------------------------------------------------------
+
+    def publish_heartbeat(self, state: str) -> None:
+        self.next_beat = time.monotonic() + BEAT_S
+        now = time.time()
+        slots = []
+        for s, report in zip(self.slots, self.reports, strict=True):
+            links = (report or {}).get("links", {})
+            records = sum(r["records"] for r in links.values())
+            size = sum(r["bytes"] for r in links.values())
+            s.window.append((now, records, size))
+            while now - s.window[0][0] > RATE_WINDOW_S:
+                s.window.popleft()
+            slots.append(
+                {
+                    "slot": s.number,
+                    "epoch": s.epoch,
+                    "state": "running" if s.running else "restarting",
+                    "pid": (report or {}).get("pid"),
+                    "failures": s.failures,
+                    "error": s.error or (report or {}).get("error", ""),
+                    "records_per_sec": planning.rate(list(s.window), 1),
+                    "links": {
+                        link: {
+                            "partitions": sorted(r["partitions"]),
+                            "queued": r.get("queued", 0),
+                            "state": r["state"],
+                            "error": r["error"],
+                        }
+                        for link, r in links.items()
+                    },
+                }
+            )
+        heartbeat = {
+            "at_ms": int(now * 1000),
+            "started_ms": self.started_ms,
+            "pid": self.pid,
+            "state": state,
+            "error": self.error,
+            "master": self.sc.master if self.sc else "",
+            "slots": slots,
+            "links": {link: r.name for link, r in self.runners.items()},
+        }
+        try:
+            control.write_json(self.redis, control.engine_heartbeat_key(self.id), heartbeat)
+        except redis.RedisError as exc:
+            log.warning("Cannot report to Redis: %s", exc)
+
+
+def spark_context():
+    from pyspark import SparkConf, SparkContext
+
+    conf = (
+        SparkConf()
+        .setAppName("isthmus-engine")
+        .set("spark.ui.enabled", "false")
+        # A failed task fails its slot's job, and the engine relaunches it in a new epoch,
+        # after the old task is known to have stopped; Spark retrying it at once could not
+        # wait.
+        .set("spark.task.maxFailures", "1")
+    )
+    sc = SparkContext.getOrCreate(conf)
+    sc.setLogLevel("WARN")
+    return sc
+
+
+def main() -> int:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    spec = json.loads(os.environ.pop(control.SPEC_ENV))
+    engine = Engine(spec)
+
+    def stop(signum, frame):
+        engine.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        return engine.run()
+    except Exception as exc:
+        log.exception("The engine failed")
+        engine.error = one_line(exc)
+        engine.publish_heartbeat("failed")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

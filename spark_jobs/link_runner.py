@@ -1,0 +1,504 @@
+"""One link in the engine's driver: a thread that follows the link's mirror set, hands its
+mirror partitions to the engine's slots (and takes them away) through Redis, grows mirror
+topics whose source grew, and reports the link's heartbeat and each partition's progress
+every second.
+
+Everything that can wait on one of the link's clusters happens in this thread (or in its
+source watch's), so a link whose source is down or whose credentials are wrong holds up no
+other link.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections import deque
+from typing import Protocol
+
+import redis
+
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+
+from . import control, planning, source_watch, translation
+
+log = logging.getLogger("spark_jobs.link_runner")
+
+LOOP_S = 0.2  # how often the runner reads the mirror set (changes reach slots within ~0.5 s)
+BEAT_S = 1.0
+RATE_WINDOW_S = 10.0
+LEAVE_S = 45.0  # the longest a leaving link waits for its copiers to deliver and stop
+STUCK_S = 300  # behind its source and no record written this long: its copiers start again
+MAX_ERRORS = 6  # the runner's own loop failing this often in a row fails the link
+
+
+class Engine(Protocol):
+    """What a runner needs of the engine that runs it."""
+
+    id: str
+    redis: redis.Redis
+    pid: int
+
+    def slot_epochs(self) -> list[str]:
+        """Each slot's current epoch ("" before its first)."""
+
+    def slot_reports(self) -> list[dict | None]:
+        """Each slot's last report in its current epoch (None: none yet)."""
+
+    def slot_troubles(self) -> dict[int, str]:
+        """Why each slot that is not running now is restarting."""
+
+    def slots_settled(self) -> bool:
+        """Whether every slot's job of its current epoch runs: no task of an older epoch
+        can write."""
+
+    def slot_loads(self, besides: str) -> list[int]:
+        """How many partitions each slot holds for links other than `besides`."""
+
+    def destination(self, config: dict[str, str]) -> Destination:
+        """The admin client and translation reader the links into one cluster share."""
+
+
+class Destination:
+    """A destination cluster's clients, shared by the links into it."""
+
+    def __init__(self, config: dict[str, str]):
+        self.admin = KafkaAdmin(config, timeout=15)
+        self.reader = translation.Reader(config)
+        self.lock = threading.Lock()  # the reader serves one runner at a time
+
+    def runs(self, topic_ids: set[str]) -> dict[tuple[str, int], translation.Runs]:
+        with self.lock:
+            return self.reader.runs(topic_ids)
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+class LinkRunner:
+    def __init__(self, engine: Engine, spec: dict, digest: str):
+        self.engine = engine
+        self.spec, self.digest = spec, digest
+        self.link_id, self.name = spec["link_id"], spec["link_name"]
+        self.watch = source_watch.SourceWatch(spec["source"])
+        self.destination = engine.destination(spec["destination"])
+        self.thread = threading.Thread(target=self.run, name=f"link-{self.name}", daemon=True)
+        self.stopping = False
+        self.started_ms = int(time.time() * 1000)
+        self.started = time.monotonic()
+        # The mirror set (mirror -> source topic) and its generation, as published.
+        self.mirrors: dict[str, str] = {}
+        self.generation = 0
+        self.sets: dict[int, list[str]] = {}  # generation -> its mirrors, until acknowledged
+        self.acked = 0  # the generation no copier writes outside of any more
+        self.partitions: dict[str, int] = {}  # mirror -> partitions
+        self.topic_ids: dict[str, str] = {}  # mirror -> its id on the destination
+        # What the slots hold of this link.
+        slots = len(engine.slot_epochs())
+        self.epochs = [""] * slots  # the slot epoch each slot's holdings were planned for
+        self.assigned: planning.Holdings = [{} for _ in range(slots)]
+        self.home: dict[planning.Ident, int] = {}  # each partition's slot, for good
+        self.version = 0
+        self.incarnation = 0  # raised to start the link's copiers again
+        self.pending: list[tuple[int, int]] = []  # (generation, version) to acknowledge
+        self.planned: tuple | None = None
+        # Reporting.
+        self.counted: dict[tuple[int, str], tuple[int, int]] = {}  # (slot, copier run) -> seen
+        self.totals = [0, 0]  # records and bytes
+        self.window: deque[tuple[float, int, int]] = deque()
+        # What is wrong, by where it went wrong; each is shown until that step succeeds.
+        self.trouble: dict[str, str] = {}
+        self.failed = ""  # why the link cannot run: the console fails it
+        self.next_beat = 0.0
+
+    # --- the thread -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def run(self) -> None:
+        log.info("Link %s: joined the engine", self.name)
+        self.watch.start()
+        self.publish_heartbeat("starting")
+        self.next_beat = 0.0  # "running" as soon as its partitions are handed out
+        errors = 0
+        while not self.stopping:
+            try:
+                self.step()
+                errors = 0
+            except Exception as exc:  # the link's own trouble: shown, then tried again
+                errors += 1
+                self.trouble["runner"] = one_line(exc)
+                log.exception("Link %s: the runner's loop failed", self.name)
+                if errors >= MAX_ERRORS:
+                    self.failed = f"the engine could not run the link: {self.trouble['runner']}"
+                self.publish_heartbeat("failed" if self.failed else "running")
+                time.sleep(min(2**errors, 15))
+            time.sleep(LOOP_S)
+        try:
+            self.leave()
+        finally:
+            self.watch.stop()
+            log.info("Link %s: left the engine", self.name)
+
+    def step(self) -> None:
+        self.follow()
+        self.take_back_restarted_slots()
+        self.plan()
+        if time.monotonic() >= self.next_beat:
+            self.grow_mirror_topics()
+            reports = self.link_reports()
+            self.take_up_acknowledgements(reports)
+            self.publish_assignments()  # again each second: Redis may have lost them
+            self.tell_watch()
+            self.restart_if_stuck(reports)
+            self.publish_heartbeat("failed" if self.failed else "running", reports)
+
+    def follow(self) -> None:
+        """Read the published mirror set."""
+        try:
+            published = control.read_json(self.engine.redis, control.mirrors_key(self.link_id))
+        except redis.RedisError as exc:
+            self.trouble["redis"] = f"Redis does not answer: {exc}"
+            return  # the copiers stop writing by themselves meanwhile
+        self.trouble.pop("redis", None)
+        if published is None:
+            return
+        mirrors = {m: v["source_topic"] for m, v in published.get("mirrors", {}).items()}
+        if published.get("generation", 0) != self.generation or mirrors != self.mirrors:
+            self.mirrors, self.generation = mirrors, published.get("generation", 0)
+            self.sets[self.generation] = sorted(mirrors)
+            for gone in set(self.partitions) - set(mirrors):
+                self.partitions.pop(gone, None)
+                self.topic_ids.pop(gone, None)
+                self.trouble.pop(f"mirror {gone}", None)
+            self.tell_watch()
+
+    def take_back_restarted_slots(self) -> None:
+        """A slot in a new epoch holds nothing of the link: its partitions are handed to it
+        again (their homes stay, so they go back to it and nowhere else)."""
+        for slot, epoch in enumerate(self.engine.slot_epochs()):
+            if epoch != self.epochs[slot]:
+                self.epochs[slot] = epoch
+                self.assigned[slot] = {}
+                self.planned = None
+
+    # --- handing out partitions ------------------------------------------------------------
+
+    def plan(self) -> None:
+        """Hand the slots the link's partitions anew when the mirror set or a topic's
+        partitions changed: a new plan version for the slots to apply and acknowledge."""
+        if (self.generation, self.partitions) == self.planned:
+            return
+        self.learn_mirror_topics()
+        wanted = planning.wanted_partitions(self.mirrors, self.topic_ids, self.partitions)
+        added, ready = self.entries_for(planning.not_held(self.assigned, wanted))
+        self.assigned, self.home = planning.assign(
+            self.assigned, self.home, wanted, added, self.engine.slot_loads(self.link_id)
+        )
+        if ready:
+            self.planned = (self.generation, dict(self.partitions))
+        # Each plan is a version the slots acknowledge, even when it moves nothing: that is
+        # how the generation it serves gets acknowledged.
+        self.version += 1
+        self.pending.append((self.generation, self.version))
+        self.publish_assignments()
+
+    def entries_for(self, idents: list[planning.Ident]) -> tuple[dict[planning.Ident, dict], bool]:
+        """What a copier needs to start copying each partition (its source topic and stored
+        offset runs); False when they cannot be read yet (then none starts, and the next loop
+        tries again)."""
+        if not idents:
+            return {}, True
+        began = time.monotonic()
+        try:
+            runs = self.runs_for(idents)
+        except (KafkaAdminError, translation.StoreFailed, RuntimeError) as exc:
+            # New partitions without a leader yet, say, or the source down.
+            self.trouble["start"] = f"cannot start {len(idents)} partition(s) yet: {exc}"
+            log.warning("Link %s: %s", self.name, self.trouble["start"])
+            return {}, False
+        self.trouble.pop("start", None)
+        log.info(
+            "Link %s: handing out %d partition(s) of %s (prepared in %.2f s)",
+            self.name,
+            len(idents),
+            ", ".join(sorted({m for m, _, _ in idents})),
+            time.monotonic() - began,
+        )
+        return {
+            (mirror, topic_id, p): {
+                "mirror": mirror,
+                "source": self.mirrors[mirror],
+                "topic_id": topic_id,
+                "partition": p,
+                "runs": [[e.source, e.destination] for e in runs[mirror, topic_id, p].entries],
+            }
+            for mirror, topic_id, p in idents
+        }, True
+
+    def learn_mirror_topics(self) -> None:
+        """Note the id and partitions of each mirror topic new to the set, from the
+        destination; one that does not answer is tried again at the next plan."""
+        for mirror in self.mirrors:
+            if mirror not in self.topic_ids:
+                try:
+                    info = self.destination.admin.describe_topic(mirror)
+                except KafkaAdminError as exc:  # copied once it is back
+                    self.trouble[f"mirror {mirror}"] = f"mirror topic {mirror}: {exc}"
+                    continue
+                self.trouble.pop(f"mirror {mirror}", None)
+                # A new mirror has its source's partitions, so its copy starts without
+                # waiting for the source; partitions the source gains are added by
+                # `grow_mirror_topics`.
+                self.topic_ids[mirror] = info.topic_id
+                self.partitions[mirror] = max(self.partitions.get(mirror, 0), info.partitions)
+
+    def runs_for(self, idents: list[planning.Ident]) -> dict[planning.Ident, translation.Runs]:
+        """The stored offset runs of partitions about to start. A partition with nothing
+        copied yet whose source starts above offset 0 gets its first entry now, so its lag
+        and translation are right before its first record."""
+        stored = self.destination.runs({i[1] for i in idents})
+        ends = self.destination.admin.offsets([(m, p) for m, _, p in idents])
+        runs, pins = {}, []
+        fresh = [i for i in idents if ends[i[0], i[2]] == 0 and not stored.get((i[1], i[2]))]
+        if fresh and (problem := self.watch.problem()):  # asking would hold the loop
+            raise KafkaAdminError(f"the source cluster does not answer: {problem}")
+        starts = self.watch.admin.offsets([(self.mirrors[m], p) for m, _, p in fresh], "earliest")
+        for mirror, topic_id, p in idents:
+            found = stored.get((topic_id, p), translation.Runs())
+            start = starts.get((self.mirrors[mirror], p), 0)
+            if start > 0:
+                found.add(translation.Entry(start, 0))
+                pins.append((topic_id, p, translation.Entry(start, 0)))
+            runs[mirror, topic_id, p] = found
+        translation.store(self.spec["destination"], pins)
+        return runs
+
+    def publish_assignments(self) -> None:
+        pipe = self.engine.redis.pipeline(transaction=False)
+        for slot, held in enumerate(self.assigned):
+            if not self.epochs[slot]:
+                continue  # the slot has not started yet
+            pipe.hset(
+                control.slot_assignment_key(self.engine.id, slot),
+                self.link_id,
+                json.dumps(
+                    {
+                        "epoch": self.epochs[slot],
+                        "version": self.version,
+                        "digest": self.digest,
+                        "incarnation": self.incarnation,
+                        "partitions": list(held.values()),
+                    }
+                ),
+            )
+        try:
+            pipe.execute()
+        except redis.RedisError as exc:
+            self.trouble["redis"] = f"Redis does not answer: {exc}"
+
+    def grow_mirror_topics(self) -> None:
+        """Give each mirror topic the partitions its source has gained, before copying them."""
+        # The source down: grown when it is back.
+        grown = planning.grown(self.mirrors, self.watch.counts, self.partitions)
+        if not grown:
+            return
+        try:
+            mirrored = self.destination.admin.partition_counts(list(grown))
+        except KafkaAdminError as exc:  # grown at a later loop
+            self.trouble["growth"] = f"cannot read the mirror topics' partitions: {exc}"
+            return
+        problems = []
+        for mirror, wanted in grown.items():
+            if wanted > mirrored[mirror]:
+                try:
+                    self.destination.admin.create_partitions(mirror, wanted)
+                except KafkaAdminError as exc:
+                    problems.append(f"cannot grow mirror topic {mirror} to {wanted}: {exc}")
+                    continue
+                log.info(
+                    "Link %s: grew mirror topic %s from %d to %d partitions, as its source",
+                    self.name,
+                    mirror,
+                    mirrored[mirror],
+                    wanted,
+                )
+            self.partitions[mirror] = max(wanted, mirrored[mirror])
+        if problems:
+            self.trouble["growth"] = "; ".join(problems)
+        else:
+            self.trouble.pop("growth", None)
+
+    def restart_if_stuck(self, reports: list[dict | None]) -> None:
+        """Behind its source with nothing written for STUCK_S: the link's copiers start
+        again (their partitions resume from the destination)."""
+        _, behind, last_write, _ = planning.mirror_progress(
+            reports, self.watch.high_watermarks, self.mirrors
+        )
+        since = max(last_write / 1000, self.started_ms / 1000)
+        if behind and time.time() - since > STUCK_S:
+            self.trouble["stuck"] = (
+                f"copied nothing for {STUCK_S} s although the source has new records; "
+                "its copiers were started again"
+            )
+            log.warning("Link %s: %s", self.name, self.trouble["stuck"])
+            self.incarnation += 1
+            self.started_ms = int(time.time() * 1000)
+        elif last_write / 1000 > since:
+            self.trouble.pop("stuck", None)
+
+    # --- leaving ------------------------------------------------------------------------------
+
+    def leave(self) -> None:
+        """The link left the engine: its copiers deliver what they queued and stop; then the
+        heartbeat says it writes nothing."""
+        try:
+            pipe = self.engine.redis.pipeline(transaction=False)
+            for slot in range(len(self.assigned)):
+                pipe.hdel(control.slot_assignment_key(self.engine.id, slot), self.link_id)
+            pipe.execute()
+        except redis.RedisError:
+            log.warning(
+                "Link %s: cannot take its partitions back: Redis does not answer", self.name
+            )
+        deadline = time.monotonic() + LEAVE_S
+        while any(self.link_reports()) and time.monotonic() < deadline:
+            self.publish_heartbeat("stopping")
+            time.sleep(LOOP_S)
+        self.acked, self.sets = self.generation, {self.generation: []}
+        self.mirrors = {}
+        self.publish_heartbeat("stopped")
+
+    # --- reporting ----------------------------------------------------------------------------
+
+    def link_reports(self) -> list[dict | None]:
+        """What each slot last reported of this link's copier (None: it has none)."""
+        return [
+            (report or {}).get("links", {}).get(self.link_id)
+            for report in self.engine.slot_reports()
+        ]
+
+    def slot_failures(self) -> list[dict]:
+        return [
+            failure
+            for report in self.engine.slot_reports()
+            if report and (failure := report.get("failures", {}).get(self.link_id))
+        ]
+
+    def take_up_acknowledgements(self, reports: list[dict | None]) -> None:
+        """Note the generation every slot has taken up, and forget older mirror sets. While a
+        slot restarts, a task of its older epoch may still write: nothing is acknowledged."""
+        if self.engine.slots_settled():
+            self.acked, self.pending = planning.acknowledged(
+                self.pending, reports, self.version, self.acked
+            )
+        for generation in [g for g in self.sets if g < self.acked]:
+            del self.sets[generation]
+
+    def tell_watch(self) -> None:
+        """Which source partitions to read: those of the mirror set."""
+        self.watch.watch(
+            sorted(set(self.mirrors.values())),
+            [(self.mirrors[m], p) for m in self.mirrors for p in range(self.partitions.get(m, 0))],
+        )
+
+    def count(self, reports: list[dict | None]) -> None:
+        """Add what each copier wrote since the last beat (a restarted copier counts from 0)."""
+        for report in filter(None, reports):
+            key = (report["slot"], report["run"])
+            before = self.counted.get(key, (0, 0))
+            self.totals[0] += max(0, report["records"] - before[0])
+            self.totals[1] += max(0, report["bytes"] - before[1])
+            self.counted[key] = (report["records"], report["bytes"])
+
+    def errors(self, copier_errors: list[str]) -> str:
+        """Everything wrong with the link now, the source first: it explains the rest."""
+        found = [self.watch.problem(), self.failed, *self.trouble.values(), *copier_errors]
+        held = {slot for slot, partitions in enumerate(self.assigned) if partitions}
+        held |= set(self.home.values())
+        for slot, why in self.engine.slot_troubles().items():
+            if slot in held:
+                found.append(f"copier slot {slot} is restarting: {why}")
+        for failure in self.slot_failures():
+            found.append(f"a copier failed {failure['count']} time(s): {failure['error']}")
+        return "; ".join(dict.fromkeys(e for e in found if e))
+
+    def publish_heartbeat(self, state: str, reports: list[dict | None] = ()) -> None:
+        """Publish the link's heartbeat and each mirror partition's progress."""
+        self.next_beat = time.monotonic() + BEAT_S
+        now = time.time()
+        reports = list(reports)
+        progress, behind, last_write, copier_errors = planning.mirror_progress(
+            reports, self.watch.high_watermarks, self.mirrors
+        )
+        self.count(reports)
+        self.window.append((now, *self.totals))
+        while now - self.window[0][0] > RATE_WINDOW_S:
+            self.window.popleft()
+        if any(f["given_up"] for f in self.slot_failures()):
+            self.failed = self.failed or "its copier kept failing"
+            state = "failed"
+        heartbeat = {
+            "at_ms": int(now * 1000),
+            "started_ms": self.started_ms,
+            "pid": self.engine.pid,
+            "state": state,
+            "error": self.errors(copier_errors),
+            "mirrors": self.sets.get(self.acked, sorted(self.mirrors)),
+            "generation": self.acked,
+            "epochs": self.epochs,
+            "records": self.totals[0],
+            "bytes": self.totals[1],
+            "records_per_sec": planning.rate(list(self.window), 1),
+            "bytes_per_sec": planning.rate(list(self.window), 2),
+            "fetched_at_ms": self.watch.fetched_at_ms,
+            "last_write_ms": last_write,
+            "behind": behind,
+        }
+        try:
+            pipe = self.engine.redis.pipeline()
+            pipe.set(control.progress_key(self.link_id), json.dumps(progress))
+            pipe.set(control.heartbeat_key(self.link_id), json.dumps(heartbeat))
+            pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
+
+    def holdings(self) -> list[int]:
+        return [len(held) for held in self.assigned]
+
+
+_JAVA_ERROR = re.compile(r"^: (?:[a-z]\w*\.)+[A-Z]\w*: (?:\[\w+\] )?(.*)$")
+
+
+def one_line(error: BaseException) -> str:
+    """A failure in one line: the Python error of a task, else the Java exception's own
+    message, not the JVM's trace."""
+    text = str(error)
+    if "Python worker exited unexpectedly" in text:
+        return "a copier slot's Python worker died (killed, or out of memory)"
+    lines = text.splitlines()
+    python = (
+        "RuntimeError:",
+        "KafkaException:",
+        "Exception:",
+        "ModuleNotFoundError:",
+        "ImportError:",
+    )
+    for line in lines:
+        if line.startswith(python):
+            return line
+    for i, line in enumerate(lines):
+        if java := _JAVA_ERROR.match(line):  # Py4J: ": org.apache.X: [CLASS] message", then more
+            more = [m.strip() for m in lines[i + 1 : i + 3] if m.strip() and not m.startswith("\t")]
+            return re.sub(r"\s*SQLSTATE: \w+", "", " ".join([java[1], *more]))
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__

@@ -1,0 +1,228 @@
+"""A slot of the engine: one long-running Spark task that copies mirror partitions of any link.
+
+For each slot the driver writes an epoch and, per link, the partitions the slot copies (see
+`control`). The slot reads both every CONTROL_S. For each link with partitions here it runs a
+copier thread (`copier.Copier`, with that link's own clients and credentials), hands it the
+link's assignment, and stops the copiers of links that left. So a link added to the engine
+adds clients, not processes, and a link in trouble (its source down, its password wrong, its
+copier failing) holds only its own thread: the other links' copiers go on.
+
+A copier that fails is started again after a pause, in the same epoch (it stopped writing
+before it ended); after `len(RESTART_S) + 1` failures in a row the slot gives up on that link
+and reports it, and the console fails the link. The slot reports every copier in one key each
+second, kept alive by expiry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import redis
+
+from . import control, copier
+
+log = logging.getLogger("spark_jobs.slot")
+
+CONTROL_S = 0.2  # how often a slot reads its epoch and assignments
+BEAT_S = 1.0  # how often it reports
+BEAT_TTL_MS = 6_000  # a slot's report outlives its last beat this long
+RESTART_S = [1, 2, 4, 8, 15]  # pauses before a link's failed copier starts again
+HEALTHY_AFTER_S = 60  # a copier running this long forgives its link's earlier failures
+
+
+def run_slots(slots: Iterator[int], spec: dict, epoch: str) -> None:
+    """The Spark task: run the slot (one per task) until its epoch ends."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    for number in slots:
+        SlotTask(spec, number, epoch).run()
+
+
+@dataclass
+class Failures:
+    """A link whose copier failed in this slot."""
+
+    digest: str  # of the spec it failed with: a changed spec starts afresh
+    count: int
+    error: str
+    retry_at: float
+
+    @property
+    def given_up(self) -> bool:
+        return self.count > len(RESTART_S)
+
+
+@dataclass
+class Running:
+    copier: copier.Copier
+    thread: threading.Thread
+    incarnation: tuple[str, int]  # the spec's digest, and how often the link restarted it
+    started: float
+
+
+class SlotTask:
+    def __init__(self, spec: dict, number: int, epoch: str):
+        self.engine, self.key = spec["engine"], spec["key"]
+        self.number, self.epoch = number, epoch
+        self.redis = redis.Redis.from_url(
+            spec["redis_url"], socket_timeout=1, socket_connect_timeout=1
+        )
+        self.copiers: dict[str, Running] = {}
+        self.failures: dict[str, Failures] = {}
+        self.wanted: dict[str, dict] = {}  # link -> its assignment in this epoch
+        self.last_contact = time.monotonic()
+        self.ended = False
+        self.next_beat = 0.0
+        self.error = ""
+
+    # --- what copiers call ----------------------------------------------------------------
+
+    def in_touch(self) -> bool:
+        return time.monotonic() - self.last_contact <= copier.CONTACT_S
+
+    def report_soon(self) -> None:
+        self.next_beat = 0.0
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        log.info("Slot %d (epoch %s) started", self.number, self.epoch)
+        try:
+            while not self.ended:
+                began = time.monotonic()
+                self.control(began)
+                if self.ended:
+                    break
+                self.tend(began)
+                if time.monotonic() >= self.next_beat:
+                    self.beat()
+                time.sleep(max(0.0, began + CONTROL_S - time.monotonic()))
+        finally:
+            # Whatever ended the loop, no copier may outlive it: Spark reuses this process.
+            self.ended = True
+            self.finish()
+
+    def control(self, now: float) -> None:
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.get(control.slot_epoch_key(self.engine, self.number))
+            pipe.hgetall(control.slot_assignment_key(self.engine, self.number))
+            epoch, assignments = pipe.execute()
+        except redis.RedisError:
+            return  # copiers stop writing once this has lasted CONTACT_S
+        if epoch is not None and epoch.decode() != self.epoch:
+            log.info("Slot %d: epoch %s ended", self.number, self.epoch)
+            self.ended = True
+            return
+        self.last_contact = now
+        wanted = {}
+        for link, raw in assignments.items():
+            assignment = json.loads(raw)
+            if assignment.get("epoch") == self.epoch:
+                wanted[link.decode()] = assignment
+        self.wanted = wanted
+
+    def tend(self, now: float) -> None:
+        """Bring the copiers in line with the assignments: hand each its link's, stop those of
+        links that left (or whose spec changed), start the missing ones."""
+        for link, running in list(self.copiers.items()):
+            wanted = self.wanted.get(link)
+            if not running.thread.is_alive():
+                del self.copiers[link]
+                if running.copier.failure:
+                    self.note_failure(link, running, now)
+            elif wanted is None or _incarnation(wanted) != running.incarnation:
+                running.copier.stop()
+            else:
+                running.copier.assign(wanted)
+        for link, assignment in self.wanted.items():
+            failed = self.failures.get(link)
+            waiting = failed is not None and (failed.given_up or now < failed.retry_at)
+            if waiting and failed.digest == assignment["digest"]:
+                continue
+            if link not in self.copiers:
+                self.start(link, assignment, now)
+        self.failures = {k: f for k, f in self.failures.items() if k in self.wanted}
+
+    def start(self, link: str, assignment: dict, now: float) -> None:
+        try:
+            published = self.redis.hget(control.links_key(self.engine), link)
+        except redis.RedisError:
+            return
+        if published is None or control.digest_of(published) != assignment["digest"]:
+            return  # the link left, or its spec is changing: at a later round
+        try:
+            spec = control.unseal(self.key, published)
+        except control.Unsealed as exc:
+            self.error = str(exc)
+            return
+        job = copier.Copier(spec, self, self.number)
+        thread = threading.Thread(target=job.run, name=f"copier-{link}", daemon=True)
+        job.assign(assignment)
+        thread.start()
+        self.copiers[link] = Running(job, thread, _incarnation(assignment), now)
+
+    def note_failure(self, link: str, running: Running, now: float) -> None:
+        failed = self.failures.get(link)
+        healthy = now - running.started > HEALTHY_AFTER_S
+        digest = running.incarnation[0]
+        count = 1 if failed is None or healthy or failed.digest != digest else failed.count + 1
+        pause = RESTART_S[min(count, len(RESTART_S)) - 1]
+        self.failures[link] = Failures(digest, count, running.copier.failure, now + pause)
+        log.warning(
+            "Slot %d: link %s's copier failed (%d in a row): %s",
+            self.number,
+            link,
+            count,
+            running.copier.failure,
+        )
+
+    def finish(self) -> None:
+        """The epoch ended: every copier delivers what it queued and stops; then the slot says
+        it writes no more."""
+        for running in self.copiers.values():
+            running.copier.stop()
+        deadline = time.monotonic() + copier.DRAIN_S + 10
+        for running in self.copiers.values():
+            running.thread.join(max(0.0, deadline - time.monotonic()))
+        with contextlib.suppress(redis.RedisError):  # else it expires by itself
+            self.redis.delete(control.slot_report_key(self.engine, self.number, self.epoch))
+
+    # --- reporting ----------------------------------------------------------------------------
+
+    def beat(self) -> None:
+        self.next_beat = time.monotonic() + BEAT_S
+        report = {
+            "epoch": self.epoch,
+            "slot": self.number,
+            "pid": os.getpid(),
+            "at_ms": int(time.time() * 1000),
+            "error": self.error,
+            "links": {link: running.copier.report for link, running in self.copiers.items()},
+            "failures": {
+                link: {"count": f.count, "error": f.error, "given_up": f.given_up}
+                for link, f in self.failures.items()
+            },
+        }
+        sent = time.monotonic()
+        try:
+            self.redis.set(
+                control.slot_report_key(self.engine, self.number, self.epoch),
+                json.dumps(report),
+                px=BEAT_TTL_MS,
+            )
+        except redis.RedisError:
+            return
+        self.last_contact = max(self.last_contact, sent)
+
+
+def _incarnation(assignment: dict) -> tuple[str, int]:
+    return assignment["digest"], assignment.get("incarnation", 0)

@@ -1,0 +1,95 @@
+"""Links come and go in one engine: twenty links created one after the other each copy their
+mirror exactly, without a restart of the engine, and when they are deleted its memory comes
+back near where it was."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from devstack import kafka
+from infra import processes
+from replication import redis_channel, streams
+from replication.links import delete_link
+from replication.mirrors import create_mirror
+from spark_jobs import control
+from tests.mirror_checks import ACTOR, assert_exact_copy, caught_up, eventually, run_until_copied
+
+pytestmark = pytest.mark.integration
+
+LINKS = 20
+RECORDS = 200
+RECENT = int(time.time() * 1000) - 600_000
+
+
+def _write(topic: str) -> None:
+    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    for i in range(RECORDS):
+        producer.produce(
+            topic,
+            key=str(i).encode(),
+            value=b"v" * 100,
+            headers=[("i", str(i).encode())],
+            timestamp=RECENT + i,
+        )
+    assert producer.flush(30) == 0
+
+
+def _engine_links() -> int:
+    heartbeat = control.read_json(
+        redis_channel.client(), control.engine_heartbeat_key(streams.engine_id())
+    )
+    return len((heartbeat or {}).get("links", {}))
+
+
+def _settled_rss(pid: int) -> int:
+    """The engine's resident memory once it stops moving (the least of a few samples)."""
+    samples = []
+    for _ in range(5):
+        time.sleep(1)
+        samples.append(processes.tree_rss(pid))
+    return min(samples)
+
+
+def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_they_go(
+    own_engine, make_link, make_topic, topic_name
+):
+    # The engine warm with one link, as a console is once it copies anything.
+    topics = [f"{topic_name}-{i}" for i in range(LINKS + 1)]
+    for topic in topics:
+        make_topic(kafka.SOURCE, topic)
+        _write(topic)
+    first = make_link()
+    run_until_copied(first, [create_mirror(ACTOR, first, topics[0])], timeout=180)
+    pid = streams.status(first).pid
+    before = _settled_rss(pid)
+
+    links = [make_link() for _ in range(LINKS)]
+    mirrors = [
+        create_mirror(ACTOR, link, topic) for link, topic in zip(links, topics[1:], strict=True)
+    ]
+
+    def all_copied() -> bool:
+        for link in links:
+            streams.supervise(link)
+        return all(caught_up(m) for m in mirrors)
+
+    eventually(all_copied, 120, f"{LINKS} new links copying")
+    for topic in topics:
+        assert len(assert_exact_copy(topic, topic)) == RECORDS
+    assert {streams.status(link).pid for link in [first, *links]} == {pid}, "the engine restarted"
+    full = _settled_rss(pid)
+
+    for link in links:
+        delete_link(ACTOR, link, force=True)
+        streams.stop(link)  # as the beat does for a link gone
+    eventually(lambda: _engine_links() == 1, 60, "the deleted links leaving the engine")
+    after = _settled_rss(pid)
+    grew = full - before
+    print(
+        f"engine RSS {before >> 20} MiB, {full >> 20} with {LINKS} more links, {after >> 20} after"
+    )
+    assert streams.status(first).pid == pid
+    assert after - before < max(grew // 2, 64 << 20), (before, full, after)
