@@ -29,6 +29,21 @@ BEFORE = {
 }
 
 
+# The v2 engine (a Spark application per link), from issue 26 as measured on this machine on a
+# fresh `make bench` and a fresh `make demo`: what one link cost, kept so every generated
+# document has it beside the engine that replaced it.
+BEFORE_PER_LINK = [
+    ("Cold start, mirror creation → first record", "11.3 s (MirrorMaker 2: 3.4 s)"),
+    ("Idle link", "2.48 % of one core"),
+    ("Memory, four idle links of one small mirror each", "2,106 MiB, 26 processes"),
+    ("Memory per link", "527 MiB (a driver JVM and its Python processes)"),
+    ("A link's first mirror → copying", "21–36 s (Spark started for it)"),
+    ("Resume of a link's only mirror → copying again", "about 40 s"),
+    ("Catch-up against MirrorMaker 2, raw limit", "2.90× and 0.96× (another run: 2.13×, 0.54×)"),
+    ("64 topics × 4 partitions against MirrorMaker 2", "1.40× (another run: 1.76×)"),
+]
+
+
 def _rows(values: dict[str, str]) -> str:
     lines = ["| | |", "| --- | --- |"]
     lines += [f"| {k} | {v.replace('|', '&#124;')} |" for k, v in values.items()]
@@ -235,12 +250,13 @@ Isthmus's processes used {idle_i} of one core, MM2's {idle_m}. Meanwhile both br
 fetches and the brokers' own housekeeping).
 
 **Startup and a new mirror.** From the mirror's creation (its topic made on the destination,
-then the application started with it) to its first record on the destination: Isthmus
+then the engine started with it) to its first record on the destination: Isthmus
 {i.cold_start_seconds():.1f} s, MM2 {m.cold_start_seconds():.1f} s. Isthmus's includes Spark's
-start and, by design, a wait between claiming the link's first epoch and letting its tasks write
-(`docs/mirror-engine.md`, "A new epoch waits for the old one"). A mirror added to the
-running Isthmus application (its topic made, then the mirror set published with a higher
-generation; the application keeps running and copying its other mirror) had its first record on
+start and, by design, a wait between claiming each slot's first epoch and letting it write
+(`docs/mirror-engine.md`, "No zombie writes"), overlapped with Spark's start. The engine starts
+once per deployment and is kept: a later link finds it warm (see "Links in one engine"). A
+mirror added to the running engine (its topic made, then the mirror set published with a higher
+generation; the engine keeps running and copying its other mirror) had its first record on
 the destination after {added}. MM2 would take a new topic only at its next topic refresh
 (`refresh.topics.interval.seconds`, 10 minutes by default) or a restart, so that is not timed.
 
@@ -291,8 +307,8 @@ Written by `make bench` (`python -m bench.run`) from the run of {r.started}; tot
 {r.wall_seconds / 60:.1f} min. Load average (1, 5, 15 min) before the run:
 {", ".join(f"{x:.2f}" for x in r.load_before)}. {r.quietness()} {r.note}
 
-An Isthmus link's application (`spark_jobs/`, one Spark job of long-running copier tasks,
-started by `spark-submit` exactly as the console starts it) is compared with Apache Kafka's
+The Isthmus engine running one link (`spark_jobs/`, one Spark application of long-running copier
+slots, started by `spark-submit` exactly as the console starts it) is compared with Apache Kafka's
 MirrorMaker 2 and with the raw client limit, on the dev stack's two single-broker clusters
 (source `127.0.0.1:9092`, destination `127.0.0.1:9093`, PLAINTEXT), in the same run.
 
@@ -343,7 +359,7 @@ MirrorMaker 2 and with the raw client limit, on the dev stack's two single-broke
 - **Startup and a new mirror.** *Cold start*: from the mirror's creation (its destination topic
   made, then the engine started with it) to its first record on the destination, in the catch-up
   (a preloaded source). *Mirror added*: after the idle window, a mirror of `bench.added` (a topic
-  of {r.add_records:,} records) is added to the running Isthmus application as the console adds
+  of {r.add_records:,} records) is added to the running Isthmus engine as the console adds
   one: its topic made on the destination, then the mirror set published in Redis with a higher
   generation; timed to its first record on the destination (end offsets read every 0.05 s).
 - **Latency.** Per engine, one run serves every rate ({rates} records/s), one after the other: a
@@ -375,7 +391,7 @@ MirrorMaker 2 and with the raw client limit, on the dev stack's two single-broke
 
 ## Settings
 
-**Isthmus** (the link application's defaults; one link):
+**Isthmus** (the engine's defaults; one link):
 
 {_rows(r.settings[ISTHMUS])}
 
@@ -424,7 +440,14 @@ The engines' CPU over each whole run (start to exit), counted two ways:
 
 {report.cpu_check_table(r)}
 
-## Before: the Structured Streaming engine
+## Before: a Spark application per link
+
+Until issue 26 each link had a Spark application of its own. What that cost, as measured here
+on a fresh `make bench` and a fresh `make demo`:
+
+{_rows(dict(BEFORE_PER_LINK))}
+
+## Before that: the Structured Streaming engine
 
 The previous engine (Spark's Kafka source, micro-batches, Arrow into a Python writer), as this
 document reported it from the run of {BEFORE["run"]} on this machine (1 GiB / 8 partitions /

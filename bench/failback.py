@@ -92,6 +92,7 @@ def main() -> int:  # noqa: C901
     def remove() -> None:
         for each in links:
             streams.stop(each)
+        streams.stop_engine()  # its own (its own database): nothing else runs on it
         for cluster in clusters.values():  # the fence and the mirrors' ACLs too
             read_only.lift(cluster_admin(cluster), TOPIC)
         delete_topics(SOURCE, [TOPIC, *quarantine])

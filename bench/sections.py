@@ -40,7 +40,8 @@ class Section:
 OFFSET_SYNC = Section("offset-sync")
 LIST_PAGES = Section("list-pages")
 FAILBACK = Section("failback")
-SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK]
+LINK_SCALE = Section("link-scale")
+SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK, LINK_SCALE]
 
 
 def keep_all(old: str, new: str) -> str:

@@ -350,15 +350,21 @@ def stop_engine() -> int | None:
 
 
 def stop(link: ClusterLink) -> None:
-    """Take the link out of the engine, and wait until its copiers have stopped writing."""
+    """Take the link out of the engine, and wait until the copiers it ran have stopped
+    writing (a beat that adds it again meanwhile starts it anew: that is not waited for)."""
     link_id = str(link.link_id)
     r = client()
+    asked_ms = int(time.time() * 1000)
     r.hdel(control.links_key(engine_id()), link_id)
     deadline = time.monotonic() + STOP_WAIT_S
     while _running() is not None and time.monotonic() < deadline:
         heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
         engine = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
-        if heartbeat.get("state") == "stopped" or link_id not in engine.get("links", {}):
+        if (
+            heartbeat.get("state") == "stopped"
+            or heartbeat.get("started_ms", 0) > asked_ms
+            or link_id not in engine.get("links", {})
+        ):
             return
         time.sleep(0.2)
 

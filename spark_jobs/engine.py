@@ -139,9 +139,9 @@ class Engine:
             self.follow_links()
             for s in self.slots:
                 self.tend(s, now)
+            self.read_reports()  # each loop: a promote waits on what they acknowledge
             if now >= self.next_beat:
                 self.keep_epochs()
-                self.read_reports()
                 self.publish_heartbeat("running")
             time.sleep(LOOP_S)
         self.shut_down()
@@ -273,8 +273,10 @@ class Engine:
         """Every link leaves (its copiers deliver what they hold), then every slot ends."""
         for runner in self.runners.values():
             runner.stop()
-        for runner in self.runners.values():
-            runner.thread.join(60)
+        deadline = time.monotonic() + 60
+        while any(r.alive for r in self.runners.values()) and time.monotonic() < deadline:
+            self.read_reports()  # what the leaving runners wait on
+            time.sleep(LOOP_S)
         for s in self.slots:
             self.claim(s)  # no job runs this epoch: the old tasks see theirs ended
         deadline = time.monotonic() + copier.DRAIN_S + 10

@@ -87,7 +87,6 @@ class LinkRunner:
         self.thread = threading.Thread(target=self.run, name=f"link-{self.name}", daemon=True)
         self.stopping = False
         self.started_ms = int(time.time() * 1000)
-        self.started = time.monotonic()
         # The mirror set (mirror -> source topic) and its generation, as published.
         self.mirrors: dict[str, str] = {}
         self.generation = 0
@@ -102,6 +101,7 @@ class LinkRunner:
         self.home: dict[planning.Ident, int] = {}  # each partition's slot, for good
         self.version = 0
         self.incarnation = 0  # raised to start the link's copiers again
+        self.restarted = time.time()  # when its copiers last (re)started
         self.pending: list[tuple[int, int]] = []  # (generation, version) to acknowledge
         self.planned: tuple | None = None
         # Reporting.
@@ -134,7 +134,9 @@ class LinkRunner:
         while not self.stopping:
             try:
                 self.step()
-                errors = 0
+                if errors:
+                    errors = 0
+                    self.trouble.pop("runner", None)
             except Exception as exc:  # the link's own trouble: shown, then tried again
                 errors += 1
                 self.trouble["runner"] = one_line(exc)
@@ -154,6 +156,11 @@ class LinkRunner:
         self.follow()
         self.take_back_restarted_slots()
         self.plan()
+        if self.pending:  # a plan waits to be acknowledged: say so as soon as it is
+            acked = self.acked
+            self.take_up_acknowledgements(self.link_reports())
+            if self.acked != acked:
+                self.next_beat = 0.0
         if time.monotonic() >= self.next_beat:
             self.grow_mirror_topics()
             reports = self.link_reports()
@@ -345,7 +352,7 @@ class LinkRunner:
         _, behind, last_write, _ = planning.mirror_progress(
             reports, self.watch.high_watermarks, self.mirrors
         )
-        since = max(last_write / 1000, self.started_ms / 1000)
+        since = max(last_write / 1000, self.restarted)
         if behind and time.time() - since > STUCK_S:
             self.trouble["stuck"] = (
                 f"copied nothing for {STUCK_S} s although the source has new records; "
@@ -353,8 +360,8 @@ class LinkRunner:
             )
             log.warning("Link %s: %s", self.name, self.trouble["stuck"])
             self.incarnation += 1
-            self.started_ms = int(time.time() * 1000)
-        elif last_write / 1000 > since:
+            self.restarted = time.time()
+        elif last_write / 1000 > self.restarted:
             self.trouble.pop("stuck", None)
 
     # --- leaving ------------------------------------------------------------------------------

@@ -190,9 +190,16 @@ class SlotTask:
         it writes no more."""
         for running in self.copiers.values():
             running.copier.stop()
+        # Still reporting meanwhile: its key must outlive every copier that may write (a
+        # slot's new epoch starts once it is gone), and the copiers stay in touch through it.
         deadline = time.monotonic() + copier.DRAIN_S + 10
-        for running in self.copiers.values():
-            running.thread.join(max(0.0, deadline - time.monotonic()))
+        while any(r.thread.is_alive() for r in self.copiers.values()):
+            if time.monotonic() > deadline:
+                log.warning("Slot %d: copiers still delivering at the end", self.number)
+                break
+            if time.monotonic() >= self.next_beat:
+                self.beat()
+            time.sleep(0.05)
         with contextlib.suppress(redis.RedisError):  # else it expires by itself
             self.redis.delete(control.slot_report_key(self.engine, self.number, self.epoch))
 

@@ -176,8 +176,10 @@ def test_the_tutorial_link_and_mirror_commands_work_as_written(
     )
     assert header.split() == COLUMNS + MIRROR_COLUMNS
     cells = row.split()
-    # Nothing is copied yet (the mirror engine is a separate part): the mirror's log is empty.
-    assert " ".join(cells[:12]) == f"{DEMO} 0 1 true false true true true 0 0 0 0"
+    # The engine, warm, may have copied the three records already: the mirror's log ends at
+    # 0 or 3.
+    assert " ".join(cells[:11]) == f"{DEMO} 0 1 true false true true true 0 0 0"
+    assert cells[11] in ("0", "3"), cells
     assert cells[12].isdigit()
     assert cells[13:] == ["ACTIVE", "-1", "-1"]
     # Each value starts under its header, as Kafka's tool prints them.

@@ -1,0 +1,425 @@
+"""`python -m bench.link_scale`: what a link costs the engine, and how soon a new one copies.
+
+1. One engine (as the console starts it) with 1, then 10, then 50 idle links of 2 one-partition
+   mirrors each, every mirror copied first: the resident memory of all its processes and its
+   idle CPU at each step. Then, warm, a new link's first record and a new mirror's first record
+   after they are published.
+2. MirrorMaker 2 hosting the same 50 flows in one dedicated process (a source alias per flow,
+   as separate flows need): its memory and idle CPU, copied first.
+3. Cold starts, one after the other: the engine started for one link, and MirrorMaker 2 for one
+   flow, each until its first record lands.
+4. Ten links copying at once, 100 MiB each (1 KiB records, 2 partitions a topic): the engine
+   with ten links against MirrorMaker 2 with the same ten flows, aggregate records/s.
+
+Writes var/bench/link-scale.json and its section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import redis
+from cryptography.fernet import Fernet
+
+from infra.kafka_admin import KafkaAdminError
+from spark_jobs import control, launch, translation
+
+from . import cluster, mm2, procs, sections
+from .cluster import DESTINATION, SOURCE, WORK, log
+
+RESULTS = WORK / "link-scale.json"
+PREFIX = f"{cluster.PREFIX}scale."
+ENGINE = "bench-scale"
+RECORDS = 10  # in each source topic: enough to see the first one land
+SETTLE_S = 5.0
+COPY_TIMEOUT_S = 600.0
+
+
+def _source(link: int, mirror: int) -> str:
+    return f"{PREFIX}{link}.{mirror}"
+
+
+def _mirror(source: str) -> str:
+    return f"{source}.isthmus"
+
+
+def _landed(topics: list[str], at_least: int = 1) -> bool:
+    try:
+        ends = cluster.admin(DESTINATION).offsets([(t, 0) for t in topics])
+    except KafkaAdminError:  # a topic not there yet
+        return False
+    return all(ends[t, 0] >= at_least for t in topics)
+
+
+def _until(check: Callable[[], bool], timeout: float, what: str, alive: subprocess.Popen) -> float:
+    """Seconds until `check()`; fails if the engine exits or it takes longer than `timeout`."""
+    began = time.monotonic()
+    while not check():
+        if alive.poll() is not None:
+            raise RuntimeError(f"the engine exited while waiting for {what}")
+        if time.monotonic() - began > timeout:
+            raise RuntimeError(f"{what} did not happen within {timeout:.0f} s")
+        time.sleep(0.02)
+    return time.monotonic() - began
+
+
+def _idle(proc: subprocess.Popen, seconds: float) -> dict:
+    """Resident memory (all the process tree) and the share of one core it used over
+    `seconds` with nothing to copy."""
+    time.sleep(SETTLE_S)
+    before = sum(s.cpu for s in procs.tree(proc.pid, procs.all_stats()))
+    began = time.monotonic()
+    time.sleep(seconds)
+    stats = procs.tree(proc.pid, procs.all_stats())
+    elapsed = time.monotonic() - began
+    return {
+        "rss": sum(s.rss for s in stats),
+        "processes": len(stats),
+        "cpu_share": (sum(s.cpu for s in stats) - before) / elapsed,
+    }
+
+
+class Engine:
+    """The Isthmus engine, started as the console starts it, links added through Redis."""
+
+    def __init__(self, tag: str):
+        self.key = Fernet.generate_key().decode()
+        self.redis = redis.Redis.from_url(cluster.REDIS_URL)
+        self.work = WORK / f"scale-{tag}"
+        self.tag = tag
+        self.proc: subprocess.Popen | None = None
+        self.generation = 0
+
+    def start(self) -> subprocess.Popen:
+        self.forget()
+        shutil.rmtree(self.work, ignore_errors=True)
+        spec = {
+            "engine": ENGINE,
+            "key": self.key,
+            "redis_url": cluster.REDIS_URL,
+            "work_dir": str(self.work),
+        }
+        argv, env = launch.submit_command(spec, master="local[*]")
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdout=open(WORK / f"scale-{self.tag}.log", "wb"),  # noqa: SIM115 (the child owns it)
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self.proc
+
+    def add_link(self, link: int, sources: list[str]) -> None:
+        link_id = f"{ENGINE}-{link}"
+        spec = {
+            "link_id": link_id,
+            "link_name": link_id,
+            "source": {"bootstrap.servers": SOURCE},
+            "destination": {"bootstrap.servers": DESTINATION},
+        }
+        self.set_mirrors(link, sources)
+        self.redis.hset(control.links_key(ENGINE), link_id, control.seal(self.key, spec))
+
+    def set_mirrors(self, link: int, sources: list[str]) -> None:
+        self.generation += 1
+        control.write_json(
+            self.redis,
+            control.mirrors_key(f"{ENGINE}-{link}"),
+            {
+                "mirrors": {_mirror(s): {"source_topic": s} for s in sources},
+                "generation": self.generation,
+            },
+        )
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            procs.stop_group(self.proc)
+            self.proc = None
+        self.forget()
+
+    def forget(self) -> None:
+        keys = [
+            *self.redis.scan_iter(control.engine_pattern(ENGINE)),
+            *self.redis.scan_iter(f"isthmus:stream:{ENGINE}-*"),
+        ]
+        if keys:
+            self.redis.delete(*keys)
+
+
+def _mm2(flows: dict[str, str], tag: str, tasks: int = 1) -> subprocess.Popen:
+    """MirrorMaker 2 in one dedicated process with a flow `alias -> destination` for each of
+    `flows` (alias -> the regex of the topics it copies), all from the source cluster."""
+    own = ("clusters", "source", "destination->source")
+    settings = {k: v for k, v in mm2.SETTINGS.items() if not k.startswith(own)}
+    settings["clusters"] = ", ".join([*flows, "destination"])
+    for alias, pattern in flows.items():
+        settings[f"{alias}.bootstrap.servers"] = SOURCE
+        settings[f"{alias}->destination.enabled"] = "true"
+        settings[f"{alias}->destination.topics"] = pattern
+    settings["tasks.max"] = str(tasks)
+    config = WORK / f"mm2-scale-{tag}.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    log4j = WORK / "mm2-log4j2.properties"
+    log4j.write_text(mm2.LOG4J)
+    return subprocess.Popen(
+        [str(cluster.KAFKA_RUN), "org.apache.kafka.connect.mirror.MirrorMaker", str(config)],
+        env={**os.environ, "KAFKA_HEAP_OPTS": mm2.HEAP, "KAFKA_LOG4J_CONFIG": str(log4j)},
+        stdout=open(WORK / f"mm2-scale-{tag}.log", "wb"),  # noqa: SIM115 (the child owns it)
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _mm2_clean(aliases: list[str]) -> None:
+    """Its Connect workers' internal topics, a set per flow, and the offset syncs."""
+    names = [
+        f"mm2-{kind}.{a}.internal" for a in aliases for kind in ("configs", "offsets", "status")
+    ]
+    cluster.delete_topics(DESTINATION, [*names, mm2.HEARTBEATS])
+    cluster.delete_topics(SOURCE, mm2.INTERNAL_SOURCE)
+
+
+def _pattern(topics: list[str]) -> str:
+    return "|".join(t.replace(".", "[.]") for t in topics)
+
+
+def _topics(links: int) -> dict[int, list[str]]:
+    return {i: [_source(i, 0), _source(i, 1)] for i in range(links)}
+
+
+def _aggregate(args: argparse.Namespace) -> dict:
+    """Ten links (flows) copying at once: each engine from a fresh start to the last record."""
+    flows, partitions = args.busy_links, 2
+    records = args.busy_mb * 2**20 // 1024
+    sources = [f"{PREFIX}busy.{i}" for i in range(flows)]
+    log(f"Writing {flows} topics of {args.busy_mb} MiB")
+    cluster.create_topics(SOURCE, sources, partitions)
+    cluster.fill(SOURCE, sources, records, 1024)
+    total = records * flows
+    want = {t: records for t in sources}
+    result = {"links": flows, "mib_each": args.busy_mb, "records": total}
+
+    def done(names: dict[str, str]) -> bool:
+        ends = cluster.end_offsets(DESTINATION, dict.fromkeys(names.values(), partitions))
+        got = {}
+        for (topic, _), end in ends.items():
+            got[topic] = got.get(topic, 0) + end
+        return all(got.get(names[s], 0) >= want[s] for s in sources)
+
+    mirrors = {s: _mirror(s) for s in sources}
+    cluster.create_topics(DESTINATION, list(mirrors.values()), partitions)
+    engine = Engine("busy")
+    began = time.monotonic()
+    proc = engine.start()
+    try:
+        for i, source in enumerate(sources):
+            engine.add_link(1000 + i, [source])
+        seconds = _until(lambda: _safe(done, mirrors), COPY_TIMEOUT_S, "ten links copying", proc)
+        result["isthmus_s"] = time.monotonic() - began
+        result["isthmus_copy_s"] = seconds
+    finally:
+        engine.stop()
+    identity = {s: s for s in sources}
+    aliases = {f"b{i}": _pattern([s]) for i, s in enumerate(sources)}
+    _mm2_clean(list(aliases))
+    began = time.monotonic()
+    proc = _mm2(aliases, "busy", tasks=os.cpu_count() or 1)
+    try:
+        _until(lambda: _safe(done, identity), COPY_TIMEOUT_S, "MM2's ten flows copying", proc)
+        result["mm2_s"] = time.monotonic() - began
+    finally:
+        procs.stop_group(proc)
+        _mm2_clean(list(aliases))
+    cluster.delete_topics(SOURCE, sources)
+    cluster.delete_topics(DESTINATION, [*sources, *mirrors.values()])
+    log(
+        f"Ten links at once: Isthmus {total / result['isthmus_s']:,.0f} records/s, "
+        f"MM2 {total / result['mm2_s']:,.0f} records/s (each from its start)"
+    )
+    return result
+
+
+def _safe(check: Callable[[dict[str, str]], bool], names: dict[str, str]) -> bool:
+    try:
+        return check(names)
+    except KafkaAdminError:  # topics MM2 has not made yet
+        return False
+
+
+def run(args: argparse.Namespace) -> dict:
+    steps = sorted(args.links)
+    most = steps[-1]
+    topics = _topics(most + 2)  # and a link to add warm, and the cold starts' topics
+    sources = [t for pair in topics.values() for t in pair]
+    log(f"Making {len(sources)} one-partition source topics of {RECORDS} records")
+    cluster.create_topics(SOURCE, sources, 1)
+    cluster.fill(SOURCE, sources, RECORDS, 100)
+    cluster.create_topics(DESTINATION, [_mirror(s) for s in sources], 1)
+    if translation.TOPIC not in cluster.admin(DESTINATION).list_topic_names():
+        cluster.create_topic(DESTINATION, translation.TOPIC, 1, {"retention.ms": "-1"})
+    results: dict = {"idle_seconds": args.idle, "steps": [], "records_per_topic": RECORDS}
+
+    engine = Engine("links")
+    proc = engine.start()
+    try:
+        added = 0
+        for n in steps:
+            while added < n:
+                engine.add_link(added, topics[added])
+                added += 1
+            mirrors = [_mirror(s) for i in range(n) for s in topics[i]]
+            took = _until(lambda m=mirrors: _landed(m, RECORDS), COPY_TIMEOUT_S, "copying", proc)
+            idle = _idle(proc, args.idle)
+            log(
+                f"Isthmus, {n} link(s): copied in {took:.1f} s; {idle['rss'] >> 20} MiB, "
+                f"{idle['cpu_share']:.2%} of a core idle, {idle['processes']} processes"
+            )
+            results["steps"].append({"links": n, **idle})
+        link = most
+        engine.add_link(link, topics[link][:1])
+        results["warm_new_link_s"] = _until(
+            lambda: _landed([_mirror(topics[link][0])]), 60, "a new link's first record", proc
+        )
+        engine.set_mirrors(link, topics[link])
+        results["warm_new_mirror_s"] = _until(
+            lambda: _landed([_mirror(topics[link][1])]), 60, "a new mirror's first record", proc
+        )
+        log(
+            f"Warm: a new link's first record in {results['warm_new_link_s']:.2f} s, a new "
+            f"mirror's in {results['warm_new_mirror_s']:.2f} s"
+        )
+    finally:
+        engine.stop()
+
+    flows = {f"s{i}": _pattern(topics[i]) for i in range(most)}
+    _mm2_clean(list(flows))
+    proc = _mm2(flows, "flows")
+    try:
+        took = _until(
+            lambda: _landed([s for i in range(most) for s in topics[i]], RECORDS),
+            COPY_TIMEOUT_S,
+            f"MirrorMaker 2 copying {most} flows",
+            proc,
+        )
+        idle = _idle(proc, args.idle)
+        log(f"MirrorMaker 2, {most} flows: copied in {took:.1f} s; {idle['rss'] >> 20} MiB")
+        results["mm2"] = {"flows": most, "copied_s": took, **idle}
+    finally:
+        procs.stop_group(proc)
+        _mm2_clean(list(flows))
+
+    # Cold starts: each for a topic of its own it has never seen.
+    cold = topics[most + 1]
+    engine = Engine("cold")
+    began = time.monotonic()
+    proc = engine.start()
+    engine.add_link(most + 1, cold[:1])
+    try:
+        results["cold_isthmus_s"] = (
+            time.monotonic()
+            - began
+            + _until(
+                lambda: _landed([_mirror(cold[0])]), 300, "the cold engine's first record", proc
+            )
+        )
+    finally:
+        engine.stop()
+    _mm2_clean(["cold"])
+    began = time.monotonic()
+    proc = _mm2({"cold": _pattern(cold[1:])}, "cold")
+    try:
+        results["cold_mm2_s"] = (
+            time.monotonic()
+            - began
+            + _until(lambda: _landed(cold[1:]), 300, "MirrorMaker 2's first record", proc)
+        )
+    finally:
+        procs.stop_group(proc)
+        _mm2_clean(["cold"])
+    log(f"Cold: Isthmus {results['cold_isthmus_s']:.1f} s, MM2 {results['cold_mm2_s']:.1f} s")
+    cluster.delete_topics(SOURCE, sources)
+    cluster.delete_topics(DESTINATION, [_mirror(s) for s in sources] + sources)
+    results["aggregate"] = _aggregate(args)
+    return results
+
+
+def section(r: dict) -> str:
+    steps = r["steps"]
+    first = steps[0]
+    rows = []
+    for s in steps:
+        extra = (s["rss"] - first["rss"]) / max(1, s["links"] - first["links"])
+        rows.append(
+            f"| Isthmus, {s['links']} link(s) | {s['rss'] / 2**20:,.0f} MiB | "
+            f"{'' if s is first else f'{extra / 2**20:.1f} MiB'} | {s['cpu_share']:.2%} | "
+            f"{s['processes']} |"
+        )
+    m = r["mm2"]
+    rows.append(
+        f"| MirrorMaker 2, {m['flows']} flows | {m['rss'] / 2**20:,.0f} MiB | "
+        f"{(m['rss']) / m['flows'] / 2**20:.1f} MiB a flow | {m['cpu_share']:.2%} | "
+        f"{m['processes']} |"
+    )
+    return f"""## Links in one engine (`python -m bench.link_scale`)
+
+Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()};
+the dev stack's single-broker clusters. Each link copies 2 one-partition mirrors of
+{r["records_per_topic"]} records, copied before the engine is measured idle for
+{r["idle_seconds"]:.0f} s (after {SETTLE_S:.0f} s to settle). Memory is the resident memory of
+every process of the engine (the driver's JVM, its Python driver, PySpark's daemon and one
+Python worker per copier slot) or of MirrorMaker 2's JVM; CPU is their share of one core.
+
+| | resident memory | each link beyond the first | idle CPU | processes |
+| --- | ---: | ---: | ---: | ---: |
+{chr(10).join(rows)}
+
+With the engine warm, a new link's first record landed {r["warm_new_link_s"]:.2f} s after the
+link was published, and a new mirror's first record {r["warm_new_mirror_s"]:.2f} s after its
+mirror set (targets: 3 s). Cold, the engine's first record landed {r["cold_isthmus_s"]:.1f} s
+after it was started with one link, MirrorMaker 2's {r["cold_mm2_s"]:.1f} s after it was
+started with one flow (target: the engine within MirrorMaker 2's own cold start).
+
+{_aggregate_text(r["aggregate"])}
+"""
+
+
+def _aggregate_text(a: dict) -> str:
+    isthmus, mm2_rate = a["records"] / a["isthmus_s"], a["records"] / a["mm2_s"]
+    return f"""{a["links"]} links copying at once, {a["mib_each"]} MiB each (1 KiB records, 2
+partitions a topic, preloaded), each engine timed from its start to the last record: Isthmus
+{isthmus:,.0f} records/s ({a["isthmus_s"]:.1f} s, of it {a["isthmus_copy_s"]:.1f} s after its
+links were published), MirrorMaker 2 with the same {a["links"]} flows in one process
+{mm2_rate:,.0f} records/s ({a["mm2_s"]:.1f} s): {isthmus / mm2_rate:.2f}×."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.link_scale", description=__doc__)
+    parser.add_argument(
+        "--links", type=lambda t: [int(x) for x in t.split(",")], default=[1, 10, 50]
+    )
+    parser.add_argument("--idle", type=float, default=30.0, help="idle seconds measured")
+    parser.add_argument("--busy-links", type=int, default=10, help="links copying at once")
+    parser.add_argument("--busy-mb", type=int, default=100, help="MiB each of them copies")
+    parser.add_argument("--no-doc", action="store_true", help="do not write docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    cluster.ensure_stack()
+    WORK.mkdir(parents=True, exist_ok=True)
+    results = run(args)
+    RESULTS.write_text(json.dumps(results, indent=2))
+    log(f"Wrote {RESULTS}")
+    if not args.no_doc:
+        sections.LINK_SCALE.write(section(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
