@@ -96,7 +96,14 @@ class Isthmus:
         self.redis.hset(control.links_key(ENGINE), LINK_ID, control.seal(KEY, link))
         work = cluster.WORK / f"isthmus-{tag}"
         shutil.rmtree(work, ignore_errors=True)
-        spec = {"engine": ENGINE, "key": KEY, "redis_url": cluster.REDIS_URL, "work_dir": str(work)}
+        # Fresh: the bench's earlier engine, if any, was stopped with its whole process group.
+        spec = {
+            "engine": ENGINE,
+            "key": KEY,
+            "redis_url": cluster.REDIS_URL,
+            "work_dir": str(work),
+            "fresh": True,
+        }
         if self.tasks:
             spec["tasks"] = self.tasks
         argv, env = launch.submit_command(spec, master=MASTER, driver_memory=DRIVER_MEMORY)

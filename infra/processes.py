@@ -110,6 +110,16 @@ def stop(pidfile: Path, timeout: float = 30.0, sig: int = signal.SIGTERM) -> int
     return recorded.pid
 
 
+def session_alive(leader: int) -> bool:
+    """Whether any process is left of the session that process `leader` started (as `start`
+    starts each: a session of its own, whose id is the leader's pid)."""
+    for proc in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getsid(proc.pid) == leader and proc.status() != psutil.STATUS_ZOMBIE:
+                return True  # a zombie has ended: only its parent has not reaped it yet
+    return False
+
+
 def tree_rss(pid: int) -> int:
     """The resident memory of a process and all its descendants, in bytes (0 when it is
     gone)."""

@@ -324,6 +324,14 @@ def start_engine(r: redis.Redis, record: dict, now: float) -> None:
         "redis_url": settings.REDIS_URL,
         "work_dir": str(engine_folder()),
         "tasks": settings.STREAM_TASKS,
+        # Its copier tasks may start without waiting out those of an earlier engine: there are
+        # none when no engine ran here before, or the last one ran on this machine and nothing
+        # of its process session is left.
+        "fresh": launch.is_local(settings.SPARK_MASTER)
+        and (
+            not engine_folder().exists()
+            or ("pid" in record and not processes.session_alive(record["pid"]))
+        ),
     }
     try:
         argv, env = launch.submit_command(
@@ -338,7 +346,7 @@ def start_engine(r: redis.Redis, record: dict, now: float) -> None:
         return
     engine_folder().mkdir(parents=True, exist_ok=True)
     pid = processes.start(argv, pidfile=_pidfile(), logfile=log_file(), env=env, cwd=launch.ROOT)
-    record.update(started=now, retry_at=0)
+    record.update(started=now, retry_at=0, pid=pid)
     control.write_json(r, _supervision_key(), record)
     log.info("Started the engine (pid %d)", pid)
 

@@ -38,11 +38,15 @@ log = logging.getLogger("spark_jobs.copier")
 CONTACT_S = 3.0  # a slot that has not heard from the control channel this long stops writing
 BATCH = 10_000  # records taken from the consumer's queue at a time
 # The longest a copier waits for a record (a record ends the wait at once): how soon it takes
-# up a new assignment or stops, and how often an idle copier wakes.
-IDLE_WAIT_S = 0.25
+# up a new assignment or stops, and how often it wakes. Short after a record or a change; once
+# nothing has come for QUIET_POLLS waits, longer, so that many idle links cost little.
+WAIT_S = 0.25
+IDLE_WAIT_S = 1.0
+QUIET_POLLS = 4
 DRAIN_S = 30.0  # the longest a copier waits for its queued records to be delivered
 MAX_RESETS = 6  # trouble this many times in a row without copying a record: the copier fails
-REPORT_S = 1.0  # how often a copier refreshes its report
+REPORT_S = 1.0  # how often a copier refreshes its report when something changed
+IDLE_REPORT_S = 5.0  # and when nothing did
 
 
 class Slot(Protocol):
@@ -130,12 +134,14 @@ class Copier:
         self.version = -1  # the assignment version applied
         self.assignment: dict | None = None  # the newest, handed over by the slot
         self.woken = threading.Event()  # a new assignment, or the end
+        self.empty_polls = 0  # waits in a row that brought no record
         self.stopping = False  # the link left the slot: deliver what is queued and stop
         self.resets, self.retry_at = 0, 0.0
         self.error = ""
         self.failure = ""  # why the copier gave up, once it has
         self.report: dict = self.reported()
-        self.next_report = 0.0
+        self.reported_as: tuple = ()
+        self.next_report = self.report_due = 0.0
 
     # --- what the slot calls --------------------------------------------------------------
 
@@ -174,7 +180,7 @@ class Copier:
             log.warning("Link %s: copier in slot %d failed: %s", self.link_id, self.number, exc)
         finally:
             self.close()
-            self.refresh_report()
+            self.refresh_report(force=True)
 
     def prepare_to_write(self) -> bool:
         """Stop writing (dropping what is held) once the slot's control channel has been silent
@@ -211,7 +217,8 @@ class Copier:
         if added:
             self.start(added)
         self.version = assignment["version"]
-        self.refresh_report()
+        self.empty_polls = 0
+        self.refresh_report(force=True)
         self.slot.report_soon()  # acknowledge at once
 
     def start(self, parts: list[dict]) -> None:
@@ -255,10 +262,13 @@ class Copier:
         # Whole milliseconds, rounded up: the client truncates the timeout to them, and a wait
         # cut short of the next report would spin on zero-length polls until it is due.
         wait = math.ceil(max(self.next_report - time.monotonic(), 0) * 1000) / 1000
-        first = self.consumer.poll(min(IDLE_WAIT_S, max(wait, 0.001)))
+        longest = WAIT_S if self.empty_polls < QUIET_POLLS else IDLE_WAIT_S
+        first = self.consumer.poll(min(longest, max(wait, 0.001)))
         if first is None:
+            self.empty_polls += 1
             self.check_deliveries()
             return
+        self.empty_polls = 0
         batch = [first, *self.consumer.consume(BATCH - 1, 0)]
         if self.ending or not self.slot.in_touch():
             return  # read, never written: the partitions start again from the destination
@@ -480,8 +490,15 @@ class Copier:
 
     # --- reporting ----------------------------------------------------------------------------
 
-    def refresh_report(self) -> None:
-        self.next_report = time.monotonic() + REPORT_S
+    def refresh_report(self, force: bool = False) -> None:
+        """Build the report again when something changed since the last one (an idle copier
+        only every IDLE_REPORT_S)."""
+        now = time.monotonic()
+        self.next_report = now + REPORT_S
+        changed = (self.counters.records, self.version, len(self.cursors), self.error)
+        if not force and changed == self.reported_as and now < self.report_due:
+            return
+        self.reported_as, self.report_due = changed, now + IDLE_REPORT_S
         self.report = self.reported()
 
     def reported(self) -> dict:

@@ -60,6 +60,7 @@ class SlotJob:
         self.job: threading.Thread | None = None
         self.job_error: BaseException | None = None
         self.job_started = 0.0
+        self.launched = False  # a job of this slot has run in this engine
         self.failures = 0
         self.retry_at = 0.0
         self.error = ""
@@ -137,6 +138,7 @@ class Engine:
         while not self.stopping:
             now = time.monotonic()
             self.follow_links()
+            self.offer_mirror_sets()
             for s in self.slots:
                 self.tend(s, now)
             self.read_reports()  # each loop: a promote waits on what they acknowledge
@@ -173,6 +175,20 @@ class Engine:
             runner = LinkRunner(self, spec, control.digest_of(raw))
             self.runners[link] = runner
             runner.start()
+
+    def offer_mirror_sets(self) -> None:
+        """Every link's published mirror set, in one request; a runner whose set changed
+        wakes."""
+        runners = list(self.runners.values())
+        if not runners:
+            return
+        try:
+            published = self.redis.mget([control.mirrors_key(r.link_id) for r in runners])
+        except redis.RedisError as exc:
+            self.error = f"Redis does not answer: {exc}"
+            return
+        for runner, raw in zip(runners, published, strict=True):
+            runner.offer(raw)
 
     # --- slots and their epochs -------------------------------------------------------------
 
@@ -212,11 +228,12 @@ class Engine:
             if now < s.retry_at:
                 return
             self.claim(s)
-        if (
-            s.claimed_at is not None
-            and now - s.claimed_at >= CLAIM_WAIT_S
-            and not self.older_tasks(s)
-        ):
+        if s.claimed_at is None:
+            return
+        # An engine started where no task of an earlier one can be alive (the console saw its
+        # whole process session gone, in local mode) starts its first epochs at once.
+        fresh = self.spec.get("fresh") and not s.launched
+        if fresh or (now - s.claimed_at >= CLAIM_WAIT_S and not self.older_tasks(s)):
             self.launch(s)
 
     def older_tasks(self, s: SlotJob) -> bool:
@@ -243,6 +260,9 @@ class Engine:
 
         s.job = threading.Thread(target=run_job, name=f"slot-{s.number}", daemon=True)
         s.job.start()
+        s.launched = True
+        for runner in list(self.runners.values()):  # they hand the slot its partitions
+            runner.beat_soon()
         log.info("Slot %d: epoch %s started", s.number, s.epoch)
 
     def keep_epochs(self) -> None:

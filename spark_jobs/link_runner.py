@@ -26,8 +26,9 @@ from . import control, planning, source_watch, translation
 
 log = logging.getLogger("spark_jobs.link_runner")
 
-LOOP_S = 0.2  # how often the runner reads the mirror set (changes reach slots within ~0.5 s)
-BEAT_S = 1.0
+LOOP_S = 0.2  # how often a runner with a plan to hand out or acknowledge looks again
+BEAT_S = 1.0  # how often a runner reports while its link copies, or something is wrong
+IDLE_BEAT_S = 5.0  # and while it is idle
 RATE_WINDOW_S = 10.0
 LEAVE_S = 45.0  # the longest a leaving link waits for its copiers to deliver and stop
 STUCK_S = 300  # behind its source and no record written this long: its copiers start again
@@ -82,9 +83,11 @@ class LinkRunner:
         self.engine = engine
         self.spec, self.digest = spec, digest
         self.link_id, self.name = spec["link_id"], spec["link_name"]
-        self.watch = source_watch.SourceWatch(spec["source"])
+        self.watch = source_watch.SourceWatch(spec["source"], on_change=self.beat_soon)
         self.destination = engine.destination(spec["destination"])
         self.thread = threading.Thread(target=self.run, name=f"link-{self.name}", daemon=True)
+        self.woken = threading.Event()  # its mirror set changed, a slot started, or the end
+        self.published: bytes | None = None  # its mirror set as the engine last read it
         self.stopping = False
         self.started_ms = int(time.time() * 1000)
         # The mirror set (mirror -> source topic) and its generation, as published.
@@ -120,6 +123,18 @@ class LinkRunner:
 
     def stop(self) -> None:
         self.stopping = True
+        self.woken.set()
+
+    def offer(self, published: bytes | None) -> None:
+        """The link's mirror set as the engine read it (all links' in one request)."""
+        if published is not None and published != self.published:
+            self.published = published
+            self.woken.set()
+
+    def beat_soon(self) -> None:
+        """Report (and grow mirror topics, and the rest of a beat's work) at once."""
+        self.next_beat = 0.0
+        self.woken.set()
 
     @property
     def alive(self) -> bool:
@@ -145,7 +160,11 @@ class LinkRunner:
                     self.failed = f"the engine could not run the link: {self.trouble['runner']}"
                 self.publish_heartbeat("failed" if self.failed else "running")
                 time.sleep(min(2**errors, 15))
-            time.sleep(LOOP_S)
+            # A plan that could not be prepared (partitions without a leader, the source
+            # down) is tried again at the next beat, not every loop.
+            busy = self.pending or (self.planned is None and "start" not in self.trouble)
+            self.woken.wait(LOOP_S if busy else max(0.0, self.next_beat - time.monotonic()))
+            self.woken.clear()
         try:
             self.leave()
         finally:
@@ -171,15 +190,10 @@ class LinkRunner:
             self.publish_heartbeat("failed" if self.failed else "running", reports)
 
     def follow(self) -> None:
-        """Read the published mirror set."""
-        try:
-            published = control.read_json(self.engine.redis, control.mirrors_key(self.link_id))
-        except redis.RedisError as exc:
-            self.trouble["redis"] = f"Redis does not answer: {exc}"
-            return  # the copiers stop writing by themselves meanwhile
-        self.trouble.pop("redis", None)
-        if published is None:
+        """Take up the published mirror set (Redis losing it changes nothing)."""
+        if self.published is None:
             return
+        published = json.loads(self.published)
         mirrors = {m: v["source_topic"] for m, v in published.get("mirrors", {}).items()}
         if published.get("generation", 0) != self.generation or mirrors != self.mirrors:
             self.mirrors, self.generation = mirrors, published.get("generation", 0)
@@ -313,6 +327,8 @@ class LinkRunner:
             pipe.execute()
         except redis.RedisError as exc:
             self.trouble["redis"] = f"Redis does not answer: {exc}"
+        else:
+            self.trouble.pop("redis", None)
 
     def grow_mirror_topics(self) -> None:
         """Give each mirror topic the partitions its source has gained, before copying them."""
@@ -419,14 +435,17 @@ class LinkRunner:
             [(self.mirrors[m], p) for m in self.mirrors for p in range(self.partitions.get(m, 0))],
         )
 
-    def count(self, reports: list[dict | None]) -> None:
-        """Add what each copier wrote since the last beat (a restarted copier counts from 0)."""
+    def count(self, reports: list[dict | None]) -> bool:
+        """Add what each copier wrote since the last beat (a restarted copier counts from 0);
+        whether any did."""
+        before = list(self.totals)
         for report in filter(None, reports):
             key = (report["slot"], report["run"])
             before = self.counted.get(key, (0, 0))
             self.totals[0] += max(0, report["records"] - before[0])
             self.totals[1] += max(0, report["bytes"] - before[1])
             self.counted[key] = (report["records"], report["bytes"])
+        return self.totals != before
 
     def errors(self, copier_errors: list[str]) -> str:
         """Everything wrong with the link now, the source first: it explains the rest."""
@@ -442,25 +461,27 @@ class LinkRunner:
 
     def publish_heartbeat(self, state: str, reports: list[dict | None] = ()) -> None:
         """Publish the link's heartbeat and each mirror partition's progress."""
-        self.next_beat = time.monotonic() + BEAT_S
         now = time.time()
         reports = list(reports)
         progress, behind, last_write, copier_errors = planning.mirror_progress(
             reports, self.watch.high_watermarks, self.mirrors
         )
-        self.count(reports)
+        moved = self.count(reports)
         self.window.append((now, *self.totals))
         while now - self.window[0][0] > RATE_WINDOW_S:
             self.window.popleft()
         if any(f["given_up"] for f in self.slot_failures()):
             self.failed = self.failed or "its copier kept failing"
             state = "failed"
+        error = self.errors(copier_errors)
+        busy = moved or behind or error or self.pending or state != "running"
+        self.next_beat = time.monotonic() + (BEAT_S if busy else IDLE_BEAT_S)
         heartbeat = {
             "at_ms": int(now * 1000),
             "started_ms": self.started_ms,
             "pid": self.engine.pid,
             "state": state,
-            "error": self.errors(copier_errors),
+            "error": error,
             "mirrors": self.sets.get(self.acked, sorted(self.mirrors)),
             "generation": self.acked,
             "epochs": self.epochs,

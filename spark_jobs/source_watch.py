@@ -4,24 +4,33 @@ The driver's loop follows the mirror set, acknowledges generations and sends the
 none of that may wait on the source. A stopped source makes every admin request wait its
 full timeout, and a failover (which happens because the source is down) waits for the
 driver's acknowledgement. So the source's partition counts and high watermarks are read here,
-once a second, and the loop only ever looks at the latest answer.
+once a second (every 5 s once they have not changed for 10 s), and the loop only ever looks at
+the latest answer.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-EVERY_S = 1.0
+EVERY_S = 1.0  # while the source changes
+QUIET_EVERY_S = 5.0  # once it has not for QUIET_AFTER_S (a new topic to watch is read at once)
+QUIET_AFTER_S = 10.0
 # A read not answered this long says the source is down, though its request has not timed out
 # yet (a read that retries can take a minute to fail).
 SILENT_S = 10.0
 
 
 class SourceWatch:
-    def __init__(self, config: dict[str, str], timeout: float = 15.0):
+    def __init__(
+        self,
+        config: dict[str, str],
+        timeout: float = 15.0,
+        on_change: Callable[[], None] | None = None,
+    ):
         self.admin = KafkaAdmin(config, timeout=timeout)
         self._lock = threading.Lock()
         self._wanted: tuple[list[str], list[tuple[str, int]]] = ([], [])
@@ -32,6 +41,8 @@ class SourceWatch:
         self.fetched_at_ms = 0  # when the high watermarks were last read
         self.error = ""  # why the last read failed ("" when it did not)
         self._answered = time.monotonic()  # when the source last answered
+        self._changed = time.monotonic()  # when what it answered last changed
+        self._on_change = on_change or (lambda: None)
         self._thread = threading.Thread(target=self._run, name="source-watch", daemon=True)
 
     def start(self) -> None:
@@ -54,7 +65,9 @@ class SourceWatch:
         while not self._stopped.is_set():
             began = time.monotonic()
             self._read()
-            self._asked.wait(max(0.0, EVERY_S - (time.monotonic() - began)))
+            quiet = began - self._changed > QUIET_AFTER_S and not self.error
+            every = QUIET_EVERY_S if quiet else EVERY_S
+            self._asked.wait(max(0.0, every - (time.monotonic() - began)))
             self._asked.clear()
 
     def _read(self) -> None:
@@ -67,10 +80,14 @@ class SourceWatch:
         except KafkaAdminError as exc:
             self.error = str(exc)
             return
+        changed = (counts, watermarks) != (self.counts, self.high_watermarks)
         self.counts, self.high_watermarks = counts, watermarks
         self.fetched_at_ms = int(time.time() * 1000)
         self.error = ""
         self._answered = time.monotonic()
+        if changed:
+            self._changed = self._answered
+            self._on_change()
 
     def problem(self) -> str:
         """What is wrong with the source, as the heartbeat says it ("" when nothing)."""

@@ -37,3 +37,20 @@ def test_a_process_that_its_parent_has_not_reaped_counts_as_stopped(tmp_path):
     finally:
         launcher.kill()
         launcher.wait()
+
+
+def test_a_session_is_alive_while_any_of_its_processes_is_even_after_its_leader_ended(tmp_path):
+    # The leader starts a child that outlives it, as a JVM's Python workers may.
+    pid = processes.start(
+        ["sh", "-c", "sleep 600 & exit 0"],
+        pidfile=tmp_path / "leader.pid",
+        logfile=tmp_path / "leader.log",
+        env={},
+        cwd=tmp_path,
+    )
+    assert processes.wait_for(lambda: processes.read_pidfile(tmp_path / "leader.pid") is None, 10)
+    try:
+        assert processes.session_alive(pid)  # the sleep is left
+    finally:
+        subprocess.run(["pkill", "-s", str(pid)], check=False)
+    assert processes.wait_for(lambda: not processes.session_alive(pid), 10)
