@@ -87,3 +87,12 @@ def test_progress_is_per_mirror_partition_with_the_sources_high_watermark():
     assert behind is True  # partition 1 was read up to 7 of 8
     assert last_write == 9
     assert errors == ["slot 2: broker gone"]
+
+
+def test_a_new_partition_goes_to_the_slot_holding_fewest_of_every_links_partitions():
+    a0, a1 = ("a", "id", 0), ("a", "id", 1)
+    # Slot 0 holds three partitions of other links, slot 1 one: both new ones go to slot 1
+    # until it holds as many.
+    slots, home = planning.assign([{}, {}], {}, {a0, a1}, {a0: _entry(a0), a1: _entry(a1)}, [3, 1])
+    assert home == {a0: 1, a1: 1}
+    assert [sorted(s) for s in slots] == [[], [a0, a1]]
