@@ -1,6 +1,6 @@
-"""The Isthmus engine (one Spark application of long-running copier slots) running one link,
-started standalone as the console would start it: spark-submit with the engine's spec, the
-link's sealed spec and its mirror set in Redis."""
+"""The Isthmus engine (one Spark application of long-running copier slots), started standalone
+as the console would start it: spark-submit with the engine's spec, each link's sealed spec and
+its mirror set in Redis. `Engine` runs any number of links; `Isthmus` is the bench's one link."""
 
 from __future__ import annotations
 
@@ -16,10 +16,95 @@ from spark_jobs import control, launch, translation
 from . import cluster, procs
 
 LINK_ID = "bench"
-ENGINE = "bench"
-KEY = Fernet.generate_key().decode()  # seals the bench link's spec in Redis
 MASTER = "local[*]"
 DRIVER_MEMORY = "1g"  # launch.submit_command's default
+
+
+class Engine:
+    """An engine of the bench's own (`engine` names its Redis keys), its links added and
+    changed through Redis as the console does."""
+
+    def __init__(self, engine: str, tag: str, tasks: int | None = None):
+        self.engine, self.tag, self.tasks = engine, tag, tasks
+        self.key = Fernet.generate_key().decode()  # seals the links' specs in Redis
+        self.redis = redis.Redis.from_url(cluster.REDIS_URL)
+        self.proc: subprocess.Popen | None = None
+        self.generation = 0  # above every one the engine saw
+
+    def start(self) -> subprocess.Popen:
+        """Start the engine, with no link yet (what an earlier run left in Redis is gone)."""
+        self.forget()
+        work = cluster.WORK / self.tag
+        shutil.rmtree(work, ignore_errors=True)
+        spec = {
+            "engine": self.engine,
+            "key": self.key,
+            "redis_url": cluster.REDIS_URL,
+            "work_dir": str(work),
+            "fresh": True,  # the bench's earlier engine was stopped with its whole group
+        }
+        if self.tasks:
+            spec["tasks"] = self.tasks
+        argv, env = launch.submit_command(spec, master=MASTER, driver_memory=DRIVER_MEMORY)
+        self.proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdout=open(cluster.WORK / f"{self.tag}.log", "wb"),  # noqa: SIM115 (child owns it)
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self.proc
+
+    def add_link(self, link_id: str, mirrors: dict[str, str]) -> None:
+        """A link copying `mirrors` (mirror name -> source name) from the source cluster."""
+        self.set_mirrors(link_id, mirrors)
+        spec = {
+            "link_id": link_id,
+            "link_name": link_id,
+            "source": {"bootstrap.servers": cluster.SOURCE},
+            "destination": {"bootstrap.servers": cluster.DESTINATION},
+        }
+        self.redis.hset(control.links_key(self.engine), link_id, control.seal(self.key, spec))
+
+    def set_mirrors(self, link_id: str, mirrors: dict[str, str]) -> None:
+        self.generation += 1
+        control.write_json(
+            self.redis,
+            control.mirrors_key(link_id),
+            {
+                "mirrors": {m: {"source_topic": s} for m, s in mirrors.items()},
+                "generation": self.generation,
+            },
+        )
+
+    def heartbeat(self, link_id: str) -> dict | None:
+        """The link's heartbeat, or the engine's once it failed."""
+        engine = control.read_json(self.redis, control.engine_heartbeat_key(self.engine))
+        if engine and engine.get("state") == "failed":
+            return engine
+        return control.read_json(self.redis, control.heartbeat_key(link_id))
+
+    def slots(self) -> int | None:
+        engine = control.read_json(self.redis, control.engine_heartbeat_key(self.engine))
+        return len(engine["slots"]) if engine and engine.get("slots") else None
+
+    def stop(self) -> None:
+        """SIGTERM ends the engine cleanly (its copiers deliver what they queued)."""
+        if self.proc is not None:
+            procs.stop_group(self.proc)
+            self.proc = None
+        self.forget()
+
+    def forget(self) -> None:
+        """Every key of the engine and its links (mirror sets, heartbeats, epochs,
+        assignments), so a run never starts from what an earlier one left. Only while it does
+        not run."""
+        links = [link.decode() for link in self.redis.hkeys(control.links_key(self.engine))]
+        keys = [*self.redis.scan_iter(control.engine_pattern(self.engine))]
+        for link in links:
+            keys += self.redis.scan_iter(f"isthmus:stream:{link}:*")
+        if keys:
+            self.redis.delete(*keys)
 
 
 class Isthmus:
@@ -30,10 +115,8 @@ class Isthmus:
         """`tasks`: copier slots of the engine; None leaves the engine's default (one per core
         Spark gives it)."""
         self.tasks = tasks
-        self.redis = redis.Redis.from_url(cluster.REDIS_URL)
-        self.proc: subprocess.Popen | None = None
-        self.mirrors: dict[str, dict[str, str]] = {}
-        self.generation = 0
+        self.engine: Engine | None = None
+        self.mirrors: dict[str, str] = {}
         self.reported_tasks: int | None = None  # as the engine's heartbeat says
 
     def mirror_name(self, source_topic: str) -> str:
@@ -61,75 +144,22 @@ class Isthmus:
             cluster.create_topic(cluster.DESTINATION, translation.TOPIC, 1, {"retention.ms": "-1"})
         cluster.create_topics(cluster.DESTINATION, list(mirrors), partitions)
 
-    def _publish(self) -> None:
-        """The mirror set, with a generation above every one the engine saw."""
-        self.generation += 1
-        control.write_json(
-            self.redis,
-            control.mirrors_key(LINK_ID),
-            {"mirrors": self.mirrors, "generation": self.generation},
-        )
-
-    def _forget(self) -> None:
-        """Every key of the bench's link and engine (mirror set, heartbeats, epochs,
-        assignments), so a run never starts from what an earlier one left. Only while no
-        engine runs."""
-        prefix = control.mirrors_key(LINK_ID).rsplit(":", 1)[0]
-        keys = [
-            *self.redis.scan_iter(f"{prefix}:*"),
-            *self.redis.scan_iter(control.engine_pattern(ENGINE)),
-        ]
-        if keys:
-            self.redis.delete(*keys)
-
     def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
         """Start the engine copying `mirrors` (mirror name -> source name) for one link."""
-        self._forget()
-        self.mirrors = {m: {"source_topic": s} for m, s in mirrors.items()}
-        self._publish()
-        link = {
-            "link_id": LINK_ID,
-            "link_name": LINK_ID,
-            "source": {"bootstrap.servers": cluster.SOURCE},
-            "destination": {"bootstrap.servers": cluster.DESTINATION},
-        }
-        self.redis.hset(control.links_key(ENGINE), LINK_ID, control.seal(KEY, link))
-        work = cluster.WORK / f"isthmus-{tag}"
-        shutil.rmtree(work, ignore_errors=True)
-        # Fresh: the bench's earlier engine, if any, was stopped with its whole process group.
-        spec = {
-            "engine": ENGINE,
-            "key": KEY,
-            "redis_url": cluster.REDIS_URL,
-            "work_dir": str(work),
-            "fresh": True,
-        }
-        if self.tasks:
-            spec["tasks"] = self.tasks
-        argv, env = launch.submit_command(spec, master=MASTER, driver_memory=DRIVER_MEMORY)
-        self.proc = subprocess.Popen(
-            argv,
-            env=env,
-            stdout=open(cluster.WORK / f"isthmus-{tag}.log", "wb"),  # noqa: SIM115 (child owns it)
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        return self.proc
+        self.engine = Engine("bench", f"isthmus-{tag}", self.tasks)
+        proc = self.engine.start()
+        self.mirrors = dict(mirrors)
+        self.engine.add_link(LINK_ID, self.mirrors)
+        return proc
 
     def add_mirrors(self, mirrors: dict[str, str]) -> None:
         """A new mirror set with a higher generation: the running engine picks it up."""
-        self.mirrors.update({m: {"source_topic": s} for m, s in mirrors.items()})
-        self._publish()
+        self.mirrors.update(mirrors)
+        self.engine.set_mirrors(LINK_ID, self.mirrors)
 
     def heartbeat(self) -> dict | None:
-        """The link's heartbeat (the engine's, while the link has none yet)."""
-        engine = control.read_json(self.redis, control.engine_heartbeat_key(ENGINE))
-        if engine and engine.get("slots"):
-            self.reported_tasks = len(engine["slots"])
-        beat = control.read_json(self.redis, control.heartbeat_key(LINK_ID))
-        if engine and engine.get("state") == "failed":
-            return engine
-        return beat
+        self.reported_tasks = self.engine.slots() or self.reported_tasks
+        return self.engine.heartbeat(LINK_ID)
 
     def error(self) -> str | None:
         beat = self.heartbeat()
@@ -138,8 +168,5 @@ class Isthmus:
         return None
 
     def stop(self) -> None:
-        """SIGTERM ends the engine cleanly (its copiers deliver what they queued)."""
-        if self.proc is not None:
-            procs.stop_group(self.proc)
-            self.proc = None
-        self._forget()
+        if self.engine is not None:
+            self.engine.stop()

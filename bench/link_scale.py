@@ -20,20 +20,17 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 
-import redis
-from cryptography.fernet import Fernet
-
 from infra.kafka_admin import KafkaAdminError
-from spark_jobs import control, launch, translation
+from spark_jobs import translation
 
 from . import cluster, document, mm2, procs, sections
 from .cluster import DESTINATION, SOURCE, WORK, log
+from .isthmus import Engine
 
 RESULTS = WORK / "link-scale.json"
 PREFIX = f"{cluster.PREFIX}scale."
@@ -49,6 +46,14 @@ def _source(link: int, mirror: int) -> str:
 
 def _mirror(source: str) -> str:
     return f"{source}.isthmus"
+
+
+def _link(number: int) -> str:
+    return f"{ENGINE}-{number}"
+
+
+def _mirrors(sources: list[str]) -> dict[str, str]:
+    return {_mirror(s): s for s in sources}
 
 
 def _landed(topics: list[str], at_least: int = 1) -> bool:
@@ -87,97 +92,18 @@ def _idle(proc: subprocess.Popen, seconds: float) -> dict:
     }
 
 
-class Engine:
-    """The Isthmus engine, started as the console starts it, links added through Redis."""
-
-    def __init__(self, tag: str):
-        self.key = Fernet.generate_key().decode()
-        self.redis = redis.Redis.from_url(cluster.REDIS_URL)
-        self.work = WORK / f"scale-{tag}"
-        self.tag = tag
-        self.proc: subprocess.Popen | None = None
-        self.generation = 0
-
-    def start(self) -> subprocess.Popen:
-        self.forget()
-        shutil.rmtree(self.work, ignore_errors=True)
-        spec = {  # fresh: the bench's earlier engine was stopped with its whole group
-            "engine": ENGINE,
-            "key": self.key,
-            "redis_url": cluster.REDIS_URL,
-            "work_dir": str(self.work),
-            "fresh": True,
-        }
-        argv, env = launch.submit_command(spec, master="local[*]")
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            argv,
-            env=env,
-            stdout=open(WORK / f"scale-{self.tag}.log", "wb"),  # noqa: SIM115 (the child owns it)
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        return self.proc
-
-    def add_link(self, link: int, sources: list[str]) -> None:
-        link_id = f"{ENGINE}-{link}"
-        spec = {
-            "link_id": link_id,
-            "link_name": link_id,
-            "source": {"bootstrap.servers": SOURCE},
-            "destination": {"bootstrap.servers": DESTINATION},
-        }
-        self.set_mirrors(link, sources)
-        self.redis.hset(control.links_key(ENGINE), link_id, control.seal(self.key, spec))
-
-    def set_mirrors(self, link: int, sources: list[str]) -> None:
-        self.generation += 1
-        control.write_json(
-            self.redis,
-            control.mirrors_key(f"{ENGINE}-{link}"),
-            {
-                "mirrors": {_mirror(s): {"source_topic": s} for s in sources},
-                "generation": self.generation,
-            },
-        )
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            procs.stop_group(self.proc)
-            self.proc = None
-        self.forget()
-
-    def forget(self) -> None:
-        keys = [
-            *self.redis.scan_iter(control.engine_pattern(ENGINE)),
-            *self.redis.scan_iter(f"isthmus:stream:{ENGINE}-*"),
-        ]
-        if keys:
-            self.redis.delete(*keys)
-
-
 def _mm2(flows: dict[str, str], tag: str, tasks: int = 1) -> subprocess.Popen:
     """MirrorMaker 2 in one dedicated process with a flow `alias -> destination` for each of
     `flows` (alias -> the regex of the topics it copies), all from the source cluster."""
     own = ("clusters", "source", "destination->source")
-    settings = {k: v for k, v in mm2.SETTINGS.items() if not k.startswith(own)}
-    settings["clusters"] = ", ".join([*flows, "destination"])
+    properties = {k: v for k, v in mm2.SETTINGS.items() if not k.startswith(own)}
+    properties["clusters"] = ", ".join([*flows, "destination"])
     for alias, pattern in flows.items():
-        settings[f"{alias}.bootstrap.servers"] = SOURCE
-        settings[f"{alias}->destination.enabled"] = "true"
-        settings[f"{alias}->destination.topics"] = pattern
-    settings["tasks.max"] = str(tasks)
-    config = WORK / f"mm2-scale-{tag}.properties"
-    config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    log4j = WORK / "mm2-log4j2.properties"
-    log4j.write_text(mm2.LOG4J)
-    return subprocess.Popen(
-        [str(cluster.KAFKA_RUN), "org.apache.kafka.connect.mirror.MirrorMaker", str(config)],
-        env={**os.environ, "KAFKA_HEAP_OPTS": mm2.HEAP, "KAFKA_LOG4J_CONFIG": str(log4j)},
-        stdout=open(WORK / f"mm2-scale-{tag}.log", "wb"),  # noqa: SIM115 (the child owns it)
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+        properties[f"{alias}.bootstrap.servers"] = SOURCE
+        properties[f"{alias}->destination.enabled"] = "true"
+        properties[f"{alias}->destination.topics"] = pattern
+    properties["tasks.max"] = str(tasks)
+    return mm2.launch(properties, f"scale-{tag}")
 
 
 def _mm2_clean(aliases: list[str]) -> None:
@@ -218,12 +144,12 @@ def _aggregate(args: argparse.Namespace) -> dict:
 
     mirrors = {s: _mirror(s) for s in sources}
     cluster.create_topics(DESTINATION, list(mirrors.values()), partitions)
-    engine = Engine("busy")
+    engine = Engine(ENGINE, "scale-busy")
     began = time.monotonic()
     proc = engine.start()
     try:
         for i, source in enumerate(sources):
-            engine.add_link(1000 + i, [source])
+            engine.add_link(_link(1000 + i), _mirrors([source]))
         _until(lambda: _safe(done, mirrors), COPY_TIMEOUT_S, "ten links copying", proc)
         result["isthmus_s"] = time.monotonic() - began
     finally:
@@ -242,7 +168,7 @@ def _aggregate(args: argparse.Namespace) -> dict:
     cluster.delete_topics(SOURCE, sources)
     cluster.delete_topics(DESTINATION, [*sources, *mirrors.values()])
     log(
-        f"Ten links at once: Isthmus {total / result['isthmus_s']:,.0f} records/s, "
+        f"{flows} links at once: Isthmus {total / result['isthmus_s']:,.0f} records/s, "
         f"MM2 {total / result['mm2_s']:,.0f} records/s (each from its start)"
     )
     return result
@@ -268,13 +194,13 @@ def run(args: argparse.Namespace) -> dict:
         cluster.create_topic(DESTINATION, translation.TOPIC, 1, {"retention.ms": "-1"})
     results: dict = {"idle_seconds": args.idle, "steps": [], "records_per_topic": RECORDS}
 
-    engine = Engine("links")
+    engine = Engine(ENGINE, "scale-links")
     proc = engine.start()
     try:
         added = 0
         for n in steps:
             while added < n:
-                engine.add_link(added, topics[added])
+                engine.add_link(_link(added), _mirrors(topics[added]))
                 added += 1
             mirrors = [_mirror(s) for i in range(n) for s in topics[i]]
             took = _until(lambda m=mirrors: _landed(m, RECORDS), COPY_TIMEOUT_S, "copying", proc)
@@ -285,11 +211,11 @@ def run(args: argparse.Namespace) -> dict:
             )
             results["steps"].append({"links": n, **idle})
         link = most
-        engine.add_link(link, topics[link][:1])
+        engine.add_link(_link(link), _mirrors(topics[link][:1]))
         results["warm_new_link_s"] = _until(
             lambda: _landed([_mirror(topics[link][0])]), 60, "a new link's first record", proc
         )
-        engine.set_mirrors(link, topics[link])
+        engine.set_mirrors(_link(link), _mirrors(topics[link]))
         results["warm_new_mirror_s"] = _until(
             lambda: _landed([_mirror(topics[link][1])]), 60, "a new mirror's first record", proc
         )
@@ -319,10 +245,10 @@ def run(args: argparse.Namespace) -> dict:
 
     # Cold starts: each for a topic of its own it has never seen.
     cold = topics[most + 1]
-    engine = Engine("cold")
+    engine = Engine(ENGINE, "scale-cold")
     began = time.monotonic()
     proc = engine.start()
-    engine.add_link(most + 1, cold[:1])
+    engine.add_link(_link(most + 1), _mirrors(cold[:1]))
     try:
         results["cold_isthmus_s"] = (
             time.monotonic()

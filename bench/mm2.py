@@ -65,6 +65,21 @@ SETTINGS = {
 }
 
 
+def launch(properties: dict[str, str], tag: str) -> subprocess.Popen:
+    """MirrorMaker 2 in dedicated mode with these `mm2.properties`; `tag` names its files."""
+    config = cluster.WORK / f"mm2-{tag}.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+    log4j = cluster.WORK / "mm2-log4j2.properties"
+    log4j.write_text(LOG4J)
+    return subprocess.Popen(
+        [str(cluster.KAFKA_RUN), "org.apache.kafka.connect.mirror.MirrorMaker", str(config)],
+        env={**os.environ, "KAFKA_HEAP_OPTS": HEAP, "KAFKA_LOG4J_CONFIG": str(log4j)},
+        stdout=open(cluster.WORK / f"mm2-{tag}.log", "wb"),  # noqa: SIM115 (the child owns it)
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
 class MirrorMaker2:
     name = "MirrorMaker 2"
     # It finds new topics matching its pattern only every refresh.topics.interval.seconds
@@ -98,22 +113,7 @@ class MirrorMaker2:
             HEARTBEATS not in cluster.admin(cluster.DESTINATION).list_topic_names()
         )
         topics = "|".join(re.escape(source) for source in sorted(mirrors.values()))
-        config = cluster.WORK / f"mm2-{tag}.properties"
-        config.write_text(
-            "".join(
-                f"{k}={v}\n"
-                for k, v in {**self.properties(), "source->destination.topics": topics}.items()
-            )
-        )
-        log4j = cluster.WORK / "mm2-log4j2.properties"
-        log4j.write_text(LOG4J)
-        self.proc = subprocess.Popen(
-            [str(cluster.KAFKA_RUN), "org.apache.kafka.connect.mirror.MirrorMaker", str(config)],
-            env={**os.environ, "KAFKA_HEAP_OPTS": HEAP, "KAFKA_LOG4J_CONFIG": str(log4j)},
-            stdout=open(cluster.WORK / f"mm2-{tag}.log", "wb"),  # noqa: SIM115 (the child owns it)
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self.proc = launch({**self.properties(), "source->destination.topics": topics}, tag)
         return self.proc
 
     def add_mirrors(self, mirrors: dict[str, str]) -> None:

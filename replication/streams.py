@@ -180,9 +180,8 @@ def stopped_writing(link: ClusterLink, mirror_topic: str, generation: int) -> bo
     r = client()
     heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
     if not heartbeat:  # the engine never ran the link (or Redis lost its heartbeat)
-        engine = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
-        fresh = time.time() - engine.get("at_ms", 0) / 1000 < ENGINE_FRESH_S
-        return fresh and link_id not in engine.get("links", {})
+        runs = _engine_links(r)
+        return runs is not None and link_id not in runs
     if heartbeat.get("state") == "stopped":
         # A runner starting anew says so before it reads the mirror set, which no longer
         # holds the mirror.
@@ -219,7 +218,7 @@ def forget_deleted_links(known: set[str]) -> None:
         if known:
             pipe.sadd(seen_key, *known)
         pipe.execute()
-        gone = [link for link in seen - known]
+        gone = list(seen - known)
         if gone:
             log.info("Taking deleted cluster link(s) %s out of the engine", ", ".join(gone))
             r.hdel(control.links_key(engine_id()), *gone)
@@ -268,7 +267,10 @@ def _supervise_engine(r: redis.Redis, now: float) -> None:
             processes.stop(_pidfile())
             _note_failure(r, record, trouble, now)
         elif record.get("failures") and now - record.get("started", now) > HEALTHY_AFTER_S:
-            r.delete(_supervision_key())
+            # Earlier failures are forgiven; what it runs as is kept (see `start_engine`).
+            control.write_json(
+                r, _supervision_key(), {"started": record.get("started"), "pid": record.get("pid")}
+            )
         return
     if _pidfile().exists():  # it was running and is gone
         _pidfile().unlink()
@@ -367,14 +369,22 @@ def stop(link: ClusterLink) -> None:
     deadline = time.monotonic() + STOP_WAIT_S
     while _running() is not None and time.monotonic() < deadline:
         heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
-        engine = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
         if (
             heartbeat.get("state") == "stopped"
             or heartbeat.get("started_ms", 0) > asked_ms
-            or link_id not in engine.get("links", {})
+            or link_id not in (_engine_links(r) or {link_id})
         ):
             return
         time.sleep(0.2)
+
+
+def _engine_links(r: redis.Redis) -> dict | None:
+    """The links the engine runs (id -> name), as its heartbeat says; None when that heartbeat
+    is older than ENGINE_FRESH_S (then nobody knows)."""
+    engine = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
+    if time.time() - engine.get("at_ms", 0) / 1000 >= ENGINE_FRESH_S:
+        return None
+    return engine.get("links", {})
 
 
 def ensure_translation_topic(admin: KafkaAdmin) -> None:

@@ -83,10 +83,11 @@ class LinkRunner:
         self.engine = engine
         self.spec, self.digest = spec, digest
         self.link_id, self.name = spec["link_id"], spec["link_name"]
-        self.watch = source_watch.SourceWatch(spec["source"], on_change=self.beat_soon)
+        # Its mirror set or its source changed, a slot started, or the end.
+        self.woken = threading.Event()
+        self.watch = source_watch.SourceWatch(spec["source"], wake=self.woken)
         self.destination = engine.destination(spec["destination"])
         self.thread = threading.Thread(target=self.run, name=f"link-{self.name}", daemon=True)
-        self.woken = threading.Event()  # its mirror set changed, a slot started, or the end
         self.published: bytes | None = None  # its mirror set as the engine last read it
         self.stopping = False
         self.started_ms = int(time.time() * 1000)
@@ -172,6 +173,9 @@ class LinkRunner:
             log.info("Link %s: left the engine", self.name)
 
     def step(self) -> None:
+        if self.watch.changed.is_set():  # a source that grew, or lag: report at once
+            self.watch.changed.clear()
+            self.next_beat = 0.0
         self.follow()
         self.take_back_restarted_slots()
         self.plan()

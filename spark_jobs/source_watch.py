@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
@@ -29,7 +28,7 @@ class SourceWatch:
         self,
         config: dict[str, str],
         timeout: float = 15.0,
-        on_change: Callable[[], None] | None = None,
+        wake: threading.Event | None = None,
     ):
         self.admin = KafkaAdmin(config, timeout=timeout)
         self._lock = threading.Lock()
@@ -42,7 +41,10 @@ class SourceWatch:
         self.error = ""  # why the last read failed ("" when it did not)
         self._answered = time.monotonic()  # when the source last answered
         self._changed = time.monotonic()  # when what it answered last changed
-        self._on_change = on_change or (lambda: None)
+        # Set when what it read changed (and `wake` with it): an Event, not a callback, so the
+        # watch holds no reference back to its reader, which goes as soon as it is done with.
+        self.changed = threading.Event()
+        self._wake = wake or threading.Event()
         self._thread = threading.Thread(target=self._run, name="source-watch", daemon=True)
 
     def start(self) -> None:
@@ -87,7 +89,8 @@ class SourceWatch:
         self._answered = time.monotonic()
         if changed:
             self._changed = self._answered
-            self._on_change()
+            self.changed.set()
+            self._wake.set()
 
     def problem(self) -> str:
         """What is wrong with the source, as the heartbeat says it ("" when nothing)."""

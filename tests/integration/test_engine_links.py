@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import psutil
 import pytest
 from confluent_kafka import Producer
 
@@ -45,13 +46,21 @@ def _engine_links() -> int:
     return len((heartbeat or {}).get("links", {}))
 
 
-def _settled_rss(pid: int) -> int:
-    """The engine's resident memory once it stops moving (the least of a few samples)."""
+def _threads(pid: int) -> int:
+    """Threads of the engine's processes: each link adds a runner, a source watch and a copier
+    per slot it has partitions in, and their clients' threads; a link gone takes them along."""
+    root = psutil.Process(pid)
+    return sum(p.num_threads() for p in [root, *root.children(recursive=True)])
+
+
+def _settled(pid: int) -> tuple[int, int]:
+    """The engine's resident memory and threads once they stop moving (the least of a few
+    samples)."""
     samples = []
     for _ in range(5):
         time.sleep(1)
-        samples.append(processes.tree_rss(pid))
-    return min(samples)
+        samples.append((processes.tree_rss(pid), _threads(pid)))
+    return min(s[0] for s in samples), min(s[1] for s in samples)
 
 
 def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_they_go(
@@ -65,7 +74,7 @@ def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_
     first = make_link()
     run_until_copied(first, [create_mirror(ACTOR, first, topics[0])], timeout=180)
     pid = streams.status(first).pid
-    before = _settled_rss(pid)
+    before, threads_before = _settled(pid)
 
     links = [make_link() for _ in range(LINKS)]
     mirrors = [
@@ -82,16 +91,19 @@ def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_
         copies = list(pool.map(lambda t: assert_exact_copy(t, t), topics))
     assert [len(c) for c in copies] == [RECORDS] * len(topics)
     assert {streams.status(link).pid for link in [first, *links]} == {pid}, "the engine restarted"
-    full = _settled_rss(pid)
+    full, threads_full = _settled(pid)
 
     for link in links:
         delete_link(ACTOR, link, force=True)
         streams.stop(link)  # as the beat does for a link gone
     eventually(lambda: _engine_links() == 1, 60, "the deleted links leaving the engine")
-    after = _settled_rss(pid)
+    after, threads_after = _settled(pid)
     grew = full - before
     print(
         f"engine RSS {before >> 20} MiB, {full >> 20} with {LINKS} more links, {after >> 20} after"
     )
     assert streams.status(first).pid == pid
     assert after - before < max(grew // 2, 64 << 20), (before, full, after)
+    # What each link held is released: its threads (and their clients') are gone again.
+    assert threads_full > threads_before + 3 * LINKS, (threads_before, threads_full)
+    assert threads_after <= threads_before + 5, (threads_before, threads_full, threads_after)
