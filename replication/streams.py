@@ -369,10 +369,11 @@ def stop(link: ClusterLink) -> None:
     deadline = time.monotonic() + STOP_WAIT_S
     while _running() is not None and time.monotonic() < deadline:
         heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
+        runs = _engine_links(r)
         if (
             heartbeat.get("state") == "stopped"
             or heartbeat.get("started_ms", 0) > asked_ms
-            or link_id not in (_engine_links(r) or {link_id})
+            or (runs is not None and link_id not in runs)
         ):
             return
         time.sleep(0.2)
