@@ -70,6 +70,12 @@ class SlotJob:
     def running(self) -> bool:
         return self.job is not None and self.job.is_alive()
 
+    def trouble(self) -> str:
+        """Why the slot does not run now: its job's end, as soon as it ended."""
+        if self.job is not None:
+            return one_line(self.job_error) if self.job_error else "its Spark task ended"
+        return self.error or "starting"
+
 
 class Engine:
     def __init__(self, spec: dict):
@@ -100,7 +106,7 @@ class Engine:
 
     def slot_troubles(self) -> dict[int, str]:
         """Why each slot that is not running now is restarting."""
-        return {s.number: s.error or "starting" for s in self.slots if not s.running}
+        return {s.number: s.trouble() for s in self.slots if not s.running}
 
     def slots_settled(self) -> bool:
         return all(s.running for s in self.slots)
@@ -216,9 +222,8 @@ class Engine:
         if s.running:
             return
         if s.job is not None:  # it failed, or its task was fenced off
-            error = s.job_error or RuntimeError("the copier slot's task ended")
             s.failures = 1 if now - s.job_started > HEALTHY_AFTER_S else s.failures + 1
-            s.error = one_line(error)
+            s.error = s.trouble()
             log.warning("Slot %d failed (%d in a row): %s", s.number, s.failures, s.error)
             if s.failures > len(RELAUNCH_S):
                 raise RuntimeError(f"copier slot {s.number} failed {s.failures} times: {s.error}")

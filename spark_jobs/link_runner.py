@@ -109,7 +109,7 @@ class LinkRunner:
         self.pending: list[tuple[int, int]] = []  # (generation, version) to acknowledge
         self.planned: tuple | None = None
         # Reporting.
-        self.counted: dict[tuple[int, str], tuple[int, int]] = {}  # (slot, copier run) -> seen
+        self.counted: planning.Counted = {}
         self.totals = [0, 0]  # records and bytes
         self.window: deque[tuple[float, int, int]] = deque()
         # What is wrong, by where it went wrong; each is shown until that step succeeds.
@@ -440,16 +440,12 @@ class LinkRunner:
         )
 
     def count(self, reports: list[dict | None]) -> bool:
-        """Add what each copier wrote since the last beat (a restarted copier counts from 0);
-        whether any did."""
-        before = list(self.totals)
-        for report in filter(None, reports):
-            key = (report["slot"], report["run"])
-            before = self.counted.get(key, (0, 0))
-            self.totals[0] += max(0, report["records"] - before[0])
-            self.totals[1] += max(0, report["bytes"] - before[1])
-            self.counted[key] = (report["records"], report["bytes"])
-        return self.totals != before
+        """Add what the copiers wrote since the last beat to the link's totals; whether any
+        copier wrote."""
+        self.counted, records, size = planning.written_since(self.counted, reports)
+        self.totals[0] += records
+        self.totals[1] += size
+        return bool(records or size)
 
     def errors(self, copier_errors: list[str]) -> str:
         """Everything wrong with the link now, the source first: it explains the rest."""

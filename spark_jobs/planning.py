@@ -73,6 +73,22 @@ def grown(
     }
 
 
+Counted = dict[tuple[int, str], tuple[int, int]]  # (slot, copier run) -> (records, bytes) seen
+
+
+def written_since(counted: Counted, reports: list[dict | None]) -> tuple[Counted, int, int]:
+    """What each copier run has written by its latest report, and the records and bytes added
+    since `counted` (a restarted copier's run counts from 0)."""
+    now, records, size = dict(counted), 0, 0
+    for report in filter(None, reports):
+        key = (report["slot"], report["run"])
+        seen = now.get(key, (0, 0))
+        records += max(0, report["records"] - seen[0])
+        size += max(0, report["bytes"] - seen[1])
+        now[key] = (report["records"], report["bytes"])
+    return now, records, size
+
+
 def rate(window: list[tuple[float, int, int]], i: int) -> float:
     """Per second over the window's samples (time, records, bytes): field `i` (1 records,
     2 bytes); one sample alone is no change."""

@@ -319,14 +319,12 @@ def _sweep(ledger: Ledger, owned: Owned) -> list[str]:
 
 def remaining(ledger: Ledger, wait: float = 60) -> list[str]:
     """What of the session is still there; topics being deleted get `wait` seconds to go."""
-    deadline = time.monotonic() + wait
-    while True:
-        left = [
-            f"{node.name} topic {t}" for node in kafka.NODES for t in topics(node, ledger.owned)
-        ]
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(1)
+
+    def topics_left() -> list[str]:
+        return [f"{n.name} topic {t}" for n in kafka.NODES for t in topics(n, ledger.owned)]
+
+    processes.wait_for(lambda: not topics_left(), wait, 1, ignore=())
+    left = topics_left()
     for node in kafka.NODES:
         left += [f"{node.name} ACL {b}" for b in acls(node, ledger.owned)]
         left += [f"{node.name} group {g}" for g in groups(node, ledger.owned)]

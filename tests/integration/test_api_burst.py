@@ -29,6 +29,7 @@ from django.conf import settings
 from devstack import kafka
 from devstack.stack import Stack
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.processes import wait_for
 from replication import audit, read_only
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
 from replication.tokens import create_token
@@ -95,11 +96,10 @@ def gunicorn_console(tmp_path: Path, transactional_db) -> Iterator[Console]:
             web.command(), cwd=settings.BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT
         )
     try:
-        deadline = time.monotonic() + 60
-        while not _answers(f"http://127.0.0.1:{port}/login/"):
-            assert proc.poll() is None, f"gunicorn exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"gunicorn did not answer:\n{log.read_text()}"
-            time.sleep(0.2)
+        answered = wait_for(
+            lambda: proc.poll() is not None or _answers(f"http://127.0.0.1:{port}/login/"), 60, 0.2
+        )
+        assert answered and proc.poll() is None, f"gunicorn did not answer:\n{log.read_text()}"
         yield Console(port, log)
     finally:
         stop_process(proc)

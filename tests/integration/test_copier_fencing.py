@@ -16,6 +16,7 @@ from confluent_kafka import Producer
 from django.conf import settings
 
 from devstack import kafka
+from infra import processes
 from infra.kafka_admin import KafkaAdmin
 from spark_jobs import control, copier, slot
 from tests import leftovers
@@ -193,8 +194,7 @@ def test_a_slot_cut_off_from_the_control_channel_stops_writing_and_resumes_exact
     assert beat == -2, "the slot's report outlived its silence"  # the new epoch may start
 
     f.proxy.mend()
-    time.sleep(3)
-    assert not _still_for(f.topic, 2), "the task did not resume after the channel came back"
+    eventually(lambda: not _still_for(f.topic, 2), 30, "the task resuming once the channel is back")
     f.source.done.set()
     f.source.join()
     eventually(lambda: _mirrored(f.topic) >= f.source.written, 60, "the task catching up")
@@ -241,10 +241,7 @@ def test_a_copier_that_finds_another_writer_on_its_partition_stops_instead_of_wr
         stray.produce(topic, b"stray", partition=0)
         assert stray.flush(30) == 0
 
-        deadline = time.monotonic() + 30
         with pytest.raises(copier.Fenced, match="something else writes this mirror partition"):
-            while time.monotonic() < deadline:
-                task.copy()
-                time.sleep(0.05)
+            processes.wait_for(lambda: task.copy(), 30, 0.05, ignore=())
     finally:
         task.close()

@@ -75,7 +75,10 @@ def test_a_copier_slot_that_dies_is_shown_on_the_link_page_while_it_restarts(
     for worker in _slot_workers():
         worker.send_signal(signal.SIGKILL)
     page = _until_shown(client_as("viewer"), link, "is restarting", 30)
-    assert "a copier slot's Python worker died (killed, or out of memory)" in page
+    shown = page[page.index("is restarting") :][:200]
+    assert "is restarting: a copier slot's Python worker died (killed, or out of memory)" in page, (
+        shown
+    )
     # It restarts, and the message goes once it runs again.
     client = client_as("viewer")
     eventually(lambda: "is restarting" not in _page(client, link), 60, "the slot running again")

@@ -189,10 +189,12 @@ def test_a_group_with_members_on_the_destination_is_skipped_and_not_overwritten(
     )
     try:
         member.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while not member.assignment() and time.monotonic() < deadline:
+
+        def joined() -> list:
             member.poll(0.5)
-        assert member.assignment(), "the destination consumer did not join its group"
+            return member.assignment()
+
+        eventually(joined, 30, "the destination consumer joining its group")
         commit_offsets(kafka.SOURCE, group, {(topic, 0): 40})
 
         outcome = _sync(copied.link)

@@ -96,3 +96,22 @@ def test_a_new_partition_goes_to_the_slot_holding_fewest_of_every_links_partitio
     slots, home = planning.assign([{}, {}], {}, {a0, a1}, {a0: _entry(a0), a1: _entry(a1)}, [3, 1])
     assert home == {a0: 1, a1: 1}
     assert [sorted(s) for s in slots] == [[], [a0, a1]]
+
+
+def test_only_records_written_since_the_last_count_are_added_and_a_new_run_counts_from_zero():
+    two_slots = [
+        {"slot": 0, "run": "a", "records": 10, "bytes": 100},
+        {"slot": 1, "run": "b", "records": 5, "bytes": 50},
+        None,
+    ]
+    counted, records, size = planning.written_since({}, two_slots)
+    assert (records, size) == (15, 150)
+
+    # The same reports again: nothing new, whichever slot reported last (an idle link).
+    counted, records, size = planning.written_since(counted, two_slots)
+    assert (records, size) == (0, 0)
+
+    restarted = [two_slots[0], {"slot": 1, "run": "c", "records": 2, "bytes": 20}]
+    counted, records, size = planning.written_since(counted, restarted)
+    assert (records, size) == (2, 20)
+    assert counted[1, "c"] == (2, 20)
