@@ -65,6 +65,7 @@ class Engine:
             "destination": {"bootstrap.servers": cluster.DESTINATION},
         }
         self.redis.hset(control.links_key(self.engine), link_id, control.seal(self.key, spec))
+        control.wake(self.redis, control.engine_wake_channel(self.engine))
 
     def set_mirrors(self, link_id: str, mirrors: dict[str, str]) -> None:
         self.generation += 1
@@ -76,6 +77,7 @@ class Engine:
                 "generation": self.generation,
             },
         )
+        control.wake(self.redis, control.engine_wake_channel(self.engine))
 
     def heartbeat(self, link_id: str) -> dict | None:
         """The link's heartbeat, or the engine's once it failed."""

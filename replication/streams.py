@@ -125,6 +125,7 @@ def _publish(link: ClusterLink, r: redis.Redis, wanted: dict[str, dict]) -> int:
         return published["generation"]
     generation = r.incr(_generation_key(str(link.link_id)))
     control.write_json(r, key, {"mirrors": wanted, "generation": generation})
+    control.wake(r, control.engine_wake_channel(engine_id()))
     return generation
 
 
@@ -146,7 +147,8 @@ def _publish_link(link: ClusterLink, r: redis.Redis, run: bool) -> None:
     """Add the link to the engine (or change its spec), or take it out."""
     link_id, key = str(link.link_id), control.links_key(engine_id())
     if not run:
-        r.hdel(key, link_id)
+        if r.hdel(key, link_id):
+            control.wake(r, control.engine_wake_channel(engine_id()))
         return
     spec, engine_key = link_spec(link), _engine_key()
     current = r.hget(key, link_id)
@@ -156,6 +158,7 @@ def _publish_link(link: ClusterLink, r: redis.Redis, run: bool) -> None:
     if current is None:  # a heartbeat left from an earlier run says nothing of this one
         r.delete(control.heartbeat_key(link_id), control.progress_key(link_id))
     r.hset(key, link_id, control.seal(engine_key, spec))
+    control.wake(r, control.engine_wake_channel(engine_id()))
 
 
 def _running() -> processes.Running | None:
@@ -222,6 +225,7 @@ def forget_deleted_links(known: set[str]) -> None:
         if gone:
             log.info("Taking deleted cluster link(s) %s out of the engine", ", ".join(gone))
             r.hdel(control.links_key(engine_id()), *gone)
+            control.wake(r, control.engine_wake_channel(engine_id()))
     except redis.RedisError:
         return  # at the next round
 
@@ -366,6 +370,7 @@ def stop(link: ClusterLink) -> None:
     r = client()
     asked_ms = int(time.time() * 1000)
     r.hdel(control.links_key(engine_id()), link_id)
+    control.wake(r, control.engine_wake_channel(engine_id()))
     deadline = time.monotonic() + STOP_WAIT_S
     while _running() is not None and time.monotonic() < deadline:
         heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}

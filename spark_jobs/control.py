@@ -7,6 +7,11 @@ slot) and, per link, the partitions the slot copies (`slot_assignment_key`, a ha
 Slots → engine: each slot's report (`slot_report_key`), kept alive by expiry.
 Engine → console: its own heartbeat, and per link a heartbeat and per-partition progress.
 
+Whoever writes something the engine's loop (`engine_wake_channel`) or the slots' loops
+(`slots_wake_channel`) should act on at once says so on that channel; the loops read the keys
+every second regardless, so a message lost (Redis restarting) only delays, and an idle engine
+wakes once a second instead of five times.
+
 Redis holds nothing that cannot be rebuilt: the console republishes links and mirror sets every
 few seconds, the engine its epochs and assignments every loop, and a slot finds where each
 partition stands from the destination cluster.
@@ -18,9 +23,11 @@ the clear.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
+import time
 
 import redis
 from cryptography.fernet import Fernet, InvalidToken
@@ -75,6 +82,51 @@ def slot_report_pattern(engine: str, slot: int) -> str:
 
 def engine_pattern(engine: str) -> str:
     return f"isthmus:engine:{engine}:*"
+
+
+def engine_wake_channel(engine: str) -> str:
+    """Links or mirror sets changed, or a slot reports a new plan applied."""
+    return f"isthmus:engine:{engine}:wake"
+
+
+def slots_wake_channel(engine: str) -> str:
+    """A slot's epoch or assignments changed."""
+    return f"isthmus:engine:{engine}:slots-wake"
+
+
+def wake(client: redis.Redis, channel: str) -> None:
+    """Wake the loops listening on `channel` (if Redis does not answer, they poll anyway)."""
+    with contextlib.suppress(redis.RedisError):
+        client.publish(channel, b"")
+
+
+class Wakeup:
+    """A loop's pause: up to its period, ended early by a message on its channel."""
+
+    def __init__(self, client: redis.Redis, channel: str):
+        self.client, self.channel = client, channel
+        self.pubsub: redis.client.PubSub | None = None
+
+    def wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        try:
+            if self.pubsub is None:
+                self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+                self.pubsub.subscribe(self.channel)
+            while (left := deadline - time.monotonic()) > 0:
+                if self.pubsub.get_message(timeout=left) is not None:
+                    while self.pubsub.get_message(timeout=0) is not None:
+                        pass  # one wake for every message already there
+                    return
+        except redis.RedisError:
+            self.close()  # subscribed again at the next wait
+            time.sleep(max(0.0, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        if self.pubsub is not None:
+            with contextlib.suppress(redis.RedisError):
+                self.pubsub.close()
+            self.pubsub = None
 
 
 # --- values -----------------------------------------------------------------------------------

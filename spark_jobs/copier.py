@@ -113,7 +113,7 @@ class Copier:
                 "auto.offset.reset": "earliest",
                 # A fetch returns as soon as a record arrives; the wait only bounds how often
                 # an idle copier asks (each is a request to the source broker).
-                "fetch.wait.max.ms": 500,
+                "fetch.wait.max.ms": 1000,
                 # Fetches large enough, and a queue deep enough, that a copier catching up
                 # does not wait for records (measured: ~20% more records/s than with
                 # librdkafka's defaults); and a full queue's partitions are fetched again
@@ -126,10 +126,11 @@ class Copier:
         )
         self.producer: Producer | None = None
         self.entries: Producer | None = None
-        self.admin = KafkaAdmin(spec["destination"], timeout=15)
+        self.admin: KafkaAdmin | None = None  # made when needed, see `go_quiet`
         self.cursors: dict[tuple[str, int], Cursor] = {}  # (source topic, partition)
         self.runs: dict[tuple[str, str, int], translation.Runs] = {}  # kept across resets
         self.known: set[str] = set()  # source topics whose metadata the consumer has
+        self.done = False
         self.counters = Counters()
         self.version = -1  # the assignment version applied
         self.assignment: dict | None = None  # the newest, handed over by the slot
@@ -181,6 +182,8 @@ class Copier:
         finally:
             self.close()
             self.refresh_report(force=True)
+            self.done = True  # it writes nothing more: its slot may forget it
+            self.slot.report_soon()
 
     def prepare_to_write(self) -> bool:
         """Stop writing (dropping what is held) once the slot's control channel has been silent
@@ -223,7 +226,7 @@ class Copier:
 
     def start(self, parts: list[dict]) -> None:
         """Start copying `parts`, each from where its mirror partition ends."""
-        ends = self.admin.offsets([(p["mirror"], p["partition"]) for p in parts])
+        ends = self.destination_ends([(p["mirror"], p["partition"]) for p in parts])
         for topic in {p["source"] for p in parts} - self.known:
             # Without its metadata at hand, the consumer starts fetching a new topic only after
             # its next metadata refresh, about a second later.
@@ -267,6 +270,8 @@ class Copier:
         if first is None:
             self.empty_polls += 1
             self.check_deliveries()
+            if self.empty_polls == QUIET_POLLS:
+                self.go_quiet()
             return
         self.empty_polls = 0
         batch = [first, *self.consumer.consume(BATCH - 1, 0)]
@@ -352,7 +357,7 @@ class Copier:
         once they are delivered, the partition ends exactly after them. Anything else means
         another writer, and this copier stops rather than write on."""
         self.drain()
-        ends = self.admin.offsets([(c.mirror, c.partition) for c in started])
+        ends = self.destination_ends([(c.mirror, c.partition) for c in started])
         for cursor in started:
             cursor.verify = False
             end = ends[cursor.mirror, cursor.partition]
@@ -361,6 +366,21 @@ class Copier:
                     f"{cursor.mirror}[{cursor.partition}] ends at offset {end}, not "
                     f"{cursor.dest_next}: something else writes this mirror partition"
                 )
+
+    def destination_ends(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        if self.admin is None:
+            self.admin = KafkaAdmin(self.spec["destination"], timeout=15)
+        return self.admin.offsets(partitions)
+
+    def go_quiet(self) -> None:
+        """Nothing came for a while: let go of the clients only writing needs, once they hold
+        nothing undelivered (the next record makes them again), so an idle link costs each
+        slot one client, its consumer, and no threads of three more."""
+        if self.producer is not None and len(self.producer) == 0:
+            self.producer = None
+        if self.entries is not None and len(self.entries) == 0:
+            self.entries = None
+        self.admin = None
 
     def on_delivery_error(self, err, msg) -> None:
         self.counters.errors.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")

@@ -35,12 +35,14 @@ import redis
 if __package__ in (None, ""):  # run as a file by spark-submit: import the project's packages
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark_jobs import control, copier, planning, slot
+from infra.kafka_admin import KafkaAdmin
+from spark_jobs import control, copier, planning, slot, source_watch
 from spark_jobs.link_runner import Destination, LinkRunner, one_line
 
 log = logging.getLogger("spark_jobs.engine")  # not __name__: run as __main__
 
-LOOP_S = 0.2
+LOOP_S = 0.2  # the loop's period while a slot starts, or the engine stops
+IDLE_LOOP_S = 1.0  # else: a change the loop must act on wakes it (see control.Wakeup)
 BEAT_S = 1.0
 # A slot's new epoch starts writing no sooner than this after it was claimed: a task of the
 # old one that lost the control channel has stopped writing by then (CONTACT_S, plus margin).
@@ -89,8 +91,11 @@ class Engine:
         self.slots: list[SlotJob] = []
         self.reports: list[dict | None] = []
         self.runners: dict[str, LinkRunner] = {}
+        # Clients shared by the links that reach one cluster with the same settings.
         self.destinations: dict[str, Destination] = {}
-        self.destinations_lock = threading.Lock()
+        self.sources: dict[str, KafkaAdmin] = {}
+        self.clients_lock = threading.Lock()
+        self.wakeup = control.Wakeup(self.redis, control.engine_wake_channel(self.id))
         self.stopping = False
         self.started_ms = int(time.time() * 1000)
         self.error = ""
@@ -119,11 +124,18 @@ class Engine:
         return loads
 
     def destination(self, config: dict[str, str]) -> Destination:
-        key = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-        with self.destinations_lock:
+        with self.clients_lock:
+            key = _config_key(config)
             if key not in self.destinations:
                 self.destinations[key] = Destination(config)
             return self.destinations[key]
+
+    def source_admin(self, config: dict[str, str]) -> KafkaAdmin:
+        with self.clients_lock:
+            key = _config_key(config)
+            if key not in self.sources:
+                self.sources[key] = KafkaAdmin(config, timeout=source_watch.TIMEOUT_S)
+            return self.sources[key]
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -151,7 +163,8 @@ class Engine:
             if now >= self.next_beat:
                 self.keep_epochs()
                 self.publish_heartbeat("running")
-            time.sleep(LOOP_S)
+            self.wakeup.wait(LOOP_S if self.stopping or not self.slots_settled() else IDLE_LOOP_S)
+        self.wakeup.close()
         self.shut_down()
         self.publish_heartbeat("stopped")
         return 0
@@ -214,6 +227,7 @@ class Engine:
         except redis.RedisError as exc:
             self.error = f"Redis does not answer: {exc}"
             return
+        control.wake(self.redis, control.slots_wake_channel(self.id))  # the old task ends now
         s.epoch, s.claimed_at = epoch, time.monotonic()
 
     def tend(self, s: SlotJob, now: float) -> None:
@@ -293,6 +307,10 @@ class Engine:
             self.error = ""
         except redis.RedisError as exc:
             self.error = f"Redis does not answer: {exc}"
+            return
+        for runner in list(self.runners.values()):
+            if runner.pending:  # it waits for these to acknowledge a plan
+                runner.woken.set()
 
     def shut_down(self) -> None:
         """Every link leaves (its copiers deliver what they hold), then every slot ends."""
@@ -359,6 +377,10 @@ class Engine:
             control.write_json(self.redis, control.engine_heartbeat_key(self.id), heartbeat)
         except redis.RedisError as exc:
             log.warning("Cannot report to Redis: %s", exc)
+
+
+def _config_key(config: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
 
 
 def spark_context():

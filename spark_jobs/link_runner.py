@@ -61,6 +61,9 @@ class Engine(Protocol):
     def destination(self, config: dict[str, str]) -> Destination:
         """The admin client and translation reader the links into one cluster share."""
 
+    def source_admin(self, config: dict[str, str]) -> KafkaAdmin:
+        """The admin client the links reading one cluster (with the same settings) share."""
+
 
 class Destination:
     """A destination cluster's clients, shared by the links into it."""
@@ -85,7 +88,7 @@ class LinkRunner:
         self.link_id, self.name = spec["link_id"], spec["link_name"]
         # Its mirror set or its source changed, a slot started, or the end.
         self.woken = threading.Event()
-        self.watch = source_watch.SourceWatch(spec["source"], wake=self.woken)
+        self.watch = source_watch.SourceWatch(engine.source_admin(spec["source"]), self.woken)
         self.destination = engine.destination(spec["destination"])
         self.thread = threading.Thread(target=self.run, name=f"link-{self.name}", daemon=True)
         self.published: bytes | None = None  # its mirror set as the engine last read it
@@ -107,6 +110,7 @@ class LinkRunner:
         self.incarnation = 0  # raised to start the link's copiers again
         self.restarted = time.time()  # when its copiers last (re)started
         self.pending: list[tuple[int, int]] = []  # (generation, version) to acknowledge
+        self.handed_out: dict[int, str] = {}  # the assignments last published, by slot
         self.planned: tuple | None = None
         # Reporting.
         self.counted: planning.Counted = {}
@@ -310,29 +314,32 @@ class LinkRunner:
         return runs
 
     def publish_assignments(self) -> None:
-        pipe = self.engine.redis.pipeline(transaction=False)
-        for slot, held in enumerate(self.assigned):
-            if not self.epochs[slot]:
-                continue  # the slot has not started yet
-            pipe.hset(
-                control.slot_assignment_key(self.engine.id, slot),
-                self.link_id,
-                json.dumps(
-                    {
-                        "epoch": self.epochs[slot],
-                        "version": self.version,
-                        "digest": self.digest,
-                        "incarnation": self.incarnation,
-                        "partitions": list(held.values()),
-                    }
-                ),
+        """Hand each started slot its partitions; the slots wake when they changed."""
+        assignments = {
+            slot: json.dumps(
+                {
+                    "epoch": self.epochs[slot],
+                    "version": self.version,
+                    "digest": self.digest,
+                    "incarnation": self.incarnation,
+                    "partitions": list(held.values()),
+                }
             )
+            for slot, held in enumerate(self.assigned)
+            if self.epochs[slot]  # else the slot has not started yet
+        }
+        pipe = self.engine.redis.pipeline(transaction=False)
+        for slot, assignment in assignments.items():
+            pipe.hset(control.slot_assignment_key(self.engine.id, slot), self.link_id, assignment)
+        if assignments != self.handed_out:
+            pipe.publish(control.slots_wake_channel(self.engine.id), b"")
         try:
             pipe.execute()
         except redis.RedisError as exc:
             self.trouble["redis"] = f"Redis does not answer: {exc}"
         else:
             self.trouble.pop("redis", None)
+            self.handed_out = assignments
 
     def grow_mirror_topics(self) -> None:
         """Give each mirror topic the partitions its source has gained, before copying them."""
@@ -393,6 +400,7 @@ class LinkRunner:
             pipe = self.engine.redis.pipeline(transaction=False)
             for slot in range(len(self.assigned)):
                 pipe.hdel(control.slot_assignment_key(self.engine.id, slot), self.link_id)
+            pipe.publish(control.slots_wake_channel(self.engine.id), b"")
             pipe.execute()
         except redis.RedisError:
             log.warning(

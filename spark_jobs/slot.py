@@ -30,7 +30,9 @@ from . import control, copier
 
 log = logging.getLogger("spark_jobs.slot")
 
-CONTROL_S = 0.2  # how often a slot reads its epoch and assignments
+# How often a slot reads its epoch and assignments: a change to them wakes it at once (see
+# control.Wakeup); this bounds how long a lost wake-up delays it.
+CONTROL_S = 1.0
 BEAT_S = 1.0  # how often it reports
 BEAT_TTL_MS = 6_000  # a slot's report outlives its last beat this long
 RESTART_S = [1, 2, 4, 8, 15]  # pauses before a link's failed copier starts again
@@ -81,6 +83,8 @@ class SlotTask:
         self.last_contact = time.monotonic()
         self.ended = False
         self.next_beat = 0.0
+        self.tell_engine = False  # a copier applied a new plan: wake the engine with the report
+        self.wakeup = control.Wakeup(self.redis, control.slots_wake_channel(self.engine))
         self.error = ""
 
     # --- what copiers call ----------------------------------------------------------------
@@ -89,7 +93,10 @@ class SlotTask:
         return time.monotonic() - self.last_contact <= copier.CONTACT_S
 
     def report_soon(self) -> None:
+        """A copier took up a new plan: report it, and wake the engine with it, at once."""
         self.next_beat = 0.0
+        self.tell_engine = True
+        control.wake(self.redis, control.slots_wake_channel(self.engine))
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -104,10 +111,11 @@ class SlotTask:
                 self.tend(began)
                 if time.monotonic() >= self.next_beat:
                     self.beat()
-                time.sleep(max(0.0, began + CONTROL_S - time.monotonic()))
+                self.wakeup.wait(min(began + CONTROL_S, self.next_beat) - time.monotonic())
         finally:
             # Whatever ended the loop, no copier may outlive it: Spark reuses this process.
             self.ended = True
+            self.wakeup.close()
             self.finish()
 
     def control(self, now: float) -> None:
@@ -135,7 +143,7 @@ class SlotTask:
         links that left (or whose spec changed), start the missing ones."""
         for link, running in list(self.copiers.items()):
             wanted = self.wanted.get(link)
-            if not running.thread.is_alive():
+            if running.copier.done or not running.thread.is_alive():
                 del self.copiers[link]
                 if running.copier.failure:
                     self.note_failure(link, running, now)
@@ -229,6 +237,9 @@ class SlotTask:
         except redis.RedisError:
             return
         self.last_contact = max(self.last_contact, sent)
+        if self.tell_engine:
+            self.tell_engine = False
+            control.wake(self.redis, control.engine_wake_channel(self.engine))
 
 
 def _incarnation(assignment: dict) -> tuple[str, int]:

@@ -15,6 +15,7 @@ import time
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
+TIMEOUT_S = 15.0  # of its admin's requests
 EVERY_S = 1.0  # while the source changes
 QUIET_EVERY_S = 5.0  # once it has not for QUIET_AFTER_S (a new topic to watch is read at once)
 QUIET_AFTER_S = 10.0
@@ -24,13 +25,8 @@ SILENT_S = 10.0
 
 
 class SourceWatch:
-    def __init__(
-        self,
-        config: dict[str, str],
-        timeout: float = 15.0,
-        wake: threading.Event | None = None,
-    ):
-        self.admin = KafkaAdmin(config, timeout=timeout)
+    def __init__(self, admin: KafkaAdmin, wake: threading.Event | None = None):
+        self.admin = admin  # the engine's for the cluster, shared by the links that read it
         self._lock = threading.Lock()
         self._wanted: tuple[list[str], list[tuple[str, int]]] = ([], [])
         self._asked = threading.Event()
