@@ -373,13 +373,10 @@ class Copier:
         return self.admin.offsets(partitions)
 
     def go_quiet(self) -> None:
-        """Nothing came for a while: let go of the clients only writing needs, once they hold
-        nothing undelivered (the next record makes them again), so an idle link costs each
-        slot one client, its consumer, and no threads of three more."""
-        if self.producer is not None and len(self.producer) == 0:
-            self.producer = None
-        if self.entries is not None and len(self.entries) == 0:
-            self.entries = None
+        """Nothing came for a while: let go of the admin client, made again when needed. The
+        producers stay: each new one is a new producer id, whose state every partition it
+        writes keeps for a day (`producer.id.expiration.ms`), so a copier making one per burst
+        of a trickling source would swell the destination brokers' memory."""
         self.admin = None
 
     def on_delivery_error(self, err, msg) -> None:
