@@ -181,6 +181,7 @@ def _watch(
     first = None
     while True:
         now = time.monotonic()
+        ended = all(p.poll() == 0 for p in started)  # before the count: it may end meanwhile
         try:
             written = sum(client.offsets(keys).values()) - base
         except KafkaAdminError:
@@ -197,7 +198,7 @@ def _watch(
         failed = [p for p in started if p.poll() not in (None, 0)]
         if failed:
             raise RuntimeError(f"a producer exited with {failed[0].returncode}; see its log")
-        if all(p.poll() == 0 for p in started) and written < records:
+        if ended and written < records:
             raise RuntimeError(f"the producers ended with {written:,} of {records:,} written")
         time.sleep(POLL_SECONDS)
 
