@@ -277,6 +277,25 @@ and miss only what the processes use after the last sample before they exit (at 
 0.25 s interval of the tree). The measured windows (the copy, the idle window, each latency
 window) fall while the engine's processes live.
 
+**What bounds the targets missed.** *Catch-up*: the copy is bound by this machine's CPU. The
+machine was {i.machine_busy:.0%} busy while Isthmus copied, the brokers taking
+{report.per_gib(i.broker_cpu_seconds, i.bytes)} CPU seconds per GiB of it; sampled with py-spy
+during a catch-up, a copier thread spends about 85% of its time inside confluent-kafka's
+`produce` and `consume` calls (librdkafka copying each record in and out) and about 15% in the
+copier's own Python. A faster copy here needs fewer cycles per record in the client library,
+not less Python; the ratio to MirrorMaker 2 also moves a lot between runs (2.0× to 2.9× so
+far), as MM2's own records/s do.
+*Many partitions*: the copy of 1 MiB per partition lasts a few seconds, so how it starts
+weighs: each slot's copier reads where each of its mirror partitions ends, then starts them
+together, and a slot that starts late (once seen: 3 s, not reproduced in two runs outside
+the bench) leaves the other to copy alone meanwhile. *p99 latency*: a whole millisecond is
+the step of the measure, and the runs so far put Isthmus's p99 at 20,000 records/s at 7 or
+8 ms against MirrorMaker 2's 9 to 12. *Cold start*: Spark's JVM and context
+take about 3.5 s here from `spark-submit` to a running context, more than MirrorMaker 2's
+whole cold start, before a copier slot's Python worker starts (about 1 s more). The engine
+starts once per deployment and is kept: only the first link of a new deployment pays it; a
+later link's first record lands in well under a second (see "Links in one engine").
+
 **Caveats.** One run on one small machine, with both clusters, the engine and the load
 generator on the same two cores: absolute numbers are low and the ratios would differ on a
 cluster with dedicated brokers. Records are {r.record_size} B of uncompressed values with null
