@@ -170,6 +170,46 @@ COORDINATOR_LOADING = (
 )
 
 
+# librdkafka's words for a connection that failed, and what they mean to an operator.
+_CONNECTION_WORDS = [
+    ("Connection refused", "nothing accepts connections at that address (connection refused)"),
+    ("Failed to resolve", "the host name cannot be resolved (no such host)"),
+    (
+        "connecting to a PLAINTEXT broker listener",
+        "the client speaks TLS (security.protocol) but that listener is plain text",
+    ),
+    (
+        "SSL handshake failed",
+        "the TLS handshake failed: check the trust store and the broker's certificate",
+    ),
+    (
+        "in state APIVERSION_QUERY",
+        "the broker closed the connection at once: is it a TLS or SASL listener, spoken to "
+        "in plain text?",
+    ),
+    ("brokers are down", "no broker answered"),
+]
+
+
+def connection_words(detail: str, timeout: float) -> str | None:
+    """What a connection failure in librdkafka's words means, in an operator's; None when the
+    failure is not one of a connection (the client's own words then say it best)."""
+    for clue, words in _CONNECTION_WORDS:
+        if clue in detail:
+            return words
+    if "Timed out" in detail or "timed out" in detail:
+        return f"no broker answered within {timeout:g} s"
+    return None
+
+
+def _without_client_noise(detail: str) -> str:
+    """librdkafka's message without the connection it came from and the state it was in:
+    "sasl_plaintext://h:9192/bootstrap: SASL authentication error: … (after 301ms in state
+    AUTH_REQ)" → "SASL authentication error: …"."""
+    detail = re.sub(r"^\S+://\S+/(?:bootstrap|\d+): ", "", detail)
+    return re.sub(r" \(after \d+ms in state \w+\)", "", detail)
+
+
 class KafkaAdmin:
     def __init__(self, config: dict[str, str], timeout: float = 5.0):
         self.bootstrap = config.get("bootstrap.servers", "?")
@@ -211,6 +251,9 @@ class KafkaAdmin:
         detail = error.str() if error else str(exc) or type(exc).__name__
         if recent and recent[-1] is not error:
             detail += f"; last connection error: {recent[-1].str()}"
+        if not auth_errors:
+            detail = connection_words(detail, self.timeout) or detail
+        detail = _without_client_noise(detail)
         hint = ""
         if error and error.code() == KafkaError._AUTHENTICATION:
             hint = " Check the SASL/SSL settings and credentials in the client config."

@@ -333,6 +333,12 @@ def _change_problems(link: ClusterLink, to_set: dict[str, str], to_delete: list[
         )
     if "bootstrap.servers" in to_delete:
         problems.append("bootstrap.servers cannot be deleted: the link needs its source.")
+    both = sorted(set(to_set) & set(to_delete))
+    if both:
+        problems.append(
+            f"{', '.join(both)} {'is' if len(both) == 1 else 'are'} both set and reset in one "
+            "change: set a value, or reset to the default, not both."
+        )
     changing = sorted(
         k
         for k in [*to_set, *to_delete]

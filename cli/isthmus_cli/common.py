@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 import urllib.error
 import urllib.parse
@@ -81,13 +82,20 @@ def run(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None],
 
     def wrapped(argv: list[str] | None = None) -> int:
         try:
-            return main(argv)
+            status = main(argv)
+            sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+            return status
         except CliError as exc:
             # The message may quote the console or the cluster: printed inert, as answers are.
             print(f"Error: {inert(str(exc))}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
             return 130
+        except BrokenPipeError:
+            # The reader went away (`| head`): stop quietly, as a tool killed by SIGPIPE would,
+            # and send what is still buffered nowhere, or the flush at exit fails again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
 
     return wrapped
 

@@ -55,6 +55,7 @@ def token_revoke(request, pk):
     return confirm(
         request,
         question=f"Revoke API token {token.name!r}?",
+        verb="revoke",
         explanation="Calls made with it are refused from now on. This cannot be undone.",
         run=lambda actor: revoke_token(actor, token),
         done=f"Revoked API token {token.name!r}.",

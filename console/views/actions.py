@@ -42,6 +42,7 @@ def confirm(
     request,
     *,
     question: str,
+    verb: str,
     explanation: str,
     run,
     done: str,
@@ -49,9 +50,9 @@ def confirm(
     after_url: str | None = None,
     typed: str = "",
 ):
-    """GET asks `question`; POST calls `run(actor)` and goes to `after_url` on success,
-    else back to `back_url`. With `typed` (for what cannot be undone), the user must type it
-    (the object's name) before anything happens."""
+    """GET asks `question`, answered by a button "Yes, <verb> it"; POST calls `run(actor)`
+    and goes to `after_url` on success, else back to `back_url`. With `typed` (for what cannot
+    be undone), the user must type it (the object's name) before anything happens."""
     form = ConfirmForm(bound(request), name=typed)
     if request.method == "POST":
         if not form.is_valid():  # the name mistyped: the only thing a yes can get wrong
@@ -64,6 +65,7 @@ def confirm(
         "confirm.html",
         {
             "question": question,
+            "answer": f"Yes, {verb} it",
             "explanation": explanation,
             "cancel_url": back_url,
             "form": form,

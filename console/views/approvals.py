@@ -21,12 +21,16 @@ Action = ApprovalRequest.Action
 LISTED = 20  # mirror topics named on the delete page; beyond, how many more
 
 
+def _approvers(count: int) -> str:
+    return "an approver" if count == 1 else f"{count} approvers"
+
+
 def _after(request, submission: approvals.Submission, done_url: str, what: str):
     if submission.request is not None:
         messages.success(
             request,
             f"Asked for approval of {what} (request {submission.request.pk}); it runs once "
-            f"{submission.approvals_needed} approver(s) other than you agree.",
+            f"{_approvers(submission.approvals_needed)} other than you agree.",
         )
         return redirect("approval-detail", submission.request.pk)
     failed = [o for o in submission.outcomes if o.error]

@@ -146,6 +146,7 @@ def link_pause(request, destination, name):
     return confirm(
         request,
         question=f"Pause cluster link {link.name}?",
+        verb="pause",
         explanation="Every mirror of the link stops fetching and shows LINK_PAUSED. "
         "The mirrors stay read-only.",
         run=lambda actor: links.pause_link(actor, link),
@@ -160,6 +161,7 @@ def link_resume(request, destination, name):
     return confirm(
         request,
         question=f"Resume cluster link {link.name}?",
+        verb="resume",
         explanation="Its mirrors fetch again, except those paused on their own. A failed "
         "link's stream starts afresh.",
         run=lambda actor: links.resume_link(actor, link),

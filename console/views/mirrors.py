@@ -151,6 +151,7 @@ def mirror_pause(request, destination, topic):
     return confirm(
         request,
         question=f"Pause mirror topic {mirror.mirror_topic}?",
+        verb="pause",
         explanation="It stops fetching from its source and stays read-only until resumed.",
         run=lambda actor: mirrors.pause_mirror(actor, mirror),
         done=f"Paused mirror topic {mirror.mirror_topic}.",
@@ -164,6 +165,7 @@ def mirror_resume(request, destination, topic):
     return confirm(
         request,
         question=f"Resume mirror topic {mirror.mirror_topic}?",
+        verb="resume",
         explanation="It fetches from its source again.",
         run=lambda actor: mirrors.resume_mirror(actor, mirror),
         done=f"Resumed mirror topic {mirror.mirror_topic}.",
@@ -177,6 +179,7 @@ def mirror_delete(request, destination, topic):
     return confirm(
         request,
         question=f"Delete mirror topic {mirror.mirror_topic}?",
+        verb="delete",
         explanation=f"The topic and all its data are deleted from {mirror.destination.name}. "
         "The source topic is not touched.",
         run=lambda actor: mirrors.delete_mirror(actor, mirror),
@@ -231,6 +234,7 @@ def mirror_quarantine_delete(request, destination, topic):
     return confirm(
         request,
         question=f"Delete quarantine topic {name}?",
+        verb="delete",
         explanation=f"The records a restore of {mirror.mirror_topic} set aside are deleted from "
         f"{mirror.destination.name} for good. Review them first.",
         run=lambda actor: restore.delete_quarantine(actor, mirror),

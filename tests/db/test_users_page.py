@@ -387,3 +387,9 @@ def test_the_last_two_admins_disabled_at_once_leave_one(users):
     )
     assert sorted(outcomes, key=len) == ["ok", LAST_ADMIN + "; make someone else an admin first."]
     assert len(active_admins()) == 1
+
+
+def test_a_users_page_leads_back_by_a_breadcrumb_that_ends_at_its_last_link(admin, users):
+    page = admin.get(detail("viewer")).content.decode()
+    back = f'<a href="{reverse("users")}">Users</a>'
+    assert f'<nav class="crumbs" aria-label="Breadcrumb"><p>{back}</p></nav>' in page

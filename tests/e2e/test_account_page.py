@@ -24,7 +24,7 @@ def test_a_user_makes_a_token_sees_it_once_uses_it_and_revokes_it(login, live_se
     assert secret not in page.content()
     row = page.locator("tr", has_text="laptop CLI")
     row.get_by_role("link", name="Revoke").click()
-    page.get_by_role("button", name="Yes, go ahead").click()
+    page.get_by_role("button", name="Yes, revoke it").click()
     assert "Revoked API token 'laptop CLI'" in page.get_by_role("status").inner_text()
     assert page.locator("tr", has_text="laptop CLI").count() == 0
     refused = page.request.get(

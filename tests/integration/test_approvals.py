@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from replication import approvals, audit
@@ -134,3 +135,23 @@ def test_an_approved_promote_runs_on_the_worker_and_the_request_shows_the_result
     event = AuditEvent.objects.get(action="mirror.promote", result="ok")
     assert event.actor_name.startswith("operator") and "approved by approver" in event.actor_name
     assert ClusterLink.objects.filter(pk=mirror.link_id).exists()
+
+
+def test_the_failover_form_tells_an_admin_override_from_break_glass(mirror_of, client_as):
+    mirror = mirror_of("glass")
+    link = mirror.link
+    link.approvals_required, link.admin_may_override = 1, False
+    link.save(update_fields=["approvals_required", "admin_may_override"])
+    url = reverse("mirror-failover", args=[mirror.destination.name, mirror.mirror_topic])
+    admin = client_as("admin")
+
+    strict = admin.get(url).content.decode()
+    assert "lets no admin override it, but breaking glass fails over at once" in strict
+    assert "flagged in red on the mirror and in the audit trail" in strict
+    assert 'id="acts-at-once-hint"' not in strict  # it waits for approval
+
+    link.admin_may_override = True
+    link.save(update_fields=["admin_may_override"])
+    lenient = admin.get(url).content.decode()
+    assert "records it as an admin override, with no approver" in lenient
+    assert "Not needed to act at once here" in lenient

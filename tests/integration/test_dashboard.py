@@ -58,7 +58,8 @@ def test_the_overview_puts_failing_mirrors_first_and_shows_requests_and_activity
     assert '<span class="stat-value" id="stat-troubled">1</span>' in page
     assert '<span class="stat-value" id="stat-pending">1</span>' in page
     assert "Promote" in page and "asked by operator" in page
-    assert '<span class="count" data-state="LINK_PAUSED">1 link_paused</span>' in page
+    assert '<span class="count" data-state="LINK_PAUSED">1 link paused</span>' in page
+    assert 'id="stat-mirrors">2</span><span class="stat-label">mirror topics</span>' in page
     assert "mirror.create" in page and "request.promote" in page
     # The live part refreshes by itself; the clusters' reachability loads into the page.
     assert 'hx-trigger="every 5s"' in _page(client_as("viewer"), htmx=True)

@@ -242,6 +242,11 @@ def test_altering_configs_sets_and_resets_them(make_link):
         ({}, ["nope"], "Unknown link config 'nope'"),
         ({"availability.check.ms": "0"}, [], "from 1 to 2147483647"),
         ({"bootstrap.servers": kafka.DESTINATION.bootstrap}, [], "not the expected source"),
+        (
+            {"metadata.max.age.ms": "5000"},
+            ["metadata.max.age.ms"],
+            "metadata.max.age.ms is both set and reset in one change",
+        ),
     ],
 )
 def test_bad_config_changes_are_refused_and_change_nothing(make_link, to_set, to_delete, expected):

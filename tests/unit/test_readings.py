@@ -1,0 +1,51 @@
+"""States and measured values as the console writes them in running text."""
+
+from django.template import Context, Template
+
+from console.templatetags.readings import reading, state_words
+from console.views.approvals import _approvers
+
+
+def test_a_state_reads_as_words():
+    assert state_words("LINK_PAUSED") == "link paused"
+    assert state_words("PENDING_STOPPED") == "pending stopped"
+    assert state_words("ACTIVE") == "active"
+
+
+def test_a_measured_value_is_whole_and_grouped_from_100_and_has_one_decimal_below():
+    assert reading(13786.5) == "13,786"  # round half to even, as Python rounds
+    assert reading(218000) == "218,000"
+    assert reading(100) == "100"
+    assert reading(12.54) == "12.5"
+    assert reading(3.0) == "3"
+    assert reading(0) == "0"
+    assert reading(None) == "–"
+
+
+def test_the_charts_caption_shows_readings():
+    page = Template('{% include "_charts.html" %}').render(
+        Context(
+            {
+                "charts_url": "/x",
+                "charts": [
+                    {
+                        "title": "Records copied",
+                        "unit": "records/s",
+                        "latest": 13786.5,
+                        "peak": 21409.25,
+                        "empty": False,
+                        "width": 10,
+                        "height": 10,
+                        "lines": [],
+                    }
+                ],
+            }
+        )
+    )
+    assert '<span class="chart-latest">13,786</span> records/s' in page
+    assert "now · peak 21,409 · last 30 min" in page
+
+
+def test_the_approval_message_counts_approvers_in_words():
+    assert _approvers(1) == "an approver"
+    assert _approvers(2) == "2 approvers"
