@@ -10,13 +10,29 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
+from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
 from replication import audit
 from replication.approvals import pending_count
 from replication.policy import EVERYONE, POLICY, ROLES, can, roles_of
 
-__all__ = ["EVERYONE", "POLICY", "ROLES", "can", "context", "public", "require", "roles_of"]
+__all__ = [
+    "CHOOSING_PASSWORD",
+    "EVERYONE",
+    "POLICY",
+    "ROLES",
+    "can",
+    "context",
+    "public",
+    "require",
+    "roles_of",
+    "while_choosing_password",
+]
+
+# Session key: signed in with a one-time password, so only the page that replaces it opens.
+CHOOSING_PASSWORD = "choosing_password"  # noqa: S105 (a session key)
 
 
 def require(action: str) -> Callable:
@@ -33,6 +49,10 @@ def require(action: str) -> Callable:
                     current = request.htmx.current_url_abs_path or "/"
                     return HttpResponseClientRedirect(redirect_to_login(current).url)
                 return redirect_to_login(request.get_full_path())
+            if request.session.get(CHOOSING_PASSWORD) and not hasattr(view, "while_choosing"):
+                if getattr(request, "htmx", False):
+                    return HttpResponseClientRedirect(reverse("account-password"))
+                return redirect("account-password")
             if not can(request.user, action):
                 if request.method == "POST":  # a refused change is audited like any other
                     audit.refused(
@@ -48,6 +68,13 @@ def require(action: str) -> Callable:
         return wrapper
 
     return decorate
+
+
+def while_choosing_password(view):
+    """Mark a view as open to a user who signed in with a one-time password (the page where
+    they choose their own); every other view sends them there first."""
+    view.while_choosing = True
+    return view
 
 
 def public(view):

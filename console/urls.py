@@ -1,4 +1,3 @@
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from console.access import public
@@ -15,6 +14,7 @@ from console.views import (
     links,
     mirrors,
     scenarios,
+    sign_in,
     users,
 )
 
@@ -24,8 +24,8 @@ USER = "users/<str:username>/"
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
-    path("login/", public(auth_views.LoginView.as_view()), name="login"),
-    path("logout/", public(auth_views.LogoutView.as_view()), name="logout"),
+    path("login/", public(sign_in.SignIn.as_view()), name="login"),
+    path("logout/", public(sign_in.SignOut.as_view()), name="logout"),
     path("healthz", health.healthz, name="healthz"),
     path("metrics", metrics.metrics, name="metrics"),
     path("kafka/v3/", include("console.api.urls")),
@@ -33,6 +33,7 @@ urlpatterns = [
     # Confluent's tools take `--url …/kafka/<cluster name>` and use the first cluster listed.
     path("kafka/<str:cluster_root>/v3/", include("console.api.urls")),
     path("account/", account.account, name="account"),
+    path("account/password/", account.account_password, name="account-password"),
     path("account/tokens/<int:pk>/revoke/", account.token_revoke, name="token-revoke"),
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/new/", clusters.cluster_create, name="cluster-create"),
@@ -104,6 +105,7 @@ urlpatterns = [
     path(USER + "disable/", users.user_disable, name="user-disable"),
     path(USER + "enable/", users.user_enable, name="user-enable"),
     path(USER + "password/", users.user_password, name="user-password"),
+    path(USER + "delete/", users.user_delete, name="user-delete"),
 ]
 
 # Django's own refusals (a malformed request, no such page, a failure) in the console's words.

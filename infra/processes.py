@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,9 +82,17 @@ def start(cmd: list[str], *, pidfile: Path, logfile: Path, env: dict[str, str], 
     return proc.pid
 
 
-def stop(pidfile: Path, timeout: float = 30.0, sig: int = signal.SIGTERM) -> int | None:
+def stop(
+    pidfile: Path,
+    timeout: float = 30.0,
+    sig: int = signal.SIGTERM,
+    *,
+    ends_the_rest: Callable[[psutil.Process], bool] | None = None,
+) -> int | None:
     """Stop what `pidfile` records: `sig` (SIGTERM unless the program wants another to stop
-    at once) to the leader, SIGKILL to any survivor after `timeout`.
+    at once) to the leader, or to the members `ends_the_rest` picks when another process of
+    the session is the one that shuts the others down gracefully; SIGKILL to any survivor
+    after `timeout`.
 
     Members of the leader's session are stopped too, even when the leader itself is gone, so a
     crashed gunicorn or Celery parent leaves no orphaned workers. Returns the recorded pid, or
@@ -97,6 +106,8 @@ def stop(pidfile: Path, timeout: float = 30.0, sig: int = signal.SIGTERM) -> int
     if not members:
         return None
     leader = [p for p in members if p.pid == recorded.pid]
+    if ends_the_rest is not None:
+        leader = [p for p in members if _matches(ends_the_rest, p)] or leader
     # The leader shuts its own children down gracefully (Celery finishes its tasks, gunicorn
     # drains requests); orphans without a leader are asked directly.
     for proc in leader or members:
@@ -108,6 +119,13 @@ def stop(pidfile: Path, timeout: float = 30.0, sig: int = signal.SIGTERM) -> int
             proc.kill()
     _wait_gone(alive, 5)
     return recorded.pid
+
+
+def _matches(pick: Callable[[psutil.Process], bool], proc: psutil.Process) -> bool:
+    try:
+        return pick(proc)
+    except psutil.Error:
+        return False
 
 
 def session_alive(leader: int) -> bool:

@@ -329,6 +329,22 @@ class GroupOffsetSync(models.Model):
         return {key.rsplit("/", 1)[0] for key in self.offsets}
 
 
+class OneTimePassword(models.Model):
+    """A user whose password an admin handed them (made with the user, or reset): whoever signs
+    in with it must choose their own before doing anything else."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="one_time_password",
+    )
+    issued_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"one-time password of user {self.user_id}"
+
+
 class ApiToken(models.Model):
     """A personal API token: the user's roles, for the JSON API and the CLI.
 

@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import redis
 from django.conf import settings
 
@@ -360,7 +361,15 @@ def start_engine(r: redis.Redis, record: dict, now: float) -> None:
 def stop_engine() -> int | None:
     """Stop the engine (its links' copiers deliver what they queued first); returns its pid,
     None when it was not running."""
-    return processes.stop(_pidfile(), timeout=60)
+    return processes.stop(_pidfile(), timeout=60, ends_the_rest=_engine_driver)
+
+
+def _engine_driver(proc: psutil.Process) -> bool:
+    """The engine's Python driver: told to stop, it lets its links leave and its slots end, then
+    exits, and spark-submit's JVM with it. SIGTERM to the JVM instead would stop Spark under
+    the running slots (their Python workers killed, Spark logging each as crashed)."""
+    program, *arguments = proc.cmdline() or [""]
+    return "python" in Path(program).name and str(launch.ENGINE_SCRIPT) in arguments
 
 
 def stop(link: ClusterLink) -> None:

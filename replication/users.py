@@ -1,4 +1,8 @@
-"""Console users: made, given a role, disabled and enabled, and given new passwords by admins.
+"""Console users: made, given a role, disabled and enabled, given new passwords by admins, and
+choosing their own.
+
+A password an admin hands over (a new user's, or a reset one) is one-time: whoever signs in
+with it chooses their own first (`must_choose_password`, `choose_password`).
 
 A user has exactly one role (one of the role groups, see `policy.ROLES`). There must stay at
 least one active admin: the checks for that lock the admins' rows, so two admins demoting or
@@ -16,6 +20,7 @@ from typing import TYPE_CHECKING
 from confusable_homoglyphs.confusables import confusables_data
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
@@ -23,6 +28,7 @@ from django.db.models import Count, Q, QuerySet
 
 from . import audit, policy
 from .errors import FieldProblems, ReplicationError, conflict, not_found
+from .models import OneTimePassword
 from .text import plain
 
 if TYPE_CHECKING:
@@ -104,6 +110,7 @@ def create_user(actor: audit.Actor, username: str, role: str, email: str = "") -
                 _check_name_is_free(username)
                 user = get_user_model().objects.create_user(username, email, password)
                 user.groups.add(_group(role))
+                OneTimePassword.objects.create(user=user)
                 audit.record(actor, "user.create", target, after=snapshot(user), in_change=True)
         except IntegrityError as exc:  # made by someone else a moment ago
             raise _taken(username) from exc
@@ -178,6 +185,7 @@ def reset_password(actor: audit.Actor, user: User) -> tuple[User, str]:
         password = _new_password()
         user.set_password(password)
         user.save(update_fields=["password"])
+        OneTimePassword.objects.update_or_create(user=user)
         audit.record(
             actor,
             "user.password",
@@ -188,6 +196,56 @@ def reset_password(actor: audit.Actor, user: User) -> tuple[User, str]:
             in_change=True,
         )
     return user, password
+
+
+def delete_user(actor: audit.Actor, user: User) -> None:
+    """Delete `user`: their API tokens go with them; the audit trail keeps their name on every
+    event, and a request they asked for that still waits can no longer be approved."""
+    target = f"user {user.get_username()}"
+    with audit.refusals(actor, "user.delete", target), transaction.atomic():
+        user = _lock(user)
+        _may_manage(actor)
+        if _is_self(actor, user):
+            raise ReplicationError("You cannot delete yourself; another admin can.", 403)
+        if user.is_active and role_of(user) == ADMIN:
+            _keep_an_admin(user)
+        before = snapshot(user)
+        user.delete()
+        audit.record(actor, "user.delete", target, before=before, in_change=True)
+
+
+def must_choose_password(user: User) -> bool:
+    """Whether `user`'s password is one an admin handed over, not one they chose."""
+    return OneTimePassword.objects.filter(user=user).exists()
+
+
+def choose_password(actor: audit.Actor, user: User, old: str, new: str) -> User:
+    """`user` replaces their password (`old`, checked again here) with one of their own; Django's
+    password validators judge it. Their other sessions end with the old password."""
+    target = f"user {user.get_username()}"
+    with audit.refusals(actor, "user.password", target), transaction.atomic():
+        user = _lock(user)
+        if not _is_self(actor, user):
+            raise ReplicationError("Only the user themselves may choose their password.", 403)
+        if not user.check_password(old):
+            raise FieldProblems.one("old_password", "That is not your current password.")
+        if new == old:
+            raise FieldProblems.one("new_password", "Choose a password other than the current one.")
+        try:
+            validate_password(new, user)
+        except ValidationError as exc:
+            raise FieldProblems.one("new_password", " ".join(exc.messages)) from exc
+        user.set_password(new)
+        user.save(update_fields=["password"])
+        OneTimePassword.objects.filter(user=user).delete()
+        audit.record(
+            actor,
+            "user.password",
+            target,
+            message="Chose their own password.",
+            in_change=True,
+        )
+    return user
 
 
 # Rules. -------------------------------------------------------------------------------------

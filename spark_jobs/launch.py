@@ -11,6 +11,7 @@ from pathlib import Path
 from . import control
 
 ROOT = Path(__file__).resolve().parent.parent
+ENGINE_SCRIPT = ROOT / "spark_jobs" / "engine.py"  # the driver spark-submit runs
 
 # The driver's JVM only schedules a few long jobs: a small heap to start with and the serial
 # collector keep it to a fraction of the memory the JVM's defaults would take.
@@ -153,7 +154,7 @@ def submit_command(
             for key, value in {**security_conf(master), **(conf or {})}.items()
             for arg in ("--conf", f"{key}={value}")
         ),
-        str(ROOT / "spark_jobs" / "engine.py"),
+        str(ENGINE_SCRIPT),
     ]
     env = {
         **os.environ,

@@ -1,16 +1,17 @@
-"""The signed-in user's own page: roles and personal API tokens."""
+"""The signed-in user's own page: roles, personal API tokens, and a password of their own."""
 
 from django.contrib import messages
+from django.contrib.auth import update_session_auth_hash
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
-from console.access import require, roles_of
-from console.forms.account import TokenForm
+from console.access import CHOOSING_PASSWORD, require, roles_of, while_choosing_password
+from console.forms.account import ChoosePasswordForm, TokenForm
 from console.views.actions import bound, confirm
-from replication import audit
-from replication.errors import ReplicationError
+from replication import audit, users
+from replication.errors import FieldProblems, ReplicationError
 from replication.tokens import create_token, revoke_token
 
 NEW_TOKEN_KEY = "new_api_token"  # noqa: S105 (a session key)
@@ -60,4 +61,36 @@ def token_revoke(request, pk):
         run=lambda actor: revoke_token(actor, token),
         done=f"Revoked API token {token.name!r}.",
         back_url=reverse("account"),
+    )
+
+
+@require("token.manage")
+@while_choosing_password
+@never_cache
+def account_password(request):
+    """Choose a password of one's own: required first after signing in with a one-time one."""
+    form = ChoosePasswordForm(bound(request))
+    choosing = bool(request.session.get(CHOOSING_PASSWORD))
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            user = users.choose_password(
+                audit.Actor.from_request(request),
+                request.user,
+                data["old_password"],
+                data["new_password"],
+            )
+        except FieldProblems as exc:  # each under its field
+            for field, problem in exc.problems.items():
+                form.add_error(field if field in form.fields else None, problem)
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            update_session_auth_hash(request, user)  # this session stays signed in
+            request.session.pop(CHOOSING_PASSWORD, None)
+            messages.success(request, "Your password is now the one you chose.")
+            return redirect("dashboard" if choosing else "account")
+    status = 400 if request.method == "POST" else 200
+    return render(
+        request, "account/password.html", {"form": form, "choosing": choosing}, status=status
     )

@@ -5,10 +5,12 @@ from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 
 from console.access import require
 from console.forms.users import RoleForm, UserForm
+from console.views.actions import confirm
 from replication import audit, users
 from replication.errors import FieldProblems, ReplicationError
 
@@ -145,6 +147,27 @@ def user_enable(request, username):
         username,
         users.enable,
         lambda _: _done(request, username, f"Enabled {username} again."),
+    )
+
+
+@require("user.manage")
+def user_delete(request, username):
+    person = _find(username)
+    return confirm(
+        request,
+        question=f"Delete user {username}?",
+        verb="delete",
+        explanation=(
+            "This cannot be undone. Their API tokens are deleted with them; the audit trail "
+            "keeps their name on everything they did; a request they asked for that still "
+            "waits can no longer be approved. To keep them out for a while, disable them "
+            "instead."
+        ),
+        run=lambda actor: users.delete_user(actor, person),
+        done=f"Deleted user {username}.",
+        back_url=reverse("user-detail", args=[username]),
+        after_url=reverse("users"),
+        typed=username,
     )
 
 

@@ -103,3 +103,18 @@ def test_the_test_clients_login_and_the_api_tokens_are_not_throttled(users):
     _, secret = create_token(audit.Actor.system("tests"), users["viewer"], "t1")
     response = Client().get("/kafka/v3/clusters", HTTP_AUTHORIZATION=f"Bearer {secret}")
     assert response.status_code == 200, response.content
+
+
+def test_signing_in_and_out_of_the_console_is_audited_as_the_user_from_where(client, users):
+    assert _logged_in(_login(client, "viewer", "viewer-password-1", address="10.0.0.9"))
+    client.post(reverse("logout"), REMOTE_ADDR="10.0.0.9")
+    assert client.get(reverse("dashboard")).status_code == 302  # signed out
+
+    events = list(AuditEvent.plain.filter(action__startswith="account.").order_by("id"))
+    assert [(e.action, e.result) for e in events] == [
+        ("account.login", AuditEvent.Result.OK),
+        ("account.logout", AuditEvent.Result.OK),
+    ]
+    assert {(e.actor, e.actor_name, e.address) for e in events} == {
+        (users["viewer"], "viewer", "10.0.0.9")
+    }

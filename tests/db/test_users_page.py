@@ -15,7 +15,7 @@ from console.access import ROLES
 from replication import audit
 from replication import users as user_admin
 from replication.errors import ReplicationError
-from replication.models import AuditEvent
+from replication.models import ApiToken, AuditEvent
 from replication.tokens import create_token
 from tests import audit_trail
 
@@ -393,3 +393,36 @@ def test_a_users_page_leads_back_by_a_breadcrumb_that_ends_at_its_last_link(admi
     page = admin.get(detail("viewer")).content.decode()
     back = f'<a href="{reverse("users")}">Users</a>'
     assert f'<nav class="crumbs" aria-label="Breadcrumb"><p>{back}</p></nav>' in page
+
+
+def test_deleting_a_user_asks_for_their_name_keeps_it_in_the_audit_trail_and_takes_their_tokens(
+    admin, users
+):
+    operator = users["operator"]
+    create_token(audit.Actor(user=operator, name="operator"), operator, "laptop")
+    audit.record(audit.Actor(user=operator, name="operator"), "mirror.pause", "mirror x")
+    url = reverse("user-delete", args=["operator"])
+
+    asked = admin.get(url).content.decode()
+    assert "Delete user operator?" in asked and "cannot be undone" in asked
+    mistyped = admin.post(url, {"confirm_name": "operato"})
+    model = type(users["operator"])
+    assert mistyped.status_code == 302 and model.objects.filter(username="operator").exists()
+
+    deleted = admin.post(url, {"confirm_name": "operator"})
+    assert deleted.status_code == 302 and deleted.url == reverse("users")
+    assert not model.objects.filter(username="operator").exists()
+    assert not ApiToken.objects.filter(name="laptop").exists()
+    past = AuditEvent.objects.get(action="mirror.pause")
+    assert (past.actor, past.actor_name) == (None, "operator")  # the name stays
+    event = only_event("user.delete")
+    assert (event.actor, event.target, event.result) == (users["admin"], "user operator", "ok")
+    assert event.before == shown("operator", "operator")
+
+
+def test_an_admin_cannot_delete_themselves(admin, users):
+    answer = admin.post(reverse("user-delete", args=["admin"]), {"confirm_name": "admin"})
+    assert answer.status_code == 302
+    assert type(users["admin"]).objects.filter(username="admin").exists()
+    assert refusal("user.delete").message == "You cannot delete yourself; another admin can."
+    assert 'id="delete-user"' not in admin.get(detail("admin")).content.decode()

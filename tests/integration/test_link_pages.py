@@ -104,6 +104,14 @@ def test_setting_and_resetting_configs_from_the_page(make_link, client_as):
     page = response.content.decode()
     assert response.status_code == 400 and 'id="config-error"' in page
     assert "cannot be changed" in page and "\ncluster.link.prefix=x.</textarea>" in page
+    # Where the eye lands: the page opens at the form (its action's #configs), the error just
+    # above it, the configs set next, those at their defaults folded away below.
+    assert f'action="{url}#configs"' in page and 'id="configs"' in page
+    order = ['id="config-error"', 'id="config-form"', 'id="configs-set"', 'id="configs-default"']
+    assert [page.index(mark) for mark in order] == sorted(page.index(mark) for mark in order)
+    set_part, default_part = page.split('id="configs-default"')
+    assert '<tr data-config="metadata.max.age.ms">' in set_part.split('id="configs-set"')[1]
+    assert '<tr data-config="topic.config.sync.ms">' in default_part
 
     last = AuditEvent.objects.order_by("-id").first().id
     response = client.post(url, {"set": "", "reset": ""}, follow=True)
@@ -112,10 +120,14 @@ def test_setting_and_resetting_configs_from_the_page(make_link, client_as):
     assert [e.result for e in AuditEvent.objects.filter(id__gt=last)] == ["refused"]
 
 
-def test_pausing_asks_first_then_pauses(make_link, client_as):
+def test_the_link_page_pauses_in_one_click_and_the_pause_address_alone_asks_first(
+    make_link, client_as
+):
     link = make_link()
     client = client_as("operator")
     url = reverse("link-pause", args=["destination", link.name])
+    page = client.get(reverse("link-detail", args=["destination", link.name])).content.decode()
+    assert f'<form method="post" action="{url}">' in page  # the button posts: no page between
     confirm = client.get(url)
     assert "Pause cluster link" in confirm.content.decode()
     link.refresh_from_db()

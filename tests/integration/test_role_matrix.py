@@ -76,7 +76,9 @@ READ_ONLY = frozenset({"console.view", "audit.view"})
 # Console routes outside the matrix, and why.
 CONSOLE_EXCLUDED = {
     "login/": "public: signs in, before there is a role to check",
-    "logout/": "public: ends the session; changes nothing",
+    "logout/": "public: ends the session (audited), changes nothing else",
+    "account/password/": "one's own password, for every role, on oneself only "
+    "(tests/db/test_own_password.py)",
     "healthz": "public health check: reads only",
     "users/": "the users list (user.manage, to see it): reads only",
     "users/<str:username>/": "a user's page (user.manage, to see it): reads only",
@@ -748,6 +750,14 @@ CONSOLE = [
         "user.password",
         a_new_operator,
         lambda c, w, t: post(c, "user-password", [t.name]),
+    ),
+    Row(
+        "user delete",
+        "user-delete",
+        ("user.manage",),
+        "user.delete",
+        a_new_operator,
+        lambda c, w, t: post(c, "user-delete", [t.name], {"confirm_name": t.name}),
     ),
     Row(
         "scenario start",  # a guided run: it waits for its first step, so no task is sent

@@ -16,7 +16,7 @@ from replication.links import pause_link
 from replication.mirrors import create_mirror, describe_mirror, pause_mirror, resume_mirror
 from replication.models import ClusterLink, MirrorTopic
 from spark_jobs import control
-from tests.mirror_checks import assert_exact_copy, caught_up, eventually
+from tests.mirror_checks import assert_exact_copy, caught_up, eventually, run_until_copied
 
 pytestmark = pytest.mark.integration
 
@@ -84,3 +84,23 @@ def test_a_link_that_is_gone_leaves_the_engine_and_one_never_seen_is_left(devsta
     assert published() == {gone, unseen, kept}
     streams.forget_deleted_links({kept})  # the next: `gone` was deleted
     assert published() == {unseen, kept}  # `unseen`: not committed yet
+
+
+def test_stopping_the_engine_lets_its_links_leave_and_its_slots_end_before_spark_stops(
+    own_engine, make_link, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name)
+    _write(topic_name, 0, 10)
+    link = make_link()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror], timeout=180)
+    logged = streams.log_file().read_text(errors="replace")
+
+    assert streams.stop_engine() is not None  # it waits for the whole engine to be gone
+    engine = control.read_json(redis_channel.client(), control.engine_heartbeat_key(own_engine))
+    heartbeat = control.read_json(redis_channel.client(), control.heartbeat_key(str(link.link_id)))
+    assert engine["state"] == "stopped", engine  # it ended its run itself, not killed
+    assert heartbeat["state"] == "stopped", heartbeat
+    log = streams.log_file().read_text(errors="replace")[len(logged) :]
+    assert f"Link {link.name}: left the engine" in log
+    assert "Python worker exited unexpectedly" not in log  # no slot was cut off by Spark

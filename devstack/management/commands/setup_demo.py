@@ -13,7 +13,7 @@ from isthmus_cli.common import TOKEN_KEY, URL_KEY, read_properties
 from replication import audit
 from replication.clusters import register_cluster, set_link_principal
 from replication.errors import ReplicationError
-from replication.models import KafkaCluster
+from replication.models import KafkaCluster, OneTimePassword
 from replication.tokens import authenticate, create_token, revoke_token
 
 CLI_TOKEN_NAME = "make demo: command-line tools"  # noqa: S105 (a name, not a secret)
@@ -89,6 +89,7 @@ class Command(BaseCommand):
             user = users.objects.create_superuser("admin", "", password)
             # The roles' groups come with a migration; a database flushed since has none.
             user.groups.add(Group.objects.get_or_create(name="admin")[0])
+            OneTimePassword.objects.create(user=user)  # they choose their own at first sign-in
             audit.record(
                 audit.Actor.system("setup_demo"),
                 "user.create",
@@ -98,7 +99,7 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Created the first admin user.\n  username: admin\n  password: {password}\n"
-                "  (shown once; change it with 'python manage.py changepassword admin')"
+                "  (shown once, and for the first sign-in only: the console asks for your own)"
             )
         )
 
