@@ -12,6 +12,7 @@ from django.db.models import Case, Count, Q, When
 
 from .approvals import list_requests
 from .mirror_states import FOLLOWING
+from .mirrors import source_missing
 from .models import ApprovalRequest, AuditEvent, ClusterLink, KafkaCluster, MirrorTopic
 from .streams import StreamStatus, reported_lags, status
 
@@ -121,22 +122,36 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
     # Links in trouble first (a FAILED link, or troubled mirrors), then by name.
     summaries.sort(key=lambda s: (s.link.state != ClusterLink.State.FAILED, not s.troubled))
     by_state = MirrorTopic.objects.values("state").annotate(n=Count("pk")).order_by("state")
+    in_trouble = list(
+        MirrorTopic.objects.filter(_TROUBLED)
+        .select_related("link", "destination")
+        .order_by(Case(When(state=State.FAILED, then=0), default=1), "state_time")[:troubled]
+    )
+    for mirror in in_trouble:  # what is wrong, in words
+        mirror.trouble = (
+            mirror.action_error
+            or mirror.error_message
+            or source_missing(mirror)
+            or "The link cannot reach the source cluster."
+        )
     return Overview(
         clusters=KafkaCluster.objects.count(),
         links=summaries,
-        troubled_mirrors=list(
-            MirrorTopic.objects.filter(_TROUBLED)
-            .select_related("link", "destination")
-            .order_by(Case(When(state=State.FAILED, then=0), default=1), "state_time")[:troubled]
-        ),
+        troubled_mirrors=in_trouble,
         pending_requests=list(list_requests(states=[ApprovalRequest.State.PENDING])[:10]),
         recent_events=list(AuditEvent.objects.order_by("-at", "-pk")[:events]),
         mirrors_by_state={row["state"]: row["n"] for row in by_state},
     )
 
 
-# A mirror in trouble: FAILED, its source unreachable, or with an error to show.
-_TROUBLED = Q(state__in=TROUBLE) | ~Q(error_message="") | ~Q(action_error="")
+# A mirror in trouble: FAILED, its source unreachable or its source topic gone, or with an
+# error to show.
+_TROUBLED = (
+    Q(state__in=TROUBLE)
+    | Q(source_missing_since__isnull=False)
+    | ~Q(error_message="")
+    | ~Q(action_error="")
+)
 
 
 def _worst_lag(link: ClusterLink, following: list[str]) -> Lag | None:

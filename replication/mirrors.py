@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from confluent_kafka import KafkaError
 from django.db import IntegrityError, transaction
@@ -689,6 +689,22 @@ def note_source_missing(mirror: MirrorTopic, now: datetime) -> None:
             f"cluster.link.retry.timeout.ms ({timeout_ms} ms). Delete the mirror, or "
             "re-create the source topic and then the mirror.",
         )
+
+
+def source_missing(mirror: MirrorTopic) -> str:
+    """What to say of a mirror whose source topic is gone ("" while it is there): since when,
+    and when the mirror fails unless the topic comes back."""
+    if mirror.source_missing_since is None:
+        return ""
+    since = mirror.source_missing_since
+    fails_at = since + timedelta(
+        milliseconds=mirror.link.int_config("cluster.link.retry.timeout.ms")
+    )
+    return (
+        f"Source topic {mirror.source_topic!r} has been missing since {since:%Y-%m-%d %H:%M:%S} "
+        f"UTC; the mirror fails at {fails_at:%Y-%m-%d %H:%M:%S} UTC unless it comes back "
+        "(cluster.link.retry.timeout.ms)."
+    )
 
 
 def note_source_present(mirror: MirrorTopic) -> None:

@@ -138,6 +138,7 @@ def mirror_detail(request, destination, topic):
             "pending_requests": [] if request.htmx else pending,
             "sync": offset_sync.status(mirror.link, mirror.mirror_topic),
             "bidirectional": mirror.link.config("link.mode") == "BIDIRECTIONAL",
+            "source_missing": mirrors.source_missing(mirror),
             # A refresh also brings the heading's state badge (out of band).
             "oob": bool(request.htmx),
             **({} if request.htmx else mirror_charts_context(mirror)),

@@ -5,6 +5,7 @@ an empty state that says what to do."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import pytest
 from confluent_kafka import Producer
@@ -104,6 +105,11 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
         assert '<span class="badge ok">caught up</span>' in client.get(url).content.decode()
     detail = client.get(reverse("mirror-detail", args=["destination", topic_name])).content
     assert b"<th>Source end at last fetch</th>" in detail and b"LastFetch" not in detail
+    # Caught up, Promote is the primary action for whoever may ask for it.
+    operator = client_as("operator")
+    ready = operator.get(reverse("mirror-detail", args=["destination", topic_name])).content
+    assert b'id="safe-to-promote">Caught up with its source: safe to promote.' in ready
+    assert b'<a class="button" id="promote"' in ready
 
     # The charts' history: samples of what the stream reports, bounded.
     r, now = client_redis(), time.time()
@@ -127,3 +133,25 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
     )
     mirror_page = client.get(reverse("mirror-detail", args=["destination", topic_name]))
     assert 'data-chart="Largest partition lag"' in mirror_page.content.decode()
+
+
+def test_a_mirror_whose_source_topic_is_gone_is_in_trouble_with_the_time_it_fails_at(
+    make_link, make_topic, topic_name, client_as
+):
+    topic = make_topic(kafka.SOURCE, topic_name)
+    link = make_link({"cluster.link.paused": "true", "cluster.link.retry.timeout.ms": "600000"})
+    mirror = create_mirror(SETUP, link, topic)
+    gone_since = datetime(2026, 11, 24, 8, 0, 0, tzinfo=UTC)
+    MirrorTopic.objects.filter(pk=mirror.pk).update(source_missing_since=gone_since)
+
+    page = _page(client_as("viewer"))
+    assert '<span class="stat-value" id="stat-troubled">1</span>' in page
+    said = (
+        f"Source topic &#x27;{topic}&#x27; has been missing since 2026-11-24 08:00:00 UTC; the "
+        "mirror fails at 2026-11-24 08:10:00 UTC unless it comes back"
+    )
+    assert f'data-mirror="{topic}"' in page and said in page
+    mirror_page = client_as("viewer").get(
+        reverse("mirror-detail", args=[mirror.destination.name, topic])
+    )
+    assert 'id="source-missing"' in mirror_page.content.decode()

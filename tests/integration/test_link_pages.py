@@ -168,6 +168,9 @@ def test_creating_a_mirror_from_the_page(make_link, make_topic, topic_name, clie
     page = client.get(mirror_url(topic_name)).content.decode()
     assert 'data-state="ACTIVE"' in page and 'hx-trigger="every 3s"' in page
     assert page.count("<tr data-partition=") == 2
+    # Behind its source: Promote is not the primary action, and the page says why.
+    assert "3 records behind its source at the worst partition: a promote is refused" in page
+    assert 'class="button secondary" id="promote"' in page and 'id="safe-to-promote"' not in page
 
     partial = client.get(mirror_url(topic_name), HTTP_HX_REQUEST="true").content.decode()
     assert partial.lstrip().startswith('<div id="partitions"') and "<html" not in partial
