@@ -30,9 +30,13 @@ from . import control, copier
 
 log = logging.getLogger("spark_jobs.slot")
 
-# How often a slot reads its epoch and assignments: a change to them wakes it at once (see
-# control.Wakeup); this bounds how long a lost wake-up delays it.
-CONTROL_S = 1.0
+# How often a slot reads its epoch and assignments while a copier of it writes: each read is
+# the contact that lets its copiers write (copier.CONTACT_S), so a busy slot reads often, and a
+# Redis that answers slowly a few times does not cut it off. While none writes, once a second:
+# a change to them wakes it at once anyway (see control.Wakeup).
+CONTROL_S = 0.2
+IDLE_CONTROL_S = 1.0
+BUSY_MS = 5_000  # a copier that wrote this recently keeps its slot busy
 BEAT_S = 1.0  # how often it reports
 BEAT_TTL_MS = 6_000  # a slot's report outlives its last beat this long
 RESTART_S = [1, 2, 4, 8, 15]  # pauses before a link's failed copier starts again
@@ -111,12 +115,17 @@ class SlotTask:
                 self.tend(began)
                 if time.monotonic() >= self.next_beat:
                     self.beat()
-                self.wakeup.wait(min(began + CONTROL_S, self.next_beat) - time.monotonic())
+                self.wakeup.wait(min(began + self.period(), self.next_beat) - time.monotonic())
         finally:
             # Whatever ended the loop, no copier may outlive it: Spark reuses this process.
             self.ended = True
             self.wakeup.close()
             self.finish()
+
+    def period(self) -> float:
+        recently = time.time() * 1000 - BUSY_MS
+        busy = any(r.copier.counters.last_write_ms > recently for r in self.copiers.values())
+        return CONTROL_S if busy else IDLE_CONTROL_S
 
     def control(self, now: float) -> None:
         try:
