@@ -4,10 +4,12 @@ its mirror set in Redis. `Engine` runs any number of links; `Isthmus` is the ben
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 
+import psutil
 import redis
 from cryptography.fernet import Fernet
 
@@ -91,8 +93,17 @@ class Engine:
         return len(engine["slots"]) if engine and engine.get("slots") else None
 
     def stop(self) -> None:
-        """SIGTERM ends the engine cleanly (its copiers deliver what they queued)."""
+        """End the engine as the console does: SIGTERM to its Python driver, which ends it
+        cleanly (its copiers deliver what they queued); the whole group after a minute."""
         if self.proc is not None:
+            children = []
+            with contextlib.suppress(psutil.Error):
+                children = psutil.Process(self.proc.pid).children(recursive=True)
+            for child in children:
+                with contextlib.suppress(psutil.Error):  # one gone meanwhile, or a zombie
+                    if launch.is_engine_driver(child.cmdline()):
+                        child.terminate()
+            procs.wait_exit(self.proc, 60)
             procs.stop_group(self.proc)
             self.proc = None
         self.forget()

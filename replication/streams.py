@@ -22,7 +22,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import redis
 from django.conf import settings
 
@@ -126,8 +125,13 @@ def _publish(link: ClusterLink, r: redis.Redis, wanted: dict[str, dict]) -> int:
         return published["generation"]
     generation = r.incr(_generation_key(str(link.link_id)))
     control.write_json(r, key, {"mirrors": wanted, "generation": generation})
-    control.wake(r, control.engine_wake_channel(engine_id()))
+    _wake_engine(r)
     return generation
+
+
+def _wake_engine(r: redis.Redis) -> None:
+    """Have the engine read its links and mirror sets now, not at its next round."""
+    control.wake(r, control.engine_wake_channel(engine_id()))
 
 
 def _generation_key(link_id: str) -> str:
@@ -149,7 +153,7 @@ def _publish_link(link: ClusterLink, r: redis.Redis, run: bool) -> None:
     link_id, key = str(link.link_id), control.links_key(engine_id())
     if not run:
         if r.hdel(key, link_id):
-            control.wake(r, control.engine_wake_channel(engine_id()))
+            _wake_engine(r)
         return
     spec, engine_key = link_spec(link), _engine_key()
     current = r.hget(key, link_id)
@@ -159,7 +163,7 @@ def _publish_link(link: ClusterLink, r: redis.Redis, run: bool) -> None:
     if current is None:  # a heartbeat left from an earlier run says nothing of this one
         r.delete(control.heartbeat_key(link_id), control.progress_key(link_id))
     r.hset(key, link_id, control.seal(engine_key, spec))
-    control.wake(r, control.engine_wake_channel(engine_id()))
+    _wake_engine(r)
 
 
 def _running() -> processes.Running | None:
@@ -226,7 +230,7 @@ def forget_deleted_links(known: set[str]) -> None:
         if gone:
             log.info("Taking deleted cluster link(s) %s out of the engine", ", ".join(gone))
             r.hdel(control.links_key(engine_id()), *gone)
-            control.wake(r, control.engine_wake_channel(engine_id()))
+            _wake_engine(r)
     except redis.RedisError:
         return  # at the next round
 
@@ -361,15 +365,9 @@ def start_engine(r: redis.Redis, record: dict, now: float) -> None:
 def stop_engine() -> int | None:
     """Stop the engine (its links' copiers deliver what they queued first); returns its pid,
     None when it was not running."""
-    return processes.stop(_pidfile(), timeout=60, ends_the_rest=_engine_driver)
-
-
-def _engine_driver(proc: psutil.Process) -> bool:
-    """The engine's Python driver: told to stop, it lets its links leave and its slots end, then
-    exits, and spark-submit's JVM with it. SIGTERM to the JVM instead would stop Spark under
-    the running slots (their Python workers killed, Spark logging each as crashed)."""
-    program, *arguments = proc.cmdline() or [""]
-    return "python" in Path(program).name and str(launch.ENGINE_SCRIPT) in arguments
+    return processes.stop(
+        _pidfile(), timeout=60, ends_the_rest=lambda proc: launch.is_engine_driver(proc.cmdline())
+    )
 
 
 def stop(link: ClusterLink) -> None:
@@ -379,7 +377,7 @@ def stop(link: ClusterLink) -> None:
     r = client()
     asked_ms = int(time.time() * 1000)
     r.hdel(control.links_key(engine_id()), link_id)
-    control.wake(r, control.engine_wake_channel(engine_id()))
+    _wake_engine(r)
     deadline = time.monotonic() + STOP_WAIT_S
     while _running() is not None and time.monotonic() < deadline:
         heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}

@@ -13,6 +13,16 @@ from . import control
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_SCRIPT = ROOT / "spark_jobs" / "engine.py"  # the driver spark-submit runs
 
+
+def is_engine_driver(command: list[str]) -> bool:
+    """Whether a process's command line is the engine's Python driver. Told to stop (SIGTERM),
+    it lets its links leave and its slots end, then exits, and spark-submit's JVM with it;
+    SIGTERM to the JVM, or to the whole group, would stop Spark under the running slots (their
+    Python workers killed, Spark logging each as crashed)."""
+    program, *arguments = command or [""]
+    return "python" in Path(program).name and str(ENGINE_SCRIPT) in arguments
+
+
 # The driver's JVM only schedules a few long jobs: a small heap to start with and the serial
 # collector keep it to a fraction of the memory the JVM's defaults would take.
 DRIVER_JAVA_OPTIONS = "-Xms32m -XX:+UseSerialGC"
