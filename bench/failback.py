@@ -40,7 +40,7 @@ RESULTS = WORK / "failback.json"
 def _copied(link, mirror, timeout: float = 900) -> float:
     """Supervise `link`'s stream, as the beat does, until `mirror` has lag 0; the seconds."""
     from replication import streams
-    from replication.mirrors import describe_mirror
+    from replication.lag import describe_mirror
 
     started = time.monotonic()
     while time.monotonic() - started < timeout:

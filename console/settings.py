@@ -304,8 +304,9 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": timedelta(seconds=2),
         "options": {"expires": 5},
     },
-    "record-history": {
-        "task": "replication.tasks.record_history",
+    # Every mirror's lag, read from both clusters (the one source the pages and /metrics show).
+    "sample-lags": {
+        "task": "replication.tasks.sample_lags",
         "schedule": timedelta(seconds=10),  # replication.history.SAMPLE_S
         "options": {"expires": 5},
     },

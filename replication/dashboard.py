@@ -1,8 +1,9 @@
 """What the console's home page shows: each link with its mirrors counted by state, its worst
 lag and its throughput; the mirrors in trouble first; requests waiting for approval; recent
-audit events. Read from the database and from what the links' streams last reported in Redis,
-never from the clusters, so the page is quick however many links there are and whichever
-cluster is down (the clusters' reachability is loaded into the page separately)."""
+audit events. Read from the database, from what the links' streams last reported and from each
+mirror's latest lag reading (`lag.latest`) in Redis, never from the clusters, so the page is
+quick however many links there are and whichever cluster is down (the clusters' reachability
+is loaded into the page separately)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from dataclasses import dataclass, field
 
 from django.db.models import Case, Count, Q, When
 
+from . import lag
 from .approvals import list_requests
 from .mirror_states import FOLLOWING
 from .mirrors import source_missing
 from .models import ApprovalRequest, AuditEvent, ClusterLink, KafkaCluster, MirrorTopic
-from .streams import StreamStatus, reported_lags, status
+from .streams import StreamStatus, status
 
 State = MirrorTopic.State
 TROUBLE = (State.FAILED, State.SOURCE_UNAVAILABLE)
@@ -22,7 +24,7 @@ TROUBLE = (State.FAILED, State.SOURCE_UNAVAILABLE)
 
 @dataclass(frozen=True)
 class Lag:
-    """The largest lag the stream last reported among a link's mirrors, and where."""
+    """The largest lag last read among a link's mirrors, and where."""
 
     records: int
     mirror: str
@@ -34,7 +36,7 @@ class LinkSummary:
     link: ClusterLink
     stream: StreamStatus
     mirrors_by_state: dict[str, int]
-    worst_lag: Lag | None  # None: no mirror reported yet
+    worst_lag: Lag | None  # None: no mirror read yet
     troubled: int  # mirrors FAILED, SOURCE_UNAVAILABLE or with an error
 
 
@@ -63,7 +65,7 @@ class Overview:
 
 @dataclass(frozen=True)
 class MirrorLag:
-    """A mirror's lag as its link's stream last reported it."""
+    """A mirror's lag as last read."""
 
     total: int
     largest: int
@@ -101,18 +103,18 @@ def link_summaries(links: list[ClusterLink] | None = None) -> list[LinkSummary]:
 
 
 def mirror_lags(mirrors: list[MirrorTopic]) -> dict[int, MirrorLag]:
-    """Per mirror (by pk) that its stream has reported: its total and largest partition lag.
-    One Redis read per link; a following mirror left out has not been fetched yet."""
+    """Per mirror (by pk) that has been read: its total and largest partition lag. One Redis
+    read per link; a mirror left out has not been read yet."""
     found = {}
-    reported: dict[int, dict] = {}
+    readings: dict[int, dict[str, lag.Reading]] = {}
     for mirror in mirrors:
         if mirror.state not in FOLLOWING:
             continue
-        if mirror.link_id not in reported:
-            reported[mirror.link_id] = reported_lags(mirror.link)
-        partitions = reported[mirror.link_id].get(mirror.mirror_topic)
-        if partitions:
-            found[mirror.pk] = MirrorLag(sum(partitions.values()), max(partitions.values()))
+        if mirror.link_id not in readings:
+            readings[mirror.link_id] = lag.latest(mirror.link)
+        reading = readings[mirror.link_id].get(mirror.mirror_topic)
+        if reading is not None and reading.partitions:
+            found[mirror.pk] = MirrorLag(reading.total, reading.largest[0])
     return found
 
 
@@ -155,13 +157,13 @@ _TROUBLED = (
 
 
 def _worst_lag(link: ClusterLink, following: list[str]) -> Lag | None:
-    """The largest lag among the mirrors named, as the stream last reported it."""
+    """The largest lag among the mirrors named, as last read."""
     if not following:
         return None
-    lags = reported_lags(link)
+    readings = lag.latest(link)
     found = [
-        Lag(lag, mirror, partition)
+        Lag(reading.largest[0], mirror, reading.largest[1])
         for mirror in following
-        for partition, lag in lags.get(mirror, {}).items()
+        if (reading := readings.get(mirror)) is not None and reading.partitions
     ]
-    return max(found, key=lambda lag: lag.records, default=None)
+    return max(found, key=lambda worst: worst.records, default=None)

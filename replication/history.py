@@ -1,7 +1,9 @@
-"""A short history of each link's throughput and lag and each mirror's lag, for the console's
-charts: a sample every SAMPLE_S seconds while the link's stream runs, the last KEEP of them,
-kept in Redis as bounded lists (they expire when a link stops being sampled). Read from what
-the streams report, never from the clusters."""
+"""A history of each link's throughput and lag and each mirror's lag, for the console's
+charts, kept in Redis as bounded lists in two resolutions: a point every SAMPLE_S seconds for
+the last hour, and a point every COARSE_S seconds for the last day (the largest lag within it,
+the mean throughput). The lag points are `lag.sample_all`'s readings of both clusters, taken
+whether the link's stream runs or not; a mirror neither end answered for has no point (its
+chart shows a gap). Lists of a link or mirror no longer sampled expire."""
 
 from __future__ import annotations
 
@@ -13,11 +15,17 @@ import redis
 
 from .models import ClusterLink, MirrorTopic
 from .redis_channel import client
-from .streams import reported_lags, status
+from .streams import status
 
 SAMPLE_S = 10
-KEEP = 180  # half an hour of samples
-WINDOW_S = SAMPLE_S * KEEP
+COARSE_S = 300
+FINE_KEEP = 3600 // SAMPLE_S
+COARSE_KEEP = 24 * 3600 // COARSE_S
+# name: (seconds shown, seconds between points)
+RANGES = {"15m": (900, SAMPLE_S), "1h": (3600, SAMPLE_S), "24h": (24 * 3600, COARSE_S)}
+DEFAULT_RANGE = "15m"
+# How a coarse point sums up the fine ones within it: the worst lag, the mean throughput.
+_COARSE = {"lag": max, "max_lag": max, "records_per_sec": lambda v: round(sum(v) / len(v), 1)}
 
 
 @dataclass(frozen=True)
@@ -34,57 +42,80 @@ def _mirror_key(link: ClusterLink, mirror_topic: str) -> str:
     return f"isthmus:history:{link.link_id}:{mirror_topic}"
 
 
-def record_all(now: float | None = None) -> None:
-    r = client()
-    for link in ClusterLink.objects.filter(state=ClusterLink.State.ACTIVE):
-        record(link, r, now or time.time())
-
-
-def record(link: ClusterLink, r: redis.Redis, now: float) -> None:
-    """One sample of the link (records copied per second, its total lag) and of each mirror
-    its stream runs (total and largest partition lag). Nothing while the stream does not run:
-    a chart shows the gap."""
+def record(
+    link: ClusterLink, lags: dict[str, tuple[int, int] | None], now: float | None = None
+) -> None:
+    """A point of the link (records copied per second, its mirrors' total lag) and of each
+    mirror in `lags` (its total and largest partition lag; None: not read)."""
+    now = time.time() if now is None else now
     stream = status(link)
-    if stream.state != "RUNNING":
-        return
-    lags = reported_lags(link)
-    samples = {
-        _link_key(link): {
-            "t": round(now, 1),
-            "records_per_sec": stream.records_per_sec,
-            "lag": sum(sum(p.values()) for p in lags.values()),
-        },
-        **{
-            _mirror_key(link, mirror): {
-                "t": round(now, 1),
-                "lag": sum(partitions.values()),
-                "max_lag": max(partitions.values(), default=0),
-            }
-            for mirror, partitions in lags.items()
-        },
-    }
+    t = round(now, 1)
+    known = [lag for lag in lags.values() if lag is not None]
+    link_point: dict = {"t": t, "records_per_sec": stream.records_per_sec}
+    if known or not lags:
+        link_point["lag"] = sum(total for total, _ in known)
+    points = {_link_key(link): link_point}
+    for mirror, lag in lags.items():
+        if lag is not None:
+            points[_mirror_key(link, mirror)] = {"t": t, "lag": lag[0], "max_lag": lag[1]}
+    r = client()
     pipe = r.pipeline()
-    for key, sample in samples.items():
-        pipe.rpush(key, json.dumps(sample))
-        pipe.ltrim(key, -KEEP, -1)
-        pipe.expire(key, WINDOW_S)
+    for key, point in points.items():
+        _push(pipe, key, point, FINE_KEEP, 3600)
+    pipe.execute()
+    _coarsen(r, list(points), now)
+
+
+def _push(pipe, key: str, point: dict, keep: int, expire_s: int) -> None:
+    pipe.rpush(key, json.dumps(point))
+    pipe.ltrim(key, -keep, -1)
+    pipe.expire(key, expire_s)
+
+
+def _coarsen(r: redis.Redis, keys: list[str], now: float) -> None:
+    """Once a COARSE_S period has ended, sum up each series' fine points within it in one
+    coarse point (stamped at the period's end)."""
+    period = int(now // COARSE_S)
+    ended = period - 1
+    pipe = r.pipeline()
+    for key in keys:
+        pipe.lindex(f"{key}:coarse", -1)
+        pipe.lrange(key, -(COARSE_S // SAMPLE_S) - 2, -1)
+    answers = pipe.execute()
+    pipe = r.pipeline()
+    for key, last, fine in zip(keys, answers[::2], answers[1::2], strict=True):
+        end = (ended + 1) * COARSE_S
+        if last is not None and json.loads(last)["t"] >= end:
+            continue  # this period is summed up already
+        within = [p for p in map(json.loads, fine) if ended * COARSE_S <= p["t"] < end]
+        if not within:
+            continue
+        point: dict = {"t": end}
+        for name, sum_up in _COARSE.items():
+            values = [p[name] for p in within if name in p]
+            if values:
+                point[name] = sum_up(values)
+        _push(pipe, f"{key}:coarse", point, COARSE_KEEP, 24 * 3600 + COARSE_S)
     pipe.execute()
 
 
-def link_series(link: ClusterLink) -> dict[str, list[Sample]]:
-    """{"records_per_sec": [...], "lag": [...]}, oldest first."""
-    return _series(_link_key(link), ("records_per_sec", "lag"))
+def link_series(link: ClusterLink, shown: str = DEFAULT_RANGE) -> dict[str, list[Sample]]:
+    """{"records_per_sec": [...], "lag": [...]}, oldest first, over the range `shown`."""
+    return _series(_link_key(link), ("records_per_sec", "lag"), shown)
 
 
-def mirror_series(mirror: MirrorTopic) -> dict[str, list[Sample]]:
-    """{"lag": [...], "max_lag": [...]}, oldest first."""
-    return _series(_mirror_key(mirror.link, mirror.mirror_topic), ("lag", "max_lag"))
+def mirror_series(mirror: MirrorTopic, shown: str = DEFAULT_RANGE) -> dict[str, list[Sample]]:
+    """{"lag": [...], "max_lag": [...]}, oldest first, over the range `shown`."""
+    return _series(_mirror_key(mirror.link, mirror.mirror_topic), ("lag", "max_lag"), shown)
 
 
-def _series(key: str, names: tuple[str, ...]) -> dict[str, list[Sample]]:
+def _series(key: str, names: tuple[str, ...], shown: str) -> dict[str, list[Sample]]:
+    window_s, step_s = RANGES[shown]
+    if step_s != SAMPLE_S:
+        key = f"{key}:coarse"
     try:
-        raw = client().lrange(key, 0, -1)
+        raw = client().lrange(key, -(window_s // step_s) - 1, -1)
     except redis.RedisError:
         raw = []
-    samples = [json.loads(item) for item in raw]
-    return {name: [Sample(s["t"], s[name]) for s in samples] for name in names}
+    points = [json.loads(item) for item in raw]
+    return {name: [Sample(p["t"], p[name]) for p in points if name in p] for name in names}

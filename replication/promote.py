@@ -31,11 +31,9 @@ from infra.kafka_admin import KafkaAdminError, TopicNotFound
 from . import audit, offset_sync, read_only, stale_requests, streams
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError, unavailable
+from .lag import MirrorStatus, PartitionStatus, describe_mirrors
 from .mirror_states import FAILABLE_OVER, FOLLOWING, PROMOTABLE, move
 from .mirrors import (
-    MirrorStatus,
-    PartitionStatus,
-    describe_mirrors,
     running_state,
     snapshot,
     stopped_already,

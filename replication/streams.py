@@ -553,25 +553,6 @@ def progress(link: ClusterLink) -> Progress:
     return Progress(reported, heartbeat.get("fetched_at_ms", 0), frozenset(writing))
 
 
-def reported_lags(link: ClusterLink) -> dict[str, dict[int, int]]:
-    """Per mirror and partition, the lag as the stream last reported it: the source's high
-    watermark at its last fetch less how far it has read (source offsets not yet copied).
-    Partitions it has not reported both of yet are left out. Costs one Redis read, no
-    request to a cluster: for pages that show many links, and the charts' history."""
-    try:
-        reported = control.read_json(client(), control.progress_key(str(link.link_id))) or {}
-    except redis.RedisError:
-        return {}
-    return {
-        mirror: {
-            int(partition): max(0, p["source_hw"] - p["read_upto"])
-            for partition, p in partitions.items()
-            if p["source_hw"] >= 0 and p["read_upto"] >= 0
-        }
-        for mirror, partitions in reported.items()
-    }
-
-
 def fail_link(link: ClusterLink, message: str) -> bool:
     """The engine cannot run the link: the link is FAILED with the last error, until someone
     resumes it. Only an ACTIVE link changes; returns whether it did. (Here, not in links.py:

@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from . import approvals, audit, history, redis_channel, streams
+from . import approvals, audit, lag, redis_channel, streams
 from .clusters import probe_clusters
 from .models import ClusterLink, ScenarioRun
 from .scenarios import registry, runner
@@ -46,9 +46,9 @@ def supervise_streams() -> None:
 
 
 @shared_task
-def record_history() -> None:
-    """A sample of each running link's throughput and lag, for the console's charts."""
-    history.record_all()
+def sample_lags() -> None:
+    """Read every mirror's lag from both clusters, and a point of the charts' history."""
+    _one_at_a_time("sample-lags", lag.sample_all)
 
 
 @shared_task(bind=True)

@@ -103,8 +103,9 @@ def mirror_progress(
     mirrors: Mapping[str, str],
 ) -> tuple[dict, bool, int, list[str]]:
     """From the copiers' reports: per mirror partition its offset run, whether offsets are
-    translated, the source's high watermark at the last fetch and how far the source was read;
-    whether any partition is behind its source; the last write; the copiers' errors."""
+        translated, the source's high watermark at the last fetch, how far the source was read
+    (past gaps: `read_upto`) and the offset read next (`next_source`);
+        whether any partition is behind its source; the last write; the copiers' errors."""
     progress: dict[str, dict[str, dict]] = {}
     behind, last_write, errors = False, 0, []
     for report in filter(None, reports):
@@ -119,6 +120,7 @@ def mirror_progress(
                 "translated": p["translated"],
                 "source_hw": source_hw,
                 "read_upto": p["read_upto"],
+                "next_source": p["next_source"],
             }
             behind = behind or source_hw > p["read_upto"]
     return progress, behind, last_write, errors

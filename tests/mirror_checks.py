@@ -15,8 +15,8 @@ from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from infra.processes import wait_for
 from replication import audit, read_only, streams
 from replication.clusters import register_cluster
+from replication.lag import describe_mirror
 from replication.links import create_link
-from replication.mirrors import describe_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from spark_jobs import translation
 from tests import leftovers

@@ -30,12 +30,10 @@ from console.api.schemas import (
 )
 from replication import approvals, audit, restore
 from replication.errors import ReplicationError
+from replication.lag import MirrorStatus, describe_mirror, describe_mirrors
 from replication.links import get_link
 from replication.mirrors import (
-    MirrorStatus,
     create_mirror,
-    describe_mirror,
-    describe_mirrors,
     get_mirror,
     list_mirrors,
     pause_mirror,

@@ -6,12 +6,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import require
-from console.charts import chart
+from console.charts import RANGE_WORDS, chart
 from console.forms.filters import filter_editors
 from console.forms.links import LinkConfigForm, LinkForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
-from replication import audit, dashboard, history, links, offset_sync, streams
+from replication import audit, dashboard, history, lag, links, offset_sync, streams
 from replication.clusters import probe_cluster
 from replication.errors import FieldProblems, ReplicationError
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
@@ -35,11 +35,11 @@ def with_source_names(found):
 
 
 def with_lags(found) -> list[MirrorTopic]:
-    """Each mirror with the lag its stream last reported (`reported_lag`, None if none yet)."""
+    """Each mirror with its latest lag reading (`lag_reading`, None if not read yet)."""
     found = list(found)
     lags = dashboard.mirror_lags(found)
     for mirror in found:
-        mirror.reported_lag = lags.get(mirror.pk)
+        mirror.lag_reading = lags.get(mirror.pk)
     return found
 
 
@@ -105,7 +105,7 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
             "sync": offset_sync.status(link),
             "bidirectional": link.config("link.mode") == "BIDIRECTIONAL",
             "peer": _peer(link),
-            **link_charts_context(link),
+            **link_charts_context(request, link),
             "syncs": {
                 "acl_enabled": acl_sync.enabled(link),
                 "acl_interval_ms": link.int_config("acl.sync.ms"),
@@ -176,19 +176,37 @@ def link_url(link: ClusterLink) -> str:
 
 @require("console.view")
 def link_charts(request, destination, name):
-    """The link's throughput and lag over the last half hour (the page polls this)."""
+    """The link's throughput and lag over the range chosen (the page polls this)."""
     link = find_link(destination, name)
     # The refresh also brings the stream's state, further up the page (out of band).
-    context = {**link_charts_context(link), "stream": streams.status(link), "oob": True}
+    context = {**link_charts_context(request, link), "stream": streams.status(link), "oob": True}
     return render(request, "_charts.html", context)
 
 
-def link_charts_context(link) -> dict:
-    series = history.link_series(link)
+def chart_range(request) -> str:
+    """The charts' range: the one just chosen (kept in the session for every chart), else the
+    one chosen before."""
+    chosen = request.GET.get("range")
+    if chosen in history.RANGES:
+        request.session["chart_range"] = chosen
+        return chosen
+    return request.session.get("chart_range", history.DEFAULT_RANGE)
+
+
+def link_charts_context(request, link) -> dict:
+    shown = chart_range(request)
+    series = history.link_series(link, shown)
+    readings = lag.latest(link).values()
+    if readings:  # now: the mirrors' latest readings, as the lists and the overview show them
+        at = max(r.at for r in readings)
+        series["lag"].append(history.Sample(at, sum(r.total for r in readings)))
     return {
         "charts_url": reverse("link-charts", args=[link.destination.name, link.name]),
+        "charts_poll": True,
         "charts": [
-            chart("Copied", "records/s", series["records_per_sec"]),
-            chart("Lag", "records", series["lag"]),
+            chart("Copied", "records/s", series["records_per_sec"], shown),
+            chart("Lag", "records", series["lag"], shown),
         ],
+        "chart_ranges": RANGE_WORDS.items(),
+        "shown": shown,
     }

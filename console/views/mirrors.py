@@ -11,13 +11,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import require
-from console.charts import chart
+from console.charts import RANGE_WORDS, chart
 from console.forms.mirrors import MirrorForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
-from console.views.links import find_link, link_url, with_lags
+from console.views.links import chart_range, find_link, link_url, with_lags
 from infra.kafka_admin import KafkaAdminError
-from replication import audit, history, mirrors, offset_sync, restore
+from replication import audit, history, lag, mirrors, offset_sync, restore
 from replication.errors import ReplicationError
 from replication.models import MirrorTopic
 from replication.text import escaped
@@ -124,6 +124,7 @@ def _create_mirrors(request, link, form: MirrorForm) -> tuple[list[MirrorTopic],
 def mirror_detail(request, destination, topic):
     mirror = find_mirror(destination, topic)
     template = "mirrors/detail.html#partitions" if request.htmx else "mirrors/detail.html"
+    status = lag.describe_mirror(mirror)
     pending = [
         r
         for r in mirror.link.approval_requests.filter(state="PENDING")
@@ -134,14 +135,15 @@ def mirror_detail(request, destination, topic):
         template,
         {
             "mirror": mirror,
-            "status": mirrors.describe_mirror(mirror),
+            "status": status,
             "pending_requests": [] if request.htmx else pending,
             "sync": offset_sync.status(mirror.link, mirror.mirror_topic),
             "bidirectional": mirror.link.config("link.mode") == "BIDIRECTIONAL",
             "source_missing": mirrors.source_missing(mirror),
             # A refresh also brings the heading's state badge (out of band).
             "oob": bool(request.htmx),
-            **({} if request.htmx else mirror_charts_context(mirror)),
+            # The charts end at the reading the table shows; a refresh brings them out of band.
+            **mirror_charts_context(request, mirror, lag.reading(status)),
         },
     )
 
@@ -248,17 +250,26 @@ def mirror_quarantine_delete(request, destination, topic):
 
 @require("console.view")
 def mirror_charts(request, destination, topic):
-    """The mirror's lag over the last half hour (the page polls this)."""
+    """The mirror's lag over the range chosen (its partitions' refresh brings them too)."""
     mirror = find_mirror(destination, topic)
-    return render(request, "_charts.html", mirror_charts_context(mirror))
+    now = lag.latest(mirror.link).get(mirror.mirror_topic)
+    return render(request, "_charts.html", mirror_charts_context(request, mirror, now))
 
 
-def mirror_charts_context(mirror: MirrorTopic) -> dict:
-    series = history.mirror_series(mirror)
+def mirror_charts_context(request, mirror: MirrorTopic, now: lag.Reading | None) -> dict:
+    """The charts end at `now`, the reading the partitions' table shows (not stored in the
+    history: that is sampled at a steady pace)."""
+    shown = chart_range(request)
+    series = history.mirror_series(mirror, shown)
+    if now is not None and now.partitions:
+        series["lag"].append(history.Sample(now.at, now.total))
+        series["max_lag"].append(history.Sample(now.at, now.largest[0]))
     return {
         "charts_url": reverse("mirror-charts", args=[mirror.destination.name, mirror.mirror_topic]),
         "charts": [
-            chart("Lag", "records", series["lag"]),
-            chart("Largest partition lag", "records", series["max_lag"]),
+            chart("Lag", "records", series["lag"], shown),
+            chart("Largest partition lag", "records", series["max_lag"], shown),
         ],
+        "chart_ranges": RANGE_WORDS.items(),
+        "shown": shown,
     }

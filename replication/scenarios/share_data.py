@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError
 
 from infra.kafka_admin import KafkaAdminError
 
-from .. import links, mirrors, promote, read_only
+from .. import lag, links, mirrors, promote, read_only
 from ..connections import cluster_admin
 from ..models import ClusterLink, MirrorTopic
 from . import clients
@@ -90,7 +90,7 @@ def caught_up(c: Context) -> str:
         "the mirror's end at 3, as the source's",
         lambda: "source end {}, mirror end {}".format(*ends()),
     )
-    status = mirrors.describe_mirror(_mirror(c))
+    status = lag.describe_mirror(_mirror(c))
     return f"partition 0: source end 3, mirror end 3, lag {status.partitions[0].lag}"
 
 

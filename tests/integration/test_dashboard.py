@@ -12,12 +12,10 @@ from confluent_kafka import Producer
 from django.urls import reverse
 
 from devstack import kafka
-from infra.processes import wait_for
-from replication import approvals, audit, history
+from replication import approvals, audit, history, lag
 from replication.mirror_states import move
 from replication.mirrors import create_mirror
 from replication.models import MirrorTopic
-from replication.redis_channel import client as client_redis
 from tests.mirror_checks import run_until_copied
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -78,22 +76,18 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
     link = make_link()
     mirror = create_mirror(SETUP, link, topic_name)
     client = client_as("viewer")
-    # Until the stream fetched it, the mirror is "starting", not ACTIVE with -1 offsets.
+    # Until its lag is first read, the mirror is "starting", not ACTIVE with -1 offsets.
     listed = client.get(reverse("mirrors")).content.decode()
-    assert 'title="The link\'s stream has not fetched this mirror yet">starting<' in listed
+    assert 'title="Not read from both clusters yet: within 10 s">starting<' in listed
     run_until_copied(link, [mirror])
+    lag.sample_all()  # as the beat does every 10 s (its worker cannot see this test's rows)
 
     def row() -> str:
         page = _page(client)
         found = page[page.index(f'data-link="{link.name}"') :]
         return found[: found.index("</tr>")]
 
-    # The stream reports each second what it has read: the page says so within a few.
-    def caught_up_row() -> str | None:
-        found = row()
-        return found if "caught up" in found else None
-
-    seen = wait_for(caught_up_row, 10) or row()
+    seen = row()
     assert '<span class="badge ok">caught up</span>' in seen, seen
     page = _page(client)
     assert "records/s" in row()
@@ -111,13 +105,18 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
     assert b'id="safe-to-promote">Caught up with its source: safe to promote.' in ready
     assert b'<a class="button" id="promote"' in ready
 
-    # The charts' history: samples of what the stream reports, bounded.
-    r, now = client_redis(), time.time()
-    for i in range(history.KEEP + 5):
-        history.record(link, r, now - (history.KEEP + 5 - i) * history.SAMPLE_S)
-    series = history.link_series(link)
-    assert len(series["lag"]) == history.KEEP and series["lag"][-1].value == 0
-    assert history.mirror_series(mirror)["max_lag"][-1].value == 0
+    # The charts' history: an hour of points every 10 s, a day of points every 5 minutes
+    # (the worst lag within each), both bounded.
+    now = time.time()
+    samples = history.FINE_KEEP + 5
+    for i in range(samples):
+        lag_now = 7 if i == samples - 40 else 0
+        history.record(link, {topic_name: (lag_now, lag_now)}, now - (samples - i) * 10)
+    series = history.link_series(link, "1h")
+    assert len(series["lag"]) == history.FINE_KEEP
+    assert series["lag"][-1].value == 0
+    day = history.mirror_series(mirror, "24h")["max_lag"]
+    assert 11 <= len(day) <= 13 and max(s.value for s in day) == 7
     charts = client.get(reverse("link-charts", args=[link.destination.name, link.name]))
     text = charts.content.decode()
     assert text.count("<polyline") == 2 and 'hx-trigger="every 10s"' in text

@@ -3,7 +3,7 @@
 import pytest
 
 from devstack import kafka
-from replication import audit
+from replication import audit, lag
 from replication.mirrors import create_mirror
 from replication.tokens import create_token
 from tests.kafka_clients import produce
@@ -22,6 +22,7 @@ def test_metrics_show_link_state_and_mirror_lag_to_a_viewer_token(
         [{"value": b"x", "partition": 1}] * 3,
     )
     create_mirror(audit.Actor.system("tests"), link, topic_name)
+    lag.sample_all()  # as the beat does every 10 s: a scrape shows the latest reading
     _, secret = create_token(audit.Actor.system("tests"), users["viewer"], "prometheus")
 
     response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {secret}")
@@ -37,6 +38,7 @@ def test_metrics_show_link_state_and_mirror_lag_to_a_viewer_token(
     assert f'isthmus_mirror_partition_source_high_watermark{{{mirror},partition="1"}} 3' in text
     assert f'isthmus_mirror_partition_offsets_translated{{{mirror},partition="0"}} 0' in text
     assert "# TYPE isthmus_mirror_partition_lag gauge" in text
+    assert f"isthmus_mirror_lag_read_age_seconds{{{mirror}}} " in text
 
 
 def test_metrics_need_a_token_or_a_session(client, registered_clusters):

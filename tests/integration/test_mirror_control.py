@@ -14,7 +14,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack import kafka
 from infra.processes import wait_for
 from replication import streams
-from replication.mirrors import create_mirror, describe_mirror, pause_mirror
+from replication.lag import describe_mirror
+from replication.mirrors import create_mirror, pause_mirror
 from replication.redis_channel import client
 from spark_jobs import control
 from tests.conftest import admin_config

@@ -19,8 +19,9 @@ from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
 from replication import streams
+from replication.lag import describe_mirror
 from replication.links import alter_link_configs
-from replication.mirrors import create_mirror, describe_mirror
+from replication.mirrors import create_mirror
 from spark_jobs.translation import Entry
 from tests import leftovers
 from tests.conftest import admin_config

@@ -17,11 +17,10 @@ from infra.kafka_admin import KafkaAdmin, TopicNotFound
 from infra.processes import wait_for
 from replication import audit
 from replication.errors import ReplicationError
+from replication.lag import describe_mirror, describe_mirrors
 from replication.mirrors import (
     create_mirror,
     delete_mirror,
-    describe_mirror,
-    describe_mirrors,
     list_mirrors,
     pause_mirror,
     resume_mirror,
@@ -288,13 +287,13 @@ def test_describing_many_mirrors_asks_a_source_that_is_down_only_once(
     link.set_configs({**link.all_configs(), "bootstrap.servers": "127.0.0.1:1"})
     link.save()
     asked = []
-    real_describe = KafkaAdmin.describe_topic
+    real_offsets = KafkaAdmin.offsets
 
-    def describe_topic(admin, name):
+    def offsets(admin, partitions, at="latest"):
         asked.append(admin.bootstrap)
-        return real_describe(admin, name)
+        return real_offsets(admin, partitions, at)
 
-    monkeypatch.setattr(KafkaAdmin, "describe_topic", describe_topic)
+    monkeypatch.setattr(KafkaAdmin, "offsets", offsets)
     statuses = describe_mirrors(list_mirrors(link=link))
 
     assert [s.mirror.mirror_topic for s in statuses] == [m.mirror_topic for m in made]
@@ -304,6 +303,23 @@ def test_describing_many_mirrors_asks_a_source_that_is_down_only_once(
         assert len(status.errors) == 1 and status.errors[0].startswith("Source: ")
         assert "127.0.0.1:1" in status.errors[0]
     assert asked.count("127.0.0.1:1") == 1
+    assert len(asked) == 2  # one request for both mirrors on each end
+
+
+def test_a_source_topic_gone_is_said_of_its_mirror_alone(make_link, make_topic, topic_name):
+    link = make_link()
+    made = []
+    for name in (f"{topic_name}-kept", f"{topic_name}-gone"):
+        make_topic(kafka.SOURCE, name)
+        produce({"bootstrap.servers": kafka.SOURCE.bootstrap}, name, [{"value": b"v"}])
+        made.append(create_mirror(ACTOR, link, name))
+    KafkaAdmin(admin_config(kafka.SOURCE)).delete_topic(f"{topic_name}-gone")
+
+    kept, gone = describe_mirrors(made)
+
+    assert kept.errors == [] and [p.lag for p in kept.partitions] == [1]
+    assert len(gone.errors) == 1 and gone.errors[0].startswith("Source: ")
+    assert [p.lag for p in gone.partitions] == [-1]
 
 
 def test_pausing_and_resuming_a_mirror(make_link, make_topic, topic_name):

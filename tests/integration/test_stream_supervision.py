@@ -12,8 +12,9 @@ from confluent_kafka import Producer
 
 from devstack import kafka
 from replication import audit, redis_channel, streams
+from replication.lag import describe_mirror
 from replication.links import pause_link
-from replication.mirrors import create_mirror, describe_mirror, pause_mirror, resume_mirror
+from replication.mirrors import create_mirror, pause_mirror, resume_mirror
 from replication.models import ClusterLink, MirrorTopic
 from spark_jobs import control
 from tests.mirror_checks import assert_exact_copy, caught_up, eventually, run_until_copied

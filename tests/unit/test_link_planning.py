@@ -64,14 +64,18 @@ def test_progress_is_per_mirror_partition_with_the_sources_high_watermark():
             "slot": 0,
             "last_write_ms": 5,
             "error": "",
-            "partitions": {"0/m1": {"run": [0, 0], "translated": True, "read_upto": 10}},
+            "partitions": {
+                "0/m1": {"run": [0, 0], "translated": True, "read_upto": 10, "next_source": 9}
+            },
         },
         None,
         {
             "slot": 2,
             "last_write_ms": 9,
             "error": "broker gone",
-            "partitions": {"1/m1": {"run": [0, 0], "translated": False, "read_upto": 7}},
+            "partitions": {
+                "1/m1": {"run": [0, 0], "translated": False, "read_upto": 7, "next_source": 7}
+            },
         },
     ]
     progress, behind, last_write, errors = planning.mirror_progress(
@@ -82,6 +86,7 @@ def test_progress_is_per_mirror_partition_with_the_sources_high_watermark():
         "translated": True,
         "source_hw": 10,
         "read_upto": 10,
+        "next_source": 9,
     }
     assert progress["m1"]["1"]["source_hw"] == 8
     assert behind is True  # partition 1 was read up to 7 of 8

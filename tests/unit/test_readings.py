@@ -37,13 +37,14 @@ def test_the_charts_caption_shows_readings():
                         "width": 10,
                         "height": 10,
                         "lines": [],
+                        "range_words": "last hour",
                     }
                 ],
             }
         )
     )
     assert '<span class="chart-latest">13,786</span> records/s' in page
-    assert "now · peak 21,409 · last 30 min" in page
+    assert "now · peak 21,409 · last hour" in page
 
 
 def test_the_approval_message_counts_approvers_in_words():

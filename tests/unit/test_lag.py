@@ -1,0 +1,27 @@
+"""A mirror partition's lag: the source's end less where the mirror's end stands in source
+offsets; what the stream read but has not written yet is lag, not progress."""
+
+from replication.lag import PartitionStatus
+
+
+def _status(dest_end, source_end, **reported) -> PartitionStatus:
+    return PartitionStatus(0, "ACTIVE", dest_end, source_end, **reported)
+
+
+def test_lag_is_the_sources_end_less_the_mirrors():
+    assert _status(40, 100).lag == 60
+    assert _status(100, 100).lag == 0
+    assert _status(-1, 100).lag == -1 and _status(40, -1).lag == -1  # an end did not answer
+
+
+def test_records_read_but_not_yet_in_the_mirror_count_as_lag():
+    # The stream read all 100,000 source records into its producer's queue; 20,000 are written.
+    reading_ahead = _status(20_000, 100_000, read_upto=100_000, next_source=100_000)
+    assert reading_ahead.lag == 80_000
+
+
+def test_gaps_the_stream_read_past_count_once_all_it_read_is_written():
+    # The source ends in a transaction marker at 10: the mirror holds all 10 records.
+    assert _status(10, 11, read_upto=11, next_source=10).lag == 0
+    # Through the offset run: source 500 went to mirror 0 (a mirror started at 500).
+    assert _status(30, 600, run=(500, 0), read_upto=530, next_source=530).lag == 70
