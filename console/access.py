@@ -14,7 +14,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from replication import audit
+from replication import audit, notifications
 from replication.approvals import pending_count
 from replication.policy import EVERYONE, POLICY, ROLES, can, roles_of
 
@@ -85,7 +85,8 @@ def public(view):
 
 def context(request) -> dict:
     """Template context: what the current user may do, e.g. `allowed.cluster_register`, and
-    how many approval requests wait (for the navigation bar)."""
+    how many approval requests wait and how many of the user's notifications are unread (for
+    the navigation bar)."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
@@ -93,4 +94,5 @@ def context(request) -> dict:
     return {
         "allowed": {a.replace(".", "_"): bool(roles & POLICY[a]) for a in POLICY},
         "pending_approvals": pending_count(),
+        "unread_notifications": notifications.unread(user),
     }

@@ -24,6 +24,13 @@ ISTHMUS_LOGIN_FAILURE_LIMIT, ISTHMUS_LOGIN_LOCKOUT_MINUTES  login throttling; de
                   failed logins (per user name, per address) lock out for 15 minutes
 ISTHMUS_DEVSTACK_PORT_OFFSET  shifts every port of the embedded stack (a second one beside)
 ISTHMUS_HTTPS     1 behind a reverse proxy that ends TLS: secure cookies, X-Forwarded-Proto
+ISTHMUS_CONSOLE_URL  the console's address as users reach it, for links in notifications;
+                  default http://127.0.0.1:8000
+ISTHMUS_NOTIFY_WEBHOOK_URL  where requesters' notifications are POSTed as JSON (a chat
+                  tool's incoming webhook, say); default none
+ISTHMUS_EMAIL_HOST, ISTHMUS_EMAIL_PORT (25), ISTHMUS_EMAIL_USER, ISTHMUS_EMAIL_PASSWORD,
+ISTHMUS_EMAIL_TLS (1: STARTTLS), ISTHMUS_EMAIL_FROM  the mail server that e-mails requesters
+                  their notifications (to the address on their account); default none
 DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS
 """
 
@@ -259,6 +266,19 @@ REDIS_URL = os.environ.get("REDIS_URL", f"redis://127.0.0.1:{_devstack_port(6380
 # How long a promote or failover waits for the link's stream to stop writing the mirror
 # before it gives up and leaves the mirror as it was.
 STOP_TIMEOUT_S = _env_number("ISTHMUS_STOP_TIMEOUT_S", 90, minimum=1)
+# Notifications to requesters (replication/notifications.py): the console always; a webhook and
+# e-mail only when configured.
+CONSOLE_URL = os.environ.get("ISTHMUS_CONSOLE_URL", "http://127.0.0.1:8000").rstrip("/")
+NOTIFY_WEBHOOK_URL = os.environ.get("ISTHMUS_NOTIFY_WEBHOOK_URL", "").strip()
+if NOTIFY_WEBHOOK_URL and not re.match(r"https?://", NOTIFY_WEBHOOK_URL):
+    raise ImproperlyConfigured("ISTHMUS_NOTIFY_WEBHOOK_URL must start with http:// or https://")
+EMAIL_HOST = os.environ.get("ISTHMUS_EMAIL_HOST", "").strip()
+EMAIL_PORT = _env_number("ISTHMUS_EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = os.environ.get("ISTHMUS_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("ISTHMUS_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = _env_bool("ISTHMUS_EMAIL_TLS")
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = os.environ.get("ISTHMUS_EMAIL_FROM", "isthmus@localhost")
 # How long an approval request waits for its approvals before it expires.
 APPROVAL_REQUEST_TTL_S = _env_number("ISTHMUS_APPROVAL_REQUEST_TTL_S", 24 * 3600, minimum=60)
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")

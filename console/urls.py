@@ -34,6 +34,7 @@ urlpatterns = [
     path("kafka/<str:cluster_root>/v3/", include("console.api.urls")),
     path("account/", account.account, name="account"),
     path("account/password/", account.account_password, name="account-password"),
+    path("account/notifications/", account.notification_list, name="notifications"),
     path("account/tokens/<int:pk>/revoke/", account.token_revoke, name="token-revoke"),
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/new/", clusters.cluster_create, name="cluster-create"),

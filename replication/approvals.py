@@ -19,7 +19,17 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import audit, links, policy, promote, restore, reverse, stale_requests, text
+from . import (
+    audit,
+    links,
+    notifications,
+    policy,
+    promote,
+    restore,
+    reverse,
+    stale_requests,
+    text,
+)
 from .errors import ReplicationError, conflict, not_found
 from .mirror_states import FOLLOWING
 from .models import Approval, ApprovalRequest, ClusterLink, MirrorTopic
@@ -108,7 +118,7 @@ def submit(
             return submission
         # The action waits for approval: check now that it could run, and say what it would do.
         outcomes = _dry_run(actor, link, action, topics, force)
-        refused = [o for o in outcomes if o.error]
+        refused = [o for o in outcomes if o.error and action != Action.DELETE_LINK]
         if refused:
             raise ReplicationError(" ".join(o.error for o in refused), refused[0].status)
         submission = Submission(outcomes, approvals_needed=needed)
@@ -172,8 +182,25 @@ def acts_at_once(user, link: ClusterLink) -> bool:
 def _dry_run(actor, link, action, topics, force) -> list[promote.TopicOutcome]:
     if action == Action.DELETE_LINK:
         links.delete_link(actor, link, force=force, validate_only=True)
-        return []
+        return _forced_failovers(link) if force else []
     return preview(link, action, topics)
+
+
+def _forced_failovers(link: ClusterLink) -> list[promote.TopicOutcome]:
+    """What a forced deletion of `link` fails over and makes writable: the failover dry run of
+    each of its mirrors not yet stopped."""
+    names = list(links.live_mirrors(link).values_list("mirror_topic", flat=True))
+    return promote.check(Action.FAILOVER, link, names) if names else []
+
+
+def plan_now(request: ApprovalRequest) -> list[promote.TopicOutcome]:
+    """A pending request's dry run as things stand now, for its approvers to see beside the one
+    made when it was asked (a refusal of the whole is raised)."""
+    if request.link is None:
+        raise not_found(f"Link {request.link_name} was deleted.")
+    if request.action == Action.DELETE_LINK:
+        return _forced_failovers(request.link) if request.force else []
+    return preview(request.link, request.action, request.topics)
 
 
 def preview(link: ClusterLink, action: str, topics: list[str]) -> list[promote.TopicOutcome]:
@@ -250,6 +277,7 @@ def _move(request: ApprovalRequest, sources: list[str], to: str, **fields) -> bo
         request.state, request.state_time = to, now
         for name, value in fields.items():
             setattr(request, name, value)
+        notifications.tell_requester(request)
     else:
         request.refresh_from_db()
     return bool(changed)

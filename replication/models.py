@@ -433,6 +433,31 @@ class ApprovalRequest(models.Model):
         return self.state in (self.State.PENDING, self.State.APPROVED)
 
 
+class Notification(models.Model):
+    """What a requester is told when their request is decided or has run (notifications.py):
+    shown in the console, and sent by webhook and e-mail where those are configured."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"
+    )
+    request = models.ForeignKey(
+        ApprovalRequest, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    event = models.CharField(max_length=40)  # request.approved, request.rejected, ...
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    read_at = models.DateTimeField(null=True, blank=True)
+    # How it went out: {"webhook": "sent" | "failed: …", "email": …}; empty: console only.
+    delivery = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "read_at"])]
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class Approval(models.Model):
     """One approver's yes to a request."""
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from django.utils import timezone
 
-from . import audit
+from . import audit, notifications
 from .models import ApprovalRequest, ClusterLink
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ def end(request: ApprovalRequest, why: str, sources: list[str]) -> bool:
         return False
     request.state, request.state_time = RState.SUPERSEDED, now
     request.decided_by, request.decision_reason = "(superseded)", why
+    notifications.tell_requester(request)
     audit.record(
         audit.Actor.system("approvals"),
         "request.supersede",

@@ -4,9 +4,9 @@ import logging
 
 from celery import shared_task
 
-from . import approvals, audit, lag, redis_channel, streams
+from . import approvals, audit, lag, notifications, redis_channel, streams
 from .clusters import probe_clusters
-from .models import ClusterLink, ScenarioRun
+from .models import ClusterLink, Notification, ScenarioRun
 from .scenarios import registry, runner
 from .sync import syncers
 
@@ -78,3 +78,12 @@ def run_scenario(run_pk: int, how: str, user_pk: int | None) -> None:
     run = ScenarioRun.objects.get(pk=run_pk)
     actor = audit.Actor.of_user(user_pk) if user_pk else audit.Actor.system("scenario")
     runner.go_on(registry.get(run.scenario), run, how, actor)
+
+
+@shared_task(bind=True, max_retries=2)
+def send_notification(self, pk: int) -> None:
+    """Send a requester's notification by webhook and e-mail; twice more, 30 s apart, while
+    some of it fails."""
+    found = Notification.objects.filter(pk=pk).select_related("user", "request").first()
+    if found is not None and not notifications.send(found):
+        raise self.retry(countdown=30)

@@ -1,5 +1,6 @@
 """The signed-in user's own page: roles, personal API tokens, and a password of their own."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
 from django.http import Http404
@@ -10,7 +11,7 @@ from django.views.decorators.cache import never_cache
 from console.access import CHOOSING_PASSWORD, require, roles_of, while_choosing_password
 from console.forms.account import ChoosePasswordForm, TokenForm
 from console.views.actions import bound, confirm
-from replication import audit, users
+from replication import audit, notifications, users
 from replication.errors import FieldProblems, ReplicationError
 from replication.tokens import create_token, revoke_token
 
@@ -93,4 +94,18 @@ def account_password(request):
     status = 400 if request.method == "POST" else 200
     return render(
         request, "account/password.html", {"form": form, "choosing": choosing}, status=status
+    )
+
+
+@require("console.view")
+def notification_list(request):
+    """What became of the user's requests, newest first; opening the page marks them read."""
+    return render(
+        request,
+        "account/notifications.html",
+        {
+            "notifications": notifications.read_all(request.user),
+            "webhook": bool(settings.NOTIFY_WEBHOOK_URL),
+            "email": bool(settings.EMAIL_HOST and request.user.email),
+        },
     )

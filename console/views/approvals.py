@@ -201,11 +201,21 @@ def _find(pk: int) -> ApprovalRequest:
 def approval_detail(request, pk):
     found = _find(pk)
     template = "approvals/detail.html#live" if request.htmx else "approvals/detail.html"
+    # While it waits, what it would do now (lags change; mirrors come and go), beside what it
+    # would have done when asked.
+    now, now_error = None, ""
+    if found.state == ApprovalRequest.State.PENDING:
+        try:
+            now = [o.as_dict() for o in approvals.plan_now(found)]
+        except ReplicationError as exc:
+            now_error = str(exc)
     return render(
         request,
         template,
         {
             "req": found,
+            "now": now,
+            "now_error": now_error,
             "reject_form": RejectForm(),
             "mine": request.user.pk == found.requester_id,
         },

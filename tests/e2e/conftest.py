@@ -59,16 +59,22 @@ def screenshot(page, name: str) -> None:
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
 
+def signed_in(browser, url: str, role: str):
+    """A browser context of its own, signed in as `role`; returns (context, page)."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto(f"{url}/login/")
+    page.fill("#id_username", role)
+    page.fill("#id_password", f"{role}-password-1")
+    page.click("button[type=submit]")
+    return context, page
+
+
 def approve_as_approver(browser, url: str, reason: str) -> None:
     """In a browser of their own, the approver logs in, opens the one pending request, sees
     its reason and approves it."""
-    context = browser.new_context()
-    approver = context.new_page()
-    approver.set_default_timeout(15_000)
-    approver.goto(f"{url}/login/")
-    approver.fill("#id_username", "approver")
-    approver.fill("#id_password", "approver-password-1")
-    approver.click("button[type=submit]")
+    context, approver = signed_in(browser, url, "approver")
     expect(approver.locator("#pending-approvals")).to_have_text("1")
     approver.get_by_role("link", name=re.compile("Approvals")).click()
     approver.locator("tr[data-request] a").first.click()

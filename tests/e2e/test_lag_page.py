@@ -9,7 +9,8 @@ from confluent_kafka import Producer
 from playwright.sync_api import expect
 
 from devstack import kafka
-from replication import audit
+from infra.processes import wait_for
+from replication import audit, history
 from replication.links import resume_link
 from replication.mirrors import create_mirror
 from tests.e2e.conftest import screenshot
@@ -36,7 +37,7 @@ def test_a_backlog_shows_alike_on_the_chart_the_table_the_overview_and_metrics(
     assert producer.flush(60) == 0
     # The link is paused: no stream runs, and the lag is read from both clusters all the same.
     link = make_link({"cluster.link.paused": "true"})
-    create_mirror(ACTOR, link, topic_name)
+    mirror = create_mirror(ACTOR, link, topic_name)
 
     page = login("viewer")
     page.goto(f"{live_server.url}/mirrors/destination/{topic_name}/")
@@ -44,8 +45,10 @@ def test_a_backlog_shows_alike_on_the_chart_the_table_the_overview_and_metrics(
     assert _table_lag(page) == BACKLOG
     lag_now = page.locator('figure[data-chart="Lag"] .chart-latest')
     expect(lag_now).to_have_text("100,000")
-    # The beat samples every 10 s: the chart draws the backlog as a line with a time axis.
-    expect(page.locator('figure[data-chart="Lag"] polyline')).not_to_have_count(0, timeout=40_000)
+    # The beat samples every 10 s, the stream running or not: the chart draws the backlog.
+    sampled = wait_for(lambda: history.mirror_series(mirror)["lag"], 40)
+    assert sampled and sampled[-1].value == BACKLOG
+    expect(page.locator('figure[data-chart="Lag"] polyline')).not_to_have_count(0)
     expect(page.locator('figure[data-chart="Lag"] figcaption')).to_contain_text(
         "peak 100,000 · last 15 minutes"
     )

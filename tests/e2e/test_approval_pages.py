@@ -1,0 +1,71 @@
+"""The approver sees what they approve: a forced link deletion's request lists, as things are
+now, the mirror topics it would fail over and their lag, beside what was so when it was asked;
+the approvals list names what it concerns; the requester is told in the console once it ran."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from devstack import kafka
+from infra.processes import wait_for
+from replication import audit
+from replication.mirrors import create_mirror
+from replication.models import ClusterLink, Notification
+from tests.e2e.conftest import screenshot, signed_in
+from tests.kafka_clients import produce
+
+pytestmark = pytest.mark.e2e
+
+ACTOR = audit.Actor.system("tests")
+
+
+def test_an_approver_sees_the_mirrors_a_forced_deletion_fails_over_now_and_the_requester_is_told(
+    browser, login, live_server, celery_worker, make_link, make_topic, topic_name
+):
+    link = make_link({"cluster.link.paused": "true"})
+    first = make_topic(kafka.SOURCE, f"{topic_name}-a")
+    create_mirror(ACTOR, link, first)
+    ClusterLink.objects.filter(pk=link.pk).update(approvals_required=1)
+
+    page = login("operator")
+    page.goto(f"{live_server.url}/links/destination/{link.name}/delete/")
+    page.fill("#id_reason", "the old datacenter closes")
+    page.check("#id_force")
+    page.fill("#id_confirm_name", link.name)
+    page.get_by_role("button", name=re.compile("Ask for approval")).click()
+    page.wait_for_url(re.compile(r"/approvals/\d+/$"))
+    request_url = page.url
+    # When asked, one mirror topic would have been failed over.
+    expect(page.locator("#topics tr[data-topic]")).to_have_count(1)
+
+    # Meanwhile a second mirror is made, and records arrive the link has not copied.
+    second = make_topic(kafka.SOURCE, f"{topic_name}-b")
+    create_mirror(ACTOR, link, second)
+    produce({"bootstrap.servers": kafka.SOURCE.bootstrap}, second, [{"value": b"x"}] * 3)
+
+    context, approver = signed_in(browser, live_server.url, "approver")
+    approver.goto(f"{live_server.url}/approvals/")
+    listed = approver.locator("tr[data-request] td.topics")
+    expect(listed).to_have_text("the link and its 1 mirror topic, failed over first")
+    approver.goto(request_url)
+    now = approver.locator("#plan-now")
+    expect(now.locator("tr[data-topic]")).to_have_count(2)
+    expect(now.locator(f'tr[data-topic="{second}"]')).to_contain_text("0:3")
+    expect(approver.locator("#topics tr[data-topic]")).to_have_count(1)
+    expect(approver.get_by_text("fails these mirror topics over first")).to_be_visible()
+    screenshot(approver, "approval-dry-run-now")
+    approver.locator("#approve").click()
+    context.close()
+
+    # The requester is told, in the console, once it ran.
+    assert wait_for(lambda: Notification.objects.filter(event="request.executed").exists(), 60)
+    page.goto(f"{live_server.url}/links/")
+    expect(page.locator("#unread-notifications")).to_have_text("2")
+    page.locator("#notifications-link").click()
+    items = page.locator("#notification-list li")
+    expect(items.first).to_contain_text(
+        f"to delete link {link.name}, failing its mirror topics over first ran"
+    )
+    expect(items.nth(1)).to_contain_text("was approved by approver; it runs now")
+    expect(page.locator("#unread-notifications")).to_have_count(0)
