@@ -98,9 +98,9 @@ def submit(
     policy allows an admin override, or an admin breaks glass on a failover (with a reason)."""
     if action not in Action.values:
         raise ReplicationError(f"Unknown action {action!r}; use one of {', '.join(Action.values)}.")
-    target = f"link {link.name}"
+    topics = list(dict.fromkeys(topics))
+    target = _request_target(link, action, topics)
     with audit.refusals(actor, f"request.{action}", target):
-        topics = list(dict.fromkeys(topics))
         if action != Action.DELETE_LINK and not topics:
             raise ReplicationError("Name at least one mirror topic.")
         if len(topics) > MAX_TOPICS:
@@ -150,6 +150,16 @@ def submit(
     return submission
 
 
+def _request_target(link: ClusterLink, action: str, topics: list[str]) -> str:
+    """What a request is for, as the audit trail names it: the mirror topic it acts on, or the
+    link (its `topics` column lists every topic either way)."""
+    if action != Action.DELETE_LINK and len(topics) == 1:
+        return f"mirror {topics[0]}"
+    if action != Action.DELETE_LINK and topics:
+        return f"{len(topics)} mirror topics of link {link.name}"
+    return f"link {link.name}"
+
+
 def _acting_at_once(
     actor: audit.Actor, link: ClusterLink, action: str, reason: str, break_glass: bool
 ) -> str:
@@ -160,7 +170,7 @@ def _acting_at_once(
             raise ReplicationError("Break glass is for a failover only.")
         if not policy.can(actor.user, "request.override"):
             raise ReplicationError("Only an admin may break glass.", 403)
-        return f"BREAK GLASS: {reason}"
+        return f"{audit.BREAK_GLASS}{reason}"
     if not acts_at_once(actor.user, link):
         return ""
     why = (

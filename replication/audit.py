@@ -13,7 +13,7 @@ import contextlib
 import ipaddress
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +30,9 @@ from .models import AuditEvent
 _EVENT_ID = re.compile(r"[0-9]{1,18}")
 
 log = logging.getLogger(__name__)
+# The note of an action an admin took at once in a disaster, without approval (a failover):
+# its events are flagged `break_glass`, a filter of the trail.
+BREAK_GLASS = "BREAK GLASS: "
 
 
 class AuditUnavailable(ReplicationError):
@@ -75,7 +78,8 @@ class Actor:
 
     @classmethod
     def system(cls, name: str) -> Actor:
-        return cls(name=name)
+        """Isthmus itself, at work named `name`: "system (promote)"."""
+        return cls(name=f"system ({name})")
 
     @classmethod
     def of_user(cls, user_pk: int) -> Actor:
@@ -94,9 +98,12 @@ def record(
     after: dict | None = None,
     message: str = "",
     in_change: bool = False,
+    topics: Iterable[str] = (),
 ) -> AuditEvent:
     """Write one event. `in_change`: the caller writes it inside the transaction of the change
-    itself, so that if it cannot be written the change is undone too."""
+    itself, so that if it cannot be written the change is undone too. The mirror topics it
+    concerns are `topics` with those it names itself: a target `mirror NAME`, a `topics` list
+    before or after (a request's)."""
     event = AuditEvent(
         actor=actor.user,
         actor_name=_fit("actor_name", actor.name),
@@ -108,6 +115,8 @@ def record(
         after=after,
         result=result,
         message=_fit("message", message),
+        topics="\n".join(_concerned(topics, target, before, after)),
+        break_glass=message.startswith(BREAK_GLASS),
     )
     try:
         with transaction.atomic():
@@ -127,6 +136,16 @@ def record(
         changed = result == AuditEvent.Result.OK and not in_change
         raise AuditUnavailable(changed=changed) from exc
     return event
+
+
+def _concerned(topics: Iterable[str], target: str, before, after) -> list[str]:
+    found = list(topics)
+    if target.startswith("mirror "):  # "mirror orders", "mirror orders on link ab"
+        found.append(target.split(" ")[1])
+    for side in (before, after):
+        if isinstance(side, dict) and isinstance(side.get("topics"), list):
+            found += [t for t in side["topics"] if isinstance(t, str)]
+    return list(dict.fromkeys(found))
 
 
 def _fit(field: str, text: str) -> str:
@@ -196,14 +215,21 @@ def search(
     result: str = "",
     since: datetime | None = None,
     until: datetime | None = None,
+    topic: str = "",
+    break_glass: bool = False,
 ) -> QuerySet[AuditEvent]:
-    """Events newest first: actor and target by a part of them (any case), action and result
-    exactly, time from `since` up to (not including) `until`."""
+    """Events newest first: actor, target and a topic they concern by a part of them (any
+    case), action and result exactly, time from `since` up to (not including) `until`, only
+    those that broke glass if `break_glass`."""
     events = AuditEvent.objects.all()
     if actor:
         events = events.filter(actor_name__icontains=actor)
     if target:
         events = events.filter(target__icontains=target)
+    if topic:
+        events = events.filter(topics__icontains=topic)
+    if break_glass:
+        events = events.filter(break_glass=True)
     if action:
         events = events.filter(action=action)
     if result:

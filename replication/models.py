@@ -116,6 +116,11 @@ class AuditEvent(models.Model):
     after = models.JSONField(null=True, blank=True)
     result = models.CharField(max_length=10, choices=Result.choices)
     message = models.TextField(blank=True)
+    # The mirror topics it concerns, one per line (a request's, an approval's, a mirror's own),
+    # so the trail is searched by topic whatever the event's target.
+    topics = models.TextField(blank=True)
+    # An admin acting at once in a disaster, without approval.
+    break_glass = models.BooleanField(default=False, db_index=True)
 
     objects = AuditEventQuerySet.as_manager()
     plain = models.Manager()  # noqa: DJ012 (a manager; ruff only knows `objects` as one)

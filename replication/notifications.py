@@ -36,7 +36,7 @@ _TOLD = {
 
 
 def describe(request: ApprovalRequest) -> str:
-    """"Request 12 to promote orders, payments on link ab-link"."""
+    """ "Request 12 to promote orders, payments on link ab-link"."""
     if request.action == ApprovalRequest.Action.DELETE_LINK:
         forced = ", failing its mirror topics over first" if request.force else ""
         return f"Request {request.pk} to delete link {request.link_name}{forced}"

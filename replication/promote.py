@@ -218,7 +218,7 @@ def _start_stop(
         return None
     outcome.state = mirror.state
     done = "promoted" if kind == PROMOTE else "failed over"
-    glass = " with break glass" if note.startswith("BREAK GLASS") else ""
+    glass = " with break glass" if note.startswith(audit.BREAK_GLASS) else ""
     stale_requests.supersede(
         link, [mirror.mirror_topic], f"{actor.name} {done} {mirror.mirror_topic}{glass}"
     )

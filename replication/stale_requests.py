@@ -46,7 +46,12 @@ def end(request: ApprovalRequest, why: str, sources: list[str]) -> bool:
         audit.Actor.system("approvals"),
         "request.supersede",
         f"request {request.pk}",
-        after={"id": request.pk, "action": request.action, "state": request.state},
+        after={
+            "id": request.pk,
+            "action": request.action,
+            "state": request.state,
+            "topics": request.topics,
+        },
         message=why,
     )
     log.info("Request %d superseded: %s", request.pk, why)

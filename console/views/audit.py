@@ -36,6 +36,8 @@ CSV_HEADER = [
     "message",
     "before",
     "after",
+    "topics",
+    "break_glass",
 ]
 # A spreadsheet runs a cell that starts with one of these as a formula (tab and CR never
 # reach it: they are escaped with the other control characters).
@@ -86,6 +88,7 @@ class UtcDateTimeField(forms.CharField):
 class AuditFilterForm(forms.Form):
     actor = forms.CharField(required=False, max_length=150)
     target = forms.CharField(required=False, max_length=400)
+    topic = forms.CharField(required=False, max_length=255)
     action = forms.CharField(required=False, max_length=100, widget=forms.Select)
     result = forms.ChoiceField(
         required=False, choices=[("", "any")] + list(AuditEvent.Result.choices)
@@ -97,6 +100,7 @@ class AuditFilterForm(forms.Form):
         # "from" is a Python keyword, so these two are added here.
         self.fields["from"] = UtcDateTimeField(label="From (UTC)")
         self.fields["to"] = UtcDateTimeField(label="To (UTC)")
+        self.fields["break_glass"] = forms.BooleanField(required=False, label="Break glass only")
         if actions is not None:
             self.fields["action"].widget.choices = [("", "any")] + [(a, a) for a in actions]
 
@@ -125,6 +129,8 @@ class AuditFilterForm(forms.Form):
             result=data.get("result", ""),
             since=data["from"][0] if data.get("from") else None,
             until=until,
+            topic=data.get("topic", ""),
+            break_glass=bool(data.get("break_glass")),
         )
 
 
@@ -156,6 +162,9 @@ def audit_list(request):
         for event in events:
             event.before_json = compact_json(event.before)
             event.after_json = compact_json(event.after)
+            # The topics it concerns, where its target does not name them already.
+            named = event.target.split(" ")[1] if event.target.startswith("mirror ") else None
+            event.topics_shown = [t for t in event.topics.splitlines() if t != named]
         context["events"] = events
         if events and has_older:
             context["older"] = "?" + _query_with(request, before=str(events[-1].pk))
@@ -194,6 +203,8 @@ def csv_row(event: AuditEvent) -> list[str]:
             event.message,
             compact_json(event.before),
             compact_json(event.after),
+            " ".join(event.topics.splitlines()),
+            "yes" if event.break_glass else "",
         )
     ]
 

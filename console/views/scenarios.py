@@ -37,22 +37,35 @@ STARTS = ("guided", runner.REST)
 @require("scenario.run")
 def scenario_start(request, name):
     """Start a run (POST): `how` is "guided" (the user asks for each step) or "rest" (every
-    step, one after the other)."""
+    step, one after the other). One that stops the source cluster first asks (GET) for its
+    name typed, saying which links it cuts off."""
     try:
         scenario = registry.get(name)
     except ReplicationError as exc:
         raise Http404(str(exc)) from exc
-    if request.method != "POST":  # the buttons are on the scenarios page
-        return redirect("scenarios")
+    cut_off = runner.disrupted(scenario)
+    if request.method != "POST":
+        if cut_off is None:  # the buttons are on the scenarios page
+            return redirect("scenarios")
+        how = request.GET.get("how") if request.GET.get("how") in STARTS else "guided"
+        context = {"scenario": scenario, "cut_off": cut_off, "how": how}
+        return render(request, "scenarios/confirm.html", context)
     how = request.POST.get("how")
     if how not in STARTS:
         messages.error(request, "Say how to run it: step by step, or all steps at once.")
         return redirect("scenarios")
     try:
-        run = runner.start(scenario, audit.Actor.from_request(request))
+        run = runner.start(
+            scenario,
+            audit.Actor.from_request(request),
+            confirmed=request.POST.get("confirm_name", "").strip(),
+        )
     except ReplicationError as exc:
         messages.error(request, str(exc))
-        return redirect("scenarios")
+        back = (
+            reverse("scenario-start", args=[name]) + f"?how={how}" if cut_off is not None else None
+        )
+        return redirect(back or "scenarios")
     if how == runner.REST:
         _go_on(request, run, how)
     return redirect(run_url(run))

@@ -329,4 +329,5 @@ DISASTER_RECOVERY = Scenario(
     names=_names,
     cleanup=recovering(cleanup),
     steps=[*_COMMON, LOSE_SOURCE, FAIL_OVER, _RESUME, START_SOURCE],
+    stops_source=True,
 )

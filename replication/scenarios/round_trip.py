@@ -307,4 +307,5 @@ DR_ROUND_TRIP = Scenario(
             read_back,
         ),
     ],
+    stops_source=True,
 )

@@ -71,6 +71,23 @@ class Scenario:
     names: Callable[[str], dict[str, str]]  # the run's names from a tag of its own
     steps: list[Step]
     cleanup: Callable[[Context], list[str]]  # returns what it could not remove
+    # It stops the whole source cluster for a while: every link and user of it is cut off, so
+    # starting it takes a typed confirmation (`disrupted`).
+    stops_source: bool = False
+
+
+def disrupted(scenario: Scenario, source: str = "source") -> list[ClusterLink] | None:
+    """The links a run of `scenario` cuts off when it stops the source cluster (those reading
+    from it, and those writing into it); None for a scenario that stops no cluster."""
+    if not scenario.stops_source:
+        return None
+    cluster = KafkaCluster.objects.filter(name=source).first()
+    if cluster is None:
+        return []
+    touching = ClusterLink.objects.filter(destination=cluster)
+    if cluster.cluster_id:
+        touching = touching | ClusterLink.objects.filter(source_cluster_id=cluster.cluster_id)
+    return list(touching.select_related("destination").order_by("name"))
 
 
 def start(
@@ -79,10 +96,19 @@ def start(
     source: str = "source",
     destination: str = "destination",
     tag: str | None = None,
+    *,
+    confirmed: str = "",
 ) -> ScenarioRun:
     """A new run of `scenario`, WAITING with its steps PENDING, between the registered
     clusters named; its topic and link names start with `tag` (by default the
-    SCENARIO_NAME_PREFIX setting and a random part)."""
+    SCENARIO_NAME_PREFIX setting and a random part). One that stops the source cluster
+    (`disrupted`) starts only with its name in `confirmed`."""
+    if scenario.stops_source and confirmed != scenario.name:
+        raise ReplicationError(
+            f"Scenario {scenario.name} stops the whole source cluster {source!r} for a while, "
+            "cutting off every link and client of it: type its name to confirm. Nothing was "
+            "started."
+        )
     for name in (source, destination):
         if not KafkaCluster.objects.filter(name=name).exists():
             raise not_found(

@@ -191,6 +191,8 @@ def test_it_exports_the_filtered_events_as_csv(client_as, events):
         "message",
         "before",
         "after",
+        "topics",
+        "break_glass",
     ]
     assert rows[1:] == [
         [
@@ -204,6 +206,8 @@ def test_it_exports_the_filtered_events_as_csv(client_as, events):
             "",
             '{"partitions":2}',
             '{"partitions":4}',
+            "payments",
+            "",
         ],
         [
             "2026-03-01T11:30:20+00:00",
@@ -215,6 +219,8 @@ def test_it_exports_the_filtered_events_as_csv(client_as, events):
             "refused",
             "Topic orders does not exist on the source.",
             "",
+            "",
+            "orders",
             "",
         ],
     ]
@@ -342,3 +348,45 @@ def test_it_renders_page_one_of_20000_events_in_a_few_queries(
             reverse("audit"), {"result": "ok", "actor": "see", "action": "link.pause"}
         )
     assert len(shown_targets(page)) == 100
+
+
+def test_events_are_found_by_the_topic_they_concern_and_break_glass_is_a_filter(
+    db, client_as, users
+):
+    asked = {"id": 7, "action": "promote", "topics": ["orders", "payments"]}
+    audit.record(actor("operator"), "request.promote", "2 mirror topics of link ab", after=asked)
+    audit.record(actor("approver"), "request.approve", "request 7", after=asked)
+    audit.record(audit.Actor.system("approvals"), "request.done", "request 7", after=asked)
+    audit.record(audit.Actor.system("promote"), "mirror.stopped", "mirror orders")
+    audit.record(
+        actor("admin"), "mirror.failover", "mirror refunds", message="BREAK GLASS: dc1 gone"
+    )
+    audit.record(actor("operator"), "link.pause", "link ab")
+    viewer = client_as("viewer")
+
+    def shown(**query) -> list[tuple[str, str]]:
+        page = viewer.get(reverse("audit"), query).content.decode()
+        rows = re.findall(r"<tr data-event.*?</tr>", page, re.S)
+        return [
+            (
+                re.search(r"<code>(.*?)</code>", row)[1],
+                re.search(r"<td>(.*?)</td>", row[row.index("</time>") :])[1],
+            )
+            for row in rows
+        ]
+
+    assert shown(topic="orders") == [
+        ("mirror.stopped", "system (promote)"),
+        ("request.done", "system (approvals)"),
+        ("request.approve", "approver"),
+        ("request.promote", "operator"),
+    ]
+    assert shown(topic="refunds") == shown(break_glass="on") == [("mirror.failover", "admin")]
+    page = viewer.get(reverse("audit"), {"break_glass": "on"}).content.decode()
+    assert '<span class="badge bad" data-break-glass>break glass</span>' in page
+    # The approval's row names its topics, since its target does not.
+    approve = viewer.get(reverse("audit"), {"action": "request.approve"}).content.decode()
+    assert '<small class="hint topics">topics: orders, payments</small>' in approve
+    export = viewer.get(reverse("audit-export"), {"break_glass": "on"})
+    rows = list(csv.reader(io.StringIO(b"".join(export.streaming_content).decode())))
+    assert rows[0][-2:] == ["topics", "break_glass"] and rows[1][-2:] == ["refunds", "yes"]

@@ -65,3 +65,29 @@ def test_an_admin_runs_share_data_step_by_step_then_the_rest_and_sees_every_step
     page.get_by_role("link", name="Isthmus").click()
     expect(page.locator("#dashboard-events")).to_contain_text("scenario.finish")
     screenshot(page, "overview")
+
+
+def test_a_scenario_that_stops_the_source_asks_for_its_name_and_lists_the_links_cut_off(
+    login, live_server, make_link
+):
+    link = make_link({"cluster.link.paused": "true"})
+    page = login("admin")
+    page.get_by_role("link", name="Scenarios").click()
+    card = page.locator("#scenario-disaster-recovery")
+    expect(card.locator("[data-disrupts]")).to_contain_text("Stops the whole source cluster")
+    card.get_by_role("link", name="Step by step").click()
+
+    expect(page.locator("#disruption")).to_contain_text("stops the whole source cluster")
+    expect(page.locator("#links-cut-off")).to_contain_text(link.name)
+    page.fill("#id_confirm_name", "disaster")
+    page.get_by_role("button", name=re.compile("Yes, stop the source cluster")).click()
+    expect(page.get_by_role("status")).to_contain_text("type its name to confirm")
+    assert not ScenarioRun.objects.exists()
+
+    page.fill("#id_confirm_name", "disaster-recovery")
+    page.get_by_role("button", name=re.compile("Yes, stop the source cluster")).click()
+    page.wait_for_url(re.compile(r"/scenarios/runs/\d+/$"))
+    expect(page.locator("h1 .badge")).to_have_text("Waiting")  # nothing ran yet
+    run = ScenarioRun.objects.get()
+    assert run.scenario == "disaster-recovery"
+    run.delete()  # no step ran: there is nothing to clean up

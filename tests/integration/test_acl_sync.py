@@ -230,7 +230,7 @@ def test_added_changed_and_removed_source_acls_follow_and_unrelated_ones_survive
 
     # Each run that changed something is audited, by the ACL syncer, with what it did.
     events = AuditEvent.objects.filter(action="link.acl_sync", target=f"link {link.name}")
-    assert {(e.actor_name, e.result) for e in events} == {("ACL sync", "ok")}
+    assert {(e.actor_name, e.result) for e in events} == {("system (ACL sync)", "ok")}
     said = acl_sync.describe
     assert [e.after for e in events.order_by("id")] == [
         {"created": [said(reading)], "deleted": [said(stray)]},

@@ -123,7 +123,8 @@ def test_a_prefixed_include_mirrors_exactly_the_topics_it_selects(
         )
         eventually(lambda t=topic: acls_on(kafka.DESTINATION, t) == READ_ONLY_ACLS, 30, topic)
     created = AuditEvent.objects.filter(action="mirror.create", result="ok")
-    assert sorted(created.filter(actor_name="auto-create").values_list("target", flat=True)) == [
+    by_system = created.filter(actor_name="system (auto-create)")
+    assert sorted(by_system.values_list("target", flat=True)) == [
         f"mirror {t} on link {link.name}" for t in chosen
     ]
 

@@ -82,7 +82,7 @@ def test_an_unknown_scenario_or_cluster_is_refused_clearly(db, registered_cluste
 def _run(name: str, tag: str) -> tuple[ScenarioRun, str]:
     out = StringIO()
     try:
-        call_command("run_scenario", name, "--tag", tag, stdout=out)
+        call_command("run_scenario", name, "--tag", tag, "--confirm", name, stdout=out)
     except CommandError as exc:
         raise AssertionError(f"{exc}\n{out.getvalue()}") from exc
     return ScenarioRun.objects.get(names__topic=f"{tag}-orders"), out.getvalue()

@@ -107,7 +107,7 @@ def test_the_tutorials_partition_step_grows_the_mirror_within_metadata_max_age(
     assert "PartitionCount: 8" in described.stdout
     # The engine grows the topic as soon as it sees the source grow; the syncer records it.
     assert wait_for(lambda: MirrorTopic.objects.get(mirror_topic=topic_name).num_partitions == 8, 8)
-    assert AuditEvent.objects.filter(action="mirror.grow", actor_name="syncer").exists()
+    assert AuditEvent.objects.filter(action="mirror.grow", actor_name="system (syncer)").exists()
 
 
 @pytest.mark.serial
@@ -134,7 +134,7 @@ def test_a_stopped_source_makes_the_link_unavailable_and_it_recovers_by_itself(
         devstack.up(["source"], echo=lambda _: None)
     assert wait_for(lambda: states() == ("ACTIVE", "ACTIVE"), 60)
     assert (link.error_code, link.error_message) == ("NO_ERROR", "")
-    newest_first = AuditEvent.objects.filter(actor_name="availability check")
+    newest_first = AuditEvent.objects.filter(actor_name="system (availability check)")
     assert list(newest_first.values_list("action", flat=True)[:2]) == [
         "link.available",
         "link.unavailable",

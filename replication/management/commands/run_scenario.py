@@ -25,8 +25,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--tag", help="how the run's topic and link names start (default scenario-<random>)"
         )
+        parser.add_argument(
+            "--confirm",
+            default="",
+            metavar="NAME",
+            help="the scenario's name again, for one that stops the whole source cluster",
+        )
 
-    def handle(self, *args, name, source, destination, user, tag, **options):
+    def handle(self, *args, name, source, destination, user, tag, confirm, **options):
         actor = audit.Actor.system("run_scenario")
         if user:
             found = get_user_model().objects.filter(username=user, is_active=True).first()
@@ -35,7 +41,11 @@ class Command(BaseCommand):
             actor = audit.Actor(user=found, name=found.username)
         try:
             scenario = registry.get(name)
-            run = runner.start(scenario, actor, source, destination, tag)
+            cut_off = runner.disrupted(scenario, source)
+            if cut_off and confirm != scenario.name:
+                names = ", ".join(link.name for link in cut_off)
+                self.stderr.write(f"Links cut off while the source cluster is stopped: {names}.")
+            run = runner.start(scenario, actor, source, destination, tag, confirmed=confirm)
             run = runner.claim(run, runner.REST, actor)
         except ReplicationError as exc:
             raise CommandError(str(exc)) from exc
