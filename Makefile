@@ -116,7 +116,8 @@ test-postgres: setup-postgres
 # (bench.offset_sync, its own section) and the list pages with 50 links and 1,000 mirrors
 # (bench.list_pages, its own section) and a failback of 1 GiB against a full re-copy
 # (bench.failback, its own section) and links in one engine against MirrorMaker 2's flows
-# (bench.link_scale, its own section); writes docs/benchmarks.md (~20 min on a quiet machine).
+# (bench.link_scale, its own section) and a failover of 1,000 mirrors of a link in one action
+# (bench.bulk_failover, its own section); writes docs/benchmarks.md (~25 min on a quiet machine).
 # Quick try: make bench BENCH_ARGS="--size-mb 50 --many-size-mb 16 --warmup 5 --measure 10 --idle 10 --no-doc"
 # The document again from a run's saved numbers: BENCH_ARGS="--from-results var/bench/results.json"
 bench: setup
@@ -125,3 +126,4 @@ bench: setup
 	$(PY) -m bench.list_pages
 	$(PY) -m bench.failback
 	$(PY) -m bench.link_scale
+	$(PY) -m bench.bulk_failover

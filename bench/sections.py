@@ -41,7 +41,8 @@ OFFSET_SYNC = Section("offset-sync")
 LIST_PAGES = Section("list-pages")
 FAILBACK = Section("failback")
 LINK_SCALE = Section("link-scale")
-SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK, LINK_SCALE]
+BULK_FAILOVER = Section("bulk-failover")
+SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK, LINK_SCALE, BULK_FAILOVER]
 
 
 def keep_all(old: str, new: str) -> str:

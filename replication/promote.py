@@ -23,10 +23,11 @@ from datetime import datetime
 import redis
 from celery import current_app
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from infra import processes
-from infra.kafka_admin import KafkaAdminError, TopicNotFound
+from infra.kafka_admin import KafkaAdminError
 
 from . import audit, offset_sync, read_only, stale_requests, streams
 from .connections import destination_admin, source_admin
@@ -171,7 +172,7 @@ def stop_mirrors(
         carry_out(
             link,
             outcomes,
-            lambda outcome: _start_stop(actor, link, outcome, kind, note),
+            lambda found: _start_stops(actor, link, found, kind, note),
             lambda: finish_pending_stops(link),
             wait=wait,
         )
@@ -181,18 +182,19 @@ def stop_mirrors(
 def carry_out(
     link: ClusterLink,
     outcomes: list[TopicOutcome],
-    start: Callable[[TopicOutcome], MirrorTopic | None],
+    start: Callable[[list[TopicOutcome]], list[MirrorTopic]],
     finish: Callable[[], None],
     *,
     wait: bool,
     timeout: float | None = None,
     succeeded: Callable[[MirrorTopic], bool] = lambda mirror: mirror.state == State.STOPPED,
 ) -> list[MirrorTopic]:
-    """Begin each checked topic's stop, reverse or restore with `start` (None: it could not,
-    the refusal in its outcome). Then, with `wait`, move them on here with `finish` until each
-    is done (`succeeded`) or put back, its error in its outcome; without, a Celery task does
-    (approvals.finish_stops). Returns the mirrors begun."""
-    started = [mirror for outcome in outcomes if (mirror := start(outcome)) is not None]
+    """Begin the checked topics' stops, reverses or restores with `start`, which returns the
+    mirrors begun (a topic that could not has its refusal in its outcome). Then, with `wait`,
+    move them on here with `finish` until each is done (`succeeded`) or put back, its error in
+    its outcome; without, a Celery task does (approvals.finish_stops). Returns the mirrors
+    begun."""
+    started = start(outcomes)
     if started and wait:
         _wait_until_done(started, outcomes, finish, timeout, succeeded)
     elif started:
@@ -200,39 +202,66 @@ def carry_out(
     return started
 
 
-def _start_stop(
-    actor: audit.Actor, link: ClusterLink, outcome: TopicOutcome, kind: str, note: str
-) -> MirrorTopic | None:
-    """Begin the promote or failover of one checked topic (audited, and superseding the
-    requests it overtakes); None, with the refusal in `outcome`, if it could not begin."""
-    target = f"mirror {outcome.mirror_topic}"
+def one_by_one(
+    start: Callable[[TopicOutcome], MirrorTopic | None],
+) -> Callable[[list[TopicOutcome]], list[MirrorTopic]]:
+    """`carry_out`'s start from one that begins a single topic (None: it could not)."""
+    return lambda outcomes: [m for outcome in outcomes if (m := start(outcome)) is not None]
+
+
+def _start_stops(
+    actor: audit.Actor, link: ClusterLink, outcomes: list[TopicOutcome], kind: str, note: str
+) -> list[MirrorTopic]:
+    """Begin the promote or failover of each checked topic (audited, and superseding the
+    requests it overtakes); a topic that could not begin has its refusal in its outcome. All
+    begin under one hold of the link's control lock, with one new mirror set for its stream."""
+    ready: list[tuple[TopicOutcome, MirrorTopic]] = []
+    for outcome in outcomes:
+        try:
+            with audit.refusals(actor, f"mirror.{kind}", f"mirror {outcome.mirror_topic}"):
+                if outcome.error:
+                    raise ReplicationError(outcome.error, outcome.status)
+                mirror = link.mirrors.get(mirror_topic=outcome.mirror_topic)
+                if kind == PROMOTE:
+                    _last_config_sync(mirror)
+        except ReplicationError as exc:
+            outcome.error, outcome.status = str(exc), exc.status
+            continue
+        ready.append((outcome, mirror))
+    befores = {mirror.pk: snapshot(mirror) for _, mirror in ready}
     try:
-        with audit.refusals(actor, f"mirror.{kind}", target):
-            if outcome.error:
-                raise ReplicationError(outcome.error, outcome.status)
-            mirror = link.mirrors.get(mirror_topic=outcome.mirror_topic)
-            before = snapshot(mirror)
-            _begin(actor, mirror, kind, note)
+        lost = _begin(actor, link, [mirror for _, mirror in ready], kind, note)
     except ReplicationError as exc:
-        outcome.error, outcome.status = str(exc), exc.status
-        return None
-    outcome.state = mirror.state
+        lost = {mirror.pk: str(exc) for _, mirror in ready}
+    for outcome, mirror in ready:
+        if mirror.pk in lost:
+            outcome.error, outcome.status = lost[mirror.pk], 409
+            audit.record(
+                actor,
+                f"mirror.{kind}",
+                f"mirror {mirror.mirror_topic}",
+                result=audit.AuditEvent.Result.REFUSED,
+                message=lost[mirror.pk],
+            )
+    ready = [(outcome, mirror) for outcome, mirror in ready if mirror.pk not in lost]
     done = "promoted" if kind == PROMOTE else "failed over"
     glass = " with break glass" if note.startswith(audit.BREAK_GLASS) else ""
-    stale_requests.supersede(
-        link, [mirror.mirror_topic], f"{actor.name} {done} {mirror.mirror_topic}{glass}"
-    )
-    lags = {str(p.partition): p.lag for p in outcome.lags}
-    audit.record(
-        actor,
-        f"mirror.{kind}",
-        target,
-        before=before,
-        after={**snapshot(mirror), "lag": lags},
-        message=note,
-    )
-    log.info("%s of mirror topic %s requested by %s", kind.title(), mirror, actor.name)
-    return mirror
+    for outcome, mirror in ready:
+        outcome.state = mirror.state
+        stale_requests.supersede(
+            link, [mirror.mirror_topic], f"{actor.name} {done} {mirror.mirror_topic}{glass}"
+        )
+        lags = {str(p.partition): p.lag for p in outcome.lags}
+        audit.record(
+            actor,
+            f"mirror.{kind}",
+            f"mirror {mirror.mirror_topic}",
+            before=befores[mirror.pk],
+            after={**snapshot(mirror), "lag": lags},
+            message=note,
+        )
+        log.info("%s of mirror topic %s requested by %s", kind.title(), mirror, actor.name)
+    return [mirror for _, mirror in ready]
 
 
 def _wait_until_done(
@@ -259,42 +288,76 @@ def _wait_until_done(
                 outcome.status = 503
 
 
-def _begin(actor: audit.Actor, mirror: MirrorTopic, kind: str, note: str) -> None:
+def _last_config_sync(mirror: MirrorTopic) -> None:
+    """Before a promote: the topic leaves with its source's configs."""
+    try:
+        sync_from_source(
+            mirror,
+            source_admin(mirror.link),
+            destination_admin(mirror.link),
+            mirror.link.config("topic.config.sync.include"),
+        )
+    except KafkaAdminError as exc:
+        raise unavailable(
+            f"The last config sync of {mirror.mirror_topic!r} before its promote failed: "
+            f"{exc} Nothing was changed; try again."
+        ) from exc
+
+
+def _begin(
+    actor: audit.Actor, link: ClusterLink, mirrors: list[MirrorTopic], kind: str, note: str
+) -> dict[int, str]:
     """PENDING_STOPPED, and out of the link's mirror set, under the link's control lock so the
-    supervisor cannot publish a set read before the change."""
-    if kind == PROMOTE:  # the last config sync, so the topic leaves with its source's configs
-        try:
-            sync_from_source(
-                mirror,
-                source_admin(mirror.link),
-                destination_admin(mirror.link),
-                mirror.link.config("topic.config.sync.include"),
-            )
-        except KafkaAdminError as exc:
-            raise unavailable(
-                f"The last config sync of {mirror.mirror_topic!r} before its promote failed: "
-                f"{exc} Nothing was changed; try again."
-            ) from exc
-    pending = {
-        "kind": kind,
-        "prior_state": mirror.state,
-        "requested_at": timezone.now().isoformat(),
-        "actor": actor.name,
-        "note": note,
+    supervisor cannot publish a set read before the change; one publish for all of them.
+    Returns, by mirror pk, why one could not begin (it changed state meanwhile); a refusal of
+    all (the lock, Redis) is raised."""
+    if not mirrors:
+        return {}
+    requested_at = timezone.now().isoformat()
+    pendings = {
+        mirror.pk: {
+            "kind": kind,
+            "prior_state": mirror.state,
+            "requested_at": requested_at,
+            "actor": actor.name,
+            "note": note,
+        }
+        for mirror in mirrors
     }
     try:
         r = client()
-        with streams.control_lock(mirror.link, wait=30) as locked:
+        with streams.control_lock(link, wait=30) as locked:
             if not locked:
                 raise unavailable("The link's stream supervisor is busy; try again in a minute.")
-            move(mirror, kind, State.PENDING_STOPPED, pending_stop=pending, action_error="")
+            lost = {}
+            with transaction.atomic():  # one commit for them all
+                for mirror in mirrors:
+                    pending = pendings[mirror.pk]
+                    try:
+                        move(
+                            mirror,
+                            kind,
+                            State.PENDING_STOPPED,
+                            pending_stop=pending,
+                            action_error="",
+                        )
+                    except ReplicationError as exc:  # a lost race: this one alone
+                        lost[mirror.pk] = str(exc)
+            mirrors = [mirror for mirror in mirrors if mirror.pk not in lost]
             try:
-                pending["generation"] = streams.publish(mirror.link, r)
+                generation = streams.publish(link, r)
             except redis.RedisError:
-                move(mirror, "abort-stop", pending["prior_state"], pending_stop=None)
+                with transaction.atomic():
+                    for mirror in mirrors:
+                        prior = pendings[mirror.pk]["prior_state"]
+                        move(mirror, "abort-stop", prior, pending_stop=None)
                 raise
-            MirrorTopic.objects.filter(pk=mirror.pk).update(pending_stop=pending)
-            mirror.pending_stop = pending
+            with transaction.atomic():
+                for mirror in mirrors:
+                    pending = {**pendings[mirror.pk], "generation": generation}
+                    MirrorTopic.objects.filter(pk=mirror.pk).update(pending_stop=pending)
+                    mirror.pending_stop = pending
+        return lost
     except redis.RedisError as exc:
         raise unavailable(
             f"Redis, which carries the console's orders to the link's stream, does not answer "
@@ -315,13 +378,14 @@ def finish_pending_stops(link: ClusterLink) -> None:
     with streams.control_lock(link, wait=10) as locked:
         if not locked:
             return
-        for mirror in stopping.select_related("link"):
+        ready = []
+        for mirror in stopping.select_related("link", "destination"):
             pending = mirror.pending_stop or {}
             generation = pending.get("generation")
             if generation is not None and streams.stopped_writing(
                 link, mirror.mirror_topic, generation
             ):
-                _complete(mirror, pending)
+                ready.append(mirror)
                 continue
             asked = datetime.fromisoformat(pending["requested_at"]) if pending else None
             if asked is None or (timezone.now() - asked).total_seconds() > settings.STOP_TIMEOUT_S:
@@ -332,50 +396,60 @@ def finish_pending_stops(link: ClusterLink) -> None:
                     f"it stopped writing {mirror.mirror_topic!r}, so its read-only ACLs stayed. "
                     "The mirror is as it was before; look at the link's stream, then try again.",
                 )
+        _complete(ready)
 
 
-def _complete(mirror: MirrorTopic, pending: dict) -> None:
-    """The writer has stopped: record where each partition stopped and the lag left behind,
-    lift the read-only ACLs, and the topic is STOPPED."""
-    lags = {str(p.partition): p.lag for p in describe_mirrors([mirror])[0].partitions}
-    admin = destination_admin(mirror.link)
-    offsets = _last_offset_sync(mirror, pending["kind"], admin)
-    try:
-        try:
-            partitions = admin.describe_topic(mirror.mirror_topic).partitions
-            stop_offsets = admin.end_offsets(mirror.mirror_topic, partitions)
-        except TopicNotFound:  # deleted outside the console: nothing to keep
-            stop_offsets = {}
-        read_only.lift(admin, mirror.mirror_topic)
-    except KafkaAdminError as exc:
-        _put_back(mirror, pending, f"The destination cluster refused to stop the mirror: {exc}")
+def _complete(mirrors: list[MirrorTopic]) -> None:
+    """Their writer has stopped: record where each partition stopped and the lag left behind,
+    lift the read-only ACLs, and each topic is STOPPED. The clusters are read and the ACLs
+    lifted for all of them at once (a bulk failover of a thousand mirrors takes seconds)."""
+    if not mirrors:
         return
-    before = snapshot(mirror)
-    kind = pending["kind"]
-    move(
-        mirror,
-        "stop",
-        State.STOPPED,
-        stop_offsets={str(p): offset for p, offset in stop_offsets.items()},
-        stop_report=stop_report(
-            pending, lags, **({"consumer_offsets": offsets} if offsets else {})
-        ),
-        pending_stop=None,
-        paused=False,
-    )
-    audit.record(
-        audit.Actor.system(kind),
-        "mirror.stopped",
-        f"mirror {mirror.mirror_topic}",
-        before=before,
-        after={**snapshot(mirror), "lag_left_behind": lags},
-    )
-    log.info(
-        "Mirror topic %s STOPPED by %s at offsets %s; it is writable now",
-        mirror.mirror_topic,
-        kind,
-        mirror.stop_offsets,
-    )
+    statuses = {s.mirror.pk: s for s in describe_mirrors(mirrors)}
+    admin = destination_admin(mirrors[0].link)
+    try:
+        read_only.lift_all(admin, [m.mirror_topic for m in mirrors])
+    except KafkaAdminError as exc:
+        for mirror in mirrors:
+            message = f"The destination cluster refused to stop the mirror: {exc}"
+            _put_back(mirror, mirror.pending_stop, message)
+        return
+    for mirror in mirrors:
+        pending, status = mirror.pending_stop, statuses[mirror.pk]
+        lags = {str(p.partition): p.lag for p in status.partitions}
+        # Where each partition stopped (none for a topic deleted outside the console).
+        stop_offsets = {
+            str(p.partition): p.dest_log_end_offset
+            for p in status.partitions
+            if p.dest_log_end_offset >= 0
+        }
+        offsets = _last_offset_sync(mirror, pending["kind"], admin)
+        before = snapshot(mirror)
+        kind = pending["kind"]
+        move(
+            mirror,
+            "stop",
+            State.STOPPED,
+            stop_offsets=stop_offsets,
+            stop_report=stop_report(
+                pending, lags, **({"consumer_offsets": offsets} if offsets else {})
+            ),
+            pending_stop=None,
+            paused=False,
+        )
+        audit.record(
+            audit.Actor.system(kind),
+            "mirror.stopped",
+            f"mirror {mirror.mirror_topic}",
+            before=before,
+            after={**snapshot(mirror), "lag_left_behind": lags},
+        )
+        log.info(
+            "Mirror topic %s STOPPED by %s at offsets %s; it is writable now",
+            mirror.mirror_topic,
+            kind,
+            mirror.stop_offsets,
+        )
 
 
 def stop_report(pending: dict, lags: dict, **more: str) -> dict:

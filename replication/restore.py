@@ -48,7 +48,7 @@ from .errors import ReplicationError, conflict, not_found, unavailable
 from .mirror_states import move
 from .mirrors import running_state, snapshot
 from .models import AuditEvent, ClusterLink, MirrorTopic
-from .promote import TopicOutcome, carry_out
+from .promote import TopicOutcome, carry_out, one_by_one
 from .redis_channel import client
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def truncate_and_restore(
         started = carry_out(
             link,
             outcomes,
-            lambda outcome: _start(actor, link, outcome, note),
+            one_by_one(lambda outcome: _start(actor, link, outcome, note)),
             lambda: finish(link),
             wait=wait,
             timeout=10 * settings.STOP_TIMEOUT_S,

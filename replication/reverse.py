@@ -47,6 +47,7 @@ from .models import ClusterLink, MirrorTopic
 from .promote import (
     TopicOutcome,
     carry_out,
+    one_by_one,
     outcomes_for,
     record_put_back,
     stop_report,
@@ -79,7 +80,7 @@ def reverse_mirrors(
         carry_out(
             link,
             outcomes,
-            lambda outcome: _start(actor, link, outcome, kind, note),
+            one_by_one(lambda outcome: _start(actor, link, outcome, kind, note)),
             lambda: finish(link),
             wait=wait,
             timeout=2 * settings.STOP_TIMEOUT_S + 15,
