@@ -51,6 +51,13 @@ urlpatterns = [
     path(LINK + "pause/", links.link_pause, name="link-pause"),
     path(LINK + "resume/", links.link_resume, name="link-resume"),
     path(LINK + "delete/", approvals.link_delete, name="link-delete"),
+    # Many mirror topics of the link at once: pause or resume; promote or fail over.
+    path(
+        LINK + "switch/<str:action>/",
+        mirrors.link_mirrors_switch,
+        name="link-mirrors-switch",
+    ),
+    path(LINK + "cutover/<str:action>/", approvals.link_mirrors_stop, name="link-mirrors-stop"),
     path(LINK + "approval-policy/", approvals.link_policy, name="link-approval-policy"),
     path(LINK + "mirrors/new/", mirrors.mirror_create, name="mirror-create"),
     path("mirrors/", mirrors.mirror_list, name="mirrors"),

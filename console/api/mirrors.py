@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re2
-
 from console.api.approvals import submitted
 from console.api.base import (
     ApiError,
@@ -28,7 +26,7 @@ from console.api.schemas import (
     StopMirrorData,
     respond,
 )
-from replication import approvals, audit, restore
+from replication import approvals, audit, bulk, restore
 from replication.errors import ReplicationError
 from replication.lag import MirrorStatus, describe_mirror, describe_mirrors
 from replication.links import get_link
@@ -36,13 +34,11 @@ from replication.mirrors import (
     create_mirror,
     get_mirror,
     list_mirrors,
-    pause_mirror,
-    resume_mirror,
 )
 from replication.models import MirrorTopic
 
 # The mirror actions of the API, by the name after the colon.
-ACTIONS = {"pause": pause_mirror, "resume": resume_mirror}
+ACTIONS = bulk.SWITCHES
 # Those that stop a mirror (a reverse too: its source then mirrors it), subject to approval.
 STOPS = (
     "promote",
@@ -159,26 +155,6 @@ def mirror(request, cluster_id, link_name, mirror_topic_name):
     return respond(mirror_data(request, describe_mirror(found)))
 
 
-_RE2 = re2.Options()
-_RE2.log_errors = False
-
-
-def _pattern(pattern: str):
-    """A user's regex, run by RE2: its time grows with the name's length only, whatever the
-    pattern (no catastrophic backtracking), so no pattern can tie up the console."""
-    if len(pattern) > 1000:
-        raise ApiError(400, "mirror_topic_name_pattern is longer than 1000 characters.")
-    try:
-        return re2.compile(pattern, _RE2)
-    except re2.error as exc:
-        why = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ApiError(
-            400,
-            f"mirror_topic_name_pattern is not a valid regex ({why}). It is RE2 syntax: "
-            "no look-arounds or back-references.",
-        ) from exc
-
-
 def _named_mirrors(body: dict, link) -> list[str]:
     names = field(body, "mirror_topic_names", list)
     pattern = field(body, "mirror_topic_name_pattern", str)
@@ -186,18 +162,7 @@ def _named_mirrors(body: dict, link) -> list[str]:
         raise ApiError(
             400, "Give either mirror_topic_names (a list) or mirror_topic_name_pattern (a regex)."
         )
-    if pattern is not None:
-        matcher = _pattern(pattern)
-        names = [m.mirror_topic for m in link.mirrors.all() if matcher.fullmatch(m.mirror_topic)]
-    if not names or not all(isinstance(n, str) for n in names):
-        raise ApiError(400, "Name at least one mirror topic, as a list of strings.")
-    if len(names) > approvals.MAX_TOPICS:
-        raise ApiError(
-            400,
-            f"{len(names)} mirror topics named: one call takes at most {approvals.MAX_TOPICS}. "
-            "Split them over several calls. Nothing was changed.",
-        )
-    return names
+    return bulk.select(link, names, pattern)
 
 
 @endpoint(POST="mirror.manage")
@@ -205,12 +170,11 @@ def mirrors_action(request, cluster_id, link_name, action):
     """Pause or resume mirrors; each topic's outcome is reported on its own, with HTTP 200."""
     destination = cluster(cluster_id)
     link = get_link(destination, link_name)
-    operation = ACTIONS[action]
     names = _named_mirrors(json_body(request), link)
     validate_only = flag(request, "validate_only")
     actor = audit.Actor.from_request(request)
     results, acted = [], []
-    for name in names:
+    for name, done in bulk.switch(actor, link, names, action, validate_only=validate_only):
         outcome = AlterMirrorsData(
             metadata=_mirror_url(request, link, name),
             mirror_topic_name=name,
@@ -218,11 +182,10 @@ def mirrors_action(request, cluster_id, link_name, action):
             error_message=None,
             mirror_lags=[],
         )
-        try:
-            found = get_mirror(destination, name, link)
-            acted.append(operation(actor, found, validate_only=validate_only))
-        except ReplicationError as exc:
-            outcome.error_code, outcome.error_message = exc.status, str(exc)
+        if isinstance(done, ReplicationError):
+            outcome.error_code, outcome.error_message = done.status, str(done)
+        else:
+            acted.append(done)
         results.append(outcome)
     # Each topic acted on shows its lags afterwards, as Confluent's tools print them.
     lags = {s.mirror.mirror_topic: lags_data(s.partitions) for s in describe_mirrors(acted)}

@@ -12,7 +12,7 @@ from console.access import can, require
 from console.forms.approvals import ApprovalPolicyForm, RejectForm, StopForm
 from console.views.actions import bound, form_errors
 from console.views.links import find_link, link_url
-from console.views.mirrors import find_mirror, mirror_url
+from console.views.mirrors import chosen, find_mirror, mirror_url
 from replication import approvals, audit, links, promote
 from replication.errors import ReplicationError
 from replication.models import ApprovalRequest
@@ -58,6 +58,26 @@ def _acted_on(mirror, action: str) -> tuple:
     return mirror.link, mirror.mirror_topic
 
 
+def _submitted(request, form, link, action: str, names: list[str], done_url: str, what: str):
+    """A valid POST of a stop form asks for the stop: the page after it, or None (a GET, or a
+    refusal, which is put on the form)."""
+    if request.method != "POST" or not form.is_valid():
+        return None
+    try:
+        submission = approvals.submit(
+            audit.Actor.from_request(request),
+            link,
+            action,
+            names,
+            form.cleaned_data["reason"],
+            break_glass=form.cleaned_data["break_glass"],
+        )
+    except ReplicationError as exc:
+        form.add_error(None, str(exc))
+        return None
+    return _after(request, submission, done_url, what)
+
+
 @require("mirror.stop")
 def mirror_stop(request, destination, topic, action):
     """Promote, fail over, reverse or fail back one mirror: the dry run, a reason, the outcome."""
@@ -71,20 +91,9 @@ def mirror_stop(request, destination, topic, action):
     except ReplicationError as exc:  # a reverse on a one-way link, say
         link, name = mirror.link, mirror.mirror_topic
         plan = promote.TopicOutcome(mirror.mirror_topic, str(exc), exc.status)
-    if request.method == "POST" and form.is_valid():
-        try:
-            submission = approvals.submit(
-                audit.Actor.from_request(request),
-                link,
-                action,
-                [name],
-                form.cleaned_data["reason"],
-                break_glass=form.cleaned_data["break_glass"],
-            )
-        except ReplicationError as exc:
-            form.add_error(None, str(exc))
-        else:
-            return _after(request, submission, mirror_url(mirror), what)
+    answered = _submitted(request, form, link, action, [name], mirror_url(mirror), what)
+    if answered is not None:
+        return answered
     return render(
         request,
         "approvals/stop.html",
@@ -97,6 +106,41 @@ def mirror_stop(request, destination, topic, action):
             "may_break_glass": action == Action.FAILOVER and can(request.user, "request.override"),
             "reverse": action in approvals.REVERSES,
             "restore": action == Action.TRUNCATE_AND_RESTORE,
+        },
+    )
+
+
+@require("mirror.stop")
+def link_mirrors_stop(request, destination, name, action):
+    """Promote or fail over many mirror topics of a link in one action (one approval): the
+    dry run of each, a reason, the link's name typed, the outcome per topic."""
+    link = find_link(destination, name)
+    if action not in (Action.PROMOTE, Action.FAILOVER):
+        raise Http404(f"Mirror topics are promoted or failed over here; not {action[:50]!r}.")
+    try:
+        names = chosen(request, link)
+    except ReplicationError as exc:
+        messages.error(request, str(exc))
+        return redirect(link_url(link) + "#mirrors")
+    form = StopForm(bound(request), name=link.name)
+    what = f"{DOING[action]} {len(names)} mirror topic{'s' if len(names) != 1 else ''}"
+    answered = _submitted(request, form, link, action, names, link_url(link) + "#mirrors", what)
+    if answered is not None:
+        return answered
+    plan = approvals.preview(link, action, names)
+    return render(
+        request,
+        "approvals/bulk_stop.html",
+        {
+            "link": link,
+            "action": action,
+            "names": names,
+            "pattern": (request.POST or request.GET).get("pattern", "").strip(),
+            "plan": plan,
+            "refused": [o for o in plan if o.error],
+            "form": form,
+            "acts_at_once": approvals.acts_at_once(request.user, link),
+            "may_break_glass": action == Action.FAILOVER and can(request.user, "request.override"),
         },
     )
 

@@ -17,7 +17,7 @@ from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import chart_range, find_link, link_url, with_lags
 from infra.kafka_admin import KafkaAdminError
-from replication import audit, history, lag, mirrors, offset_sync, restore
+from replication import audit, bulk, history, lag, mirrors, offset_sync, restore
 from replication.errors import ReplicationError
 from replication.models import MirrorTopic
 from replication.text import escaped
@@ -273,3 +273,43 @@ def mirror_charts_context(request, mirror: MirrorTopic, now: lag.Reading | None)
         "chart_ranges": RANGE_WORDS.items(),
         "shown": shown,
     }
+
+
+def chosen(request, link) -> list[str]:
+    """The mirror topics of `link` a bulk action's form chose: those matching its pattern when
+    it has one, else those ticked."""
+    data = request.POST if request.method == "POST" else request.GET
+    pattern = data.get("pattern", "").strip()
+    return bulk.select(link, None if pattern else data.getlist("topics"), pattern or None)
+
+
+def listed(names: list[str], most: int = 20) -> str:
+    """ "a, b, c" (and "and N more" past `most`)."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+@require("mirror.manage")
+def link_mirrors_switch(request, destination, name, action):
+    """Pause or resume the chosen mirror topics of a link at once (POST), each on its own."""
+    link = find_link(destination, name)
+    if action not in bulk.SWITCHES:
+        raise Http404(f"Mirror topics are paused or resumed; not {action[:50]!r}.")
+    back = link_url(link) + "#mirrors"
+    if request.method != "POST":  # the buttons are on the link's page
+        return redirect(back)
+    try:
+        names = chosen(request, link)
+    except ReplicationError as exc:
+        messages.error(request, str(exc))
+        return redirect(back)
+    outcomes = bulk.switch(audit.Actor.from_request(request), link, names, action)
+    done = [n for n, outcome in outcomes if not isinstance(outcome, ReplicationError)]
+    for name, outcome in outcomes:
+        if isinstance(outcome, ReplicationError):
+            messages.error(request, f"{name}: {outcome}")
+    if done:
+        verb = "Paused" if action == "pause" else "Resumed"
+        count = f"{len(done)} mirror topic{'s' if len(done) != 1 else ''}"
+        messages.success(request, f"{verb} {count}: {listed(done)}.")
+    return redirect(back)

@@ -12,7 +12,7 @@ from infra.processes import wait_for
 from replication import audit
 from replication.mirrors import create_mirror
 from replication.models import ClusterLink, Notification
-from tests.e2e.conftest import screenshot, signed_in
+from tests.e2e.conftest import approve_as_approver, screenshot, signed_in
 from tests.kafka_clients import produce
 
 pytestmark = pytest.mark.e2e
@@ -69,3 +69,46 @@ def test_an_approver_sees_the_mirrors_a_forced_deletion_fails_over_now_and_the_r
     )
     expect(items.nth(1)).to_contain_text("was approved by approver; it runs now")
     expect(page.locator("#unread-notifications")).to_have_count(0)
+
+
+def test_an_operator_fails_over_a_links_50_mirrors_in_one_approved_action(
+    browser, login, live_server, celery_worker, make_link, topic_name
+):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    names = [f"{topic_name}-{i:02d}" for i in range(50)]
+    source = AdminClient({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    for future in source.create_topics([NewTopic(n, 1, 1) for n in names]).values():
+        future.result(30)
+    link = make_link({"cluster.link.paused": "true"})
+    for name in names:
+        create_mirror(ACTOR, link, name)
+
+    page = login("operator")
+    page.goto(f"{live_server.url}/links/destination/{link.name}/")
+    # Two ticked, paused at once in place.
+    for name in names[:2]:
+        page.get_by_label(f"Choose {name}").check()
+    page.locator("#bulk").get_by_role("button", name="Pause").click()
+    expect(page.get_by_role("status")).to_contain_text(f"Paused 2 mirror topics: {names[0]}")
+    expect(page.locator(f'tr[data-mirror="{names[0]}"]')).to_contain_text("PAUSED")
+
+    # All 50 by a pattern, failed over in one request.
+    page.fill("#bulk-pattern", f"{topic_name}-.*")
+    page.locator("#bulk").get_by_role("button", name="Fail over…").click()
+    expect(page.locator("#plan-topics tr[data-topic]")).to_have_count(50)
+    expect(page.locator("#plan-ok")).to_contain_text("All 50 can go ahead, once approved")
+    page.fill("#id_reason", "the source region is lost")
+    page.fill("#id_confirm_name", link.name)
+    page.get_by_role("button", name="Ask for approval").click()
+    page.wait_for_url(re.compile(r"/approvals/\d+/$"))
+    expect(page.locator("#topics tr[data-topic]")).to_have_count(50)
+
+    approve_as_approver(browser, live_server.url, "the source region is lost")
+
+    expect(page.locator("h1 .badge")).to_have_text("EXECUTED", timeout=60_000)
+    rows = page.locator("#topics tr[data-topic]")
+    expect(rows).to_have_count(50)
+    expect(page.locator("#topics td .badge", has_text="STOPPED")).to_have_count(50)
+    screenshot(page, "bulk-failover-done")
+    assert set(link.mirrors.values_list("state", flat=True)) == {"STOPPED"}

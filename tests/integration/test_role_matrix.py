@@ -612,6 +612,30 @@ CONSOLE = [
         lambda c, w, t: post(c, "mirror-resume", mirror_args(t)),
     ),
     Row(
+        "link's mirrors paused at once",
+        "link-mirrors-switch",
+        ("mirror.manage",),
+        "mirror.pause",
+        a_running_mirror,
+        lambda c, w, t: post(
+            c, "link-mirrors-switch", [*link_args(t), "pause"], {"topics": t.mirror.mirror_topic}
+        ),
+    ),
+    Row(
+        "link's mirrors failed over at once",
+        "link-mirrors-stop",
+        ("mirror.stop",),
+        "mirror.failover",
+        a_mirror_to_stop,
+        lambda c, w, t: post(
+            c,
+            "link-mirrors-stop",
+            [*link_args(t), "failover"],
+            {"topics": t.mirror.mirror_topic, "reason": REASON, "confirm_name": t.link.name},
+        ),
+        asked_event="request.failover",
+    ),
+    Row(
         "mirror delete",
         "mirror-delete",
         ("mirror.delete",),
