@@ -107,6 +107,49 @@ class PartitionReplicas:
 
 
 @dataclass(frozen=True)
+class TopicDetail:
+    """A topic with each partition's leader, replicas and in-sync replicas."""
+
+    name: str
+    is_internal: bool
+    partitions: list[PartitionReplicas]  # log offsets -1: not read here
+
+
+@dataclass(frozen=True)
+class ConfigDetail:
+    """One config as Kafka describes it, with where its value comes from."""
+
+    name: str
+    value: str | None
+    source: str  # Kafka's names: DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, ...
+    is_default: bool
+    is_read_only: bool
+    is_sensitive: bool
+    synonyms: list[tuple[str, str | None, str]]  # (name, value, source), most specific first
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    assignment: list[tuple[str, int]]  # (topic, partition)
+
+
+@dataclass(frozen=True)
+class GroupDetail:
+    """A consumer group as its coordinator describes it, with its members."""
+
+    group_id: str
+    is_simple: bool
+    state: str
+    partition_assignor: str
+    coordinator: int | None
+    members: list[GroupMember]
+
+
+@dataclass(frozen=True)
 class ConfigValue:
     value: str | None
     is_set: bool  # set on the topic itself rather than inherited from a default
@@ -338,6 +381,84 @@ class KafkaAdmin:
             key: ConfigValue(entry.value, entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
             for key, entry in entries.items()
         }
+
+    def topic_details(self, names: Iterable[str]) -> dict[str, TopicDetail]:
+        """Each topic of `names` that exists, with its partitions' replicas, in one request."""
+        names = sorted(set(names))
+        if not names:
+            return {}
+        futures = self._client.describe_topics(TopicCollection(names), request_timeout=self.timeout)
+        found = {}
+        for name, future in futures.items():
+            with contextlib.suppress(TopicNotFound):
+                result = self._wait(future, f"describe topic {name!r}")
+                found[name] = TopicDetail(
+                    name,
+                    result.is_internal,
+                    [
+                        PartitionReplicas(
+                            partition=p.id,
+                            leader=p.leader.id if p.leader else None,
+                            replicas=[r.id for r in p.replicas],
+                            isr=[r.id for r in p.isr],
+                            log_start_offset=-1,
+                            log_end_offset=-1,
+                            leader_epoch=None,
+                        )
+                        for p in sorted(result.partitions, key=lambda p: p.id)
+                    ],
+                )
+        return found
+
+    def topic_config_details(self, name: str) -> list[ConfigDetail]:
+        """Every config of topic `name`, set or not, with its source and synonyms."""
+        resource = ConfigResource(ResourceType.TOPIC, name)
+        futures = self._client.describe_configs([resource], request_timeout=self.timeout)
+        entries = self._wait(futures[resource], f"read the configs of topic {name!r}")
+
+        def source(entry: ConfigEntry) -> str:
+            return ConfigSource(entry.source).name if entry.source is not None else "UNKNOWN"
+
+        return [
+            ConfigDetail(
+                key,
+                entry.value,
+                source(entry),
+                entry.is_default,
+                entry.is_read_only,
+                entry.is_sensitive,
+                [(s.name, s.value, source(s)) for s in entry.synonyms.values()],
+            )
+            for key, entry in sorted(entries.items())
+        ]
+
+    def group_details(self, group_ids: Iterable[str]) -> dict[str, GroupDetail]:
+        """Each group with its members and their assignments, all in one call."""
+        ids = sorted(set(group_ids))
+        if not ids:
+            return {}
+        futures = self._client.describe_consumer_groups(ids, request_timeout=self.timeout)
+        found = {}
+        for group_id, future in futures.items():
+            d = self._wait(future, f"describe consumer group {group_id!r}")
+            found[group_id] = GroupDetail(
+                group_id,
+                d.is_simple_consumer_group,
+                _GROUP_STATES.get(d.state, "Unknown"),
+                d.partition_assignor or "",
+                d.coordinator.id if d.coordinator else None,
+                [
+                    GroupMember(
+                        m.member_id,
+                        m.group_instance_id,
+                        m.client_id,
+                        m.host,
+                        [(tp.topic, tp.partition) for tp in m.assignment.topic_partitions or []],
+                    )
+                    for m in d.members
+                ],
+            )
+        return found
 
     def create_topic(
         self,

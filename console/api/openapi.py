@@ -10,7 +10,7 @@ from console.access import POLICY, ROLES
 from console.api import schemas
 from console.api.base import CHALLENGE, ERROR_CODES, endpoint
 from console.api.schemas import respond
-from replication import link_configs
+from replication import inspection, link_configs
 from replication.models import MirrorTopic
 
 JSON = "application/json"
@@ -20,6 +20,11 @@ DOCS_TAG = "API"
 
 CLUSTER = "/clusters/{cluster_id}"
 LINK = CLUSTER + "/links/{link_name}"
+TOPIC = CLUSTER + "/topics/{topic_name}"
+GROUP = CLUSTER + "/consumer-groups/{consumer_group_id}"
+TOPICS_TAG = "Topics (v3)"
+GROUPS_TAG = "Consumer Groups (v3)"
+ACLS_TAG = "ACLs (v3)"
 
 NOT_YET = "The reverse and truncate actions are not offered."
 
@@ -92,6 +97,17 @@ def flag(name: str, description: str, default: bool = False) -> dict:
     return parameter(name, "query", boolean(default=default), f"{description} Default: {default}.")
 
 
+ACL_FILTERS = (*inspection.ACL_PARAMETERS, "resource_name", "principal", "host")
+
+
+def _acl_parameter(name: str) -> dict:
+    kind = inspection.ACL_PARAMETERS.get(name, (None,))[0]
+    schema = string(enum=[m for m in kind.__members__ if m != "UNKNOWN"]) if kind else string()
+    return parameter(
+        name, "query", schema, f"Only ACLs of this {name.replace('_', ' ')}. If not given, any."
+    )
+
+
 PARAMETERS = {
     "ClusterId": parameter(
         "cluster_id",
@@ -113,6 +129,15 @@ PARAMETERS = {
         "mirror_topic_name", "path", string(), "The mirror topic name.", "orders"
     ),
     "RequestId": parameter("request_id", "path", string(), "The approval request's id.", "7"),
+    "TopicName": parameter("topic_name", "path", string(), "The topic name.", "orders"),
+    "PartitionId": parameter("partition_id", "path", string(), "The partition number.", "0"),
+    "TopicConfigName": parameter(
+        "name", "path", string(), "The topic config name.", "cleanup.policy"
+    ),
+    "ConsumerGroupId": parameter(
+        "consumer_group_id", "path", string(), "The consumer group id.", "billing"
+    ),
+    **{f"Acl{n.title().replace('_', '')}": _acl_parameter(n) for n in ACL_FILTERS},
     "ValidateOnly": flag(
         "validate_only", "Check that the action would succeed, without performing it."
     ),
@@ -134,6 +159,10 @@ PATH_PARAMETERS = {
     "config_name": "ConfigName",
     "mirror_topic_name": "MirrorTopicName",
     "request_id": "RequestId",
+    "topic_name": "TopicName",
+    "partition_id": "PartitionId",
+    "name": "TopicConfigName",
+    "consumer_group_id": "ConsumerGroupId",
 }
 
 
@@ -653,6 +682,159 @@ PATHS = {
     ),
 }
 
+NO_TOPIC = NO_CLUSTER + " Or it has no topic of this name."
+NO_GROUP = NO_CLUSTER + " Or it has no consumer group of this id."
+UNANSWERED = "The cluster did not answer."
+
+
+def read(operation_id: str, tag: str, summary: str, shape, what: str, **more) -> dict:
+    """A read of the cluster itself (Kafka REST's own paths, for Confluent's tools)."""
+    return operation(
+        operation_id,
+        tag,
+        summary,
+        "console.view",
+        ok(shape, what),
+        errors={404: more.pop("missing", NO_CLUSTER), 503: UNANSWERED},
+        **more,
+    )
+
+
+PATHS.update(
+    {
+        CLUSTER + "/topics": path_item(
+            CLUSTER + "/topics",
+            get=read(
+                "listKafkaTopics",
+                TOPICS_TAG,
+                "List the topics",
+                schemas.KafkaTopicList,
+                "Every topic of the cluster, internal ones too.",
+            ),
+        ),
+        TOPIC: path_item(
+            TOPIC,
+            get=read(
+                "getKafkaTopic",
+                TOPICS_TAG,
+                "Describe a topic",
+                schemas.KafkaTopic,
+                "The topic.",
+                missing=NO_TOPIC,
+            ),
+        ),
+        TOPIC + "/partitions": path_item(
+            TOPIC + "/partitions",
+            get=read(
+                "listKafkaPartitions",
+                TOPICS_TAG,
+                "List a topic's partitions",
+                schemas.KafkaPartitionList,
+                "Its partitions, with their leaders and replicas.",
+                missing=NO_TOPIC,
+            ),
+        ),
+        TOPIC + "/partitions/{partition_id}": path_item(
+            TOPIC + "/partitions/{partition_id}",
+            get=read(
+                "getKafkaPartition",
+                TOPICS_TAG,
+                "Describe a partition",
+                schemas.KafkaPartition,
+                "The partition.",
+                missing=NO_TOPIC + " Or it has no such partition.",
+            ),
+        ),
+        TOPIC + "/configs": path_item(
+            TOPIC + "/configs",
+            get=read(
+                "listKafkaTopicConfigs",
+                TOPICS_TAG,
+                "List a topic's configs",
+                schemas.KafkaTopicConfigList,
+                "Every config of the topic, set or not, with its source (sensitive values null).",
+                missing=NO_TOPIC,
+            ),
+        ),
+        TOPIC + "/configs/{name}": path_item(
+            TOPIC + "/configs/{name}",
+            get=read(
+                "getKafkaTopicConfig",
+                TOPICS_TAG,
+                "Describe a topic config",
+                schemas.KafkaTopicConfig,
+                "The config.",
+                missing=NO_TOPIC + " Or it has no such config.",
+            ),
+        ),
+        CLUSTER + "/consumer-groups": path_item(
+            CLUSTER + "/consumer-groups",
+            get=read(
+                "listKafkaConsumerGroups",
+                GROUPS_TAG,
+                "List the consumer groups",
+                schemas.KafkaConsumerGroupList,
+                "Every consumer group the cluster knows.",
+            ),
+        ),
+        GROUP: path_item(
+            GROUP,
+            get=read(
+                "getKafkaConsumerGroup",
+                GROUPS_TAG,
+                "Describe a consumer group",
+                schemas.KafkaConsumerGroup,
+                "The group.",
+                missing=NO_GROUP,
+            ),
+        ),
+        GROUP + "/consumers": path_item(
+            GROUP + "/consumers",
+            get=read(
+                "listKafkaConsumers",
+                GROUPS_TAG,
+                "List a group's consumers",
+                schemas.KafkaConsumerList,
+                "Its members.",
+                missing=NO_GROUP,
+            ),
+        ),
+        GROUP + "/lags": path_item(
+            GROUP + "/lags",
+            get=read(
+                "listKafkaConsumerLags",
+                GROUPS_TAG,
+                "List a group's lag per partition",
+                schemas.KafkaConsumerLagList,
+                "Per partition it committed an offset for: that offset, the end, the lag.",
+                missing=NO_GROUP,
+            ),
+        ),
+        GROUP + "/lag-summary": path_item(
+            GROUP + "/lag-summary",
+            get=read(
+                "getKafkaConsumerGroupLagSummary",
+                GROUPS_TAG,
+                "Sum up a group's lag",
+                schemas.KafkaConsumerGroupLagSummary,
+                "Its largest lag, where, and its total.",
+                missing=NO_GROUP + " Or it committed no offset.",
+            ),
+        ),
+        CLUSTER + "/acls": path_item(
+            CLUSTER + "/acls",
+            get=read(
+                "getKafkaAcls",
+                ACLS_TAG,
+                "List the ACLs",
+                schemas.KafkaAclList,
+                "The ACLs matching the filter (none without an authorizer).",
+                parameters=tuple(f"Acl{n.title().replace('_', '')}" for n in ACL_FILTERS),
+            ),
+        ),
+    }
+)
+
 SPEC: dict = {
     "openapi": "3.1.0",
     "info": {
@@ -680,6 +862,9 @@ SPEC: dict = {
     "tags": [
         {"name": CLUSTER_TAG, "description": "The clusters registered in Isthmus."},
         {"name": LINKING_TAG, "description": "Cluster links and their mirror topics."},
+        {"name": TOPICS_TAG, "description": "The cluster's topics, read only."},
+        {"name": GROUPS_TAG, "description": "The cluster's consumer groups, read only."},
+        {"name": ACLS_TAG, "description": "The cluster's ACLs, read only."},
         {"name": DOCS_TAG, "description": "This document."},
     ],
     "security": [{"bearerAuth": []}, {"basicAuth": []}, {"sessionAuth": []}],

@@ -3,15 +3,30 @@ cluster's own root, /kafka/<cluster name>/v3/)."""
 
 from django.urls import path
 
-from console.api import approvals, clusters, links, mirrors, openapi
+from console.api import approvals, cluster_reads, clusters, links, mirrors, openapi
 
 CLUSTER = "clusters/<str:cluster_id>/"
 LINK = CLUSTER + "links/<str:link_name>/"
+TOPIC = CLUSTER + "topics/<str:topic_name>"
+GROUP = CLUSTER + "consumer-groups/<str:consumer_group_id>"
 
 urlpatterns = [
     path("openapi.json", openapi.document, name="api-openapi"),
     path("clusters", clusters.clusters, name="api-clusters"),
     path(CLUSTER[:-1], clusters.cluster_detail, name="api-cluster"),
+    # Reads of the cluster itself, for Confluent's tools.
+    path(CLUSTER + "topics", cluster_reads.topics, name="api-topics"),
+    path(TOPIC, cluster_reads.topic, name="api-topic"),
+    path(TOPIC + "/partitions", cluster_reads.partitions, name="api-partitions"),
+    path(TOPIC + "/partitions/<str:partition_id>", cluster_reads.partition, name="api-partition"),
+    path(TOPIC + "/configs", cluster_reads.topic_configs, name="api-topic-configs"),
+    path(TOPIC + "/configs/<str:name>", cluster_reads.topic_config, name="api-topic-config"),
+    path(CLUSTER + "consumer-groups", cluster_reads.groups, name="api-groups"),
+    path(GROUP, cluster_reads.group, name="api-group"),
+    path(GROUP + "/consumers", cluster_reads.consumers, name="api-consumers"),
+    path(GROUP + "/lags", cluster_reads.lags, name="api-lags"),
+    path(GROUP + "/lag-summary", cluster_reads.lag_summary, name="api-lag-summary"),
+    path(CLUSTER + "acls", cluster_reads.acls, name="api-acls"),
     path(CLUSTER + "links", links.links, name="api-links"),
     # "-" stands for every link; it must come before the link-name routes.
     path(CLUSTER + "links/-/mirrors", mirrors.all_mirrors, name="api-all-mirrors"),

@@ -17,9 +17,11 @@ import pytest
 from console.api.base import ERROR_CODES
 from console.api.openapi import SPEC
 from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
 from replication import approvals, audit
 from replication.tokens import create_token
 from tests import schema_checks
+from tests.conftest import admin_config
 from tests.url_routes import api_routes
 
 pytestmark = pytest.mark.integration
@@ -103,12 +105,18 @@ def test_every_documented_path_answers_as_documented(
         [source_topic],
         "documented",
     )
+    group = f"{topic_name}-group"  # a group that committed an offset on the mirror
+    KafkaAdmin(admin_config(kafka.DESTINATION)).alter_group_offsets({group: {(source_topic, 0): 0}})
     values = {
         "cluster_id": destination.cluster_id,
         "link_name": link.name,
         "config_name": CONFIG,
         "mirror_topic_name": source_topic,  # the link has no prefix
         "request_id": str(asked.request.pk),
+        "topic_name": source_topic,
+        "partition_id": "0",
+        "name": "cleanup.policy",
+        "consumer_group_id": group,
     }
 
     problems, answered = [], []
@@ -202,6 +210,10 @@ def test_no_route_answers_500_or_html_to_a_malformed_request(
         "config_name": CONFIG,
         "mirror_topic_name": make_topic(kafka.SOURCE, topic_name),
         "request_id": "1",
+        "topic_name": topic_name,
+        "partition_id": "0",
+        "name": "cleanup.policy",
+        "consumer_group_id": "no-such-group",
     }
     problems = []
     for path, method, op, _ in documented_operations():
