@@ -449,6 +449,32 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
     )
 
 
+def not_copying_yet(link: ClusterLink, stream: StreamStatus) -> str:
+    """Why a mirror of `link` its stream has not fetched yet is not copying, and roughly how
+    long it takes (the times are docs/benchmarks.md's, on a 2-core machine)."""
+    if link.state == ClusterLink.State.PAUSED:
+        return "The link is paused: its mirrors copy nothing until it is resumed."
+    if link.state != ClusterLink.State.ACTIVE:
+        return f"The link is {link.state}: its mirrors copy nothing until it is ACTIVE again."
+    if stream.state == "STOPPED":
+        return "The link's stream is not running yet: the supervisor starts it within 2 s."
+    if stream.state == "RESTARTING":
+        why = f" (last error: {stream.error})" if stream.error else ""
+        return (
+            f"The mirror engine is restarting after {stream.failures} failure"
+            f"{'s' if stream.failures != 1 else ''} in a row{why}; it waits longer between "
+            "attempts each time."
+        )
+    if stream.state == "STARTING" and stream.pid is None:
+        return (
+            "The mirror engine (one Spark application for every link) is starting: about "
+            "6 s from cold, then the first records within a second or two."
+        )
+    if stream.state == "STARTING":
+        return "The engine runs and is taking up this link: usually within a second."
+    return "The link's stream reads this mirror for the first time: usually within 1–2 s."
+
+
 @dataclass(frozen=True, order=True)
 class SlotLink:
     """A link's part of one slot."""

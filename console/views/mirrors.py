@@ -17,7 +17,7 @@ from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import chart_range, find_link, link_url, with_lags
 from infra.kafka_admin import KafkaAdminError
-from replication import audit, bulk, history, lag, mirrors, offset_sync, restore
+from replication import audit, bulk, history, lag, mirrors, offset_sync, restore, streams
 from replication.errors import ReplicationError
 from replication.models import MirrorTopic
 from replication.text import escaped
@@ -140,6 +140,7 @@ def mirror_detail(request, destination, topic):
             "sync": offset_sync.status(mirror.link, mirror.mirror_topic),
             "bidirectional": mirror.link.config("link.mode") == "BIDIRECTIONAL",
             "source_missing": mirrors.source_missing(mirror),
+            "not_copying_yet": streams.not_copying_yet(mirror.link, streams.status(mirror.link)),
             # A refresh also brings the heading's state badge (out of band).
             "oob": bool(request.htmx),
             # The charts end at the reading the table shows; a refresh brings them out of band.

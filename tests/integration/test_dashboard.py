@@ -79,6 +79,10 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
     # Until its lag is first read, the mirror is "starting", not ACTIVE with -1 offsets.
     listed = client.get(reverse("mirrors")).content.decode()
     assert 'title="Not read from both clusters yet: within 10 s">starting<' in listed
+    starting = client.get(reverse("mirror-detail", args=["destination", topic_name])).content
+    assert b"The link&#x27;s stream is not running yet: the supervisor starts it within 2 s." in (
+        starting
+    )
     run_until_copied(link, [mirror])
     lag.sample_all()  # as the beat does every 10 s (its worker cannot see this test's rows)
 
