@@ -37,3 +37,22 @@ def keys_present(app_configs, **kwargs) -> list[Error]:
             id="isthmus.E001",
         )
     ]
+
+
+@register
+def sign_on_roles(app_configs, **kwargs) -> list[Error]:
+    """Every provider group must map to a role that exists."""
+    from replication.policy import ROLES
+
+    wrong = {g: r for g, r in settings.OIDC_ROLES.items() if r not in ROLES}
+    if not wrong:
+        return []
+    return [
+        Error(
+            "ISTHMUS_OIDC_ROLES maps "
+            + ", ".join(f"{g!r} to {r!r}" for g, r in wrong.items())
+            + ", which is no role.",
+            hint=f"Map each group to one of {', '.join(ROLES)}: group=role,group=role.",
+            id="isthmus.E002",
+        )
+    ]

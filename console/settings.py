@@ -28,6 +28,12 @@ ISTHMUS_CONSOLE_URL  the console's address as users reach it, for links in notif
                   default http://127.0.0.1:8000
 ISTHMUS_NOTIFY_WEBHOOK_URL  where requesters' notifications are POSTed as JSON (a chat
                   tool's incoming webhook, say); default none
+ISTHMUS_OIDC_ISSUER, ISTHMUS_OIDC_CLIENT_ID, ISTHMUS_OIDC_CLIENT_SECRET  single sign-on through
+                  an OpenID Connect identity provider (its issuer URL, and this console's client
+                  there); default off
+ISTHMUS_OIDC_ROLES  the provider's groups mapped to roles, group=role,group=role
+ISTHMUS_OIDC_GROUPS_CLAIM (groups), ISTHMUS_OIDC_NAME  the ID token claim that lists the
+                  groups; the provider's name on the sign-in button
 ISTHMUS_EMAIL_HOST, ISTHMUS_EMAIL_PORT (25), ISTHMUS_EMAIL_USER, ISTHMUS_EMAIL_PASSWORD,
 ISTHMUS_EMAIL_TLS (1: STARTTLS), ISTHMUS_EMAIL_FROM  the mail server that e-mails requesters
                   their notifications (to the address on their account); default none
@@ -279,6 +285,17 @@ EMAIL_HOST_PASSWORD = os.environ.get("ISTHMUS_EMAIL_PASSWORD", "")
 EMAIL_USE_TLS = _env_bool("ISTHMUS_EMAIL_TLS")
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = os.environ.get("ISTHMUS_EMAIL_FROM", "isthmus@localhost")
+# Single sign-on (replication/single_sign_on.py); console/checks.py checks the roles named.
+OIDC_ISSUER = os.environ.get("ISTHMUS_OIDC_ISSUER", "").strip()
+OIDC_CLIENT_ID = os.environ.get("ISTHMUS_OIDC_CLIENT_ID", "").strip()
+OIDC_CLIENT_SECRET = os.environ.get("ISTHMUS_OIDC_CLIENT_SECRET", "")
+OIDC_GROUPS_CLAIM = os.environ.get("ISTHMUS_OIDC_GROUPS_CLAIM", "groups").strip()
+OIDC_NAME = os.environ.get("ISTHMUS_OIDC_NAME", "single sign-on").strip()
+OIDC_ROLES = dict(item.split("=", 1) for item in _env_list("ISTHMUS_OIDC_ROLES", "") if "=" in item)
+if OIDC_ISSUER and not (OIDC_CLIENT_ID and re.match(r"https?://", OIDC_ISSUER)):
+    raise ImproperlyConfigured(
+        "ISTHMUS_OIDC_ISSUER must be an http(s) URL, with ISTHMUS_OIDC_CLIENT_ID set too."
+    )
 # How long an approval request waits for its approvals before it expires.
 APPROVAL_REQUEST_TTL_S = _env_number("ISTHMUS_APPROVAL_REQUEST_TTL_S", 24 * 3600, minimum=60)
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")

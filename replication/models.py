@@ -334,6 +334,31 @@ class GroupOffsetSync(models.Model):
         return {key.rsplit("/", 1)[0] for key in self.offsets}
 
 
+class ExternalIdentity(models.Model):
+    """A user who signs in through the identity provider (single_sign_on.py): who the provider
+    says they are. Such a user has no password here; their role follows the provider's groups
+    at each sign-in."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="external_identity",
+    )
+    issuer = models.CharField(max_length=400)
+    subject = models.CharField(max_length=255)
+    groups = models.JSONField(default=list, blank=True)  # as the provider last sent them
+    signed_in_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="one_user_per_identity")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
+
+
 class OneTimePassword(models.Model):
     """A user whose password an admin handed them (made with the user, or reset): whoever signs
     in with it must choose their own before doing anything else."""

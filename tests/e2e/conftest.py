@@ -81,3 +81,50 @@ def approve_as_approver(browser, url: str, reason: str) -> None:
     expect(approver.get_by_text(reason)).to_be_visible()
     approver.locator("#approve").click()
     context.close()
+
+
+@pytest.fixture(scope="session")
+def identity_provider(live_server, tmp_path_factory):
+    """A real OpenID Connect provider (django-oauth-toolkit, tests/oidc_idp) in a process of its
+    own, whose client `isthmus` may send browsers back to the console under test. Users: alice
+    (group kafka-approvers) and bob (group marketing). Yields its issuer URL."""
+    import socket
+    import subprocess
+    import sys
+
+    import requests
+
+    from infra.processes import wait_for
+    from tests.conftest import stop_process
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder = tmp_path_factory.mktemp("idp")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.oidc_idp.run",
+            str(port),
+            f"{live_server.url}/login/sso/done/",
+            "alice:alice-at-the-provider-1:kafka-approvers",
+            "bob:bob-at-the-provider-1:marketing",
+        ],
+        env={**os.environ, "IDP_DIR": str(folder)},
+        stdout=(folder / "idp.log").open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    issuer = f"http://127.0.0.1:{port}/o"
+
+    def answers() -> bool:
+        try:
+            return requests.get(f"{issuer}/.well-known/openid-configuration", timeout=2).ok
+        except requests.RequestException:
+            return False
+
+    try:
+        assert wait_for(answers, 60), (folder / "idp.log").read_text()
+        yield issuer
+    finally:
+        stop_process(proc)

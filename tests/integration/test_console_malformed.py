@@ -174,6 +174,7 @@ class World:
             "pk": str(next((v for k, v in pks.items() if pattern.startswith(k)), self.request.pk)),
             "username": "victim",
             "how": runner.NEXT,
+            "action": "pause" if "/switch/" in pattern else "failover",
         }
 
 

@@ -77,6 +77,9 @@ READ_ONLY = frozenset({"console.view", "audit.view"})
 CONSOLE_EXCLUDED = {
     "login/": "public: signs in, before there is a role to check",
     "logout/": "public: ends the session (audited), changes nothing else",
+    "login/sso/": "public: sends the browser to the identity provider, changes nothing",
+    "login/sso/done/": "public: signs in through the identity provider (audited), with the role "
+    "its groups map to (tests/db/test_single_sign_on.py, tests/e2e/test_single_sign_on.py)",
     "account/password/": "one's own password, for every role, on oneself only "
     "(tests/db/test_own_password.py)",
     "healthz": "public health check: reads only",
