@@ -24,11 +24,11 @@ def test_every_url_goes_through_the_access_policy():
     assert unguarded == []
 
 
-def test_only_login_logout_and_healthz_are_public():
+def test_only_signing_in_and_out_and_healthz_are_public():
     public = sorted(
         route for route, view in all_patterns() if getattr(view, "access_action", None) == "public"
     )
-    assert public == ["healthz", "login/", "logout/"]
+    assert public == ["healthz", "login/", "login/sso/", "login/sso/done/", "logout/"]
 
 
 def test_roles_decide_actions(users):
