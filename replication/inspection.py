@@ -135,20 +135,34 @@ ACL_PARAMETERS = {
 }
 
 
+# librdkafka calls the cluster resource BROKER; Kafka, its REST API and Confluent's tools CLUSTER.
+_KAFKA_NAMES = {"BROKER": "CLUSTER"}
+_OURS = {kafka: ours for ours, kafka in _KAFKA_NAMES.items()}
+
+
+def kafka_name(value) -> str:
+    """An ACL enum's name as Kafka REST says it."""
+    return _KAFKA_NAMES.get(value.name, value.name)
+
+
+def choices(kind) -> list[str]:
+    """The names a filter parameter takes, as Kafka REST says them."""
+    return [_KAFKA_NAMES.get(m, m) for m in kind.__members__ if m != "UNKNOWN"]
+
+
 def acls(cluster: KafkaCluster, query: dict[str, str]) -> list[AclBinding]:
     """The ACLs matching Kafka REST's filter parameters (`resource_type`, `resource_name`,
     `pattern_type`, `principal`, `host`, `operation`, `permission`; each absent one matches
     all). A cluster without an authorizer has none."""
     chosen = {}
     for name, (kind, anything) in ACL_PARAMETERS.items():
-        value = query.get(name, "").strip().upper()
+        value = query.get(name, "").strip().upper().replace("-", "_")
         if not value:
             chosen[name] = anything
             continue
-        if value not in kind.__members__ or value == "UNKNOWN":
-            names = ", ".join(m for m in kind.__members__ if m != "UNKNOWN")
-            raise ReplicationError(f"{name} {value!r} is not one of {names}.")
-        chosen[name] = kind[value]
+        if value not in choices(kind):
+            raise ReplicationError(f"{name} {value!r} is not one of {', '.join(choices(kind))}.")
+        chosen[name] = kind[_OURS.get(value, value)]
     acl_filter = AclBindingFilter(
         chosen["resource_type"],
         query.get("resource_name") or None,

@@ -19,6 +19,8 @@ from console.api.schemas import (
     KafkaConsumerList,
     KafkaPartition,
     KafkaPartitionList,
+    KafkaReplica,
+    KafkaReplicaList,
     KafkaTopic,
     KafkaTopicConfig,
     KafkaTopicConfigList,
@@ -85,7 +87,9 @@ def _partition(request, found, topic_name: str, p) -> KafkaPartition:
         cluster_id=found.cluster_id,
         topic_name=topic_name,
         partition_id=p.partition,
-        leader=_related(request, f"{path}/replicas/{p.leader}") if p.leader is not None else None,
+        leader=_related(
+            request, f"{path}/replicas" + (f"/{p.leader}" if p.leader is not None else "")
+        ),
         replicas=_related(request, f"{path}/replicas"),
         reassignment=_related(request, f"{path}/reassignment"),
         leader_id=p.leader,
@@ -106,9 +110,7 @@ def partitions(request, cluster_id, topic_name):
     )
 
 
-@endpoint(GET="console.view")
-def partition(request, cluster_id, topic_name, partition_id):
-    found = cluster(cluster_id)
+def _one_partition(found, topic_name: str, partition_id: str):
     detail = inspection.topic(found, topic_name)
     chosen = [p for p in detail.partitions if str(p.partition) == partition_id]
     if not chosen:
@@ -116,7 +118,41 @@ def partition(request, cluster_id, topic_name, partition_id):
             f"Topic {topic_name!r} has no partition {partition_id[:20]!r}: it has partitions "
             f"0 to {len(detail.partitions) - 1}."
         )
-    return respond(_partition(request, found, topic_name, chosen[0]))
+    return chosen[0]
+
+
+@endpoint(GET="console.view")
+def partition(request, cluster_id, topic_name, partition_id):
+    found = cluster(cluster_id)
+    return respond(
+        _partition(request, found, topic_name, _one_partition(found, topic_name, partition_id))
+    )
+
+
+@endpoint(GET="console.view")
+def replicas(request, cluster_id, topic_name, partition_id):
+    """What `confluent kafka topic describe` reads for each partition."""
+    found = cluster(cluster_id)
+    p = _one_partition(found, topic_name, partition_id)
+    path = f"{_base(found)}/topics/{topic_name}/partitions/{p.partition}/replicas"
+    return respond(
+        KafkaReplicaList(
+            metadata=self_url(request, request.path),
+            data=[
+                KafkaReplica(
+                    metadata=self_url(request, f"{path}/{broker}"),
+                    cluster_id=found.cluster_id,
+                    topic_name=topic_name,
+                    partition_id=p.partition,
+                    broker_id=broker,
+                    is_leader=broker == p.leader,
+                    is_in_sync=broker in p.isr,
+                    broker=_related(request, f"{_base(found)}/brokers/{broker}"),
+                )
+                for broker in p.replicas
+            ],
+        )
+    )
 
 
 def _config(request, found, topic_name: str, c) -> KafkaTopicConfig:
@@ -170,6 +206,7 @@ def _group(request, found, g) -> KafkaConsumerGroup:
         partition_assignor=g.partition_assignor,
         state=g.state.upper(),
         coordinator=_related(request, f"{_base(found)}/brokers/{g.coordinator}"),
+        consumer=_related(request, f"{path}/consumers"),
         consumers=_related(request, f"{path}/consumers"),
         lag_summary=_related(request, f"{path}/lag-summary"),
     )
@@ -248,6 +285,22 @@ def lags(request, cluster_id, consumer_group_id):
 
 
 @endpoint(GET="console.view")
+def partition_lag(request, cluster_id, consumer_group_id, topic_name, partition_id):
+    found = cluster(cluster_id)
+    chosen = [
+        lag
+        for lag in inspection.group_lags(found, consumer_group_id)
+        if lag.topic == topic_name and str(lag.partition) == partition_id
+    ]
+    if not chosen:
+        raise not_found(
+            f"Consumer group {consumer_group_id!r} has committed no offset on partition "
+            f"{partition_id[:20]} of {topic_name!r}."
+        )
+    return respond(_lag(request, found, consumer_group_id, chosen[0]))
+
+
+@endpoint(GET="console.view")
 def lag_summary(request, cluster_id, consumer_group_id):
     found = cluster(cluster_id)
     partition_lags = inspection.group_lags(found, consumer_group_id)
@@ -287,7 +340,7 @@ def acls(request, cluster_id):
                 KafkaAcl(
                     metadata=self_url(request, f"{_base(found)}/acls"),
                     cluster_id=found.cluster_id,
-                    resource_type=b.restype.name,
+                    resource_type=inspection.kafka_name(b.restype),
                     resource_name=b.name,
                     pattern_type=b.resource_pattern_type.name,
                     principal=b.principal,

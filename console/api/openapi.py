@@ -102,7 +102,7 @@ ACL_FILTERS = (*inspection.ACL_PARAMETERS, "resource_name", "principal", "host")
 
 def _acl_parameter(name: str) -> dict:
     kind = inspection.ACL_PARAMETERS.get(name, (None,))[0]
-    schema = string(enum=[m for m in kind.__members__ if m != "UNKNOWN"]) if kind else string()
+    schema = string(enum=inspection.choices(kind)) if kind else string()
     return parameter(
         name, "query", schema, f"Only ACLs of this {name.replace('_', ' ')}. If not given, any."
     )
@@ -745,6 +745,17 @@ PATHS.update(
                 missing=NO_TOPIC + " Or it has no such partition.",
             ),
         ),
+        TOPIC + "/partitions/{partition_id}/replicas": path_item(
+            TOPIC + "/partitions/{partition_id}/replicas",
+            get=read(
+                "listKafkaReplicas",
+                TOPICS_TAG,
+                "List a partition's replicas",
+                schemas.KafkaReplicaList,
+                "Its replicas: broker, leader or not, in sync or not.",
+                missing=NO_TOPIC + " Or it has no such partition.",
+            ),
+        ),
         TOPIC + "/configs": path_item(
             TOPIC + "/configs",
             get=read(
@@ -808,6 +819,17 @@ PATHS.update(
                 schemas.KafkaConsumerLagList,
                 "Per partition it committed an offset for: that offset, the end, the lag.",
                 missing=NO_GROUP,
+            ),
+        ),
+        GROUP + "/lags/{topic_name}/partitions/{partition_id}": path_item(
+            GROUP + "/lags/{topic_name}/partitions/{partition_id}",
+            get=read(
+                "getKafkaConsumerLag",
+                GROUPS_TAG,
+                "Get a group's lag on one partition",
+                schemas.KafkaConsumerLag,
+                "Its committed offset there, the end, the lag.",
+                missing=NO_GROUP + " Or it committed no offset on that partition.",
             ),
         ),
         GROUP + "/lag-summary": path_item(

@@ -152,7 +152,7 @@ class KafkaPartition(Shape):
     cluster_id: str
     topic_name: str
     partition_id: int
-    leader: Relationship | None = Field(description="The leader's replica; null without one.")
+    leader: Relationship = Field(description="Its leader's replica (its replicas, without one).")
     replicas: Relationship
     reassignment: Relationship
     leader_id: int | None = Field(description="*Isthmus*: the leader's broker id.")
@@ -164,6 +164,26 @@ class KafkaPartitionList(Shape):
     kind: Literal["KafkaPartitionList"] = "KafkaPartitionList"
     metadata: ResourceCollectionMetadata
     data: list[KafkaPartition]
+
+
+class KafkaReplica(Shape):
+    """A replica of a partition (Kafka REST's ReplicaData): what `topic describe` prints."""
+
+    kind: Literal["KafkaReplica"] = "KafkaReplica"
+    metadata: ResourceMetadata
+    cluster_id: str
+    topic_name: str
+    partition_id: int
+    broker_id: int
+    is_leader: bool
+    is_in_sync: bool
+    broker: Relationship
+
+
+class KafkaReplicaList(Shape):
+    kind: Literal["KafkaReplicaList"] = "KafkaReplicaList"
+    metadata: ResourceCollectionMetadata
+    data: list[KafkaReplica]
 
 
 class ConfigSynonym(Shape):
@@ -205,7 +225,8 @@ class KafkaConsumerGroup(Shape):
     partition_assignor: str
     state: str
     coordinator: Relationship
-    consumers: Relationship
+    consumer: Relationship = Field(description="Its consumers (the SDKs' name for it).")
+    consumers: Relationship = Field(description="Its consumers (Kafka REST's name for it).")
     lag_summary: Relationship
 
 
@@ -702,11 +723,13 @@ ANSWERS = (
     KafkaTopicList,
     KafkaPartition,
     KafkaPartitionList,
+    KafkaReplicaList,
     KafkaTopicConfig,
     KafkaTopicConfigList,
     KafkaConsumerGroup,
     KafkaConsumerGroupList,
     KafkaConsumerList,
+    KafkaConsumerLag,
     KafkaConsumerLagList,
     KafkaConsumerGroupLagSummary,
     KafkaAclList,

@@ -72,6 +72,9 @@ def test_a_viewer_reads_a_mirror_topic_its_partitions_configs_and_read_only_acls
     assert [(a["operation"], a["permission"]) for a in writes.json()["data"]] == [("WRITE", "DENY")]
     wrong = viewer.get(f"{root}/acls", {"operation": "SCRIBBLE"})
     assert wrong.status_code == 400 and "not one of" in wrong.json()["message"]
+    # The cluster resource, as Kafka and Confluent's tools name it (librdkafka says BROKER).
+    cluster_acls = viewer.get(f"{root}/acls", {"resource_type": "CLUSTER"}).json()["data"]
+    assert {a["resource_type"] for a in cluster_acls} <= {"CLUSTER"}
     missing = viewer.get(f"{root}/topics/{topic_name}-nope")
     assert missing.status_code == 404 and "does not exist" in missing.json()["message"]
     assert Client().get(f"{root}/topics").status_code == 401

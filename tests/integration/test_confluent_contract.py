@@ -14,6 +14,7 @@ import pytest
 from django.test import Client
 
 from devstack import kafka
+from infra.kafka_admin import KafkaAdmin
 from replication import audit
 from replication.mirrors import create_mirror
 from replication.tokens import create_token
@@ -95,6 +96,48 @@ def test_every_route_answers_as_confluents_sdk_models_read_it(
     assert failed_over["data"][0]["error_code"] is None, failed_over
     conforms(admin.get(f"{base}/mirrors/nope"), "Error", 404)
     conforms(admin.get(f"{base}/no-such-route"), "Error", 404)
+
+
+@pytest.mark.parametrize("root", ["/kafka/v3", "/kafka/destination/v3"])
+def test_the_clusters_own_read_paths_answer_as_confluents_sdk_models_read_them(
+    root, admin, make_link, make_topic, topic_name
+):
+    """What `confluent kafka topic list|describe`, `consumer group list|describe|lag …` and
+    `acl list` read, on a mirror topic and a group that committed an offset on it."""
+    mirror = create_mirror(
+        audit.Actor.system("tests"), make_link(), make_topic(kafka.SOURCE, topic_name)
+    ).mirror_topic
+    group = f"{topic_name}-group"
+    KafkaAdmin(admin_config(kafka.DESTINATION)).alter_group_offsets({group: {(mirror, 0): 0}})
+    cluster = admin.get(f"{root}/clusters").json()["data"][0]["cluster_id"]  # as the CLI finds it
+    base = f"{root}/clusters/{cluster}"
+    topic, lags = f"{base}/topics/{mirror}", f"{base}/consumer-groups/{group}/lags"
+
+    topics = conforms(admin.get(f"{base}/topics"), "TopicDataList")
+    assert mirror in [t["topic_name"] for t in topics["data"]]
+    conforms(admin.get(topic), "TopicData")
+    conforms(admin.get(f"{topic}/partitions"), "PartitionDataList")
+    conforms(admin.get(f"{topic}/partitions/0"), "PartitionData")
+    [replica] = conforms(admin.get(f"{topic}/partitions/0/replicas"), "ReplicaDataList")["data"]
+    assert replica["is_leader"] and replica["is_in_sync"]
+    conforms(admin.get(f"{topic}/configs"), "TopicConfigDataList")
+    conforms(admin.get(f"{topic}/configs/cleanup.policy"), "TopicConfigData")
+    conforms(admin.get(f"{base}/consumer-groups"), "ConsumerGroupDataList")
+    found = conforms(admin.get(f"{base}/consumer-groups/{group}"), "ConsumerGroupData")
+    assert found["coordinator"]["related"].rsplit("/brokers/", 1)[1].isdigit()  # what it prints
+    conforms(admin.get(f"{base}/consumer-groups/{group}/consumers"), "ConsumerDataList")
+    conforms(admin.get(lags), "ConsumerLagDataList")
+    conforms(admin.get(f"{lags}/{mirror}/partitions/0"), "ConsumerLagData")
+    conforms(
+        admin.get(f"{base}/consumer-groups/{group}/lag-summary"), "ConsumerGroupLagSummaryData"
+    )
+    # The CLI always sends host=* (and upper-cased names) with its filters.
+    acls = admin.get(
+        f"{base}/acls",
+        {"resource_type": "TOPIC", "resource_name": mirror, "operation": "WRITE", "host": "*"},
+    )
+    assert [a["permission"] for a in conforms(acls, "AclDataList")["data"]] == ["DENY"]
+    conforms(admin.get(f"{topic}-nope"), "Error", 404)
 
 
 def test_a_clusters_own_root_serves_that_cluster_alone(admin, registered_clusters, make_link):
