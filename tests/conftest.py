@@ -466,3 +466,34 @@ def scenario_worker(celery_worker, tmp_path_factory):
         yield
     finally:
         stop_process(proc)
+
+
+@pytest.fixture
+def world(users, registered_clusters, make_link, make_topic, topic_name):
+    """A link (paused), its mirror, a pending request, a user `victim`, a token, a source topic
+    no mirror follows, a scenario run: what the console's routes are walked with."""
+    from replication import approvals, audit, mirrors
+    from replication import users as user_admin
+    from replication.models import ClusterLink
+    from replication.scenarios import registry, runner
+    from replication.tokens import create_token
+    from tests.url_routes import World
+
+    SETUP = audit.Actor.system("tests")  # noqa: N806 (as the tests name it)
+    link = make_link({"cluster.link.paused": "true"})  # paused: no stream to start
+    # Two approvals: an operator's promote waits as a request, and approving it once runs nothing.
+    ClusterLink.objects.filter(pk=link.pk).update(approvals_required=2)
+    link.refresh_from_db()
+    mirror = mirrors.create_mirror(SETUP, link, make_topic(kafka.SOURCE, f"{topic_name}-m"))
+    operator = audit.Actor(user=users["operator"], name="operator")
+    request = approvals.submit(operator, link, "promote", [mirror.mirror_topic], "walk").request
+    user_admin.create_user(SETUP, "victim", "operator")
+    return World(
+        link=link,
+        mirror=mirror,
+        request=request,
+        token=create_token(SETUP, users["admin"], "walk")[0],
+        new_topic=make_topic(kafka.SOURCE, f"{topic_name}-new"),
+        destination=registered_clusters["destination"],
+        run=runner.start(registry.get("share-data"), SETUP),
+    )

@@ -29,12 +29,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.test import Client
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
-from django.urls import URLPattern, get_resolver, resolve
+from django.urls import resolve
 from django.urls.exceptions import Resolver404
 
 from devstack import kafka
-from replication import approvals, audit, mirrors
-from replication import users as user_admin
+from replication import audit
 from replication.models import (
     ApiToken,
     ApprovalRequest,
@@ -45,8 +44,7 @@ from replication.models import (
     ScenarioRun,
 )
 from replication.policy import can
-from replication.scenarios import registry, runner
-from replication.tokens import create_token
+from tests.url_routes import World, console_routes, params, url
 
 pytestmark = pytest.mark.integration
 
@@ -127,76 +125,6 @@ class FormReader(HTMLParser):
 def required(f: Field) -> bool:
     """A select without an empty choice always sends a value: leaving it out is malformed."""
     return f.required or (f.kind == "select" and "" not in f.options)
-
-
-# The console's routes and the objects they act on. ------------------------------------------
-
-
-def console_routes() -> list[URLPattern]:
-    """Each route of console/urls.py; the API's (under kafka/) has its own walk in
-    test_api_openapi."""
-    return [entry for entry in get_resolver().url_patterns if isinstance(entry, URLPattern)]
-
-
-def params(route: URLPattern) -> list[str]:
-    return re.findall(r"<(?:\w+:)?(\w+)>", str(route.pattern))
-
-
-def url(route: URLPattern, values: dict[str, str], raw: dict[str, str] | None = None) -> str:
-    """The route's path with `values` (quoted) and `raw` (as given: a broken %-escape)."""
-
-    def value(match: re.Match) -> str:
-        name = match[1]
-        return (raw or {}).get(name) or quote(values[name], safe="")
-
-    return "/" + re.sub(r"<(?:\w+:)?(\w+)>", value, str(route.pattern))
-
-
-@dataclass
-class World:
-    link: ClusterLink
-    mirror: MirrorTopic
-    request: ApprovalRequest
-    token: ApiToken
-    new_topic: str  # a source topic no mirror follows yet
-    destination: KafkaCluster
-    run: ScenarioRun  # a scenario run waiting for its first step
-
-    def values(self, route: URLPattern) -> dict[str, str]:
-        """Valid values of the route's parameters: the objects of the world."""
-        pattern = str(route.pattern)
-        names = {"clusters/": self.destination.name, "scenarios/": "share-data"}
-        pks = {"account/": self.token.pk, "scenarios/": self.run.pk}
-        return {
-            "destination": self.destination.name,
-            "name": next((v for k, v in names.items() if pattern.startswith(k)), self.link.name),
-            "topic": self.mirror.mirror_topic,
-            "pk": str(next((v for k, v in pks.items() if pattern.startswith(k)), self.request.pk)),
-            "username": "victim",
-            "how": runner.NEXT,
-            "action": "pause" if "/switch/" in pattern else "failover",
-        }
-
-
-@pytest.fixture
-def world(users, registered_clusters, make_link, make_topic, topic_name) -> World:
-    link = make_link({"cluster.link.paused": "true"})  # paused: no stream to start
-    # Two approvals: an operator's promote waits as a request, and approving it once runs nothing.
-    ClusterLink.objects.filter(pk=link.pk).update(approvals_required=2)
-    link.refresh_from_db()
-    mirror = mirrors.create_mirror(SETUP, link, make_topic(kafka.SOURCE, f"{topic_name}-m"))
-    operator = audit.Actor(user=users["operator"], name="operator")
-    request = approvals.submit(operator, link, "promote", [mirror.mirror_topic], "walk").request
-    user_admin.create_user(SETUP, "victim", "operator")
-    return World(
-        link=link,
-        mirror=mirror,
-        request=request,
-        token=create_token(SETUP, users["admin"], "walk")[0],
-        new_topic=make_topic(kafka.SOURCE, f"{topic_name}-new"),
-        destination=registered_clusters["destination"],
-        run=runner.start(registry.get("share-data"), SETUP),
-    )
 
 
 # What each field takes, and what breaks it. ----------------------------------------------------

@@ -12,3 +12,21 @@ document.addEventListener("submit", (event) => {
     button.textContent = busy;
   }, 0);
 });
+
+// A "Copy" button (data-copy="#id") puts that element's text on the clipboard and says so.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button[data-copy]");
+  if (!button) return;
+  const source = document.querySelector(button.dataset.copy);
+  if (!source) return;
+  const text = source.dataset.text ?? source.textContent.trim();
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = "Copied";
+  } catch {
+    // No clipboard (an insecure origin, or refused): select it for Ctrl+C instead.
+    window.getSelection().selectAllChildren(source);
+    button.textContent = "Selected: press Ctrl+C";
+  }
+  setTimeout(() => { button.textContent = "Copy"; }, 2000);
+});
