@@ -479,21 +479,21 @@ def world(users, registered_clusters, make_link, make_topic, topic_name):
     from replication.tokens import create_token
     from tests.url_routes import World
 
-    SETUP = audit.Actor.system("tests")  # noqa: N806 (as the tests name it)
+    setup = audit.Actor.system("tests")
     link = make_link({"cluster.link.paused": "true"})  # paused: no stream to start
     # Two approvals: an operator's promote waits as a request, and approving it once runs nothing.
     ClusterLink.objects.filter(pk=link.pk).update(approvals_required=2)
     link.refresh_from_db()
-    mirror = mirrors.create_mirror(SETUP, link, make_topic(kafka.SOURCE, f"{topic_name}-m"))
+    mirror = mirrors.create_mirror(setup, link, make_topic(kafka.SOURCE, f"{topic_name}-m"))
     operator = audit.Actor(user=users["operator"], name="operator")
     request = approvals.submit(operator, link, "promote", [mirror.mirror_topic], "walk").request
-    user_admin.create_user(SETUP, "victim", "operator")
+    user_admin.create_user(setup, "victim", "operator")
     return World(
         link=link,
         mirror=mirror,
         request=request,
-        token=create_token(SETUP, users["admin"], "walk")[0],
+        token=create_token(setup, users["admin"], "walk")[0],
         new_topic=make_topic(kafka.SOURCE, f"{topic_name}-new"),
         destination=registered_clusters["destination"],
-        run=runner.start(registry.get("share-data"), SETUP),
+        run=runner.start(registry.get("share-data"), setup),
     )

@@ -15,6 +15,10 @@ def test_an_operator_made_by_an_admin_signs_in_once_with_the_given_password_then
     assert "will not be shown again" in page.locator(".secret-once").inner_text()
     password = page.locator("#new-password").inner_text().strip()
     assert len(password) >= 16
+    # One click copies it.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page.locator(".secret-once").get_by_role("button", name="Copy").click()
+    assert page.evaluate("navigator.clipboard.readText()") == password
     assert page.locator("#role").inner_text() == "operator"
 
     page.get_by_role("button", name="Log out").click()
