@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
 from . import history, streams
 from .connections import destination_admin, source_admin
@@ -179,7 +179,9 @@ def _read_ends(
     topic_of: Callable[[MirrorTopic], str],
     errors: dict[int, list[str]],
 ) -> dict[int, dict[int, int]]:
-    """Per mirror (by pk), each partition's end offset on one side, one request per end."""
+    """Per mirror (by pk), each partition's end offset on one side: per cluster end, one
+    request for the topics' partitions as they are now (a source may have grown them before the
+    mirror did) and one for their ends."""
     by_end: dict[int, list[MirrorTopic]] = {}
     for mirror in mirrors:
         by_end.setdefault(end_of(mirror), []).append(mirror)
@@ -187,44 +189,23 @@ def _read_ends(
     for group in by_end.values():
         try:
             admin = connect(group[0].link)
+            topics = admin.describe_topics(topic_of(m) for m in group)
             offsets = admin.offsets(
-                (topic_of(m), p) for m in group for p in range(m.num_partitions)
+                (name, p) for name, info in topics.items() for p in range(info.partitions)
             )
-        except ReplicationError as exc:
-            for mirror in group:
-                errors[mirror.pk].append(f"{side}: {exc}")
-            continue
-        except TopicNotFound:
-            offsets = _topic_by_topic(side, admin, group, topic_of, errors)
-        except KafkaAdminError as exc:
+        except (ReplicationError, KafkaAdminError) as exc:
             for mirror in group:
                 errors[mirror.pk].append(f"{side}: {exc}")
             continue
         for mirror in group:
             topic = topic_of(mirror)
+            if topic not in topics:
+                errors[mirror.pk].append(
+                    f"{side}: Could not describe topic {topic!r}: no such topic."
+                )
+                continue
             found[mirror.pk] = {p: o for (t, p), o in offsets.items() if t == topic}
     return found
-
-
-def _topic_by_topic(
-    side: str,
-    admin: KafkaAdmin,
-    group: list[MirrorTopic],
-    topic_of: Callable[[MirrorTopic], str],
-    errors: dict[int, list[str]],
-) -> dict[tuple[str, int], int]:
-    offsets: dict[tuple[str, int], int] = {}
-    for mirror in group:
-        topic = topic_of(mirror)
-        try:
-            found = admin.end_offsets(topic, admin.describe_topic(topic).partitions)
-        except KafkaAdminError as exc:  # the topic is gone, or the end stopped answering
-            errors[mirror.pk].append(f"{side}: {exc}")
-            if not isinstance(exc, TopicNotFound):
-                break
-            continue
-        offsets.update({(topic, p): o for p, o in found.items()})
-    return offsets
 
 
 def _partition_status(

@@ -1,5 +1,6 @@
-"""What is safe, said on the page: a caught-up mirror offers Promote as its primary action and
-marks Failover as the disaster action; a mirror whose source topic is deleted counts as in
+"""What is happening and what is safe, said on the page: a mirror not fetched yet says why and
+for about how long; a caught-up mirror offers Promote as its primary action and marks Failover
+as the disaster action; a mirror whose source topic is deleted counts as in
 trouble on the overview, saying when it fails."""
 
 import re
@@ -27,6 +28,9 @@ def test_promote_leads_once_caught_up_and_a_deleted_source_is_trouble_with_its_d
 
     page = login("operator")
     page.goto(f"{live_server.url}/mirrors/destination/{topic_name}/")
+    # Until the stream first fetches it, the mirror says why it is not copying yet and how long.
+    if page.locator('#partitions tr[data-partition="0"] td:nth-child(5)').inner_text() == "–":
+        expect(page.locator("#starting")).to_contain_text(re.compile(r"within|about \d+ s"))
     expect(page.locator("#safe-to-promote")).to_have_text(
         "Caught up with its source: safe to promote.", timeout=120_000
     )

@@ -287,13 +287,13 @@ def test_describing_many_mirrors_asks_a_source_that_is_down_only_once(
     link.set_configs({**link.all_configs(), "bootstrap.servers": "127.0.0.1:1"})
     link.save()
     asked = []
-    real_offsets = KafkaAdmin.offsets
+    real_describe = KafkaAdmin.describe_topics
 
-    def offsets(admin, partitions, at="latest"):
+    def describe_topics(admin, names):
         asked.append(admin.bootstrap)
-        return real_offsets(admin, partitions, at)
+        return real_describe(admin, names)
 
-    monkeypatch.setattr(KafkaAdmin, "offsets", offsets)
+    monkeypatch.setattr(KafkaAdmin, "describe_topics", describe_topics)
     statuses = describe_mirrors(list_mirrors(link=link))
 
     assert [s.mirror.mirror_topic for s in statuses] == [m.mirror_topic for m in made]
