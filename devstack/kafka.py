@@ -140,6 +140,9 @@ def server_properties(node: KafkaNode, var_dir: Path) -> str:
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
+        # Retention applies within seconds, not 5 minutes: so a tiny retention shows at once
+        # (the verification tests, and whoever tries it on the demo).
+        "log.retention.check.interval.ms": "1000",
     }
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
@@ -163,7 +166,9 @@ def format_storage(node: KafkaNode, var_dir: Path) -> None:
     config = write_config(node, var_dir)
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     result = subprocess.run(
-        [str(KAFKA_RUN), "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
+        # "=": an id may start with "-", which the tool would take for an option.
+        [str(KAFKA_RUN), "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}"]
+        + ["-c", str(config)],
         capture_output=True,
         text=True,
     )

@@ -14,7 +14,7 @@ from django.db.models import Case, Count, Q, When
 from . import lag
 from .approvals import list_requests
 from .mirror_states import FOLLOWING
-from .mirrors import source_missing
+from .mirrors import records_lost, source_missing
 from .models import ApprovalRequest, AuditEvent, ClusterLink, KafkaCluster, MirrorTopic
 from .streams import StreamStatus, status
 
@@ -134,6 +134,7 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
             mirror.action_error
             or mirror.error_message
             or source_missing(mirror)
+            or records_lost(mirror)
             or "The link cannot reach the source cluster."
         )
     return Overview(
@@ -151,6 +152,7 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
 _TROUBLED = (
     Q(state__in=TROUBLE)
     | Q(source_missing_since__isnull=False)
+    | ~Q(records_lost={})
     | ~Q(error_message="")
     | ~Q(action_error="")
 )

@@ -22,6 +22,7 @@ import redis
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
 from . import history, streams
+from . import mirrors as mirrors_domain
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError
 from .mirror_states import FOLLOWING
@@ -46,6 +47,9 @@ class PartitionStatus:
     translated: bool = False
     read_upto: int = -1  # source offsets the stream has read past (gaps included)
     next_source: int = -1  # the source offset the stream reads next
+    source_log_start: int = -1
+    # No report of the stream, but its last one said the offsets are the source's.
+    known_identical: bool = False
 
     @property
     def offset_mode(self) -> str:
@@ -65,6 +69,19 @@ class PartitionStatus:
         if self.next_source >= 0 and copied >= self.next_source:
             copied = max(copied, self.read_upto)
         return max(0, self.source_high_watermark - copied)
+
+    @property
+    def lost(self) -> tuple[int, int] | None:
+        """Source offsets [first, end) the source deleted (retention outran replication) before
+        the stream copied or even read them; None when none were, or when it cannot be told
+        (offsets translated, and no report of the stream to map them by)."""
+        if self.source_log_start < 0 or self.dest_log_end_offset < 0:
+            return None
+        if self.next_source < 0 and not self.known_identical:
+            return None
+        copied = self.run[0] + (self.dest_log_end_offset - self.run[1])
+        reached = max(copied, self.read_upto)  # read, but not yet written, is in flight
+        return (reached, self.source_log_start) if self.source_log_start > reached else None
 
 
 @dataclass(frozen=True)
@@ -133,15 +150,25 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
     )
     with_source = [m for m in mirrors if m.state != State.STOPPED]
     source = _read_ends(
-        "Source", with_source, lambda m: m.link_id, source_admin, lambda m: m.source_topic, errors
+        "Source",
+        with_source,
+        lambda m: m.link_id,
+        source_admin,
+        lambda m: m.source_topic,
+        errors,
+        starts=True,
     )
     reports: dict[int, streams.Progress] = {}
+    stored: dict[int, dict[str, Reading]] = {}
     statuses = []
     now_ms = int(at * 1000)
     for mirror in mirrors:
         if mirror.link_id not in reports:
             reports[mirror.link_id] = streams.progress(mirror.link)
         report = reports[mirror.link_id]
+        if mirror.link_id not in stored:  # offsets translated or not, when the stream says nothing
+            stored[mirror.link_id] = latest(mirror.link)
+        before = stored[mirror.link_id].get(mirror.mirror_topic)
         following = mirror.state in FOLLOWING
         reported = report.partitions.get(mirror.mirror_topic, {}) if following else {}
         dest_offsets = dest.get(mirror.pk, {})
@@ -155,9 +182,12 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
                         mirror,
                         p,
                         dest_offsets.get(p, -1),
-                        source_offsets.get(p, -1),
+                        source_offsets.get(p, (-1, -1)),
                         reported.get(str(p)),
                         since_fetch,
+                        before is not None
+                        and p in before.partitions
+                        and not before.partitions[p][3],
                     )
                     for p in range(len(dest_offsets) or mirror.num_partitions)
                 ],
@@ -178,10 +208,13 @@ def _read_ends(
     connect: Callable[[ClusterLink], KafkaAdmin],
     topic_of: Callable[[MirrorTopic], str],
     errors: dict[int, list[str]],
-) -> dict[int, dict[int, int]]:
-    """Per mirror (by pk), each partition's end offset on one side: per cluster end, one
-    request for the topics' partitions as they are now (a source may have grown them before the
-    mirror did) and one for their ends."""
+    *,
+    starts: bool = False,
+) -> dict[int, dict]:
+    """Per mirror (by pk), each partition's end offset on one side (with `starts`, its
+    (end, log start)): per cluster end, one request for the topics' partitions as they are now
+    (a source may have grown them before the mirror did) and one for their ends (and one for
+    their starts)."""
     by_end: dict[int, list[MirrorTopic]] = {}
     for mirror in mirrors:
         by_end.setdefault(end_of(mirror), []).append(mirror)
@@ -190,9 +223,13 @@ def _read_ends(
         try:
             admin = connect(group[0].link)
             topics = admin.describe_topics(topic_of(m) for m in group)
-            offsets = admin.offsets(
+            partitions = [
                 (name, p) for name, info in topics.items() for p in range(info.partitions)
-            )
+            ]
+            offsets = admin.offsets(partitions)
+            if starts:
+                first = admin.offsets(partitions, "earliest")
+                offsets = {tp: (end, first.get(tp, -1)) for tp, end in offsets.items()}
         except (ReplicationError, KafkaAdminError) as exc:
             for mirror in group:
                 errors[mirror.pk].append(f"{side}: {exc}")
@@ -212,17 +249,18 @@ def _partition_status(
     mirror: MirrorTopic,
     partition: int,
     dest_end: int,
-    source_hw: int,
+    source: tuple[int, int],
     reported: dict | None,
     since_fetch_ms: int,
+    known_identical: bool,
 ) -> PartitionStatus:
-    if reported is None:  # the stream has not reported this partition (yet)
-        return PartitionStatus(partition, mirror.state, dest_end, source_hw)
+    source_hw, log_start = source
+    common = (partition, mirror.state, dest_end, source_hw)
+    if reported is None:  # the stream has not reported this partition (yet, or any more)
+        return PartitionStatus(*common, source_log_start=log_start, known_identical=known_identical)
     return PartitionStatus(
-        partition,
-        mirror.state,
-        dest_end,
-        source_hw,
+        *common,
+        source_log_start=log_start,
         last_fetch_source_high_watermark=reported["source_hw"],
         time_since_last_fetch_ms=since_fetch_ms if reported["source_hw"] >= 0 else -1,
         run=tuple(reported["run"]),
@@ -291,7 +329,8 @@ def latest(link: ClusterLink) -> dict[str, Reading]:
 
 def sample_all() -> None:
     """The beat's sample: every mirror that has a source, read from both clusters now and
-    stored, whether its link's stream runs or not; then a point of each link's and mirror's
+    stored, whether its link's stream runs or not; source records deleted before the mirror
+    copied them noted (`mirrors.note_records_lost`); then a point of each link's and mirror's
     history (none for a mirror neither end answered for: its chart shows a gap)."""
     now = time.time()
     mirrors = MirrorTopic.objects.exclude(state=State.STOPPED).select_related(
@@ -299,6 +338,9 @@ def sample_all() -> None:
     )
     lags: dict[int, dict[str, tuple[int, int] | None]] = {}
     for s in describe_mirrors(mirrors):
+        lost = {p.partition: p.lost for p in s.partitions if p.lost is not None}
+        if lost:
+            mirrors_domain.note_records_lost(s.mirror, lost)
         known = s.total_lag >= 0
         lags.setdefault(s.mirror.link_id, {})[s.mirror.mirror_topic] = (
             (s.total_lag, s.max_lag) if known else None

@@ -51,6 +51,11 @@ _HELP = {
         "gauge",
         "1 where the mirror's offsets differ from the source's (translated), else 0.",
     ),
+    "isthmus_mirror_records_lost": (
+        "gauge",
+        "Source records deleted (by retention) before the mirror copied them: it is not an "
+        "exact copy.",
+    ),
     "isthmus_mirror_lag_read_age_seconds": (
         "gauge",
         "Seconds since the mirror's lag was last read from both clusters (every 10 s).",
@@ -140,6 +145,8 @@ def _mirror_lags(add) -> None:
             "mirror": mirror.mirror_topic,
         }
         add("isthmus_mirror_lag_read_age_seconds", round(now - reading.at, 1), **ids)
+        lost = sum(end - first for first, end in (mirror.records_lost or {}).values())
+        add("isthmus_mirror_records_lost", lost, **ids)
         for partition, (behind, source_end, mirror_end, translated) in reading.partitions.items():
             at = {**ids, "partition": partition}
             add("isthmus_mirror_partition_lag", behind, **at)

@@ -544,6 +544,51 @@ def note_source_missing(mirror: MirrorTopic, now: datetime) -> None:
         )
 
 
+def note_records_lost(mirror: MirrorTopic, found: dict[int, tuple[int, int]]) -> bool:
+    """The source deleted records before the mirror copied them (retention outran
+    replication): keep each partition's lost range [first, end), merged with what was lost
+    before, and say so in the log and the audit trail. Returns whether anything new was lost."""
+    lost = {p: list(r) for p, r in (mirror.records_lost or {}).items()}
+    for partition, (first, end) in found.items():
+        had = lost.get(str(partition))
+        merged = [min(first, had[0]), max(end, had[1])] if had else [first, end]
+        lost[str(partition)] = merged
+    if lost == (mirror.records_lost or {}):
+        return False
+    before = {"records_lost": mirror.records_lost}
+    MirrorTopic.objects.filter(pk=mirror.pk).update(records_lost=lost)
+    mirror.records_lost = lost
+    said = records_lost(mirror)
+    log.error("Mirror topic %s is no longer an exact copy: %s", mirror.mirror_topic, said)
+    audit.record(
+        audit.Actor.system("verification"),
+        "mirror.records_lost",
+        f"mirror {mirror.mirror_topic}",
+        result=audit.AuditEvent.Result.FAILED,
+        before=before,
+        after={"records_lost": lost},
+        message=said,
+    )
+    return True
+
+
+def records_lost(mirror: MirrorTopic) -> str:
+    """What to say of a mirror that lost source records ("" if it has not)."""
+    if not mirror.records_lost:
+        return ""
+    ranges = ", ".join(
+        f"partition {p} offsets {first} to {end - 1}"
+        for p, (first, end) in sorted(mirror.records_lost.items(), key=lambda i: int(i[0]))
+    )
+    count = sum(end - first for first, end in mirror.records_lost.values())
+    return (
+        f"{count} source record{'s' if count != 1 else ''} were deleted at the source "
+        f"(retention) before the mirror copied them: {ranges}. The mirror is not an exact "
+        "copy of its source; give the source topic a longer retention, and re-create the "
+        "mirror if it must hold them."
+    )
+
+
 def source_missing(mirror: MirrorTopic) -> str:
     """What to say of a mirror whose source topic is gone ("" while it is there): since when,
     and when the mirror fails unless the topic comes back."""

@@ -285,6 +285,10 @@ class MirrorTopic(models.Model):
     action_error = models.TextField(blank=True)
     read_only_enforced = models.BooleanField(default=True)
     source_missing_since = models.DateTimeField(null=True, blank=True)
+    # Source records deleted (by retention) before the mirror copied them, found by the lag
+    # readings: {partition: [first, end)} in source offsets. Kept: the mirror is no longer the
+    # source's exact copy, whatever happens next.
+    records_lost = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

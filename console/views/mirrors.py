@@ -140,6 +140,7 @@ def mirror_detail(request, destination, topic):
             "sync": offset_sync.status(mirror.link, mirror.mirror_topic),
             "bidirectional": mirror.link.config("link.mode") == "BIDIRECTIONAL",
             "source_missing": mirrors.source_missing(mirror),
+            "records_lost": mirrors.records_lost(mirror),
             "not_copying_yet": streams.not_copying_yet(mirror.link, streams.status(mirror.link)),
             # A refresh also brings the heading's state badge (out of band).
             "oob": bool(request.htmx),

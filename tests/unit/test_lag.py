@@ -25,3 +25,15 @@ def test_gaps_the_stream_read_past_count_once_all_it_read_is_written():
     assert _status(10, 11, read_upto=11, next_source=10).lag == 0
     # Through the offset run: source 500 went to mirror 0 (a mirror started at 500).
     assert _status(30, 600, run=(500, 0), read_upto=530, next_source=530).lag == 70
+
+
+def test_source_records_deleted_before_the_mirror_copied_or_read_them_are_lost():
+    # A paused mirror (no report) whose offsets were last known identical: 5 copied, the
+    # source's log start at 15.
+    assert _status(5, 20, source_log_start=15, known_identical=True).lost == (5, 15)
+    assert _status(15, 20, source_log_start=15, known_identical=True).lost is None
+    # Read before the deletion, in flight: not lost.
+    reading = _status(5, 20, source_log_start=15, read_upto=15, next_source=15)
+    assert reading.lost is None
+    # Offsets translated and no report to map them by: not told.
+    assert _status(5, 20, source_log_start=15).lost is None
