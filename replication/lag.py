@@ -65,10 +65,15 @@ class PartitionStatus:
         that, what it read is in flight, not copied."""
         if self.source_high_watermark < 0 or self.dest_log_end_offset < 0:
             return -1
-        copied = self.run[0] + (self.dest_log_end_offset - self.run[1])
+        copied = self._copied
         if self.next_source >= 0 and copied >= self.next_source:
             copied = max(copied, self.read_upto)
         return max(0, self.source_high_watermark - copied)
+
+    @property
+    def _copied(self) -> int:
+        """The source offset the mirror's end stands for, through the offset run."""
+        return self.run[0] + (self.dest_log_end_offset - self.run[1])
 
     @property
     def lost(self) -> tuple[int, int] | None:
@@ -79,8 +84,7 @@ class PartitionStatus:
             return None
         if self.next_source < 0 and not self.known_identical:
             return None
-        copied = self.run[0] + (self.dest_log_end_offset - self.run[1])
-        reached = max(copied, self.read_upto)  # read, but not yet written, is in flight
+        reached = max(self._copied, self.read_upto)  # read, but not yet written, is in flight
         return (reached, self.source_log_start) if self.source_log_start > reached else None
 
 
@@ -134,9 +138,9 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
     watermark, read from the clusters now, and the lag between them; each reading is stored as
     the mirror's latest.
 
-    One request per cluster end serves all the mirrors on it (topic by topic only when a topic
-    is missing, to say which); an end that did not answer is not asked again, so a source that
-    is down costs one timeout, not one per mirror."""
+    A few requests per cluster end serve all the mirrors on it (`_read_ends`); an end that did
+    not answer is not asked again, so a source that is down costs one timeout, not one per
+    mirror."""
     mirrors = list(mirrors)
     at = time.time()
     errors: dict[int, list[str]] = {m.pk: [] for m in mirrors}
