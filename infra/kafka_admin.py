@@ -349,8 +349,8 @@ class KafkaAdmin:
         replicas = len(result.partitions[0].replicas) if result.partitions else 0
         return TopicInfo(name, kafka_id(str(result.topic_id)), len(result.partitions), replicas)
 
-    def describe_topics(self, names: Iterable[str]) -> dict[str, TopicInfo]:
-        """Each topic that exists of `names`, in one request; missing ones are left out."""
+    def _described(self, names: Iterable[str]) -> dict:
+        """Kafka's description of each topic of `names` that exists, in one request."""
         names = sorted(set(names))
         if not names:
             return {}
@@ -358,12 +358,20 @@ class KafkaAdmin:
         found = {}
         for name, future in futures.items():
             with contextlib.suppress(TopicNotFound):
-                result = self._wait(future, f"describe topic {name!r}")
-                replicas = len(result.partitions[0].replicas) if result.partitions else 0
-                found[name] = TopicInfo(
-                    name, kafka_id(str(result.topic_id)), len(result.partitions), replicas
-                )
+                found[name] = self._wait(future, f"describe topic {name!r}")
         return found
+
+    def describe_topics(self, names: Iterable[str]) -> dict[str, TopicInfo]:
+        """Each topic that exists of `names`, in one request; missing ones are left out."""
+        return {
+            name: TopicInfo(
+                name,
+                kafka_id(str(d.topic_id)),
+                len(d.partitions),
+                len(d.partitions[0].replicas) if d.partitions else 0,
+            )
+            for name, d in self._described(names).items()
+        }
 
     def partition_counts(self, names: list[str]) -> dict[str, int]:
         """How many partitions each topic has, in one request."""
@@ -374,41 +382,32 @@ class KafkaAdmin:
         }
 
     def topic_configs(self, name: str) -> dict[str, ConfigValue]:
-        resource = ConfigResource(ResourceType.TOPIC, name)
-        futures = self._client.describe_configs([resource], request_timeout=self.timeout)
-        entries = self._wait(futures[resource], f"read the configs of topic {name!r}")
         return {
-            key: ConfigValue(entry.value, entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
-            for key, entry in entries.items()
+            c.name: ConfigValue(c.value, c.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.name)
+            for c in self.topic_config_details(name)
         }
 
     def topic_details(self, names: Iterable[str]) -> dict[str, TopicDetail]:
         """Each topic of `names` that exists, with its partitions' replicas, in one request."""
-        names = sorted(set(names))
-        if not names:
-            return {}
-        futures = self._client.describe_topics(TopicCollection(names), request_timeout=self.timeout)
-        found = {}
-        for name, future in futures.items():
-            with contextlib.suppress(TopicNotFound):
-                result = self._wait(future, f"describe topic {name!r}")
-                found[name] = TopicDetail(
-                    name,
-                    result.is_internal,
-                    [
-                        PartitionReplicas(
-                            partition=p.id,
-                            leader=p.leader.id if p.leader else None,
-                            replicas=[r.id for r in p.replicas],
-                            isr=[r.id for r in p.isr],
-                            log_start_offset=-1,
-                            log_end_offset=-1,
-                            leader_epoch=None,
-                        )
-                        for p in sorted(result.partitions, key=lambda p: p.id)
-                    ],
-                )
-        return found
+        return {
+            name: TopicDetail(
+                name,
+                d.is_internal,
+                [
+                    PartitionReplicas(
+                        partition=p.id,
+                        leader=p.leader.id if p.leader else None,
+                        replicas=[r.id for r in p.replicas],
+                        isr=[r.id for r in p.isr],
+                        log_start_offset=-1,
+                        log_end_offset=-1,
+                        leader_epoch=None,
+                    )
+                    for p in sorted(d.partitions, key=lambda p: p.id)
+                ],
+            )
+            for name, d in self._described(names).items()
+        }
 
     def topic_config_details(self, name: str) -> list[ConfigDetail]:
         """Every config of topic `name`, set or not, with its source and synonyms."""
@@ -608,19 +607,10 @@ class KafkaAdmin:
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
         """Each group's state and member count, all in one call; a group the coordinator
         does not know is Dead with no members."""
-        ids = sorted(set(group_ids))
-        if not ids:
-            return {}
-        futures = self._client.describe_consumer_groups(ids, request_timeout=self.timeout)
-        found = {}
-        for group_id, future in futures.items():
-            description = self._wait(future, f"describe consumer group {group_id!r}")
-            found[group_id] = GroupInfo(
-                group_id,
-                _GROUP_STATES.get(description.state, "Unknown"),
-                len(description.members),
-            )
-        return found
+        return {
+            g.group_id: GroupInfo(g.group_id, g.state, len(g.members))
+            for g in self.group_details(group_ids).values()
+        }
 
     def group_offsets(self, group_ids: Iterable[str]) -> dict[str, GroupOffsets]:
         """Each group's committed offsets. Kafka's client takes one group per request, so the

@@ -87,13 +87,9 @@ def groups(cluster: KafkaCluster) -> list[GroupDetail]:
 
 
 def group(cluster: KafkaCluster, group_id: str) -> GroupDetail:
-    def read(admin: KafkaAdmin) -> GroupDetail | None:
-        if group_id not in admin.list_group_ids():
-            return None
-        return admin.group_details([group_id])[group_id]
-
-    found = _reading(cluster, read)
-    if found is None:
+    # Its coordinator says Dead for a group it does not know: one request, not a list of all.
+    found = _reading(cluster, lambda admin: admin.group_details([group_id])[group_id])
+    if found.state == "Dead":
         raise not_found(f"Consumer group {group_id!r} does not exist on cluster {cluster.name}.")
     return found
 

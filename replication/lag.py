@@ -133,10 +133,13 @@ def describe_mirror(mirror: MirrorTopic) -> MirrorStatus:
     return describe_mirrors([mirror])[0]
 
 
-def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
+def describe_mirrors(
+    mirrors: Iterable[MirrorTopic], *, verifying: bool = False
+) -> list[MirrorStatus]:
     """Per partition of each mirror: the destination's log end offset and the source's high
     watermark, read from the clusters now, and the lag between them; each reading is stored as
-    the mirror's latest.
+    the mirror's latest. `verifying` (the beat's sample) reads the source's log starts too, and
+    the mirrors' last readings, so that `PartitionStatus.lost` can tell.
 
     A few requests per cluster end serve all the mirrors on it (`_read_ends`); an end that did
     not answer is not asked again, so a source that is down costs one timeout, not one per
@@ -160,7 +163,7 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
         source_admin,
         lambda m: m.source_topic,
         errors,
-        starts=True,
+        starts=verifying,
     )
     reports: dict[int, streams.Progress] = {}
     stored: dict[int, dict[str, Reading]] = {}
@@ -170,9 +173,9 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
         if mirror.link_id not in reports:
             reports[mirror.link_id] = streams.progress(mirror.link)
         report = reports[mirror.link_id]
-        if mirror.link_id not in stored:  # offsets translated or not, when the stream says nothing
+        if verifying and mirror.link_id not in stored:  # the offsets' mode, unreported
             stored[mirror.link_id] = latest(mirror.link)
-        before = stored[mirror.link_id].get(mirror.mirror_topic)
+        before = stored.get(mirror.link_id, {}).get(mirror.mirror_topic)
         following = mirror.state in FOLLOWING
         reported = report.partitions.get(mirror.mirror_topic, {}) if following else {}
         dest_offsets = dest.get(mirror.pk, {})
@@ -186,7 +189,7 @@ def describe_mirrors(mirrors: Iterable[MirrorTopic]) -> list[MirrorStatus]:
                         mirror,
                         p,
                         dest_offsets.get(p, -1),
-                        source_offsets.get(p, (-1, -1)),
+                        source_offsets.get(p, -1),
                         reported.get(str(p)),
                         since_fetch,
                         before is not None
@@ -231,7 +234,7 @@ def _read_ends(
                 (name, p) for name, info in topics.items() for p in range(info.partitions)
             ]
             offsets = admin.offsets(partitions)
-            if starts:
+            if starts:  # (end, log start)
                 first = admin.offsets(partitions, "earliest")
                 offsets = {tp: (end, first.get(tp, -1)) for tp, end in offsets.items()}
         except (ReplicationError, KafkaAdminError) as exc:
@@ -253,12 +256,12 @@ def _partition_status(
     mirror: MirrorTopic,
     partition: int,
     dest_end: int,
-    source: tuple[int, int],
+    source: int | tuple[int, int],
     reported: dict | None,
     since_fetch_ms: int,
     known_identical: bool,
 ) -> PartitionStatus:
-    source_hw, log_start = source
+    source_hw, log_start = source if isinstance(source, tuple) else (source, -1)
     common = (partition, mirror.state, dest_end, source_hw)
     if reported is None:  # the stream has not reported this partition (yet, or any more)
         return PartitionStatus(*common, source_log_start=log_start, known_identical=known_identical)
@@ -320,15 +323,23 @@ def latest(link: ClusterLink) -> dict[str, Reading]:
         raw = client().hgetall(_key(link.link_id))
     except redis.RedisError:
         return {}
-    found = {}
-    for mirror, value in raw.items():
-        r = json.loads(value)
-        found[mirror.decode()] = Reading(
-            r["at"],
-            {int(p): tuple(v) for p, v in r["partitions"].items()},
-            tuple(r["errors"]),
-        )
-    return found
+    return {mirror.decode(): _reading_of(value) for mirror, value in raw.items()}
+
+
+def latest_of(mirror: MirrorTopic) -> Reading | None:
+    """One mirror's latest reading (None: not read yet). One Redis read of it alone."""
+    try:
+        raw = client().hget(_key(mirror.link.link_id), mirror.mirror_topic)
+    except redis.RedisError:
+        return None
+    return _reading_of(raw) if raw is not None else None
+
+
+def _reading_of(value: bytes) -> Reading:
+    r = json.loads(value)
+    return Reading(
+        r["at"], {int(p): tuple(v) for p, v in r["partitions"].items()}, tuple(r["errors"])
+    )
 
 
 def sample_all() -> None:
@@ -341,7 +352,7 @@ def sample_all() -> None:
         "link", "link__destination", "destination"
     )
     lags: dict[int, dict[str, tuple[int, int] | None]] = {}
-    for s in describe_mirrors(mirrors):
+    for s in describe_mirrors(mirrors, verifying=True):
         lost = {p.partition: p.lost for p in s.partitions if p.lost is not None}
         if lost:
             mirrors_domain.note_records_lost(s.mirror, lost)

@@ -60,7 +60,8 @@ def enforce(admin: KafkaAdmin, topic: str) -> bool:
     return True
 
 
-def _filter(topic: str) -> AclBindingFilter:
+def _filter(topic: str | None) -> AclBindingFilter:
+    """The read-only rules' filter: of `topic`, or (None) of every topic."""
     return AclBindingFilter(
         ResourceType.TOPIC,
         topic,
@@ -90,15 +91,19 @@ def complete(admin: KafkaAdmin, topic: str) -> bool:
     return frozenset(_RULES) <= {(b.operation, b.permission_type) for b in found}
 
 
-def lift(admin: KafkaAdmin, topic: str, keep: Collection[Rule] = ()) -> None:
-    """Remove the read-only ACLs of `topic` (and only those), but the rules in `keep`."""
-    filters = [
+def _rule_filters(topic: str, keep: Collection[Rule] = ()) -> list[AclBindingFilter]:
+    return [
         AclBindingFilter(
             ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:*", "*", op, permission
         )
         for op, permission in _RULES
         if (op, permission) not in keep
     ]
+
+
+def lift(admin: KafkaAdmin, topic: str, keep: Collection[Rule] = ()) -> None:
+    """Remove the read-only ACLs of `topic` (and only those), but the rules in `keep`."""
+    filters = _rule_filters(topic, keep)
     if not filters:
         return
     with contextlib.suppress(AuthorizerDisabled):
@@ -114,32 +119,15 @@ def lift_all(admin: KafkaAdmin, topics: Collection[str]) -> None:
     return once the broker applies none of them any more."""
     if not topics:
         return
-    filters = [
-        AclBindingFilter(
-            ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:*", "*", op, permission
-        )
-        for topic in topics
-        for op, permission in _RULES
-    ]
     names = set(topics)
 
     def none_left() -> bool:
         # One read of every User:* rule on literal topic names, for all of them at once.
-        found = admin.describe_acls(
-            AclBindingFilter(
-                ResourceType.TOPIC,
-                None,
-                ResourcePatternType.LITERAL,
-                "User:*",
-                "*",
-                AclOperation.ANY,
-                AclPermissionType.ANY,
-            )
-        )
+        found = admin.describe_acls(_filter(None))
         return not any(
             b.name in names and (b.operation, b.permission_type) in _RULES for b in found
         )
 
     with contextlib.suppress(AuthorizerDisabled):
-        admin.delete_acls(filters)
+        admin.delete_acls([f for topic in topics for f in _rule_filters(topic)])
         wait_for(none_left, APPLIED_S, 0.05)

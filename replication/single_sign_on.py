@@ -111,9 +111,8 @@ def _user(found: Provider, subject: str, name: str, groups: list[str], claims: d
         return identity.user
     try:
         with transaction.atomic():
+            # No password given: an unusable one; they sign in through the provider only.
             user = get_user_model().objects.create_user(name, str(claims.get("email", "")))
-            user.set_unusable_password()  # signs in through the provider only
-            user.save(update_fields=["password"])
             ExternalIdentity.objects.create(
                 user=user, issuer=found.issuer, subject=subject, groups=groups
             )

@@ -37,6 +37,18 @@ def _base(found) -> str:
     return f"/kafka/v3/clusters/{found.cluster_id}"
 
 
+def _listed(request, shape, data: list):
+    """A Kafka REST list answer of `shape`, at the request's own path."""
+    return respond(shape(metadata=self_url(request, request.path), data=data))
+
+
+def _the_one(found: list, missing: str):
+    """The one item a path names, or a 404 that says `missing`."""
+    if not found:
+        raise not_found(missing)
+    return found[0]
+
+
 def _related(request, path: str) -> Relationship:
     return Relationship(related=api_url(request, path))
 
@@ -66,11 +78,10 @@ def _mirrors(found) -> set[str]:
 def topics(request, cluster_id):
     found = cluster(cluster_id)
     mirrors = _mirrors(found)
-    return respond(
-        KafkaTopicList(
-            metadata=self_url(request, request.path),
-            data=[_topic(request, found, t, mirrors) for t in inspection.topics(found)],
-        )
+    return _listed(
+        request,
+        KafkaTopicList,
+        [_topic(request, found, t, mirrors) for t in inspection.topics(found)],
     )
 
 
@@ -102,23 +113,20 @@ def _partition(request, found, topic_name: str, p) -> KafkaPartition:
 def partitions(request, cluster_id, topic_name):
     found = cluster(cluster_id)
     detail = inspection.topic(found, topic_name)
-    return respond(
-        KafkaPartitionList(
-            metadata=self_url(request, request.path),
-            data=[_partition(request, found, topic_name, p) for p in detail.partitions],
-        )
+    return _listed(
+        request,
+        KafkaPartitionList,
+        [_partition(request, found, topic_name, p) for p in detail.partitions],
     )
 
 
 def _one_partition(found, topic_name: str, partition_id: str):
     detail = inspection.topic(found, topic_name)
-    chosen = [p for p in detail.partitions if str(p.partition) == partition_id]
-    if not chosen:
-        raise not_found(
-            f"Topic {topic_name!r} has no partition {partition_id[:20]!r}: it has partitions "
-            f"0 to {len(detail.partitions) - 1}."
-        )
-    return chosen[0]
+    return _the_one(
+        [p for p in detail.partitions if str(p.partition) == partition_id],
+        f"Topic {topic_name!r} has no partition {partition_id[:20]!r}: it has partitions "
+        f"0 to {len(detail.partitions) - 1}.",
+    )
 
 
 @endpoint(GET="console.view")
@@ -135,23 +143,22 @@ def replicas(request, cluster_id, topic_name, partition_id):
     found = cluster(cluster_id)
     p = _one_partition(found, topic_name, partition_id)
     path = f"{_base(found)}/topics/{topic_name}/partitions/{p.partition}/replicas"
-    return respond(
-        KafkaReplicaList(
-            metadata=self_url(request, request.path),
-            data=[
-                KafkaReplica(
-                    metadata=self_url(request, f"{path}/{broker}"),
-                    cluster_id=found.cluster_id,
-                    topic_name=topic_name,
-                    partition_id=p.partition,
-                    broker_id=broker,
-                    is_leader=broker == p.leader,
-                    is_in_sync=broker in p.isr,
-                    broker=_related(request, f"{_base(found)}/brokers/{broker}"),
-                )
-                for broker in p.replicas
-            ],
-        )
+    return _listed(
+        request,
+        KafkaReplicaList,
+        [
+            KafkaReplica(
+                metadata=self_url(request, f"{path}/{broker}"),
+                cluster_id=found.cluster_id,
+                topic_name=topic_name,
+                partition_id=p.partition,
+                broker_id=broker,
+                is_leader=broker == p.leader,
+                is_in_sync=broker in p.isr,
+                broker=_related(request, f"{_base(found)}/brokers/{broker}"),
+            )
+            for broker in p.replicas
+        ],
     )
 
 
@@ -176,24 +183,24 @@ def _config(request, found, topic_name: str, c) -> KafkaTopicConfig:
 @endpoint(GET="console.view")
 def topic_configs(request, cluster_id, topic_name):
     found = cluster(cluster_id)
-    return respond(
-        KafkaTopicConfigList(
-            metadata=self_url(request, request.path),
-            data=[
-                _config(request, found, topic_name, c)
-                for c in inspection.topic_configs(found, topic_name)
-            ],
-        )
+    return _listed(
+        request,
+        KafkaTopicConfigList,
+        [
+            _config(request, found, topic_name, c)
+            for c in inspection.topic_configs(found, topic_name)
+        ],
     )
 
 
 @endpoint(GET="console.view")
 def topic_config(request, cluster_id, topic_name, name):
     found = cluster(cluster_id)
-    chosen = [c for c in inspection.topic_configs(found, topic_name) if c.name == name]
-    if not chosen:
-        raise not_found(f"Topic {topic_name!r} has no config {name[:100]!r}.")
-    return respond(_config(request, found, topic_name, chosen[0]))
+    chosen = _the_one(
+        [c for c in inspection.topic_configs(found, topic_name) if c.name == name],
+        f"Topic {topic_name!r} has no config {name[:100]!r}.",
+    )
+    return respond(_config(request, found, topic_name, chosen))
 
 
 def _group(request, found, g) -> KafkaConsumerGroup:
@@ -215,11 +222,10 @@ def _group(request, found, g) -> KafkaConsumerGroup:
 @endpoint(GET="console.view")
 def groups(request, cluster_id):
     found = cluster(cluster_id)
-    return respond(
-        KafkaConsumerGroupList(
-            metadata=self_url(request, request.path),
-            data=[_group(request, found, g) for g in inspection.groups(found)],
-        )
+    return _listed(
+        request,
+        KafkaConsumerGroupList,
+        [_group(request, found, g) for g in inspection.groups(found)],
     )
 
 
@@ -234,22 +240,21 @@ def consumers(request, cluster_id, consumer_group_id):
     found = cluster(cluster_id)
     path = f"{_base(found)}/consumer-groups/{consumer_group_id}/consumers"
     members = inspection.group(found, consumer_group_id).members
-    return respond(
-        KafkaConsumerList(
-            metadata=self_url(request, request.path),
-            data=[
-                KafkaConsumer(
-                    metadata=self_url(request, f"{path}/{m.member_id}"),
-                    cluster_id=found.cluster_id,
-                    consumer_group_id=consumer_group_id,
-                    consumer_id=m.member_id,
-                    instance_id=m.instance_id,
-                    client_id=m.client_id,
-                    assignments=_related(request, f"{path}/{m.member_id}/assignments"),
-                )
-                for m in members
-            ],
-        )
+    return _listed(
+        request,
+        KafkaConsumerList,
+        [
+            KafkaConsumer(
+                metadata=self_url(request, f"{path}/{m.member_id}"),
+                cluster_id=found.cluster_id,
+                consumer_group_id=consumer_group_id,
+                consumer_id=m.member_id,
+                instance_id=m.instance_id,
+                client_id=m.client_id,
+                assignments=_related(request, f"{path}/{m.member_id}/assignments"),
+            )
+            for m in members
+        ],
     )
 
 
@@ -273,31 +278,29 @@ def _lag(request, found, group_id: str, lag) -> KafkaConsumerLag:
 @endpoint(GET="console.view")
 def lags(request, cluster_id, consumer_group_id):
     found = cluster(cluster_id)
-    return respond(
-        KafkaConsumerLagList(
-            metadata=self_url(request, request.path),
-            data=[
-                _lag(request, found, consumer_group_id, lag)
-                for lag in inspection.group_lags(found, consumer_group_id)
-            ],
-        )
+    return _listed(
+        request,
+        KafkaConsumerLagList,
+        [
+            _lag(request, found, consumer_group_id, lag)
+            for lag in inspection.group_lags(found, consumer_group_id)
+        ],
     )
 
 
 @endpoint(GET="console.view")
 def partition_lag(request, cluster_id, consumer_group_id, topic_name, partition_id):
     found = cluster(cluster_id)
-    chosen = [
-        lag
-        for lag in inspection.group_lags(found, consumer_group_id)
-        if lag.topic == topic_name and str(lag.partition) == partition_id
-    ]
-    if not chosen:
-        raise not_found(
-            f"Consumer group {consumer_group_id!r} has committed no offset on partition "
-            f"{partition_id[:20]} of {topic_name!r}."
-        )
-    return respond(_lag(request, found, consumer_group_id, chosen[0]))
+    chosen = _the_one(
+        [
+            lag
+            for lag in inspection.group_lags(found, consumer_group_id)
+            if lag.topic == topic_name and str(lag.partition) == partition_id
+        ],
+        f"Consumer group {consumer_group_id!r} has committed no offset on partition "
+        f"{partition_id[:20]} of {topic_name!r}.",
+    )
+    return respond(_lag(request, found, consumer_group_id, chosen))
 
 
 @endpoint(GET="console.view")

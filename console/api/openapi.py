@@ -687,7 +687,130 @@ NO_GROUP = NO_CLUSTER + " Or it has no consumer group of this id."
 UNANSWERED = "The cluster did not answer."
 
 
-def read(operation_id: str, tag: str, summary: str, shape, what: str, **more) -> dict:
+# Kafka REST's reads of the cluster itself, for Confluent's tools: path, operationId, tag,
+# summary, answer, what it holds, what a 404 there means.
+READS = [
+    (
+        CLUSTER + "/topics",
+        "listKafkaTopics",
+        TOPICS_TAG,
+        "List the topics",
+        schemas.KafkaTopicList,
+        "Every topic of the cluster, internal ones too.",
+        NO_CLUSTER,
+    ),
+    (
+        TOPIC,
+        "getKafkaTopic",
+        TOPICS_TAG,
+        "Describe a topic",
+        schemas.KafkaTopic,
+        "The topic.",
+        NO_TOPIC,
+    ),
+    (
+        TOPIC + "/partitions",
+        "listKafkaPartitions",
+        TOPICS_TAG,
+        "List a topic's partitions",
+        schemas.KafkaPartitionList,
+        "Its partitions, with their leaders and replicas.",
+        NO_TOPIC,
+    ),
+    (
+        TOPIC + "/partitions/{partition_id}",
+        "getKafkaPartition",
+        TOPICS_TAG,
+        "Describe a partition",
+        schemas.KafkaPartition,
+        "The partition.",
+        NO_TOPIC + " Or it has no such partition.",
+    ),
+    (
+        TOPIC + "/partitions/{partition_id}/replicas",
+        "listKafkaReplicas",
+        TOPICS_TAG,
+        "List a partition's replicas",
+        schemas.KafkaReplicaList,
+        "Its replicas: broker, leader or not, in sync or not.",
+        NO_TOPIC + " Or it has no such partition.",
+    ),
+    (
+        TOPIC + "/configs",
+        "listKafkaTopicConfigs",
+        TOPICS_TAG,
+        "List a topic's configs",
+        schemas.KafkaTopicConfigList,
+        "Every config of the topic, set or not, with its source (sensitive values null).",
+        NO_TOPIC,
+    ),
+    (
+        TOPIC + "/configs/{name}",
+        "getKafkaTopicConfig",
+        TOPICS_TAG,
+        "Describe a topic config",
+        schemas.KafkaTopicConfig,
+        "The config.",
+        NO_TOPIC + " Or it has no such config.",
+    ),
+    (
+        CLUSTER + "/consumer-groups",
+        "listKafkaConsumerGroups",
+        GROUPS_TAG,
+        "List the consumer groups",
+        schemas.KafkaConsumerGroupList,
+        "Every consumer group the cluster knows.",
+        NO_CLUSTER,
+    ),
+    (
+        GROUP,
+        "getKafkaConsumerGroup",
+        GROUPS_TAG,
+        "Describe a consumer group",
+        schemas.KafkaConsumerGroup,
+        "The group.",
+        NO_GROUP,
+    ),
+    (
+        GROUP + "/consumers",
+        "listKafkaConsumers",
+        GROUPS_TAG,
+        "List a group's consumers",
+        schemas.KafkaConsumerList,
+        "Its members.",
+        NO_GROUP,
+    ),
+    (
+        GROUP + "/lags",
+        "listKafkaConsumerLags",
+        GROUPS_TAG,
+        "List a group's lag per partition",
+        schemas.KafkaConsumerLagList,
+        "Per partition it committed an offset for: that offset, the end, the lag.",
+        NO_GROUP,
+    ),
+    (
+        GROUP + "/lags/{topic_name}/partitions/{partition_id}",
+        "getKafkaConsumerLag",
+        GROUPS_TAG,
+        "Get a group's lag on one partition",
+        schemas.KafkaConsumerLag,
+        "Its committed offset there, the end, the lag.",
+        NO_GROUP + " Or it committed no offset on that partition.",
+    ),
+    (
+        GROUP + "/lag-summary",
+        "getKafkaConsumerGroupLagSummary",
+        GROUPS_TAG,
+        "Sum up a group's lag",
+        schemas.KafkaConsumerGroupLagSummary,
+        "Its largest lag, where, and its total.",
+        NO_GROUP + " Or it committed no offset.",
+    ),
+]
+
+
+def read(operation_id: str, tag: str, summary: str, shape, what: str, missing: str, **more) -> dict:
     """A read of the cluster itself (Kafka REST's own paths, for Confluent's tools)."""
     return operation(
         operation_id,
@@ -695,167 +818,25 @@ def read(operation_id: str, tag: str, summary: str, shape, what: str, **more) ->
         summary,
         "console.view",
         ok(shape, what),
-        errors={404: more.pop("missing", NO_CLUSTER), 503: UNANSWERED},
+        errors={404: missing, 503: UNANSWERED},
         **more,
     )
 
 
-PATHS.update(
-    {
-        CLUSTER + "/topics": path_item(
-            CLUSTER + "/topics",
-            get=read(
-                "listKafkaTopics",
-                TOPICS_TAG,
-                "List the topics",
-                schemas.KafkaTopicList,
-                "Every topic of the cluster, internal ones too.",
-            ),
-        ),
-        TOPIC: path_item(
-            TOPIC,
-            get=read(
-                "getKafkaTopic",
-                TOPICS_TAG,
-                "Describe a topic",
-                schemas.KafkaTopic,
-                "The topic.",
-                missing=NO_TOPIC,
-            ),
-        ),
-        TOPIC + "/partitions": path_item(
-            TOPIC + "/partitions",
-            get=read(
-                "listKafkaPartitions",
-                TOPICS_TAG,
-                "List a topic's partitions",
-                schemas.KafkaPartitionList,
-                "Its partitions, with their leaders and replicas.",
-                missing=NO_TOPIC,
-            ),
-        ),
-        TOPIC + "/partitions/{partition_id}": path_item(
-            TOPIC + "/partitions/{partition_id}",
-            get=read(
-                "getKafkaPartition",
-                TOPICS_TAG,
-                "Describe a partition",
-                schemas.KafkaPartition,
-                "The partition.",
-                missing=NO_TOPIC + " Or it has no such partition.",
-            ),
-        ),
-        TOPIC + "/partitions/{partition_id}/replicas": path_item(
-            TOPIC + "/partitions/{partition_id}/replicas",
-            get=read(
-                "listKafkaReplicas",
-                TOPICS_TAG,
-                "List a partition's replicas",
-                schemas.KafkaReplicaList,
-                "Its replicas: broker, leader or not, in sync or not.",
-                missing=NO_TOPIC + " Or it has no such partition.",
-            ),
-        ),
-        TOPIC + "/configs": path_item(
-            TOPIC + "/configs",
-            get=read(
-                "listKafkaTopicConfigs",
-                TOPICS_TAG,
-                "List a topic's configs",
-                schemas.KafkaTopicConfigList,
-                "Every config of the topic, set or not, with its source (sensitive values null).",
-                missing=NO_TOPIC,
-            ),
-        ),
-        TOPIC + "/configs/{name}": path_item(
-            TOPIC + "/configs/{name}",
-            get=read(
-                "getKafkaTopicConfig",
-                TOPICS_TAG,
-                "Describe a topic config",
-                schemas.KafkaTopicConfig,
-                "The config.",
-                missing=NO_TOPIC + " Or it has no such config.",
-            ),
-        ),
-        CLUSTER + "/consumer-groups": path_item(
-            CLUSTER + "/consumer-groups",
-            get=read(
-                "listKafkaConsumerGroups",
-                GROUPS_TAG,
-                "List the consumer groups",
-                schemas.KafkaConsumerGroupList,
-                "Every consumer group the cluster knows.",
-            ),
-        ),
-        GROUP: path_item(
-            GROUP,
-            get=read(
-                "getKafkaConsumerGroup",
-                GROUPS_TAG,
-                "Describe a consumer group",
-                schemas.KafkaConsumerGroup,
-                "The group.",
-                missing=NO_GROUP,
-            ),
-        ),
-        GROUP + "/consumers": path_item(
-            GROUP + "/consumers",
-            get=read(
-                "listKafkaConsumers",
-                GROUPS_TAG,
-                "List a group's consumers",
-                schemas.KafkaConsumerList,
-                "Its members.",
-                missing=NO_GROUP,
-            ),
-        ),
-        GROUP + "/lags": path_item(
-            GROUP + "/lags",
-            get=read(
-                "listKafkaConsumerLags",
-                GROUPS_TAG,
-                "List a group's lag per partition",
-                schemas.KafkaConsumerLagList,
-                "Per partition it committed an offset for: that offset, the end, the lag.",
-                missing=NO_GROUP,
-            ),
-        ),
-        GROUP + "/lags/{topic_name}/partitions/{partition_id}": path_item(
-            GROUP + "/lags/{topic_name}/partitions/{partition_id}",
-            get=read(
-                "getKafkaConsumerLag",
-                GROUPS_TAG,
-                "Get a group's lag on one partition",
-                schemas.KafkaConsumerLag,
-                "Its committed offset there, the end, the lag.",
-                missing=NO_GROUP + " Or it committed no offset on that partition.",
-            ),
-        ),
-        GROUP + "/lag-summary": path_item(
-            GROUP + "/lag-summary",
-            get=read(
-                "getKafkaConsumerGroupLagSummary",
-                GROUPS_TAG,
-                "Sum up a group's lag",
-                schemas.KafkaConsumerGroupLagSummary,
-                "Its largest lag, where, and its total.",
-                missing=NO_GROUP + " Or it committed no offset.",
-            ),
-        ),
-        CLUSTER + "/acls": path_item(
-            CLUSTER + "/acls",
-            get=read(
-                "getKafkaAcls",
-                ACLS_TAG,
-                "List the ACLs",
-                schemas.KafkaAclList,
-                "The ACLs matching the filter (none without an authorizer).",
-                parameters=tuple(f"Acl{n.title().replace('_', '')}" for n in ACL_FILTERS),
-            ),
-        ),
-    }
+PATHS.update({row[0]: path_item(row[0], get=read(*row[1:])) for row in READS})
+PATHS[CLUSTER + "/acls"] = path_item(
+    CLUSTER + "/acls",
+    get=read(
+        "getKafkaAcls",
+        ACLS_TAG,
+        "List the ACLs",
+        schemas.KafkaAclList,
+        "The ACLs matching the filter (none without an authorizer).",
+        NO_CLUSTER,
+        parameters=tuple(f"Acl{n.title().replace('_', '')}" for n in ACL_FILTERS),
+    ),
 )
+
 
 SPEC: dict = {
     "openapi": "3.1.0",

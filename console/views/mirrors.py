@@ -254,8 +254,9 @@ def mirror_quarantine_delete(request, destination, topic):
 def mirror_charts(request, destination, topic):
     """The mirror's lag over the range chosen (its partitions' refresh brings them too)."""
     mirror = find_mirror(destination, topic)
-    now = lag.latest(mirror.link).get(mirror.mirror_topic)
-    return render(request, "_charts.html", mirror_charts_context(request, mirror, now))
+    return render(
+        request, "_charts.html", mirror_charts_context(request, mirror, lag.latest_of(mirror))
+    )
 
 
 def mirror_charts_context(request, mirror: MirrorTopic, now: lag.Reading | None) -> dict:
