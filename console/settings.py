@@ -329,7 +329,14 @@ CELERY_RESULT_EXPIRES = timedelta(hours=1)
 # Scenario runs take minutes: they go to a worker of their own (`make demo` starts one), so
 # the supervision and syncs that scenarios wait on are never queued behind them.
 SCENARIO_QUEUE = "scenarios"
-CELERY_TASK_ROUTES = {"replication.tasks.run_scenario": {"queue": SCENARIO_QUEUE}}
+# Comparing mirrors with their sources reads records for seconds at a time: a worker of its own,
+# so the supervision and syncs never wait behind it.
+VERIFY_QUEUE = "verification"
+CELERY_TASK_ROUTES = {
+    "replication.tasks.run_scenario": {"queue": SCENARIO_QUEUE},
+    "replication.tasks.verify_mirrors": {"queue": VERIFY_QUEUE},
+    "replication.tasks.verify_mirror": {"queue": VERIFY_QUEUE},
+}
 CELERY_BEAT_SCHEDULE = {
     "refresh-clusters": {
         "task": "replication.tasks.refresh_clusters",
@@ -346,6 +353,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "replication.tasks.sample_lags",
         "schedule": timedelta(seconds=10),  # replication.history.SAMPLE_S
         "options": {"expires": 5},
+    },
+    # Every following mirror compared a window further with its source, record by record.
+    "verify-mirrors": {
+        "task": "replication.tasks.verify_mirrors",
+        "schedule": timedelta(seconds=30),  # replication.verification.ROUND_S
+        "options": {"expires": 25},
     },
     # Approval requests that expired or went stale end (approvals.settle_all_due).
     "expire-requests": {

@@ -16,6 +16,7 @@ from console.views import (
     scenarios,
     sign_in,
     users,
+    verifications,
 )
 
 LINK = "links/<str:destination>/<str:name>/"
@@ -67,6 +68,12 @@ urlpatterns = [
     path(MIRROR, mirrors.mirror_detail, name="mirror-detail"),
     path(MIRROR + "charts/", mirrors.mirror_charts, name="mirror-charts"),
     path(MIRROR + "pause/", mirrors.mirror_pause, name="mirror-pause"),
+    path(MIRROR + "verify/", verifications.mirror_verify, name="mirror-verify"),
+    path(
+        MIRROR + "verifications/<int:pk>/",
+        verifications.mirror_verification,
+        name="mirror-verification",
+    ),
     path(MIRROR + "resume/", mirrors.mirror_resume, name="mirror-resume"),
     path(MIRROR + "delete/", mirrors.mirror_delete, name="mirror-delete"),
     path(MIRROR + "quarantine/", mirrors.mirror_quarantine, name="mirror-quarantine"),

@@ -134,6 +134,7 @@ class Stack:
         venv_bin = Path(sys.executable).parent
         worker_name = "isthmus-worker@devstack"
         scenario_worker = "isthmus-scenarios@devstack"
+        verifier = "isthmus-verifier@devstack"
         parts = [
             Component(
                 name=node.name,
@@ -189,6 +190,14 @@ class Stack:
                     venv_bin, scenario_worker, settings.SCENARIO_QUEUE, 1
                 ),
                 ready=lambda: _celery_worker_ready(scenario_worker),
+            ),
+            # Mirrors compared with their sources: the background rounds, and a range asked for.
+            Component(
+                name="verifier",
+                address=f"celery node {verifier}",
+                ports=(),
+                command=lambda: _celery_worker(venv_bin, verifier, settings.VERIFY_QUEUE, 2),
+                ready=lambda: _celery_worker_ready(verifier),
             ),
             Component(
                 name="beat",

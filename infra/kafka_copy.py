@@ -2,15 +2,18 @@
 topic on the same cluster, each record's key, value, headers and timestamp kept
 (truncate-and-restore's local copies: the quarantine, and the prefix it keeps), placeholders
 that move a new partition's offsets on, whether a range holds any committed record (a reverse
-over transaction markers), and the first records of a topic (a quarantine reviewed)."""
+over transaction markers), the first records of a topic (a quarantine reviewed), and ranges of
+many partitions read at once (a mirror compared with its source)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
+    TIMESTAMP_LOG_APPEND_TIME,
     Consumer,
     KafkaError,
     KafkaException,
@@ -21,15 +24,16 @@ from confluent_kafka import (
 Headers = list[tuple[str, bytes]]
 
 
-def _reader(config: dict[str, str], group: str) -> Consumer:
-    """A consumer of committed records only, assigned (the group is never joined), starting
-    at the log start when its offset is gone (a start retention took)."""
+def _reader(config: dict[str, str], group: str, committed: bool = True) -> Consumer:
+    """A consumer of committed records only (with `committed` False, of every record but
+    transaction markers), assigned (the group is never joined), starting at the log start when
+    its offset is gone (a start retention took)."""
     return Consumer(
         {
             **config,
             "group.id": group,
             "enable.auto.commit": False,
-            "isolation.level": "read_committed",
+            "isolation.level": "read_committed" if committed else "read_uncommitted",
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
         }
@@ -189,3 +193,73 @@ def read_head(
     finally:
         consumer.close()
     return sorted(found, key=lambda m: (m.partition(), m.offset()))
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record as a consumer reads it; `log_append_time`: the broker stamped its timestamp."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int
+    log_append_time: bool = False
+
+
+def read_ranges(
+    config: dict[str, str],
+    ranges: dict[tuple[str, int], tuple[int, int]],
+    *,
+    committed: bool = True,
+    timeout_s: float = 30,
+) -> dict[tuple[str, int], list[Record]]:
+    """The records at offsets `start` <= o < `end` of each (topic, partition) in `ranges`, read
+    by one consumer; committed ones only unless `committed` is False. A partition whose log
+    ends before `end` (transaction markers, compaction) gives what it has."""
+    wanted = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
+    found: dict[tuple[str, int], list[Record]] = {tp: [] for tp in ranges}
+    if not wanted:
+        return found
+    consumer = _reader(config, "isthmus-verify", committed)
+    try:
+        consumer.assign([TopicPartition(t, p, start) for (t, p), (start, _) in wanted.items()])
+        deadline = time.monotonic() + timeout_s
+        while wanted:
+            if time.monotonic() > deadline:
+                (topic, partition), (start, end) = next(iter(wanted.items()))
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError._TIMED_OUT,
+                        f"reading {topic}[{partition}] offsets {start} to {end - 1} took longer "
+                        f"than {timeout_s:.0f} s",
+                    )
+                )
+            for msg in consumer.consume(1000, 1.0):
+                tp = (msg.topic(), msg.partition())
+                if tp not in wanted:
+                    continue
+                if msg.error():
+                    if msg.error().code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(msg.error())
+                    del wanted[tp]
+                    continue
+                if msg.offset() >= wanted[tp][1]:
+                    del wanted[tp]
+                    continue
+                kind, timestamp = msg.timestamp()
+                found[tp].append(
+                    Record(
+                        msg.offset(),
+                        msg.key(),
+                        msg.value(),
+                        tuple(msg.headers() or ()),
+                        timestamp,
+                        kind == TIMESTAMP_LOG_APPEND_TIME,
+                    )
+                )
+                if msg.offset() + 1 >= wanted[tp][1]:
+                    del wanted[tp]
+    finally:
+        consumer.close()
+    return found

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Case, Count, Q, When
 
-from . import lag
+from . import lag, verification
 from .approvals import list_requests
 from .mirror_states import FOLLOWING
 from .mirrors import records_lost, source_missing
@@ -135,6 +135,7 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
             or mirror.error_message
             or source_missing(mirror)
             or records_lost(mirror)
+            or verification.trouble(mirror)
             or "The link cannot reach the source cluster."
         )
     return Overview(
@@ -147,12 +148,13 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
     )
 
 
-# A mirror in trouble: FAILED, its source unreachable or its source topic gone, or with an
-# error to show.
+# A mirror in trouble: FAILED, its source unreachable or its source topic gone, no longer an
+# exact copy, or with an error to show.
 _TROUBLED = (
     Q(state__in=TROUBLE)
     | Q(source_missing_since__isnull=False)
     | ~Q(records_lost={})
+    | Q(differing_records__gt=0)
     | ~Q(error_message="")
     | ~Q(action_error="")
 )

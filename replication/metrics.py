@@ -1,5 +1,6 @@
 """Prometheus metrics: each link's state, stream and syncers, each mirror partition's offsets
-and lag (its latest reading, `lag.latest`, as every page shows it: a scrape asks no cluster)."""
+and lag (its latest reading, `lag.latest`, as every page shows it: a scrape asks no cluster),
+and what verification found."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from django.db.models import Count
 from django.utils import timezone
 
-from . import lag, streams
+from . import lag, streams, verification
 from .models import ClusterLink, GroupOffsetSync, MirrorTopic
 
 _HELP = {
@@ -55,6 +56,19 @@ _HELP = {
         "gauge",
         "Source records deleted (by retention) before the mirror copied them: it is not an "
         "exact copy.",
+    ),
+    "isthmus_mirror_differing_records": (
+        "gauge",
+        "Records verification found differing from the source (extra, missing, changed or at "
+        "the wrong offset): it is not an exact copy.",
+    ),
+    "isthmus_mirror_partition_verified_offset": (
+        "gauge",
+        "The source offset up to which every record of the mirror partition was compared.",
+    ),
+    "isthmus_mirror_verified_age_seconds": (
+        "gauge",
+        "Seconds since the mirror was last compared with its source (every 30 s).",
     ),
     "isthmus_mirror_lag_read_age_seconds": (
         "gauge",
@@ -134,19 +148,26 @@ def _mirror_lags(add) -> None:
         "link", "destination"
     )
     for mirror in mirrors.order_by("link__name", "mirror_topic"):
-        if mirror.link_id not in readings:
-            readings[mirror.link_id] = lag.latest(mirror.link)
-        reading = readings[mirror.link_id].get(mirror.mirror_topic)
-        if reading is None:
-            continue  # not read yet
         ids = {
             "link": mirror.link.name,
             "destination": mirror.destination.name,
             "mirror": mirror.mirror_topic,
         }
-        add("isthmus_mirror_lag_read_age_seconds", round(now - reading.at, 1), **ids)
         lost = sum(end - first for first, end in (mirror.records_lost or {}).values())
         add("isthmus_mirror_records_lost", lost, **ids)
+        add("isthmus_mirror_differing_records", mirror.differing_records, **ids)
+        if mirror.verification:
+            add(
+                "isthmus_mirror_verified_age_seconds", round(now - mirror.verification["at"]), **ids
+            )
+        for partition, (_, upto) in verification.verified(mirror).items():
+            add("isthmus_mirror_partition_verified_offset", upto, **ids, partition=partition)
+        if mirror.link_id not in readings:
+            readings[mirror.link_id] = lag.latest(mirror.link)
+        reading = readings[mirror.link_id].get(mirror.mirror_topic)
+        if reading is None:
+            continue  # not read yet
+        add("isthmus_mirror_lag_read_age_seconds", round(now - reading.at, 1), **ids)
         for partition, (behind, source_end, mirror_end, translated) in reading.partitions.items():
             at = {**ids, "partition": partition}
             add("isthmus_mirror_partition_lag", behind, **at)

@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from . import approvals, audit, lag, notifications, redis_channel, streams
+from . import approvals, audit, lag, notifications, redis_channel, streams, verification
 from .clusters import probe_clusters
 from .models import ClusterLink, Notification, ScenarioRun
 from .scenarios import registry, runner
@@ -49,6 +49,22 @@ def supervise_streams() -> None:
 def sample_lags() -> None:
     """Read every mirror's lag from both clusters, and a point of the charts' history."""
     _one_at_a_time("sample-lags", lag.sample_all)
+
+
+@shared_task
+def verify_mirrors() -> None:
+    """Compare the next records of every following mirror with its source; settle the
+    verifications whose worker stopped."""
+    verification.settle_abandoned()
+    with redis_channel.lease("verify-mirrors", hold_s=30) as renew:
+        if renew is not None:
+            verification.sweep_all(renew=renew)
+
+
+@shared_task  # both on settings.VERIFY_QUEUE
+def verify_mirror(pk: int) -> None:
+    """Run a verification asked for (kafka-mirrors --verify, the API, the mirror page)."""
+    verification.run(pk)
 
 
 @shared_task(bind=True)

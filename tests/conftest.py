@@ -468,13 +468,28 @@ def scenario_worker(celery_worker, tmp_path_factory):
         stop_process(proc)
 
 
+@pytest.fixture(scope="session")
+def verification_worker(celery_worker, tmp_path_factory):
+    """The session's worker comparing mirrors with their sources (its own queue, as `make demo`
+    has it): the beat's rounds every 30 s, and the verifications asked for."""
+    proc = start_celery_worker(
+        tmp_path_factory.mktemp("verifier"),
+        f"test-verifier-{os.getpid()}@localhost",
+        settings.VERIFY_QUEUE,
+    )
+    try:
+        yield
+    finally:
+        stop_process(proc)
+
+
 @pytest.fixture
 def world(users, registered_clusters, make_link, make_topic, topic_name):
     """A link (paused), its mirror, a pending request, a user `victim`, a token, a source topic
     no mirror follows, a scenario run: what the console's routes are walked with."""
     from replication import approvals, audit, mirrors
     from replication import users as user_admin
-    from replication.models import ClusterLink
+    from replication.models import ClusterLink, Verification
     from replication.scenarios import registry, runner
     from replication.tokens import create_token
     from tests.url_routes import World
@@ -496,4 +511,5 @@ def world(users, registered_clusters, make_link, make_topic, topic_name):
         new_topic=make_topic(kafka.SOURCE, f"{topic_name}-new"),
         destination=registered_clusters["destination"],
         run=runner.start(registry.get("share-data"), setup),
+        verification=Verification.objects.create(mirror=mirror, requested_by="tests"),
     )

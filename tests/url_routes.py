@@ -18,6 +18,7 @@ from replication.models import (
     KafkaCluster,
     MirrorTopic,
     ScenarioRun,
+    Verification,
 )
 from replication.scenarios import runner
 
@@ -62,12 +63,15 @@ class World:
     new_topic: str  # a source topic no mirror follows yet
     destination: KafkaCluster
     run: ScenarioRun  # a scenario run waiting for its first step
+    verification: Verification  # of the mirror, asked for and not run
 
     def values(self, route: URLPattern) -> dict[str, str]:
         """Valid values of the route's parameters: the objects of the world."""
         pattern = str(route.pattern)
         names = {"clusters/": self.destination.name, "scenarios/": "share-data"}
         pks = {"account/": self.token.pk, "scenarios/": self.run.pk}
+        if "/verifications/" in pattern:
+            pks = {"mirrors/": self.verification.pk}
         return {
             "destination": self.destination.name,
             "name": next((v for k, v in names.items() if pattern.startswith(k)), self.link.name),

@@ -1,9 +1,11 @@
 """kafka-mirrors: create, list, describe, pause and unpause mirror topics, as Confluent's tool
-does. The link of a topic named with --topics is found for the user."""
+does; and (Isthmus's own) verify them against their sources. The link of a topic named with
+--topics is found for the user."""
 
 from __future__ import annotations
 
 import sys
+import time
 import urllib.parse
 from collections import defaultdict
 from datetime import datetime
@@ -40,6 +42,11 @@ def _arguments(argv):
         ),
         ("--reverse-and-pause", "the same, the source's new mirror left paused"),
         (
+            "--verify",
+            "compare mirror topics with their sources record by record (partition, offset, "
+            "key, value, headers, timestamp), showing progress; exit status 1 if any differs",
+        ),
+        (
             "--truncate-and-restore",
             "after a failover, on the old primary: set its divergent records aside and make "
             "its topics mirrors of the promoted ones (with --link)",
@@ -71,11 +78,31 @@ def _arguments(argv):
         "--pending-stopped-only", action="store_true", help="--describe only stopping mirrors"
     )
     p.add_argument("--validate-only", action="store_true", help="check only; change nothing")
+    p.add_argument(
+        "--from",
+        dest="from_offset",
+        type=int,
+        help="--verify from this source offset (default: each partition's log start)",
+    )
+    p.add_argument(
+        "--to",
+        dest="to_offset",
+        type=int,
+        help="--verify up to, not including, this source "
+        "offset (default: what the mirror has copied)",
+    )
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="--verify: start the verifications and say where to follow them, without waiting",
+    )
     args = p.parse_args(argv)
     if args.create and not (args.mirror_topic and args.link):
         p.error("--create needs --mirror-topic and --link")
-    if (args.pause or args.unpause or _stopping(args)) and not args.topics:
-        p.error("--pause, --unpause, --promote, --failover and --reverse-* need --topics")
+    if (args.pause or args.unpause or args.verify or _stopping(args)) and not args.topics:
+        p.error("--pause, --unpause, --verify, --promote, --failover and --reverse-* need --topics")
+    if (args.from_offset is not None or args.to_offset is not None) and not args.verify:
+        p.error("--from and --to go with --verify")
     if args.truncate_and_restore and not args.link:
         p.error("--truncate-and-restore needs --link: its topics are not mirrors yet")
     return args
@@ -177,6 +204,10 @@ def describe(session: Session, args) -> None:
                 f"Lag: {lag['lag']}  TimeSinceLastFetchMs: {lag['time_since_last_fetch_ms']}  "
                 f"OffsetMode: {lag['offset_mode']}"
             )
+        if mirror.get("verified"):
+            print(f"    Verification: {mirror['verified']}")
+        for difference in mirror.get("differences", []):
+            print(f"    Differs: {difference}")
         for problem in mirror["status_errors"]:
             print(f"    Warning: {problem}", file=sys.stderr)
 
@@ -275,6 +306,66 @@ def _stop_outcome(outcome: dict, validate_only: bool) -> bool:
     return True
 
 
+POLL_S = 1.0
+
+
+def verify(session: Session, args) -> int:
+    """Start a verification of each topic, then follow them, printing progress, until each is
+    done; then what each found. Exit status 1 if any mirror differs, 2 if any could not run."""
+    by_link = defaultdict(list)
+    for topic, link in _links_of(session, names(args.topics)).items():
+        by_link[link].append(topic)
+    running = {}  # topic -> its verification's path
+    for link, link_topics in by_link.items():
+        body = {
+            "mirror_topic_names": link_topics,
+            "from_offset": args.from_offset,
+            "to_offset": args.to_offset,
+        }
+        for v in session.call("POST", session.link_path(link, "mirrors:verify"), body)["data"]:
+            topic = v["mirror_topic_name"]
+            running[topic] = session.link_path(
+                link, "mirrors", topic, "verifications", v["verification_id"]
+            )
+    if args.no_wait:
+        for topic, path in running.items():
+            print(
+                f"Verification of {topic} started: its progress and result at {path} (the API), "
+                "and on the mirror topic's page in the console."
+            )
+        return 0
+    done = _follow(session, running)
+    status = 0
+    for topic, found in done.items():
+        print(f"Topic: {topic}  State: {found['state']}  {found['outcome']}")
+        for difference in found["differences"]:
+            print(f"    Differs: {difference}")
+        for note in found["notes"]:
+            print(f"    Not compared: {note}")
+        status = max(status, {"DIFFERENT": 1, "FAILED": 2}.get(found["state"], 0))
+    return status
+
+
+def _follow(session: Session, running: dict[str, str]) -> dict[str, dict]:
+    """Read each verification until it ends, printing its progress when it moved."""
+    shown: dict[str, str] = {}
+    done: dict[str, dict] = {}
+    while True:
+        for topic, path in running.items():
+            if topic in done:
+                continue
+            found = session.call("GET", path)
+            line = f"Verifying {topic}: {found['compared']} of {found['total']} offsets compared"
+            if line != shown.get(topic):
+                print(line, flush=True)
+                shown[topic] = line
+            if found["state"] != "RUNNING":
+                done[topic] = found
+        if len(done) == len(running):
+            return {topic: done[topic] for topic in running}
+        time.sleep(POLL_S)
+
+
 def requests(session: Session, args) -> None:
     """Approve, reject, withdraw, show or list approval requests."""
     base = f"/clusters/{session.cluster_id}/approval-requests"
@@ -326,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         return alter(session, args, "resume", "resuming")
     elif flag := _stopping(args):
         return stop(session, args, flag)
+    elif args.verify:
+        return verify(session, args)
     else:
         requests(session, args)
     return 0

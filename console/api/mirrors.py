@@ -26,7 +26,7 @@ from console.api.schemas import (
     StopMirrorData,
     respond,
 )
-from replication import approvals, audit, bulk, restore
+from replication import approvals, audit, bulk, restore, verification
 from replication.errors import ReplicationError
 from replication.lag import MirrorStatus, describe_mirror, describe_mirrors
 from replication.links import get_link
@@ -49,9 +49,11 @@ STOPS = (
 )
 
 
-def lags_data(partitions) -> list[MirrorLag]:
+def lags_data(partitions, verified: dict[int, tuple[int, int]] | None = None) -> list[MirrorLag]:
     """Each partition's lag as Kafka REST's MirrorLag, with Isthmus's extensions: the
-    destination log end offset, the source high watermark, the time since the last fetch."""
+    destination log end offset, the source high watermark, the time since the last fetch, and
+    how far the background verification got (`verified`, from `verification.verified`)."""
+    verified = verified or {}
     return [
         MirrorLag(
             partition=p.partition,
@@ -61,6 +63,7 @@ def lags_data(partitions) -> list[MirrorLag]:
             source_high_watermark=p.source_high_watermark,
             time_since_last_fetch_ms=p.time_since_last_fetch_ms,
             offset_mode=p.offset_mode,
+            verified_offset=verified.get(p.partition, (0, -1))[1],
         )
         for p in partitions
     ]
@@ -93,13 +96,16 @@ def mirror_data(request, status: MirrorStatus) -> KafkaMirrorData:
         source_topic_name=mirror.source_topic,
         source_topic_id=mirror.source_topic_id,
         num_partitions=len(status.partitions) or mirror.num_partitions,
-        mirror_lags=lags_data(status.partitions),
+        mirror_lags=lags_data(status.partitions, verification.verified(mirror)),
         mirror_status=mirror.state,
         mirror_topic_error=mirror.mirror_error,
         state_time_ms=int(mirror.state_time.timestamp() * 1000),
         mirror_state_transition_errors=transition_errors,
         read_only_enforced=mirror.read_only_enforced,
         status_errors=status.errors,
+        verified=verification.summary(mirror),
+        differing_records=mirror.differing_records,
+        differences=verification.differences(mirror),
     )
 
 
@@ -155,7 +161,7 @@ def mirror(request, cluster_id, link_name, mirror_topic_name):
     return respond(mirror_data(request, describe_mirror(found)))
 
 
-def _named_mirrors(body: dict, link) -> list[str]:
+def named_mirrors(body: dict, link) -> list[str]:
     names = field(body, "mirror_topic_names", list)
     pattern = field(body, "mirror_topic_name_pattern", str)
     if (names is None) == (pattern is None):
@@ -170,7 +176,7 @@ def mirrors_action(request, cluster_id, link_name, action):
     """Pause or resume mirrors; each topic's outcome is reported on its own, with HTTP 200."""
     destination = cluster(cluster_id)
     link = get_link(destination, link_name)
-    names = _named_mirrors(json_body(request), link)
+    names = named_mirrors(json_body(request), link)
     validate_only = flag(request, "validate_only")
     actor = audit.Actor.from_request(request)
     results, acted = [], []
@@ -223,7 +229,7 @@ def mirrors_stop(request, cluster_id, link_name, action):
         audit.Actor.from_request(request),
         link,
         action,
-        _named_mirrors(body, link),
+        named_mirrors(body, link),
         field(body, "reason", str, default=""),
         break_glass=field(body, "break_glass", bool, default=False),
         validate_only=flag(request, "validate_only"),

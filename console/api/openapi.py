@@ -129,6 +129,9 @@ PARAMETERS = {
         "mirror_topic_name", "path", string(), "The mirror topic name.", "orders"
     ),
     "RequestId": parameter("request_id", "path", string(), "The approval request's id.", "7"),
+    "VerificationId": parameter(
+        "verification_id", "path", string(), "The verification's id.", "12"
+    ),
     "TopicName": parameter("topic_name", "path", string(), "The topic name.", "orders"),
     "PartitionId": parameter("partition_id", "path", string(), "The partition number.", "0"),
     "TopicConfigName": parameter(
@@ -159,6 +162,7 @@ PATH_PARAMETERS = {
     "config_name": "ConfigName",
     "mirror_topic_name": "MirrorTopicName",
     "request_id": "RequestId",
+    "verification_id": "VerificationId",
     "topic_name": "TopicName",
     "partition_id": "PartitionId",
     "name": "TopicConfigName",
@@ -678,6 +682,54 @@ PATHS = {
             "console.view",
             ok(schemas.KafkaMirrorData, "The mirror topic, with its lags read now."),
             errors={404: NO_MIRROR},
+        ),
+    ),
+    # Isthmus's own (Confluent has no verification): kafka-mirrors --verify.
+    LINK + "/mirrors:verify": path_item(
+        LINK + "/mirrors:verify",
+        post=operation(
+            "verifyMirrorTopics",
+            LINKING_TAG,
+            "Compare the mirror topics with their sources (*Isthmus*)",
+            "mirror.manage",
+            ok(schemas.MirrorVerificationList, "Started: each topic's verification.", 202),
+            description="Every record of a range of source offsets compared with the mirror's: "
+            "partition, offset (through the offset translation), key, value, headers and "
+            "timestamp, and nothing else in the mirror. A worker runs each; read its progress "
+            "and result at its own path.",
+            body=request(
+                schemas.VerifyMirrorsRequest,
+                {"mirror_topic_names": ["orders"], "from_offset": 0},
+                "The mirror topics, and the range of source offsets (default: all of them).",
+            ),
+            errors={
+                **MIRROR_ACTION_ERRORS,
+                400: "Neither or both of mirror_topic_names and mirror_topic_name_pattern, or "
+                "a range that is not offsets from before to after.",
+                409: "A mirror that no longer follows its source (promoted, failed over).",
+            },
+        ),
+    ),
+    LINK + "/mirrors/{mirror_topic_name}/verifications": path_item(
+        LINK + "/mirrors/{mirror_topic_name}/verifications",
+        get=operation(
+            "listMirrorTopicVerifications",
+            LINKING_TAG,
+            "List the mirror topic's verifications (*Isthmus*)",
+            "console.view",
+            ok(schemas.MirrorVerificationList, "The newest 20, newest first."),
+            errors={404: NO_MIRROR},
+        ),
+    ),
+    LINK + "/mirrors/{mirror_topic_name}/verifications/{verification_id}": path_item(
+        LINK + "/mirrors/{mirror_topic_name}/verifications/{verification_id}",
+        get=operation(
+            "readMirrorTopicVerification",
+            LINKING_TAG,
+            "Describe a verification (*Isthmus*)",
+            "console.view",
+            ok(schemas.MirrorVerification, "Its progress, or what it found."),
+            errors={404: NO_MIRROR + " Or it has no verification of this id."},
         ),
     ),
 }

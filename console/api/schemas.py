@@ -17,7 +17,7 @@ from pydantic.json_schema import models_json_schema
 
 from replication import link_configs
 from replication.models import ApprovalRequest as ApprovalRequestModel
-from replication.models import ClusterLink, MirrorTopic
+from replication.models import ClusterLink, MirrorTopic, Verification
 
 REF = "#/components/schemas/{model}"
 
@@ -444,6 +444,11 @@ class MirrorLag(Shape):
         "TRANSLATED once they differ (the mirror started above offset 0, or compaction, "
         "transactions or retention left gaps), with a durable translation."
     )
+    verified_offset: int = Field(
+        -1,
+        description="*Isthmus*: the source offset up to which the background verification "
+        "compared every record of the partition with the source's; -1 before its first round.",
+    )
 
 
 class MirrorStateTransitionError(Shape):
@@ -484,6 +489,62 @@ class KafkaMirrorData(Shape):
         description="*Isthmus*: why offsets could not be read from a cluster just now (the lags "
         "then show -1); empty when both answered."
     )
+    verified: str = Field(
+        "",
+        description="*Isthmus*: what the background verification found, in a sentence (up to "
+        "which offset the mirror is identical to its source, and when it was checked).",
+    )
+    differing_records: int = Field(
+        0, description="*Isthmus*: records any verification found differing from the source."
+    )
+    differences: list[str] = Field(
+        [], description="*Isthmus*: what differs, in words (the first 50 runs of records)."
+    )
+
+
+class VerifiedRange(Shape):
+    """*Isthmus*: one partition's range of source offsets in a verification."""
+
+    partition: int
+    first_offset: int
+    end_offset: int = Field(description="The range ends before this source offset.")
+    compared_upto: int = Field(description="Every record before this offset was compared.")
+
+
+class MirrorVerification(Shape):
+    """*Isthmus*: a mirror topic compared with its source, record by record: partition,
+    offset (through the offset translation), key, value, headers and timestamp."""
+
+    kind: Literal["MirrorVerification"] = "MirrorVerification"
+    metadata: ResourceMetadata
+    verification_id: str
+    link_name: str
+    mirror_topic_name: str
+    state: one_of(Verification.State.values) = Field(
+        description="RUNNING, then IDENTICAL, DIFFERENT or FAILED."
+    )
+    requested_by: str
+    from_offset: int | None = Field(description="As asked; null: the source's log start.")
+    to_offset: int | None = Field(description="As asked; null: what the mirror had copied.")
+    partitions: list[VerifiedRange]
+    total: int = Field(description="Source offsets to compare, over all partitions.")
+    compared: int = Field(description="Source offsets compared so far (the progress).")
+    identical_records: int
+    differing_records: int
+    differences: list[str] = Field(description="What differs, in words (the first 50 runs).")
+    notes: list[str] = Field(description="What could not be compared, and why.")
+    outcome: str = Field(description="The verification in a sentence.")
+    error_message: str | None
+    started_at: str
+    finished_at: str | None
+
+
+class MirrorVerificationList(Shape):
+    """*Isthmus*: verifications of mirror topics."""
+
+    kind: Literal["MirrorVerificationList"] = "MirrorVerificationList"
+    metadata: ResourceCollectionMetadata
+    data: list[MirrorVerification]
 
 
 class KafkaMirrorDataList(Shape):
@@ -698,6 +759,16 @@ class StopMirrorsRequest(AlterMirrorsRequest):
     )
 
 
+class VerifyMirrorsRequest(AlterMirrorsRequest):
+    """*Isthmus*: the mirror topics to compare with their sources, and the range of source
+    offsets (the same in every partition)."""
+
+    from_offset: int | None = Field(None, description="Default: each partition's log start.")
+    to_offset: int | None = Field(
+        None, description="Up to, not including. Default: what the mirror has copied."
+    )
+
+
 class RejectRequest(Body):
     """*Isthmus*: why the request is rejected."""
 
@@ -715,6 +786,8 @@ ANSWERS = (
     KafkaLinkConfigDataList,
     KafkaMirrorData,
     KafkaMirrorDataList,
+    MirrorVerification,
+    MirrorVerificationList,
     AlterMirrorsResult,
     StopMirrorsResult,
     ApprovalRequest,
@@ -741,6 +814,7 @@ BODIES = (
     CreateMirrorTopicRequest,
     AlterMirrorsRequest,
     StopMirrorsRequest,
+    VerifyMirrorsRequest,
     RejectRequest,
 )
 

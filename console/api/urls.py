@@ -3,7 +3,7 @@ cluster's own root, /kafka/<cluster name>/v3/)."""
 
 from django.urls import path
 
-from console.api import approvals, cluster_reads, clusters, links, mirrors, openapi
+from console.api import approvals, cluster_reads, clusters, links, mirrors, openapi, verifications
 
 CLUSTER = "clusters/<str:cluster_id>/"
 LINK = CLUSTER + "links/<str:link_name>/"
@@ -63,7 +63,18 @@ urlpatterns = [
         )
         for action in mirrors.STOPS
     ],
+    path(LINK + "mirrors:verify", verifications.verify, name="api-mirrors-verify"),
     path(LINK + "mirrors/<str:mirror_topic_name>", mirrors.mirror, name="api-mirror"),
+    path(
+        LINK + "mirrors/<str:mirror_topic_name>/verifications",
+        verifications.verifications,
+        name="api-verifications",
+    ),
+    path(
+        LINK + "mirrors/<str:mirror_topic_name>/verifications/<str:verification_id>",
+        verifications.verification_detail,
+        name="api-verification",
+    ),
     path(CLUSTER + "approval-requests", approvals.request_list, name="api-requests"),
     *[
         path(

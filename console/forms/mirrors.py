@@ -43,3 +43,20 @@ class MirrorForm(forms.Form):
                 f"A topic name has at most 249 characters; {long[0][:40]}… has {len(long[0])}."
             )
         return names
+
+
+class VerifyForm(forms.Form):
+    """The range of source offsets to compare (the same in every partition)."""
+
+    from_offset = forms.IntegerField(
+        label="From offset",
+        required=False,
+        min_value=0,
+        help_text="Empty: each partition's log start on the source.",
+    )
+    to_offset = forms.IntegerField(
+        label="To offset",
+        required=False,
+        min_value=1,
+        help_text="Up to, not including. Empty: as far as the mirror has copied.",
+    )

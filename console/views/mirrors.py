@@ -17,8 +17,19 @@ from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import chart_range, find_link, link_url, with_lags
 from infra.kafka_admin import KafkaAdminError
-from replication import audit, bulk, history, lag, mirrors, offset_sync, restore, streams
+from replication import (
+    audit,
+    bulk,
+    history,
+    lag,
+    mirrors,
+    offset_sync,
+    restore,
+    streams,
+    verification,
+)
 from replication.errors import ReplicationError
+from replication.mirror_states import FOLLOWING
 from replication.models import MirrorTopic
 from replication.text import escaped
 
@@ -125,6 +136,7 @@ def mirror_detail(request, destination, topic):
     mirror = find_mirror(destination, topic)
     template = "mirrors/detail.html#partitions" if request.htmx else "mirrors/detail.html"
     status = lag.describe_mirror(mirror)
+    verified = verification.verified(mirror)
     pending = [
         r
         for r in mirror.link.approval_requests.filter(state="PENDING")
@@ -141,6 +153,16 @@ def mirror_detail(request, destination, topic):
             "bidirectional": mirror.link.config("link.mode") == "BIDIRECTIONAL",
             "source_missing": mirrors.source_missing(mirror),
             "records_lost": mirrors.records_lost(mirror),
+            "differences": verification.differences(mirror),
+            "verified": verification.summary(mirror),
+            "partition_rows": [
+                (p, verified[p.partition][1] if p.partition in verified else None)
+                for p in status.partitions
+            ],
+            "following": mirror.state in FOLLOWING,
+            "verifications": []
+            if request.htmx
+            else [(v, verification.outcome(v)) for v in mirror.verifications.all()[:5]],
             "not_copying_yet": streams.not_copying_yet(mirror.link, streams.status(mirror.link)),
             # A refresh also brings the heading's state badge (out of band).
             "oob": bool(request.htmx),

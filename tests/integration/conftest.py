@@ -1,7 +1,10 @@
-"""Fixtures the integration tests of approvals and the API share."""
+"""Fixtures the integration tests share: API clients, command lines as typed, mirrors."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
 import uuid
 
 import pytest
@@ -12,6 +15,7 @@ from replication import audit
 from replication.mirrors import create_mirror
 from replication.models import MirrorTopic
 from replication.tokens import create_token
+from tests.conftest import ROOT
 
 
 @pytest.fixture
@@ -36,3 +40,31 @@ def mirror_of(make_link, make_topic, topic_name):
         return create_mirror(audit.Actor.system("tests"), link, topic)
 
     return make
+
+
+@pytest.fixture
+def tokens(users):
+    return {
+        role: create_token(audit.Actor.system("tests"), user, "cli")[1]
+        for role, user in users.items()
+    }
+
+
+@pytest.fixture
+def typed(live_server, registered_clusters, tokens):
+    """Run a command line as typed in a shell, with bin/ first on PATH and a role's token."""
+
+    def run(line: str, role: str = "operator", **env: str) -> subprocess.CompletedProcess:
+        environment = {
+            **os.environ,
+            "PATH": f"{ROOT / 'bin'}:{os.environ['PATH']}",
+            "ISTHMUS_URL": live_server.url,
+            "ISTHMUS_TOKEN": tokens[role],
+            "ISTHMUS_CONFIG": "/nonexistent",
+            **env,
+        }
+        return subprocess.run(
+            shlex.split(line), capture_output=True, text=True, env=environment, timeout=120
+        )
+
+    return run

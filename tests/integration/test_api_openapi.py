@@ -19,6 +19,7 @@ from console.api.openapi import SPEC
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from replication import approvals, audit
+from replication.models import MirrorTopic, Verification
 from replication.tokens import create_token
 from tests import schema_checks
 from tests.conftest import admin_config
@@ -113,6 +114,11 @@ def test_every_documented_path_answers_as_documented(
         "config_name": CONFIG,
         "mirror_topic_name": source_topic,  # the link has no prefix
         "request_id": str(asked.request.pk),
+        "verification_id": str(
+            Verification.objects.create(
+                mirror=MirrorTopic.objects.get(mirror_topic=source_topic), requested_by="tests"
+            ).pk
+        ),
         "topic_name": source_topic,
         "partition_id": "0",
         "name": "cleanup.policy",
@@ -210,6 +216,7 @@ def test_no_route_answers_500_or_html_to_a_malformed_request(
         "config_name": CONFIG,
         "mirror_topic_name": make_topic(kafka.SOURCE, topic_name),
         "request_id": "1",
+        "verification_id": "1",
         "topic_name": topic_name,
         "partition_id": "0",
         "name": "cleanup.policy",

@@ -3,9 +3,7 @@ a live console and the real clusters."""
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 import subprocess
 
 import pytest
@@ -16,9 +14,8 @@ from infra.kafka_admin import KafkaAdmin
 from isthmus_cli.replica_status import COLUMNS, MIRROR_COLUMNS
 from replication import audit, read_only
 from replication.models import ClusterLink, MirrorTopic
-from replication.tokens import create_token
 from tests import leftovers
-from tests.conftest import ROOT, admin_config
+from tests.conftest import admin_config
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, produce, run_tool
 from tests.mirror_checks import eventually
 
@@ -56,34 +53,6 @@ def demo_topic(devstack):
     yield DEMO
     for node in kafka.NODES:
         _drop_topic(node, DEMO)
-
-
-@pytest.fixture
-def tokens(users):
-    return {
-        role: create_token(audit.Actor.system("tests"), user, "cli")[1]
-        for role, user in users.items()
-    }
-
-
-@pytest.fixture
-def typed(live_server, registered_clusters, tokens):
-    """Run a command line as typed in a shell, with bin/ first on PATH and a role's token."""
-
-    def run(line: str, role: str = "operator", **env: str) -> subprocess.CompletedProcess:
-        environment = {
-            **os.environ,
-            "PATH": f"{ROOT / 'bin'}:{os.environ['PATH']}",
-            "ISTHMUS_URL": live_server.url,
-            "ISTHMUS_TOKEN": tokens[role],
-            "ISTHMUS_CONFIG": "/nonexistent",
-            **env,
-        }
-        return subprocess.run(
-            shlex.split(line), capture_output=True, text=True, env=environment, timeout=120
-        )
-
-    return run
 
 
 def ok(result: subprocess.CompletedProcess) -> list[str]:

@@ -15,14 +15,9 @@ import pytest
 from isthmus_cli.common import read_properties, split_configs
 from replication.models import ClusterLink
 from tests import leftovers
-from tests.integration import test_cli
 from tests.integration.test_cli import ok, refused
 
 pytestmark = pytest.mark.integration
-
-# Fixtures shared with test_cli: command lines run as typed, with a role's token.
-tokens = test_cli.tokens
-typed = test_cli.typed
 
 GROUPS, ACLS, TOPICS = (
     "consumer.offset.group.filters",

@@ -55,6 +55,7 @@ from replication.models import (
     KafkaCluster,
     MirrorTopic,
     ScenarioRun,
+    Verification,
 )
 from replication.policy import POLICY, ROLES, can
 from replication.scenarios import registry, runner
@@ -388,6 +389,8 @@ def console_answer(response) -> Answer:
 def api_answer(response) -> Answer:
     body = response.json() if response.content else {}
     status = response.status_code
+    if status == 202 and body.get("kind") == "MirrorVerificationList":
+        return Answer("done", status)  # verifications started, run by a worker
     if status == 202:
         request = body["approval_request"]
         assert request["state"] == "PENDING", request
@@ -605,6 +608,14 @@ CONSOLE = [
         "mirror.pause",
         a_running_mirror,
         lambda c, w, t: post(c, "mirror-pause", mirror_args(t)),
+    ),
+    Row(
+        "mirror verify",
+        "mirror-verify",
+        ("mirror.manage",),
+        "mirror.verify",
+        a_running_mirror,
+        lambda c, w, t: post(c, "mirror-verify", mirror_args(t), {"from_offset": "0"}),
     ),
     Row(
         "mirror resume",
@@ -934,6 +945,14 @@ API = [
         lambda c, w, t: call(c, "POST", link_url(w, t, "/mirrors:pause"), names_of(t)),
     ),
     Row(
+        "mirror verify",
+        (LINK_PATH + "/mirrors:verify", "POST"),
+        ("mirror.manage",),
+        "mirror.verify",
+        a_running_mirror,
+        lambda c, w, t: call(c, "POST", link_url(w, t, "/mirrors:verify"), names_of(t)),
+    ),
+    Row(
         "mirror resume",
         (LINK_PATH + "/mirrors:resume", "POST"),
         ("mirror.manage",),
@@ -1134,6 +1153,16 @@ CLI = [
         ),
     ),
     Row(
+        "mirror verify",
+        ("kafka-mirrors", "--verify"),
+        ("mirror.manage",),
+        "mirror.verify",
+        a_running_mirror,
+        lambda run, w, t: run(
+            "kafka-mirrors", *at(w), "--verify", "--no-wait", "--topics", t.mirror.mirror_topic
+        ),
+    ),
+    Row(
         "mirror unpause",
         ("kafka-mirrors", "--unpause"),
         ("mirror.manage",),
@@ -1296,6 +1325,7 @@ def fingerprint() -> tuple:
         ),
         sorted(get_user_model().groups.through.objects.values_list("user_id", "group__name")),
         sorted(ScenarioRun.objects.values_list("pk", "status")),
+        sorted(Verification.objects.values_list("pk", "state")),
     )
 
 

@@ -1,0 +1,94 @@
+"""*Isthmus*'s own paths (Confluent has none): mirror topics compared with their sources,
+record by record, on demand, with progress (`kafka-mirrors --verify`)."""
+
+from __future__ import annotations
+
+from console.api.base import cluster, endpoint, field, json_body, self_url
+from console.api.links import BASE
+from console.api.mirrors import named_mirrors
+from console.api.schemas import (
+    MirrorVerification,
+    MirrorVerificationList,
+    VerifiedRange,
+    respond,
+)
+from replication import audit, verification
+from replication.links import get_link
+from replication.mirrors import get_mirror
+from replication.models import Verification
+
+SHOWN = 20  # the newest verifications a mirror lists
+
+
+def verification_data(request, found: Verification) -> MirrorVerification:
+    mirror = found.mirror
+    path = (
+        f"{BASE.format(cluster_id=mirror.destination.cluster_id)}/{mirror.link.name}/mirrors/"
+        f"{mirror.mirror_topic}/verifications/{found.pk}"
+    )
+    return MirrorVerification(
+        metadata=self_url(request, path),
+        verification_id=str(found.pk),
+        link_name=mirror.link.name,
+        mirror_topic_name=mirror.mirror_topic,
+        state=found.state,
+        requested_by=found.requested_by,
+        from_offset=found.from_offset,
+        to_offset=found.to_offset,
+        partitions=[
+            VerifiedRange(
+                partition=int(p),
+                first_offset=r["first"],
+                end_offset=r["end"],
+                compared_upto=r["at"],
+            )
+            for p, r in sorted(found.ranges.items(), key=lambda i: int(i[0]))
+        ],
+        total=found.total,
+        compared=found.checked,
+        identical_records=found.identical,
+        differing_records=found.differing_records,
+        differences=[verification.Difference.of_json(d).words() for d in found.differences],
+        notes=found.notes,
+        outcome=verification.outcome(found),
+        error_message=found.error or None,
+        started_at=found.started_at.isoformat(),
+        finished_at=found.finished_at.isoformat() if found.finished_at else None,
+    )
+
+
+def _list(request, found) -> MirrorVerificationList:
+    return MirrorVerificationList(
+        metadata=self_url(request, request.path),
+        data=[verification_data(request, v) for v in found],
+    )
+
+
+@endpoint(POST="mirror.manage")
+def verify(request, cluster_id, link_name):
+    """Start comparing the mirror topics named; each runs in a worker (202), its progress read
+    at its own path."""
+    link = get_link(cluster(cluster_id), link_name)
+    body = json_body(request)
+    names = named_mirrors(body, link)
+    first, end = field(body, "from_offset", int), field(body, "to_offset", int)
+    actor = audit.Actor.from_request(request)
+    started = [
+        verification.start(actor, get_mirror(link.destination, name, link), first, end)
+        for name in names
+    ]
+    return respond(_list(request, started), status=202)
+
+
+@endpoint(GET="console.view")
+def verifications(request, cluster_id, link_name, mirror_topic_name):
+    destination = cluster(cluster_id)
+    mirror = get_mirror(destination, mirror_topic_name, get_link(destination, link_name))
+    return respond(_list(request, mirror.verifications.all()[:SHOWN]))
+
+
+@endpoint(GET="console.view")
+def verification_detail(request, cluster_id, link_name, mirror_topic_name, verification_id):
+    destination = cluster(cluster_id)
+    mirror = get_mirror(destination, mirror_topic_name, get_link(destination, link_name))
+    return respond(verification_data(request, verification.get(mirror, verification_id)))
