@@ -23,6 +23,9 @@ ISTHMUS_ORDINARY_BOOTSTRAP  where a client of no privilege reaches each register
 ISTHMUS_LOGIN_FAILURE_LIMIT, ISTHMUS_LOGIN_LOCKOUT_MINUTES  login throttling; default 5
                   failed logins (per user name, per address) lock out for 15 minutes
 ISTHMUS_DEVSTACK_PORT_OFFSET  shifts every port of the embedded stack (a second one beside)
+ISTHMUS_DEVSTACK_BROKERS  brokers per embedded cluster: 1 (default) or 3 (replication factor 3,
+                  min.insync.replicas 2; the second and third broker's ports are the first's
+                  plus 10 and 20)
 ISTHMUS_HTTPS     1 behind a reverse proxy that ends TLS: secure cookies, X-Forwarded-Proto
 ISTHMUS_CONSOLE_URL  the console's address as users reach it, for links in notifications;
                   default http://127.0.0.1:8000
@@ -170,6 +173,13 @@ TEMPLATES = [
 # The embedded stack's ports, shifted by this much (e.g. 1000: Kafka on 10092 and 10093, Redis
 # on 7380), to run a second stack beside the first: the tests that stop brokers run on one.
 DEVSTACK_PORT_OFFSET = _env_number("ISTHMUS_DEVSTACK_PORT_OFFSET", 0)
+# Brokers per embedded cluster: 1 (small machines), or 3 as production runs them (replication
+# factor 3, min.insync.replicas 2; the fault tests run on these).
+DEVSTACK_BROKERS = _env_number("ISTHMUS_DEVSTACK_BROKERS", 1)
+if DEVSTACK_BROKERS not in (1, 3):
+    raise ImproperlyConfigured(
+        f"ISTHMUS_DEVSTACK_BROKERS is {DEVSTACK_BROKERS}: the embedded clusters have 1 or 3 brokers"
+    )
 
 
 def _devstack_port(port: int) -> int:  # devstack.kafka.port, which cannot be imported here

@@ -1,4 +1,5 @@
-"""The two embedded single-node KRaft clusters: their ports, credentials, config and storage."""
+"""The two embedded KRaft clusters, of one node each or three (`settings.DEVSTACK_BROKERS`):
+their ports, credentials, config and storage. Each node is a broker and a controller."""
 
 from __future__ import annotations
 
@@ -24,22 +25,62 @@ SASL_USERS = ("admin", "replicator")
 SUPER_USERS = ("admin",)
 
 
-@dataclass(frozen=True)
-class KafkaNode:
-    """One single-node cluster (broker and controller in one process)."""
+BROKER_PORT_STEP = 10  # the second broker's ports are the first's plus 10, the third's plus 20
 
-    name: str
+
+@dataclass(frozen=True)
+class Broker:
+    """One node of a cluster (broker and controller in one process)."""
+
+    cluster: str
+    node_id: int
     plaintext_port: int  # ordinary clients, authenticated as User:ANONYMOUS
     sasl_port: int  # SASL/PLAIN for the privileged admin and replicator principals
     controller_port: int
+    alone: bool  # the cluster's only node
+
+    @property
+    def name(self) -> str:
+        """Its part of the stack: the cluster's name, or with its node id when it has three."""
+        return self.cluster if self.alone else f"{self.cluster}-{self.node_id}"
+
+    def home(self, var_dir: Path) -> Path:
+        """The first node lives in the cluster's folder (as a one-node cluster always did)."""
+        cluster_home = var_dir / "kafka" / self.cluster
+        return cluster_home if self.node_id == 1 else cluster_home / f"broker-{self.node_id}"
+
+
+@dataclass(frozen=True)
+class KafkaNode:
+    """One embedded cluster, addressed by its first broker's ports (the others follow)."""
+
+    name: str
+    plaintext_port: int
+    sasl_port: int
+    controller_port: int
+    size: int = 1
+
+    @property
+    def brokers(self) -> list[Broker]:
+        return [
+            Broker(
+                self.name,
+                i + 1,
+                self.plaintext_port + i * BROKER_PORT_STEP,
+                self.sasl_port + i * BROKER_PORT_STEP,
+                self.controller_port + i * BROKER_PORT_STEP,
+                alone=self.size == 1,
+            )
+            for i in range(self.size)
+        ]
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.plaintext_port}"
+        return ",".join(f"127.0.0.1:{b.plaintext_port}" for b in self.brokers)
 
     @property
     def sasl_bootstrap(self) -> str:
-        return f"127.0.0.1:{self.sasl_port}"
+        return ",".join(f"127.0.0.1:{b.sasl_port}" for b in self.brokers)
 
     def home(self, var_dir: Path) -> Path:
         return var_dir / "kafka" / self.name
@@ -51,9 +92,14 @@ def port(base: int) -> int:
     return base + settings.DEVSTACK_PORT_OFFSET
 
 
-SOURCE = KafkaNode("source", port(9092), sasl_port=port(9192), controller_port=port(9292))
-DESTINATION = KafkaNode("destination", port(9093), sasl_port=port(9193), controller_port=port(9293))
+SIZE = settings.DEVSTACK_BROKERS
+SOURCE = KafkaNode("source", port(9092), port(9192), port(9292), SIZE)
+DESTINATION = KafkaNode("destination", port(9093), port(9193), port(9293), SIZE)
 NODES = (SOURCE, DESTINATION)
+
+
+def cluster_of(broker: Broker) -> KafkaNode:
+    return next(node for node in NODES if node.name == broker.cluster)
 
 
 def credentials(var_dir: Path) -> dict[str, str]:
@@ -100,21 +146,25 @@ def _jaas(users: dict[str, str], include: tuple[str, ...]) -> str:
     )
 
 
-def server_properties(node: KafkaNode, var_dir: Path) -> str:
+def server_properties(broker: Broker, var_dir: Path) -> str:
     users = credentials(var_dir)
-    home = node.home(var_dir)
+    node = cluster_of(broker)
+    # Internal topics as the cluster can hold them: on three brokers, as production runs them.
+    replicas, in_sync = ("3", "2") if node.size == 3 else ("1", "1")
     props = {
         "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{node.controller_port}",
+        "node.id": str(broker.node_id),
+        "controller.quorum.voters": ",".join(
+            f"{b.node_id}@127.0.0.1:{b.controller_port}" for b in node.brokers
+        ),
         "listeners": (
-            f"PLAINTEXT://127.0.0.1:{node.plaintext_port},"
-            f"SASL_PLAINTEXT://127.0.0.1:{node.sasl_port},"
-            f"CONTROLLER://127.0.0.1:{node.controller_port}"
+            f"PLAINTEXT://127.0.0.1:{broker.plaintext_port},"
+            f"SASL_PLAINTEXT://127.0.0.1:{broker.sasl_port},"
+            f"CONTROLLER://127.0.0.1:{broker.controller_port}"
         ),
         "advertised.listeners": (
-            f"PLAINTEXT://127.0.0.1:{node.plaintext_port},"
-            f"SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}"
+            f"PLAINTEXT://127.0.0.1:{broker.plaintext_port},"
+            f"SASL_PLAINTEXT://127.0.0.1:{broker.sasl_port}"
         ),
         "listener.security.protocol.map": (
             "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
@@ -131,14 +181,16 @@ def server_properties(node: KafkaNode, var_dir: Path) -> str:
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
         "super.users": ";".join(f"User:{u}" for u in SUPER_USERS),
-        "log.dirs": str(home / "data"),
+        "log.dirs": str(broker.home(var_dir) / "data"),
         "num.partitions": "1",
+        "default.replication.factor": replicas,
+        "min.insync.replicas": in_sync,
         "auto.create.topics.enable": "false",
-        "offsets.topic.replication.factor": "1",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
+        "offsets.topic.replication.factor": replicas,
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": in_sync,
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": in_sync,
         "group.initial.rebalance.delay.ms": "0",
         # Retention applies within seconds, not 5 minutes: so a tiny retention shows at once
         # (the verification tests, and whoever tries it on the demo).
@@ -147,24 +199,46 @@ def server_properties(node: KafkaNode, var_dir: Path) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def write_config(node: KafkaNode, var_dir: Path) -> Path:
+def write_config(broker: Broker, var_dir: Path) -> Path:
     """Write the node's server.properties (owner-only: it holds passwords) and return its path."""
-    home = node.home(var_dir)
+    home = broker.home(var_dir)
     home.mkdir(parents=True, exist_ok=True)
     path = home / "server.properties"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(server_properties(node, var_dir))
+        f.write(server_properties(broker, var_dir))
     return path
 
 
-def format_storage(node: KafkaNode, var_dir: Path) -> None:
-    """Format the node's log directory once, with a fresh cluster id; later calls do nothing."""
+def _cluster_id(node: KafkaNode, var_dir: Path) -> str:
+    """The id every node of the cluster is formatted with: made once, kept beside them, with
+    how many nodes the cluster was made of (its controller quorum cannot change size)."""
     home = node.home(var_dir)
+    home.mkdir(parents=True, exist_ok=True)
+    made = home / "cluster.id"
+    if not made.exists():
+        if (on_disk := cluster_id_on_disk(node, var_dir)) is not None:
+            made.write_text(f"{on_disk} 1\n")  # formatted before the id was kept here
+        else:
+            new_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            made.write_text(f"{new_id} {node.size}\n")
+    cluster_id, size = made.read_text().split()
+    if int(size) != node.size:
+        raise RuntimeError(
+            f"the {node.name} cluster in {home} was made with {size} broker(s), and "
+            f"ISTHMUS_DEVSTACK_BROKERS asks for {node.size}. Use another ISTHMUS_VAR_DIR, or "
+            f"stop the stack and delete {var_dir / 'kafka'} (its topics go with it)."
+        )
+    return cluster_id
+
+
+def format_storage(broker: Broker, var_dir: Path) -> None:
+    """Format the node's log directory once, with its cluster's id; later calls do nothing."""
+    home = broker.home(var_dir)
+    cluster_id = _cluster_id(cluster_of(broker), var_dir)
     if (home / "data" / "meta.properties").exists():
         return
-    config = write_config(node, var_dir)
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    config = write_config(broker, var_dir)
     result = subprocess.run(
         # "=": an id may start with "-", which the tool would take for an option.
         [str(KAFKA_RUN), "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}"]
@@ -174,13 +248,13 @@ def format_storage(node: KafkaNode, var_dir: Path) -> None:
     )
     if result.returncode != 0:
         raise RuntimeError(
-            f"Formatting the {node.name} cluster's storage in {home / 'data'} failed: "
+            f"Formatting the {broker.name} node's storage in {home / 'data'} failed: "
             f"{(result.stderr or result.stdout).strip()}"
         )
 
 
 def cluster_id_on_disk(node: KafkaNode, var_dir: Path) -> str | None:
-    """The cluster id written by `kafka-storage format` into meta.properties."""
+    """The cluster id written by `kafka-storage format` into the first node's meta.properties."""
     meta = node.home(var_dir) / "data" / "meta.properties"
     if not meta.exists():
         return None
@@ -190,15 +264,17 @@ def cluster_id_on_disk(node: KafkaNode, var_dir: Path) -> str | None:
     return None
 
 
-def broker_command(node: KafkaNode, var_dir: Path) -> list[str]:
-    return [str(KAFKA_RUN), "kafka.Kafka", str(write_config(node, var_dir))]
+def broker_command(broker: Broker, var_dir: Path) -> list[str]:
+    return [str(KAFKA_RUN), "kafka.Kafka", str(write_config(broker, var_dir))]
 
 
-def broker_env(node: KafkaNode, var_dir: Path) -> dict[str, str]:
-    logs = node.home(var_dir) / "logs"
+def broker_env(broker: Broker, var_dir: Path) -> dict[str, str]:
+    logs = broker.home(var_dir) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     return {
-        "KAFKA_HEAP_OPTS": os.environ.get("ISTHMUS_KAFKA_HEAP", "-Xms256m -Xmx1g"),
+        "KAFKA_HEAP_OPTS": os.environ.get(
+            "ISTHMUS_KAFKA_HEAP", "-Xms256m -Xmx1g" if broker.alone else "-Xms256m -Xmx512m"
+        ),
         "KAFKA_LOG4J_CONFIG": str(ROOT / "devstack" / "log4j2-broker.properties"),
         "KAFKA_OPTS": f"-Dkafka.logs.dir={logs} -XX:+UseG1GC",
     }

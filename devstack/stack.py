@@ -1,5 +1,6 @@
-"""The embedded stack: two Kafka clusters, Redis, a Celery worker and beat, and the web console;
-with ISTHMUS_DB=postgres, a PostgreSQL too.
+"""The embedded stack: two Kafka clusters (of one broker each, or three), Redis, Celery workers
+and beat, and the web console; with ISTHMUS_DB=postgres, a PostgreSQL too. A cluster of three is
+three parts (`source-1` …), which its name (`source`) stands for.
 
 `up` checks every port first (so a conflict starts nothing), starts what is not already running,
 then waits until each part answers. `down` stops, by recorded pid, exactly what `up` started.
@@ -56,11 +57,14 @@ class StackError(RuntimeError):
     pass
 
 
-def _kafka_ready(node: kafka.KafkaNode, var_dir: Path) -> bool:
+def _kafka_ready(broker: kafka.Broker, var_dir: Path) -> bool:
     """The node answers metadata requests on both its listeners."""
     from confluent_kafka.admin import AdminClient
 
-    for conf in ({"bootstrap.servers": node.bootstrap}, kafka.sasl_client_config(node, var_dir)):
+    sasl = f"127.0.0.1:{broker.sasl_port}"
+    node = kafka.cluster_of(broker)
+    plain = {"bootstrap.servers": f"127.0.0.1:{broker.plaintext_port}"}
+    for conf in (plain, kafka.sasl_client_config(node, var_dir, bootstrap=sasl)):
         admin = AdminClient({**conf, "socket.timeout.ms": 2000, "log_level": 0})
         admin.describe_cluster(request_timeout=2).result(timeout=3)
     return True
@@ -137,16 +141,17 @@ class Stack:
         verifier = "isthmus-verifier@devstack"
         parts = [
             Component(
-                name=node.name,
-                address=f"{node.bootstrap} (SASL {node.sasl_bootstrap})",
-                ports=(node.plaintext_port, node.sasl_port, node.controller_port),
-                prepare=lambda node=node: kafka.format_storage(node, var),
-                command=lambda node=node: kafka.broker_command(node, var),
-                env=lambda node=node: kafka.broker_env(node, var),
-                ready=lambda node=node: _kafka_ready(node, var),
+                name=broker.name,
+                address=f"127.0.0.1:{broker.plaintext_port} (SASL 127.0.0.1:{broker.sasl_port})",
+                ports=(broker.plaintext_port, broker.sasl_port, broker.controller_port),
+                prepare=lambda broker=broker: kafka.format_storage(broker, var),
+                command=lambda broker=broker: kafka.broker_command(broker, var),
+                env=lambda broker=broker: kafka.broker_env(broker, var),
+                ready=lambda broker=broker: _kafka_ready(broker, var),
                 start_timeout=90,
             )
             for node in kafka.NODES
+            for broker in node.brokers
         ]
         if (database := self._postgres_part()) is not None:
             parts.insert(0, database)
@@ -271,8 +276,13 @@ class Stack:
 
     # Operations. ---------------------------------------------------------------------------
 
+    def expand(self, names: Iterable[str]) -> list[str]:
+        """The part names, a cluster's name standing for each of its brokers."""
+        clusters = {node.name: [b.name for b in node.brokers] for node in kafka.NODES}
+        return [part for name in names for part in clusters.get(name, [name])]
+
     def select(self, names: Iterable[str] | None) -> list[Component]:
-        names = list(names or [])
+        names = self.expand(names or [])
         if not names:
             return self.components
         known = {c.name: c for c in self.components}

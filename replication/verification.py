@@ -367,20 +367,64 @@ def compare_windows(
 # --- what was found, kept on the mirror ------------------------------------------------------
 
 
+def _span(d: Difference) -> tuple[int, int]:
+    """The offsets a difference covers: the mirror's, or the source's for a record missing."""
+    first = d.source_offset if d.kind == "MISSING" else d.mirror_offset
+    return first, first + d.count
+
+
+def _part(d: Difference, first: int, end: int) -> Difference:
+    """The records of `d` within [first, end) of its offsets."""
+    skip = first - _span(d)[0]
+
+    def moved(offset: int | None) -> int | None:
+        return None if offset is None else offset + skip
+
+    return replace(
+        d,
+        source_offset=moved(d.source_offset),
+        mirror_offset=moved(d.mirror_offset),
+        count=end - first,
+    )
+
+
+def unseen(kept: list[Difference], found: list[Difference]) -> list[Difference]:
+    """What of `found` is not in `kept` already (the sweep and a verification asked for may
+    both come upon the same records)."""
+    new = []
+    for d in found:
+        pieces = [_span(d)]
+        for k in kept:
+            if (k.partition, k.kind) != (d.partition, d.kind):
+                continue
+            a, b = _span(k)
+            pieces = [
+                piece
+                for x, y in pieces
+                for piece in ((x, min(y, a)), (max(x, b), y))
+                if piece[0] < piece[1]
+            ]
+        new += [_part(d, x, y) for x, y in pieces]
+    return new
+
+
 def note_differences(mirror: MirrorTopic, found: list[Difference]) -> None:
-    """Keep what differs on the mirror (folded with what was found before), and say so once in
-    the log and the audit trail."""
+    """Keep what differs on the mirror (folded with what was found before, each record
+    counted once), and say so once in the log and the audit trail."""
     if not found:
         return
-    kept = [Difference.of_json(d) for d in mirror.differences or []]
-    merged = fold(sorted([*kept, *found], key=_order))
-    count = mirror.differing_records + sum(d.count for d in found)
-    MirrorTopic.objects.filter(pk=mirror.pk).update(
-        differences=[d.as_json() for d in merged[:KEPT]], differing_records=count
-    )
-    first_time = not mirror.differing_records
-    mirror.differences, mirror.differing_records = [d.as_json() for d in merged[:KEPT]], count
-    said = "; ".join(d.words() for d in found[:5])
+    with transaction.atomic():
+        row = MirrorTopic.objects.select_for_update().get(pk=mirror.pk)
+        kept = [Difference.of_json(d) for d in row.differences or []]
+        new = unseen(kept, found)
+        if not new:
+            return
+        merged = [d.as_json() for d in fold(sorted([*kept, *new], key=_order))[:KEPT]]
+        count = row.differing_records + sum(d.count for d in new)
+        MirrorTopic.objects.filter(pk=mirror.pk).update(differences=merged, differing_records=count)
+    first_time = not row.differing_records
+    mirror.differences, mirror.differing_records = merged, count
+    said = "; ".join(d.words() for d in new[:5])
     log.error("Mirror topic %s differs from its source: %s", mirror.mirror_topic, said)
     if first_time:
         audit.record(

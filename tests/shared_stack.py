@@ -19,6 +19,7 @@ def parts_of(stack: Stack) -> list[str]:
 
 @contextmanager
 def shared_stack(stack: Stack, parts: list[str]) -> Iterator[Stack]:
+    parts = stack.expand(parts)  # a cluster of three brokers is three parts
     already = {s.name for s in stack.status(parts) if s.pid}
     started = [name for name in parts if name not in already]
     try:

@@ -92,6 +92,11 @@ def _arguments(argv):
         "offset (default: what the mirror has copied)",
     )
     p.add_argument(
+        "--include-verification",
+        action="store_true",
+        help="--describe: also what the background verification found",
+    )
+    p.add_argument(
         "--no-wait",
         action="store_true",
         help="--verify: start the verifications and say where to follow them, without waiting",
@@ -204,10 +209,10 @@ def describe(session: Session, args) -> None:
                 f"Lag: {lag['lag']}  TimeSinceLastFetchMs: {lag['time_since_last_fetch_ms']}  "
                 f"OffsetMode: {lag['offset_mode']}"
             )
-        if mirror.get("verified"):
-            print(f"    Verification: {mirror['verified']}")
-        for difference in mirror.get("differences", []):
-            print(f"    Differs: {difference}")
+        if args.include_verification:
+            print(f"    Verification: {mirror['verified'] or 'not compared with its source yet'}")
+            for difference in mirror["differences"]:
+                print(f"    Differs: {difference}")
         for problem in mirror["status_errors"]:
             print(f"    Warning: {problem}", file=sys.stderr)
 

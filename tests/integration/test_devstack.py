@@ -82,7 +82,7 @@ def test_status_shows_each_shared_part_with_address_pid_and_health(devstack):
 def test_the_broker_config_enforces_acls_without_trusting_anonymous(devstack, var_dir):
     props = dict(
         line.split("=", 1)
-        for line in kafka.server_properties(kafka.DESTINATION, var_dir).splitlines()
+        for line in kafka.server_properties(kafka.DESTINATION.brokers[0], var_dir).splitlines()
     )
     assert props["authorizer.class.name"].endswith("StandardAuthorizer")
     assert props["allow.everyone.if.no.acl.found"] == "true"

@@ -102,7 +102,7 @@ def test_a_record_a_super_user_writes_into_a_mirror_is_found_and_shown_everywher
     described = ok(
         typed(
             f"kafka-mirrors --bootstrap-server localhost:{kafka.DESTINATION.plaintext_port} "
-            f"--describe --topics {topic_name}"
+            f"--describe --include-verification --topics {topic_name}"
         )
     )
     assert any(line.startswith("    Differs: " + extra) for line in described)

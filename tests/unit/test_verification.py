@@ -1,7 +1,7 @@
 """The record-by-record comparison of a mirror with its source (replication.verification)."""
 
 from infra.kafka_copy import Record
-from replication.verification import Difference, Position, compare, fold
+from replication.verification import Difference, Position, compare, fold, unseen
 
 
 def record(offset: int, value: str, timestamp: int = 1000, **kw) -> Record:
@@ -107,3 +107,13 @@ def test_fold_joins_runs_that_go_on_from_each_other():
 def test_difference_round_trips_through_json():
     d = Difference(2, "DIFFERS", 5, 6, ("key", "headers"), 3)
     assert Difference.of_json(d.as_json()) == d
+
+
+def test_records_found_again_are_not_new():
+    kept = [Difference(0, "EXTRA", None, 50), Difference(0, "MOVED", 50, 51, count=10)]
+    again = [Difference(0, "EXTRA", None, 50), Difference(0, "MOVED", 45, 46, count=20)]
+    assert unseen(kept, again) == [
+        Difference(0, "MOVED", 45, 46, count=5),
+        Difference(0, "MOVED", 60, 61, count=5),
+    ]
+    assert unseen(kept, [Difference(1, "EXTRA", None, 50)]) == [Difference(1, "EXTRA", None, 50)]
