@@ -23,13 +23,14 @@ POSTGRES_TESTS := tests/unit tests/integration/test_api.py tests/integration/tes
 	tests/integration/test_devstack.py tests/integration/test_database_limits.py \
 	tests/integration/test_offset_sync.py tests/integration/test_api_link_filters.py
 
-.PHONY: help setup setup-postgres system-packages demo down status test test-postgres lint \
-	format bench
+.PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
+	test-faults lint format bench
 
 help:
 	@echo "make demo    set up, start the embedded stack and the console on http://127.0.0.1:8000"
 	@echo "make test    set up and run the tests (starts the clusters if they are not running),"
 	@echo "             then the domain and API tests again on PostgreSQL (make test-postgres)"
+	@echo "make test-faults  the fault tests on three-broker clusters (a stack of their own)"
 	@echo "make down    stop everything 'make demo' started"
 	@echo "make status  show each part of the stack"
 
@@ -109,6 +110,14 @@ test: setup setup-postgres lint
 
 test-postgres: setup-postgres
 	ISTHMUS_DB=postgres $(PY) -m tests.suite $(POSTGRES_TESTS)
+
+# Brokers killed and restarted under running mirrors, on two three-broker clusters of their own
+# (ports shifted by 2000, state in var/faults-stack/), started and stopped by the session.
+FAULTS_ENV := ISTHMUS_DB=sqlite ISTHMUS_DEVSTACK_BROKERS=3 ISTHMUS_DEVSTACK_PORT_OFFSET=2000 \
+	ISTHMUS_VAR_DIR=$(CURDIR)/var/faults-stack
+test-faults: setup
+	$(FAULTS_ENV) $(PY) manage.py init_var -v 0
+	$(FAULTS_ENV) $(PY) -m pytest -m faults tests/faults
 
 # Catch-up (1 GiB / 8 partitions), 64 topics x 4 partitions, latency at 2,000 and 20,000
 # records/s, idle CPU, a new mirror's first record and memory, against MirrorMaker 2 and the raw

@@ -330,6 +330,18 @@ class KafkaAdmin:
         controller = result.controller.id if result.controller else None
         return ClusterDescription(result.cluster_id, len(result.nodes), controller)
 
+    def broker_configs(self, names: list[str]) -> dict[str, str | None]:
+        """The values of the named configs on one of the cluster's brokers (each broker of a
+        cluster is normally configured alike)."""
+        found = self._wait(
+            self._client.describe_cluster(request_timeout=self.timeout), "describe the cluster"
+        )
+        broker = found.nodes[0].id
+        resource = ConfigResource(ResourceType.BROKER, str(broker))
+        futures = self._client.describe_configs([resource], request_timeout=self.timeout)
+        entries = self._wait(futures[resource], f"describe broker {broker}'s configs")
+        return {name: entries[name].value if name in entries else None for name in names}
+
     def list_topic_names(self) -> set[str]:
         return set(self.topic_partition_counts())
 

@@ -451,7 +451,9 @@ def _connection_problems(configs: dict[str, str]) -> list[str]:
     protocol = configs.get("security.protocol", "PLAINTEXT")
     if protocol.startswith("SASL"):
         problems += _sasl_problems(configs, protocol)
-    elif any(k.startswith("sasl.") for k in configs):
+    # A mechanism alone says nothing without SASL, and Kafka's clients ignore it there (the
+    # seed's three-broker demo sets it so); credentials would never be sent: refused.
+    elif any(k.startswith("sasl.") and k != "sasl.mechanism" for k in configs):
         problems.append(
             f"SASL settings are given but security.protocol is {protocol}; "
             "set security.protocol=SASL_PLAINTEXT or SASL_SSL."

@@ -80,6 +80,12 @@ def slot_report_pattern(engine: str, slot: int) -> str:
     return f"isthmus:engine:{engine}:slot:{slot}:report:*"
 
 
+def writers_key(engine: str) -> str:
+    """Hash: the mirror partitions ("link|topic id|partition") a copier began writing and did
+    not end cleanly (everything it sent answered); deleted when it did."""
+    return f"isthmus:engine:{engine}:writers"
+
+
 def engine_pattern(engine: str) -> str:
     return f"isthmus:engine:{engine}:*"
 

@@ -15,6 +15,9 @@ Exactly once without changing the brokers:
 - Never two writers: a copier writes only while its slot hears from the control channel and
   the slot's epoch is current (see `docs/mirror-engine.md`, "No zombie writes"); the first
   record written to a partition after each (re)start is checked to land at the offset expected.
+- Nothing an earlier writer sent surfaces later: a partition whose last writer did not end
+  cleanly (killed, cut off, reset) starts only once the destination has settled every record
+  that writer may have had in flight (`settle_s`), so its end offset is where it really ends.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ WAIT_S = 0.25
 IDLE_WAIT_S = 1.0
 QUIET_POLLS = 4
 DRAIN_S = 30.0  # the longest a copier waits for its queued records to be delivered
+SETTLE_MARGIN_S = 2.0  # beyond the destination's own bound, for its fetches and elections
 MAX_RESETS = 6  # trouble this many times in a row without copying a record: the copier fails
 REPORT_S = 1.0  # how often a copier refreshes its report when something changed
 IDLE_REPORT_S = 5.0  # and when nothing did
@@ -59,6 +63,12 @@ class Slot(Protocol):
 
     def report_soon(self) -> None:
         """Report at once (an assignment was taken up)."""
+
+    def unclean(self, partitions: list[str]) -> bool:
+        """Whether a writer of any of these partitions may have left records in flight."""
+
+    def writing(self, partitions: list[str], cleanly_ended: bool = False) -> None:
+        """Note that a copier begins writing these partitions, or ended them cleanly."""
 
 
 class Fenced(RuntimeError):
@@ -127,6 +137,7 @@ class Copier:
         self.producer: Producer | None = None
         self.entries: Producer | None = None
         self.admin: KafkaAdmin | None = None  # made when needed, see `go_quiet`
+        self.settle_wait: float | None = None  # see `settle_s`
         self.cursors: dict[tuple[str, int], Cursor] = {}  # (source topic, partition)
         self.runs: dict[tuple[str, str, int], translation.Runs] = {}  # kept across resets
         self.known: set[str] = set()  # source topics whose metadata the consumer has
@@ -209,6 +220,7 @@ class Copier:
         removed = [c for c in self.cursors.values() if c.ident not in wanted]
         if removed:
             self.drain()
+            self.slot.writing([self.cursor_name(c) for c in removed], cleanly_ended=True)
             self.consumer.incremental_unassign(
                 [TopicPartition(c.source, c.partition) for c in removed]
             )
@@ -226,6 +238,10 @@ class Copier:
 
     def start(self, parts: list[dict]) -> None:
         """Start copying `parts`, each from where its mirror partition ends."""
+        names = [self.writer_name(p) for p in parts]
+        if self.slot.unclean(names) and self.replicated({p["mirror"] for p in parts}):
+            self.settle(names)
+        self.slot.writing(names)
         ends = self.destination_ends([(p["mirror"], p["partition"]) for p in parts])
         for topic in {p["source"] for p in parts} - self.known:
             # Without its metadata at hand, the consumer starts fetching a new topic only after
@@ -258,6 +274,61 @@ class Copier:
             self.number,
             ", ".join(f"{tp.topic}[{tp.partition}] from {tp.offset}" for tp in positions),
         )
+
+    def writer_name(self, part: dict) -> str:
+        return f"{self.link_id}|{part['topic_id']}|{part['partition']}"
+
+    def cursor_name(self, cursor: Cursor) -> str:
+        return f"{self.link_id}|{cursor.topic_id}|{cursor.partition}"
+
+    def replicated(self, topics: set[str]) -> bool:
+        """Whether any partition of these mirror topics has followers (with one replica, the
+        leader's end is the high watermark: nothing waits above it)."""
+        try:
+            return any(
+                len(p.replicas) > 1
+                for topic in topics
+                for p in self.destination_admin().partition_replicas(topic)
+            )
+        except KafkaAdminError:
+            return True
+
+    def settle(self, names: list[str]) -> None:
+        """An earlier writer of these partitions ended without every record it sent answered:
+        one it sent may sit on the partition's leader above the high watermark, waiting for a
+        follower that died or lags, and be committed later, after records written from the end
+        offset read now. Each is settled (committed, or dropped by a new leader) once that
+        follower is fenced or leaves the in-sync set: wait that long before reading where the
+        partition ends."""
+        wait = self.settle_s()
+        log.warning(
+            "Link %s, slot %d: the last writer of %s did not end cleanly; waiting %.0f s for "
+            "the destination to settle what it may have sent",
+            self.link_id,
+            self.number,
+            ", ".join(names),
+            wait,
+        )
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.ending:
+                raise Fenced("the copier was stopped")
+            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+
+    def settle_s(self) -> float:
+        """How long the destination may hold a record above its high watermark: the longer of
+        a dead broker's fencing (broker.session.timeout.ms) and a lagging follower's leaving
+        the in-sync set (replica.lag.time.max.ms), with a margin; Kafka's defaults if it
+        cannot be asked."""
+        if self.settle_wait is None:
+            defaults = {"broker.session.timeout.ms": 9_000, "replica.lag.time.max.ms": 30_000}
+            try:
+                found = self.destination_admin().broker_configs(list(defaults))
+                longest = max(int(found.get(n) or d) for n, d in defaults.items())
+            except (KafkaAdminError, ValueError):
+                longest = max(defaults.values())
+            self.settle_wait = longest / 1000 + SETTLE_MARGIN_S
+        return self.settle_wait
 
     # --- copying ----------------------------------------------------------------------------
 
@@ -367,10 +438,13 @@ class Copier:
                     f"{cursor.dest_next}: something else writes this mirror partition"
                 )
 
-    def destination_ends(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    def destination_admin(self) -> KafkaAdmin:
         if self.admin is None:
             self.admin = KafkaAdmin(self.spec["destination"], timeout=15)
-        return self.admin.offsets(partitions)
+        return self.admin
+
+    def destination_ends(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return self.destination_admin().offsets(partitions)
 
     def go_quiet(self) -> None:
         """Nothing came for a while: let go of the admin client, made again when needed. The
@@ -487,6 +561,7 @@ class Copier:
         """Stopped, or the slot's epoch ended: deliver what is queued, then write no more."""
         try:
             self.drain()
+            self.slot.writing([self.cursor_name(c) for c in self.cursors.values()], True)
         except (Fenced, KafkaException) as exc:
             log.warning(
                 "Link %s, slot %d ended with records undelivered: %s",

@@ -96,6 +96,23 @@ class SlotTask:
     def in_touch(self) -> bool:
         return time.monotonic() - self.last_contact <= copier.CONTACT_S
 
+    def unclean(self, partitions: list[str]) -> bool:
+        """Whether a writer of any of these partitions may have left records in flight: it
+        began and did not end cleanly (or Redis cannot say)."""
+        try:
+            return any(self.redis.hmget(control.writers_key(self.engine), partitions))
+        except redis.RedisError:
+            return True
+
+    def writing(self, partitions: list[str], cleanly_ended: bool = False) -> None:
+        """Note that a copier begins writing these partitions, or ended them cleanly."""
+        key = control.writers_key(self.engine)
+        with contextlib.suppress(redis.RedisError):  # unknown counts as unclean
+            if cleanly_ended:
+                self.redis.hdel(key, *partitions)
+            else:
+                self.redis.hset(key, mapping=dict.fromkeys(partitions, self.epoch))
+
     def report_soon(self) -> None:
         """A copier took up a new plan: report it, and wake the engine with it, at once."""
         self.next_beat = 0.0

@@ -71,13 +71,15 @@ def _stack() -> Stack:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test of tests/integration and tests/e2e `kafka` (they use the clusters, Spark
-    or Chromium), so `pytest -m "not kafka"` runs the unit and database-only tests (tests/unit,
-    tests/db) for quick work."""
-    slow = (ROOT / "tests" / "integration", ROOT / "tests" / "e2e")
+    """Mark each test of tests/integration, tests/e2e and tests/faults `kafka` (they use the
+    clusters, Spark or Chromium), so `pytest -m "not kafka"` runs the unit and database-only
+    tests (tests/unit, tests/db) for quick work; and those of tests/faults `faults` too."""
+    slow = [ROOT / "tests" / name for name in ("integration", "e2e", "faults")]
     for item in items:
-        if Path(item.path).is_relative_to(slow[0]) or Path(item.path).is_relative_to(slow[1]):
+        if any(Path(item.path).is_relative_to(folder) for folder in slow):
             item.add_marker(pytest.mark.kafka)
+        if Path(item.path).is_relative_to(slow[2]):
+            item.add_marker(pytest.mark.faults)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -194,7 +196,8 @@ def make_topic(devstack):
 
     def make(node: kafka.KafkaNode, name: str, partitions: int = 1, **config: str) -> str:
         admin = AdminClient(admin_config(node))
-        futures = admin.create_topics([NewTopic(name, partitions, 1, config=config)])
+        # The cluster's own replication factor: 3 on three-broker clusters, as production has.
+        futures = admin.create_topics([NewTopic(name, partitions, -1, config=config)])
         futures[name].result(timeout=30)
         made.append((node, name))
 

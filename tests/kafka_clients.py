@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import subprocess
 import time
 
@@ -174,3 +175,34 @@ def write_refused(node: kafka.KafkaNode, topic: str) -> bool:
         and errors[0] is not None
         and errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     )
+
+
+def keep_producing(
+    topic: str, records: int, partitions: int, seconds: float, idempotent: bool = False
+) -> None:
+    """Write `records` numbered records (key i, header i, a timestamp from RECENT on, 100
+    random bytes) over about `seconds`, so faults land while a copy is going on; `idempotent`:
+    each once, whatever the source brokers do meanwhile."""
+    producer = Producer(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 5}
+        | ({"enable.idempotence": True, "message.timeout.ms": 300_000} if idempotent else {})
+    )
+    started, step = time.monotonic(), max(1, records // 200)
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    key=str(i).encode(),
+                    value=random.randbytes(100),
+                    partition=i % partitions,
+                    timestamp=RECENT + i,
+                    headers=[("i", str(i).encode())],
+                )
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % step == 0:
+            producer.poll(0)
+            time.sleep(max(0.0, started + seconds * i / records - time.monotonic()))
+    assert producer.flush(300) == 0

@@ -43,9 +43,14 @@ def main(args: list[str]) -> int:
     stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
     with shared_stack(stack, parts_of(stack)), open(serial_log, "w") as log:
         alone = subprocess.Popen(
-            [*pytest, "-m", "serial"], env=serial_env, stdout=log, stderr=subprocess.STDOUT
+            [*pytest, "-m", "serial and not faults"],
+            env=serial_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
-        parallel = subprocess.call([*pytest, "-n", workers, "--dist=loadfile", "-m", "not serial"])
+        parallel = subprocess.call(
+            [*pytest, "-n", workers, "--dist=loadfile", "-m", "not serial and not faults"]
+        )
         alone.wait()
     print(f"\nThe tests that stop brokers or Redis, on a stack of their own ({serial_log}):")
     print(Path(serial_log).read_text(errors="replace"), flush=True)

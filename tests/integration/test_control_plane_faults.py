@@ -17,7 +17,8 @@ from replication import streams
 from replication.mirrors import create_mirror
 from replication.models import ClusterLink
 from tests.conftest import start_celery_worker, stop_process
-from tests.integration.test_stream_failures import _copied, _keep_producing, _source_topic
+from tests.integration.test_stream_failures import _copied, _source_topic
+from tests.kafka_clients import keep_producing
 from tests.mirror_checks import ACTOR, assert_exact_copy, caught_up, committed_link, eventually
 
 # The worker sees only committed rows.
@@ -43,7 +44,7 @@ def test_killing_the_worker_and_beat_and_restarting_redis_mid_copy_keeps_the_cop
     topic = _source_topic()
     node = f"faults-{uuid.uuid4().hex[:6]}@localhost"
     worker = start_celery_worker(tmp_path, node)
-    writer = threading.Thread(target=_keep_producing, args=(topic, 300_000, 4, 60))
+    writer = threading.Thread(target=keep_producing, args=(topic, 300_000, 4, 60))
     try:
         with committed_link(django_db_blocker, [topic]) as link:
             mirror = create_mirror(ACTOR, link, topic)

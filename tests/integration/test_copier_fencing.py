@@ -5,9 +5,6 @@ through a proxy the test can cut."""
 
 from __future__ import annotations
 
-import json
-import socket
-import threading
 import time
 
 import pytest
@@ -18,81 +15,15 @@ from django.conf import settings
 from devstack import kafka
 from infra import processes
 from infra.kafka_admin import KafkaAdmin
-from spark_jobs import control, copier, slot
+from spark_jobs import control, copier
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import assert_exact_copy, eventually
+from tests.slots import Proxy, Source, end_slots, start_slot
 
 pytestmark = pytest.mark.integration
 
 RECENT = int(time.time() * 1000) - 600_000
-
-
-class Proxy(threading.Thread):
-    """A TCP proxy to Redis; `cut()` drops every connection and answers none until `mend()`."""
-
-    def __init__(self, host: str, port: int):
-        super().__init__(daemon=True)
-        self.target = (host, port)
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.open = threading.Event()
-        self.open.set()
-        self.sockets: list[socket.socket] = []
-
-    def run(self) -> None:
-        while True:
-            client, _ = self.server.accept()
-            if not self.open.is_set():
-                client.close()
-                continue
-            upstream = socket.create_connection(self.target)
-            self.sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self.pipe, args=(a, b), daemon=True).start()
-
-    def pipe(self, a: socket.socket, b: socket.socket) -> None:
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (a, b):
-                s.close()
-
-    def cut(self) -> None:
-        self.open.clear()
-        for s in self.sockets:
-            s.close()
-        self.sockets.clear()
-
-    def mend(self) -> None:
-        self.open.set()
-
-
-class Source(threading.Thread):
-    """Writes a record every millisecond or so to a 2-partition source topic until stopped."""
-
-    def __init__(self, topic: str):
-        super().__init__(daemon=True)
-        self.topic, self.written, self.done = topic, 0, threading.Event()
-
-    def run(self) -> None:
-        producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 1})
-        while not self.done.is_set():
-            for _ in range(20):
-                i = self.written
-                producer.produce(
-                    self.topic,
-                    key=str(i).encode(),
-                    value=b"v",
-                    partition=i % 2,
-                    timestamp=RECENT + i,
-                )
-                self.written += 1
-            producer.poll(0.02)
-        assert producer.flush(30) == 0
 
 
 def _mirrored(topic: str) -> int:
@@ -105,9 +36,6 @@ def _still_for(topic: str, seconds: float) -> bool:
     return _mirrored(topic) == before
 
 
-ENGINE_KEY = "UECpr9uA5BtOAGSecLL3H4q03YEpepKthZDNXhE0uSg="  # a Fernet key for the test
-
-
 @pytest.fixture
 def fenced_task(make_topic):
     """A slot running a copier of a one-mirror link, its Redis reached through a proxy; the
@@ -116,49 +44,10 @@ def fenced_task(make_topic):
     for node in (kafka.SOURCE, kafka.DESTINATION):
         make_topic(node, topic, partitions=2)
     r = redis.Redis.from_url(settings.REDIS_URL)
-    host = r.connection_pool.connection_kwargs["host"]
-    proxy = Proxy(host, r.connection_pool.connection_kwargs["port"])
-    proxy.start()
-    engine, link_id, epoch = leftovers.unique_name("fencing"), "link-1", "e1"
-    db = r.connection_pool.connection_kwargs.get("db", 0)
-    spec = {
-        "link_id": link_id,
-        "link_name": "fencing",
-        "source": {"bootstrap.servers": kafka.SOURCE.bootstrap},
-        "destination": {"bootstrap.servers": kafka.DESTINATION.bootstrap},
-    }
-    topic_id = KafkaAdmin(admin_config(kafka.DESTINATION)).describe_topic(topic).topic_id
-    r.hset(control.links_key(engine), link_id, control.seal(ENGINE_KEY, spec))
-    r.set(control.slot_epoch_key(engine, 0), epoch)
-    r.hset(
-        control.slot_assignment_key(engine, 0),
-        link_id,
-        json.dumps(
-            {
-                "epoch": epoch,
-                "version": 1,
-                "digest": control.digest(ENGINE_KEY, spec),
-                "partitions": [
-                    {
-                        "mirror": topic,
-                        "source": topic,
-                        "topic_id": topic_id,
-                        "partition": p,
-                        "runs": [],
-                    }
-                    for p in range(2)
-                ],
-            }
-        ),
-    )
-    task_spec = {
-        "engine": engine,
-        "key": ENGINE_KEY,
-        "redis_url": f"redis://127.0.0.1:{proxy.port}/{db}",
-    }
-    task = threading.Thread(target=slot.SlotTask(task_spec, 0, epoch).run, daemon=True)
+    proxy = Proxy.to(r)
+    engine, epoch = leftovers.unique_name("fencing"), "e1"
+    task = start_slot(r, engine, epoch, topic, proxy.url(r))
     source = Source(topic)
-    task.start()
     source.start()
     yield type(
         "Fenced",
@@ -166,9 +55,7 @@ def fenced_task(make_topic):
         dict(topic=topic, proxy=proxy, task=task, source=source, r=r, engine=engine, epoch=epoch),
     )
     source.done.set()
-    r.set(control.slot_epoch_key(engine, 0), "ended")
-    task.join(30)
-    r.delete(*r.keys(control.engine_pattern(engine)) or ["none"])
+    end_slots(r, engine, [task])
 
 
 class AlwaysInTouch:
@@ -180,6 +67,12 @@ class AlwaysInTouch:
         return True
 
     def report_soon(self) -> None:
+        pass
+
+    def unclean(self, partitions: list[str]) -> bool:
+        return False
+
+    def writing(self, partitions: list[str], cleanly_ended: bool = False) -> None:
         pass
 
 

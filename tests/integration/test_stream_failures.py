@@ -13,7 +13,6 @@ import time
 
 import psutil
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
@@ -23,6 +22,7 @@ from replication import streams
 from replication.mirrors import create_mirror
 from tests import leftovers
 from tests.conftest import admin_config
+from tests.kafka_clients import keep_producing
 from tests.mirror_checks import (
     ACTOR,
     assert_exact_copy,
@@ -33,11 +33,10 @@ from tests.mirror_checks import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db, pytest.mark.serial]
 
-RECENT = int(time.time() * 1000) - 600_000
 
 
 def _source_topic(partitions: int = 4) -> str:
-    """A new, empty source topic (`_keep_producing` writes it while the copy runs)."""
+    """A new, empty source topic (`keep_producing` writes it while the copy runs)."""
     topic = leftovers.unique_name("failures")
     admin = AdminClient(admin_config(kafka.SOURCE))
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
@@ -106,36 +105,11 @@ def _kill(link, what: str) -> None:
         target.send_signal(signal.SIGKILL)
 
 
-def _keep_producing(topic: str, records: int, partitions: int, seconds: float) -> Producer:
-    """Write `records` over about `seconds`, so kills land while the copy is going on."""
-    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 5})
-    started, step = time.monotonic(), max(1, records // 200)
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(
-                    topic,
-                    key=str(i).encode(),
-                    value=random.randbytes(100),
-                    partition=i % partitions,
-                    timestamp=RECENT + i,
-                    headers=[("i", str(i).encode())],
-                )
-                break
-            except BufferError:
-                producer.poll(0.1)
-        if i % step == 0:
-            producer.poll(0)
-            time.sleep(max(0.0, started + seconds * i / records - time.monotonic()))
-    assert producer.flush(60) == 0
-    return producer
-
-
 def test_killing_the_application_driver_and_task_workers_five_times_loses_and_repeats_nothing(
     django_db_blocker, quick_restarts
 ):
     topic = _source_topic()
-    writer = threading.Thread(target=_keep_producing, args=(topic, 500_000, 4, 90))
+    writer = threading.Thread(target=keep_producing, args=(topic, 500_000, 4, 90))
     with committed_link(django_db_blocker, [topic]) as link:
         mirror = create_mirror(ACTOR, link, topic)
         writer.start()
@@ -161,7 +135,7 @@ def test_restarting_both_brokers_one_after_the_other_mid_copy_loses_and_repeats_
     django_db_blocker, quick_restarts, stack
 ):
     topic = _source_topic()
-    writer = threading.Thread(target=_keep_producing, args=(topic, 300_000, 4, 120))
+    writer = threading.Thread(target=keep_producing, args=(topic, 300_000, 4, 120))
     with committed_link(django_db_blocker, [topic]) as link:
         mirror = create_mirror(ACTOR, link, topic)
         writer.start()

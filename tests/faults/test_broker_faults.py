@@ -1,0 +1,166 @@
+"""Mirrors on three-broker clusters (replication factor 3, min.insync.replicas 2) through the
+faults production sees: `kill -9` of a partition's leader on either side mid-copy, a rolling
+restart of every destination broker, two destination brokers down at once, and a copier cut
+off from Redis while a leader changes under it. Each ends with every record compared, by Kafka's
+clients and by the console's own verification."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+from django.conf import settings
+
+from devstack import kafka
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from replication import streams, verification
+from replication.mirrors import create_mirror
+from replication.models import Verification
+from spark_jobs import copier
+from tests import leftovers
+from tests.conftest import admin_config
+from tests.faults.conftest import in_sync, kill, leader
+from tests.kafka_clients import keep_producing
+from tests.mirror_checks import ACTOR, assert_exact_copy, eventually, run_until_copied
+from tests.slots import Proxy, Source, end_slots, start_slot
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+PARTITIONS = 4
+
+
+def _topic(make_topic, name: str, partitions: int = PARTITIONS) -> str:
+    """A source topic as production makes them: three replicas, two in sync to take a write."""
+    return make_topic(kafka.SOURCE, name, partitions, **{"min.insync.replicas": "2"})
+
+
+def _mirrored(topic: str, partitions: int = PARTITIONS) -> int:
+    try:
+        admin = KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10)
+        return sum(admin.end_offsets(topic, partitions).values())
+    except KafkaAdminError:  # a leader moving, a broker down
+        return -1
+
+
+def _copying_past(link, topic: str, records: int) -> None:
+    def past() -> bool:
+        streams.supervise(link)
+        return _mirrored(topic) > records
+
+    eventually(past, 240, f"the mirror holding more than {records} records")
+
+
+def _verified_identical(mirror) -> None:
+    """The console's own verification of the whole mirror finds every record identical."""
+    found = verification.start(ACTOR, mirror)
+    verification.run(found.pk)
+    found = Verification.objects.get(pk=found.pk)
+    assert found.state == Verification.State.IDENTICAL, verification.outcome(found)
+    assert found.identical == found.total
+
+
+def _copy_through(link, make_topic, topic_name, fault, seconds: float = 30) -> None:
+    """Write 2,000 records a second for `seconds`, run `fault` once the copy is under way, and
+    check that the mirror ends an exact copy."""
+    topic = _topic(make_topic, topic_name)
+    mirror = create_mirror(ACTOR, link, topic)
+    records = int(2_000 * seconds)
+    writer = threading.Thread(
+        target=keep_producing, args=(topic, records, PARTITIONS, seconds, True), daemon=True
+    )
+    writer.start()
+    _copying_past(link, topic, 5_000)
+    fault(topic)
+    assert writer.is_alive(), "the source was written in full before the fault was over"
+    writer.join()
+    run_until_copied(link, [mirror], timeout=300)
+    source = assert_exact_copy(topic, topic)
+    assert len(source) == records and len({r.key for r in source}) == records
+    _verified_identical(mirror)
+
+
+@pytest.mark.parametrize("side", [kafka.DESTINATION, kafka.SOURCE], ids=lambda n: n.name)
+def test_kill_9_of_a_partition_leader_mid_copy_loses_and_repeats_nothing(
+    side, make_link, make_topic, topic_name, stack
+):
+    def fault(topic: str) -> None:
+        broker = leader(side, topic)
+        kill(stack, broker)
+        time.sleep(5)  # leadership moves to an in-sync follower; the clients follow it
+        stack.up([broker.name], echo=lambda _: None)
+        in_sync(side, topic)
+
+    _copy_through(make_link(), make_topic, topic_name, fault)
+
+
+def test_a_rolling_restart_of_every_destination_broker_loses_and_repeats_nothing(
+    make_link, make_topic, topic_name, stack
+):
+    def fault(topic: str) -> None:
+        for broker in kafka.DESTINATION.brokers:  # one at a time, each back in sync first
+            stack.down([broker.name], echo=lambda _: None)
+            stack.up([broker.name], echo=lambda _: None)
+            in_sync(kafka.DESTINATION, topic)
+
+    _copy_through(make_link(), make_topic, topic_name, fault, seconds=90)
+
+
+def test_two_destination_brokers_down_the_copy_waits_loses_nothing_and_resumes(
+    make_link, make_topic, topic_name, stack
+):
+    link = make_link()
+
+    def fault(topic: str) -> None:
+        down = kafka.DESTINATION.brokers[1:]
+        for broker in down:
+            stack.down([broker.name], echo=lambda _: None)
+        # One broker left: fewer in-sync replicas than min.insync.replicas (and no controller
+        # quorum). The stream goes on trying while the source is written.
+        for _ in range(15):
+            streams.supervise(link)
+            time.sleep(1)
+        for broker in down:
+            stack.up([broker.name], echo=lambda _: None)
+        in_sync(kafka.DESTINATION, topic)
+
+    _copy_through(link, make_topic, topic_name, fault, seconds=60)
+
+
+def test_a_copier_cut_off_from_redis_while_its_leader_changes_writes_nothing_more(
+    make_topic, stack
+):
+    topic = leftovers.unique_name("zombie")
+    for node in kafka.NODES:
+        make_topic(node, topic, partitions=2, **{"min.insync.replicas": "2"})
+    r = redis.Redis.from_url(settings.REDIS_URL)
+    proxy = Proxy.to(r)
+    engine = leftovers.unique_name("zombie")
+    old = start_slot(r, engine, "e1", topic, proxy.url(r))
+    source = Source(topic, idempotent=True)
+    source.start()
+    tasks = [old]
+    try:
+        eventually(lambda: _mirrored(topic, 2) >= 2_000, 60, "the old epoch copying")
+        # Cut off from the control channel, and its partition's leader killed at once: what it
+        # had sent to the old leader must not surface under the new epoch's records.
+        broker = leader(kafka.DESTINATION, topic)
+        topic_id = KafkaAdmin(admin_config(kafka.DESTINATION)).describe_topic(topic).topic_id
+        proxy.cut()
+        kill(stack, broker)
+        time.sleep(copier.CONTACT_S + 1.5)  # the engine's wait before a new epoch (rule 3)
+        tasks.append(start_slot(r, engine, "e2", topic, settings.REDIS_URL, topic_id))
+        stack.up([broker.name], echo=lambda _: None)
+        proxy.mend()  # the old slot hears of the new epoch, and ends
+        old.join(30)
+        assert not old.is_alive(), "the old epoch's slot went on beside the new one"
+        source.done.set()
+        source.join()
+        written = source.written
+        eventually(lambda: _mirrored(topic, 2) >= written, 120, "the new epoch catching up")
+        in_sync(kafka.DESTINATION, topic)
+        assert len(assert_exact_copy(topic, topic)) == written
+    finally:
+        source.done.set()
+        end_slots(r, engine, tasks)
