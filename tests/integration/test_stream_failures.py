@@ -34,7 +34,6 @@ from tests.mirror_checks import (
 pytestmark = [pytest.mark.integration, pytest.mark.django_db, pytest.mark.serial]
 
 
-
 def _source_topic(partitions: int = 4) -> str:
     """A new, empty source topic (`keep_producing` writes it while the copy runs)."""
     topic = leftovers.unique_name("failures")
