@@ -24,7 +24,7 @@ POSTGRES_TESTS := tests/unit tests/integration/test_api.py tests/integration/tes
 	tests/integration/test_offset_sync.py tests/integration/test_api_link_filters.py
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
-	test-faults lint format bench
+	test-faults lint format bench soak
 
 help:
 	@echo "make demo    set up, start the embedded stack and the console on http://127.0.0.1:8000"
@@ -118,6 +118,15 @@ FAULTS_ENV := ISTHMUS_DB=sqlite ISTHMUS_DEVSTACK_BROKERS=3 ISTHMUS_DEVSTACK_PORT
 test-faults: setup
 	$(FAULTS_ENV) $(PY) manage.py init_var -v 0
 	$(FAULTS_ENV) $(PY) -m pytest -m faults tests/faults
+
+# Half an hour of producers at 5,000 records/s over 3 links while faults are injected at random,
+# on the whole stack with three-broker clusters of its own (ports shifted by 3000, state in
+# var/soak-stack/), ending with every mirror verified; writes the soak's section of
+# docs/benchmarks.md. Not part of `make test`. Quick try: make soak SOAK_ARGS="--minutes 3"
+SOAK_ENV := ISTHMUS_DB=sqlite ISTHMUS_DEVSTACK_BROKERS=3 ISTHMUS_DEVSTACK_PORT_OFFSET=3000 \
+	ISTHMUS_VAR_DIR=$(CURDIR)/var/soak-stack
+soak: setup
+	$(SOAK_ENV) $(PY) -m bench.soak $(SOAK_ARGS)
 
 # Catch-up (1 GiB / 8 partitions), 64 topics x 4 partitions, latency at 2,000 and 20,000
 # records/s, idle CPU, a new mirror's first record and memory, against MirrorMaker 2 and the raw

@@ -42,7 +42,8 @@ LIST_PAGES = Section("list-pages")
 FAILBACK = Section("failback")
 LINK_SCALE = Section("link-scale")
 BULK_FAILOVER = Section("bulk-failover")
-SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK, LINK_SCALE, BULK_FAILOVER]
+SOAK = Section("soak")
+SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK, LINK_SCALE, BULK_FAILOVER, SOAK]
 
 
 def keep_all(old: str, new: str) -> str:

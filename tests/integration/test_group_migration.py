@@ -18,16 +18,12 @@ from confluent_kafka import Consumer, KafkaError
 from devstack import kafka
 from replication.models import ClusterLink
 from tests import leftovers
-from tests.integration import test_cli
 from tests.integration.test_cli import ok
 from tests.kafka_clients import produce, run_tool
 from tests.mirror_checks import eventually
 
 pytestmark = [pytest.mark.integration]
 
-# Fixtures shared with test_cli: command lines run as typed, with a role's token.
-tokens = test_cli.tokens
-typed = test_cli.typed
 
 LINK = "offsets-cluster-link"
 GROUP = leftovers.unique_name("someGroup")
