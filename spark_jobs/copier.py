@@ -220,7 +220,9 @@ class Copier:
         removed = [c for c in self.cursors.values() if c.ident not in wanted]
         if removed:
             self.drain()
-            self.slot.writing([self.cursor_name(c) for c in removed], cleanly_ended=True)
+            self.slot.writing(
+                [self.writer_name(c.topic_id, c.partition) for c in removed], cleanly_ended=True
+            )
             self.consumer.incremental_unassign(
                 [TopicPartition(c.source, c.partition) for c in removed]
             )
@@ -238,7 +240,7 @@ class Copier:
 
     def start(self, parts: list[dict]) -> None:
         """Start copying `parts`, each from where its mirror partition ends."""
-        names = [self.writer_name(p) for p in parts]
+        names = [self.writer_name(p["topic_id"], p["partition"]) for p in parts]
         if self.slot.unclean(names) and self.replicated({p["mirror"] for p in parts}):
             self.settle(names)
         self.slot.writing(names)
@@ -275,11 +277,9 @@ class Copier:
             ", ".join(f"{tp.topic}[{tp.partition}] from {tp.offset}" for tp in positions),
         )
 
-    def writer_name(self, part: dict) -> str:
-        return f"{self.link_id}|{part['topic_id']}|{part['partition']}"
-
-    def cursor_name(self, cursor: Cursor) -> str:
-        return f"{self.link_id}|{cursor.topic_id}|{cursor.partition}"
+    def writer_name(self, topic_id: str, partition: int) -> str:
+        """How the slot notes a partition this copier writes (`Slot.writing`)."""
+        return f"{self.link_id}|{topic_id}|{partition}"
 
     def replicated(self, topics: set[str]) -> bool:
         """Whether any partition of these mirror topics has followers (with one replica, the
@@ -561,7 +561,8 @@ class Copier:
         """Stopped, or the slot's epoch ended: deliver what is queued, then write no more."""
         try:
             self.drain()
-            self.slot.writing([self.cursor_name(c) for c in self.cursors.values()], True)
+            ended = [self.writer_name(c.topic_id, c.partition) for c in self.cursors.values()]
+            self.slot.writing(ended, cleanly_ended=True)
         except (Fenced, KafkaException) as exc:
             log.warning(
                 "Link %s, slot %d ended with records undelivered: %s",
