@@ -126,6 +126,7 @@ test-faults: setup
 SOAK_ENV := ISTHMUS_DB=sqlite ISTHMUS_DEVSTACK_BROKERS=3 ISTHMUS_DEVSTACK_PORT_OFFSET=3000 \
 	ISTHMUS_VAR_DIR=$(CURDIR)/var/soak-stack
 soak: setup
+	$(SOAK_ENV) $(PY) manage.py init_var -v 0
 	$(SOAK_ENV) $(PY) -m bench.soak $(SOAK_ARGS)
 
 # Catch-up (1 GiB / 8 partitions), 64 topics x 4 partitions, latency at 2,000 and 20,000

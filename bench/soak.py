@@ -21,10 +21,12 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 from . import sections
 from .cluster import ROOT, WORK, log
@@ -35,13 +37,24 @@ PARTITIONS = 4
 RECENT_MS = int(time.time() * 1000)
 
 
+def _fresh() -> None:
+    """Each soak starts on new clusters and a new database: the stack's data of the last one
+    (var/soak-stack/ only, and only while nothing of it runs) goes."""
+    var = Path(os.environ.get("ISTHMUS_VAR_DIR", ""))
+    if var.name != "soak-stack" or any((var / "run").glob("*.pid")):
+        return
+    shutil.rmtree(var / "kafka", ignore_errors=True)
+    shutil.rmtree(var / "redis", ignore_errors=True)
+    for database in var.glob("isthmus.sqlite3*"):
+        database.unlink()
+
+
 def _django() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     import django
     from django.core.management import call_command
 
     django.setup()
-    call_command("init_var", verbosity=0)
     call_command("migrate", verbosity=0)
 
 
@@ -258,6 +271,19 @@ class Soak:
         caught_up_s = self.catch_up(mirrors)
         return self.verify(mirrors, producers, caught_up_s, time.monotonic() - started)
 
+    def recoveries(self) -> list[dict]:
+        """Each fault with the worst lag read until the next one, and how long after it the
+        worst lag was back under a second of a topic's records."""
+        ends = [f["at_s"] for f in self.faults[1:]] + [float("inf")]
+        for fault, end in zip(self.faults, ends, strict=True):
+            window = [(t, worst) for t, worst in self.lags if fault["at_s"] <= t < end]
+            peak_at, peak = max(window, key=lambda r: r[1], default=(fault["at_s"], 0))
+            second = self.args.rate / self.args.links
+            back = next((t for t, w in window if t >= peak_at and w < second), None)
+            fault["worst_lag"] = peak
+            fault["back_s"] = None if back is None else back - fault["at_s"]
+        return self.faults
+
     def catch_up(self, mirrors) -> float:
         from replication import lag
 
@@ -304,7 +330,7 @@ class Soak:
             "seconds": round(seconds),
             "written": producers.written,
             "producer_failures": len(producers.failed),
-            "faults": self.faults,
+            "faults": self.recoveries(),
             "worst_lag": max((w for _, w in self.lags), default=None),
             "lag_readings": len(self.lags),
             "caught_up_s": caught_up_s,
@@ -335,7 +361,7 @@ def section(r: dict) -> str:
     )
     return f"""## Soak: {r["minutes"]} minutes of faults
 
-`make soak` ({r["when"]}, {r["cpu"]}): three-broker clusters (replication factor 3,
+`make soak` ({r["when"]}, {r["CPU"]}, {r["RAM"]}): three-broker clusters (replication factor 3,
 min.insync.replicas 2), the whole stack (worker, beat, verifier, console), {r["links"]} links
 each mirroring a topic of {PARTITIONS} partitions; {r["rate"]:,} records a second written over
 them for {r["minutes"]} minutes ({r["written"]:,} records, {r["producer_failures"]} refused to
@@ -343,8 +369,8 @@ the producers), with a fault at random about every minute. The worst mirror lag 
 5 s, {r["lag_readings"]} readings) was {r["worst_lag"]:,} records; after the producers stopped,
 every mirror had caught up in {r["caught_up_s"]} s.
 
-| at (s) | fault | what |
-| ---: | --- | --- |
+| at (s) | fault | what | worst lag until the next | lag under 1 s of a topic's records after (s) |
+| ---: | --- | --- | ---: | ---: |
 {faults}
 
 Then each mirror verified: every record it holds compared with its source (partition, offset,
@@ -371,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-doc", action="store_true")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
+    _fresh()
     _django()
     soak = Soak(args)
     try:
