@@ -132,6 +132,7 @@ class Soak:
         from devstack import kafka
         from infra.kafka_admin import KafkaAdmin
         from replication.clusters import register_cluster
+        from replication.errors import ReplicationError
         from replication.links import create_link
         from replication.mirrors import create_mirror
         from replication.models import ClusterLink, KafkaCluster
@@ -155,14 +156,23 @@ class Soak:
             clusters[node.name] = found
         source = KafkaAdmin(kafka.sasl_client_config(kafka.SOURCE, settings.VAR_DIR))
         stamp = time.strftime("%m%d%H%M")
-        mirrors = []
-        for n in range(self.args.links):
-            topic = f"soak.{stamp}.{n}"
+        topics = [f"soak.{stamp}.{n}" for n in range(self.args.links)]
+        for topic in topics:
             source.create_topic(topic, PARTITIONS, None, {"min.insync.replicas": "2"})
+        mirrors = []
+        for n, topic in enumerate(topics):
             link = ClusterLink.objects.filter(name=f"soak-{n}").first() or create_link(
                 self.actor, clusters["destination"], f"soak-{n}", {}, source=clusters["source"]
             )
-            mirrors.append(create_mirror(self.actor, link, topic))
+            deadline = time.monotonic() + 60
+            while True:  # until the broker the link asks knows the new topic
+                try:
+                    mirrors.append(create_mirror(self.actor, link, topic))
+                    break
+                except ReplicationError as exc:
+                    if exc.status != 404 or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
         return mirrors
 
     # --- faults -------------------------------------------------------------------------------
