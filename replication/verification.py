@@ -454,9 +454,10 @@ def trouble(mirror: MirrorTopic) -> str:
     )
 
 
-def differences(mirror: MirrorTopic) -> list[str]:
-    """What differs from the source, in words ([] for an identical mirror)."""
-    return [Difference.of_json(d).words() for d in mirror.differences or []]
+def differences(found: MirrorTopic | Verification) -> list[str]:
+    """What a mirror (or one verification of it) found differing from the source, in words
+    ([] for an identical one)."""
+    return [Difference.of_json(d).words() for d in found.differences or []]
 
 
 # --- in the background ---------------------------------------------------------------------

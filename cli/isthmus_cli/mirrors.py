@@ -213,6 +213,8 @@ def describe(session: Session, args) -> None:
             print(f"    Verification: {mirror['verified'] or 'not compared with its source yet'}")
             for difference in mirror["differences"]:
                 print(f"    Differs: {difference}")
+            if mirror["records_lost"]:
+                print(f"    Records lost: {mirror['records_lost']}")
         for problem in mirror["status_errors"]:
             print(f"    Warning: {problem}", file=sys.stderr)
 

@@ -34,6 +34,7 @@ from replication.mirrors import (
     create_mirror,
     get_mirror,
     list_mirrors,
+    records_lost,
 )
 from replication.models import MirrorTopic
 
@@ -106,6 +107,7 @@ def mirror_data(request, status: MirrorStatus) -> KafkaMirrorData:
         verified=verification.summary(mirror),
         differing_records=mirror.differing_records,
         differences=verification.differences(mirror),
+        records_lost=records_lost(mirror),
     )
 
 

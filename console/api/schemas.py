@@ -497,6 +497,11 @@ class KafkaMirrorData(Shape):
     differing_records: int = Field(
         0, description="*Isthmus*: records any verification found differing from the source."
     )
+    records_lost: str = Field(
+        "",
+        description="*Isthmus*: source records retention deleted before the mirror copied "
+        "them (partitions and offsets), in words; empty when none were.",
+    )
     differences: list[str] = Field(
         [], description="*Isthmus*: what differs, in words (the first 50 runs of records)."
     )

@@ -48,7 +48,7 @@ def verification_data(request, found: Verification) -> MirrorVerification:
         compared=found.checked,
         identical_records=found.identical,
         differing_records=found.differing_records,
-        differences=[verification.Difference.of_json(d).words() for d in found.differences],
+        differences=verification.differences(found),
         notes=found.notes,
         outcome=verification.outcome(found),
         error_message=found.error or None,

@@ -51,7 +51,7 @@ def mirror_verification(request, destination, topic, pk):
             "mirror": mirror,
             "found": found,
             "outcome": verification.outcome(found),
-            "differences": [verification.Difference.of_json(d).words() for d in found.differences],
+            "differences": verification.differences(found),
             "back_url": mirror_url(mirror),
         },
     )

@@ -28,7 +28,7 @@ def _write(topic: str, count: int) -> None:
 
 
 def test_a_paused_mirror_whose_source_deletes_what_it_did_not_copy_says_exactly_what(
-    make_link, make_topic, topic_name, client_as
+    make_link, make_topic, topic_name, client_as, typed
 ):
     make_topic(kafka.SOURCE, topic_name, **{"segment.ms": "100"})
     _write(topic_name, 5)
@@ -68,6 +68,12 @@ def test_a_paused_mirror_whose_source_deletes_what_it_did_not_copy_says_exactly_
     assert f"isthmus_mirror_records_lost{{{ids}}} {start - 5}" in metrics
     event = AuditEvent.objects.get(action="mirror.records_lost")
     assert event.actor_name == "system (verification)" and said in event.message
+    described = typed(
+        f"kafka-mirrors --bootstrap-server {kafka.DESTINATION.bootstrap} --describe "
+        f"--include-verification --topics {topic_name}"
+    )
+    lost = f"    Records lost: {start - 5} source records were deleted at the source (retention) "
+    assert f"{lost}before the mirror copied them: {said}." in described.stdout, described.stderr
 
     # Noticed once; sampling again finds nothing new.
     lag.sample_all()
