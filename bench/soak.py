@@ -356,7 +356,9 @@ class Soak:
 
 def section(r: dict) -> str:
     faults = "\n".join(
-        f"| {f['at_s']} | {f['kind'].replace('_', ' ')} | {f['what']} |" for f in r["faults"]
+        f"| {f['at_s']} | {f['kind'].replace('_', ' ')} | {f['what']} | {f['worst_lag']:,} | "
+        f"{'–' if f['back_s'] is None else f['back_s']} |"
+        for f in r["faults"]
     )
     mirrors = "\n".join(
         f"| {m['link']} | `{m['mirror']}` | {m['records']:,} | {m['verification']} | "
@@ -371,13 +373,13 @@ def section(r: dict) -> str:
     )
     return f"""## Soak: {r["minutes"]} minutes of faults
 
-`make soak` ({r["when"]}, {r["CPU"]}, {r["RAM"]}): three-broker clusters (replication factor 3,
-min.insync.replicas 2), the whole stack (worker, beat, verifier, console), {r["links"]} links
-each mirroring a topic of {PARTITIONS} partitions; {r["rate"]:,} records a second written over
-them for {r["minutes"]} minutes ({r["written"]:,} records, {r["producer_failures"]} refused to
-the producers), with a fault at random about every minute. The worst mirror lag read (every
-5 s, {r["lag_readings"]} readings) was {r["worst_lag"]:,} records; after the producers stopped,
-every mirror had caught up in {r["caught_up_s"]} s.
+`make soak` ({r["when"]}, {r["CPU"]}, {r["RAM"]}): three-broker clusters (replication
+factor 3, min.insync.replicas 2), the whole stack (worker, beat, verifier, console), {r["links"]}
+links each mirroring a topic of {PARTITIONS} partitions; {r["rate"]:,} records a second handed to
+idempotent producers for {r["minutes"]} minutes ({r["written"]:,} records,
+{r["producer_failures"]:,} of them not delivered), with a fault at random about every minute.
+The worst mirror lag read (every 5 s, {r["lag_readings"]} readings) was {r["worst_lag"]:,}
+records; after the producers stopped, every mirror had caught up in {r["caught_up_s"]} s.
 
 | at (s) | fault | what | worst lag until the next | lag under 1 s of a topic's records after (s) |
 | ---: | --- | --- | ---: | ---: |

@@ -551,9 +551,10 @@ class KafkaAdmin:
         request = {TopicPartition(t, p): spec for t, p in partitions}
         if not request:
             return {}
+        exact = at in ("latest", "earliest")
         for _ in range(4):
             try:
-                return self._read_offsets(request)
+                return self._read_offsets(request, exact)
             except KafkaAdminError as exc:
                 # Partitions added since this client last read the metadata ("unknown
                 # partition", "no leaders found", "not leader"): read it again and retry.
@@ -565,16 +566,27 @@ class KafkaAdmin:
                 for topic in {t for t, _ in partitions}:
                     with contextlib.suppress(KafkaException):
                         self._client.list_topics(topic=topic, timeout=self.timeout)
-        return self._read_offsets(request)
+        return self._read_offsets(request, exact)
 
-    def _read_offsets(self, request: dict) -> dict[tuple[str, int], int]:
+    def _read_offsets(self, request: dict, exact: bool) -> dict[tuple[str, int], int]:
+        """The offsets asked for; with `exact` (an end or a start), a negative one is refused:
+        while a partition's leader moves, the client may answer "no offset" (-1001) without
+        an error, and taken for an offset it would place a copy or a comparison at -1001."""
         futures = self._client.list_offsets(request, request_timeout=self.timeout)
-        return {
+        found = {
             (tp.topic, tp.partition): self._wait(
                 future, f"read the offsets of topic {tp.topic!r}"
             ).offset
             for tp, future in futures.items()
         }
+        missing = sorted(tp for tp, offset in found.items() if exact and offset < 0)
+        if missing:
+            topic, partition = missing[0]
+            raise KafkaAdminError(
+                f"Could not read the offsets of topic {topic!r}: partition {partition}'s leader "
+                "gave none (it is moving); try again in a moment."
+            )
+        return found
 
     def partition_replicas(self, topic: str) -> list[PartitionReplicas]:
         """Each partition's leader, replicas, in-sync replicas and log offsets."""

@@ -1,0 +1,53 @@
+"""Offsets a client answers without an error but that are none (-1001 while a partition's
+leader moves) are refused, not taken for an end or a start: the soak caught a copy placed at
+-1001 and a comparison starting there."""
+
+from concurrent.futures import Future
+from types import SimpleNamespace
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+
+OFFSET_INVALID = -1001
+
+
+class Client:
+    def __init__(self, answers: list[int]):
+        self.answers = answers
+        self.asked = 0
+
+    def list_offsets(self, request, request_timeout):
+        self.asked += 1
+        offset = self.answers.pop(0) if self.answers else OFFSET_INVALID
+        futures = {}
+        for tp in request:
+            future = Future()
+            future.set_result(SimpleNamespace(offset=offset))
+            futures[TopicPartition(tp.topic, tp.partition)] = future
+        return futures
+
+    def list_topics(self, topic, timeout):
+        return None
+
+
+def admin(answers: list[int]) -> KafkaAdmin:
+    found = KafkaAdmin.__new__(KafkaAdmin)
+    found.timeout, found.failed = 1.0, False
+    found._client = Client(answers)
+    return found
+
+
+def test_an_end_the_leader_did_not_give_is_asked_again_then_refused(monkeypatch):
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    moving = admin([OFFSET_INVALID, 42])
+    assert moving.offsets([("t", 0)]) == {("t", 0): 42}
+    gone = admin([])
+    with pytest.raises(KafkaAdminError, match="partition 0's leader gave none"):
+        gone.offsets([("t", 0)], "earliest")
+    assert gone._client.asked == 5
+
+
+def test_a_time_with_no_record_after_it_is_an_answer():
+    assert admin([-1]).offsets([("t", 0)], 1_000) == {("t", 0): -1}
