@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 from . import sections
@@ -340,6 +341,7 @@ class Soak:
             "seconds": round(seconds),
             "written": producers.written,
             "producer_failures": len(producers.failed),
+            "producer_errors": dict(Counter(producers.failed).most_common(5)),
             "faults": self.recoveries(),
             "worst_lag": max((w for _, w in self.lags), default=None),
             "lag_readings": len(self.lags),
