@@ -92,7 +92,7 @@ def test_kill_9_of_a_partition_leader_mid_copy_loses_and_repeats_nothing(
         stack.up([broker.name], echo=lambda _: None)
         in_sync(side, topic)
 
-    _copy_through(make_link(), make_topic, topic_name, fault)
+    _copy_through(make_link(), make_topic, topic_name, fault, seconds=60)
 
 
 def test_a_rolling_restart_of_every_destination_broker_loses_and_repeats_nothing(
