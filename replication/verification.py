@@ -501,13 +501,12 @@ def sweep(mirror: MirrorTopic) -> None:
         if upto > at.source or e.mirror_end > at.mirror:
             windows[p] = (at, max(upto, at.source))
     found: list[Difference] = []
-    for p, done in compare_windows(mirror, windows, ends).items() if windows else ():
+    outcome = compare_windows(mirror, windows, ends) if windows else {}
+    for p, done in outcome.items():
         state[str(p)].update(source=done.upto.source, mirror=done.upto.mirror)
         found += done.differences
-    MirrorTopic.objects.filter(pk=mirror.pk).update(
-        verification={"at": time.time(), "partitions": state}
-    )
     mirror.verification = {"at": time.time(), "partitions": state}
+    MirrorTopic.objects.filter(pk=mirror.pk).update(verification=mirror.verification)
     note_differences(mirror, found)
 
 

@@ -61,7 +61,7 @@ def _verified_identical(mirror) -> None:
     assert found.identical == found.total
 
 
-def _copy_through(link, make_topic, topic_name, fault, seconds: float = 30) -> None:
+def _copy_through(link, make_topic, topic_name, fault, seconds: float = 60) -> None:
     """Write 2,000 records a second for `seconds`, run `fault` once the copy is under way, and
     check that the mirror ends an exact copy."""
     topic = _topic(make_topic, topic_name)
@@ -92,7 +92,7 @@ def test_kill_9_of_a_partition_leader_mid_copy_loses_and_repeats_nothing(
         stack.up([broker.name], echo=lambda _: None)
         in_sync(side, topic)
 
-    _copy_through(make_link(), make_topic, topic_name, fault, seconds=60)
+    _copy_through(make_link(), make_topic, topic_name, fault)
 
 
 def test_a_rolling_restart_of_every_destination_broker_loses_and_repeats_nothing(
@@ -125,7 +125,7 @@ def test_two_destination_brokers_down_the_copy_waits_loses_nothing_and_resumes(
             stack.up([broker.name], echo=lambda _: None)
         in_sync(kafka.DESTINATION, topic)
 
-    _copy_through(link, make_topic, topic_name, fault, seconds=60)
+    _copy_through(link, make_topic, topic_name, fault)
 
 
 def test_a_copier_cut_off_from_redis_while_its_leader_changes_writes_nothing_more(
