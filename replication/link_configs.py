@@ -277,6 +277,16 @@ KEYS: dict[str, ConfigKey] = {
             immutable=True,
         ),
         ConfigKey(
+            "remote.cluster.link.prefix",
+            None,
+            _prefix,
+            "On a bidirectional link: the prefix of the other half's mirror topics, on this "
+            "link's source (by default cluster.link.prefix). Prefixes that name each topic's "
+            "origin (dc1. on dc2, dc2. on dc1) are the prefixed active-active shape. Set at "
+            "creation only.",
+            immutable=True,
+        ),
+        ConfigKey(
             "cluster.link.paused",
             "false",
             _boolean,
@@ -502,6 +512,12 @@ def _sync_problems(configs: dict[str, str]) -> list[str]:
                 "acl.sync.enable=true cannot be used on a link with cluster.link.prefix: the "
                 "synced ACLs would name the source's topics and groups, not the prefixed ones."
             )
+    if "remote.cluster.link.prefix" in configs and configs.get("link.mode") != "BIDIRECTIONAL":
+        problems.append(
+            "remote.cluster.link.prefix names the prefix of a bidirectional link's other half; "
+            "this link is not bidirectional (set link.mode=BIDIRECTIONAL, or give the link the "
+            "other way its own cluster.link.prefix)."
+        )
     if configs.get("consumer.group.prefix.enable") == "true" and not configs.get(
         "cluster.link.prefix"
     ):

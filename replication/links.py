@@ -87,8 +87,9 @@ def create_link(
 
     With link.mode=BIDIRECTIONAL the source must be a registered cluster (`source`, or the one
     `source_cluster_id` names), and the link's other half, the same name from `destination`
-    into the source, is made with it: the same settings, each half connecting with the other
-    cluster's registered link principal.
+    into the source, is made with it: the same settings (but its prefix is
+    `remote.cluster.link.prefix` when given), each half connecting with the other cluster's
+    registered link principal.
 
     With `validate_link` (the default) the source must answer with the link's credentials and,
     if `source_cluster_id` is given, be that cluster; without it the id must be given.
@@ -170,10 +171,16 @@ def _peer_configs(
     clean: dict[str, str],
 ) -> dict[str, str] | None:
     """The other half's configs, for a bidirectional link (else None): the same settings,
-    connecting to `destination` with its registered link principal."""
+    connecting to `destination` with its registered link principal, but with the prefixes
+    the other way round (its cluster.link.prefix is this half's remote.cluster.link.prefix)."""
     if clean.get("link.mode") != "BIDIRECTIONAL":
         return None
     settings = {k: v for k, v in typed.items() if k not in link_configs.CONNECTION_KEYS}
+    prefixes = ("cluster.link.prefix", "remote.cluster.link.prefix")
+    mine, theirs = (settings.pop(k, None) for k in prefixes)
+    for key, value in zip(prefixes, (theirs if theirs is not None else mine, mine), strict=True):
+        if value is not None:
+            settings[key] = value
     return _checked(source, name, link_configs.bound_to_cluster(destination, settings))
 
 

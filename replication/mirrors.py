@@ -44,11 +44,30 @@ def get_mirror(destination: KafkaCluster, name: str, link: ClusterLink | None = 
 
 
 def mirrorable_topics(link: ClusterLink) -> list[str]:
-    """The source's topics the link has no mirror of yet (Kafka's and Isthmus's internal ones
-    left out), to pick from when creating a mirror."""
-    taken = set(link.mirrors.values_list("source_topic", flat=True))
+    """The source's topics the link has no mirror of yet (Kafka's and Isthmus's internal ones,
+    and mirrors fed from this link's destination, left out), to pick from when creating one."""
+    taken = set(link.mirrors.values_list("source_topic", flat=True)) | set(mirrored_back(link))
     names = source_admin(link).topic_partition_counts()
     return sorted(n for n in names if n not in taken and not filters.internal_topic(n))
+
+
+def mirrored_back(link: ClusterLink) -> dict[str, str]:
+    """The topics on the link's source that are themselves mirrors fed from its destination
+    (over any link the other way: a bidirectional link's other half, or a link of its own),
+    each with the words that say so. Mirroring one over `link` would copy the destination's
+    own records back to it, and with automatic mirrors both ways, again and again under ever
+    longer names: the loop rule of active-active (README, "Active-active"). A promoted or failed
+    over mirror (STOPPED) is an ordinary topic written on the source now, and may be mirrored.
+    """
+    found = MirrorTopic.objects.filter(
+        destination__cluster_id=link.source_cluster_id,
+        link__source_cluster_id=link.destination.cluster_id,
+    ).exclude(state=MirrorTopic.State.STOPPED)
+    return {
+        m.mirror_topic: f"a mirror of {link.destination.name}'s topic {m.source_topic} over "
+        f"link {m.link.name}"
+        for m in found.select_related("link")
+    }
 
 
 def list_mirrors(
@@ -175,6 +194,13 @@ def _check_request(
         raise conflict(
             f"Topic {name!r} is already a mirror topic of link {taken.link.name!r} "
             f"on {link.destination.name}."
+        )
+    back = mirrored_back(link).get(source_topic)
+    if back:
+        raise conflict(
+            f"Source topic {source_topic!r} is {back}: mirroring it would copy "
+            f"{link.destination.name}'s own records back to it. Read {link.destination.name}'s "
+            "topic itself there. Nothing was changed."
         )
 
 

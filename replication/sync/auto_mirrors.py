@@ -2,7 +2,9 @@
 `auto.create.mirror.topics.filters` selects, now or later, gets a mirror at the link's next
 metadata refresh (within `metadata.max.age.ms`).
 
-Never mirrored automatically: internal topics (`__*`, `_isthmus-*`), and a source topic whose
+Never mirrored automatically: internal topics (`__*`, `_isthmus-*`), a source topic that is
+itself a mirror fed from the link's destination (the loop rule, `mirrors.mirrored_back`: with
+automatic mirrors both ways between two clusters, nothing comes back), and a source topic whose
 mirror a user deleted (through Isthmus or on the destination itself) while only a `*` or a
 PREFIXED include selects it. A LITERAL INCLUDE of the topic's own name brings it back, and so
 does creating its mirror by hand. (Cluster Linking re-creates such a mirror unless the topic is
@@ -41,6 +43,7 @@ def wanted(link: ClusterLink, source_topics: set[str]) -> list[str]:
             '[{"name": "orders.", "patternType": "PREFIXED", "filterType": "INCLUDE"}]}.'
         )
     mirrored = set(link.mirrors.values_list("source_topic", flat=True))
+    mirrored |= set(mirrors.mirrored_back(link))
     declined = set(link.declined_topics)
     return [
         topic

@@ -1,6 +1,7 @@
 """What a link's filters, as edited and before they are saved, would select on its source now:
 the consumer groups whose offsets would be synced, the source topics that would get mirrors
-automatically (and those skipped as internal), the source ACLs that would be synced.
+automatically (and those skipped: internal ones, and mirrors fed from the link's destination,
+which would loop), the source ACLs that would be synced.
 
 Each function takes the link and its parsed filters (`filters.parse_names`, `parse_acls`) and
 asks the source through the link's own connection, as the link's syncers would. The answers are
@@ -17,7 +18,7 @@ from confluent_kafka.admin import AclBinding
 
 from infra.kafka_admin import AuthorizerDisabled, KafkaAdminError
 
-from .. import filters
+from .. import filters, mirrors
 from ..connections import source_admin
 from ..errors import ReplicationError
 from ..models import ClusterLink
@@ -53,6 +54,7 @@ class TopicPreview:
     on_source: int  # topics on the source, internal ones included
     selected: Names  # selected, not internal: they would get mirrors (unless they have one)
     internal: Names  # selected, but internal: never mirrored automatically
+    looping: list[tuple[str, str]]  # selected, but mirrors fed from the destination: (name, why)
     mirrored: Names  # of `selected`, those this link already mirrors
 
 
@@ -100,19 +102,24 @@ def preview_groups(link: ClusterLink, group_filters: Sequence[filters.NameFilter
 
 
 def preview_topics(link: ClusterLink, topic_filters: Sequence[filters.NameFilter]) -> TopicPreview:
-    """The source topics the filters select, apart from the internal ones they select."""
+    """The source topics the filters select, apart from those they select but that are never
+    mirrored automatically (internal ones, and mirrors fed from the destination), each said."""
     try:
         topics = source_admin(link).list_topic_names()
     except KafkaAdminError as exc:
         raise _source_did_not_answer(link, exc) from exc
     chosen = {t for t in topics if filters.selected(topic_filters, t)}
     internal = {t for t in chosen if filters.internal_topic(t)}
+    back = mirrors.mirrored_back(link)
+    looping = sorted((t, back[t]) for t in chosen - internal if t in back)
+    kept = chosen - internal - set(back)
     mirrored = set(link.mirrors.values_list("source_topic", flat=True))
     return TopicPreview(
         on_source=len(topics),
-        selected=_names(chosen - internal),
+        selected=_names(kept),
         internal=_names(internal),
-        mirrored=_names((chosen - internal) & mirrored),
+        looping=looping[:LIMIT],
+        mirrored=_names(kept & mirrored),
     )
 
 

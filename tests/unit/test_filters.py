@@ -222,6 +222,10 @@ def test_link_configs_store_filters_normalised_and_say_which_key_is_wrong():
             "consumer.offset.sync.ms must be a whole number from 1000",
         ),
         ({"acl.sync.ms": "10"}, "acl.sync.ms must be a whole number from 1000"),
+        (
+            {"remote.cluster.link.prefix": "dc2."},
+            "remote.cluster.link.prefix names the prefix of a bidirectional link's other half",
+        ),
     ],
 )
 def test_sync_configs_that_do_not_fit_are_refused(configs, said):
