@@ -9,6 +9,7 @@ from console.views import (
     clusters,
     dashboard,
     data_plane,
+    flows,
     health,
     link_filters,
     links,
@@ -21,6 +22,7 @@ from console.views import (
 
 LINK = "links/<str:destination>/<str:name>/"
 MIRROR = "mirrors/<str:destination>/<str:topic>/"
+FLOW = LINK + "flows/<str:flow>/"
 USER = "users/<str:username>/"
 
 urlpatterns = [
@@ -63,6 +65,11 @@ urlpatterns = [
     path(LINK + "cutover/<str:action>/", approvals.link_mirrors_stop, name="link-mirrors-stop"),
     path(LINK + "approval-policy/", approvals.link_policy, name="link-approval-policy"),
     path(LINK + "mirrors/new/", mirrors.mirror_create, name="mirror-create"),
+    path(LINK + "new-flow/", flows.flow_create, name="flow-create"),
+    path(FLOW, flows.flow_detail, name="flow-detail"),
+    path(FLOW + "pause/", flows.flow_pause, name="flow-pause"),
+    path(FLOW + "resume/", flows.flow_resume, name="flow-resume"),
+    path(FLOW + "delete/", flows.flow_delete, name="flow-delete"),
     path("mirrors/", mirrors.mirror_list, name="mirrors"),
     path("data-plane/", data_plane.data_plane, name="data-plane"),
     path(MIRROR, mirrors.mirror_detail, name="mirror-detail"),

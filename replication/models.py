@@ -311,6 +311,46 @@ class MirrorTopic(models.Model):
         return self.mirror_topic
 
 
+class MergeFlow(models.Model):
+    """A source topic copied over `link` into an ordinary, writable topic of the destination,
+    of any name: the same (active-active), another (a rename), or one that other flows feed
+    too (an aggregate). Offsets are not kept; each record carries its origin instead
+    (spark_jobs/merging.py)."""
+
+    class State(models.TextChoices):
+        ACTIVE = "ACTIVE"
+        PAUSED = "PAUSED"
+
+    class Mapping(models.TextChoices):
+        ONE_TO_ONE = "one-to-one"  # source partition p into destination partition p
+        BY_KEY = "by-key"  # as Java's default partitioner would place the record's key
+
+    flow_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200, validators=[NAME_VALIDATOR])
+    link = models.ForeignKey(ClusterLink, on_delete=models.CASCADE, related_name="flows")
+    # The link's destination, kept here so a flow's name is unique per destination cluster.
+    destination = models.ForeignKey(KafkaCluster, on_delete=models.PROTECT, related_name="+")
+    source_topic = models.CharField(max_length=249)
+    destination_topic = models.CharField(max_length=249)
+    mapping = models.CharField(max_length=12, choices=Mapping.choices)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.ACTIVE)
+    state_time = models.DateTimeField(default=timezone.now)
+    created_topic = models.BooleanField(default=False, help_text="Isthmus made the topic.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["destination", "name"], name="flow_name_per_cluster"),
+            models.UniqueConstraint(
+                fields=["link", "source_topic", "destination_topic"], name="flow_once_per_pair"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Verification(models.Model):
     """A verification asked for (`kafka-mirrors --verify`, the API, the mirror page): every
     record of a range of source offsets compared with the mirror's, with its progress."""

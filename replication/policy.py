@@ -19,6 +19,8 @@ POLICY: dict[str, frozenset[str]] = {
     # create mirror topics, pause and resume them
     "mirror.manage": OPERATORS,
     "mirror.delete": ADMINS,
+    # create, pause, resume and delete merge flows (copies into ordinary topics)
+    "flow.manage": OPERATORS,
     # promote, fail over or reverse mirror topics: asked for by an operator, subject to approval
     "mirror.stop": OPERATORS,
     # approve or reject someone else's request

@@ -29,10 +29,10 @@ from infra import processes
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from spark_jobs import control, launch, translation
 
-from . import link_states, read_only, redis_channel
+from . import link_states, merge_flows, read_only, redis_channel
 from .connections import destination_admin
 from .mirror_states import COPYING
-from .models import ClusterLink
+from .models import ClusterLink, MergeFlow
 from .redis_channel import client
 
 log = logging.getLogger(__name__)
@@ -108,23 +108,34 @@ def wanted_mirrors(link: ClusterLink) -> dict[str, dict]:
     }
 
 
+def wanted_flows(link: ClusterLink) -> dict[str, dict]:
+    """The merge flows the link's stream should run now, by id."""
+    if link.state != ClusterLink.State.ACTIVE:
+        return {}
+    active = link.flows.filter(state=MergeFlow.State.ACTIVE).select_related("link__destination")
+    return {str(f.flow_id): merge_flows.engine_spec(f) for f in active}
+
+
 def publish(link: ClusterLink, r: redis.Redis) -> int:
-    """Tell the engine which mirrors of the link to run; returns the generation of that set.
+    """Tell the engine which mirrors and merge flows of the link to run; returns the
+    generation of that set.
 
     The generation grows by one each time the set changes. The engine reports the generation
     it is running in the link's heartbeat, once it no longer writes any mirror the set left out:
     that is how a promote knows no writer is left (see `stopped_writing`).
     """
-    return _publish(link, r, wanted_mirrors(link))
+    return _publish(link, r, wanted_mirrors(link), wanted_flows(link))
 
 
-def _publish(link: ClusterLink, r: redis.Redis, wanted: dict[str, dict]) -> int:
+def _publish(link: ClusterLink, r: redis.Redis, mirrors: dict, flows: dict) -> int:
     key = control.mirrors_key(str(link.link_id))
     published = control.read_json(r, key) or {}
-    if published.get("mirrors") == wanted and "generation" in published:
+    if (published.get("mirrors"), published.get("flows", {})) == (mirrors, flows) and (
+        "generation" in published
+    ):
         return published["generation"]
     generation = r.incr(_generation_key(str(link.link_id)))
-    control.write_json(r, key, {"mirrors": wanted, "generation": generation})
+    control.write_json(r, key, {"mirrors": mirrors, "flows": flows, "generation": generation})
     _wake_engine(r)
     return generation
 
@@ -246,13 +257,14 @@ def _supervise_link(link: ClusterLink, r: redis.Redis) -> None:
     with control_lock(link) as acquired:
         if not acquired:  # another worker is on it
             return
-        wanted = wanted_mirrors(link)
-        _publish(link, r, wanted)
+        mirrors, flows = wanted_mirrors(link), wanted_flows(link)
+        _publish(link, r, mirrors, flows)
+        run = bool(mirrors or flows)
         heartbeat = control.read_json(r, control.heartbeat_key(str(link.link_id))) or {}
-        if wanted and heartbeat.get("state") == "failed":
+        if run and heartbeat.get("state") == "failed":
             fail_link(link, f"The engine cannot run the link: {heartbeat.get('error')}")
-            wanted = {}
-        _publish_link(link, r, bool(wanted))
+            run = False
+        _publish_link(link, r, run)
 
 
 def supervise_engine(now: float | None = None) -> None:

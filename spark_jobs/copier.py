@@ -34,7 +34,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import translation
+from . import merging, translation
 
 log = logging.getLogger("spark_jobs.copier")
 
@@ -139,6 +139,7 @@ class Copier:
         self.admin: KafkaAdmin | None = None  # made when needed, see `go_quiet`
         self.settle_wait: float | None = None  # see `settle_s`
         self.cursors: dict[tuple[str, int], Cursor] = {}  # (source topic, partition)
+        self.flows: dict[str, merging.FlowCopy] = {}  # the link's merge flows held here, by id
         self.runs: dict[tuple[str, str, int], translation.Runs] = {}  # kept across resets
         self.known: set[str] = set()  # source topics whose metadata the consumer has
         self.done = False
@@ -216,7 +217,12 @@ class Copier:
     def apply(self, assignment: dict) -> None:
         """Take up a new assignment: stop the partitions it leaves out (every record of theirs
         delivered first), start the ones it adds."""
-        wanted = {(p["mirror"], p["topic_id"], p["partition"]): p for p in assignment["partitions"]}
+        self.apply_flows([p["flow"] for p in assignment["partitions"] if "flow" in p])
+        wanted = {
+            (p["mirror"], p["topic_id"], p["partition"]): p
+            for p in assignment["partitions"]
+            if "flow" not in p
+        }
         removed = [c for c in self.cursors.values() if c.ident not in wanted]
         if removed:
             self.drain()
@@ -237,6 +243,24 @@ class Copier:
         self.empty_polls = 0
         self.refresh_report(force=True)
         self.slot.report_soon()  # acknowledge at once
+
+    def apply_flows(self, flows: list[dict]) -> None:
+        """Stop the merge flows no longer held here (each ends its transaction first), start
+        those new here: each runs in a thread of its own."""
+        wanted = {f["id"]: f for f in flows}
+        self.stop_flows([i for i in self.flows if i not in wanted])
+        for flow_id, flow in wanted.items():
+            if flow_id not in self.flows:
+                self.flows[flow_id] = merging.FlowCopy(self.spec, flow, self.slot)
+                self.flows[flow_id].start()
+
+    def stop_flows(self, ids: list[str]) -> None:
+        stopping = [self.flows.pop(i) for i in ids]
+        for flow in stopping:
+            flow.stop()
+        deadline = time.monotonic() + DRAIN_S
+        for flow in stopping:
+            flow.thread.join(max(0.0, deadline - time.monotonic()))
 
     def start(self, parts: list[dict]) -> None:
         """Start copying `parts`, each from where its mirror partition ends."""
@@ -574,6 +598,7 @@ class Copier:
         self.cursors.clear()
 
     def close(self) -> None:
+        self.stop_flows(list(self.flows))
         self.cursors.clear()
         self.discard_producer()
         self.consumer.close()
@@ -588,7 +613,8 @@ class Copier:
         only every IDLE_REPORT_S)."""
         now = time.monotonic()
         self.next_report = now + REPORT_S
-        changed = (self.counters.records, self.version, len(self.cursors), self.error)
+        flows = [(f.records, f.skipped, f.error) for f in self.flows.values()]
+        changed = (self.counters.records, self.version, len(self.cursors), self.error, flows)
         if not force and changed == self.reported_as and now < self.report_due:
             return
         self.reported_as, self.report_due = changed, now + IDLE_REPORT_S
@@ -614,13 +640,18 @@ class Copier:
             "slot": self.number,
             "run": self.run_id,
             "version": self.version,
-            "state": "failed" if self.failure else "copying" if self.cursors else "waiting",
+            "state": "failed"
+            if self.failure
+            else "copying"
+            if self.cursors or self.flows
+            else "waiting",
             "error": self.failure or self.error,
             "records": self.counters.records,
             "bytes": self.counters.bytes,
             "last_write_ms": self.counters.last_write_ms,
             "queued": len(self.producer) if self.producer is not None else 0,
             "partitions": partitions,
+            "flows": {i: flow.report() for i, flow in self.flows.items()},
         }
 
 

@@ -96,6 +96,7 @@ class LinkRunner:
         self.started_ms = int(time.time() * 1000)
         # The mirror set (mirror -> source topic) and its generation, as published.
         self.mirrors: dict[str, str] = {}
+        self.flows: dict[str, dict] = {}  # merge flow id -> what its copy needs
         self.generation = 0
         self.sets: dict[int, list[str]] = {}  # generation -> its mirrors, until acknowledged
         self.acked = 0  # the generation no copier writes outside of any more
@@ -203,8 +204,11 @@ class LinkRunner:
             return
         published = json.loads(self.published)
         mirrors = {m: v["source_topic"] for m, v in published.get("mirrors", {}).items()}
-        if published.get("generation", 0) != self.generation or mirrors != self.mirrors:
-            self.mirrors, self.generation = mirrors, published.get("generation", 0)
+        flows = published.get("flows", {})
+        changed = (mirrors, flows) != (self.mirrors, self.flows)
+        if published.get("generation", 0) != self.generation or changed:
+            self.mirrors, self.flows = mirrors, flows
+            self.generation = published.get("generation", 0)
             self.sets[self.generation] = sorted(mirrors)
             for gone in set(self.partitions) - set(mirrors):
                 self.partitions.pop(gone, None)
@@ -230,6 +234,7 @@ class LinkRunner:
             return
         self.learn_mirror_topics()
         wanted = planning.wanted_partitions(self.mirrors, self.topic_ids, self.partitions)
+        wanted |= {planning.flow_ident(flow) for flow in self.flows.values()}
         added, ready = self.entries_for(planning.not_held(self.assigned, wanted))
         self.assigned, self.home = planning.assign(
             self.assigned, self.home, wanted, added, self.engine.slot_loads(self.link_id)
@@ -246,8 +251,10 @@ class LinkRunner:
         """What a copier needs to start copying each partition (its source topic and stored
         offset runs); False when they cannot be read yet (then none starts, and the next loop
         tries again)."""
+        flows = {i: {"flow": self.flows[i[1]]} for i in idents if planning.is_flow(i)}
+        idents = [i for i in idents if not planning.is_flow(i)]
         if not idents:
-            return {}, True
+            return flows, True
         began = time.monotonic()
         try:
             runs = self.runs_for(idents)
@@ -264,7 +271,7 @@ class LinkRunner:
             ", ".join(sorted({m for m, _, _ in idents})),
             time.monotonic() - began,
         )
-        return {
+        return flows | {
             (mirror, topic_id, p): {
                 "mirror": mirror,
                 "source": self.mirrors[mirror],
@@ -500,6 +507,7 @@ class LinkRunner:
             "fetched_at_ms": self.watch.fetched_at_ms,
             "last_write_ms": last_write,
             "behind": behind,
+            "flows": planning.flow_progress(reports),
         }
         try:
             pipe = self.engine.redis.pipeline()

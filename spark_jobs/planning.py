@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-Ident = tuple[str, str, int]  # a mirror partition: (mirror topic, its topic id, partition)
+# A mirror partition: (mirror topic, its topic id, partition); or a merge flow, copied whole
+# by one slot: ("flow:" + its name, its id, 0) (no topic name holds a colon).
+Ident = tuple[str, str, int]
 Holdings = list[dict[Ident, dict]]  # per slot: the partitions it holds, with their entries
 
 
@@ -18,6 +20,19 @@ def wanted_partitions(
     return {
         (m, topic_ids[m], p) for m in mirrors if m in topic_ids for p in range(partitions.get(m, 0))
     }
+
+
+def flow_ident(flow: Mapping) -> Ident:
+    return (f"flow:{flow['name']}", flow["id"], 0)
+
+
+def is_flow(ident: Ident) -> bool:
+    return ident[0].startswith("flow:")
+
+
+def flow_progress(reports: list[dict | None]) -> dict[str, dict]:
+    """Each merge flow's report, from the slot that holds it."""
+    return {i: f for report in filter(None, reports) for i, f in report.get("flows", {}).items()}
 
 
 def not_held(assigned: Holdings, wanted: set[Ident]) -> list[Ident]:

@@ -132,6 +132,7 @@ PARAMETERS = {
     "VerificationId": parameter(
         "verification_id", "path", string(), "The verification's id.", "12"
     ),
+    "FlowName": parameter("flow_name", "path", string(), "The merge flow's name.", "dc1.topic1"),
     "TopicName": parameter("topic_name", "path", string(), "The topic name.", "orders"),
     "PartitionId": parameter("partition_id", "path", string(), "The partition number.", "0"),
     "TopicConfigName": parameter(
@@ -163,6 +164,7 @@ PATH_PARAMETERS = {
     "mirror_topic_name": "MirrorTopicName",
     "request_id": "RequestId",
     "verification_id": "VerificationId",
+    "flow_name": "FlowName",
     "topic_name": "TopicName",
     "partition_id": "PartitionId",
     "name": "TopicConfigName",
@@ -285,6 +287,7 @@ def path_item(path: str, **operations: dict) -> dict:
 NO_CLUSTER = "No registered cluster has this cluster id."
 NO_LINK = "No registered cluster has this id, or it has no link of this name."
 NO_MIRROR = NO_LINK + " Or the topic is not a mirror topic of the link."
+NO_FLOW = NO_LINK + " Or the link has no merge flow of this name."
 
 MIRROR_ACTION_ERRORS = {
     400: "Neither or both of mirror_topic_names and mirror_topic_name_pattern, no topic named, "
@@ -732,6 +735,78 @@ PATHS = {
             errors={404: NO_MIRROR + " Or it has no verification of this id."},
         ),
     ),
+    # Isthmus's own (Confluent has none): merge flows, offsets not preserved.
+    LINK + "/flows": path_item(
+        LINK + "/flows",
+        get=operation(
+            "listMergeFlows",
+            LINKING_TAG,
+            "List the link's merge flows (*Isthmus*)",
+            "console.view",
+            ok(schemas.MergeFlowDataList, "The link's merge flows, with their progress."),
+            errors={404: NO_LINK},
+        ),
+        post=operation(
+            "createMergeFlow",
+            LINKING_TAG,
+            "Create a merge flow (*Isthmus*)",
+            "flow.manage",
+            ok(schemas.MergeFlowData, "The flow, created (validate_only: 204, nothing made).", 201),
+            parameters=("ValidateOnly",),
+            description="Copy a source topic over the link into an ordinary, writable topic "
+            "of the destination, of any name (made with the source's partitions when it does "
+            "not exist), exactly once; every record keeps its key, value, headers and "
+            "timestamp and gains an isthmus.origin header; a record whose origin is the "
+            "destination cluster is never copied there. Offsets are NOT preserved.",
+            body=request(
+                schemas.CreateMergeFlowRequest,
+                {"source_topic_name": "topic2", "destination_topic_name": "topic2.replica"},
+                "The source topic, and optionally the destination topic, name and mapping.",
+            ),
+            errors={
+                400: "A name Kafka would refuse, an internal topic, an unknown mapping, or "
+                "one-to-one between unequal partition counts.",
+                404: NO_LINK + " Or the source has no such topic.",
+                409: "The same flow exists, the destination topic is a mirror, or the link "
+                "has FAILED.",
+                503: "A cluster did not answer.",
+            },
+        ),
+    ),
+    LINK + "/flows/{flow_name}": path_item(
+        LINK + "/flows/{flow_name}",
+        get=operation(
+            "readMergeFlow",
+            LINKING_TAG,
+            "Describe a merge flow (*Isthmus*)",
+            "console.view",
+            ok(schemas.MergeFlowData, "The flow, with its progress per partition."),
+            errors={404: NO_FLOW},
+        ),
+        delete=operation(
+            "deleteMergeFlow",
+            LINKING_TAG,
+            "Delete a merge flow (*Isthmus*)",
+            "flow.manage",
+            NO_CONTENT,
+            description="Its destination topic stays, with every record copied into it.",
+            errors={404: NO_FLOW},
+        ),
+    ),
+    **{
+        LINK + f"/flows/{{flow_name}}:{verb}": path_item(
+            LINK + f"/flows/{{flow_name}}:{verb}",
+            post=operation(
+                f"{verb}MergeFlow",
+                LINKING_TAG,
+                f"{verb.capitalize()} a merge flow (*Isthmus*)",
+                "flow.manage",
+                ok(schemas.MergeFlowData, "The flow after the change."),
+                errors={404: NO_FLOW, 409: f"The flow cannot be {verb}d from its state."},
+            ),
+        )
+        for verb in ("pause", "resume")
+    },
 }
 
 NO_TOPIC = NO_CLUSTER + " Or it has no topic of this name."

@@ -17,7 +17,7 @@ from pydantic.json_schema import models_json_schema
 
 from replication import link_configs
 from replication.models import ApprovalRequest as ApprovalRequestModel
-from replication.models import ClusterLink, MirrorTopic, Verification
+from replication.models import ClusterLink, MergeFlow, MirrorTopic, Verification
 
 REF = "#/components/schemas/{model}"
 
@@ -552,6 +552,52 @@ class MirrorVerificationList(Shape):
     data: list[MirrorVerification]
 
 
+class FlowPartition(Shape):
+    """*Isthmus*: how far a merge flow copied one source partition."""
+
+    partition_id: int
+    next_source_offset: int = Field(description="Every source record before it is copied.")
+    source_end_offset: int = Field(description="The source's end, as last fetched; -1 unknown.")
+    lag: int = Field(description="Source records not copied yet.")
+
+
+class MergeFlowData(Shape):
+    """*Isthmus*: a merge flow. A source topic copied over a link into an ordinary, writable
+    topic of any name, exactly once, each record with its origin in the `isthmus.origin`
+    header. Offsets are NOT preserved (the destination topic may have other writers): this is
+    not a mirror, and cannot be promoted or failed over."""
+
+    kind: Literal["MergeFlowData"] = "MergeFlowData"
+    metadata: ResourceMetadata
+    flow_name: str
+    link_name: str
+    source_topic_name: str
+    destination_topic_name: str
+    partition_mapping: one_of(MergeFlow.Mapping.values) = Field(
+        description="one-to-one: source partition p into partition p; by-key: as Kafka's "
+        "default partitioner places the record's key."
+    )
+    offsets_preserved: Literal[False] = False
+    state: one_of(MergeFlow.State.values)
+    records_copied: int = Field(description="By the engine since it (re)started.")
+    records_skipped: int = Field(
+        description="Left out by the loop rule: they came from the destination cluster."
+    )
+    lag: int = Field(description="Source records not copied yet, over all partitions.")
+    partitions: list[FlowPartition]
+    error_message: str | None
+    created_topic: bool = Field(description="Whether Isthmus made the destination topic.")
+    state_time: str
+
+
+class MergeFlowDataList(Shape):
+    """*Isthmus*: merge flows."""
+
+    kind: Literal["MergeFlowDataList"] = "MergeFlowDataList"
+    metadata: ResourceCollectionMetadata
+    data: list[MergeFlowData]
+
+
 class KafkaMirrorDataList(Shape):
     """Mirror topics."""
 
@@ -774,6 +820,19 @@ class VerifyMirrorsRequest(AlterMirrorsRequest):
     )
 
 
+class CreateMergeFlowRequest(Body):
+    """*Isthmus*: a merge flow to create over the link."""
+
+    source_topic_name: str
+    destination_topic_name: str | None = Field(
+        None, description="Default: the source topic's name. Made when it does not exist."
+    )
+    flow_name: str | None = Field(None, description="Default: <link name>.<source topic>.")
+    partition_mapping: one_of(MergeFlow.Mapping.values) | None = Field(
+        None, description="Default: one-to-one when the partition counts are equal, else by-key."
+    )
+
+
 class RejectRequest(Body):
     """*Isthmus*: why the request is rejected."""
 
@@ -793,6 +852,8 @@ ANSWERS = (
     KafkaMirrorDataList,
     MirrorVerification,
     MirrorVerificationList,
+    MergeFlowData,
+    MergeFlowDataList,
     AlterMirrorsResult,
     StopMirrorsResult,
     ApprovalRequest,
@@ -820,6 +881,7 @@ BODIES = (
     AlterMirrorsRequest,
     StopMirrorsRequest,
     VerifyMirrorsRequest,
+    CreateMergeFlowRequest,
     RejectRequest,
 )
 

@@ -3,7 +3,16 @@ cluster's own root, /kafka/<cluster name>/v3/)."""
 
 from django.urls import path
 
-from console.api import approvals, cluster_reads, clusters, links, mirrors, openapi, verifications
+from console.api import (
+    approvals,
+    cluster_reads,
+    clusters,
+    flows,
+    links,
+    mirrors,
+    openapi,
+    verifications,
+)
 
 CLUSTER = "clusters/<str:cluster_id>/"
 LINK = CLUSTER + "links/<str:link_name>/"
@@ -75,6 +84,18 @@ urlpatterns = [
         verifications.verification_detail,
         name="api-verification",
     ),
+    path(LINK + "flows", flows.flows, name="api-flows"),
+    # A flow's name holds no colon: the actions come first.
+    *[
+        path(
+            f"{LINK}flows/<str:flow_name>:{action}",
+            flows.flow_action,
+            {"action": action},
+            name=f"api-flow-{action}",
+        )
+        for action in flows.ACTIONS
+    ],
+    path(LINK + "flows/<str:flow_name>", flows.flow, name="api-flow"),
     path(CLUSTER + "approval-requests", approvals.request_list, name="api-requests"),
     *[
         path(

@@ -97,6 +97,7 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
             "link": link,
             "configs": links.describe_link_configs(link),
             "mirrors": with_lags(link.mirrors.select_related("link", "destination")),
+            "flows": link.flows.select_related("destination"),
             "destination_health": probe_cluster(link.destination),
             "stream": streams.status(link),
             "pending_requests": link.approval_requests.filter(state="PENDING"),

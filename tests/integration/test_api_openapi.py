@@ -18,7 +18,7 @@ from console.api.base import ERROR_CODES
 from console.api.openapi import SPEC
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import approvals, audit
+from replication import approvals, audit, merge_flows
 from replication.models import MirrorTopic, Verification
 from replication.tokens import create_token
 from tests import schema_checks
@@ -123,6 +123,9 @@ def test_every_documented_path_answers_as_documented(
         "partition_id": "0",
         "name": "cleanup.policy",
         "consumer_group_id": group,
+        "flow_name": merge_flows.create_flow(
+            audit.Actor.system("tests"), link, source_topic, f"{topic_name}.merged"
+        ).name,
     }
 
     problems, answered = [], []
@@ -221,6 +224,7 @@ def test_no_route_answers_500_or_html_to_a_malformed_request(
         "partition_id": "0",
         "name": "cleanup.policy",
         "consumer_group_id": "no-such-group",
+        "flow_name": "no-such-flow",
     }
     problems = []
     for path, method, op, _ in documented_operations():

@@ -41,9 +41,10 @@ from django.urls import URLPattern, get_resolver, reverse
 from devstack import kafka
 from isthmus_cli import cluster_links as cli_cluster_links
 from isthmus_cli import configs as cli_configs
+from isthmus_cli import merge_flows as cli_merge_flows
 from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
-from replication import approvals, audit, links, mirrors, promote, restore
+from replication import approvals, audit, links, merge_flows, mirrors, promote, restore
 from replication import users as user_admin
 from replication.mirror_states import FOLLOWING, PROMOTABLE
 from replication.models import (
@@ -53,6 +54,7 @@ from replication.models import (
     AuditEvent,
     ClusterLink,
     KafkaCluster,
+    MergeFlow,
     MirrorTopic,
     ScenarioRun,
     Verification,
@@ -105,6 +107,7 @@ CLI_TOOLS = {
     "kafka-cluster-links": cli_cluster_links,
     "kafka-configs": cli_configs,
     "kafka-mirrors": cli_mirrors,
+    "kafka-merge-flows": cli_merge_flows,
     "kafka-replica-status": cli_replica_status,
 }
 
@@ -125,6 +128,7 @@ def acts_at_once(user, link: ClusterLink) -> bool:
 class Target:
     link: ClusterLink | None = None
     mirror: MirrorTopic | None = None
+    flow: MergeFlow | None = None
     request: ApprovalRequest | None = None
     token: ApiToken | None = None
     run: ScenarioRun | None = None
@@ -208,6 +212,17 @@ class World:
     def mirror_in(self, link: ClusterLink, states, *, paused: bool = False) -> MirrorTopic:
         found = link.mirrors.filter(state__in=list(states)).order_by("pk").first()
         return found or self.new_mirror(link, paused=paused)
+
+    def new_flow(self) -> MergeFlow:
+        return merge_flows.create_flow(SETUP, self.link, self.source_topic())
+
+    def flow_in(self, state: str) -> MergeFlow:
+        found = self.link.flows.filter(state=state).order_by("pk").first()
+        if found is None:
+            found = self.new_flow()
+            if state == MergeFlow.State.PAUSED:
+                merge_flows.pause_flow(SETUP, found)
+        return found
 
     def quarantined(self) -> MirrorTopic:
         """A mirror a fail back restored, with its quarantine topic left to delete (the state a
@@ -303,6 +318,19 @@ def a_running_mirror(w: World, user, allowed: bool) -> Target:
 
 def a_paused_mirror(w: World, user, allowed: bool) -> Target:
     return Target(link=w.link, mirror=w.mirror_in(w.link, [State.PAUSED], paused=True))
+
+
+def an_active_flow(w: World, user, allowed: bool) -> Target:
+    return Target(link=w.link, flow=w.flow_in(MergeFlow.State.ACTIVE))
+
+
+def a_paused_flow(w: World, user, allowed: bool) -> Target:
+    return Target(link=w.link, flow=w.flow_in(MergeFlow.State.PAUSED))
+
+
+def a_flow_to_delete(w: World, user, allowed: bool) -> Target:
+    flow = w.new_flow() if allowed else w.flow_in(MergeFlow.State.ACTIVE)
+    return Target(link=w.link, flow=flow)
 
 
 def a_mirror_to_delete(w: World, user, allowed: bool) -> Target:
@@ -450,6 +478,10 @@ def mirror_args(t: Target) -> list[str]:
     return [t.mirror.destination.name, t.mirror.mirror_topic]
 
 
+def flow_args(t: Target) -> list[str]:
+    return [*link_args(t), t.flow.name]
+
+
 def stop_form(t: Target) -> dict[str, str]:
     """A promote or failover asked for properly: a reason and the mirror's name typed."""
     return {"reason": REASON, "confirm_name": t.mirror.mirror_topic}
@@ -466,6 +498,43 @@ def post(client: Client, url_name: str, args: list, data: dict | None = None) ->
 
 
 CONSOLE = [
+    Row(
+        "flow create",
+        "flow-create",
+        ("flow.manage",),
+        "flow.create",
+        an_unmirrored_topic,
+        lambda c, w, t: post(
+            c,
+            "flow-create",
+            link_args(t),
+            {"source_topic": t.name, "destination_topic": "", "name": "", "mapping": ""},
+        ),
+    ),
+    Row(
+        "flow pause",
+        "flow-pause",
+        ("flow.manage",),
+        "flow.pause",
+        an_active_flow,
+        lambda c, w, t: post(c, "flow-pause", flow_args(t)),
+    ),
+    Row(
+        "flow resume",
+        "flow-resume",
+        ("flow.manage",),
+        "flow.resume",
+        a_paused_flow,
+        lambda c, w, t: post(c, "flow-resume", flow_args(t)),
+    ),
+    Row(
+        "flow delete",
+        "flow-delete",
+        ("flow.manage",),
+        "flow.delete",
+        a_flow_to_delete,
+        lambda c, w, t: post(c, "flow-delete", flow_args(t), {"confirm_name": t.flow.name}),
+    ),
     Row(
         "token create",
         "account",
@@ -852,6 +921,35 @@ REQUEST_PATH = "/clusters/{cluster_id}/approval-requests/{request_id}"
 
 API = [
     Row(
+        "flow create",
+        (LINK_PATH + "/flows", "POST"),
+        ("flow.manage",),
+        "flow.create",
+        an_unmirrored_topic,
+        lambda c, w, t: call(c, "POST", link_url(w, t, "/flows"), {"source_topic_name": t.name}),
+    ),
+    *[
+        Row(
+            f"flow {verb}",
+            (LINK_PATH + f"/flows/{{flow_name}}:{verb}", "POST"),
+            ("flow.manage",),
+            f"flow.{verb}",
+            target,
+            lambda c, w, t, verb=verb: call(
+                c, "POST", link_url(w, t, f"/flows/{t.flow.name}:{verb}")
+            ),
+        )
+        for verb, target in (("pause", an_active_flow), ("resume", a_paused_flow))
+    ],
+    Row(
+        "flow delete",
+        (LINK_PATH + "/flows/{flow_name}", "DELETE"),
+        ("flow.manage",),
+        "flow.delete",
+        a_flow_to_delete,
+        lambda c, w, t: call(c, "DELETE", link_url(w, t, f"/flows/{t.flow.name}")),
+    ),
+    Row(
         "link create",
         ("/clusters/{cluster_id}/links", "POST"),
         ("link.manage",),
@@ -1057,6 +1155,39 @@ def at(w: World) -> list[str]:
 
 
 CLI = [
+    Row(
+        "flow create",
+        ("kafka-merge-flows", "--create"),
+        ("flow.manage",),
+        "flow.create",
+        an_unmirrored_topic,
+        lambda run, w, t: run(
+            "kafka-merge-flows", *at(w), "--create", "--link", t.link.name, "--source-topic", t.name
+        ),
+    ),
+    *[
+        Row(
+            f"flow {verb}",
+            ("kafka-merge-flows", f"--{verb}"),
+            ("flow.manage",),
+            f"flow.{verb}",
+            target,
+            lambda run, w, t, verb=verb: run(
+                "kafka-merge-flows",
+                *at(w),
+                f"--{verb}",
+                "--link",
+                t.link.name,
+                "--flow",
+                t.flow.name,
+            ),
+        )
+        for verb, target in (
+            ("pause", an_active_flow),
+            ("resume", a_paused_flow),
+            ("delete", a_flow_to_delete),
+        )
+    ],
     Row(
         "link create",
         ("kafka-cluster-links", "--create"),
@@ -1326,6 +1457,7 @@ def fingerprint() -> tuple:
         sorted(get_user_model().groups.through.objects.values_list("user_id", "group__name")),
         sorted(ScenarioRun.objects.values_list("pk", "status")),
         sorted(Verification.objects.values_list("pk", "state")),
+        sorted(MergeFlow.objects.values_list("name", "state")),
     )
 
 

@@ -1,0 +1,86 @@
+"""*Isthmus*'s own paths (Confluent has none): merge flows, a source topic copied over a link
+into an ordinary, writable topic of any name, exactly once, offsets not preserved."""
+
+from __future__ import annotations
+
+from console.api.base import cluster, endpoint, field, flag, json_body, no_content, self_url
+from console.api.links import BASE
+from console.api.schemas import FlowPartition, MergeFlowData, MergeFlowDataList, respond
+from replication import audit, merge_flows
+from replication.links import get_link
+from replication.models import MergeFlow
+
+
+def flow_data(request, flow: MergeFlow) -> MergeFlowData:
+    found = merge_flows.status(flow)
+    path = (
+        f"{BASE.format(cluster_id=flow.destination.cluster_id)}/{flow.link.name}/flows/{flow.name}"
+    )
+    return MergeFlowData(
+        metadata=self_url(request, path),
+        flow_name=flow.name,
+        link_name=flow.link.name,
+        source_topic_name=flow.source_topic,
+        destination_topic_name=flow.destination_topic,
+        partition_mapping=flow.mapping,
+        state=flow.state,
+        records_copied=found.records,
+        records_skipped=found.skipped,
+        lag=found.lag,
+        partitions=[
+            FlowPartition(
+                partition_id=p,
+                next_source_offset=v["next"],
+                source_end_offset=v["source_end"],
+                lag=v["lag"],
+            )
+            for p, v in sorted(found.partitions.items())
+        ],
+        error_message=found.error or None,
+        created_topic=flow.created_topic,
+        state_time=flow.state_time.isoformat(),
+    )
+
+
+@endpoint(GET="console.view", POST="flow.manage")
+def flows(request, cluster_id, link_name):
+    link = get_link(cluster(cluster_id), link_name)
+    if request.method == "GET":
+        found = link.flows.select_related("link__destination", "destination")
+        return respond(
+            MergeFlowDataList(
+                metadata=self_url(request, request.path),
+                data=[flow_data(request, f) for f in found],
+            )
+        )
+    body = json_body(request)
+    flow = merge_flows.create_flow(
+        audit.Actor.from_request(request),
+        link,
+        field(body, "source_topic_name", str, required=True),
+        field(body, "destination_topic_name", str),
+        name=field(body, "flow_name", str),
+        mapping=field(body, "partition_mapping", str),
+        validate_only=flag(request, "validate_only"),
+    )
+    if flag(request, "validate_only"):
+        return no_content()
+    return respond(flow_data(request, flow), status=201)
+
+
+@endpoint(GET="console.view", DELETE="flow.manage")
+def flow(request, cluster_id, link_name, flow_name):
+    found = merge_flows.get_flow(get_link(cluster(cluster_id), link_name), flow_name)
+    if request.method == "DELETE":
+        merge_flows.delete_flow(audit.Actor.from_request(request), found)
+        return no_content()
+    return respond(flow_data(request, found))
+
+
+ACTIONS = {"pause": merge_flows.pause_flow, "resume": merge_flows.resume_flow}
+
+
+@endpoint(POST="flow.manage")
+def flow_action(request, cluster_id, link_name, flow_name, action):
+    found = merge_flows.get_flow(get_link(cluster(cluster_id), link_name), flow_name)
+    return respond(flow_data(request, ACTIONS[action](audit.Actor.from_request(request), found)))

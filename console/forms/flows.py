@@ -1,0 +1,22 @@
+from django import forms
+
+from replication.models import MergeFlow
+
+
+class FlowForm(forms.Form):
+    source_topic = forms.CharField(max_length=249, help_text="A topic of the link's source.")
+    destination_topic = forms.CharField(
+        max_length=249,
+        required=False,
+        help_text="Empty: the same name. An ordinary topic, made with the source's partitions "
+        "when it does not exist; other flows and producers may write it too.",
+    )
+    name = forms.CharField(
+        max_length=200, required=False, help_text="Empty: <link name>.<source topic>."
+    )
+    mapping = forms.ChoiceField(
+        label="Partition mapping",
+        required=False,
+        choices=[("", "One to one when the partition counts are equal, else by key")]
+        + [(m.value, m.label) for m in MergeFlow.Mapping],
+    )

@@ -1,0 +1,376 @@
+"""Merge flows in the engine: a source topic copied into an ordinary, writable destination topic
+of any name (the same name for active-active, another for a rename, one topic fed by several
+flows for an aggregate), exactly once, with the record's origin in a header.
+
+A flow is copied whole by one `FlowCopy` thread, started by the link's copier in whichever slot
+holds the flow. Unlike a mirror, offsets are not kept: the destination topic has writers of its
+own. So the rules differ (docs/mirror-engine.md, "Merge flows"):
+
+- Exactly once across crashes: each batch is one Kafka transaction holding the copied records
+  and, in the same transaction, how far each source partition was copied (`PROGRESS_TOPIC` on
+  the destination). A copy (re)starts with `init_transactions` under the flow's own
+  transactional id, which fences any earlier holder and aborts what it left open, and only
+  then reads its progress: what it resumes from is exactly what was committed.
+- Provenance: a record keeps its key, value, headers and timestamp, and gains an `ORIGIN`
+  header (origin cluster id, topic, partition, offset, timestamp) unless it has one already
+  (copied on from elsewhere: it keeps where it was first written).
+- The loop rule: a record whose origin is the destination cluster is never copied there.
+- Partitions: one to one when the flow says so (equal counts when it was created), else by the
+  record's key as Java's default partitioner would (murmur2; a record without a key anywhere).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import zlib
+from typing import Protocol
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+
+log = logging.getLogger("spark_jobs.merging")
+
+PROGRESS_TOPIC = "_isthmus-flow-progress"
+PROGRESS_PARTITIONS = 10  # flows spread over them: one flow's open transaction delays no other
+ORIGIN = "isthmus.origin"  # cluster id,topic,partition,offset,timestamp
+BATCH = 5_000  # records in one transaction at most
+WAIT_S = 0.25
+REFRESH_S = 10.0  # how often a flow looks for partitions its source gained
+RETRY_S = [1, 2, 4, 8, 15]
+TRANSACTION_TIMEOUT_MS = 30_000  # a holder that died: its open transaction aborted by then
+
+
+class Slot(Protocol):
+    ended: bool
+
+    def in_touch(self) -> bool:
+        """Whether the slot heard from the control channel recently (else: write nothing)."""
+
+
+class Retry(RuntimeError):
+    """The copy must start again from what was committed (its clients made anew)."""
+
+
+def transactional_id(flow_id: str) -> str:
+    return f"_isthmus-flow-{flow_id}"
+
+
+def progress_key(flow_id: str, partition: int) -> bytes:
+    return f"{flow_id}/{partition}".encode()
+
+
+def progress_partition(flow_id: str, partitions: int = PROGRESS_PARTITIONS) -> int:
+    return zlib.crc32(flow_id.encode()) % partitions
+
+
+def origin_of(headers: list | None) -> str | None:
+    """The origin cluster id a record's provenance header names, if it has one."""
+    for name, value in headers or ():
+        if name == ORIGIN and value:
+            return value.decode(errors="replace").split(",", 1)[0]
+    return None
+
+
+def provenance(cluster_id: str, topic: str, partition: int, offset: int, timestamp: int) -> bytes:
+    return f"{cluster_id},{topic},{partition},{offset},{timestamp}".encode()
+
+
+def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -> dict[int, int]:
+    """How far each source partition of the flow was copied, as committed: {partition: next
+    source offset}. Reads the flow's partition of the progress topic to its end (read
+    committed, so it waits for transactions still open there to end)."""
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": "isthmus-flow-progress-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        topic = consumer.list_topics(PROGRESS_TOPIC, timeout=timeout).topics[PROGRESS_TOPIC]
+        if topic.error is not None:
+            if topic.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return {}
+            raise Retry(f"cannot read {PROGRESS_TOPIC}: {topic.error.str()}")
+        tp = TopicPartition(PROGRESS_TOPIC, progress_partition(flow_id, len(topic.partitions)))
+        low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+        found: dict[int, int] = {}
+        if high <= low:
+            return found
+        consumer.assign([TopicPartition(tp.topic, tp.partition, low)])
+        prefix = f"{flow_id}/".encode()
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = consumer.poll(max(0.0, deadline - time.monotonic()))
+            if msg is None:
+                raise Retry(f"reading {PROGRESS_TOPIC} took over {timeout:.0f} s")
+            if msg.error():
+                # The end as a committed reader sees it: below `high` while another flow's
+                # transaction is open there, so read on until that one ends too.
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    if msg.offset() >= high:
+                        break
+                    continue
+                raise Retry(f"cannot read {PROGRESS_TOPIC}: {msg.error().str()}")
+            if msg.key() and msg.key().startswith(prefix):
+                found[int(msg.key()[len(prefix) :])] = json.loads(msg.value())["next"]
+        return found
+    finally:
+        consumer.close()
+
+
+class FlowCopy:
+    """One merge flow, copied by a thread of its own until `stop`."""
+
+    def __init__(self, link_spec: dict, flow: dict, slot: Slot):
+        self.source_config, self.destination_config = link_spec["source"], link_spec["destination"]
+        self.flow, self.slot = flow, slot
+        self.id = flow["id"]
+        self.stopping = False
+        self.records = self.skipped = self.bytes = 0
+        self.last_write_ms = 0
+        self.error = ""
+        self.next: dict[int, int] = {}  # source partition -> next offset committed
+        self.high: dict[int, int] = {}  # source partition -> its high watermark last seen
+        self.read: dict[int, int] = {}  # source partition -> the consumer's position
+        self.thread = threading.Thread(target=self.run, name=f"flow-{flow['name']}", daemon=True)
+
+    # --- what the copier calls ----------------------------------------------------------------
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    @property
+    def ending(self) -> bool:
+        return self.stopping or self.slot.ended
+
+    def report(self) -> dict:
+        """What the slot reports of the flow (read from the copier's thread: copies first)."""
+        nexts, read, high = dict(self.next), dict(self.read), dict(self.high)
+        return {
+            "records": self.records,
+            "skipped": self.skipped,
+            "bytes": self.bytes,
+            "last_write_ms": self.last_write_ms,
+            "error": self.error,
+            "partitions": {
+                str(p): {"next": n, "read": read.get(p, n), "source_hw": high.get(p, -1)}
+                for p, n in sorted(nexts.items())
+            },
+        }
+
+    # --- the thread ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        failures = 0
+        while not self.ending:
+            try:
+                self.copy()
+            except Exception as exc:  # the flow's own trouble: said, then tried again
+                self.error = _words(exc)
+                log.warning("Flow %s: %s; starting again", self.flow["name"], self.error)
+                pause = RETRY_S[min(failures, len(RETRY_S) - 1)]
+                failures += 1
+                deadline = time.monotonic() + pause
+                while not self.ending and time.monotonic() < deadline:
+                    time.sleep(0.1)
+            else:
+                failures = 0
+        log.info("Flow %s: stopped in this slot", self.flow["name"])
+
+    def copy(self) -> None:
+        """Copy from what was committed until stopped; raises to start again."""
+        producer = Producer(
+            {
+                **self.destination_config,
+                "transactional.id": transactional_id(self.id),
+                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+                "linger.ms": 5,
+                "partitioner": "murmur2_random",  # Java's default for keyed records
+            }
+        )
+        consumer = None
+        try:
+            producer.init_transactions(60)  # fences an earlier holder, ends what it left open
+            self.next = read_progress(self.destination_config, self.id)
+            consumer = Consumer(
+                {
+                    **self.source_config,
+                    "group.id": f"_isthmus-flow-{self.id}",  # never commits: a formality
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "isolation.level": "read_committed",
+                    "auto.offset.reset": "earliest",
+                }
+            )
+            progress_partitions = self.partitions(producer, PROGRESS_TOPIC)
+            where = progress_partition(self.id, progress_partitions)
+            assigned: set[int] = set()
+            refreshed = 0.0
+            self.error = ""
+            while not self.ending:
+                if time.monotonic() - refreshed > REFRESH_S:
+                    self.assign_new(consumer, producer, assigned)
+                    refreshed = time.monotonic()
+                if not self.slot.in_touch():  # cut off from the control channel: write nothing
+                    time.sleep(WAIT_S)
+                    continue
+                batch = [m for m in consumer.consume(BATCH, WAIT_S) if self.readable(m)]
+                if batch:
+                    self.transfer(producer, batch, where)
+                self.note_high_watermarks(consumer, assigned)
+        finally:
+            if consumer is not None:
+                consumer.close()
+            producer.flush(0)
+
+    def partitions(self, client, topic: str) -> int:
+        found = client.list_topics(topic, timeout=30).topics.get(topic)
+        if found is None or found.error is not None:
+            why = found.error.str() if found is not None else "not found"
+            raise Retry(f"topic {topic}: {why}")
+        return len(found.partitions)
+
+    def assign_new(self, consumer: Consumer, producer: Producer, assigned: set[int]) -> None:
+        """Read the source partitions not read yet (all, at first; then those it gained), each
+        from where its copy was committed."""
+        source, destination = self.flow["source"], self.flow["destination"]
+        count = self.partitions(consumer, source)
+        if self.flow["mapping"] == "one-to-one":
+            has = self.partitions(producer, destination)
+            if count > has:
+                raise Retry(
+                    f"source topic {source} has {count} partitions and destination topic "
+                    f"{destination} {has}: partitions map one to one, so give {destination} "
+                    f"{count} partitions"
+                )
+        new = [p for p in range(count) if p not in assigned]
+        if new:
+            consumer.incremental_assign(
+                [TopicPartition(source, p, self.next.get(p, OFFSET_BEGINNING)) for p in new]
+            )
+            assigned.update(new)
+            log.info(
+                "Flow %s: copying %s into %s, %s",
+                self.flow["name"],
+                ", ".join(f"{source}[{p}] from {self.next.get(p, 'its start')}" for p in new),
+                destination,
+                "partition to partition" if self.flow["mapping"] == "one-to-one" else "by key",
+            )
+
+    def readable(self, msg) -> bool:
+        error = msg.error()
+        if error is None:
+            return True
+        if error.code() == KafkaError._PARTITION_EOF:
+            return False
+        raise KafkaException(error)
+
+    def transfer(self, producer: Producer, batch: list, where: int) -> None:
+        """One transaction: the batch's records (but those that came from the destination) and
+        how far each source partition now is."""
+        flow = self.flow
+        failed: list[KafkaError] = []
+
+        def delivered(err, _msg) -> None:
+            if err is not None:
+                failed.append(err)
+
+        producer.begin_transaction()
+        nexts: dict[int, int] = {}
+        copied = skipped = size = 0
+        for msg in batch:
+            nexts[msg.partition()] = msg.offset() + 1
+            record = self.record(msg, delivered)
+            if record is None:
+                skipped += 1  # the loop rule: it was written there first
+                continue
+            self.send(producer, flow["destination"], record)
+            copied += 1
+            size += len(msg.value() or b"") + len(msg.key() or b"")
+        for partition, offset in nexts.items():
+            self.send(
+                producer,
+                PROGRESS_TOPIC,
+                {
+                    "key": progress_key(self.id, partition),
+                    "value": json.dumps({"next": offset, "at": int(time.time() * 1000)}).encode(),
+                    "partition": where,
+                    "on_delivery": delivered,
+                },
+            )
+        try:
+            producer.commit_transaction(60)
+        except KafkaException as exc:
+            if exc.args[0].txn_requires_abort():
+                producer.abort_transaction(60)
+            raise Retry(f"a transaction did not commit ({_words(exc)})") from exc
+        if failed:  # commit would have failed; checked for what it says
+            raise Retry(f"records were not delivered: {failed[0].str()}")
+        self.next.update(nexts)
+        self.records += copied
+        self.skipped += skipped
+        self.bytes += size
+        if copied:
+            self.last_write_ms = int(time.time() * 1000)
+
+    def record(self, msg, delivered) -> dict | None:
+        """What to produce for a source record, with its provenance; None for a record whose
+        origin is the destination."""
+        headers = msg.headers() or []
+        origin = origin_of(headers)
+        if origin == self.flow["destination_cluster_id"]:
+            return None
+        kind, timestamp = msg.timestamp()
+        if origin is None:
+            where = (msg.topic(), msg.partition(), msg.offset(), timestamp)
+            headers = [*headers, (ORIGIN, provenance(self.flow["source_cluster_id"], *where))]
+        record = {"key": msg.key(), "value": msg.value(), "headers": headers}
+        record["on_delivery"] = delivered
+        if kind != TIMESTAMP_NOT_AVAILABLE:
+            record["timestamp"] = timestamp
+        if self.flow["mapping"] == "one-to-one":
+            record["partition"] = msg.partition()
+        return record
+
+    def send(self, producer: Producer, topic: str, record: dict) -> None:
+        while True:
+            try:
+                producer.produce(topic, **record)
+                return
+            except BufferError:
+                producer.poll(0.05)
+
+    def note_high_watermarks(self, consumer: Consumer, assigned: set[int]) -> None:
+        """Each partition's high watermark (from the fetches) and how far it was read: the
+        position passes transaction markers, which no record takes, so a partition copied to
+        its end reads as such."""
+        topic = self.flow["source"]
+        for tp in consumer.position([TopicPartition(topic, p) for p in assigned]):
+            if tp.offset >= 0:
+                self.read[tp.partition] = tp.offset
+        for p in assigned:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)
+            if high >= 0:
+                self.high[p] = high
+
+
+def _words(exc: BaseException) -> str:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0].str()
+    return str(exc)

@@ -1,0 +1,107 @@
+"""A merge flow copies exactly once through what kills a copy: five `kill -9`s of the engine
+(whole, its Python driver, a slot's Python worker) and a restart of the destination broker that
+leads a partition, while the source is written. Read with `read_committed`, the destination
+topic holds every source record once, each with its key, value, headers, timestamp and origin.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from devstack import kafka
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from replication import merge_flows, streams
+from spark_jobs import merging
+from tests.conftest import admin_config
+from tests.faults.conftest import in_sync, leader
+from tests.integration.test_stream_failures import _kill, _targets, quick_restarts  # noqa: F401
+from tests.kafka_clients import keep_producing
+from tests.mirror_checks import ACTOR, eventually, read_all
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+PARTITIONS = 4
+RECORDS = 120_000
+
+
+def _written(topic: str) -> int:
+    try:
+        admin = KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10)
+        return sum(admin.end_offsets(topic, PARTITIONS).values())
+    except KafkaAdminError:  # a leader moving, a broker down
+        return -1
+
+
+def _past(link, topic: str, records: int, working: bool = True) -> int:
+    def more() -> int:
+        streams.supervise(link)
+        written = _written(topic)
+        ready = written > records and (not working or "task worker" in _targets(link))
+        return written if ready else 0
+
+    return eventually(more, 240, f"the flow writing past {records} records")
+
+
+def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restart(
+    make_link,
+    make_topic,
+    topic_name,
+    stack,
+    quick_restarts,  # noqa: F811
+):
+    source = make_topic(kafka.SOURCE, topic_name, PARTITIONS, **{"min.insync.replicas": "2"})
+    into = f"{topic_name}.replica"
+    link = make_link()
+    merge_flows.create_flow(ACTOR, link, source, into)
+    writer = threading.Thread(
+        target=keep_producing, args=(source, RECORDS, PARTITIONS, 60, True), daemon=True
+    )
+    writer.start()
+    kinds = ["application", "python driver", "task worker"]
+    plan = random.sample(kinds, 3) + random.choices(kinds, k=2)
+    written, done = 0, []
+    for what in plan:
+        written = _past(link, into, written)
+        time.sleep(random.uniform(0, 1.0))  # any moment, a transaction open or not
+        _kill(link, what)
+        done.append((what, written))
+    broker = leader(kafka.DESTINATION, into)
+    stack.down([broker.name], echo=lambda _: None)
+    stack.up([broker.name], echo=lambda _: None)
+    done.append((broker.name, _written(into)))
+    in_sync(kafka.DESTINATION, into)
+    assert writer.is_alive(), f"the source was written in full before the faults were over: {done}"
+    writer.join()
+
+    wanted = read_all(kafka.SOURCE.bootstrap, source)
+    assert len(wanted) == RECORDS
+    found = []
+
+    def all_copied() -> bool:
+        streams.supervise(link)
+        found[:] = read_all(kafka.DESTINATION.bootstrap, into)  # read_committed
+        return len(found) >= RECORDS
+
+    eventually(all_copied, 300, f"{RECORDS} records in {into}")
+    keys = Counter(r.key for r in found)
+    assert len(found) == RECORDS and set(keys.values()) == {1}, (len(found), done)
+    by_key = {r.key: r for r in found}
+    for want in wanted:
+        got = by_key[want.key]
+        assert (got.partition, got.value, got.timestamp) == (
+            want.partition,
+            want.value,
+            want.timestamp,
+        )
+        assert got.headers[:-1] == want.headers
+        assert got.headers[-1][0] == merging.ORIGIN
+        assert got.headers[-1][1].split(b",")[1:4] == [
+            source.encode(),
+            str(want.partition).encode(),
+            str(want.offset).encode(),
+        ]

@@ -1,0 +1,155 @@
+"""Merge flows on the real clusters, copied by the real engine: a rename with provenance on
+every record, one topic copied both ways between two clusters into the same name for a minute
+with each record exactly once on each side (the loop rule), and an aggregate of two source
+topics into one.
+
+Records are checked one by one: key, value, headers (the source's, then the origin header),
+timestamp, and the partition the mapping gives; read with `read_committed`, as consumers of a
+flow's topic should.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+
+from devstack import kafka
+from replication import merge_flows, streams
+from replication.errors import ReplicationError
+from replication.links import peer_of
+from replication.mirrors import create_mirror
+from spark_jobs import merging
+from tests.kafka_clients import RECENT, keep_producing, ordinary, write_numbered
+from tests.mirror_checks import ACTOR, eventually, read_all
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+
+def copied(links: list, node: kafka.KafkaNode, topic: str, count: int, timeout: float = 240):
+    """Supervise the links as the beat does until `topic` on `node` holds `count` committed
+    records; then its records."""
+    found = []
+
+    def done() -> bool:
+        for link in links:
+            streams.supervise(link)
+        found[:] = read_all(node.bootstrap, topic)
+        return len(found) >= count
+
+    eventually(done, timeout, f"{count} records in {topic} on {node.name}")
+    return found
+
+
+def origin(record) -> str:
+    return dict(record.headers)[merging.ORIGIN].decode()
+
+
+def test_a_rename_copies_every_record_with_its_origin(
+    make_link, make_topic, topic_name, registered_clusters
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    write_numbered(ordinary(kafka.SOURCE), topic_name, 0, 100)
+    link = make_link()
+    flow = merge_flows.create_flow(ACTOR, link, topic_name, f"{topic_name}.replica")
+    assert (flow.name, flow.mapping, flow.created_topic) == (
+        f"{link.name}.{topic_name}",
+        "one-to-one",
+        True,
+    )
+    records = copied([link], kafka.DESTINATION, f"{topic_name}.replica", 100)
+    source = read_all(kafka.SOURCE.bootstrap, topic_name)
+    cluster = registered_clusters["source"].cluster_id
+    assert len(records) == 100
+    by_key = {r.key: r for r in records}
+    for want in source:
+        got = by_key[want.key]
+        assert (got.partition, got.value, got.timestamp) == (
+            want.partition,
+            want.value,
+            want.timestamp,
+        )
+        assert got.headers == [
+            *want.headers,
+            (
+                merging.ORIGIN,
+                f"{cluster},{topic_name},{want.partition},{want.offset},{want.timestamp[1]}".encode(),
+            ),
+        ]
+    # The same flow twice, a flow into a mirror, a mapping the counts do not allow: refused.
+    with pytest.raises(ReplicationError, match="already has a merge flow"):
+        merge_flows.create_flow(ACTOR, link, topic_name, f"{topic_name}.replica", name="again")
+    mirror = create_mirror(ACTOR, link, topic_name)
+    with pytest.raises(ReplicationError, match="read-only") as into_mirror:
+        merge_flows.create_flow(ACTOR, link, topic_name, mirror.mirror_topic, name="m")
+    assert into_mirror.value.status == 409
+    make_topic(kafka.DESTINATION, f"{topic_name}.three", partitions=3)
+    with pytest.raises(ReplicationError, match="map one to one only between equal counts"):
+        merge_flows.create_flow(
+            ACTOR, link, topic_name, f"{topic_name}.three", mapping="one-to-one"
+        )
+
+
+def test_one_topic_copied_both_ways_holds_each_record_once_on_each_side(
+    bidirectional, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    make_topic(kafka.DESTINATION, topic_name, partitions=2)
+    into_destination = bidirectional()
+    into_source = peer_of(into_destination)
+    for link in (into_destination, into_source):
+        merge_flows.create_flow(ACTOR, link, topic_name)
+    links = [into_destination, into_source]
+
+    # Both sides write for a minute while both flows run.
+    writers = [
+        threading.Thread(target=keep_producing, args=(topic_name, 3000, 2, 60), daemon=True),
+        threading.Thread(
+            target=write_numbered,
+            args=(ordinary(kafka.DESTINATION), topic_name, 100_000, 3000),
+            daemon=True,
+        ),
+    ]
+    for writer in writers:
+        writer.start()
+    writers[0].join(120)
+    writers[1].join(120)
+    for node in (kafka.SOURCE, kafka.DESTINATION):
+        records = copied(links, node, topic_name, 6000)
+        keys = Counter(r.key for r in records)
+        assert len(records) == 6000 and set(keys.values()) == {1}, node.name
+    # Still so once the flows have gone on a while: nothing came back.
+    for link in links:
+        streams.supervise(link)
+    for node in (kafka.SOURCE, kafka.DESTINATION):
+        assert len(read_all(node.bootstrap, topic_name)) == 6000
+    copied_over = {link.destination.name: merge_flows.status(link.flows.get()) for link in links}
+    assert {name: s.records for name, s in copied_over.items()} == {
+        "destination": 3000,
+        "source": 3000,
+    }
+    assert all(s.skipped == 3000 and s.lag == 0 for s in copied_over.values())
+
+
+def test_two_source_topics_aggregate_into_one(make_link, make_topic, topic_name):
+    east, west = f"{topic_name}.east", f"{topic_name}.west"
+    make_topic(kafka.SOURCE, east, partitions=2)
+    make_topic(kafka.SOURCE, west, partitions=4)
+    write_numbered(ordinary(kafka.SOURCE), east, 0, 40)
+    producer_timestamps = {str(i).encode(): RECENT + i for i in range(40)}
+    write_numbered(ordinary(kafka.SOURCE), west, 1000, 30)
+    link = make_link()
+    into = f"{topic_name}.all"
+    flows = [
+        merge_flows.create_flow(ACTOR, link, east, into),  # makes it, with 2 partitions
+        merge_flows.create_flow(ACTOR, link, west, into),
+    ]
+    assert [f.mapping for f in flows] == ["one-to-one", "by-key"]
+    records = copied([link], kafka.DESTINATION, into, 70)
+    assert len(records) == 70
+    origins = Counter(origin(r).split(",")[1] for r in records)
+    assert origins == {east: 40, west: 30}
+    for r in records:
+        if origin(r).split(",")[1] == east:
+            assert r.partition == int(r.key) % 2 and r.timestamp[1] == producer_timestamps[r.key]

@@ -1,0 +1,54 @@
+"""The pure rules of merge flows: provenance headers, the loop rule's reading of them, where a
+flow's progress lives, how flows sit among a link's partitions, and the partition mapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from replication.errors import ReplicationError
+from replication.merge_flows import _mapping
+from spark_jobs import merging, planning
+
+
+def test_the_origin_is_read_from_the_provenance_header_and_nothing_else():
+    header = merging.provenance("dc1-id", "topic1", 2, 41, 1_700_000_000_000)
+    assert header == b"dc1-id,topic1,2,41,1700000000000"
+    assert merging.origin_of([("a", b"x"), (merging.ORIGIN, header)]) == "dc1-id"
+    assert merging.origin_of([("a", b"dc1-id,topic1")]) is None
+    assert merging.origin_of([(merging.ORIGIN, None)]) is None
+    assert merging.origin_of(None) is None
+
+
+def test_a_flows_progress_always_goes_to_the_same_partition():
+    flow = "0f4c2c3e-5a3a-4d37-a1a1-9b0a7d1f6a10"
+    assert merging.progress_partition(flow) == merging.progress_partition(flow)
+    assert 0 <= merging.progress_partition(flow) < merging.PROGRESS_PARTITIONS
+    assert merging.progress_key(flow, 3) == f"{flow}/3".encode()
+
+
+def test_a_flow_is_one_unit_among_the_links_partitions():
+    ident = planning.flow_ident({"id": "f1", "name": "dc1.topic1"})
+    assert ident == ("flow:dc1.topic1", "f1", 0)
+    assert planning.is_flow(ident) and not planning.is_flow(("orders", "id", 0))
+    reports = [None, {"flows": {"f1": {"records": 3}}}, {"flows": {}}]
+    assert planning.flow_progress(reports) == {"f1": {"records": 3}}
+
+
+@pytest.mark.parametrize(
+    ("asked", "source", "existing", "chosen"),
+    [
+        (None, 4, None, "one-to-one"),  # made with the source's partitions
+        (None, 4, 4, "one-to-one"),
+        (None, 4, 6, "by-key"),
+        ("by-key", 4, 4, "by-key"),
+        ("one-to-one", 4, None, "one-to-one"),
+    ],
+)
+def test_partitions_map_one_to_one_only_between_equal_counts(asked, source, existing, chosen):
+    assert _mapping(asked, source, existing, "t") == chosen
+
+
+def test_one_to_one_between_unequal_counts_is_refused_saying_what_to_do():
+    with pytest.raises(ReplicationError) as refused:
+        _mapping("one-to-one", 4, 6, "topic2.replica")
+    assert "the source topic has 4 and 'topic2.replica' 6. Use by-key" in str(refused.value)
