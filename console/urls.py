@@ -66,6 +66,11 @@ urlpatterns = [
     path(LINK + "approval-policy/", approvals.link_policy, name="link-approval-policy"),
     path(LINK + "mirrors/new/", mirrors.mirror_create, name="mirror-create"),
     path(LINK + "new-flow/", flows.flow_create, name="flow-create"),
+    path(
+        "replicator-import/<str:destination>/",
+        flows.replicator_import_page,
+        name="replicator-import",
+    ),
     path(FLOW, flows.flow_detail, name="flow-detail"),
     path(FLOW + "pause/", flows.flow_pause, name="flow-pause"),
     path(FLOW + "resume/", flows.flow_resume, name="flow-resume"),

@@ -4,7 +4,7 @@ origin in each record's `isthmus.origin` header. Offsets are not preserved."""
 
 from __future__ import annotations
 
-from isthmus_cli.common import Session, inert_answer, parser, run
+from isthmus_cli.common import Session, inert_answer, parser, read_text, run
 
 ACTIONS = ("create", "list", "describe", "pause", "resume", "delete")
 
@@ -18,6 +18,12 @@ def _arguments(argv):
     action = p.add_mutually_exclusive_group(required=True)
     for name in ACTIONS:
         action.add_argument(f"--{name}", action="store_true", help=f"{name} merge flows")
+    action.add_argument(
+        "--import-replicator",
+        metavar="FILE",
+        help="create the merge flows of a Replicator connector's configuration (Connect's JSON "
+        "or a properties file); with --validate-only, show them only",
+    )
     p.add_argument("--link", help="the link the flow copies over")
     p.add_argument("--flow", help="the flow's name (--create: default <link>.<source topic>)")
     p.add_argument("--source-topic", help="--create: the topic on the link's source")
@@ -31,8 +37,10 @@ def _arguments(argv):
         choices=("one-to-one", "by-key"),
         help="--create: default one-to-one when the partition counts are equal, else by-key",
     )
-    p.add_argument("--validate-only", action="store_true", help="--create: check only")
+    p.add_argument("--validate-only", action="store_true", help="check only; change nothing")
     args = p.parse_args(argv)
+    if args.import_replicator:
+        return "import", args
     chosen = next(name for name in ACTIONS if getattr(args, name))
     if chosen != "list" and not args.link:
         p.error(f"--{chosen} needs --link")
@@ -62,10 +70,37 @@ def describe(flow: dict) -> None:
         )
 
 
+def import_replicator(session: Session, args) -> bool:
+    """Show (or create) the flows; whether every one that was tried was made."""
+    text = read_text(args.import_replicator, "Replicator configuration")
+    answer = inert_answer(
+        session.call(
+            "POST",
+            f"/clusters/{session.cluster_id}/flows:import-replicator",
+            {"configuration": text},
+            validate_only=args.validate_only,
+        )
+    )
+    print(f"Replicator connector '{answer['connector']}' over link '{answer['link_name']}':")
+    for flow in answer["flows"]:
+        what = f"{flow['source_topic_name']} into {flow['destination_topic_name']}"
+        if flow["exists"]:
+            print(f"\t{what}: exists already")
+        elif flow["error_message"]:
+            print(f"\t{what}: not created: {flow['error_message']}")
+        else:
+            print(f"\t{what}: {'created' if flow['created'] else 'would be created'}")
+    for note in answer["notes"]:
+        print(f"Note: {note}")
+    return not any(flow["error_message"] for flow in answer["flows"])
+
+
 @run
 def main(argv: list[str] | None = None) -> int:
     chosen, args = _arguments(argv)
     session = Session(args)
+    if chosen == "import":
+        return 0 if import_replicator(session, args) else 1
     if chosen == "list":
         links = (
             [args.link]

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from console.api.base import cluster, endpoint, field, flag, json_body, no_content, self_url
 from console.api.links import BASE
-from console.api.schemas import FlowPartition, MergeFlowData, MergeFlowDataList, respond
-from replication import audit, merge_flows
+from console.api.schemas import (
+    FlowPartition,
+    MergeFlowData,
+    MergeFlowDataList,
+    PlannedFlow,
+    ReplicatorImport,
+    respond,
+)
+from replication import audit, merge_flows, replicator_import
 from replication.links import get_link
 from replication.models import MergeFlow
 
@@ -84,3 +91,32 @@ ACTIONS = {"pause": merge_flows.pause_flow, "resume": merge_flows.resume_flow}
 def flow_action(request, cluster_id, link_name, flow_name, action):
     found = merge_flows.get_flow(get_link(cluster(cluster_id), link_name), flow_name)
     return respond(flow_data(request, ACTIONS[action](audit.Actor.from_request(request), found)))
+
+
+@endpoint(POST="flow.manage")
+def import_replicator(request, cluster_id):
+    """The merge flows a Replicator configuration stands for; made unless validate_only."""
+    destination = cluster(cluster_id)
+    text = field(json_body(request), "configuration", str, required=True)
+    made: dict = {}
+    if flag(request, "validate_only"):
+        plan = replicator_import.plan(destination, text)
+    else:
+        plan, made = replicator_import.create(audit.Actor.from_request(request), destination, text)
+    flows = []
+    for source, into in plan.flows:
+        outcome = made.get((source, into))
+        flows.append(
+            PlannedFlow(
+                source_topic_name=source,
+                destination_topic_name=into,
+                exists=f"{source} into {into}" in plan.existing,
+                created=isinstance(outcome, MergeFlow),
+                error_message=str(outcome) if isinstance(outcome, Exception) else None,
+            )
+        )
+    return respond(
+        ReplicatorImport(
+            connector=plan.connector, link_name=plan.link.name, flows=flows, notes=plan.notes
+        )
+    )

@@ -773,6 +773,32 @@ PATHS = {
             },
         ),
     ),
+    CLUSTER + "/flows:import-replicator": path_item(
+        CLUSTER + "/flows:import-replicator",
+        post=operation(
+            "importReplicatorConfiguration",
+            LINKING_TAG,
+            "Create the merge flows of a Replicator configuration (*Isthmus*)",
+            "flow.manage",
+            ok(schemas.ReplicatorImport, "The flows it stands for, and what was made."),
+            description="A Replicator connector's configuration (Connect's JSON or properties): "
+            "topic.whitelist / topic.include, topic.regex, topic.blacklist / topic.exclude, "
+            "topic.rename.format, src.kafka.bootstrap.servers (a link into this cluster must "
+            "read from it) and dest.kafka.bootstrap.servers (this cluster). With validate_only "
+            "nothing is made: the plan alone. Flows that exist are left as they are.",
+            parameters=("ValidateOnly",),
+            body=request(
+                schemas.ImportReplicatorRequest,
+                {"configuration": "topic.whitelist=topic2\ntopic.rename.format=${topic}.replica"},
+                "The configuration, as pasted.",
+            ),
+            errors={
+                400: "Not a configuration, no topic selected, or a cluster it does not name.",
+                404: NO_CLUSTER,
+                503: "A cluster did not answer.",
+            },
+        ),
+    ),
     LINK + "/flows/{flow_name}": path_item(
         LINK + "/flows/{flow_name}",
         get=operation(

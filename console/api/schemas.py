@@ -598,6 +598,27 @@ class MergeFlowDataList(Shape):
     data: list[MergeFlowData]
 
 
+class PlannedFlow(Shape):
+    """*Isthmus*: a merge flow a Replicator configuration stands for."""
+
+    source_topic_name: str
+    destination_topic_name: str
+    exists: bool = Field(description="The link has this flow already: it is left as it is.")
+    created: bool = Field(description="Made by this call.")
+    error_message: str | None = Field(description="Why it could not be made, if it was not.")
+
+
+class ReplicatorImport(Shape):
+    """*Isthmus*: what a Replicator connector's configuration stands for here, and (unless
+    validate_only) what was made of it."""
+
+    kind: Literal["ReplicatorImport"] = "ReplicatorImport"
+    connector: str
+    link_name: str
+    flows: list[PlannedFlow]
+    notes: list[str] = Field(description="What of the configuration is not used, and why.")
+
+
 class KafkaMirrorDataList(Shape):
     """Mirror topics."""
 
@@ -833,6 +854,13 @@ class CreateMergeFlowRequest(Body):
     )
 
 
+class ImportReplicatorRequest(Body):
+    """*Isthmus*: a Replicator connector's configuration, as pasted: Kafka Connect's JSON (with
+    or without its "config" wrapper) or a properties file."""
+
+    configuration: str
+
+
 class RejectRequest(Body):
     """*Isthmus*: why the request is rejected."""
 
@@ -854,6 +882,7 @@ ANSWERS = (
     MirrorVerificationList,
     MergeFlowData,
     MergeFlowDataList,
+    ReplicatorImport,
     AlterMirrorsResult,
     StopMirrorsResult,
     ApprovalRequest,
@@ -882,6 +911,7 @@ BODIES = (
     StopMirrorsRequest,
     VerifyMirrorsRequest,
     CreateMergeFlowRequest,
+    ImportReplicatorRequest,
     RejectRequest,
 )
 

@@ -84,6 +84,9 @@ urlpatterns = [
         verifications.verification_detail,
         name="api-verification",
     ),
+    path(
+        CLUSTER + "flows:import-replicator", flows.import_replicator, name="api-import-replicator"
+    ),
     path(LINK + "flows", flows.flows, name="api-flows"),
     # A flow's name holds no colon: the actions come first.
     *[

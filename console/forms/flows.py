@@ -20,3 +20,12 @@ class FlowForm(forms.Form):
         choices=[("", "One to one when the partition counts are equal, else by key")]
         + [(m.value, m.label) for m in MergeFlow.Mapping],
     )
+
+
+class ReplicatorImportForm(forms.Form):
+    configuration = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}),
+        max_length=256 * 1024,
+        help_text="A Replicator connector's configuration: Kafka Connect's JSON (with or without "
+        'its "config" wrapper) or a properties file.',
+    )

@@ -1,15 +1,17 @@
 """Merge flows on the console: made from a link's page, each with a page of its own (what it
 copied, its lag per partition), paused, resumed and deleted from there."""
 
+from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import require
-from console.forms.flows import FlowForm
+from console.forms.flows import FlowForm, ReplicatorImportForm
 from console.views.actions import act, bound, confirm
+from console.views.clusters import find_cluster
 from console.views.links import find_link, link_url
-from replication import merge_flows
+from replication import audit, merge_flows, replicator_import
 from replication.errors import ReplicationError
 from replication.models import MergeFlow
 
@@ -101,4 +103,39 @@ def flow_delete(request, destination, name, flow):
         back_url=flow_url(found),
         after_url=link_url(found.link),
         typed=found.name,
+    )
+
+
+@require("flow.manage")
+def replicator_import_page(request, destination):
+    """Paste a Replicator configuration: the flows it stands for are shown (preview), then
+    made (create), each refusal said."""
+    cluster = find_cluster(destination)
+    form = ReplicatorImportForm(bound(request))
+    plan, error = None, ""
+    if request.method == "POST" and form.is_valid():
+        text = form.cleaned_data["configuration"]
+        try:
+            if request.POST.get("op") == "create":
+                plan, made = replicator_import.create(
+                    audit.Actor.from_request(request), cluster, text
+                )
+                refused = [
+                    f"{s} into {d}: {e}" for (s, d), e in made.items() if isinstance(e, Exception)
+                ]
+                created = [f for f in made.values() if isinstance(f, MergeFlow)]
+                if created:
+                    messages.success(request, f"Created {len(created)} merge flow(s).")
+                for line in refused:
+                    messages.error(request, line)
+                if not refused:
+                    return redirect(link_url(plan.link) + "#flows")
+            else:
+                plan = replicator_import.plan(cluster, text)
+        except ReplicationError as exc:
+            error = str(exc)
+    return render(
+        request,
+        "flows/import.html",
+        {"form": form, "cluster": cluster, "plan": plan, "error": error},
     )

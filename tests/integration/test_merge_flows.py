@@ -1,7 +1,7 @@
 """Merge flows on the real clusters, copied by the real engine: a rename with provenance on
 every record, one topic copied both ways between two clusters into the same name for a minute
-with each record exactly once on each side (the loop rule), and an aggregate of two source
-topics into one.
+with each record exactly once on each side (the loop rule), an aggregate of two source topics
+into one, and a pasted Replicator configuration made into its flows.
 
 Records are checked one by one: key, value, headers (the source's, then the origin header),
 timestamp, and the partition the mapping gives; read with `read_committed`, as consumers of a
@@ -10,13 +10,14 @@ flow's topic should.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 
 import pytest
 
 from devstack import kafka
-from replication import merge_flows, streams
+from replication import merge_flows, replicator_import, streams
 from replication.errors import ReplicationError
 from replication.links import peer_of
 from replication.mirrors import create_mirror
@@ -153,3 +154,45 @@ def test_two_source_topics_aggregate_into_one(make_link, make_topic, topic_name)
     for r in records:
         if origin(r).split(",")[1] == east:
             assert r.partition == int(r.key) % 2 and r.timestamp[1] == producer_timestamps[r.key]
+
+
+def test_a_replicator_configuration_becomes_its_flows(
+    make_link, make_topic, topic_name, registered_clusters
+):
+    topic = make_topic(kafka.SOURCE, topic_name, partitions=2)
+    make_topic(kafka.SOURCE, f"{topic_name}-skipped")
+    write_numbered(ordinary(kafka.SOURCE), topic, 0, 20)
+    link = make_link()
+    destination = registered_clusters["destination"]
+    pasted = json.dumps(
+        {
+            "name": "replicator-dc1-to-dc2-topic2",
+            "config": {
+                "connector.class": "io.confluent.connect.replicator.ReplicatorSourceConnector",
+                "topic.regex": f"{topic_name}.*",
+                "topic.blacklist": f"{topic_name}-skipped",
+                "topic.rename.format": "${topic}.replica",
+                "provenance.header.enable": "false",
+                "src.kafka.bootstrap.servers": kafka.SOURCE.bootstrap,
+                "dest.kafka.bootstrap.servers": destination.bootstrap_servers,
+                "src.consumer.group.id": "replicator",
+            },
+        }
+    )
+    plan = replicator_import.plan(destination, pasted)
+    assert (plan.link, plan.flows, plan.existing) == (link, [(topic, f"{topic}.replica")], [])
+    assert any("always carry each record's origin" in n for n in plan.notes)
+    assert any("src.consumer.group.id" in n for n in plan.notes)
+    assert not link.flows.exists()  # a plan makes nothing
+
+    _, made = replicator_import.create(ACTOR, destination, pasted)
+    flow = made[topic, f"{topic}.replica"]
+    assert flow.name == f"replicator-dc1-to-dc2-topic2.{topic}"
+    assert len(copied([link], kafka.DESTINATION, f"{topic}.replica", 20)) == 20
+    # Imported again: nothing new, the flow said to exist.
+    again, made = replicator_import.create(ACTOR, destination, pasted)
+    assert (again.existing, made) == ([f"{topic} into {topic}.replica"], {})
+    with pytest.raises(ReplicationError, match="No link into destination reads from"):
+        replicator_import.plan(
+            destination, pasted.replace(kafka.SOURCE.bootstrap, "elsewhere:9092")
+        )

@@ -25,9 +25,11 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -482,6 +484,26 @@ def flow_args(t: Target) -> list[str]:
     return [*link_args(t), t.flow.name]
 
 
+def replicator(t: Target) -> dict[str, str]:
+    """A Replicator configuration copying the target's topic over its link, renamed."""
+    return {
+        "configuration": "\n".join(
+            [
+                f"name={t.name}",
+                f"topic.whitelist={t.name}",
+                "topic.rename.format=${topic}.imported",
+                f"src.kafka.bootstrap.servers={kafka.SOURCE.bootstrap}",
+            ]
+        )
+    }
+
+
+def replicator_file(t: Target) -> str:
+    path = Path(tempfile.mkdtemp()) / "replicator.properties"
+    path.write_text(replicator(t)["configuration"])
+    return str(path)
+
+
 def stop_form(t: Target) -> dict[str, str]:
     """A promote or failover asked for properly: a reason and the mirror's name typed."""
     return {"reason": REASON, "confirm_name": t.mirror.mirror_topic}
@@ -498,6 +520,19 @@ def post(client: Client, url_name: str, args: list, data: dict | None = None) ->
 
 
 CONSOLE = [
+    Row(
+        "flows of a Replicator configuration",
+        "replicator-import",
+        ("flow.manage",),
+        "flow.create",
+        an_unmirrored_topic,
+        lambda c, w, t: post(
+            c,
+            "replicator-import",
+            [t.link.destination.name],
+            {"op": "create", **replicator(t)},
+        ),
+    ),
     Row(
         "flow create",
         "flow-create",
@@ -921,6 +956,19 @@ REQUEST_PATH = "/clusters/{cluster_id}/approval-requests/{request_id}"
 
 API = [
     Row(
+        "flows of a Replicator configuration",
+        ("/clusters/{cluster_id}/flows:import-replicator", "POST"),
+        ("flow.manage",),
+        "flow.create",
+        an_unmirrored_topic,
+        lambda c, w, t: call(
+            c,
+            "POST",
+            f"/kafka/v3/clusters/{w.destination.cluster_id}/flows:import-replicator",
+            replicator(t),
+        ),
+    ),
+    Row(
         "flow create",
         (LINK_PATH + "/flows", "POST"),
         ("flow.manage",),
@@ -1155,6 +1203,16 @@ def at(w: World) -> list[str]:
 
 
 CLI = [
+    Row(
+        "flows of a Replicator configuration",
+        ("kafka-merge-flows", "--import-replicator"),
+        ("flow.manage",),
+        "flow.create",
+        an_unmirrored_topic,
+        lambda run, w, t: run(
+            "kafka-merge-flows", *at(w), "--import-replicator", replicator_file(t)
+        ),
+    ),
     Row(
         "flow create",
         ("kafka-merge-flows", "--create"),
