@@ -312,6 +312,8 @@ class FlowStatus:
     skipped: int = 0
     error: str = ""
     last_write_ms: int = 0
+    records_per_sec: float = 0.0
+    latency_ms: int = -1  # commit time less the newest copied record's timestamp; -1 unknown
     partitions: dict[int, dict] = field(default_factory=dict)
 
     @property
@@ -344,5 +346,7 @@ def status(flow: MergeFlow) -> FlowStatus:
         found["skipped"],
         found["error"],
         found["last_write_ms"],
+        found.get("records_per_sec", 0.0),
+        found.get("latency_ms", -1),
         partitions,
     )

@@ -9,8 +9,8 @@ import time
 from django.db.models import Count
 from django.utils import timezone
 
-from . import lag, streams, verification
-from .models import ClusterLink, GroupOffsetSync, MirrorTopic
+from . import lag, merge_flows, streams, verification
+from .models import ClusterLink, GroupOffsetSync, MergeFlow, MirrorTopic
 
 _HELP = {
     "isthmus_link_state": ("gauge", "1 for the link's current state."),
@@ -45,6 +45,18 @@ _HELP = {
         "Seconds since the link's consumer offsets were last synced.",
     ),
     "isthmus_link_acl_sync_age_seconds": ("gauge", "Seconds since the link's ACLs were synced."),
+    "isthmus_flow_state": ("gauge", "1 for the merge flow's current state."),
+    "isthmus_flow_records_copied": ("gauge", "Records the merge flow copied since it started."),
+    "isthmus_flow_records_skipped": (
+        "gauge",
+        "Records the merge flow left out: they came from its destination cluster (the loop rule).",
+    ),
+    "isthmus_flow_records_per_second": ("gauge", "Records the merge flow copies per second."),
+    "isthmus_flow_latency_seconds": (
+        "gauge",
+        "Commit time less the timestamp of the newest record the merge flow copied.",
+    ),
+    "isthmus_flow_partition_lag": ("gauge", "Source records the merge flow has not copied yet."),
     "isthmus_mirror_partition_lag": ("gauge", "Source records not yet in the mirror partition."),
     "isthmus_mirror_partition_dest_log_end_offset": ("gauge", "The mirror partition's end."),
     "isthmus_mirror_partition_source_high_watermark": ("gauge", "The source partition's end."),
@@ -134,10 +146,26 @@ def prometheus_text() -> str:
             state=row["state"],
         )
     _mirror_lags(add)
+    _flows(add)
     lines = []
     for name, (kind, text) in _HELP.items():
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples[name]]
     return "\n".join(lines) + "\n"
+
+
+def _flows(add) -> None:
+    """Each merge flow's state and what the engine last said of it."""
+    for flow in MergeFlow.objects.select_related("link", "destination"):
+        ids = {"flow": flow.name, "link": flow.link.name, "destination": flow.destination.name}
+        add("isthmus_flow_state", 1, **ids, state=flow.state)
+        found = merge_flows.status(flow)
+        add("isthmus_flow_records_copied", found.records, **ids)
+        add("isthmus_flow_records_skipped", found.skipped, **ids)
+        add("isthmus_flow_records_per_second", found.records_per_sec, **ids)
+        if found.latency_ms >= 0:
+            add("isthmus_flow_latency_seconds", found.latency_ms / 1000, **ids)
+        for partition, reading in found.partitions.items():
+            add("isthmus_flow_partition_lag", reading["lag"], **ids, partition=partition)
 
 
 def _mirror_lags(add) -> None:

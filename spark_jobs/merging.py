@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 import zlib
+from collections import deque
 from typing import Protocol
 
 from confluent_kafka import (
@@ -47,7 +48,8 @@ BATCH = 5_000  # records in one transaction at most
 WAIT_S = 0.25
 REFRESH_S = 10.0  # how often a flow looks for partitions its source gained
 RETRY_S = [1, 2, 4, 8, 15]
-TRANSACTION_TIMEOUT_MS = 30_000  # a holder that died: its open transaction aborted by then
+TRANSACTION_TIMEOUT_MS = 30_000
+RATE_WINDOW_S = 10.0  # a holder that died: its open transaction aborted by then
 
 
 class Slot(Protocol):
@@ -141,6 +143,8 @@ class FlowCopy:
         self.stopping = False
         self.records = self.skipped = self.bytes = 0
         self.last_write_ms = 0
+        self.latency_ms = -1  # commit time less the newest copied record's timestamp
+        self.window: deque[tuple[float, int]] = deque()  # (time, records) over RATE_WINDOW_S
         self.error = ""
         self.next: dict[int, int] = {}  # source partition -> next offset committed
         self.high: dict[int, int] = {}  # source partition -> its high watermark last seen
@@ -167,6 +171,8 @@ class FlowCopy:
             "skipped": self.skipped,
             "bytes": self.bytes,
             "last_write_ms": self.last_write_ms,
+            "latency_ms": self.latency_ms,
+            "records_per_sec": self.rate(),
             "error": self.error,
             "partitions": {
                 str(p): {"next": n, "read": read.get(p, n), "source_hw": high.get(p, -1)}
@@ -293,9 +299,10 @@ class FlowCopy:
 
         producer.begin_transaction()
         nexts: dict[int, int] = {}
-        copied = skipped = size = 0
+        copied = skipped = size = newest = 0
         for msg in batch:
             nexts[msg.partition()] = msg.offset() + 1
+            newest = max(newest, msg.timestamp()[1])
             record = self.record(msg, delivered)
             if record is None:
                 skipped += 1  # the loop rule: it was written there first
@@ -328,6 +335,18 @@ class FlowCopy:
         self.bytes += size
         if copied:
             self.last_write_ms = int(time.time() * 1000)
+            self.latency_ms = max(0, self.last_write_ms - newest)
+        self.window.append((time.monotonic(), self.records))
+
+    def rate(self) -> float:
+        """Records copied per second over the last RATE_WINDOW_S."""
+        now = time.monotonic()
+        while self.window and now - self.window[0][0] > RATE_WINDOW_S:
+            self.window.popleft()
+        if len(self.window) < 2:
+            return 0.0
+        (first, was), (last, now_records) = self.window[0], self.window[-1]
+        return round((now_records - was) / max(last - first, 1e-9), 1)
 
     def record(self, msg, delivered) -> dict | None:
         """What to produce for a source record, with its provenance; None for a record whose

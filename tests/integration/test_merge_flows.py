@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from devstack import kafka
-from replication import merge_flows, replicator_import, streams
+from replication import merge_flows, metrics, replicator_import, streams
 from replication.errors import ReplicationError
 from replication.links import peer_of
 from replication.mirrors import create_mirror
@@ -78,6 +78,16 @@ def test_a_rename_copies_every_record_with_its_origin(
                 f"{cluster},{topic_name},{want.partition},{want.offset},{want.timestamp[1]}".encode(),
             ),
         ]
+
+    def reported() -> bool:  # the engine's next beat says so
+        status = merge_flows.status(flow)
+        return (status.records, status.skipped, status.lag) == (100, 0, 0)
+
+    eventually(reported, 30, "the flow reporting 100 records copied and no lag")
+    shown = metrics.prometheus_text()
+    ids = f'flow="{flow.name}",link="{link.name}",destination="destination"'
+    assert f"isthmus_flow_records_copied{{{ids}}} 100" in shown
+    assert f'isthmus_flow_partition_lag{{{ids},partition="0"}} 0' in shown
     # The same flow twice, a flow into a mirror, a mapping the counts do not allow: refused.
     with pytest.raises(ReplicationError, match="already has a merge flow"):
         merge_flows.create_flow(ACTOR, link, topic_name, f"{topic_name}.replica", name="again")
@@ -125,12 +135,13 @@ def test_one_topic_copied_both_ways_holds_each_record_once_on_each_side(
         streams.supervise(link)
     for node in (kafka.SOURCE, kafka.DESTINATION):
         assert len(read_all(node.bootstrap, topic_name)) == 6000
-    copied_over = {link.destination.name: merge_flows.status(link.flows.get()) for link in links}
-    assert {name: s.records for name, s in copied_over.items()} == {
-        "destination": 3000,
-        "source": 3000,
-    }
-    assert all(s.skipped == 3000 and s.lag == 0 for s in copied_over.values())
+
+    # Each flow says what it did: the other side's 3,000 copied, its own 3,000 left out.
+    def reported() -> bool:
+        found = [merge_flows.status(link.flows.get()) for link in links]
+        return all((s.records, s.skipped) == (3000, 3000) for s in found)
+
+    eventually(reported, 30, "both flows reporting 3,000 copied and 3,000 left out")
 
 
 def test_two_source_topics_aggregate_into_one(make_link, make_topic, topic_name):
