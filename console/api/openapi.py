@@ -751,13 +751,14 @@ PATHS = {
             LINKING_TAG,
             "Create a merge flow (*Isthmus*)",
             "flow.manage",
-            ok(schemas.MergeFlowData, "The flow, created (validate_only: 204, nothing made).", 201),
+            {**ok(schemas.MergeFlowData, "The flow, created.", 201), **NO_CONTENT},
             parameters=("ValidateOnly",),
             description="Copy a source topic over the link into an ordinary, writable topic "
             "of the destination, of any name (made with the source's partitions when it does "
             "not exist), exactly once; every record keeps its key, value, headers and "
             "timestamp and gains an isthmus.origin header; a record whose origin is the "
-            "destination cluster is never copied there. Offsets are NOT preserved.",
+            "destination cluster is never copied there. Offsets are NOT preserved. With "
+            "validate_only: 204, nothing made.",
             body=request(
                 schemas.CreateMergeFlowRequest,
                 {"source_topic_name": "topic2", "destination_topic_name": "topic2.replica"},

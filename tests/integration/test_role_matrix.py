@@ -425,7 +425,7 @@ def api_answer(response) -> Answer:
         request = body["approval_request"]
         assert request["state"] == "PENDING", request
         return Answer("asked", status)
-    if status in (200, 204):
+    if status in (200, 201, 204):
         # pause, resume, promote and failover report each topic on its own, with HTTP 200
         errors = [
             d["error_message"] for d in body.get("data", []) if d.get("error_code") is not None
@@ -1730,6 +1730,7 @@ def test_a_post_to_a_page_that_only_reads_changes_nothing(world, client_as):
         "topic": mirror.mirror_topic,
         "pk": request.pk,
         "username": "viewer",
+        "flow": world.flow_in(MergeFlow.State.ACTIVE).name,
     }
     before, since = fingerprint(), _last(AuditEvent)
     posted = []

@@ -1,0 +1,67 @@
+"""A merge flow's page: what it copies and into what, that offsets are not preserved, its
+partition mapping in words, and the actions only for a role that may take them (the rows
+alone: nothing here reaches a cluster)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from replication.models import ClusterLink, KafkaCluster, MergeFlow
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def flow() -> MergeFlow:
+    cluster = KafkaCluster.objects.create(name="dc2", bootstrap_servers="127.0.0.1:1")
+    link = ClusterLink.objects.create(name="from-dc1", destination=cluster, source_cluster_id="x")
+    return MergeFlow.objects.create(
+        name="from-dc1.topic2",
+        link=link,
+        destination=cluster,
+        source_topic="topic2",
+        destination_topic="topic2.replica",
+        mapping=MergeFlow.Mapping.BY_KEY,
+    )
+
+
+def page(client, flow: MergeFlow, view: str = "flow-detail") -> str:
+    url = reverse(view, args=[flow.destination.name, flow.link.name, flow.name])
+    response = client.get(url)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_flows_page_says_what_it_copies_and_that_offsets_are_not_preserved(client_as, flow):
+    shown = page(client_as("operator"), flow)
+    assert "<code>topic2</code> from the link's source into <code>topic2.replica</code>" in shown
+    assert "offsets are not preserved" in shown
+    assert "by key, as Kafka's default partitioner places each key" in shown
+    assert reverse("flow-pause", args=["dc2", "from-dc1", flow.name]) in shown
+    assert reverse("flow-delete", args=["dc2", "from-dc1", flow.name]) in shown
+
+
+def test_a_viewer_sees_the_flow_without_its_actions(client_as, flow):
+    shown = page(client_as("viewer"), flow)
+    assert "topic2.replica" in shown
+    assert reverse("flow-pause", args=["dc2", "from-dc1", flow.name]) not in shown
+    assert (
+        client_as("viewer")
+        .post(reverse("flow-pause", args=["dc2", "from-dc1", flow.name]))
+        .status_code
+        == 403
+    )
+
+
+def test_deleting_a_flow_asks_for_its_name_and_says_the_topic_stays(client_as, flow):
+    shown = page(client_as("operator"), flow, "flow-delete")
+    assert "topic2.replica stays, with every record copied into it" in shown
+    assert 'name="confirm_name"' in shown
+
+
+def test_an_unknown_flow_is_a_404_saying_so(client_as, flow):
+    url = reverse("flow-detail", args=["dc2", "from-dc1", "nope"])
+    response = client_as("viewer").get(url)
+    assert response.status_code == 404
+    assert "has no merge flow named" in response.content.decode()
