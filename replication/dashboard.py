@@ -11,11 +11,18 @@ from dataclasses import dataclass, field
 
 from django.db.models import Case, Count, Q, When
 
-from . import lag, verification
+from . import lag, merge_flows, verification
 from .approvals import list_requests
 from .mirror_states import FOLLOWING
 from .mirrors import records_lost, source_missing
-from .models import ApprovalRequest, AuditEvent, ClusterLink, KafkaCluster, MirrorTopic
+from .models import (
+    ApprovalRequest,
+    AuditEvent,
+    ClusterLink,
+    KafkaCluster,
+    MergeFlow,
+    MirrorTopic,
+)
 from .streams import StreamStatus, status
 
 State = MirrorTopic.State
@@ -73,8 +80,8 @@ class MirrorLag:
 
 def link_summaries(links: list[ClusterLink] | None = None) -> list[LinkSummary]:
     """Each link (all, by name, when None) with its mirrors by state, worst lag and stream:
-    one query for the counts, one for the mirrors that follow (their lag), whatever the
-    number of mirrors."""
+    one query for the counts, one for the mirrors that follow (their lag), one for the links
+    with merge flows (theirs, from each such link's heartbeat), whatever the number of mirrors."""
     if links is None:
         links = list(ClusterLink.objects.select_related("destination").order_by("name"))
     mirrors = MirrorTopic.objects.filter(link__in=links)
@@ -84,6 +91,7 @@ def link_summaries(links: list[ClusterLink] | None = None) -> list[LinkSummary]:
     following: dict[int, list[str]] = {link.pk: [] for link in links}
     for link_id, name in mirrors.filter(state__in=FOLLOWING).values_list("link_id", "mirror_topic"):
         following[link_id].append(name)
+    flowing = set(MergeFlow.objects.filter(link__in=links).values_list("link_id", flat=True))
     troubled = dict(
         mirrors.filter(_TROUBLED)
         .values("link_id")
@@ -95,7 +103,7 @@ def link_summaries(links: list[ClusterLink] | None = None) -> list[LinkSummary]:
             link=link,
             stream=status(link),
             mirrors_by_state=counts[link.pk],
-            worst_lag=_worst_lag(link, following[link.pk]),
+            worst_lag=_worst_lag(link, following[link.pk], link.pk in flowing),
             troubled=troubled.get(link.pk, 0),
         )
         for link in links
@@ -160,14 +168,18 @@ _TROUBLED = (
 )
 
 
-def _worst_lag(link: ClusterLink, following: list[str]) -> Lag | None:
-    """The largest lag among the mirrors named, as last read."""
-    if not following:
-        return None
-    readings = lag.latest(link)
+def _worst_lag(link: ClusterLink, following: list[str], flows: bool) -> Lag | None:
+    """The largest lag among the mirrors named and the link's merge flows, as last read."""
+    readings = lag.latest(link) if following else {}
     found = [
         Lag(reading.largest[0], mirror, reading.largest[1])
         for mirror in following
         if (reading := readings.get(mirror)) is not None and reading.partitions
     ]
+    if flows:
+        found += [
+            Lag(p["lag"], f"flow {name}", partition)
+            for name, status in merge_flows.statuses(link).items()
+            for partition, p in status.partitions.items()
+        ]
     return max(found, key=lambda worst: worst.records, default=None)

@@ -321,13 +321,26 @@ class FlowStatus:
         return sum(p["lag"] for p in self.partitions.values())
 
 
+def _heartbeat(link: ClusterLink) -> dict:
+    try:
+        return control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}
+    except redis.RedisError:
+        return {}
+
+
 def status(flow: MergeFlow) -> FlowStatus:
     """The flow's status as its link's engine heartbeat last said."""
-    try:
-        heartbeat = control.read_json(client(), control.heartbeat_key(str(flow.link.link_id)))
-    except redis.RedisError:
-        heartbeat = None
-    found = (heartbeat or {}).get("flows", {}).get(str(flow.flow_id))
+    return _status(flow, _heartbeat(flow.link))
+
+
+def statuses(link: ClusterLink) -> dict[str, FlowStatus]:
+    """Each of the link's flows, by name, from one read of its heartbeat."""
+    heartbeat = _heartbeat(link)
+    return {flow.name: _status(flow, heartbeat) for flow in link.flows.all()}
+
+
+def _status(flow: MergeFlow, heartbeat: dict) -> FlowStatus:
+    found = heartbeat.get("flows", {}).get(str(flow.flow_id))
     if flow.state != State.ACTIVE or found is None:
         return FlowStatus(flow.state)
     partitions = {

@@ -1,5 +1,6 @@
 """A link's copier in one slot of the engine: a thread of the slot's Spark task that copies
-the link's mirror partitions the slot holds, with the link's own clients and credentials.
+the link's mirror partitions the slot holds, with the link's own clients and credentials, and
+starts and stops a thread for each of the link's merge flows the slot holds (`merging`).
 
 Each copier owns a set of mirror partitions (its *assignment*, written by the engine's driver
 in Redis and handed over by its slot) and copies them continuously: a confluent-kafka consumer

@@ -144,7 +144,7 @@ def test_one_topic_copied_both_ways_holds_each_record_once_on_each_side(
     eventually(reported, 30, "both flows reporting 3,000 copied and 3,000 left out")
 
 
-def test_two_source_topics_aggregate_into_one(make_link, make_topic, topic_name):
+def test_two_source_topics_aggregate_into_one(make_link, make_topic, topic_name, typed):
     east, west = f"{topic_name}.east", f"{topic_name}.west"
     make_topic(kafka.SOURCE, east, partitions=2)
     make_topic(kafka.SOURCE, west, partitions=4)
@@ -165,6 +165,22 @@ def test_two_source_topics_aggregate_into_one(make_link, make_topic, topic_name)
     for r in records:
         if origin(r).split(",")[1] == east:
             assert r.partition == int(r.key) % 2 and r.timestamp[1] == producer_timestamps[r.key]
+
+    # kafka-merge-flows says the same, each flow with its mapping and that offsets are not kept.
+    at = f"--bootstrap-server {kafka.DESTINATION.bootstrap} --link {link.name}"
+    listed = typed(f"kafka-merge-flows {at} --list", role="viewer")
+    assert listed.returncode == 0, listed.stderr
+    lines = [line for line in listed.stdout.splitlines() if line.startswith("Flow: ")]
+    assert [line.split("\t")[0] for line in lines] == [f"Flow: {f.name}" for f in flows]
+    assert f"SourceTopic: {west}\tDestinationTopic: {into}\tMapping: by-key" in lines[1]
+    assert all("OffsetsPreserved: false" in line for line in lines)
+
+    def described() -> str:
+        found = typed(f"kafka-merge-flows {at} --describe --flow {flows[0].name}", role="viewer")
+        return found.stdout if "Copied: 40\t" in found.stdout else ""
+
+    shown = eventually(described, 30, "the flow described with its 40 records")
+    assert "\tPartition: 0\tNextSourceOffset: 20\tSourceEndOffset: 20\tLag: 0" in shown
 
 
 def test_a_replicator_configuration_becomes_its_flows(
