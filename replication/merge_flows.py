@@ -135,8 +135,9 @@ def create_flow(
                 flow.save()
         except IntegrityError as exc:
             raise conflict(
-                f"Link {link.name!r} already has a merge flow named {name!r}, or one copying "
-                f"{source_topic!r} into {destination_topic!r}. Nothing was changed."
+                f"{link.destination.name} has a merge flow named {name!r} already, or link "
+                f"{link.name!r} copies {source_topic!r} into {destination_topic!r} already. "
+                "Choose another name, or use the flow there. Nothing was changed."
             ) from exc
         if existing is None:
             _create_topic(flow, destination, partitions)

@@ -637,15 +637,13 @@ class Copier:
                     "next_source": c.next_source,
                     "read_upto": max(positions.get(key, -1), c.next_source),
                 }
+        busy = self.cursors or self.flows
+        state = "failed" if self.failure else "copying" if busy else "waiting"
         return {
             "slot": self.number,
             "run": self.run_id,
             "version": self.version,
-            "state": "failed"
-            if self.failure
-            else "copying"
-            if self.cursors or self.flows
-            else "waiting",
+            "state": state,
             "error": self.failure or self.error,
             "records": self.counters.records,
             "bytes": self.counters.bytes,

@@ -262,7 +262,7 @@ class LinkRunner:
             # New partitions without a leader yet, say, or the source down.
             self.trouble["start"] = f"cannot start {len(idents)} partition(s) yet: {exc}"
             log.warning("Link %s: %s", self.name, self.trouble["start"])
-            return {}, False
+            return flows, False  # the flows start meanwhile
         self.trouble.pop("start", None)
         log.info(
             "Link %s: handing out %d partition(s) of %s (prepared in %.2f s)",
