@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import not_found
+from .active_active import ACTIVE_ACTIVE
 from .moves import DISASTER_RECOVERY, MIGRATION
 from .round_trip import DR_ROUND_TRIP
 from .runner import Scenario
@@ -10,7 +11,8 @@ from .share_data import SHARE_DATA
 from .swap import SWAP
 
 SCENARIOS: dict[str, Scenario] = {
-    s.name: s for s in [SHARE_DATA, DISASTER_RECOVERY, MIGRATION, SWAP, DR_ROUND_TRIP]
+    s.name: s
+    for s in [SHARE_DATA, DISASTER_RECOVERY, MIGRATION, SWAP, DR_ROUND_TRIP, ACTIVE_ACTIVE]
 }
 
 

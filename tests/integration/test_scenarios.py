@@ -1,6 +1,7 @@
 """The scenario runner on the real clusters, with the real Celery worker and beat: `share-data`
 replays seed 000 step for step, headless, and leaves nothing behind (tests/e2e runs it again
-from its page); guided runs go a step at a time and retry a failed step."""
+from its page); guided runs go a step at a time and retry a failed step; the others each twice
+in a row. Kafka's own console consumer prints a merged record's origin header."""
 
 from __future__ import annotations
 
@@ -11,13 +12,17 @@ from django.core.management import CommandError, call_command
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
+from replication import merge_flows, streams
 from replication.audit import Actor
 from replication.errors import ReplicationError
 from replication.models import AuditEvent, ClusterLink, ScenarioRun, ScenarioStep
 from replication.scenarios import runner
 from replication.scenarios.runner import Scenario, Step, StepFailed
+from spark_jobs import merging
 from tests import leftovers
 from tests.conftest import admin_config
+from tests.kafka_clients import ordinary, produce, run_tool
+from tests.mirror_checks import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -85,7 +90,7 @@ def _run(name: str, tag: str) -> tuple[ScenarioRun, str]:
         call_command("run_scenario", name, "--tag", tag, "--confirm", name, stdout=out)
     except CommandError as exc:
         raise AssertionError(f"{exc}\n{out.getvalue()}") from exc
-    return ScenarioRun.objects.get(names__topic=f"{tag}-orders"), out.getvalue()
+    return ScenarioRun.objects.filter(scenario=name).latest("pk"), out.getvalue()
 
 
 def _left_nothing(run: ScenarioRun) -> None:
@@ -260,6 +265,56 @@ def test_swap_goes_there_and_back_twice_in_a_row_copying_nothing_twice(
         assert not ClusterLink.objects.filter(name=run.names["link"]).exists()
         for node in kafka.NODES:
             assert run.names["topic"] not in KafkaAdmin(admin_config(node)).list_topic_names()
+
+
+def test_active_active_holds_each_record_once_on_each_side_twice_in_a_row(
+    transactional_db, celery_worker, registered_clusters
+):
+    for attempt in range(2):  # names of its own each time, and nothing left between
+        run, printed = _run("active-active", leftovers.unique_name(f"aa{attempt}"))
+
+        assert run.status == ScenarioRun.Status.PASSED, printed
+        steps = {s.title: s for s in run.steps.all()}
+        assert steps["Each side holds every record once"].seen.endswith(
+            "holds the same 60 records, each once, on both sides"
+        )
+        assert "carry isthmus.origin:" in steps["Read the provenance"].seen
+        assert run.cleanup == "" and not ClusterLink.objects.filter(name=run.names["link"])
+        for node in kafka.NODES:
+            left = KafkaAdmin(admin_config(node)).list_topic_names()
+            assert not [t for t in left if t.startswith(run.names["topic"][: -len("topic1")])]
+
+
+def test_kafkas_console_consumer_prints_a_merged_records_origin(
+    make_link, make_topic, topic_name, registered_clusters
+):
+    make_topic(kafka.SOURCE, topic_name)
+    produce(ordinary(kafka.SOURCE), topic_name, [{"key": b"k", "value": b"from dc1"}])
+    link = make_link()
+    merge_flows.create_flow(Actor.system("tests"), link, topic_name, f"{topic_name}.copy")
+
+    def printed() -> str:
+        streams.supervise(link)
+        shown = run_tool(
+            "kafka-console-consumer",
+            "--bootstrap-server",
+            kafka.DESTINATION.bootstrap,
+            "--topic",
+            f"{topic_name}.copy",
+            "--from-beginning",
+            "--max-messages",
+            "1",
+            "--timeout-ms",
+            "5000",
+            "--property",
+            "print.headers=true",
+        )
+        return shown.stdout
+
+    line = eventually(printed, 120, "the copied record printed").strip()
+    cluster = registered_clusters["source"].cluster_id
+    assert line.startswith(f"{merging.ORIGIN}:{cluster},{topic_name},0,0,")
+    assert line.endswith("\tfrom dc1")
 
 
 @pytest.mark.serial
