@@ -72,6 +72,7 @@ urlpatterns = [
         name="replicator-import",
     ),
     path(FLOW, flows.flow_detail, name="flow-detail"),
+    path(FLOW + "charts/", flows.flow_charts, name="flow-charts"),
     path(FLOW + "pause/", flows.flow_pause, name="flow-pause"),
     path(FLOW + "resume/", flows.flow_resume, name="flow-resume"),
     path(FLOW + "delete/", flows.flow_delete, name="flow-delete"),

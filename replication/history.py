@@ -1,9 +1,10 @@
-"""A history of each link's throughput and lag and each mirror's lag, for the console's
-charts, kept in Redis as bounded lists in two resolutions: a point every SAMPLE_S seconds for
-the last hour, and a point every COARSE_S seconds for the last day (the largest lag within it,
-the mean throughput). The lag points are `lag.sample_all`'s readings of both clusters, taken
-whether the link's stream runs or not; a mirror neither end answered for has no point (its
-chart shows a gap). Lists of a link or mirror no longer sampled expire."""
+"""A history of each link's throughput and lag, each mirror's lag and each merge flow's lag,
+throughput and latency, for the console's charts, kept in Redis as bounded lists in two
+resolutions: a point every SAMPLE_S seconds for the last hour, and a point every COARSE_S
+seconds for the last day (the largest lag within it, the mean throughput). The lag points are
+`lag.sample_all`'s readings of both clusters, taken whether the link's stream runs or not; a
+mirror neither end answered for has no point (its chart shows a gap). A flow's points are what
+the engine last reported of it. Lists of a link, mirror or flow no longer sampled expire."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 
 import redis
 
-from .models import ClusterLink, MirrorTopic
+from .merge_flows import FlowStatus
+from .models import ClusterLink, MergeFlow, MirrorTopic
 from .redis_channel import client
 from .streams import status
 
@@ -25,7 +27,12 @@ COARSE_KEEP = 24 * 3600 // COARSE_S
 RANGES = {"15m": (900, SAMPLE_S), "1h": (3600, SAMPLE_S), "24h": (24 * 3600, COARSE_S)}
 DEFAULT_RANGE = "15m"
 # How a coarse point sums up the fine ones within it: the worst lag, the mean throughput.
-_COARSE = {"lag": max, "max_lag": max, "records_per_sec": lambda v: round(sum(v) / len(v), 1)}
+_COARSE = {
+    "lag": max,
+    "max_lag": max,
+    "latency_s": max,
+    "records_per_sec": lambda v: round(sum(v) / len(v), 1),
+}
 
 
 @dataclass(frozen=True)
@@ -42,11 +49,19 @@ def _mirror_key(link: ClusterLink, mirror_topic: str) -> str:
     return f"isthmus:history:{link.link_id}:{mirror_topic}"
 
 
+def _flow_key(flow: MergeFlow) -> str:
+    return f"isthmus:history:flow:{flow.flow_id}"
+
+
 def record(
-    link: ClusterLink, lags: dict[str, tuple[int, int] | None], now: float | None = None
+    link: ClusterLink,
+    lags: dict[str, tuple[int, int] | None],
+    now: float | None = None,
+    flows: dict[MergeFlow, FlowStatus] | None = None,
 ) -> None:
-    """A point of the link (records copied per second, its mirrors' total lag) and of each
-    mirror in `lags` (its total and largest partition lag; None: not read)."""
+    """A point of the link (records copied per second, its mirrors' total lag), of each
+    mirror in `lags` (its total and largest partition lag; None: not read), and of each merge
+    flow in `flows` the engine reports (its lag, records per second and latency)."""
     now = time.time() if now is None else now
     stream = status(link)
     t = round(now, 1)
@@ -58,6 +73,12 @@ def record(
     for mirror, lag in lags.items():
         if lag is not None:
             points[_mirror_key(link, mirror)] = {"t": t, "lag": lag[0], "max_lag": lag[1]}
+    for flow, found in (flows or {}).items():
+        if found.partitions:
+            point = {"t": t, "lag": found.lag, "records_per_sec": found.records_per_sec}
+            if found.latency_ms >= 0:
+                point["latency_s"] = found.latency_ms / 1000
+            points[_flow_key(flow)] = point
     r = client()
     pipe = r.pipeline()
     for key, point in points.items():
@@ -107,6 +128,11 @@ def link_series(link: ClusterLink, shown: str = DEFAULT_RANGE) -> dict[str, list
 def mirror_series(mirror: MirrorTopic, shown: str = DEFAULT_RANGE) -> dict[str, list[Sample]]:
     """{"lag": [...], "max_lag": [...]}, oldest first, over the range `shown`."""
     return _series(_mirror_key(mirror.link, mirror.mirror_topic), ("lag", "max_lag"), shown)
+
+
+def flow_series(flow: MergeFlow, shown: str = DEFAULT_RANGE) -> dict[str, list[Sample]]:
+    """{"lag": [...], "records_per_sec": [...], "latency_s": [...]}, oldest first."""
+    return _series(_flow_key(flow), ("lag", "records_per_sec", "latency_s"), shown)
 
 
 def _series(key: str, names: tuple[str, ...], shown: str) -> dict[str, list[Sample]]:

@@ -21,12 +21,12 @@ import redis
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import history, streams
+from . import history, merge_flows, streams
 from . import mirrors as mirrors_domain
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError
 from .mirror_states import FOLLOWING
-from .models import ClusterLink, MirrorTopic
+from .models import ClusterLink, MergeFlow, MirrorTopic
 from .redis_channel import client
 
 log = logging.getLogger(__name__)
@@ -360,5 +360,10 @@ def sample_all() -> None:
         lags.setdefault(s.mirror.link_id, {})[s.mirror.mirror_topic] = (
             (s.total_lag, s.max_lag) if known else None
         )
-    for link in ClusterLink.objects.all():
-        history.record(link, lags.get(link.pk, {}), now)
+    flowing = set(MergeFlow.objects.values_list("link_id", flat=True))
+    for link in ClusterLink.objects.select_related("destination"):
+        flows = None
+        if link.pk in flowing:
+            by_name = merge_flows.statuses(link)
+            flows = {flow: by_name[flow.name] for flow in link.flows.all()}
+        history.record(link, lags.get(link.pk, {}), now, flows)

@@ -7,11 +7,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import require
+from console.charts import RANGE_WORDS, chart
 from console.forms.flows import FlowForm, ReplicatorImportForm
 from console.views.actions import act, bound, confirm
 from console.views.clusters import find_cluster
-from console.views.links import find_link, link_url
-from replication import audit, merge_flows, replicator_import
+from console.views.links import chart_range, find_link, link_url
+from replication import audit, history, merge_flows, replicator_import
 from replication.errors import ReplicationError
 from replication.models import MergeFlow
 
@@ -56,8 +57,37 @@ def flow_create(request, destination, name):
 def flow_detail(request, destination, name, flow):
     found = find_flow(destination, name, flow)
     return render(
-        request, "flows/detail.html", {"flow": found, "status": merge_flows.status(found)}
+        request,
+        "flows/detail.html",
+        {"flow": found, "status": merge_flows.status(found), **_charts(request, found)},
     )
+
+
+@require("console.view")
+def flow_charts(request, destination, name, flow):
+    """The flow's lag, throughput and latency over the range chosen (the page polls this)."""
+    return render(request, "_charts.html", _charts(request, find_flow(destination, name, flow)))
+
+
+def _charts(request, flow: MergeFlow) -> dict:
+    shown = chart_range(request)
+    series = history.flow_series(flow, shown)
+    return {
+        "charts_url": reverse(
+            "flow-charts", args=[flow.destination.name, flow.link.name, flow.name]
+        ),
+        "charts_poll": True,
+        "chart_note": "As the engine reports the flow every 10 s: lag is each source "
+        "partition's end less how far the flow copied it; latency, the time from the newest "
+        "copied record's timestamp to its commit.",
+        "charts": [
+            chart("Lag", "records", series["lag"], shown),
+            chart("Copied", "records/s", series["records_per_sec"], shown),
+            chart("Latency", "s", series["latency_s"], shown),
+        ],
+        "chart_ranges": RANGE_WORDS.items(),
+        "shown": shown,
+    }
 
 
 @require("flow.manage")

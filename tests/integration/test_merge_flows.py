@@ -15,9 +15,10 @@ import threading
 from collections import Counter
 
 import pytest
+from django.urls import reverse
 
 from devstack import kafka
-from replication import merge_flows, metrics, replicator_import, streams
+from replication import lag, merge_flows, metrics, replicator_import, streams
 from replication.errors import ReplicationError
 from replication.links import peer_of
 from replication.mirrors import create_mirror
@@ -48,7 +49,7 @@ def origin(record) -> str:
 
 
 def test_a_rename_copies_every_record_with_its_origin(
-    make_link, make_topic, topic_name, registered_clusters
+    make_link, make_topic, topic_name, registered_clusters, client_as
 ):
     make_topic(kafka.SOURCE, topic_name, partitions=2)
     write_numbered(ordinary(kafka.SOURCE), topic_name, 0, 100)
@@ -88,6 +89,14 @@ def test_a_rename_copies_every_record_with_its_origin(
     ids = f'flow="{flow.name}",link="{link.name}",destination="destination"'
     assert f"isthmus_flow_records_copied{{{ids}}} 100" in shown
     assert f'isthmus_flow_partition_lag{{{ids},partition="0"}} 0' in shown
+    # Its page charts what the beat sampled: lag, records per second, latency.
+    lag.sample_all()
+    url = reverse("flow-detail", args=["destination", link.name, flow.name])
+    page = client_as("viewer").get(url).content.decode()
+    for title in ("Lag", "Copied", "Latency"):
+        figure = page.split(f'data-chart="{title}"')[1].split("</figure>")[0]
+        assert "no samples" not in figure, title
+    assert 'id="records">100 records' in page
     # The same flow twice, a flow into a mirror, a mapping the counts do not allow: refused.
     with pytest.raises(ReplicationError, match="copies .* into .* already"):
         merge_flows.create_flow(ACTOR, link, topic_name, f"{topic_name}.replica", name="again")
