@@ -369,6 +369,11 @@ def section(r: dict) -> str:
         f"{m['background_checked']:,} |"
         for m in r["mirrors"]
     )
+    caught_up = (
+        "every mirror had caught up already"
+        if r["caught_up_s"] < 1
+        else f"every mirror had caught up {r['caught_up_s']} s later"
+    )
     verdict = (
         "**Clean**: every mirror identical to its source, record by record, nothing lost."
         if r["clean"]
@@ -382,7 +387,7 @@ links each mirroring a topic of {PARTITIONS} partitions; {r["rate"]:,} records a
 idempotent producers for {r["minutes"]} minutes ({r["written"]:,} records,
 {r["producer_failures"]:,} of them not delivered), with a fault at random about every minute.
 The worst mirror lag read (every 5 s, {r["lag_readings"]} readings) was {r["worst_lag"]:,}
-records; after the producers stopped, every mirror had caught up in {r["caught_up_s"]} s.
+records; when the producers stopped, {caught_up}.
 
 | at (s) | fault | what | worst lag until the next | lag under 1 s of a topic's records after (s) |
 | ---: | --- | --- | ---: | ---: |
