@@ -185,18 +185,18 @@ class FlowCopy:
     def run(self) -> None:
         failures = 0
         while not self.ending:
+            copied = self.records + self.skipped
             try:
                 self.copy()
             except Exception as exc:  # the flow's own trouble: said, then tried again
                 self.error = _words(exc)
                 log.warning("Flow %s: %s; starting again", self.flow["name"], self.error)
-                pause = RETRY_S[min(failures, len(RETRY_S) - 1)]
-                failures += 1
-                deadline = time.monotonic() + pause
+                # A copy that got on before failing starts again soon; one failing at once
+                # waits longer each time.
+                failures = 0 if self.records + self.skipped > copied else failures + 1
+                deadline = time.monotonic() + RETRY_S[min(failures, len(RETRY_S) - 1)]
                 while not self.ending and time.monotonic() < deadline:
                     time.sleep(0.1)
-            else:
-                failures = 0
         log.info("Flow %s: stopped in this slot", self.flow["name"])
 
     def copy(self) -> None:
