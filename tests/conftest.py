@@ -488,9 +488,10 @@ def verification_worker(celery_worker, tmp_path_factory):
 
 @pytest.fixture
 def world(users, registered_clusters, make_link, make_topic, topic_name):
-    """A link (paused), its mirror, a pending request, a user `victim`, a token, a source topic
-    no mirror follows, a scenario run: what the console's routes are walked with."""
-    from replication import approvals, audit, mirrors
+    """A link (paused), its mirror and a merge flow, a pending request, a user `victim`, a token,
+    a source topic no mirror follows, a scenario run: what the console's routes are walked
+    with."""
+    from replication import approvals, audit, merge_flows, mirrors
     from replication import users as user_admin
     from replication.models import ClusterLink, Verification
     from replication.scenarios import registry, runner
@@ -515,4 +516,7 @@ def world(users, registered_clusters, make_link, make_topic, topic_name):
         destination=registered_clusters["destination"],
         run=runner.start(registry.get("share-data"), setup),
         verification=Verification.objects.create(mirror=mirror, requested_by="tests"),
+        flow=merge_flows.create_flow(
+            setup, link, make_topic(kafka.SOURCE, f"{topic_name}-f"), f"{topic_name}-f.merged"
+        ),
     )

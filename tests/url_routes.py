@@ -16,6 +16,7 @@ from replication.models import (
     ApprovalRequest,
     ClusterLink,
     KafkaCluster,
+    MergeFlow,
     MirrorTopic,
     ScenarioRun,
     Verification,
@@ -64,6 +65,7 @@ class World:
     destination: KafkaCluster
     run: ScenarioRun  # a scenario run waiting for its first step
     verification: Verification  # of the mirror, asked for and not run
+    flow: MergeFlow  # a merge flow of the link
 
     def values(self, route: URLPattern) -> dict[str, str]:
         """Valid values of the route's parameters: the objects of the world."""
@@ -78,6 +80,7 @@ class World:
             "topic": self.mirror.mirror_topic,
             "pk": str(next((v for k, v in pks.items() if pattern.startswith(k)), self.request.pk)),
             "username": "victim",
+            "flow": self.flow.name,
             "how": runner.NEXT,
             "action": "pause" if "/switch/" in pattern else "failover",
         }

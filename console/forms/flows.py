@@ -17,8 +17,9 @@ class FlowForm(forms.Form):
     mapping = forms.ChoiceField(
         label="Partition mapping",
         required=False,
-        choices=[("", "One to one when the partition counts are equal, else by key")]
-        + [(m.value, m.label) for m in MergeFlow.Mapping],
+        choices=[("", "Automatic"), *((m.value, m.label) for m in MergeFlow.Mapping)],
+        help_text="Automatic: one to one when the partition counts are equal, else by key (as "
+        "Kafka's default partitioner places each key).",
     )
 
 
