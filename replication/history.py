@@ -9,6 +9,7 @@ the engine last reported of it. Lists of a link, mirror or flow no longer sample
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 
@@ -64,7 +65,7 @@ def record(
     flow in `flows` the engine reports (its lag, records per second and latency)."""
     now = time.time() if now is None else now
     stream = status(link)
-    t = round(now, 1)
+    t = math.floor(now * 10) / 10  # never after `now`: a chart drawn at once still shows it
     known = [lag for lag in lags.values() if lag is not None]
     link_point: dict = {"t": t, "records_per_sec": stream.records_per_sec}
     if known or not lags:
