@@ -12,7 +12,6 @@ Each state change is one function here, through `move` (a conditional update), a
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 
 import redis
@@ -26,15 +25,14 @@ from . import audit, filters, read_only
 from .connections import destination_admin, source_admin, unreachable
 from .errors import ReplicationError, conflict, not_found
 from .mirror_states import Transition
-from .models import ClusterLink, MergeFlow, MirrorTopic
+from .mirrors import TOPIC_NAME, source_topic_missing
+from .models import NAME_VALIDATOR, ClusterLink, MergeFlow, MirrorTopic
 from .redis_channel import client
 
 log = logging.getLogger(__name__)
 State = MergeFlow.State
 Mapping = MergeFlow.Mapping
 
-_TOPIC_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,249}")
-_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,200}")
 
 TRANSITIONS: dict[str, Transition] = {
     "pause": Transition(frozenset({State.ACTIVE}), frozenset({State.PAUSED}), "paused"),
@@ -76,19 +74,6 @@ def get_flow(link: ClusterLink, name: str) -> MergeFlow:
     if found is None:
         raise not_found(f"Link {link.name!r} has no merge flow named {name!r}.")
     return found
-
-
-def engine_spec(flow: MergeFlow) -> dict:
-    """What the engine needs to copy the flow (see spark_jobs/merging.py)."""
-    return {
-        "id": str(flow.flow_id),
-        "name": flow.name,
-        "source": flow.source_topic,
-        "destination": flow.destination_topic,
-        "mapping": flow.mapping,
-        "source_cluster_id": flow.link.source_cluster_id,
-        "destination_cluster_id": flow.link.destination.cluster_id,
-    }
 
 
 # --- create ---------------------------------------------------------------------------------
@@ -157,12 +142,12 @@ def _check_request(
     link: ClusterLink, name: str, source_topic: str, destination_topic: str, mapping: str | None
 ) -> None:
     """What can be refused before asking a cluster."""
-    if not _NAME.fullmatch(name):
+    if not NAME_VALIDATOR.regex.fullmatch(name):
         raise ReplicationError(
             f"Invalid merge flow name {name!r}: use 1-200 letters, digits, '.', '_' or '-'."
         )
     for what, topic in (("source", source_topic), ("destination", destination_topic)):
-        if not _TOPIC_NAME.fullmatch(topic):
+        if not TOPIC_NAME.fullmatch(topic):
             raise ReplicationError(
                 f"Invalid {what} topic name {topic!r}: use 1-249 letters, digits, '.', '_' or '-'."
             )
@@ -203,10 +188,7 @@ def _partitions(
     try:
         partitions = source.describe_topic(source_topic).partitions
     except TopicNotFound as exc:
-        raise not_found(
-            f"Source topic {source_topic!r} does not exist on the source cluster "
-            f"{link.source_cluster_id}. Create it there first, or check the name."
-        ) from exc
+        raise source_topic_missing(link, source_topic) from exc
     except KafkaAdminError as exc:
         raise unreachable("source", exc) from exc
     try:
@@ -247,23 +229,14 @@ def ensure_progress_topic(admin: KafkaAdmin) -> None:
     """The destination's record of how far each flow copied (written in the flows' own
     transactions): compacted, written only by links."""
     try:
-        admin.describe_topic(merging.PROGRESS_TOPIC)
-        return
-    except TopicNotFound:
-        pass
-    except KafkaAdminError as exc:
-        raise unreachable("destination", exc) from exc
-    try:
-        read_only.enforce(admin, merging.PROGRESS_TOPIC)
-        admin.create_topic(
+        read_only.ensure_links_topic(
+            admin,
             merging.PROGRESS_TOPIC,
             merging.PROGRESS_PARTITIONS,
-            None,
             {"cleanup.policy": "compact"},
         )
     except KafkaAdminError as exc:
-        if "already exists" not in str(exc):
-            raise unreachable("destination", exc) from exc
+        raise unreachable("destination", exc) from exc
 
 
 # --- pause, resume, delete ------------------------------------------------------------------

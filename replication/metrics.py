@@ -154,11 +154,14 @@ def prometheus_text() -> str:
 
 
 def _flows(add) -> None:
-    """Each merge flow's state and what the engine last said of it."""
+    """Each merge flow's state and what the engine last said of it (a heartbeat read per link)."""
+    statuses: dict[int, dict[str, merge_flows.FlowStatus]] = {}
     for flow in MergeFlow.objects.select_related("link", "destination"):
         ids = {"flow": flow.name, "link": flow.link.name, "destination": flow.destination.name}
         add("isthmus_flow_state", 1, **ids, state=flow.state)
-        found = merge_flows.status(flow)
+        if flow.link_id not in statuses:
+            statuses[flow.link_id] = merge_flows.statuses(flow.link)
+        found = statuses[flow.link_id][flow.name]
         add("isthmus_flow_records_copied", found.records, **ids)
         add("isthmus_flow_records_skipped", found.skipped, **ids)
         add("isthmus_flow_records_per_second", found.records_per_sec, **ids)

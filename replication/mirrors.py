@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 State = MirrorTopic.State
 Error = MirrorTopic.Error
 
-_TOPIC_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,249}")
+TOPIC_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,249}")
 
 
 def get_mirror(destination: KafkaCluster, name: str, link: ClusterLink | None = None):
@@ -161,7 +161,7 @@ def _check_request(
 ) -> None:
     """What can be refused before asking a cluster: names, the link's state, the settings."""
     expected = link.prefix + source_topic
-    if not _TOPIC_NAME.fullmatch(source_topic):
+    if not TOPIC_NAME.fullmatch(source_topic):
         raise ReplicationError(
             f"Invalid source topic name {source_topic!r}: use 1-249 letters, digits, "
             "'.', '_' or '-'."
@@ -228,10 +228,7 @@ def _planned(
             source.topic_configs(source_topic), link.config("topic.config.sync.include"), overrides
         )
     except TopicNotFound as exc:
-        raise not_found(
-            f"Source topic {source_topic!r} does not exist on the source cluster "
-            f"{link.source_cluster_id}. Create it there first, or check the name."
-        ) from exc
+        raise source_topic_missing(link, source_topic) from exc
     except KafkaAdminError as exc:
         raise unreachable("source", exc) from exc
     try:
@@ -269,6 +266,13 @@ def _reserve(mirror: MirrorTopic) -> None:
         raise conflict(
             f"Topic {mirror.mirror_topic!r} is being created as a mirror already."
         ) from exc
+
+
+def source_topic_missing(link: ClusterLink, topic: str) -> ReplicationError:
+    return not_found(
+        f"Source topic {topic!r} does not exist on the source cluster "
+        f"{link.source_cluster_id}. Create it there first, or check the name."
+    )
 
 
 def _check_source_is_the_links(link: ClusterLink, source: KafkaAdmin) -> None:

@@ -20,7 +20,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin
+from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin, KafkaAdminError, TopicNotFound
 from infra.processes import wait_for
 
 Rule = tuple[AclOperation, AclPermissionType]
@@ -47,6 +47,25 @@ def bindings(topic: str) -> list[AclBinding]:
 # How long a change waits to be in force: the broker applies an ACL change shortly after the
 # controller answered for it, and answers DescribeAcls from what it applies.
 APPLIED_S = 10
+
+
+def ensure_links_topic(
+    admin: KafkaAdmin, topic: str, partitions: int, configs: dict[str, str]
+) -> None:
+    """A topic of Isthmus's own on a destination (offset translation, flow progress), written
+    only by links: made read-only, then made, unless it exists. Raises KafkaAdminError when the
+    cluster does not answer."""
+    try:
+        admin.describe_topic(topic)
+        return
+    except TopicNotFound:
+        pass
+    try:
+        enforce(admin, topic)
+        admin.create_topic(topic, partitions, None, configs)
+    except KafkaAdminError as exc:
+        if "already exists" not in str(exc):
+            raise
 
 
 def enforce(admin: KafkaAdmin, topic: str) -> bool:

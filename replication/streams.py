@@ -26,10 +26,10 @@ import redis
 from django.conf import settings
 
 from infra import processes
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
 from spark_jobs import control, launch, translation
 
-from . import link_states, merge_flows, read_only, redis_channel
+from . import link_states, read_only, redis_channel
 from .connections import destination_admin
 from .mirror_states import COPYING
 from .models import ClusterLink, MergeFlow
@@ -113,7 +113,20 @@ def wanted_flows(link: ClusterLink) -> dict[str, dict]:
     if link.state != ClusterLink.State.ACTIVE:
         return {}
     active = link.flows.filter(state=MergeFlow.State.ACTIVE).select_related("link__destination")
-    return {str(f.flow_id): merge_flows.engine_spec(f) for f in active}
+    return {str(f.flow_id): flow_spec(f) for f in active}
+
+
+def flow_spec(flow: MergeFlow) -> dict:
+    """What the engine needs to copy the flow (see spark_jobs/merging.py)."""
+    return {
+        "id": str(flow.flow_id),
+        "name": flow.name,
+        "source": flow.source_topic,
+        "destination": flow.destination_topic,
+        "mapping": flow.mapping,
+        "source_cluster_id": flow.link.source_cluster_id,
+        "destination_cluster_id": flow.link.destination.cluster_id,
+    }
 
 
 def publish(link: ClusterLink, r: redis.Redis) -> int:
@@ -414,19 +427,9 @@ def _engine_links(r: redis.Redis) -> dict | None:
 
 def ensure_translation_topic(admin: KafkaAdmin) -> None:
     """The destination's offset translation topic: kept forever, written only by links."""
-    try:
-        admin.describe_topic(translation.TOPIC)
-        return
-    except TopicNotFound:
-        pass
-    try:
-        read_only.enforce(admin, translation.TOPIC)
-        admin.create_topic(
-            translation.TOPIC, 1, None, {"retention.ms": "-1", "cleanup.policy": "delete"}
-        )
-    except KafkaAdminError as exc:
-        if "already exists" not in str(exc):
-            raise
+    read_only.ensure_links_topic(
+        admin, translation.TOPIC, 1, {"retention.ms": "-1", "cleanup.policy": "delete"}
+    )
 
 
 def status(link: ClusterLink, now: float | None = None) -> StreamStatus:

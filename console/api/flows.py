@@ -18,8 +18,7 @@ from replication.links import get_link
 from replication.models import MergeFlow
 
 
-def flow_data(request, flow: MergeFlow) -> MergeFlowData:
-    found = merge_flows.status(flow)
+def flow_data(request, flow: MergeFlow, found: merge_flows.FlowStatus) -> MergeFlowData:
     path = (
         f"{BASE.format(cluster_id=flow.destination.cluster_id)}/{flow.link.name}/flows/{flow.name}"
     )
@@ -54,10 +53,11 @@ def flows(request, cluster_id, link_name):
     link = get_link(cluster(cluster_id), link_name)
     if request.method == "GET":
         found = link.flows.select_related("link__destination", "destination")
+        statuses = merge_flows.statuses(link)  # the link's heartbeat, read once
         return respond(
             MergeFlowDataList(
                 metadata=self_url(request, request.path),
-                data=[flow_data(request, f) for f in found],
+                data=[flow_data(request, f, statuses[f.name]) for f in found],
             )
         )
     body = json_body(request)
@@ -72,7 +72,7 @@ def flows(request, cluster_id, link_name):
     )
     if flag(request, "validate_only"):
         return no_content()
-    return respond(flow_data(request, flow), status=201)
+    return respond(flow_data(request, flow, merge_flows.status(flow)), status=201)
 
 
 @endpoint(GET="console.view", DELETE="flow.manage")
@@ -81,7 +81,7 @@ def flow(request, cluster_id, link_name, flow_name):
     if request.method == "DELETE":
         merge_flows.delete_flow(audit.Actor.from_request(request), found)
         return no_content()
-    return respond(flow_data(request, found))
+    return respond(flow_data(request, found, merge_flows.status(found)))
 
 
 ACTIONS = {"pause": merge_flows.pause_flow, "resume": merge_flows.resume_flow}
@@ -90,7 +90,8 @@ ACTIONS = {"pause": merge_flows.pause_flow, "resume": merge_flows.resume_flow}
 @endpoint(POST="flow.manage")
 def flow_action(request, cluster_id, link_name, flow_name, action):
     found = merge_flows.get_flow(get_link(cluster(cluster_id), link_name), flow_name)
-    return respond(flow_data(request, ACTIONS[action](audit.Actor.from_request(request), found)))
+    changed = ACTIONS[action](audit.Actor.from_request(request), found)
+    return respond(flow_data(request, changed, merge_flows.status(changed)))
 
 
 @endpoint(POST="flow.manage")
