@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import redis
+from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import history, merge_flows, streams
+from . import flow_offsets, history, merge_flows, streams
 from . import mirrors as mirrors_domain
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError
@@ -366,4 +367,8 @@ def sample_all() -> None:
         if link.pk in flowing:
             by_name = merge_flows.statuses(link)
             flows = {flow: by_name[flow.name] for flow in link.flows.all()}
+            for flow, found in flows.items():
+                flow_offsets.record_checkpoints(flow, found, timezone.now())
         history.record(link, lags.get(link.pk, {}), now, flows)
+    if flowing:
+        flow_offsets.thin(timezone.now())

@@ -337,6 +337,11 @@ class MergeFlow(models.Model):
     state_time = models.DateTimeField(default=timezone.now)
     created_topic = models.BooleanField(default=False, help_text="Isthmus made the topic.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # The engine saw records of others between the flow's own in the destination topic
+    # (flow_offsets.py: a place in the source then stands for no place there). Never unset.
+    others_write = models.BooleanField(default=False)
+    # The newest checkpoint kept per source partition: {"partition": [next, dest]}.
+    checkpointed = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -349,6 +354,26 @@ class MergeFlow(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class FlowCheckpoint(models.Model):
+    """A one-to-one flow's committed progress in one source partition, as the engine reported
+    it: records of the source below `source_next` lie below `destination_next` in the same
+    destination partition, those from it on at or above. Consumer offset sync translates a
+    group's place through them (flow_offsets.py); sparse, thinned with age."""
+
+    flow = models.ForeignKey(MergeFlow, on_delete=models.CASCADE, related_name="checkpoints")
+    partition = models.IntegerField()
+    source_next = models.BigIntegerField()
+    destination_next = models.BigIntegerField()
+    taken_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["flow", "partition", "source_next"]
+        indexes = [models.Index(fields=["flow", "partition", "source_next"])]
+
+    def __str__(self) -> str:
+        return f"{self.flow_id}[{self.partition}] {self.source_next}->{self.destination_next}"
 
 
 class Verification(models.Model):
@@ -394,6 +419,7 @@ class GroupOffsetSync(models.Model):
     class State(models.TextChoices):
         IN_STEP = "IN_STEP"  # the destination holds the source's offsets, translated
         BEHIND_MIRROR = "BEHIND_MIRROR"  # the group is past what the mirror has copied so far
+        BEHIND_FLOW = "BEHIND_FLOW"  # past a merge flow's newest checkpoint
         SKIPPED = "SKIPPED"  # not written: `reason` says why (active members, say)
         FAILED = "FAILED"
 
@@ -405,6 +431,9 @@ class GroupOffsetSync(models.Model):
     # What the destination holds for the group, as last written or read:
     # {"mirror topic/partition": offset}.
     offsets = models.JSONField(default=dict, blank=True)
+    # On merge flows' topics: how many records the group may read again there, at most, after
+    # it moves (flow_offsets.py): {"destination topic/partition": records}.
+    may_repeat = models.JSONField(default=dict, blank=True)
     written_at = models.DateTimeField(null=True, blank=True)
     changed_at = models.DateTimeField(default=timezone.now)
 

@@ -26,7 +26,7 @@ from datetime import datetime
 from infra.kafka_admin import GroupOffsets, KafkaAdmin
 from spark_jobs import translation
 
-from . import filters, streams, translations
+from . import filters, flow_offsets, streams, translations
 from .errors import ReplicationError
 from .models import ClusterLink, GroupOffsetSync, MirrorTopic
 
@@ -91,10 +91,13 @@ def sync_offsets(
     """
     selection = group_filters(link)
     mirrors = list(only) if only is not None else list(link.mirrors.filter(state__in=SYNCING))
+    flows = [] if only is not None else list(link.flows.all())
     by_source = {m.source_topic: m for m in mirrors}
     groups = sorted(g for g in source.list_group_ids() if filters.selected(selection, g))
-    committed = source.group_offsets(groups) if by_source else {}
-    topics = destination.describe_topics(m.mirror_topic for m in mirrors)
+    committed = source.group_offsets(groups) if by_source or flows else {}
+    topics = destination.describe_topics(
+        [m.mirror_topic for m in mirrors] + [f.destination_topic for f in flows]
+    )
     # Only partitions the mirror has (a source partition added since may not be there yet).
     wanted = {
         (by_source[t].mirror_topic, p)
@@ -126,7 +129,12 @@ def sync_offsets(
             if offset > max(partition_runs.next_source(end), read_upto.get(key, -1)):
                 behind.setdefault(group, []).append(key)
             targets.setdefault(group, {})[key] = min(target, end)
-    return _apply(link, now, destination, targets, behind, full=only is None)
+    merged = flow_offsets.Places()
+    if flows:
+        merged = flow_offsets.places(link, committed, {t: d.partitions for t, d in topics.items()})
+        for group, target in merged.targets.items():
+            targets.setdefault(group, {}).update(target)
+    return _apply(link, now, destination, targets, behind, merged, full=only is None)
 
 
 def _apply(
@@ -135,14 +143,15 @@ def _apply(
     destination: KafkaAdmin,
     targets: dict[str, dict[str, int]],
     behind: dict[str, list[str]],
+    merged: flow_offsets.Places,
     full: bool,
 ) -> Outcome:
     rows = {row.group: row for row in link.group_syncs.all()}
-    names = {g: destination_group(link, g) for g in targets}
-    unseen = [names[g] for g in targets if g not in rows]
+    names = {g: destination_group(link, g) for g in [*targets, *merged.behind]}
+    unseen = [names[g] for g in names if g not in rows]
     held = destination.group_offsets(unseen) if unseen else {}
     known: dict[str, dict[str, int]] = {}
-    for group in targets:
+    for group in names:
         if group in rows:
             known[group] = dict(rows[group].offsets)
         else:
@@ -158,9 +167,16 @@ def _apply(
     if changes:
         _write(destination, names, changes, known, outcome, reasons)
 
-    for group in targets:
+    for group in names:
         if group in reasons:
             state = Sync.SKIPPED if "active member" in reasons[group] else Sync.FAILED
+        elif group in merged.behind:
+            state = Sync.BEHIND_FLOW
+            reasons[group] = (
+                "The group has read further than the merge flow's newest checkpoint "
+                f"({', '.join(sorted(merged.behind[group]))}); it is synced there once the "
+                "flow has copied past it."
+            )
         elif group in behind:
             state = Sync.BEHIND_MIRROR
             reasons[group] = (
@@ -171,7 +187,7 @@ def _apply(
         else:
             state = Sync.IN_STEP
         outcome.groups[group] = state
-    _save(link, now, rows, names, known, outcome, reasons, full)
+    _save(link, now, rows, names, known, merged.may_repeat, outcome, reasons, full)
     if outcome.written:
         log.info(
             "Synced the offsets of %d consumer group(s) over link %s to %s",
@@ -220,6 +236,7 @@ def _save(
     rows: dict[str, GroupOffsetSync],
     names: dict[str, str],
     known: dict[str, dict[str, int]],
+    may_repeat: dict[str, dict[str, int]],
     outcome: Outcome,
     reasons: dict[str, str],
     full: bool,
@@ -233,6 +250,7 @@ def _save(
             "state": outcome.groups[group],
             "reason": reasons.get(group, ""),
             "offsets": offsets,
+            "may_repeat": may_repeat.get(group, {}) if full else row.may_repeat,
         }
         if group in outcome.written:
             fields["written_at"] = now
@@ -245,7 +263,15 @@ def _save(
     GroupOffsetSync.objects.bulk_create(new, batch_size=500)
     GroupOffsetSync.objects.bulk_update(
         changed,
-        ["destination_group", "state", "reason", "offsets", "written_at", "changed_at"],
+        [
+            "destination_group",
+            "state",
+            "reason",
+            "offsets",
+            "may_repeat",
+            "written_at",
+            "changed_at",
+        ],
         batch_size=500,
     )
     if full:  # groups no longer selected, or with no offsets on a mirror: no longer shown

@@ -17,6 +17,11 @@ own. So the rules differ (docs/mirror-engine.md, "Merge flows"):
 - The loop rule: a record whose origin is the destination cluster is never copied there.
 - Partitions: one to one when the flow says so (equal counts when it was created), else by the
   record's key as Java's default partitioner would (murmur2; a record without a key anywhere).
+- Checkpoints, for consumer offset sync (replication/flow_offsets.py): with one-to-one mapping,
+  each source partition's progress also says where the flow's last record from it landed in
+  the destination partition (`dest`: every copied record below `next` lies below it). A
+  destination partition where others wrote between the flow's records is reported (`others`):
+  a place in the source then stands for no place there.
 """
 
 from __future__ import annotations
@@ -87,10 +92,13 @@ def provenance(cluster_id: str, topic: str, partition: int, offset: int, timesta
     return f"{cluster_id},{topic},{partition},{offset},{timestamp}".encode()
 
 
-def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -> dict[int, int]:
-    """How far each source partition of the flow was copied, as committed: {partition: next
-    source offset}. Reads the flow's partition of the progress topic to its end (read
-    committed, so it waits for transactions still open there to end)."""
+def read_progress(
+    config: dict[str, str], flow_id: str, timeout: float = 60.0
+) -> dict[int, tuple[int, int]]:
+    """How far each source partition of the flow was copied, as committed: {partition: (next
+    source offset, destination offset after the last record copied from it)}. Reads the
+    flow's partition of the progress topic to its end (read committed, so it waits for
+    transactions still open there to end)."""
     consumer = Consumer(
         {
             **config,
@@ -108,7 +116,7 @@ def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -
             raise Retry(f"cannot read {PROGRESS_TOPIC}: {topic.error.str()}")
         tp = TopicPartition(PROGRESS_TOPIC, progress_partition(flow_id, len(topic.partitions)))
         low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
-        found: dict[int, int] = {}
+        found: dict[int, tuple[int, int]] = {}
         if high <= low:
             return found
         consumer.assign([TopicPartition(tp.topic, tp.partition, low)])
@@ -127,7 +135,8 @@ def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -
                     continue
                 raise Retry(f"cannot read {PROGRESS_TOPIC}: {msg.error().str()}")
             if msg.key() and msg.key().startswith(prefix):
-                found[int(msg.key()[len(prefix) :])] = json.loads(msg.value())["next"]
+                progress = json.loads(msg.value())
+                found[int(msg.key()[len(prefix) :])] = (progress["next"], progress.get("dest", 0))
         return found
     finally:
         consumer.close()
@@ -147,6 +156,13 @@ class FlowCopy:
         self.window: deque[tuple[float, int]] = deque()  # (time, records) over RATE_WINDOW_S
         self.error = ""
         self.next: dict[int, int] = {}  # source partition -> next offset committed
+        # Source partition -> the destination offset after the last record copied from it
+        # (one-to-one: in the same partition number). With `next`, the partition's checkpoint.
+        self.dest: dict[int, int] = {}
+        # Destination partition -> the offset the flow's next record takes if nobody else
+        # writes there (after its last record and the commit marker); unknown after a start.
+        self.expected: dict[int, int] = {}
+        self.others: set[int] = set()  # destination partitions others wrote to meanwhile
         self.high: dict[int, int] = {}  # source partition -> its high watermark last seen
         self.read: dict[int, int] = {}  # source partition -> the consumer's position
         self.thread = threading.Thread(target=self.run, name=f"flow-{flow['name']}", daemon=True)
@@ -165,7 +181,9 @@ class FlowCopy:
 
     def report(self) -> dict:
         """What the slot reports of the flow (read from the copier's thread: copies first)."""
+        dest = dict(self.dest)  # before `next`: see transfer
         nexts, read, high = dict(self.next), dict(self.read), dict(self.high)
+        one_to_one = self.flow["mapping"] == "one-to-one"
         return {
             "records": self.records,
             "skipped": self.skipped,
@@ -175,7 +193,12 @@ class FlowCopy:
             "records_per_sec": self.rate(),
             "error": self.error,
             "partitions": {
-                str(p): {"next": n, "read": read.get(p, n), "source_hw": high.get(p, -1)}
+                str(p): {
+                    "next": n,
+                    "read": read.get(p, n),
+                    "source_hw": high.get(p, -1),
+                    **({"dest": dest.get(p, 0), "others": p in self.others} if one_to_one else {}),
+                }
                 for p, n in sorted(nexts.items())
             },
         }
@@ -213,7 +236,10 @@ class FlowCopy:
         consumer = None
         try:
             producer.init_transactions(60)  # fences an earlier holder, ends what it left open
-            self.next = read_progress(self.destination_config, self.id)
+            progress = read_progress(self.destination_config, self.id)
+            self.next = {p: n for p, (n, _) in progress.items()}
+            self.dest = {p: d for p, (_, d) in progress.items()}
+            self.expected = {}
             consumer = Consumer(
                 {
                     **self.source_config,
@@ -292,12 +318,72 @@ class FlowCopy:
         how far each source partition now is."""
         flow = self.flow
         failed: list[KafkaError] = []
+        landed: dict[int, list[int]] = {}  # destination partition -> offsets of records there
 
-        def delivered(err, _msg) -> None:
+        def delivered(err, msg) -> None:
             if err is not None:
                 failed.append(err)
+            elif msg.topic() == flow["destination"]:
+                landed.setdefault(msg.partition(), []).append(msg.offset())
 
         producer.begin_transaction()
+        nexts, copied, skipped, size, newest = self.send_records(producer, batch, delivered)
+        dests = dict(self.dest)
+        if flow["mapping"] == "one-to-one" and copied:
+            # Where the records landed, for the checkpoints written with the progress.
+            if producer.flush(60) or failed:
+                why = failed[0].str() if failed else "not acknowledged within 60 s"
+                raise Retry(f"records were not delivered: {why}")
+            for partition, offsets in landed.items():
+                dests[partition] = max(offsets) + 1
+        progress = {p: {"next": n, "dest": dests.get(p, 0)} for p, n in nexts.items()}
+        self.send_progress(producer, progress, where, delivered)
+        try:
+            producer.commit_transaction(60)
+        except KafkaException as exc:
+            if exc.args[0].txn_requires_abort():
+                producer.abort_transaction(60)
+            raise Retry(f"a transaction did not commit ({_words(exc)})") from exc
+        if failed:  # commit would have failed; checked for what it says
+            raise Retry(f"records were not delivered: {failed[0].str()}")
+        self.note_writers(landed)
+        # `next` before `dest`, as `report` reads them the other way round: a report may pair
+        # a newer next with an older dest (a group translated with it may read some records
+        # again), never an older next with a newer dest (it would skip some).
+        self.next = {**self.next, **nexts}
+        self.dest = dests
+        self.note_copied(copied, skipped, size, newest)
+
+    def note_copied(self, copied: int, skipped: int, size: int, newest: int) -> None:
+        self.records += copied
+        self.skipped += skipped
+        self.bytes += size
+        if copied:
+            self.last_write_ms = int(time.time() * 1000)
+            self.latency_ms = max(0, self.last_write_ms - newest)
+        self.window.append((time.monotonic(), self.records))
+
+    def send_progress(
+        self, producer: Producer, progress: dict[int, dict], where: int, delivered
+    ) -> None:
+        """How far each source partition is, in the same transaction as its records."""
+        for partition, value in progress.items():
+            self.send(
+                producer,
+                PROGRESS_TOPIC,
+                {
+                    "key": progress_key(self.id, partition),
+                    "value": json.dumps({**value, "at": int(time.time() * 1000)}).encode(),
+                    "partition": where,
+                    "on_delivery": delivered,
+                },
+            )
+
+    def send_records(
+        self, producer: Producer, batch: list, delivered
+    ) -> tuple[dict[int, int], int, int, int, int]:
+        """Produce the batch's records but those from the destination: (each source
+        partition's next offset, records copied, skipped, their bytes, the newest timestamp)."""
         nexts: dict[int, int] = {}
         copied = skipped = size = newest = 0
         for msg in batch:
@@ -307,36 +393,28 @@ class FlowCopy:
             if record is None:
                 skipped += 1  # the loop rule: it was written there first
                 continue
-            self.send(producer, flow["destination"], record)
+            self.send(producer, self.flow["destination"], record)
             copied += 1
             size += len(msg.value() or b"") + len(msg.key() or b"")
-        for partition, offset in nexts.items():
-            self.send(
-                producer,
-                PROGRESS_TOPIC,
-                {
-                    "key": progress_key(self.id, partition),
-                    "value": json.dumps({"next": offset, "at": int(time.time() * 1000)}).encode(),
-                    "partition": where,
-                    "on_delivery": delivered,
-                },
-            )
-        try:
-            producer.commit_transaction(60)
-        except KafkaException as exc:
-            if exc.args[0].txn_requires_abort():
-                producer.abort_transaction(60)
-            raise Retry(f"a transaction did not commit ({_words(exc)})") from exc
-        if failed:  # commit would have failed; checked for what it says
-            raise Retry(f"records were not delivered: {failed[0].str()}")
-        self.next.update(nexts)
-        self.records += copied
-        self.skipped += skipped
-        self.bytes += size
-        if copied:
-            self.last_write_ms = int(time.time() * 1000)
-            self.latency_ms = max(0, self.last_write_ms - newest)
-        self.window.append((time.monotonic(), self.records))
+        return nexts, copied, skipped, size, newest
+
+    def note_writers(self, landed: dict[int, list[int]]) -> None:
+        """Note destination partitions where records of others lie between the flow's own: its
+        records of one transaction follow each other, and the next transaction's first comes
+        right after the commit marker (one offset)."""
+        for partition, offsets in landed.items():
+            first, last = min(offsets), max(offsets)
+            expected = self.expected.get(partition, first)
+            if first != expected or last - first + 1 != len(offsets):
+                if partition not in self.others:
+                    log.info(
+                        "Flow %s: others write to %s[%d] too",
+                        self.flow["name"],
+                        self.flow["destination"],
+                        partition,
+                    )
+                self.others.add(partition)
+            self.expected[partition] = last + 2
 
     def rate(self) -> float:
         """Records copied per second over the last RATE_WINDOW_S."""

@@ -68,6 +68,18 @@ def describe(flow: dict) -> None:
             f"\tPartition: {p['partition_id']}\tNextSourceOffset: {p['next_source_offset']}\t"
             f"SourceEndOffset: {p['source_end_offset']}\tLag: {p['lag']}"
         )
+    offsets = flow["consumer_offsets"]
+    if offsets["reason"]:
+        print(f"\tConsumerOffsets: not synced: {offsets['reason']}")
+    elif not offsets["sync_enabled"]:
+        print("\tConsumerOffsets: off (the link's consumer.offset.sync.enable)")
+    for g in offsets["groups"]:
+        places = ",".join(f"{p}:{o}" for p, o in g["offsets"].items())
+        print(
+            f"\tGroup: {g['group_name']}\tDestinationGroup: {g['destination_group_name']}\t"
+            f"State: {g['state']}\tOffsets: {places or '-'}\tMayRepeat: {g['may_repeat']}"
+            + (f"\tReason: {g['reason']}" if g["reason"] else "")
+        )
 
 
 def import_replicator(session: Session, args) -> bool:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from console.api.base import cluster, endpoint, field, flag, json_body, no_content, self_url
 from console.api.links import BASE
 from console.api.schemas import (
+    FlowConsumerOffsets,
+    FlowGroup,
     FlowPartition,
     MergeFlowData,
     MergeFlowDataList,
@@ -13,7 +15,7 @@ from console.api.schemas import (
     ReplicatorImport,
     respond,
 )
-from replication import audit, merge_flows, replicator_import
+from replication import audit, flow_offsets, merge_flows, offset_sync, replicator_import
 from replication.links import get_link
 from replication.models import MergeFlow
 
@@ -45,6 +47,28 @@ def flow_data(request, flow: MergeFlow, found: merge_flows.FlowStatus) -> MergeF
         error_message=found.error or None,
         created_topic=flow.created_topic,
         state_time=flow.state_time.isoformat(),
+        consumer_offsets=consumer_offsets(flow),
+    )
+
+
+def consumer_offsets(flow: MergeFlow) -> FlowConsumerOffsets:
+    rule = flow_offsets.rule(flow)
+    return FlowConsumerOffsets(
+        sync_enabled=offset_sync.enabled(flow.link),
+        translated=not rule.refused,
+        reverse_flow_name=rule.back.name if rule.back else None,
+        reason=rule.refused or None,
+        groups=[
+            FlowGroup(
+                group_name=g.group,
+                destination_group_name=g.destination_group,
+                state=g.state,
+                offsets={str(p): o for p, o in sorted(g.offsets.items())},
+                may_repeat=g.may_repeat,
+                reason=g.reason or None,
+            )
+            for g in flow_offsets.groups(flow)
+        ],
     )
 
 

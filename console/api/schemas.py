@@ -17,7 +17,7 @@ from pydantic.json_schema import models_json_schema
 
 from replication import link_configs
 from replication.models import ApprovalRequest as ApprovalRequestModel
-from replication.models import ClusterLink, MergeFlow, MirrorTopic, Verification
+from replication.models import ClusterLink, GroupOffsetSync, MergeFlow, MirrorTopic, Verification
 
 REF = "#/components/schemas/{model}"
 
@@ -561,6 +561,31 @@ class FlowPartition(Shape):
     lag: int = Field(description="Source records not copied yet.")
 
 
+class FlowGroup(Shape):
+    """*Isthmus*: a consumer group's place in a merge flow's destination topic, as synced."""
+
+    group_name: str = Field(description="The group on the link's source.")
+    destination_group_name: str
+    state: one_of(GroupOffsetSync.State.values)
+    offsets: dict[str, int] = Field(description="Destination partition -> offset written.")
+    may_repeat: int = Field(
+        description="Records the group may read again after it moves, at most (the bound)."
+    )
+    reason: str | None
+
+
+class FlowConsumerOffsets(Shape):
+    """*Isthmus*: consumer offset sync for a merge flow's topics (through its checkpoints)."""
+
+    sync_enabled: bool = Field(description="The link's consumer.offset.sync.enable.")
+    translated: bool = Field(description="Whether a group's place translates for this flow.")
+    reverse_flow_name: str | None = Field(
+        description="Active-active: the flow the other way, whose checkpoints count too."
+    )
+    reason: str | None = Field(description="Why groups are not synced for this flow.")
+    groups: list[FlowGroup]
+
+
 class MergeFlowData(Shape):
     """*Isthmus*: a merge flow. A source topic copied over a link into an ordinary, writable
     topic of any name, exactly once, each record with its origin in the `isthmus.origin`
@@ -588,6 +613,7 @@ class MergeFlowData(Shape):
     error_message: str | None
     created_topic: bool = Field(description="Whether Isthmus made the destination topic.")
     state_time: str
+    consumer_offsets: FlowConsumerOffsets
 
 
 class MergeFlowDataList(Shape):

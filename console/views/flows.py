@@ -12,7 +12,7 @@ from console.forms.flows import FlowForm, ReplicatorImportForm
 from console.views.actions import act, bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import chart_range, find_link, link_url
-from replication import audit, history, merge_flows, replicator_import
+from replication import audit, flow_offsets, history, merge_flows, offset_sync, replicator_import
 from replication.errors import ReplicationError
 from replication.models import MergeFlow
 
@@ -59,7 +59,14 @@ def flow_detail(request, destination, name, flow):
     return render(
         request,
         "flows/detail.html",
-        {"flow": found, "status": merge_flows.status(found), **_charts(request, found)},
+        {
+            "flow": found,
+            "status": merge_flows.status(found),
+            "rule": flow_offsets.rule(found),
+            "groups": flow_offsets.groups(found),
+            "sync_on": offset_sync.enabled(found.link),
+            **_charts(request, found),
+        },
     )
 
 

@@ -3,23 +3,27 @@ the source cluster as dc1 and the destination as dc2. `topic1` is written in bot
 and copied both ways into the same name; `topic2`, written in dc1, is copied to dc2 as
 `topic2.replica`. Each side's `topic1` ends with every record of both sides exactly once, the
 copied ones carrying their origin in the `isthmus.origin` header; `topic2.replica` equals
-`topic2`."""
+`topic2`. Then a consumer group that read part of `topic1` on dc1 moves to dc2 (its offsets
+synced through the flows' checkpoints) and reads on there, skipping nothing, reading again at
+most the bound the sync gave it."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 
 from infra.kafka_admin import KafkaAdminError
 from spark_jobs import merging
 
 from .. import links, merge_flows, read_only
 from ..connections import cluster_admin
-from ..models import ClusterLink
+from ..models import ClusterLink, GroupOffsetSync
 from . import clients
 from .runner import Context, Scenario, Step, StepFailed, wait_for
 from .share_data import ON_DESTINATION, ON_SOURCE, create_link_with
 
 RECORDS = 30  # written to topic1 on each side, and to topic2 on dc1
+READ_FIRST = 40  # of topic1's 60 on dc1, by the group before it moves
 
 
 def _names(tag: str) -> dict[str, str]:
@@ -28,6 +32,7 @@ def _names(tag: str) -> dict[str, str]:
         "topic2": f"{tag}-topic2",
         "replica": f"{tag}-topic2.replica",
         "link": f"{tag}-dc-link",
+        "group": f"{tag}-readers",
     }
 
 
@@ -154,6 +159,57 @@ def replica_equals(c: Context) -> str:
     return f"{c.names['replica']} on dc2 holds {c.names['topic2']}'s {RECORDS} records, in order"
 
 
+def sync_offsets(c: Context) -> str:
+    group = {"name": c.names["group"], "patternType": "LITERAL", "filterType": "INCLUDE"}
+    configs = {
+        "consumer.offset.sync.enable": "true",
+        "consumer.offset.sync.ms": "1000",
+        "consumer.offset.group.filters": json.dumps({"groupFilters": [group]}),
+    }
+    links.alter_link_configs(c.actor, c.link, configs, [])
+    return f"the link's half on dc2 syncs {c.names['group']}'s offsets every second"
+
+
+def read_part_on_dc1(c: Context) -> str:
+    read = clients.consume_as_group(
+        c.source.connection_config(), c.names["topic"], c.names["group"], READ_FIRST, 1
+    )
+    if len(read) != READ_FIRST:
+        raise StepFailed(f"{READ_FIRST} records read", f"{len(read)}")
+    c.kept["read on dc1"] = [v.decode() for v in read]
+    return f"read {READ_FIRST} of {2 * RECORDS} records on dc1, committed, consumer stopped"
+
+
+def resume_on_dc2(c: Context) -> str:
+    key = f"{c.names['topic']}/0"
+
+    def synced() -> GroupOffsetSync | None:
+        found = c.link.group_syncs.filter(group=c.names["group"]).first()
+        ok = found is not None and found.state == GroupOffsetSync.State.IN_STEP
+        return found if ok and key in found.offsets else None
+
+    row = wait_for(
+        synced,
+        90,
+        f"{c.names['group']}'s offsets synced to dc2",
+        lambda: str(c.link.group_syncs.filter(group=c.names["group"]).values("state").first()),
+    )
+    rest = clients.consume_as_group(
+        c.destination.connection_config(), c.names["topic"], c.names["group"], None, 1
+    )
+    read, again = set(c.kept["read on dc1"]), [v.decode() for v in rest]
+    every = {v.decode() for v in _written("dc1") + _written("dc2")}
+    if read | set(again) != every:
+        raise StepFailed("every record read on one side or the other", "some were skipped")
+    repeated, bound = len([v for v in again if v in read]), row.may_repeat[key]
+    if repeated > bound:
+        raise StepFailed(f"at most {bound} records read again", f"{repeated}")
+    return (
+        f"moved to offset {row.offsets[key]} on dc2: read the {len(every) - len(read)} it had "
+        f"not read, {repeated} again (the bound: {bound})"
+    )
+
+
 def cleanup(c: Context) -> list[str]:
     """Both halves of the link (their flows go with them), then the run's topics."""
     left = []
@@ -166,6 +222,8 @@ def cleanup(c: Context) -> list[str]:
                 left.append(f"link {half.name} on {cluster.name}: {exc}")
     for cluster, keys in ((c.source, ["topic", "topic2"]), (c.destination, ["topic", "replica"])):
         admin = cluster_admin(cluster)
+        with contextlib.suppress(KafkaAdminError):
+            admin.delete_groups([c.names["group"]])
         for key in keys:
             try:
                 with contextlib.suppress(KafkaAdminError):
@@ -254,6 +312,30 @@ ACTIVE_ACTIVE = Scenario(
             "kafka-console-consumer --topic {replica} --from-beginning " + ON_DESTINATION,
             "the same 30 records",
             replica_equals,
+        ),
+        Step(
+            "Sync consumer offsets to dc2",
+            "The link's half on dc2 syncs the group's offsets, translated through the flows' "
+            "checkpoints: merge flows keep no offsets.",
+            "kafka-cluster-links --alter --link {link} --add-config "
+            "consumer.offset.sync.enable=true,consumer.offset.sync.ms=1000 " + ON_DESTINATION,
+            "offset sync on",
+            sync_offsets,
+        ),
+        Step(
+            "A group reads topic1 on dc1",
+            "An application reads 40 of the 60 records, commits and stops.",
+            "kafka-console-consumer --topic {topic} --group {group} --max-messages 40 " + ON_SOURCE,
+            "40 records read and committed",
+            read_part_on_dc1,
+        ),
+        Step(
+            "The group moves to dc2",
+            "It reads on from the offsets synced for it: nothing it had not read is skipped, "
+            "and it reads again at most the bound the flow's page shows.",
+            "kafka-console-consumer --topic {topic} --group {group} " + ON_DESTINATION,
+            "the rest read on dc2, within the bound",
+            resume_on_dc2,
         ),
     ],
 )

@@ -1,7 +1,8 @@
 """Merge flows on the real clusters, copied by the real engine: a rename with provenance on
 every record, one topic copied both ways between two clusters into the same name for a minute
 with each record exactly once on each side (the loop rule), an aggregate of two source topics
-into one, and a pasted Replicator configuration made into its flows.
+into one, a consumer group moved across an active-active pair through the flows' checkpoints,
+and a pasted Replicator configuration made into its flows.
 
 Records are checked one by one: key, value, headers (the source's, then the origin header),
 timestamp, and the partition the mapping gives; read with `read_committed`, as consumers of a
@@ -16,14 +17,29 @@ from collections import Counter
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from devstack import kafka
-from replication import history, lag, merge_flows, metrics, replicator_import, streams
+from infra.kafka_admin import KafkaAdmin
+from replication import (
+    flow_offsets,
+    history,
+    lag,
+    merge_flows,
+    metrics,
+    offset_sync,
+    replicator_import,
+    streams,
+)
+from replication.connections import destination_admin, source_admin
 from replication.errors import ReplicationError
 from replication.links import peer_of
 from replication.mirrors import create_mirror
+from replication.models import GroupOffsetSync
 from spark_jobs import merging
-from tests.kafka_clients import RECENT, keep_producing, ordinary, write_numbered
+from tests import leftovers
+from tests.conftest import admin_config
+from tests.kafka_clients import RECENT, commit_offsets, keep_producing, ordinary, write_numbered
 from tests.mirror_checks import ACTOR, eventually, read_all
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -159,6 +175,95 @@ def test_one_topic_copied_both_ways_holds_each_record_once_on_each_side(
     eventually(reported, 30, "both flows reporting 3,000 copied and 3,000 left out")
 
 
+def test_a_group_moved_across_an_active_active_pair_skips_nothing_within_its_bound(
+    bidirectional, make_topic, topic_name, client_as, typed
+):
+    for node in (kafka.SOURCE, kafka.DESTINATION):
+        make_topic(node, topic_name, partitions=2)
+    group = f"{topic_name}-readers"
+    groups = {"name": group, "patternType": "LITERAL", "filterType": "INCLUDE"}
+    into_destination = bidirectional(
+        **{
+            "consumer.offset.sync.enable": "true",
+            "consumer.offset.group.filters": json.dumps({"groupFilters": [groups]}),
+        }
+    )
+    into_source = peer_of(into_destination)
+    forward = merge_flows.create_flow(ACTOR, into_destination, topic_name)
+    back = merge_flows.create_flow(ACTOR, into_source, topic_name)
+    assert flow_offsets.rule(forward).back == back and flow_offsets.rule(back).back == forward
+
+    # Both sides write in rounds; the beat's samples keep checkpoints between them.
+    for n in range(3):
+        write_numbered(ordinary(kafka.SOURCE), topic_name, n * 1000, 40)
+        write_numbered(ordinary(kafka.DESTINATION), topic_name, 100_000 + n * 1000, 40)
+        for node in (kafka.SOURCE, kafka.DESTINATION):
+            copied([into_destination, into_source], node, topic_name, 80 * (n + 1))
+
+        def reported(total=80 * (n + 1)) -> bool:
+            found = [merge_flows.status(f) for f in (forward, back)]
+            return all(s.records + s.skipped == total for s in found)
+
+        eventually(reported, 30, "both flows reporting every record")
+        lag.sample_all()
+    assert forward.checkpoints.count() >= 3 and back.checkpoints.count() >= 3
+
+    # A group on the source read partition 0 to the middle of the second round, partition 1
+    # to the middle of the third: between checkpoints, so it may read some records again.
+    on_source = read_all(kafka.SOURCE.bootstrap, topic_name)
+    places = {
+        p: [r.offset for r in on_source if r.partition == p][i] for p, i in ((0, 46), (1, 95))
+    }
+    commit_offsets(kafka.SOURCE, group, {(topic_name, p): c for p, c in places.items()})
+    outcome = offset_sync.sync_offsets(
+        into_destination,
+        timezone.now(),
+        source_admin(into_destination),
+        destination_admin(into_destination),
+    )
+    assert outcome.groups == {group: GroupOffsetSync.State.IN_STEP}
+    row = into_destination.group_syncs.get(group=group)
+
+    # On the destination it reads on from there: nothing it had not read lies before, and
+    # what it reads again is within the bound it was given.
+    on_destination = read_all(kafka.DESTINATION.bootstrap, topic_name)
+    for p in (0, 1):
+        key = f"{topic_name}/{p}"
+        moved_to = row.offsets[key]
+        read = {r.value for r in on_source if r.partition == p and r.offset < places[p]}
+        before = [r.value for r in on_destination if r.partition == p and r.offset < moved_to]
+        after = [r.value for r in on_destination if r.partition == p and r.offset >= moved_to]
+        assert set(before) <= read, p
+        again = [v for v in after if v in read]
+        assert 0 < len(again) <= row.may_repeat[key], (p, len(again), row.may_repeat[key])
+        assert len(before) + len(after) == 120  # the partition's records, each once
+    held = KafkaAdmin(admin_config(kafka.DESTINATION)).group_offsets([group])[group]
+    assert {p: o for (_, p), o in held.items()} == {
+        p: row.offsets[f"{topic_name}/{p}"] for p in (0, 1)
+    }
+
+    # The way back does not sync the group's place it was given back to the source.
+    into_source.refresh_from_db()
+    offset_sync.sync_offsets(
+        into_source, timezone.now(), source_admin(into_source), destination_admin(into_source)
+    )
+    on_source_now = KafkaAdmin(admin_config(kafka.SOURCE)).group_offsets([group])[group]
+    assert {p: o for (_, p), o in on_source_now.items()} == places
+
+    # The flow's page and kafka-merge-flows show the group and its bound.
+    bound = sum(row.may_repeat.values())
+    url = reverse("flow-detail", args=["destination", into_destination.name, forward.name])
+    page = client_as("viewer").get(url).content.decode()
+    table = page.split('id="flow-groups"')[1].split("</table>")[0]
+    assert group in table and f"{bound} record" in table and back.name in page
+    at = f"--bootstrap-server {kafka.DESTINATION.bootstrap} --link {into_destination.name}"
+    shown = typed(f"kafka-merge-flows {at} --describe --flow {forward.name}", role="viewer")
+    assert f"\tGroup: {group}\tDestinationGroup: {group}\tState: IN_STEP\t" in shown.stdout
+    assert f"\tMayRepeat: {bound}" in shown.stdout
+    for node in kafka.NODES:
+        leftovers.delete_groups(node, [group])
+
+
 def test_two_source_topics_aggregate_into_one(make_link, make_topic, topic_name, typed):
     east, west = f"{topic_name}.east", f"{topic_name}.west"
     make_topic(kafka.SOURCE, east, partitions=2)
@@ -196,6 +301,8 @@ def test_two_source_topics_aggregate_into_one(make_link, make_topic, topic_name,
 
     shown = eventually(described, 30, "the flow described with its 40 records")
     assert "\tPartition: 0\tNextSourceOffset: 20\tSourceEndOffset: 20\tLag: 0" in shown
+    # A place in one source topic is no place in the aggregate: its groups are not synced.
+    assert "\tConsumerOffsets: not synced: " in shown and "is an aggregate" in shown
 
 
 def test_a_replicator_configuration_becomes_its_flows(

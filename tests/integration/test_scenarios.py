@@ -5,6 +5,7 @@ in a row. Kafka's own console consumer prints a merged record's origin header.""
 
 from __future__ import annotations
 
+import re
 from io import StringIO
 
 import pytest
@@ -279,6 +280,11 @@ def test_active_active_holds_each_record_once_on_each_side_twice_in_a_row(
             "holds the same 60 records, each once, on both sides"
         )
         assert "carry isthmus.origin:" in steps["Read the provenance"].seen
+        moved = re.search(
+            r"read the 20 it had not read, (\d+) again \(the bound: (\d+)\)",
+            steps["The group moves to dc2"].seen,
+        )
+        assert moved and int(moved[1]) <= int(moved[2]), steps["The group moves to dc2"].seen
         assert run.cleanup == "" and not ClusterLink.objects.filter(name=run.names["link"])
         for node in kafka.NODES:
             left = KafkaAdmin(admin_config(node)).list_topic_names()
