@@ -1,4 +1,6 @@
-"""Approvals for the actions people fear: promote, failover and deleting a link.
+"""Approvals for the actions people fear: promote, failover, deleting a link, and creating or
+deleting a merge flow (records start or stop arriving in a topic consumers read; pausing and
+resuming one delay them only, so those act at once, as a mirror's pause does).
 
 An operator asks, with a reason; the request runs once enough approvers other than the
 requester said yes (the link's policy: 0-3 approvals, default 1). It can be rejected with a
@@ -22,6 +24,7 @@ from django.utils import timezone
 from . import (
     audit,
     links,
+    merge_flows,
     notifications,
     policy,
     promote,
@@ -49,8 +52,12 @@ REQUESTED_AS = {
     Action.REVERSE_AND_START: "mirror.stop",
     Action.REVERSE_AND_PAUSE: "mirror.stop",
     Action.TRUNCATE_AND_RESTORE: "mirror.stop",
+    Action.CREATE_FLOW: "flow.manage",
+    Action.DELETE_FLOW: "flow.manage",
 }
 REVERSES = (Action.REVERSE_AND_START, Action.REVERSE_AND_PAUSE)
+FLOWS = (Action.CREATE_FLOW, Action.DELETE_FLOW)
+NO_TOPICS = (Action.DELETE_LINK, *FLOWS)  # actions on a link or a flow, naming no mirror
 
 
 @dataclass
@@ -90,18 +97,21 @@ def submit(
     force: bool = False,
     break_glass: bool = False,
     validate_only: bool = False,
+    params: dict | None = None,
 ) -> Submission:
-    """Promote or fail over `topics` of `link`, or delete `link` (with `force`, failing its
-    mirrors over): at once where the actor may act without approval, else as a request.
+    """Promote or fail over `topics` of `link`, delete `link` (with `force`, failing its
+    mirrors over), or create or delete the merge flow `params` names: at once where the actor
+    may act without approval, else as a request.
 
     Acting at once: the link's policy needs no approval, or the actor is an admin and the
     policy allows an admin override, or an admin breaks glass on a failover (with a reason)."""
     if action not in Action.values:
         raise ReplicationError(f"Unknown action {action!r}; use one of {', '.join(Action.values)}.")
-    topics = list(dict.fromkeys(topics))
-    target = _request_target(link, action, topics)
+    topics = [] if action in FLOWS else list(dict.fromkeys(topics))
+    params = _flow_params(link, action, params or {})
+    target = _request_target(link, action, topics, params)
     with audit.refusals(actor, f"request.{action}", target):
-        if action != Action.DELETE_LINK and not topics:
+        if action not in NO_TOPICS and not topics:
             raise ReplicationError("Name at least one mirror topic.")
         if len(topics) > MAX_TOPICS:
             raise ReplicationError(
@@ -114,10 +124,12 @@ def submit(
         note = _acting_at_once(actor, link, action, reason, break_glass)
         if note:
             submission = Submission(approvals_needed=0, note=note)
-            submission.outcomes = _run(actor, link, action, topics, note, force, validate_only)
+            submission.outcomes = _run(
+                actor, link, action, topics, note, force, validate_only, params
+            )
             return submission
         # The action waits for approval: check now that it could run, and say what it would do.
-        outcomes = _dry_run(actor, link, action, topics, force)
+        outcomes = _dry_run(actor, link, action, topics, force, params)
         refused = [o for o in outcomes if o.error and action != Action.DELETE_LINK]
         if refused:
             raise ReplicationError(" ".join(o.error for o in refused), refused[0].status)
@@ -135,7 +147,8 @@ def submit(
                 link_name=link.name,
                 destination=link.destination,
                 action=action,
-                topics=topics if action != Action.DELETE_LINK else [],
+                topics=topics,
+                params=params,
                 reason=reason,
                 requester=actor.user,
                 requester_name=actor.name,
@@ -150,14 +163,31 @@ def submit(
     return submission
 
 
-def _request_target(link: ClusterLink, action: str, topics: list[str]) -> str:
-    """What a request is for, as the audit trail names it: the mirror topic it acts on, or the
-    link (its `topics` column lists every topic either way)."""
+def _request_target(link: ClusterLink, action: str, topics: list[str], params: dict) -> str:
+    """What a request is for, as the audit trail names it: the merge flow or mirror topic it
+    acts on, or the link (its `topics` column lists every topic either way)."""
+    if action in FLOWS:
+        return f"merge flow {params['flow']} on link {link.name}"
     if action != Action.DELETE_LINK and len(topics) == 1:
         return f"mirror {topics[0]}"
     if action != Action.DELETE_LINK and topics:
         return f"{len(topics)} mirror topics of link {link.name}"
     return f"link {link.name}"
+
+
+def _flow_params(link: ClusterLink, action: str, params: dict) -> dict:
+    """A flow request's arguments, the flow's name filled in as create_flow would choose it."""
+    if action not in FLOWS:
+        return {}
+    if action == Action.DELETE_FLOW:
+        return {"flow": str(params.get("flow") or "")}
+    source = str(params.get("source_topic") or "")
+    return {
+        "flow": params.get("flow") or f"{link.name}.{source}",
+        "source_topic": source,
+        "destination_topic": params.get("destination_topic") or source,
+        "mapping": params.get("mapping") or None,
+    }
 
 
 def _acting_at_once(
@@ -189,7 +219,10 @@ def acts_at_once(user, link: ClusterLink) -> bool:
     )
 
 
-def _dry_run(actor, link, action, topics, force) -> list[promote.TopicOutcome]:
+def _dry_run(actor, link, action, topics, force, params) -> list[promote.TopicOutcome]:
+    if action in FLOWS:
+        _run_flow(actor, link, action, params, validate_only=True)
+        return []
     if action == Action.DELETE_LINK:
         links.delete_link(actor, link, force=force, validate_only=True)
         return _forced_failovers(link) if force else []
@@ -210,6 +243,8 @@ def plan_now(request: ApprovalRequest) -> list[promote.TopicOutcome]:
         raise not_found(f"Link {request.link_name} was deleted.")
     if request.action == Action.DELETE_LINK:
         return _forced_failovers(request.link) if request.force else []
+    if request.action in FLOWS:  # no per-topic plan; the request says what it does
+        return []
     return preview(request.link, request.action, request.topics)
 
 
@@ -223,9 +258,14 @@ def preview(link: ClusterLink, action: str, topics: list[str]) -> list[promote.T
     return promote.check(action, link, topics)
 
 
-def _run(actor, link, action, topics, note, force, validate_only) -> list[promote.TopicOutcome]:
+def _run(
+    actor, link, action, topics, note, force, validate_only, params
+) -> list[promote.TopicOutcome]:
     if action == Action.DELETE_LINK:
         links.delete_link(actor, link, force=force, validate_only=validate_only)
+        return []
+    if action in FLOWS:
+        _run_flow(actor, link, action, params, validate_only)
         return []
     if action in REVERSES:
         return reverse.reverse_mirrors(
@@ -238,12 +278,34 @@ def _run(actor, link, action, topics, note, force, validate_only) -> list[promot
     return promote.stop_mirrors(actor, link, topics, action, validate_only=validate_only, note=note)
 
 
+def _run_flow(
+    actor: audit.Actor, link: ClusterLink, action: str, params: dict, validate_only: bool
+) -> str:
+    """Create or delete the flow `params` names; what was done, in words."""
+    if action == Action.CREATE_FLOW:
+        flow = merge_flows.create_flow(
+            actor,
+            link,
+            params["source_topic"],
+            params["destination_topic"],
+            name=params["flow"],
+            mapping=params["mapping"],
+            validate_only=validate_only,
+        )
+        return f"Created merge flow {flow.name}: {flow.source_topic} into {flow.destination_topic}."
+    flow = merge_flows.get_flow(link, params["flow"])
+    if not validate_only:
+        merge_flows.delete_flow(actor, flow)
+    return f"Deleted merge flow {flow.name}; {flow.destination_topic} stays."
+
+
 def snapshot(request: ApprovalRequest) -> dict:
     return {
         "id": request.pk,
         "action": request.action,
         "link": request.link_name,
         "topics": request.topics,
+        **({"flow": request.params} if request.params else {}),
         "state": request.state,
         "approvals": [a.approver_name for a in request.approvals.all()] if request.pk else [],
         "approvals_required": request.approvals_required,
@@ -430,7 +492,11 @@ def execute(request: ApprovalRequest) -> None:
             links.delete_link(actor, request.link, force=request.force)
             _finish(request, RState.EXECUTED, [], f"Deleted link {request.link_name}.")
             return
-        outcomes = _run(actor, request.link, request.action, request.topics, note, False, False)
+        if request.action in FLOWS:
+            done = _run_flow(actor, request.link, request.action, request.params, False)
+            _finish(request, RState.EXECUTED, [], done)
+            return
+        outcomes = _run(actor, request.link, request.action, request.topics, note, False, False, {})
     except ReplicationError as exc:
         _finish(request, RState.FAILED, [], str(exc))
         return

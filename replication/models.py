@@ -530,6 +530,8 @@ class ApprovalRequest(models.Model):
         REVERSE_AND_START = "reverse-and-start-mirror"
         REVERSE_AND_PAUSE = "reverse-and-pause-mirror"
         TRUNCATE_AND_RESTORE = "truncate-and-restore"
+        CREATE_FLOW = "create-flow"
+        DELETE_FLOW = "delete-flow"
 
     class State(models.TextChoices):
         PENDING = "PENDING"  # waiting for approvals
@@ -552,6 +554,9 @@ class ApprovalRequest(models.Model):
     topics = models.JSONField(default=list, blank=True)
     # A link deletion that fails the link's mirrors over first.
     force = models.BooleanField(default=False)
+    # A merge flow's request: {"flow": name} and, to create it, "source_topic",
+    # "destination_topic" and "mapping" as asked (merge_flows.create_flow's arguments).
+    params = models.JSONField(default=dict, blank=True)
     reason = models.TextField()
     requester = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -579,6 +584,17 @@ class ApprovalRequest(models.Model):
     @property
     def is_open(self) -> bool:
         return self.state in (self.State.PENDING, self.State.APPROVED)
+
+    @property
+    def flow_summary(self) -> str:
+        """A merge flow request's flow, in words ("" for the other actions)."""
+        p = self.params
+        if self.action == self.Action.CREATE_FLOW:
+            into = f"{p['source_topic']} into {p['destination_topic']}"
+            return f"merge flow {p['flow']}: {into}" + (f", {p['mapping']}" if p["mapping"] else "")
+        if self.action == self.Action.DELETE_FLOW:
+            return f"merge flow {p['flow']}"
+        return ""
 
 
 class Notification(models.Model):

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 from infra.kafka_admin import KafkaAdminError
 
-from . import audit, filters, merge_flows
+from . import approvals, audit, filters, merge_flows
 from .connections import source_admin, unreachable
 from .errors import ReplicationError
-from .models import ClusterLink, KafkaCluster, MergeFlow
+from .models import ApprovalRequest, ClusterLink, KafkaCluster, MergeFlow
 
 TOPIC_KEYS = ("topic.whitelist", "topic.include", "topic.regex", "topic.blacklist", "topic.exclude")
 USED = {
@@ -124,9 +124,10 @@ def _addresses(servers: str) -> set[str]:
 
 
 def _link_from(destination: KafkaCluster, servers: str) -> ClusterLink:
-    """The link into `destination` whose source is at one of `servers`."""
+    """The link into `destination` whose source is at one of `servers` (the oldest, if
+    several are)."""
     wanted = _addresses(servers)
-    for link in destination.links.all():
+    for link in destination.links.order_by("pk"):
         if _addresses(link.all_configs().get("bootstrap.servers", "")) & wanted:
             return link
     raise ReplicationError(
@@ -177,19 +178,24 @@ def plan(destination: KafkaCluster, text: str) -> Plan:
 
 
 def create(
-    actor: audit.Actor, destination: KafkaCluster, text: str
-) -> tuple[Plan, dict[tuple[str, str], MergeFlow | ReplicationError]]:
-    """Create the flows of the plan that are not there yet; each refused one does not stop the
-    others. Returns the plan and, per flow tried, the flow made or the refusal."""
+    actor: audit.Actor, destination: KafkaCluster, text: str, reason: str = ""
+) -> tuple[Plan, dict[tuple[str, str], MergeFlow | ApprovalRequest | ReplicationError]]:
+    """Create the flows of the plan that are not there yet, each as the link's approval policy
+    says (at once, or asked for as a request of its own); each refused one does not stop the
+    others. Returns the plan and, per flow tried, the flow made, the request, or the refusal."""
     found = plan(destination, text)
-    outcomes: dict[tuple[str, str], MergeFlow | ReplicationError] = {}
+    reason = reason or f"Imported from Replicator connector {found.connector}."
+    outcomes: dict[tuple[str, str], MergeFlow | ApprovalRequest | ReplicationError] = {}
     for source, into in found.flows:
         if f"{source} into {into}" in found.existing:
             continue
+        name = f"{found.connector}.{source}"
+        params = {"flow": name, "source_topic": source, "destination_topic": into}
         try:
-            outcomes[source, into] = merge_flows.create_flow(
-                actor, found.link, source, into, name=f"{found.connector}.{source}"
+            asked = approvals.submit(
+                actor, found.link, approvals.Action.CREATE_FLOW, reason=reason, params=params
             )
+            outcomes[source, into] = asked.request or merge_flows.get_flow(found.link, name)
         except ReplicationError as exc:
             outcomes[source, into] = exc
     return found, outcomes

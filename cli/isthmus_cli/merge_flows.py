@@ -4,7 +4,7 @@ origin in each record's `isthmus.origin` header. Offsets are not preserved."""
 
 from __future__ import annotations
 
-from isthmus_cli.common import Session, inert_answer, parser, read_text, run
+from isthmus_cli.common import Session, inert_answer, parser, print_request, read_text, run
 
 ACTIONS = ("create", "list", "describe", "pause", "resume", "delete")
 
@@ -38,6 +38,9 @@ def _arguments(argv):
         help="--create: default one-to-one when the partition counts are equal, else by-key",
     )
     p.add_argument("--validate-only", action="store_true", help="check only; change nothing")
+    p.add_argument(
+        "--reason", default="", help="why (--create, --delete): approvers and the audit read it"
+    )
     args = p.parse_args(argv)
     if args.import_replicator:
         return "import", args
@@ -100,11 +103,39 @@ def import_replicator(session: Session, args) -> bool:
             print(f"\t{what}: exists already")
         elif flow["error_message"]:
             print(f"\t{what}: not created: {flow['error_message']}")
+        elif flow["approval_request_id"] is not None:
+            print(f"\t{what}: waits for approval (request {flow['approval_request_id']})")
         else:
             print(f"\t{what}: {'created' if flow['created'] else 'would be created'}")
     for note in answer["notes"]:
         print(f"Note: {note}")
     return not any(flow["error_message"] for flow in answer["flows"])
+
+
+def create(session: Session, args) -> None:
+    flow = session.call(
+        "POST",
+        session.link_path(args.link, "flows"),
+        {
+            "source_topic_name": args.source_topic,
+            "destination_topic_name": args.destination_topic,
+            "flow_name": args.flow,
+            "partition_mapping": args.partition_mapping,
+            "reason": args.reason,
+        },
+        validate_only=args.validate_only,
+    )
+    if flow and flow.get("approval_request"):
+        print_request(flow["approval_request"], f"Creating merge flow from '{args.source_topic}'")
+        return
+    if args.validate_only:
+        print("Merge flow creation successfully validated.")
+        return
+    print(
+        f"Merge flow '{flow['flow_name']}' created: {flow['source_topic_name']} into "
+        f"{flow['destination_topic_name']} ({flow['partition_mapping']}; offsets are not "
+        "preserved)."
+    )
 
 
 @run
@@ -124,32 +155,19 @@ def main(argv: list[str] | None = None) -> int:
                 describe(flow)
         return 0
     if chosen == "create":
-        flow = session.call(
-            "POST",
-            session.link_path(args.link, "flows"),
-            {
-                "source_topic_name": args.source_topic,
-                "destination_topic_name": args.destination_topic,
-                "flow_name": args.flow,
-                "partition_mapping": args.partition_mapping,
-            },
-            validate_only=args.validate_only,
-        )
-        if args.validate_only:
-            print("Merge flow creation successfully validated.")
-            return 0
-        print(
-            f"Merge flow '{flow['flow_name']}' created: {flow['source_topic_name']} into "
-            f"{flow['destination_topic_name']} ({flow['partition_mapping']}; offsets are not "
-            "preserved)."
-        )
+        create(session, args)
         return 0
     path = session.link_path(args.link, "flows", args.flow)
     if chosen == "describe":
         describe(session.call("GET", path))
     elif chosen == "delete":
-        session.call("DELETE", path)
-        print(f"Merge flow '{args.flow}' deleted; its destination topic stays.")
+        answer = session.call("DELETE", path, reason=args.reason, validate_only=args.validate_only)
+        if answer and answer.get("approval_request"):
+            print_request(answer["approval_request"], f"Deleting merge flow '{args.flow}'")
+        elif args.validate_only:
+            print(f"Merge flow '{args.flow}' deletion successfully validated.")
+        else:
+            print(f"Merge flow '{args.flow}' deleted; its destination topic stays.")
     else:
         flow = session.call("POST", f"{path}:{chosen}")
         print(f"Merge flow '{flow['flow_name']}' is {flow['state']}.")

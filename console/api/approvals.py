@@ -24,6 +24,7 @@ def request_data(request, found: ApprovalRequest) -> schemas.ApprovalRequest:
         link_name=found.link_name,
         mirror_topic_names=found.topics,
         force=found.force,
+        merge_flow=found.params or None,
         reason=found.reason,
         requester=found.requester_name,
         state=found.state,

@@ -3,6 +3,7 @@ into an ordinary, writable topic of any name, exactly once, offsets not preserve
 
 from __future__ import annotations
 
+from console.api.approvals import submitted
 from console.api.base import cluster, endpoint, field, flag, json_body, no_content, self_url
 from console.api.links import BASE
 from console.api.schemas import (
@@ -15,9 +16,16 @@ from console.api.schemas import (
     ReplicatorImport,
     respond,
 )
-from replication import audit, flow_offsets, merge_flows, offset_sync, replicator_import
+from replication import (
+    approvals,
+    audit,
+    flow_offsets,
+    merge_flows,
+    offset_sync,
+    replicator_import,
+)
 from replication.links import get_link
-from replication.models import MergeFlow
+from replication.models import ApprovalRequest, MergeFlow
 
 
 def flow_data(request, flow: MergeFlow, found: merge_flows.FlowStatus) -> MergeFlowData:
@@ -85,17 +93,25 @@ def flows(request, cluster_id, link_name):
             )
         )
     body = json_body(request)
-    flow = merge_flows.create_flow(
+    params = {
+        "source_topic": field(body, "source_topic_name", str, required=True),
+        "destination_topic": field(body, "destination_topic_name", str),
+        "flow": field(body, "flow_name", str),
+        "mapping": field(body, "partition_mapping", str),
+    }
+    submission = approvals.submit(
         audit.Actor.from_request(request),
         link,
-        field(body, "source_topic_name", str, required=True),
-        field(body, "destination_topic_name", str),
-        name=field(body, "flow_name", str),
-        mapping=field(body, "partition_mapping", str),
+        approvals.Action.CREATE_FLOW,
+        reason=field(body, "reason", str) or "",
+        params=params,
         validate_only=flag(request, "validate_only"),
     )
+    if submission.request is not None:
+        return submitted(request, "IsthmusCreateMergeFlow", submission, [])
     if flag(request, "validate_only"):
         return no_content()
+    flow = merge_flows.get_flow(link, params["flow"] or f"{link.name}.{params['source_topic']}")
     return respond(flow_data(request, flow, merge_flows.status(flow)), status=201)
 
 
@@ -103,7 +119,16 @@ def flows(request, cluster_id, link_name):
 def flow(request, cluster_id, link_name, flow_name):
     found = merge_flows.get_flow(get_link(cluster(cluster_id), link_name), flow_name)
     if request.method == "DELETE":
-        merge_flows.delete_flow(audit.Actor.from_request(request), found)
+        submission = approvals.submit(
+            audit.Actor.from_request(request),
+            found.link,
+            approvals.Action.DELETE_FLOW,
+            reason=request.GET.get("reason", ""),
+            params={"flow": found.name},
+            validate_only=flag(request, "validate_only"),
+        )
+        if submission.request is not None:
+            return submitted(request, "IsthmusDeleteMergeFlow", submission, [])
         return no_content()
     return respond(flow_data(request, found, merge_flows.status(found)))
 
@@ -137,6 +162,7 @@ def import_replicator(request, cluster_id):
                 destination_topic_name=into,
                 exists=f"{source} into {into}" in plan.existing,
                 created=isinstance(outcome, MergeFlow),
+                approval_request_id=outcome.pk if isinstance(outcome, ApprovalRequest) else None,
                 error_message=str(outcome) if isinstance(outcome, Exception) else None,
             )
         )

@@ -631,6 +631,9 @@ class PlannedFlow(Shape):
     destination_topic_name: str
     exists: bool = Field(description="The link has this flow already: it is left as it is.")
     created: bool = Field(description="Made by this call.")
+    approval_request_id: int | None = Field(
+        description="The link's policy asks for approval: the request made for it."
+    )
     error_message: str | None = Field(description="Why it could not be made, if it was not.")
 
 
@@ -720,7 +723,8 @@ class RequestTopicOutcome(Shape):
 
 
 class ApprovalRequest(Shape):
-    """*Isthmus*: a promote, failover or link deletion waiting for (or done after) approval."""
+    """*Isthmus*: a promote, failover, link deletion or merge flow creation or deletion
+    waiting for (or done after) approval."""
 
     kind: Literal["IsthmusApprovalRequest"] = "IsthmusApprovalRequest"
     metadata: ResourceMetadata
@@ -729,6 +733,10 @@ class ApprovalRequest(Shape):
     link_name: str
     mirror_topic_names: list[str]
     force: bool = Field(description="A link deletion that fails the link's mirrors over first.")
+    merge_flow: dict[str, str | None] | None = Field(
+        description="A merge flow's creation or deletion: the flow's name and, to create it, "
+        "source_topic, destination_topic and mapping (null: chosen when it runs)."
+    )
     reason: str
     requester: str
     state: one_of(ApprovalRequestModel.State.values)
@@ -753,10 +761,15 @@ class ApprovalRequestList(Shape):
 
 
 class StopMirrorsResult(Shape):
-    """A promote, failover or link deletion: done (200, each topic's outcome) or waiting for
-    approval (202, the request made)."""
+    """A promote, failover, link deletion or merge flow creation or deletion: done (200, each
+    topic's outcome) or waiting for approval (202, the request made)."""
 
-    kind: Literal["KafkaAlterMirrorsDataList", "IsthmusDeleteLink"]
+    kind: Literal[
+        "KafkaAlterMirrorsDataList",
+        "IsthmusDeleteLink",
+        "IsthmusCreateMergeFlow",
+        "IsthmusDeleteMergeFlow",
+    ]
     metadata: ResourceCollectionMetadata
     data: list[StopMirrorData]
     approval_request: ApprovalRequest | None

@@ -21,6 +21,13 @@ class FlowForm(forms.Form):
         help_text="Automatic: one to one when the partition counts are equal, else by key (as "
         "Kafka's default partitioner places each key).",
     )
+    reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Where the link's policy asks for approval: approvers and the audit trail "
+        "read it.",
+    )
 
 
 class ReplicatorImportForm(forms.Form):

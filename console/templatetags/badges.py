@@ -20,6 +20,7 @@ _TONES = {
         "APPROVED",
         "RUNNING",
         "BEHIND_MIRROR",
+        "BEHIND_FLOW",
         "SKIPPED",
     },
     "bad": {"FAILED", "UNAVAILABLE", "SOURCE_UNAVAILABLE"},

@@ -25,7 +25,7 @@ def _approvers(count: int) -> str:
     return "an approver" if count == 1 else f"{count} approvers"
 
 
-def _after(request, submission: approvals.Submission, done_url: str, what: str):
+def after_asking(request, submission: approvals.Submission, done_url: str, what: str):
     if submission.request is not None:
         messages.success(
             request,
@@ -75,7 +75,7 @@ def _submitted(request, form, link, action: str, names: list[str], done_url: str
     except ReplicationError as exc:
         form.add_error(None, str(exc))
         return None
-    return _after(request, submission, done_url, what)
+    return after_asking(request, submission, done_url, what)
 
 
 @require("mirror.stop")
@@ -164,7 +164,7 @@ def link_delete(request, destination, name):
             if submission.request is None:
                 messages.success(request, f"Deleted cluster link {link.name}.")
                 return redirect("links")
-            return _after(request, submission, reverse("links"), f"deleting link {link.name}")
+            return after_asking(request, submission, reverse("links"), f"deleting link {link.name}")
     live = links.live_mirrors(link)
     named = [*live.values_list("mirror_topic", flat=True)[:LISTED]]
     count = live.count()

@@ -8,13 +8,25 @@ from django.urls import reverse
 
 from console.access import require
 from console.charts import RANGE_WORDS, chart
+from console.forms.approvals import StopForm
 from console.forms.flows import FlowForm, ReplicatorImportForm
-from console.views.actions import act, bound, confirm
+from console.views.actions import bound, confirm
+from console.views.approvals import after_asking
 from console.views.clusters import find_cluster
 from console.views.links import chart_range, find_link, link_url
-from replication import audit, flow_offsets, history, merge_flows, offset_sync, replicator_import
+from replication import (
+    approvals,
+    audit,
+    flow_offsets,
+    history,
+    merge_flows,
+    offset_sync,
+    replicator_import,
+)
 from replication.errors import ReplicationError
-from replication.models import MergeFlow
+from replication.models import ApprovalRequest, MergeFlow
+
+Action = ApprovalRequest.Action
 
 
 def find_flow(destination: str, name: str, flow: str) -> MergeFlow:
@@ -33,24 +45,30 @@ def flow_create(request, destination, name):
     link = find_link(destination, name)
     form = FlowForm(bound(request))
     if request.method == "POST" and form.is_valid():
-        made = []
         data = form.cleaned_data
-
-        def create(actor):
-            made.append(
-                merge_flows.create_flow(
-                    actor,
-                    link,
-                    data["source_topic"],
-                    data["destination_topic"] or None,
-                    name=data["name"] or None,
-                    mapping=data["mapping"] or None,
-                )
+        params = {k: data[k] or None for k in ("source_topic", "destination_topic", "mapping")}
+        params["flow"] = data["name"] or None
+        try:
+            submission = approvals.submit(
+                audit.Actor.from_request(request),
+                link,
+                Action.CREATE_FLOW,
+                reason=data["reason"],
+                params=params,
             )
-
-        if act(request, create, "Created the merge flow."):
-            return redirect(flow_url(made[0]))
-    return render(request, "flows/form.html", {"form": form, "link": link})
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            if submission.request is None:
+                messages.success(request, "Created the merge flow.")
+                flow = data["name"] or f"{link.name}.{data['source_topic']}"
+                return redirect(flow_url(merge_flows.get_flow(link, flow)))
+            return after_asking(request, submission, link_url(link), "creating the merge flow")
+    return render(
+        request,
+        "flows/form.html",
+        {"form": form, "link": link, "acts_at_once": approvals.acts_at_once(request.user, link)},
+    )
 
 
 @require("console.view")
@@ -129,17 +147,33 @@ def flow_resume(request, destination, name, flow):
 @require("flow.manage")
 def flow_delete(request, destination, name, flow):
     found = find_flow(destination, name, flow)
-    return confirm(
+    form = StopForm(bound(request), name=found.name)
+    if request.method == "POST" and form.is_valid():
+        try:
+            submission = approvals.submit(
+                audit.Actor.from_request(request),
+                found.link,
+                Action.DELETE_FLOW,
+                reason=form.cleaned_data["reason"],
+                params={"flow": found.name},
+            )
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            if submission.request is None:
+                messages.success(request, f"Deleted merge flow {found.name}.")
+                return redirect(link_url(found.link) + "#flows")
+            return after_asking(
+                request, submission, flow_url(found), f"deleting merge flow {found.name}"
+            )
+    return render(
         request,
-        question=f"Delete merge flow {found.name}?",
-        verb="delete",
-        explanation=f"It stops copying. {found.destination_topic} stays, with every record "
-        "copied into it. A new flow of the same topics would copy every source record again.",
-        run=lambda actor: merge_flows.delete_flow(actor, found),
-        done=f"Deleted merge flow {found.name}.",
-        back_url=flow_url(found),
-        after_url=link_url(found.link),
-        typed=found.name,
+        "flows/delete.html",
+        {
+            "flow": found,
+            "form": form,
+            "acts_at_once": approvals.acts_at_once(request.user, found.link),
+        },
     )
 
 
@@ -161,8 +195,15 @@ def replicator_import_page(request, destination):
                     f"{s} into {d}: {e}" for (s, d), e in made.items() if isinstance(e, Exception)
                 ]
                 created = [f for f in made.values() if isinstance(f, MergeFlow)]
+                asked = [r.pk for r in made.values() if isinstance(r, ApprovalRequest)]
                 if created:
                     messages.success(request, f"Created {len(created)} merge flow(s).")
+                if asked:
+                    messages.success(
+                        request,
+                        f"Asked for approval of {len(asked)} merge flow(s): request(s) "
+                        f"{', '.join(map(str, asked))}.",
+                    )
                 for line in refused:
                     messages.error(request, line)
                 if not refused:

@@ -56,8 +56,11 @@ def test_a_viewer_sees_the_flow_without_its_actions(client_as, flow):
 
 def test_deleting_a_flow_asks_for_its_name_and_says_the_topic_stays(client_as, flow):
     shown = page(client_as("operator"), flow, "flow-delete")
-    assert "topic2.replica stays, with every record copied into it" in shown
-    assert 'name="confirm_name"' in shown
+    assert "<code>topic2.replica</code> stays on dc2, with every record copied into it" in shown
+    assert 'name="confirm_name"' in shown and 'name="reason"' in shown
+    # The link's policy asks an approver: records stop arriving in a topic consumers read.
+    assert "needs 1 approval from someone other than you" in shown
+    assert ">Ask for approval</button>" in shown
 
 
 def test_an_unknown_flow_is_a_404_saying_so(client_as, flow):

@@ -1,6 +1,7 @@
-"""Role-gated approvals of promote, failover and link deletion on the real clusters: the
-requester never approving their own request, expired and withdrawn requests staying shut, and
-an approved promote run by the Celery worker. Who may do what, through every interface, is
+"""Role-gated approvals of promote, failover, link deletion and merge flows on the real
+clusters: the requester never approving their own request, expired and withdrawn requests
+staying shut, and an approved promote, flow creation and flow deletion run by the Celery
+worker. Who may do what, through every interface, is
 proven by test_role_matrix.py.
 
 Links here are paused and their mirrors' sources empty, so every mirror has lag 0 without a
@@ -16,6 +17,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from devstack import kafka
 from replication import approvals, audit
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
 from tests.mirror_checks import eventually
@@ -155,3 +157,43 @@ def test_the_failover_form_tells_an_admin_override_from_break_glass(mirror_of, c
     lenient = admin.get(url).content.decode()
     assert "records it as an admin override, with no approver" in lenient
     assert "Not needed to act at once here" in lenient
+
+
+def test_an_approved_merge_flow_is_created_then_deleted_on_the_worker(
+    transactional_db, celery_worker, api, users, make_link, make_topic, topic_name, client_as
+):
+    make_topic(kafka.SOURCE, topic_name)
+    link = make_link({"cluster.link.paused": "true"})  # needs 1 approval, as links do by default
+    base = f"/kafka/v3/clusters/{link.destination.cluster_id}"
+    flows = f"{base}/links/{link.name}/flows"
+    wanted = {"source_topic_name": topic_name, "destination_topic_name": f"{topic_name}.copy"}
+
+    def approved(answer) -> dict:
+        assert answer.status_code == 202, answer.content
+        request = answer.json()["approval_request"]
+        assert not approvals.acts_at_once(users["operator"], link)
+        assert _post(api("approver"), f"{base}/approval-requests/{request['id']}:approve")
+        eventually(
+            lambda: ApprovalRequest.objects.get(pk=request["id"]).state == "EXECUTED",
+            60,
+            "the approved request run",
+        )
+        return request
+
+    asked = approved(_post(api("operator"), flows, {**wanted, "reason": "feed the copy"}))
+    assert asked["merge_flow"] == {
+        "flow": f"{link.name}.{topic_name}",
+        "source_topic": topic_name,
+        "destination_topic": f"{topic_name}.copy",
+        "mapping": None,
+    }
+    flow = link.flows.get()
+    assert (flow.source_topic, flow.destination_topic) == (topic_name, f"{topic_name}.copy")
+    event = AuditEvent.objects.get(action="flow.create", result="ok")
+    assert event.actor_name.startswith("operator") and "approved by approver" in event.actor_name
+    page = client_as("viewer").get(reverse("approval-detail", args=[asked["id"]]))
+    assert f"merge flow {flow.name}: {topic_name} into {topic_name}.copy" in page.content.decode()
+
+    approved(api("operator").delete(f"{flows}/{flow.name}?reason=done+with+it"))
+    assert not link.flows.exists()
+    assert AuditEvent.objects.filter(action="flow.delete", result="ok").count() == 1

@@ -35,7 +35,7 @@ from replication.connections import destination_admin, source_admin
 from replication.errors import ReplicationError
 from replication.links import peer_of
 from replication.mirrors import create_mirror
-from replication.models import GroupOffsetSync
+from replication.models import ClusterLink, GroupOffsetSync
 from spark_jobs import merging
 from tests import leftovers
 from tests.conftest import admin_config
@@ -312,6 +312,9 @@ def test_a_replicator_configuration_becomes_its_flows(
     make_topic(kafka.SOURCE, f"{topic_name}-skipped")
     write_numbered(ordinary(kafka.SOURCE), topic, 0, 20)
     link = make_link()
+    # Its flows are made at once (where the policy asks an approver, each is a request: the
+    # role matrix proves that).
+    ClusterLink.objects.filter(pk=link.pk).update(approvals_required=0)
     destination = registered_clusters["destination"]
     pasted = json.dumps(
         {

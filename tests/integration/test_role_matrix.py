@@ -46,7 +46,16 @@ from isthmus_cli import configs as cli_configs
 from isthmus_cli import merge_flows as cli_merge_flows
 from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
-from replication import approvals, audit, links, merge_flows, mirrors, promote, restore
+from replication import (
+    approvals,
+    audit,
+    links,
+    merge_flows,
+    mirrors,
+    promote,
+    replicator_import,
+    restore,
+)
 from replication import users as user_admin
 from replication.mirror_states import FOLLOWING, PROMOTABLE
 from replication.models import (
@@ -314,6 +323,14 @@ def an_unmirrored_topic(w: World, user, allowed: bool) -> Target:
     return Target(link=w.link, name=w.source_topic())
 
 
+def a_topic_to_import(w: World, user, allowed: bool) -> Target:
+    """A topic a Replicator configuration names, over the link the import chooses (the oldest
+    from the source: its approval policy decides)."""
+    target = Target(name=w.source_topic())
+    target.link = replicator_import.plan(w.destination, replicator(target)["configuration"]).link
+    return target
+
+
 def a_running_mirror(w: World, user, allowed: bool) -> Target:
     return Target(link=w.link, mirror=w.mirror_in(w.link, FOLLOWING - {State.PAUSED}))
 
@@ -421,6 +438,8 @@ def api_answer(response) -> Answer:
     status = response.status_code
     if status == 202 and body.get("kind") == "MirrorVerificationList":
         return Answer("done", status)  # verifications started, run by a worker
+    if body.get("kind") == "ReplicatorImport" and body["flows"][0]["approval_request_id"]:
+        return Answer("asked", status)  # each flow asked for in a request of its own
     if status == 202:
         request = body["approval_request"]
         assert request["state"] == "PENDING", request
@@ -437,7 +456,10 @@ def api_answer(response) -> Answer:
 def cli_answer(result: subprocess.CompletedProcess) -> Answer:
     if result.returncode != 0:
         return Answer("refused", result.returncode, result.stderr)
-    asked = re.search(r"needs \d+ approval\(s\): request \d+", result.stdout)
+    asked = re.search(
+        r"needs \d+ approval\(s\): request \d+|waits for approval \(request \d+\)",
+        result.stdout,
+    )
     return Answer("asked" if asked else "done", 0, result.stdout)
 
 
@@ -525,13 +547,14 @@ CONSOLE = [
         "replicator-import",
         ("flow.manage",),
         "flow.create",
-        an_unmirrored_topic,
+        a_topic_to_import,
         lambda c, w, t: post(
             c,
             "replicator-import",
             [t.link.destination.name],
             {"op": "create", **replicator(t)},
         ),
+        asked_event="request.create-flow",
     ),
     Row(
         "flow create",
@@ -543,8 +566,15 @@ CONSOLE = [
             c,
             "flow-create",
             link_args(t),
-            {"source_topic": t.name, "destination_topic": "", "name": "", "mapping": ""},
+            {
+                "source_topic": t.name,
+                "destination_topic": "",
+                "name": "",
+                "mapping": "",
+                "reason": REASON,
+            },
         ),
+        asked_event="request.create-flow",
     ),
     Row(
         "flow pause",
@@ -568,7 +598,10 @@ CONSOLE = [
         ("flow.manage",),
         "flow.delete",
         a_flow_to_delete,
-        lambda c, w, t: post(c, "flow-delete", flow_args(t), {"confirm_name": t.flow.name}),
+        lambda c, w, t: post(
+            c, "flow-delete", flow_args(t), {"confirm_name": t.flow.name, "reason": REASON}
+        ),
+        asked_event="request.delete-flow",
     ),
     Row(
         "token create",
@@ -960,13 +993,14 @@ API = [
         ("/clusters/{cluster_id}/flows:import-replicator", "POST"),
         ("flow.manage",),
         "flow.create",
-        an_unmirrored_topic,
+        a_topic_to_import,
         lambda c, w, t: call(
             c,
             "POST",
             f"/kafka/v3/clusters/{w.destination.cluster_id}/flows:import-replicator",
             replicator(t),
         ),
+        asked_event="request.create-flow",
     ),
     Row(
         "flow create",
@@ -974,7 +1008,10 @@ API = [
         ("flow.manage",),
         "flow.create",
         an_unmirrored_topic,
-        lambda c, w, t: call(c, "POST", link_url(w, t, "/flows"), {"source_topic_name": t.name}),
+        lambda c, w, t: call(
+            c, "POST", link_url(w, t, "/flows"), {"source_topic_name": t.name, "reason": REASON}
+        ),
+        asked_event="request.create-flow",
     ),
     *[
         Row(
@@ -995,7 +1032,8 @@ API = [
         ("flow.manage",),
         "flow.delete",
         a_flow_to_delete,
-        lambda c, w, t: call(c, "DELETE", link_url(w, t, f"/flows/{t.flow.name}")),
+        lambda c, w, t: call(c, "DELETE", link_url(w, t, f"/flows/{t.flow.name}?reason=why")),
+        asked_event="request.delete-flow",
     ),
     Row(
         "link create",
@@ -1208,10 +1246,11 @@ CLI = [
         ("kafka-merge-flows", "--import-replicator"),
         ("flow.manage",),
         "flow.create",
-        an_unmirrored_topic,
+        a_topic_to_import,
         lambda run, w, t: run(
             "kafka-merge-flows", *at(w), "--import-replicator", replicator_file(t)
         ),
+        asked_event="request.create-flow",
     ),
     Row(
         "flow create",
@@ -1220,8 +1259,17 @@ CLI = [
         "flow.create",
         an_unmirrored_topic,
         lambda run, w, t: run(
-            "kafka-merge-flows", *at(w), "--create", "--link", t.link.name, "--source-topic", t.name
+            "kafka-merge-flows",
+            *at(w),
+            "--create",
+            "--link",
+            t.link.name,
+            "--source-topic",
+            t.name,
+            "--reason",
+            REASON,
         ),
+        asked_event="request.create-flow",
     ),
     *[
         Row(
@@ -1240,12 +1288,27 @@ CLI = [
                 t.flow.name,
             ),
         )
-        for verb, target in (
-            ("pause", an_active_flow),
-            ("resume", a_paused_flow),
-            ("delete", a_flow_to_delete),
-        )
+        for verb, target in (("pause", an_active_flow), ("resume", a_paused_flow))
     ],
+    Row(
+        "flow delete",
+        ("kafka-merge-flows", "--delete"),
+        ("flow.manage",),
+        "flow.delete",
+        a_flow_to_delete,
+        lambda run, w, t: run(
+            "kafka-merge-flows",
+            *at(w),
+            "--delete",
+            "--link",
+            t.link.name,
+            "--flow",
+            t.flow.name,
+            "--reason",
+            REASON,
+        ),
+        asked_event="request.delete-flow",
+    ),
     Row(
         "link create",
         ("kafka-cluster-links", "--create"),
