@@ -115,6 +115,14 @@ def end_offsets(bootstrap: str, topics: dict[str, int]) -> dict[tuple[str, int],
     return admin(bootstrap).offsets([(t, p) for t, n in topics.items() for p in range(n)])
 
 
+def destination_ends(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The destination's end offsets of `partitions`; empty while one is not visible yet."""
+    try:
+        return admin(DESTINATION).offsets(partitions)
+    except KafkaAdminError:
+        return {}
+
+
 def fill(bootstrap: str, topics: list[str], records_per_topic: int, record_size: int) -> float:
     """Write `records_per_topic` records of `record_size` B (null keys) to each topic with one
     confluent-kafka producer, batched like the perf tools; returns the seconds it took. For

@@ -1,4 +1,5 @@
-"""What the measurements need from a replication engine (Isthmus or MirrorMaker 2)."""
+"""What the measurements need from a replication engine (Isthmus, its merge flows, or
+MirrorMaker 2)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ class Engine(Protocol):
 
     def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
         """Start copying `mirrors`; `tag` names the run's log and work files."""
+
+    def copied(self, ends: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """How far each destination partition in `ends` is copied, in source offsets (a mirror:
+        its end offset; a merge flow, whose offsets differ: its committed progress)."""
 
     def add_mirrors(self, mirrors: dict[str, str]) -> None:
         """Have the running engine copy `mirrors` too, without a restart."""

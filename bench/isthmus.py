@@ -1,6 +1,7 @@
 """The Isthmus engine (one Spark application of long-running copier slots), started standalone
 as the console would start it: spark-submit with the engine's spec, each link's sealed spec and
-its mirror set in Redis. `Engine` runs any number of links; `Isthmus` is the bench's one link."""
+its mirror set in Redis. `Engine` runs any number of links; `Isthmus` is the bench's one link
+of mirrors, `IsthmusFlows` the same link copying into ordinary topics by merge flows."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import contextlib
 import os
 import shutil
 import subprocess
+import time
+import uuid
 
 import psutil
 import redis
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from cryptography.fernet import Fernet
 
-from spark_jobs import control, launch, translation
+from spark_jobs import control, launch, merging, translation
 
 from . import cluster, procs
 
@@ -57,9 +61,10 @@ class Engine:
         )
         return self.proc
 
-    def add_link(self, link_id: str, mirrors: dict[str, str]) -> None:
-        """A link copying `mirrors` (mirror name -> source name) from the source cluster."""
-        self.set_mirrors(link_id, mirrors)
+    def add_link(self, link_id: str, mirrors: dict[str, str], flows: dict | None = None) -> None:
+        """A link copying `mirrors` (mirror name -> source name) and `flows` from the source
+        cluster."""
+        self.set_mirrors(link_id, mirrors, flows)
         spec = {
             "link_id": link_id,
             "link_name": link_id,
@@ -69,13 +74,16 @@ class Engine:
         self.redis.hset(control.links_key(self.engine), link_id, control.seal(self.key, spec))
         control.wake(self.redis, control.engine_wake_channel(self.engine))
 
-    def set_mirrors(self, link_id: str, mirrors: dict[str, str]) -> None:
+    def set_mirrors(self, link_id: str, mirrors: dict[str, str], flows: dict | None = None) -> None:
+        """The link's mirror set (mirror name -> source name) and merge flows (by id, as
+        `streams.flow_spec` makes them), as `streams.publish` writes them."""
         self.generation += 1
         control.write_json(
             self.redis,
             control.mirrors_key(link_id),
             {
                 "mirrors": {m: {"source_topic": s} for m, s in mirrors.items()},
+                "flows": flows or {},
                 "generation": self.generation,
             },
         )
@@ -165,6 +173,9 @@ class Isthmus:
         self.engine.add_link(LINK_ID, self.mirrors)
         return proc
 
+    def copied(self, ends: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return cluster.destination_ends(ends)
+
     def add_mirrors(self, mirrors: dict[str, str]) -> None:
         """A new mirror set with a higher generation: the running engine picks it up."""
         self.mirrors.update(mirrors)
@@ -183,3 +194,99 @@ class Isthmus:
     def stop(self) -> None:
         if self.engine is not None:
             self.engine.stop()
+
+
+class IsthmusFlows(Isthmus):
+    """The same engine and link copying each source topic into an ordinary topic by a merge
+    flow (spark_jobs/merging.py): exactly once, in transactions, partition to partition."""
+
+    name = "Isthmus merge flow"
+    adds_mirrors_live = False  # the add case times mirrors
+
+    def __init__(self, tasks: int | None = None) -> None:
+        super().__init__(tasks)
+        self.flows: dict[str, dict] = {}
+        self.reader: Consumer | None = None
+
+    def mirror_name(self, source_topic: str) -> str:
+        return f"{source_topic}.flow"
+
+    def prepare(self, mirrors: dict[str, str], partitions: int) -> None:
+        """The console's part: the flows' progress topic and their destination topics."""
+        if merging.PROGRESS_TOPIC not in cluster.admin(cluster.DESTINATION).list_topic_names():
+            cluster.create_topic(
+                cluster.DESTINATION,
+                merging.PROGRESS_TOPIC,
+                merging.PROGRESS_PARTITIONS,
+                {"cleanup.policy": "compact"},
+            )
+        cluster.create_topics(cluster.DESTINATION, list(mirrors), partitions)
+
+    def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
+        self.engine = Engine("bench", f"flows-{tag}", self.tasks)
+        proc = self.engine.start()
+        clusters = {
+            end: cluster.admin(address).describe_cluster().cluster_id
+            for end, address in (("source", cluster.SOURCE), ("destination", cluster.DESTINATION))
+        }
+        self.flows = {}
+        for into, source in mirrors.items():
+            flow_id = str(uuid.uuid4())  # fresh: no progress of an earlier run is resumed
+            self.flows[flow_id] = {
+                "id": flow_id,
+                "name": f"bench.{source}",
+                "source": source,
+                "destination": into,
+                "mapping": "one-to-one",
+                "source_cluster_id": clusters["source"],
+                "destination_cluster_id": clusters["destination"],
+            }
+        self.engine.add_link(LINK_ID, {}, self.flows)
+        return proc
+
+    def copied(self, ends: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """How far each partition is copied and committed, as a reader of the destination
+        sees it: the origin offset of its last committed record, plus one. Read from the
+        partition's last few offsets (the last record, then its transaction's marker)."""
+        if self.reader is None:
+            self.reader = Consumer(
+                {
+                    "bootstrap.servers": cluster.DESTINATION,
+                    "group.id": "bench-flow-reader",
+                    "isolation.level": "read_committed",
+                    "enable.partition.eof": True,
+                    "enable.auto.commit": False,
+                }
+            )
+        found: dict[tuple[str, int], int] = {}
+        starts = []
+        for topic, partition in ends:
+            try:
+                _, high = self.reader.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=5
+                )
+            except KafkaException:
+                continue  # not visible yet
+            if high > 0:
+                starts.append(TopicPartition(topic, partition, max(0, high - 4)))
+        self.reader.assign(starts)
+        pending = {(tp.topic, tp.partition) for tp in starts}
+        deadline = time.monotonic() + 5
+        while pending and time.monotonic() < deadline:
+            msg = self.reader.poll(0.5)
+            if msg is None:
+                continue
+            key = (msg.topic(), msg.partition())
+            if msg.error() is not None:
+                pending.discard(key)  # the end a committed reader sees
+                continue
+            origin = dict(msg.headers() or [])[merging.ORIGIN].decode().split(",")
+            found[key] = int(origin[3]) + 1
+        return found
+
+    def stop(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+        super().stop()
+        cluster.delete_topics(cluster.DESTINATION, [merging.PROGRESS_TOPIC])

@@ -116,6 +116,9 @@ class MirrorMaker2:
         self.proc = launch({**self.properties(), "source->destination.topics": topics}, tag)
         return self.proc
 
+    def copied(self, ends: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return cluster.destination_ends(ends)
+
     def add_mirrors(self, mirrors: dict[str, str]) -> None:
         raise NotImplementedError("MM2 finds new topics on its own refresh, not on request")
 
@@ -134,3 +137,24 @@ class MirrorMaker2:
             destination.append(HEARTBEATS)
         cluster.delete_topics(cluster.DESTINATION, destination)
         cluster.delete_topics(cluster.SOURCE, INTERNAL_SOURCE)
+
+
+class MirrorMaker2ExactlyOnce(MirrorMaker2):
+    """MM2 with Connect's exactly-once source support (KIP-618): its source tasks write each
+    batch and its offsets in one transaction. Dedicated mode needs its internal REST server for
+    that (KIP-710), on loopback; the source consumer reads committed records only, without which
+    MirrorSourceConnector does not declare exactly-once support."""
+
+    name = "MirrorMaker 2, exactly once"
+
+    def properties(self) -> dict[str, str]:
+        return {
+            **super().properties(),
+            "destination.exactly.once.source.support": "enabled",
+            "dedicated.mode.enable.internal.rest": "true",
+            "listeners": f"http://127.0.0.1:{EXACTLY_ONCE_REST_PORT}",
+            "source.consumer.isolation.level": "read_committed",
+        }
+
+
+EXACTLY_ONCE_REST_PORT = 18093

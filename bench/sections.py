@@ -43,7 +43,8 @@ FAILBACK = Section("failback")
 LINK_SCALE = Section("link-scale")
 BULK_FAILOVER = Section("bulk-failover")
 SOAK = Section("soak")
-SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK, LINK_SCALE, BULK_FAILOVER, SOAK]
+MERGE_FLOWS = Section("merge-flows")
+SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK, LINK_SCALE, BULK_FAILOVER, SOAK, MERGE_FLOWS]
 
 
 def keep_all(old: str, new: str) -> str:

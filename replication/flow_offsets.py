@@ -82,9 +82,11 @@ def thin(now: datetime) -> None:
     before it, so only the bound widens), none past KEEP. Each run thins what aged since the
     one before (the beat's SAMPLE_S apart), with room to spare."""
     FlowCheckpoint.objects.filter(taken_at__lt=now - KEEP).delete()
-    aged = FlowCheckpoint.objects.filter(
-        taken_at__lt=now - KEEP_ALL, taken_at__gte=now - KEEP_ALL - timedelta(minutes=10)
-    ).values_list("pk", "flow_id", "partition", "taken_at", "source_next")
+    aged = list(
+        FlowCheckpoint.objects.filter(
+            taken_at__lt=now - KEEP_ALL, taken_at__gte=now - KEEP_ALL - timedelta(minutes=10)
+        ).values_list("pk", "flow_id", "partition", "taken_at", "source_next")
+    )
     newest: dict[tuple, tuple[int, int]] = {}
     for pk, flow, partition, taken_at, source_next in aged:
         bucket = (flow, partition, int(taken_at.timestamp()) // THIN)

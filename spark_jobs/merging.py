@@ -262,7 +262,7 @@ class FlowCopy:
                 if not self.slot.in_touch():  # cut off from the control channel: write nothing
                     time.sleep(WAIT_S)
                     continue
-                batch = [m for m in consumer.consume(BATCH, WAIT_S) if self.readable(m)]
+                batch = self.next_batch(consumer)
                 if batch:
                     self.transfer(producer, batch, where)
                 self.note_high_watermarks(consumer, assigned)
@@ -304,6 +304,16 @@ class FlowCopy:
                 destination,
                 "partition to partition" if self.flow["mapping"] == "one-to-one" else "by key",
             )
+
+    def next_batch(self, consumer: Consumer) -> list:
+        """The records fetched so far, up to BATCH, waiting up to WAIT_S for the first only:
+        a transaction commits as soon as there is something to copy, so a slow source's
+        records are not held back until a batch fills."""
+        batch = consumer.consume(BATCH, 0)
+        if not batch:
+            first = consumer.poll(WAIT_S)
+            batch = [] if first is None else [first, *consumer.consume(BATCH - 1, 0)]
+        return [m for m in batch if self.readable(m)]
 
     def readable(self, msg) -> bool:
         error = msg.error()

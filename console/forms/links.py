@@ -29,7 +29,10 @@ class LinkForm(forms.Form):
                 "placeholder": "bootstrap.servers=localhost:9092\nmetadata.max.age.ms=5000",
             }
         ),
-        help_text="One key=value per line. Secrets are encrypted at rest and never shown again.",
+        help_text="One key=value per line. Secrets are encrypted at rest and never shown again. "
+        "Both ways (active-active): link.mode=BIDIRECTIONAL, with cluster.link.prefix (this "
+        "half's mirrors) and remote.cluster.link.prefix (the other half's) to keep each side's "
+        "mirrors apart from its own topics.",
     )
 
 

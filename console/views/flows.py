@@ -76,7 +76,7 @@ def flow_detail(request, destination, name, flow):
     found = find_flow(destination, name, flow)
     return render(
         request,
-        "flows/detail.html",
+        "flows/detail.html#live" if request.htmx else "flows/detail.html",
         {
             "flow": found,
             "status": merge_flows.status(found),

@@ -67,6 +67,11 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
         link.refresh_from_db()
     if link.state != ClusterLink.State.ACTIVE or not work:
         return
+    if link.availability_failures:
+        # The source failed its last check: the other syncers would only wait out their
+        # timeouts (seconds each, on the one worker), delaying the next check. They run again
+        # once a check passes.
+        return
     destination = destination_admin(link)
     if metadata_due:
         refresh_metadata(link, now, source, destination)

@@ -42,6 +42,20 @@ def test_a_flows_page_says_what_it_copies_and_that_offsets_are_not_preserved(cli
     assert reverse("flow-delete", args=["dc2", "from-dc1", flow.name]) in shown
 
 
+def test_a_flows_page_refreshes_its_progress_without_reloading(client_as, flow):
+    shown = page(client_as("viewer"), flow)
+    assert 'id="flow-live"' in shown and 'hx-trigger="every 3s"' in shown
+    url = reverse("flow-detail", args=["dc2", "from-dc1", flow.name])
+    part = client_as("viewer").get(url, headers={"HX-Request": "true"}).content.decode()
+    assert part.lstrip().startswith('<div id="flow-live"') and "<html" not in part
+    assert 'id="records">0 records' in part
+
+
+def test_a_by_key_flow_says_its_groups_are_not_synced(client_as, flow):
+    shown = page(client_as("viewer"), flow)
+    assert "Its partitions are mapped by key" in shown.split('id="offsets-refused"')[1]
+
+
 def test_a_viewer_sees_the_flow_without_its_actions(client_as, flow):
     shown = page(client_as("viewer"), flow)
     assert "topic2.replica" in shown
