@@ -22,13 +22,12 @@ import os
 import sys
 import time
 
-from . import catchup, cluster, latency, perf, sections
+from . import catchup, cluster, latency, run, sections
 from .isthmus import IsthmusFlows
 from .mm2 import MirrorMaker2
 
-TOPIC = f"{cluster.PREFIX}flow-catchup"
+TOPIC = run.CATCHUP  # preloaded by run.limits
 LATENCY = f"{cluster.PREFIX}flow-latency"
-LIMIT = f"{cluster.PREFIX}flow-limit"
 RESULTS = cluster.WORK / "merge-flows.json"
 
 
@@ -59,29 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     _cleanup(engines)
     started = time.strftime("%Y-%m-%d %H:%M %Z")
     try:
-        cluster.log(f"Preloading {records:,} records of {args.record_size} B into {TOPIC}")
-        cluster.create_topic(cluster.SOURCE, TOPIC, args.partitions)
-        perf.produce(
-            perf.JAVA_PRODUCER,
-            cluster.SOURCE,
-            TOPIC,
-            args.partitions,
-            records,
-            args.record_size,
-            clients,
-        )
-        consumer = perf.consume(cluster.SOURCE, TOPIC, records, clients, group)
-        cluster.create_topic(cluster.DESTINATION, LIMIT, args.partitions)
-        producer = perf.produce(
-            perf.RD_PRODUCER,
-            cluster.DESTINATION,
-            LIMIT,
-            args.partitions,
-            records,
-            args.record_size,
-            clients,
-        )
-        cluster.delete_topics(cluster.DESTINATION, [LIMIT])
+        _, consumer, producers = run.limits(args, records, clients, group)
+        producer = producers[-1]  # confluent-kafka's, the flow's own client
         copies = [
             catchup.run(
                 e, "catch-up", [TOPIC], args.partitions, args.record_size, args.copy_timeout
@@ -116,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         "consumer_limit": consumer.records_per_sec(),
         "producer_limit": producer.records_per_sec(),
         "copies": [dataclasses.asdict(c) for c in copies],
-        "latencies": [dataclasses.asdict(run) for run in latencies],
+        "latencies": [dataclasses.asdict(each) for each in latencies],
     }
     RESULTS.write_text(json.dumps(results, indent=2))
     text = section(results)
@@ -129,11 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 def _cleanup(engines: list) -> None:
     for engine in engines:
         engine.stop()
-    for bootstrap in (cluster.SOURCE, cluster.DESTINATION):
-        found = [
-            t for t in cluster.bench_topics(bootstrap) if t.startswith(f"{cluster.PREFIX}flow")
-        ]
-        cluster.delete_topics(bootstrap, found)
+    run.cleanup()
 
 
 def _cpu_per_gib(copy: dict) -> float:
@@ -150,11 +124,10 @@ def section(r: dict) -> str:
         f"{c['copy_seconds']:.1f} s | {_cpu_per_gib(c):.1f} | {c['machine_busy']:.0%} |"
         for c in r["copies"]
     )
-    windows = []
-    for run in r["latencies"]:
-        for w in run["windows"]:
-            windows.append((w["rate"], run["engine"], w))
-    windows.sort(key=lambda x: x[0])
+    windows = sorted(
+        ((w["rate"], each["engine"], w) for each in r["latencies"] for w in each["windows"]),
+        key=lambda x: x[0],
+    )
     latencies = "\n".join(
         f"| {rate_:,} | {engine} | {w['p50_ms']:.0f} ms | {w['p99_ms']:.0f} ms | "
         f"{w['max_ms']:.0f} ms | {w['received']:,} of {w['sent']:,} |"

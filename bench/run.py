@@ -105,7 +105,7 @@ def cleanup() -> None:
     MirrorMaker2().clean()
 
 
-def _limits(
+def limits(
     args: argparse.Namespace, records: int, clients: int, group: str
 ) -> tuple[perf.Limit, perf.Limit, list[perf.Limit]]:
     """Preload the catch-up topic, then measure the raw client limit on it and beside it."""
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     engines: list[Engine] = [ENGINES[name](args.tasks) for name in args.engines]
     group = f"bench-consumer-perf-{os.getpid()}"
     try:
-        preload, consumer_limit, producer_limits = _limits(args, records, clients, group)
+        preload, consumer_limit, producer_limits = limits(args, records, clients, group)
         if any(e.adds_mirrors_live for e in engines):
             cluster.create_topic(cluster.SOURCE, ADDED, args.partitions)
             cluster.fill(cluster.SOURCE, [ADDED], args.add_records, args.record_size)

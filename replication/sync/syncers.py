@@ -65,12 +65,9 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
     if check_due:
         check_source(link, now, source)
         link.refresh_from_db()
-    if link.state != ClusterLink.State.ACTIVE or not work:
-        return
-    if link.availability_failures:
-        # The source failed its last check: the other syncers would only wait out their
-        # timeouts (seconds each, on the one worker), delaying the next check. They run again
-        # once a check passes.
+    # While the source fails its checks, the other syncers would only wait out their timeouts
+    # (seconds each, on the one worker), delaying the next check: they run once a check passes.
+    if link.state != ClusterLink.State.ACTIVE or not work or link.availability_failures:
         return
     destination = destination_admin(link)
     if metadata_due:

@@ -10,24 +10,15 @@ import pytest
 
 from replication import flow_offsets
 from replication.merge_flows import FlowStatus
-from replication.models import ClusterLink, FlowCheckpoint, KafkaCluster, MergeFlow
+from replication.models import FlowCheckpoint, MergeFlow
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def flow() -> MergeFlow:
-    cluster = KafkaCluster.objects.create(name="dc2", bootstrap_servers="127.0.0.1:1")
-    link = ClusterLink.objects.create(name="from-dc1", destination=cluster, source_cluster_id="x")
-    return MergeFlow.objects.create(
-        name="from-dc1.topic1",
-        link=link,
-        destination=cluster,
-        source_topic="topic1",
-        destination_topic="topic1",
-        mapping=MergeFlow.Mapping.ONE_TO_ONE,
-    )
+def flow(make_flow) -> MergeFlow:
+    return make_flow("topic1", "topic1", MergeFlow.Mapping.ONE_TO_ONE)
 
 
 def reported(**partitions: tuple[int, int, bool]) -> FlowStatus:

@@ -7,23 +7,14 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from replication.models import ClusterLink, KafkaCluster, MergeFlow
+from replication.models import MergeFlow
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def flow() -> MergeFlow:
-    cluster = KafkaCluster.objects.create(name="dc2", bootstrap_servers="127.0.0.1:1")
-    link = ClusterLink.objects.create(name="from-dc1", destination=cluster, source_cluster_id="x")
-    return MergeFlow.objects.create(
-        name="from-dc1.topic2",
-        link=link,
-        destination=cluster,
-        source_topic="topic2",
-        destination_topic="topic2.replica",
-        mapping=MergeFlow.Mapping.BY_KEY,
-    )
+def flow(make_flow) -> MergeFlow:
+    return make_flow("topic2", "topic2.replica", MergeFlow.Mapping.BY_KEY)
 
 
 def page(client, flow: MergeFlow, view: str = "flow-detail") -> str:
