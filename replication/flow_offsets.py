@@ -3,9 +3,9 @@ to a place in its destination topic, so a consumer moved there goes on without s
 record, reading again at most a bound that the flow's page shows per group.
 
 A merge flow keeps no offsets, so a place translates only through checkpoints: the engine's
-committed progress per source partition, `(next, dest)` (spark_jobs/merging.py), sampled by
-the beat into `FlowCheckpoint` rows (sparse: one per partition per sample that moved). Only
-some shapes have a place that neither skips nor repeats without bound (`rule`):
+exact pairs per source partition, `(next, dest)` (spark_jobs/merging.py), sampled by the beat
+into `FlowCheckpoint` rows (sparse: one per partition per sample that moved). Only some shapes
+have a place that neither skips nor repeats without bound (`rule`):
 
 - One-to-one, the flow the only writer of its destination topic: a group at `c` moves to the
   `dest` of the newest checkpoint with `next <= c`. It may read again the records between
@@ -52,10 +52,10 @@ def record_checkpoints(flow: MergeFlow, status: FlowStatus, now: datetime) -> No
     others = flow.others_write
     new = []
     for partition, report in status.partitions.items():
-        if "dest" not in report:
+        others = others or report.get("others", False)
+        if not report.get("checkpoint"):
             continue
-        others = others or report["others"]
-        point = [report["next"], report["dest"]]
+        point = list(report["checkpoint"])
         if kept.get(str(partition)) != point:
             kept[str(partition)] = point
             new.append(FlowCheckpoint(flow=flow, partition=partition, taken_at=now, **_row(point)))

@@ -324,8 +324,8 @@ def _status(flow: MergeFlow, heartbeat: dict) -> FlowStatus:
             # What was read past (transaction markers) counts once every record before it
             # is committed: the position only passes markers after the records it read.
             "lag": max(0, v["source_hw"] - max(v["next"], v["read"])) if v["source_hw"] >= 0 else 0,
-            # One-to-one: the checkpoint's destination side, and whether others write there.
-            **{k: v[k] for k in ("dest", "others") if k in v},
+            # One-to-one: the exact checkpoint (next, dest), and whether others write there.
+            **{k: v[k] for k in ("checkpoint", "others") if k in v},
         }
         for p, v in found["partitions"].items()
     }

@@ -121,6 +121,7 @@ class LinkRunner:
         self.trouble: dict[str, str] = {}
         self.failed = ""  # why the link cannot run: the console fails it
         self.next_beat = 0.0
+        self.flowed: dict[str, tuple[int, int]] = {}  # each flow's copied and skipped, last beat
 
     # --- the thread -------------------------------------------------------------------------
 
@@ -489,6 +490,12 @@ class LinkRunner:
             self.failed = self.failed or "its copier kept failing"
             state = "failed"
         error = self.errors(copier_errors)
+        flows = planning.flow_progress(reports)
+        # A merge flow that copied since the last beat keeps the beat quick too (its
+        # checkpoints and lag are read from it).
+        flowed = {i: (f["records"], f["skipped"]) for i, f in flows.items()}
+        moved = moved or flowed != self.flowed
+        self.flowed = flowed
         busy = moved or behind or error or self.pending or state != "running"
         self.next_beat = time.monotonic() + (BEAT_S if busy else IDLE_BEAT_S)
         heartbeat = {
@@ -507,7 +514,7 @@ class LinkRunner:
             "fetched_at_ms": self.watch.fetched_at_ms,
             "last_write_ms": last_write,
             "behind": behind,
-            "flows": planning.flow_progress(reports),
+            "flows": flows,
         }
         try:
             pipe = self.engine.redis.pipeline()

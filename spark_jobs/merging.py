@@ -18,10 +18,12 @@ own. So the rules differ (docs/mirror-engine.md, "Merge flows"):
 - Partitions: one to one when the flow says so (equal counts when it was created), else by the
   record's key as Java's default partitioner would (murmur2; a record without a key anywhere).
 - Checkpoints, for consumer offset sync (replication/flow_offsets.py): with one-to-one mapping,
-  each source partition's progress also says where the flow's last record from it landed in
-  the destination partition (`dest`: every copied record below `next` lies below it). A
-  destination partition where others wrote between the flow's records is reported (`others`):
-  a place in the source then stands for no place there.
+  the flow keeps per source partition an exact pair `(next, dest)`: every record copied from
+  below `next` lies below `dest` in the same destination partition, and every later one at or
+  above it. Delivery reports give `dest` once a transaction commits (its commit flushes them),
+  so the pair written with the progress is the one before the transaction: older, still exact.
+  A destination partition where others wrote between the flow's records is reported
+  (`others`): a place in the source then stands for no place there.
 """
 
 from __future__ import annotations
@@ -92,13 +94,11 @@ def provenance(cluster_id: str, topic: str, partition: int, offset: int, timesta
     return f"{cluster_id},{topic},{partition},{offset},{timestamp}".encode()
 
 
-def read_progress(
-    config: dict[str, str], flow_id: str, timeout: float = 60.0
-) -> dict[int, tuple[int, int]]:
-    """How far each source partition of the flow was copied, as committed: {partition: (next
-    source offset, destination offset after the last record copied from it)}. Reads the
-    flow's partition of the progress topic to its end (read committed, so it waits for
-    transactions still open there to end)."""
+def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -> dict[int, dict]:
+    """How far each source partition of the flow was copied, as committed: {partition:
+    {"next": source offset, "checkpoint": [next, dest] or absent}}. Reads the flow's partition
+    of the progress topic to its end (read committed, so it waits for transactions still open
+    there to end)."""
     consumer = Consumer(
         {
             **config,
@@ -116,7 +116,7 @@ def read_progress(
             raise Retry(f"cannot read {PROGRESS_TOPIC}: {topic.error.str()}")
         tp = TopicPartition(PROGRESS_TOPIC, progress_partition(flow_id, len(topic.partitions)))
         low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
-        found: dict[int, tuple[int, int]] = {}
+        found: dict[int, dict] = {}
         if high <= low:
             return found
         consumer.assign([TopicPartition(tp.topic, tp.partition, low)])
@@ -135,8 +135,7 @@ def read_progress(
                     continue
                 raise Retry(f"cannot read {PROGRESS_TOPIC}: {msg.error().str()}")
             if msg.key() and msg.key().startswith(prefix):
-                progress = json.loads(msg.value())
-                found[int(msg.key()[len(prefix) :])] = (progress["next"], progress.get("dest", 0))
+                found[int(msg.key()[len(prefix) :])] = json.loads(msg.value())
         return found
     finally:
         consumer.close()
@@ -156,9 +155,9 @@ class FlowCopy:
         self.window: deque[tuple[float, int]] = deque()  # (time, records) over RATE_WINDOW_S
         self.error = ""
         self.next: dict[int, int] = {}  # source partition -> next offset committed
-        # Source partition -> the destination offset after the last record copied from it
-        # (one-to-one: in the same partition number). With `next`, the partition's checkpoint.
-        self.dest: dict[int, int] = {}
+        # One-to-one: source partition -> its exact checkpoint (next, dest), where known.
+        self.checkpoint: dict[int, tuple[int, int]] = {}
+        self.resumed: set[int] = set()  # partitions with progress when the copy (re)started
         # Destination partition -> the offset the flow's next record takes if nobody else
         # writes there (after its last record and the commit marker); unknown after a start.
         self.expected: dict[int, int] = {}
@@ -181,8 +180,8 @@ class FlowCopy:
 
     def report(self) -> dict:
         """What the slot reports of the flow (read from the copier's thread: copies first)."""
-        dest = dict(self.dest)  # before `next`: see transfer
         nexts, read, high = dict(self.next), dict(self.read), dict(self.high)
+        checkpoints = dict(self.checkpoint)
         one_to_one = self.flow["mapping"] == "one-to-one"
         return {
             "records": self.records,
@@ -197,7 +196,11 @@ class FlowCopy:
                     "next": n,
                     "read": read.get(p, n),
                     "source_hw": high.get(p, -1),
-                    **({"dest": dest.get(p, 0), "others": p in self.others} if one_to_one else {}),
+                    **(
+                        {"checkpoint": checkpoints.get(p), "others": p in self.others}
+                        if one_to_one
+                        else {}
+                    ),
                 }
                 for p, n in sorted(nexts.items())
             },
@@ -237,9 +240,11 @@ class FlowCopy:
         try:
             producer.init_transactions(60)  # fences an earlier holder, ends what it left open
             progress = read_progress(self.destination_config, self.id)
-            self.next = {p: n for p, (n, _) in progress.items()}
-            self.dest = {p: d for p, (_, d) in progress.items()}
-            self.expected = {}
+            self.next = {p: v["next"] for p, v in progress.items()}
+            self.checkpoint = {
+                p: tuple(v["checkpoint"]) for p, v in progress.items() if v.get("checkpoint")
+            }
+            self.resumed, self.expected = set(progress), {}
             consumer = Consumer(
                 {
                     **self.source_config,
@@ -338,15 +343,7 @@ class FlowCopy:
 
         producer.begin_transaction()
         nexts, copied, skipped, size, newest = self.send_records(producer, batch, delivered)
-        dests = dict(self.dest)
-        if flow["mapping"] == "one-to-one" and copied:
-            # Where the records landed, for the checkpoints written with the progress.
-            if producer.flush(60) or failed:
-                why = failed[0].str() if failed else "not acknowledged within 60 s"
-                raise Retry(f"records were not delivered: {why}")
-            for partition, offsets in landed.items():
-                dests[partition] = max(offsets) + 1
-        progress = {p: {"next": n, "dest": dests.get(p, 0)} for p, n in nexts.items()}
+        progress = {p: {"next": n, "checkpoint": self.checkpoint.get(p)} for p, n in nexts.items()}
         self.send_progress(producer, progress, where, delivered)
         try:
             producer.commit_transaction(60)
@@ -356,12 +353,10 @@ class FlowCopy:
             raise Retry(f"a transaction did not commit ({_words(exc)})") from exc
         if failed:  # commit would have failed; checked for what it says
             raise Retry(f"records were not delivered: {failed[0].str()}")
-        self.note_writers(landed)
-        # `next` before `dest`, as `report` reads them the other way round: a report may pair
-        # a newer next with an older dest (a group translated with it may read some records
-        # again), never an older next with a newer dest (it would skip some).
+        if flow["mapping"] == "one-to-one":
+            self.note_writers(landed)
+            self.note_checkpoints(nexts, landed)
         self.next = {**self.next, **nexts}
-        self.dest = dests
         self.note_copied(copied, skipped, size, newest)
 
     def note_copied(self, copied: int, skipped: int, size: int, newest: int) -> None:
@@ -407,6 +402,21 @@ class FlowCopy:
             copied += 1
             size += len(msg.value() or b"") + len(msg.key() or b"")
         return nexts, copied, skipped, size, newest
+
+    def note_checkpoints(self, nexts: dict[int, int], landed: dict[int, list[int]]) -> None:
+        """Each partition's exact checkpoint once its transaction committed: where its last
+        record landed; else, nothing landed since the last one, the same place (or, nothing
+        ever copied from it, 0). A partition resumed without one waits for a record."""
+        for partition, next_offset in nexts.items():
+            if partition in landed:
+                dest = max(landed[partition]) + 1
+            elif (found := self.checkpoint.get(partition)) and found[0] == self.next.get(partition):
+                dest = found[1]
+            elif partition not in self.resumed and partition not in self.checkpoint:
+                dest = 0
+            else:
+                continue
+            self.checkpoint[partition] = (next_offset, dest)
 
     def note_writers(self, landed: dict[int, list[int]]) -> None:
         """Note destination partitions where records of others lie between the flow's own: its

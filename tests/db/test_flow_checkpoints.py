@@ -25,7 +25,7 @@ def reported(**partitions: tuple[int, int, bool]) -> FlowStatus:
     return FlowStatus(
         "ACTIVE",
         partitions={
-            int(p[1:]): {"next": n, "dest": d, "others": o, "lag": 0, "source_end": n}
+            int(p[1:]): {"next": n, "checkpoint": [n, d], "others": o, "lag": 0, "source_end": n}
             for p, (n, d, o) in partitions.items()
         },
     )

@@ -1,22 +1,28 @@
 """A merge flow copies exactly once through what kills a copy: five `kill -9`s of the engine
 (whole, its Python driver, a slot's Python worker) and a restart of the destination broker that
 leads a partition, while the source is written. Read with `read_committed`, the destination
-topic holds every source record once, each with its key, value, headers, timestamp and origin.
+topic holds every source record once, each with its key, value, headers, timestamp and origin;
+and every checkpoint the engine reported meanwhile (its pairs for consumer offset sync) is
+exact: the records copied from below its source offset lie below its destination offset, the
+others at or above it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
 from collections import Counter
 
 import pytest
+import redis
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from replication import merge_flows, streams
-from spark_jobs import merging
+from replication.redis_channel import client
+from spark_jobs import control, merging
 from tests.conftest import admin_config
 from tests.faults.conftest import in_sync, leader
 from tests.integration.test_stream_failures import _kill, _targets, quick_restarts  # noqa: F401
@@ -35,6 +41,17 @@ def _written(topic: str) -> int:
         return sum(admin.end_offsets(topic, PARTITIONS).values())
     except KafkaAdminError:  # a leader moving, a broker down
         return -1
+
+
+def _checkpoints(link, stop: threading.Event, found: set) -> None:
+    """Every checkpoint the link's heartbeat reports, (partition, next, dest), until `stop`."""
+    key = control.heartbeat_key(str(link.link_id))
+    while not stop.wait(0.1):
+        with contextlib.suppress(redis.RedisError):
+            for flow in ((control.read_json(client(), key) or {}).get("flows") or {}).values():
+                for p, report in flow["partitions"].items():
+                    if report.get("checkpoint"):
+                        found.add((int(p), *report["checkpoint"]))
 
 
 def _past(link, topic: str, records: int, working: bool = True) -> int:
@@ -62,6 +79,10 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
         target=keep_producing, args=(source, RECORDS, PARTITIONS, 60, True), daemon=True
     )
     writer.start()
+    checkpoints: set[tuple[int, int, int]] = set()
+    stop = threading.Event()
+    sampler = threading.Thread(target=_checkpoints, args=(link, stop, checkpoints), daemon=True)
+    sampler.start()
     kinds = ["application", "python driver", "task worker"]
     plan = random.sample(kinds, 3) + random.choices(kinds, k=2)
     written, done = 0, []
@@ -88,6 +109,7 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
         return len(found) >= RECORDS
 
     eventually(all_copied, 300, f"{RECORDS} records in {into}")
+    stop.set()
     keys = Counter(r.key for r in found)
     assert len(found) == RECORDS and set(keys.values()) == {1}, (len(found), done)
     by_key = {r.key: r for r in found}
@@ -105,3 +127,16 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
             str(want.partition).encode(),
             str(want.offset).encode(),
         ]
+    # Every checkpoint reported through the kills parts the destination partition exactly.
+    assert len(checkpoints) >= 2 * PARTITIONS, checkpoints  # the engine is mostly restarting
+    origin = {(r.partition, r.offset): int(r.headers[-1][1].split(b",")[3]) for r in found}
+    for partition, next_offset, dest in checkpoints:
+        for (p, offset), source_offset in origin.items():
+            if p == partition:
+                assert (source_offset < next_offset) == (offset < dest), (
+                    partition,
+                    next_offset,
+                    dest,
+                    offset,
+                    source_offset,
+                )
