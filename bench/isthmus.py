@@ -206,6 +206,7 @@ class IsthmusFlows(Isthmus):
     def __init__(self, tasks: int | None = None) -> None:
         super().__init__(tasks)
         self.flows: dict[str, dict] = {}
+        self.partitions = 1
         self.reader: Consumer | None = None
 
     def mirror_name(self, source_topic: str) -> str:
@@ -221,6 +222,7 @@ class IsthmusFlows(Isthmus):
                 {"cleanup.policy": "compact"},
             )
         cluster.create_topics(cluster.DESTINATION, list(mirrors), partitions)
+        self.partitions = partitions
 
     def start(self, mirrors: dict[str, str], tag: str) -> subprocess.Popen:
         self.engine = Engine("bench", f"flows-{tag}", self.tasks)
@@ -238,6 +240,7 @@ class IsthmusFlows(Isthmus):
                 "source": source,
                 "destination": into,
                 "mapping": "one-to-one",
+                "parts": min(self.partitions, merging.PARTS),  # as the console makes it
                 "source_cluster_id": clusters["source"],
                 "destination_cluster_id": clusters["destination"],
             }

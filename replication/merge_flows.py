@@ -111,6 +111,7 @@ def create_flow(
             destination_topic=destination_topic,
             mapping=chosen,
             created_topic=existing is None,
+            parts=min(partitions, merging.PARTS),
         )
         if validate_only:
             return flow

@@ -337,6 +337,8 @@ class MergeFlow(models.Model):
     state_time = models.DateTimeField(default=timezone.now)
     created_topic = models.BooleanField(default=False, help_text="Isthmus made the topic.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Copied in this many parts, each by a slot (spark_jobs/merging.py, PARTS); never changes.
+    parts = models.PositiveSmallIntegerField(default=1)
     # The engine saw records of others between the flow's own in the destination topic
     # (flow_offsets.py: a place in the source then stands for no place there). Never unset.
     others_write = models.BooleanField(default=False)

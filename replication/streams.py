@@ -124,6 +124,7 @@ def flow_spec(flow: MergeFlow) -> dict:
         "source": flow.source_topic,
         "destination": flow.destination_topic,
         "mapping": flow.mapping,
+        "parts": flow.parts,
         "source_cluster_id": flow.link.source_cluster_id,
         "destination_cluster_id": flow.link.destination.cluster_id,
     }

@@ -140,7 +140,8 @@ class Copier:
         self.admin: KafkaAdmin | None = None  # made when needed, see `go_quiet`
         self.settle_wait: float | None = None  # see `settle_s`
         self.cursors: dict[tuple[str, int], Cursor] = {}  # (source topic, partition)
-        self.flows: dict[str, merging.FlowCopy] = {}  # the link's merge flows held here, by id
+        # The parts of the link's merge flows held here, by merging.part_key.
+        self.flows: dict[str, merging.FlowCopy] = {}
         self.runs: dict[tuple[str, str, int], translation.Runs] = {}  # kept across resets
         self.known: set[str] = set()  # source topics whose metadata the consumer has
         self.done = False
@@ -248,12 +249,12 @@ class Copier:
     def apply_flows(self, flows: list[dict]) -> None:
         """Stop the merge flows no longer held here (each ends its transaction first), start
         those new here: each runs in a thread of its own."""
-        wanted = {f["id"]: f for f in flows}
-        self.stop_flows([i for i in self.flows if i not in wanted])
-        for flow_id, flow in wanted.items():
-            if flow_id not in self.flows:
-                self.flows[flow_id] = merging.FlowCopy(self.spec, flow, self.slot)
-                self.flows[flow_id].start()
+        wanted = {merging.part_key(f): f for f in flows}
+        self.stop_flows([key for key in self.flows if key not in wanted])
+        for key, flow in wanted.items():
+            if key not in self.flows:
+                self.flows[key] = merging.FlowCopy(self.spec, flow, self.slot)
+                self.flows[key].start()
 
     def stop_flows(self, ids: list[str]) -> None:
         stopping = [self.flows.pop(i) for i in ids]

@@ -235,7 +235,7 @@ class LinkRunner:
             return
         self.learn_mirror_topics()
         wanted = planning.wanted_partitions(self.mirrors, self.topic_ids, self.partitions)
-        wanted |= {planning.flow_ident(flow) for flow in self.flows.values()}
+        wanted |= {i for flow in self.flows.values() for i in planning.flow_idents(flow)}
         added, ready = self.entries_for(planning.not_held(self.assigned, wanted))
         self.assigned, self.home = planning.assign(
             self.assigned, self.home, wanted, added, self.engine.slot_loads(self.link_id)
@@ -252,7 +252,9 @@ class LinkRunner:
         """What a copier needs to start copying each partition (its source topic and stored
         offset runs); False when they cannot be read yet (then none starts, and the next loop
         tries again)."""
-        flows = {i: {"flow": self.flows[i[1]]} for i in idents if planning.is_flow(i)}
+        flows = {
+            i: {"flow": {**self.flows[i[1]], "part": i[2]}} for i in idents if planning.is_flow(i)
+        }
         idents = [i for i in idents if not planning.is_flow(i)]
         if not idents:
             return flows, True

@@ -49,9 +49,14 @@ from confluent_kafka import (
 log = logging.getLogger("spark_jobs.merging")
 
 PROGRESS_TOPIC = "_isthmus-flow-progress"
+# A flow is copied in parts, each by a slot of its own where there are enough: part k copies the
+# source partitions p with p % parts == k, under a transactional id of its own. The count is
+# fixed when the flow is made (at most PARTS, at most the source's partitions), so a partition
+# never changes part and each part's id fences every earlier writer of its partitions.
+PARTS = 4
 PROGRESS_PARTITIONS = 10  # flows spread over them: one flow's open transaction delays no other
 ORIGIN = "isthmus.origin"  # cluster id,topic,partition,offset,timestamp
-BATCH = 5_000  # records in one transaction at most
+BATCH = 20_000  # records in one transaction at most (a commit costs 10-30 ms)
 WAIT_S = 0.25
 REFRESH_S = 10.0  # how often a flow looks for partitions its source gained
 RETRY_S = [1, 2, 4, 8, 15]
@@ -70,8 +75,18 @@ class Retry(RuntimeError):
     """The copy must start again from what was committed (its clients made anew)."""
 
 
-def transactional_id(flow_id: str) -> str:
-    return f"_isthmus-flow-{flow_id}"
+def transactional_id(flow_id: str, part: int = 0, parts: int = 1) -> str:
+    return f"_isthmus-flow-{flow_id}" + (f"-{part}" if parts > 1 else "")
+
+
+def part_key(flow: dict) -> str:
+    """A flow part's key in a slot's report: "<flow id>/<part>"."""
+    return f"{flow['id']}/{flow.get('part', 0)}"
+
+
+def part_of(partition: int, flow: dict) -> bool:
+    """Whether the flow part copies this source partition."""
+    return partition % flow.get("parts", 1) == flow.get("part", 0)
 
 
 def progress_key(flow_id: str, partition: int) -> bytes:
@@ -164,7 +179,8 @@ class FlowCopy:
         self.others: set[int] = set()  # destination partitions others wrote to meanwhile
         self.high: dict[int, int] = {}  # source partition -> its high watermark last seen
         self.read: dict[int, int] = {}  # source partition -> the consumer's position
-        self.thread = threading.Thread(target=self.run, name=f"flow-{flow['name']}", daemon=True)
+        name = f"flow-{flow['name']}-{flow.get('part', 0)}"
+        self.thread = threading.Thread(target=self.run, name=name, daemon=True)
 
     # --- what the copier calls ----------------------------------------------------------------
 
@@ -230,7 +246,9 @@ class FlowCopy:
         producer = Producer(
             {
                 **self.destination_config,
-                "transactional.id": transactional_id(self.id),
+                "transactional.id": transactional_id(
+                    self.id, self.flow.get("part", 0), self.flow.get("parts", 1)
+                ),
                 "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
                 "linger.ms": 5,
                 "partitioner": "murmur2_random",  # Java's default for keyed records
@@ -239,7 +257,11 @@ class FlowCopy:
         consumer = None
         try:
             producer.init_transactions(60)  # fences an earlier holder, ends what it left open
-            progress = read_progress(self.destination_config, self.id)
+            progress = {
+                p: v
+                for p, v in read_progress(self.destination_config, self.id).items()
+                if part_of(p, self.flow)
+            }
             self.next = {p: v["next"] for p, v in progress.items()}
             self.checkpoint = {
                 p: tuple(v["checkpoint"]) for p, v in progress.items() if v.get("checkpoint")
@@ -296,7 +318,7 @@ class FlowCopy:
                     f"{destination} {has}: partitions map one to one, so give {destination} "
                     f"{count} partitions"
                 )
-        new = [p for p in range(count) if p not in assigned]
+        new = [p for p in range(count) if p not in assigned and part_of(p, self.flow)]
         if new:
             consumer.incremental_assign(
                 [TopicPartition(source, p, self.next.get(p, OFFSET_BEGINNING)) for p in new]
@@ -342,7 +364,8 @@ class FlowCopy:
                 landed.setdefault(msg.partition(), []).append(msg.offset())
 
         producer.begin_transaction()
-        nexts, copied, skipped, size, newest = self.send_records(producer, batch, delivered)
+        nexts, counts, skipped, size, newest = self.send_records(producer, batch, delivered)
+        copied = sum(counts.values())
         progress = {p: {"next": n, "checkpoint": self.checkpoint.get(p)} for p, n in nexts.items()}
         self.send_progress(producer, progress, where, delivered)
         try:
@@ -354,7 +377,7 @@ class FlowCopy:
         if failed:  # commit would have failed; checked for what it says
             raise Retry(f"records were not delivered: {failed[0].str()}")
         if flow["mapping"] == "one-to-one":
-            self.note_writers(landed)
+            self.note_writers(landed, counts)
             self.note_checkpoints(nexts, landed)
         self.next = {**self.next, **nexts}
         self.note_copied(copied, skipped, size, newest)
@@ -386,22 +409,64 @@ class FlowCopy:
 
     def send_records(
         self, producer: Producer, batch: list, delivered
-    ) -> tuple[dict[int, int], int, int, int, int]:
+    ) -> tuple[dict[int, int], dict[int, int], int, int, int]:
         """Produce the batch's records but those from the destination: (each source
-        partition's next offset, records copied, skipped, their bytes, the newest timestamp)."""
-        nexts: dict[int, int] = {}
-        copied = skipped = size = newest = 0
+        partition's next offset, records copied per partition, skipped, their bytes, the newest
+        timestamp). One to one, the first and last record of each partition report where they
+        landed (`delivered`); no other record calls back (a failed one fails the commit)."""
+        chosen, nexts, skipped, newest = self.chosen(batch)
+        one_to_one = self.flow["mapping"] == "one-to-one"
+        counts: dict[int, int] = {}
+        ends: dict[int, list[int]] = {}  # partition -> [index of its first record, of its last]
+        for i, (msg, _, _) in enumerate(chosen):
+            p = msg.partition()
+            counts[p] = counts.get(p, 0) + 1
+            ends.setdefault(p, [i, i])[1] = i
+        reported = {i for pair in ends.values() for i in pair} if one_to_one else set()
+        topic, size = self.flow["destination"], 0
+        for i, (msg, headers, timestamp) in enumerate(chosen):
+            value, key = msg.value(), msg.key()
+            size += len(value or b"") + len(key or b"")
+            partition = msg.partition() if one_to_one else -1  # -1: the partitioner's choice
+            callback = delivered if i in reported else None
+            while True:
+                try:
+                    producer.produce(
+                        topic,
+                        value,
+                        key,
+                        partition,
+                        on_delivery=callback,
+                        timestamp=timestamp,
+                        headers=headers,
+                    )
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.05)
+        return nexts, counts, skipped, size, newest
+
+    def chosen(self, batch: list) -> tuple[list, dict[int, int], int, int]:
+        """The batch's records to copy, each with its headers (its provenance added) and
+        timestamp (0: none, the producer's clock); each partition's next offset; how many were
+        left out (their origin is the destination); the newest timestamp."""
+        home, source = self.flow["destination_cluster_id"], self.flow["source_cluster_id"]
+        topic = self.flow["source"]
+        chosen, nexts, skipped, newest = [], {}, 0, 0
         for msg in batch:
-            nexts[msg.partition()] = msg.offset() + 1
-            newest = max(newest, msg.timestamp()[1])
-            record = self.record(msg, delivered)
-            if record is None:
+            partition, offset = msg.partition(), msg.offset()
+            nexts[partition] = offset + 1
+            kind, timestamp = msg.timestamp()
+            newest = max(newest, timestamp)
+            headers = msg.headers()
+            origin = origin_of(headers) if headers else None
+            if origin == home:
                 skipped += 1  # the loop rule: it was written there first
                 continue
-            self.send(producer, self.flow["destination"], record)
-            copied += 1
-            size += len(msg.value() or b"") + len(msg.key() or b"")
-        return nexts, copied, skipped, size, newest
+            if origin is None:
+                here = provenance(source, topic, partition, offset, timestamp)
+                headers = [*headers, (ORIGIN, here)] if headers else [(ORIGIN, here)]
+            chosen.append((msg, headers, 0 if kind == TIMESTAMP_NOT_AVAILABLE else timestamp))
+        return chosen, nexts, skipped, newest
 
     def note_checkpoints(self, nexts: dict[int, int], landed: dict[int, list[int]]) -> None:
         """Each partition's exact checkpoint once its transaction committed: where its last
@@ -418,14 +483,14 @@ class FlowCopy:
                 continue
             self.checkpoint[partition] = (next_offset, dest)
 
-    def note_writers(self, landed: dict[int, list[int]]) -> None:
+    def note_writers(self, landed: dict[int, list[int]], counts: dict[int, int]) -> None:
         """Note destination partitions where records of others lie between the flow's own: its
-        records of one transaction follow each other, and the next transaction's first comes
-        right after the commit marker (one offset)."""
+        `counts[p]` records of one transaction follow each other, and the next transaction's
+        first comes right after the commit marker (one offset)."""
         for partition, offsets in landed.items():
             first, last = min(offsets), max(offsets)
             expected = self.expected.get(partition, first)
-            if first != expected or last - first + 1 != len(offsets):
+            if first != expected or last - first + 1 != counts[partition]:
                 if partition not in self.others:
                     log.info(
                         "Flow %s: others write to %s[%d] too",
@@ -445,25 +510,6 @@ class FlowCopy:
             return 0.0
         (first, was), (last, now_records) = self.window[0], self.window[-1]
         return round((now_records - was) / max(last - first, 1e-9), 1)
-
-    def record(self, msg, delivered) -> dict | None:
-        """What to produce for a source record, with its provenance; None for a record whose
-        origin is the destination."""
-        headers = msg.headers() or []
-        origin = origin_of(headers)
-        if origin == self.flow["destination_cluster_id"]:
-            return None
-        kind, timestamp = msg.timestamp()
-        if origin is None:
-            where = (msg.topic(), msg.partition(), msg.offset(), timestamp)
-            headers = [*headers, (ORIGIN, provenance(self.flow["source_cluster_id"], *where))]
-        record = {"key": msg.key(), "value": msg.value(), "headers": headers}
-        record["on_delivery"] = delivered
-        if kind != TIMESTAMP_NOT_AVAILABLE:
-            record["timestamp"] = timestamp
-        if self.flow["mapping"] == "one-to-one":
-            record["partition"] = msg.partition()
-        return record
 
     def send(self, producer: Producer, topic: str, record: dict) -> None:
         while True:

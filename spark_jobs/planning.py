@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-# A mirror partition: (mirror topic, its topic id, partition); or a merge flow, copied whole
-# by one slot: ("flow:" + its name, its id, 0) (no topic name holds a colon).
+# A mirror partition: (mirror topic, its topic id, partition); or a part of a merge flow,
+# copied by one slot: ("flow:" + its name, its id, part) (no topic name holds a colon).
 Ident = tuple[str, str, int]
 Holdings = list[dict[Ident, dict]]  # per slot: the partitions it holds, with their entries
 
@@ -22,8 +22,9 @@ def wanted_partitions(
     }
 
 
-def flow_ident(flow: Mapping) -> Ident:
-    return (f"flow:{flow['name']}", flow["id"], 0)
+def flow_idents(flow: Mapping) -> list[Ident]:
+    """A flow's parts: each copies the source partitions p with p % parts == part."""
+    return [(f"flow:{flow['name']}", flow["id"], part) for part in range(flow.get("parts", 1))]
 
 
 def is_flow(ident: Ident) -> bool:
@@ -31,8 +32,26 @@ def is_flow(ident: Ident) -> bool:
 
 
 def flow_progress(reports: list[dict | None]) -> dict[str, dict]:
-    """Each merge flow's report, from the slot that holds it."""
-    return {i: f for report in filter(None, reports) for i, f in report.get("flows", {}).items()}
+    """Each merge flow's report: its parts' (from the slots that hold them) as one."""
+    parts: dict[str, list[dict]] = {}
+    for report in filter(None, reports):
+        for key, part in report.get("flows", {}).items():
+            parts.setdefault(key.split("/")[0], []).append(part)
+    return {flow_id: _flow_whole(found) for flow_id, found in parts.items()}
+
+
+def _flow_whole(parts: list[dict]) -> dict:
+    if len(parts) == 1:
+        return parts[0]
+    summed = {k: sum(p.get(k, 0) for p in parts) for k in ("records", "skipped", "bytes")}
+    return {
+        **summed,
+        "records_per_sec": round(sum(p.get("records_per_sec", 0.0) for p in parts), 1),
+        "last_write_ms": max(p.get("last_write_ms", 0) for p in parts),
+        "latency_ms": max(p.get("latency_ms", -1) for p in parts),
+        "error": "; ".join(dict.fromkeys(p["error"] for p in parts if p.get("error"))),
+        "partitions": {k: v for p in parts for k, v in p.get("partitions", {}).items()},
+    }
 
 
 def not_held(assigned: Holdings, wanted: set[Ident]) -> list[Ident]:

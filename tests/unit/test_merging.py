@@ -26,12 +26,26 @@ def test_a_flows_progress_always_goes_to_the_same_partition():
     assert merging.progress_key(flow, 3) == f"{flow}/3".encode()
 
 
-def test_a_flow_is_one_unit_among_the_links_partitions():
-    ident = planning.flow_ident({"id": "f1", "name": "dc1.topic1"})
-    assert ident == ("flow:dc1.topic1", "f1", 0)
-    assert planning.is_flow(ident) and not planning.is_flow(("orders", "id", 0))
-    reports = [None, {"flows": {"f1": {"records": 3}}}, {"flows": {}}]
-    assert planning.flow_progress(reports) == {"f1": {"records": 3}}
+def test_a_flow_is_copied_in_parts_among_the_links_partitions_and_reported_whole():
+    idents = planning.flow_idents({"id": "f1", "name": "dc1.topic1", "parts": 2})
+    assert idents == [("flow:dc1.topic1", "f1", 0), ("flow:dc1.topic1", "f1", 1)]
+    assert planning.is_flow(idents[0]) and not planning.is_flow(("orders", "id", 0))
+    part = {"id": "f1", "parts": 2, "part": 1}
+    assert [p for p in range(5) if merging.part_of(p, part)] == [1, 3]
+    assert merging.transactional_id("f1", 1, 2) == "_isthmus-flow-f1-1"
+    assert merging.transactional_id("f1") == "_isthmus-flow-f1"  # one part: as before parts
+    one = {"records": 3, "skipped": 1, "bytes": 30, "records_per_sec": 1.5, "error": ""}
+    reports = [
+        None,
+        {"flows": {"f1/0": {**one, "latency_ms": 5, "partitions": {"0": {"next": 2}}}}},
+        {"flows": {"f1/1": {**one, "latency_ms": 9, "partitions": {"1": {"next": 4}}}}},
+        {"flows": {"f2/0": {"records": 7}}},
+    ]
+    found = planning.flow_progress(reports)
+    assert found["f2"] == {"records": 7}
+    assert (found["f1"]["records"], found["f1"]["skipped"], found["f1"]["latency_ms"]) == (6, 2, 9)
+    assert found["f1"]["records_per_sec"] == 3.0
+    assert found["f1"]["partitions"] == {"0": {"next": 2}, "1": {"next": 4}}
 
 
 @pytest.mark.parametrize(
