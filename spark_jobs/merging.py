@@ -112,15 +112,16 @@ def provenance(cluster_id: str, topic: str, partition: int, offset: int, timesta
 def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -> dict[int, dict]:
     """How far each source partition of the flow was copied, as committed: {partition:
     {"next": source offset, "checkpoint": [next, dest] or absent}}. Reads the flow's partition
-    of the progress topic to its end (read committed, so it waits for transactions still open
-    there to end)."""
+    of the progress topic, read committed, until its position passes the end it had when the
+    read began: every transaction open there then (other flows', other parts') has ended, and
+    the position passes their markers. Not until an end-of-partition event: a committed reader
+    gets one only when nobody is writing, which a busy flow sharing the partition never allows."""
     consumer = Consumer(
         {
             **config,
             "group.id": "isthmus-flow-progress-reader",
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
-            "enable.partition.eof": True,
         }
     )
     try:
@@ -137,20 +138,14 @@ def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -
         consumer.assign([TopicPartition(tp.topic, tp.partition, low)])
         prefix = f"{flow_id}/".encode()
         deadline = time.monotonic() + timeout
-        while True:
-            msg = consumer.poll(max(0.0, deadline - time.monotonic()))
-            if msg is None:
+        while consumer.position([tp])[0].offset < high:
+            if time.monotonic() > deadline:
                 raise Retry(f"reading {PROGRESS_TOPIC} took over {timeout:.0f} s")
-            if msg.error():
-                # The end as a committed reader sees it: below `high` while another flow's
-                # transaction is open there, so read on until that one ends too.
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    if msg.offset() >= high:
-                        break
-                    continue
-                raise Retry(f"cannot read {PROGRESS_TOPIC}: {msg.error().str()}")
-            if msg.key() and msg.key().startswith(prefix):
-                found[int(msg.key()[len(prefix) :])] = json.loads(msg.value())
+            for msg in consumer.consume(10_000, 0.2):
+                if msg.error():
+                    raise Retry(f"cannot read {PROGRESS_TOPIC}: {msg.error().str()}")
+                if msg.key() and msg.key().startswith(prefix):
+                    found[int(msg.key()[len(prefix) :])] = json.loads(msg.value())
         return found
     finally:
         consumer.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -348,3 +349,64 @@ def test_a_replicator_configuration_becomes_its_flows(
         replicator_import.plan(
             destination, pasted.replace(kafka.SOURCE.bootstrap, "elsewhere:9092")
         )
+
+
+def test_a_flows_progress_is_read_while_another_flow_keeps_its_partition_busy(
+    registered_clusters,
+):
+    """A copy (re)starting reads its progress to the end as a committed reader sees it, while
+    another flow (or another part) commits transaction after transaction on the same partition
+    of the progress topic: it must not wait for a moment when nobody writes."""
+    from confluent_kafka import Producer
+
+    from replication.connections import cluster_admin
+
+    merge_flows.ensure_progress_topic(cluster_admin(registered_clusters["destination"]))
+    ours, busy = "flow-under-test", "busy-neighbour"
+    config = admin_config(kafka.DESTINATION)  # the topic is written only by links
+
+    def transactional(flow: str) -> Producer:
+        producer = Producer({**config, "transactional.id": f"test-{flow}-{topic_suffix}"})
+        producer.init_transactions(30)
+        return producer
+
+    topic_suffix = leftovers.unique_name("p")
+    ours += topic_suffix
+    while merging.progress_partition(busy) != merging.progress_partition(ours):
+        busy += "x"
+    where = merging.progress_partition(ours)
+    mine = transactional(ours)
+    mine.begin_transaction()
+    mine.produce(
+        merging.PROGRESS_TOPIC,
+        json.dumps({"next": 42, "checkpoint": [42, 45]}).encode(),
+        merging.progress_key(ours, 3),
+        where,
+    )
+    mine.commit_transaction(30)
+
+    stop = threading.Event()
+
+    def keep_committing() -> None:
+        neighbour = transactional(busy)
+        n = 0
+        while not stop.is_set():
+            neighbour.begin_transaction()
+            neighbour.produce(
+                merging.PROGRESS_TOPIC, b'{"next": 1}', merging.progress_key(busy, n), where
+            )
+            neighbour.commit_transaction(30)
+            n += 1
+
+    writer = threading.Thread(target=keep_committing, daemon=True)
+    writer.start()
+    try:
+        time.sleep(1)  # the neighbour's transactions under way
+        began = time.monotonic()
+        found = merging.read_progress(config, ours, timeout=20)
+        took = time.monotonic() - began
+    finally:
+        stop.set()
+        writer.join(10)
+    assert found == {3: {"next": 42, "checkpoint": [42, 45]}}
+    assert took < 10, took
