@@ -142,6 +142,7 @@ def produce(
     as the copy time leaves out the engines')."""
     command, rate_of = TOOLS[tool]
     names = [f"{tool.split()[0]}-{topic}-{i}" for i in range(clients)]
+    base = _count(bootstrap, {topic: partitions})  # before they start: fast ones write at once
     started = [
         _start(command(bootstrap, topic, n, record_size), name)
         for n, name in zip(_split(records, clients), names, strict=True)
@@ -150,7 +151,7 @@ def produce(
         with contextlib.ExitStack() as stack:
             samplers = [stack.enter_context(procs.TreeSampler(p.pid)) for p in started]
             seconds, busy, broker_cpu, client_cpu = _watch(
-                bootstrap, {topic: partitions}, records, started, samplers
+                bootstrap, {topic: partitions}, records, base, started, samplers
             )
     except BaseException:
         for proc in started:
@@ -165,18 +166,25 @@ def produce(
     return limit
 
 
+def _count(bootstrap: str, topics: dict[str, int]) -> int:
+    """The records the topics hold now (their end offsets summed)."""
+    keys = [(t, p) for t, n in topics.items() for p in range(n)]
+    return sum(cluster.admin(bootstrap).offsets(keys).values())
+
+
 def _watch(
     bootstrap: str,
     topics: dict[str, int],
     records: int,
+    base: int,
     started: list[subprocess.Popen],
     samplers: list[procs.TreeSampler],
 ) -> tuple[float, float, float | None, float]:
-    """Wait until the topics hold `records` more records than now; returns the span from the
-    first to the last record, the machine's busy share, the brokers' and the clients' CPU."""
+    """Wait until the topics hold `records` more records than `base` (what they held before the
+    clients started); returns the span from the first to the last record, the machine's busy
+    share, the brokers' and the clients' CPU."""
     client = cluster.admin(bootstrap)
     keys = [(t, p) for t, n in topics.items() for p in range(n)]
-    base = sum(client.offsets(keys).values())
     brokers = cluster.stack_pids()
     first = None
     while True:
