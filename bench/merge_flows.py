@@ -147,13 +147,15 @@ def section(r: dict) -> str:
     throughput = (
         ""
         if against >= 1.5
-        else "\nThat is short of the 1.5× Isthmus aims for. What bounds it here: the engine's "
-        "Python work per record (each record's provenance header built and handed to the client "
-        "as a header list of its own, where a mirror passes the source's headers through "
-        "untouched); the transactions (a part copies nothing while its commit, 10-30 ms, is "
-        "under way); and the two cores the brokers share with the engine (a transactional "
-        "write with headers costs the destination broker more than a plain one). The flow's "
-        "four parts spread it over both copier slots; a machine with more cores gives it more.\n"
+        else """
+That is short of the 1.5× Isthmus aims for. What bounds it here: the engine's Python work per
+record (each record's provenance header built and handed to the client as a header list of its
+own, where a mirror passes the source's headers through untouched); the transactions (a part
+copies nothing while its commit, 10-30 ms, is under way: the machine was not busy throughout);
+and the two cores the brokers share with the engine (a transactional write with headers costs
+the destination broker more than a plain one). The flow's four parts spread it over both copier
+slots; a machine with more cores gives it more.
+"""
     )
     return f"""## Merge flows against MirrorMaker 2
 
@@ -190,12 +192,10 @@ Replication latency (source append time to a `read_committed` consumer on the de
 
 What bounds a merge flow's latency: a consumer reading `read_committed` sees a record only
 once its transaction has committed. A flow commits as soon as it has records (it does not wait
-for a batch to fill), but each commit is a round trip to the transaction coordinator and a marker
-written to each partition the transaction touched; a one-to-one flow also waits for its records'
-acknowledgements before writing its progress, so its checkpoints name where each record landed
-(the consumer offset sync's translation rests on them). MM2 at least once writes without
-transactions, so its records are readable at once; its exactly-once mode pays the same
-transaction costs."""
+for a batch to fill), so its median is below MM2's; but each commit is a round trip to the
+transaction coordinator, which then writes a marker to each partition the transaction touched,
+and the slowest of those set the tail. MM2 at least once writes without transactions, so its
+records are readable at once; its exactly-once mode pays the same transaction costs."""
 
 
 if __name__ == "__main__":
