@@ -216,17 +216,10 @@ def test_kill_9_of_the_worker_in_each_restore_step_and_of_the_stream_after_ends_
     assert peer.mirrors.get(mirror_topic=topic_name).state == State.PENDING_RESTORE
 
     own_workers()
-    eventually(
-        lambda: peer.mirrors.get(mirror_topic=topic_name).state == State.ACTIVE, 120, "restored"
-    )
-    restored = peer.mirrors.get(mirror_topic=topic_name)
-    assert restored.stop_report["records_kept"] == {"0": records // 2, "1": records // 2}
-    quarantined = read_all(kafka.SOURCE.bootstrap, outcome.quarantine)
-    assert sorted(int(r.key) for r in quarantined) == list(range(records, records + 50))  # once
-    assert holding not in source.list_topic_names()
 
     # The engine (started by the worker's beat) killed mid-way through the restored mirror's
-    # delta: the next one goes on exactly.
+    # delta, watched for from the start (it copies in a second or two): the next one goes on
+    # exactly.
     def copying_delta():
         held = sum(source.end_offsets(topic_name, 2).values())
         running = read_pidfile(streams._pidfile())
@@ -235,6 +228,14 @@ def test_kill_9_of_the_worker_in_each_restore_step_and_of_the_stream_after_ends_
     running = wait_for(copying_delta, 240, 0.05)
     assert running, "the delta was never caught being copied"
     os.killpg(running.pid, signal.SIGKILL)
+    eventually(
+        lambda: peer.mirrors.get(mirror_topic=topic_name).state == State.ACTIVE, 120, "restored"
+    )
+    restored = peer.mirrors.get(mirror_topic=topic_name)
+    assert restored.stop_report["records_kept"] == {"0": records // 2, "1": records // 2}
+    quarantined = read_all(kafka.SOURCE.bootstrap, outcome.quarantine)
+    assert sorted(int(r.key) for r in quarantined) == list(range(records, records + 50))  # once
+    assert holding not in source.list_topic_names()
     run_until_copied(peer, [restored])
     assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
         kafka.DESTINATION.bootstrap, topic_name
