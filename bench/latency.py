@@ -247,6 +247,22 @@ def run(
     return LatencyRun(name, ready, sampler.peak if sampler else None, results)
 
 
+def run_all(
+    engines: list[tuple[Engine | None, str]],
+    topic: str,
+    partitions: int,
+    record_size: int,
+    rates: list[int],
+    warmup: float,
+    measure: float,
+) -> list[LatencyRun]:
+    """`run` for each (engine, tag) in turn, each on a topic of its own (`topic`-tag)."""
+    return [
+        run(engine, f"{topic}-{tag}", partitions, record_size, rates, warmup, measure)
+        for engine, tag in engines
+    ]
+
+
 def _measure(
     pacer: Pacer,
     sampler: procs.TreeSampler | None,

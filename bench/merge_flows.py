@@ -66,18 +66,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             for e in engines
         ]
-        latencies = [
-            latency.run(
-                engine,
-                f"{LATENCY}-{tag}",
-                args.partitions,
-                args.record_size,
-                rates,
-                args.warmup,
-                args.measure,
-            )
-            for engine, tag in [(None, "direct"), (engines[0], "mm2"), (engines[1], "flow")]
-        ]
+        latencies = latency.run_all(
+            [(None, "direct"), (engines[0], "mm2"), (engines[1], "flow")],
+            LATENCY,
+            args.partitions,
+            args.record_size,
+            rates,
+            args.warmup,
+            args.measure,
+        )
     finally:
         _cleanup(engines)
         for i in range(clients):

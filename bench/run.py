@@ -208,21 +208,15 @@ def main(argv: list[str] | None = None) -> int:
             for e in engines
         ]
         many = _many(args, engines)
-        latencies = [
-            latency.run(
-                engine,
-                f"{LATENCY}-{tag}",
-                args.partitions,
-                args.record_size,
-                args.rates,
-                args.warmup,
-                args.measure,
-            )
-            for engine, tag in [
-                (None, "direct"),
-                *((e, e.name.split()[0].lower()) for e in engines),
-            ]
-        ]
+        latencies = latency.run_all(
+            [(None, "direct"), *((e, e.name.split()[0].lower()) for e in engines)],
+            LATENCY,
+            args.partitions,
+            args.record_size,
+            args.rates,
+            args.warmup,
+            args.measure,
+        )
     finally:
         cluster.log("Removing the bench topics")
         for engine in engines:
