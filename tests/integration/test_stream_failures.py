@@ -97,11 +97,18 @@ def _kill(link, what: str) -> None:
         streams.supervise(link)
         return _targets(link).get(what, [])  # none while a job is being relaunched, say
 
-    target = random.choice(eventually(found, 240, f"a {what} to kill"))
-    if what == "application":
-        os.killpg(target.pid, signal.SIGKILL)
-    else:
-        target.send_signal(signal.SIGKILL)
+    def killed() -> bool:
+        target = random.choice(eventually(found, 240, f"a {what} to kill"))
+        try:  # it may end by itself between being found and being killed: find another
+            if what == "application":
+                os.killpg(target.pid, signal.SIGKILL)
+            else:
+                target.send_signal(signal.SIGKILL)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            return False
+        return True
+
+    eventually(killed, 240, f"a {what} killed")
 
 
 def test_killing_the_application_driver_and_task_workers_five_times_loses_and_repeats_nothing(
