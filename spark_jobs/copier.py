@@ -35,7 +35,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import merging, translation
+from . import merging, reading, translation
 
 log = logging.getLogger("spark_jobs.copier")
 
@@ -122,17 +122,7 @@ class Copier:
                 # A position no longer on the source (retention) resumes at its log start:
                 # a gap, translated like any other.
                 "auto.offset.reset": "earliest",
-                # A fetch returns as soon as a record arrives; the wait only bounds how often
-                # an idle copier asks (each is a request to the source broker).
-                "fetch.wait.max.ms": 1000,
-                # Fetches large enough, and a queue deep enough, that a copier catching up
-                # does not wait for records (measured: ~20% more records/s than with
-                # librdkafka's defaults); and a full queue's partitions are fetched again
-                # 10 ms after it has room, not 1 s.
-                "max.partition.fetch.bytes": 4 * 2**20,
-                "fetch.max.bytes": 100 * 2**20,
-                "queued.max.messages.kbytes": 131_072,
-                "fetch.queue.backoff.ms": 10,
+                **reading.FAST_FETCH,
             }
         )
         self.producer: Producer | None = None

@@ -46,6 +46,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from . import reading
+
 log = logging.getLogger("spark_jobs.merging")
 
 PROGRESS_TOPIC = "_isthmus-flow-progress"
@@ -270,6 +272,7 @@ class FlowCopy:
                     "enable.auto.offset.store": False,
                     "isolation.level": "read_committed",
                     "auto.offset.reset": "earliest",
+                    **reading.FAST_FETCH,
                 }
             )
             progress_partitions = self.partitions(producer, PROGRESS_TOPIC)
