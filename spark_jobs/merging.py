@@ -108,7 +108,12 @@ def origin_of(headers: list | None) -> str | None:
 
 
 def provenance(cluster_id: str, topic: str, partition: int, offset: int, timestamp: int) -> bytes:
-    return f"{cluster_id},{topic},{partition},{offset},{timestamp}".encode()
+    return provenance_prefix(cluster_id, topic, partition) + b"%d,%d" % (offset, timestamp)
+
+
+def provenance_prefix(cluster_id: str, topic: str, partition: int) -> bytes:
+    """What every provenance of a source partition's records starts with."""
+    return f"{cluster_id},{topic},{partition},".encode()
 
 
 def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -> dict[int, dict]:
@@ -176,6 +181,7 @@ class FlowCopy:
         self.others: set[int] = set()  # destination partitions others wrote to meanwhile
         self.high: dict[int, int] = {}  # source partition -> its high watermark last seen
         self.read: dict[int, int] = {}  # source partition -> the consumer's position
+        self.prefixes: dict[int, bytes] = {}  # source partition -> its provenance's start
         name = f"flow-{flow['name']}-{flow.get('part', 0)}"
         self.thread = threading.Thread(target=self.run, name=name, daemon=True)
 
@@ -393,78 +399,85 @@ class FlowCopy:
         self, producer: Producer, progress: dict[int, dict], where: int, delivered
     ) -> None:
         """How far each source partition is, in the same transaction as its records."""
+        at = int(time.time() * 1000)
         for partition, value in progress.items():
-            self.send(
-                producer,
-                PROGRESS_TOPIC,
-                {
-                    "key": progress_key(self.id, partition),
-                    "value": json.dumps({**value, "at": int(time.time() * 1000)}).encode(),
-                    "partition": where,
-                    "on_delivery": delivered,
-                },
-            )
+            record = json.dumps({**value, "at": at}).encode()
+            key = progress_key(self.id, partition)
+            self.when_room(producer, (PROGRESS_TOPIC, record, key, where, 0, None), delivered)
 
     def send_records(
         self, producer: Producer, batch: list, delivered
     ) -> tuple[dict[int, int], dict[int, int], int, int, int]:
-        """Produce the batch's records but those from the destination: (each source
+        """Produce the batch's records but those from the destination, each with its
+        provenance added and its timestamp (0: none, the producer's clock): (each source
         partition's next offset, records copied per partition, skipped, their bytes, the newest
         timestamp). One to one, the first and last record of each partition report where they
-        landed (`delivered`); no other record calls back (a failed one fails the commit)."""
-        chosen, nexts, skipped, newest = self.chosen(batch)
+        landed (`delivered`): each partition's latest record is held back until the next comes
+        or the batch ends. No other record calls back (a failed one fails the commit). One pass
+        and few calls per record: this loop is what bounds a flow's records/s."""
+        home, topic = self.flow["destination_cluster_id"], self.flow["destination"]
         one_to_one = self.flow["mapping"] == "one-to-one"
+        produce, prefixes = producer.produce, self.prefixes
+        nexts: dict[int, int] = {}
         counts: dict[int, int] = {}
-        ends: dict[int, list[int]] = {}  # partition -> [index of its first record, of its last]
-        for i, (msg, _, _) in enumerate(chosen):
-            p = msg.partition()
-            counts[p] = counts.get(p, 0) + 1
-            ends.setdefault(p, [i, i])[1] = i
-        reported = {i for pair in ends.values() for i in pair} if one_to_one else set()
-        topic, size = self.flow["destination"], 0
-        for i, (msg, headers, timestamp) in enumerate(chosen):
-            value, key = msg.value(), msg.key()
-            size += len(value or b"") + len(key or b"")
-            partition = msg.partition() if one_to_one else -1  # -1: the partitioner's choice
-            callback = delivered if i in reported else None
-            while True:
-                try:
-                    producer.produce(
-                        topic,
-                        value,
-                        key,
-                        partition,
-                        on_delivery=callback,
-                        timestamp=timestamp,
-                        headers=headers,
-                    )
-                    break
-                except BufferError:  # the local queue is full: let deliveries drain it
-                    producer.poll(0.05)
-        return nexts, counts, skipped, size, newest
-
-    def chosen(self, batch: list) -> tuple[list, dict[int, int], int, int]:
-        """The batch's records to copy, each with its headers (its provenance added) and
-        timestamp (0: none, the producer's clock); each partition's next offset; how many were
-        left out (their origin is the destination); the newest timestamp."""
-        home, source = self.flow["destination_cluster_id"], self.flow["source_cluster_id"]
-        topic = self.flow["source"]
-        chosen, nexts, skipped, newest = [], {}, 0, 0
+        held: dict[int, tuple] = {}  # partition -> its latest record, not produced yet
+        skipped = size = newest = 0
         for msg in batch:
             partition, offset = msg.partition(), msg.offset()
             nexts[partition] = offset + 1
             kind, timestamp = msg.timestamp()
-            newest = max(newest, timestamp)
+            if timestamp > newest:
+                newest = timestamp
             headers = msg.headers()
             origin = origin_of(headers) if headers else None
             if origin == home:
                 skipped += 1  # the loop rule: it was written there first
                 continue
             if origin is None:
-                here = provenance(source, topic, partition, offset, timestamp)
-                headers = [*headers, (ORIGIN, here)] if headers else [(ORIGIN, here)]
-            chosen.append((msg, headers, 0 if kind == TIMESTAMP_NOT_AVAILABLE else timestamp))
-        return chosen, nexts, skipped, newest
+                prefix = prefixes.get(partition) or self.prefix(partition)
+                here = (ORIGIN, prefix + b"%d,%d" % (offset, timestamp))
+                headers = [*headers, here] if headers else [here]
+            value, key = msg.value(), msg.key()
+            size += (len(value) if value else 0) + (len(key) if key else 0)
+            record = (
+                topic,
+                value,
+                key,
+                partition if one_to_one else -1,  # -1: the partitioner's choice
+                0 if kind == TIMESTAMP_NOT_AVAILABLE else timestamp,
+                headers,
+            )
+            first = partition not in counts
+            counts[partition] = counts.get(partition, 0) + 1
+            callback = delivered if one_to_one and first else None
+            if one_to_one and not first:
+                record, held[partition] = held.get(partition), record
+                if record is None:
+                    continue  # the partition's second: held until the next comes
+            try:
+                produce(*record[:4], on_delivery=callback, timestamp=record[4], headers=record[5])
+            except BufferError:  # the local queue is full: let deliveries drain it
+                self.when_room(producer, record, callback)
+        for record in held.values():
+            self.when_room(producer, record, delivered)
+        return nexts, counts, skipped, size, newest
+
+    def prefix(self, partition: int) -> bytes:
+        """The start of the provenance of the source partition's records, made once."""
+        made = provenance_prefix(self.flow["source_cluster_id"], self.flow["source"], partition)
+        self.prefixes[partition] = made
+        return made
+
+    def when_room(self, producer: Producer, record: tuple, callback) -> None:
+        """Produce (topic, value, key, partition, timestamp, headers) once there is room."""
+        while True:
+            try:
+                producer.produce(
+                    *record[:4], on_delivery=callback, timestamp=record[4], headers=record[5]
+                )
+                return
+            except BufferError:
+                producer.poll(0.05)
 
     def note_checkpoints(self, nexts: dict[int, int], landed: dict[int, list[int]]) -> None:
         """Each partition's exact checkpoint once its transaction committed: where its last
@@ -508,14 +521,6 @@ class FlowCopy:
             return 0.0
         (first, was), (last, now_records) = self.window[0], self.window[-1]
         return round((now_records - was) / max(last - first, 1e-9), 1)
-
-    def send(self, producer: Producer, topic: str, record: dict) -> None:
-        while True:
-            try:
-                producer.produce(topic, **record)
-                return
-            except BufferError:
-                producer.poll(0.05)
 
     def note_high_watermarks(self, consumer: Consumer, assigned: set[int]) -> None:
         """Each partition's high watermark (from the fetches) and how far it was read: the
