@@ -66,3 +66,63 @@ def test_one_to_one_between_unequal_counts_is_refused_saying_what_to_do():
     with pytest.raises(ReplicationError) as refused:
         _mapping("one-to-one", 4, 6, "topic2.replica")
     assert "the source topic has 4 and 'topic2.replica' 6. Use by-key" in str(refused.value)
+
+
+class _Record:
+    """What the flow reads of a consumed record."""
+
+    def __init__(self, partition: int, offset: int, headers: list | None = None):
+        self.at = (partition, offset, headers)
+
+    def partition(self) -> int:
+        return self.at[0]
+
+    def offset(self) -> int:
+        return self.at[1]
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1_000 + self.at[1])
+
+    def headers(self) -> list | None:
+        return self.at[2]
+
+    def value(self) -> bytes:
+        return b"v%d" % self.at[1]
+
+    def key(self) -> None:
+        return None
+
+
+class _Producer:
+    def __init__(self):
+        self.sent: list[tuple[int, bytes, bool, list]] = []
+
+    def produce(self, topic, value, key, partition, on_delivery=None, timestamp=0, headers=None):
+        self.sent.append((partition, value, on_delivery is not None, headers))
+
+
+def test_a_batch_keeps_order_per_partition_and_only_each_partitions_ends_report_delivery():
+    flow = {
+        "id": "f1",
+        "name": "topic1",
+        "source": "topic1",
+        "destination": "topic1",
+        "mapping": "one-to-one",
+        "source_cluster_id": "dc1",
+        "destination_cluster_id": "dc2",
+    }
+    copy = merging.FlowCopy({"source": {}, "destination": {}}, flow, slot=None)
+    back = [(merging.ORIGIN, b"dc2,topic1,0,9,1")]  # written on dc2 first: never copied back
+    batch = [_Record(0, 5), _Record(1, 7), _Record(0, 6), _Record(0, 7, back), _Record(0, 8)]
+    batch += [_Record(2, 3), _Record(0, 9, [("h", b"x")])]
+    producer = _Producer()
+    nexts, counts, skipped, _, newest = copy.send_records(producer, batch, delivered=print)
+    assert (nexts, counts, skipped, newest) == ({0: 10, 1: 8, 2: 4}, {0: 4, 1: 1, 2: 1}, 1, 1_009)
+    by_partition = {
+        p: [(v, reports) for q, v, reports, _ in producer.sent if q == p] for p in (0, 1, 2)
+    }
+    assert by_partition[0] == [(b"v5", True), (b"v6", False), (b"v8", False), (b"v9", True)]
+    assert by_partition[1] == [(b"v7", True)] and by_partition[2] == [(b"v3", True)]
+    headers = {value: h for _, value, _, h in producer.sent}
+    assert headers[b"v5"] == [(merging.ORIGIN, b"dc1,topic1,0,5,1005")]
+    assert headers[b"v9"] == [("h", b"x"), (merging.ORIGIN, b"dc1,topic1,0,9,1009")]
