@@ -116,12 +116,13 @@ def _copy(
     first = None
     while True:
         now = time.monotonic()
+        if first is None:  # sampled before the look: the copy may start during it
+            cpu_first, python_first = sampler.cpu_seconds(), sampler.python
+            machine_first, brokers_first = psutil.cpu_times(), procs.cpu_of(brokers)
         ends = engine.copied(list(want))
         copied = sum(ends.values())
         if first is None and copied > 0:
             first = now
-            cpu_first, python_first = sampler.cpu_seconds(), sampler.python
-            machine_first, brokers_first = psutil.cpu_times(), procs.cpu_of(brokers)
         if first is not None and all(ends.get(k, 0) >= end for k, end in want.items()):
             cpu, python = sampler.cpu_seconds(), sampler.python
             brokers_done = procs.cpu_of(brokers)

@@ -249,20 +249,22 @@ class IsthmusFlows(Isthmus):
 
     def copied(self, ends: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """How far each partition is copied and committed, as a reader of the destination
-        sees it: the origin offset of its last committed record, plus one. Read from the
-        partition's last few offsets (the last record, then its transaction's marker)."""
+        sees it: the origin offset of its last committed record, plus one. A committed reader's
+        high watermark is the last stable offset: read the few offsets before it (the last
+        record, then its transaction's marker) until the position reaches it. Never waits for
+        an end-of-partition event: a committed reader gets none while the flow keeps
+        committing, and the call must stay short, since the copy is timed around it."""
         if self.reader is None:
             self.reader = Consumer(
                 {
                     "bootstrap.servers": cluster.DESTINATION,
                     "group.id": "bench-flow-reader",
                     "isolation.level": "read_committed",
-                    "enable.partition.eof": True,
                     "enable.auto.commit": False,
                 }
             )
         found: dict[tuple[str, int], int] = {}
-        starts = []
+        stable: dict[tuple[str, int], int] = {}
         for topic, partition in ends:
             try:
                 _, high = self.reader.get_watermark_offsets(
@@ -271,20 +273,18 @@ class IsthmusFlows(Isthmus):
             except KafkaException:
                 continue  # not visible yet
             if high > 0:
-                starts.append(TopicPartition(topic, partition, max(0, high - 4)))
+                stable[(topic, partition)] = high
+        starts = [TopicPartition(t, p, max(0, high - 4)) for (t, p), high in stable.items()]
         self.reader.assign(starts)
-        pending = {(tp.topic, tp.partition) for tp in starts}
         deadline = time.monotonic() + 5
-        while pending and time.monotonic() < deadline:
-            msg = self.reader.poll(0.5)
-            if msg is None:
-                continue
-            key = (msg.topic(), msg.partition())
-            if msg.error() is not None:
-                pending.discard(key)  # the end a committed reader sees
-                continue
-            origin = dict(msg.headers() or [])[merging.ORIGIN].decode().split(",")
-            found[key] = int(origin[3]) + 1
+        while starts and time.monotonic() < deadline:
+            positions = self.reader.position(starts)
+            if all(tp.offset >= stable[(tp.topic, tp.partition)] for tp in positions):
+                break
+            for msg in self.reader.consume(100, 0.1):
+                if msg.error() is None:
+                    origin = dict(msg.headers() or [])[merging.ORIGIN].decode().split(",")
+                    found[(msg.topic(), msg.partition())] = int(origin[3]) + 1
         return found
 
     def stop(self) -> None:
