@@ -251,7 +251,7 @@ class IsthmusFlows(Isthmus):
         """How far each partition is copied and committed, as a reader of the destination
         sees it: the origin offset of its last committed record, plus one. A committed reader's
         high watermark is the last stable offset: read the few offsets before it (the last
-        record, then its transaction's marker) until the position reaches it. Never waits for
+        record, then its transaction's marker) until the position reaches that marker. Never waits for
         an end-of-partition event: a committed reader gets none while the flow keeps
         committing, and the call must stay short, since the copy is timed around it."""
         if self.reader is None:
@@ -279,7 +279,9 @@ class IsthmusFlows(Isthmus):
         deadline = time.monotonic() + 5
         while starts and time.monotonic() < deadline:
             positions = self.reader.position(starts)
-            if all(tp.offset >= stable[(tp.topic, tp.partition)] for tp in positions):
+            # At the stable offset less one lies the last transaction's marker, which the
+            # position passes only with a later fetch: the record before it is the last.
+            if all(tp.offset >= stable[(tp.topic, tp.partition)] - 1 for tp in positions):
                 break
             for msg in self.reader.consume(100, 0.1):
                 if msg.error() is None:
