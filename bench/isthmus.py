@@ -251,8 +251,8 @@ class IsthmusFlows(Isthmus):
         """How far each partition is copied and committed, as a reader of the destination
         sees it: the origin offset of its last committed record, plus one. A committed reader's
         high watermark is the last stable offset: read the few offsets before it (the last
-        record, then its transaction's marker) until the position reaches that marker. Never waits for
-        an end-of-partition event: a committed reader gets none while the flow keeps
+        record, then its transaction's marker) until the position reaches that marker. Never
+        waits for an end-of-partition event: a committed reader gets none while the flow keeps
         committing, and the call must stay short, since the copy is timed around it."""
         if self.reader is None:
             self.reader = Consumer(
