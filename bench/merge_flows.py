@@ -138,20 +138,26 @@ def section(r: dict) -> str:
         "Its p99 latency is no worse than MM2's at either rate."
         if not worse
         else "Its p99 latency is above MM2's at "
-        + " and ".join(f"{x:,} records/s" for x in worse)
+        + " and ".join(
+            f"{x:,} records/s ({p99[flow_name, x]:.1f} ms against {p99[mm2_name, x]:.1f})"
+            for x in worse
+        )
         + ": see what bounds it below."
     )
     throughput = (
         ""
         if against >= 1.5
-        else """
-That is short of the 1.5× Isthmus aims for. What bounds it here: the engine's Python work per
-record (each record's provenance header built and handed to the client as a header list of its
-own, where a mirror passes the source's headers through untouched); the transactions (a part
-copies nothing while its commit, 10-30 ms, is under way: the machine was not busy throughout);
-and the two cores the brokers share with the engine (a transactional write with headers costs
-the destination broker more than a plain one). The flow's four parts spread it over both copier
-slots; a machine with more cores gives it more.
+        else f"""
+That is short of the 1.5× Isthmus aims for. What bounds it here is mostly CPU: the machine was
+{flow["machine_busy"]:.0%} busy during the flow's copy, and the engine spent
+{_cpu_per_gib(flow):.1f} CPU s per GiB where MM2 spent {_cpu_per_gib(mm2):.1f}; the brokers had the
+rest of the {r["cpus"]} cores (a transactional write with a header per record costs the
+destination broker more than MM2's plain one). A profile of one part (py-spy, in one thread
+against the same stack) puts half of its time in the client's calls per record: the produce
+call with the record's header list (~37%) and the reading (~14%); the engine's own Python per
+record ~15%, and waiting for its commits ~16%. confluent-kafka has no batch call that takes
+headers (its `produce_batch` leaves them out), so each record costs one produce call. A machine
+with more cores gives a flow's parts more.
 """
     )
     return f"""## Merge flows against MirrorMaker 2
@@ -192,7 +198,11 @@ once its transaction has committed. A flow commits as soon as it has records (it
 for a batch to fill), so its median is below MM2's; but each commit is a round trip to the
 transaction coordinator, which then writes a marker to each partition the transaction touched,
 and the slowest of those set the tail. MM2 at least once writes without transactions, so its
-records are readable at once; its exactly-once mode pays the same transaction costs."""
+records are readable at once; its exactly-once mode pays the same transaction costs. A part
+commits one transaction at a time, so a record that arrives during a commit waits for it and
+then for its own. The producer's `linger.ms` at 0 and its retry backoff at 5 ms (tried
+2026-11-25) changed neither p99; what could lower it is overlapping a part's next batch with its
+commit (a second transactional producer per part)."""
 
 
 if __name__ == "__main__":
