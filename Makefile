@@ -34,7 +34,8 @@ help:
 	@echo "make down    stop everything 'make demo' started"
 	@echo "make status  show each part of the stack"
 
-setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched $(if $(WANT_POSTGRES),setup-postgres)
+setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched .cache/bin/schema-registry \
+	$(if $(WANT_POSTGRES),setup-postgres)
 	@$(PY) manage.py init_var -v 0
 
 # Debian packages the stack needs, installed only when missing.
@@ -78,6 +79,14 @@ $(VENV)/.installed: pyproject.toml
 	rm -rf .cache/jars/$*
 	$(MVN) -P $* dependency:copy-dependencies -DoutputDirectory=../.cache/jars/$*
 	touch $@
+
+# The stack's schema registries: AxonOps Schema Registry (Go), built from the Go module proxy
+# at the version devstack/go/go.mod pins (devstack/registry.py says why this one).
+.cache/bin/schema-registry: devstack/go/go.mod devstack/go/go.sum
+	@command -v go >/dev/null || { echo "Building the schema registry needs Go 1.26 or later" \
+	  "(https://go.dev/doc/install); then run make again."; exit 1; }
+	cd devstack/go && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -trimpath \
+	  -o $(CURDIR)/$@ github.com/axonops/axonops-schema-registry/cmd/schema-registry
 
 demo: setup
 	$(if $(WANT_POSTGRES),$(PY) manage.py devstack up postgres)

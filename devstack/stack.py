@@ -1,6 +1,7 @@
-"""The embedded stack: two Kafka clusters (of one broker each, or three), Redis, Celery workers
-and beat, and the web console; with ISTHMUS_DB=postgres, a PostgreSQL too. A cluster of three is
-three parts (`source-1` …), which its name (`source`) stands for.
+"""The embedded stack: two Kafka clusters (of one broker each, or three), a schema registry for
+each, Redis, Celery workers and beat, and the web console; with ISTHMUS_DB=postgres, a
+PostgreSQL too. A cluster of three is three parts (`source-1` …), which its name (`source`)
+stands for.
 
 `up` checks every port first (so a conflict starts nothing), starts what is not already running,
 then waits until each part answers. `down` stops, by recorded pid, exactly what `up` started.
@@ -22,7 +23,7 @@ from django.conf import settings
 
 from infra import processes
 
-from . import kafka, postgres
+from . import kafka, postgres, registry
 from .kafka import ROOT
 
 
@@ -177,6 +178,17 @@ class Stack:
                 ready=lambda: _redis_ready(self.redis_port),
             )
         )
+        parts += [
+            Component(
+                name=each.name,
+                address=each.url,
+                ports=(each.port,),
+                command=registry.command,
+                env=lambda each=each: registry.env(each),
+                ready=lambda each=each: registry.ready(each),
+            )
+            for each in registry.REGISTRIES
+        ]
         parts += [
             Component(
                 name="worker",

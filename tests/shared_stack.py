@@ -8,12 +8,12 @@ from contextlib import contextmanager
 
 from devstack.stack import Stack
 
-SHARED_PARTS = ["source", "destination", "redis"]
+SHARED_PARTS = ["source", "destination", "source-registry", "destination-registry", "redis"]
 
 
 def parts_of(stack: Stack) -> list[str]:
-    """Every part the tests share: the clusters, Redis, and the PostgreSQL the test database is
-    made on (with ISTHMUS_DB=postgres)."""
+    """Every part the tests share: the clusters and their schema registries, Redis, and the
+    PostgreSQL the test database is made on (with ISTHMUS_DB=postgres)."""
     return (["postgres"] if stack.postgres else []) + SHARED_PARTS
 
 

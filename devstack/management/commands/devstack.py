@@ -40,14 +40,14 @@ class Command(BaseCommand):
 
     def _status(self, stack: Stack, parts: list[str]) -> None:
         rows = stack.status(parts)
-        self.stdout.write(f"{'PART':<12} {'STATE':<10} {'PID':>8}  ADDRESS")
+        self.stdout.write(f"{'PART':<20} {'STATE':<10} {'PID':>8}  ADDRESS")
         for row in rows:
             pid = str(row.pid) if row.pid else "-"
-            self.stdout.write(f"{row.name:<12} {row.state:<10} {pid:>8}  {row.address}")
+            self.stdout.write(f"{row.name:<20} {row.state:<10} {pid:>8}  {row.address}")
         if not parts:
             engine = streams.engine_status()
             pid = str(engine.pid) if engine.pid else "-"
             where = f"{engine.links} link(s), log {streams.log_file()}"
-            self.stdout.write(f"{'engine':<12} {engine.state.lower():<10} {pid:>8}  {where}")
+            self.stdout.write(f"{'engine':<20} {engine.state.lower():<10} {pid:>8}  {where}")
         if any(row.state != "healthy" for row in rows):
             raise CommandError("Some parts are not healthy.")
