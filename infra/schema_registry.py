@@ -1,0 +1,212 @@
+"""A client of Confluent Schema Registry's REST API (Confluent's own registry, and those that
+speak its API, such as the embedded stack's): what schema linking reads from a source registry
+and writes to a destination one. Every failure is a `SchemaRegistryError` whose words say what
+went wrong and what to do; Confluent's error code is kept for callers that decide on it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+import requests
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+# Confluent's error codes that callers decide on.
+SUBJECT_NOT_FOUND = 40401
+# A write the subject's mode refuses: READONLY, an id given outside IMPORT mode, or (in IMPORT
+# mode) an id another schema holds.
+REFUSED_BY_MODE = 42205
+
+
+@dataclass(frozen=True)
+class Reference:
+    name: str
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    """One version of a subject: its schema, type (AVRO, PROTOBUF or JSON) and references."""
+
+    subject: str
+    version: int
+    id: int
+    schema: str
+    schema_type: str = "AVRO"
+    references: tuple[Reference, ...] = field(default=())
+
+    def body(self) -> dict:
+        """What registering it sends (the id and version too: IMPORT mode keeps them)."""
+        return {
+            "schema": self.schema,
+            "schemaType": self.schema_type,
+            "references": [vars(r) for r in self.references],
+            "id": self.id,
+            "version": self.version,
+        }
+
+
+class SchemaRegistryError(RuntimeError):
+    def __init__(self, message: str, code: int | None = None, status: int | None = None):
+        super().__init__(message)
+        self.code, self.status = code, status
+
+
+class SchemaRegistry:
+    def __init__(
+        self,
+        url: str,
+        username: str | None = None,
+        password: str | None = None,
+        timeout: float = 10.0,
+    ):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.session = requests.Session()
+        self.session.headers.update({"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE})
+        if username is not None:
+            self.session.auth = (username, password or "")
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def subjects(self, deleted: bool = False) -> list[str]:
+        """Every subject (with soft-deleted ones when asked)."""
+        return sorted(self._call("GET", "/subjects", "list the subjects", deleted=deleted) or [])
+
+    def versions(self, subject: str, deleted: bool = False) -> list[int]:
+        found = self._call(
+            "GET",
+            f"/subjects/{_part(subject)}/versions",
+            f"list {subject}'s versions",
+            deleted=deleted,
+        )
+        return sorted(found or [])
+
+    def version(self, subject: str, version: int, deleted: bool = False) -> SchemaVersion:
+        found = self._call(
+            "GET",
+            f"/subjects/{_part(subject)}/versions/{version}",
+            f"read version {version} of {subject}",
+            deleted=deleted,
+        )
+        return _schema_version(found)
+
+    def schema(self, schema_id: int) -> dict:
+        """The schema an id names: {"schema", "schemaType", "references"}."""
+        return self._call("GET", f"/schemas/ids/{schema_id}", f"read schema id {schema_id}")
+
+    def mode(self, subject: str | None = None) -> str:
+        """The subject's mode (READWRITE, READONLY, IMPORT), its own or else the registry's."""
+        path = f"/mode/{_part(subject)}" if subject else "/mode"
+        doing = f"read the mode of {subject}" if subject else "read the registry's mode"
+        found = self._call("GET", path, doing, defaultToGlobal=True if subject else None)
+        return found["mode"]
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def set_mode(self, mode: str, subject: str | None = None, force: bool = False) -> None:
+        """Set a subject's mode (or the registry's). `force`: IMPORT on a subject or registry
+        that already holds schemas."""
+        path = f"/mode/{_part(subject)}" if subject else "/mode"
+        doing = f"set {subject} to {mode}" if subject else f"set the registry to {mode}"
+        self._call("PUT", path, doing, body={"mode": mode}, force=force or None)
+
+    def register(self, version: SchemaVersion, keep_id: bool = True) -> int:
+        """Register the schema under its subject; with `keep_id`, under its own id and version
+        (the subject must be in IMPORT mode). Returns the id the registry gave it."""
+        body = version.body()
+        if not keep_id:
+            body = {k: v for k, v in body.items() if k not in ("id", "version")}
+        doing = (
+            f"register version {version.version} of {version.subject} (id {version.id})"
+            if keep_id
+            else f"register a schema under {version.subject}"
+        )
+        found = self._call("POST", f"/subjects/{_part(version.subject)}/versions", doing, body=body)
+        return int(found["id"])
+
+    def delete_version(self, subject: str, version: int, permanent: bool = False) -> None:
+        """Soft-delete a version (or, once soft-deleted, delete it for good)."""
+        self._call(
+            "DELETE",
+            f"/subjects/{_part(subject)}/versions/{version}",
+            f"delete version {version} of {subject}",
+            permanent=permanent or None,
+        )
+
+    # --- the one door ----------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, doing: str, body: dict | None = None, **params):
+        query = {k: str(v).lower() if isinstance(v, bool) else v for k, v in params.items()}
+        query = {k: v for k, v in query.items() if v is not None}
+        try:
+            resp = self.session.request(
+                method,
+                self.url + path,
+                params=query,
+                data=None if body is None else json.dumps(body),
+                timeout=self.timeout,
+            )
+        except requests.Timeout as exc:
+            raise SchemaRegistryError(
+                f"Could not {doing} at {self.url}: it did not answer within {self.timeout:g} s. "
+                "Check that the registry is running and the URL is right."
+            ) from exc
+        except requests.RequestException as exc:
+            raise SchemaRegistryError(
+                f"Could not {doing} at {self.url}: it cannot be reached. Check that the "
+                "registry is running and the URL is right."
+            ) from exc
+        if resp.status_code < 300:
+            return _json(resp, doing, self.url) if resp.content else None
+        raise _refusal(resp, doing, self.url)
+
+
+def _part(name: str) -> str:
+    return quote(name, safe="")
+
+
+def _json(resp: requests.Response, doing: str, url: str):
+    try:
+        return resp.json()
+    except ValueError as exc:
+        raise SchemaRegistryError(
+            f"Could not {doing} at {url}: the answer is not Schema Registry JSON. Check that "
+            "the URL points at a schema registry (Confluent's REST API)."
+        ) from exc
+
+
+def _refusal(resp: requests.Response, doing: str, url: str) -> SchemaRegistryError:
+    try:
+        detail = resp.json()
+    except ValueError:
+        detail = {}
+    code = detail.get("error_code") if isinstance(detail, dict) else None
+    said = detail.get("message") if isinstance(detail, dict) else None
+    if resp.status_code in (401, 403):
+        words = (
+            "the registry refused the credentials. Check the username and password (or API "
+            "key) registered for it"
+        )
+    elif said:
+        words = f"the registry said: {said.rstrip('.')}"
+    else:
+        words = f"the registry answered HTTP {resp.status_code}"
+    return SchemaRegistryError(f"Could not {doing} at {url}: {words}.", code, resp.status_code)
+
+
+def _schema_version(found: dict) -> SchemaVersion:
+    return SchemaVersion(
+        subject=found["subject"],
+        version=int(found["version"]),
+        id=int(found["id"]),
+        schema=found["schema"],
+        schema_type=found.get("schemaType") or "AVRO",
+        references=tuple(
+            Reference(r["name"], r["subject"], int(r["version"]))
+            for r in found.get("references") or ()
+        ),
+    )
