@@ -44,6 +44,11 @@ urlpatterns = [
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/new/", clusters.cluster_create, name="cluster-create"),
     path("clusters/<str:name>/", clusters.cluster_detail, name="cluster-detail"),
+    path(
+        "clusters/<str:name>/schema-registry/",
+        clusters.cluster_schema_registry,
+        name="cluster-schema-registry",
+    ),
     path("links/", links.link_list, name="links"),
     path("links/new/", links.link_create, name="link-create"),
     path(LINK, links.link_detail, name="link-detail"),

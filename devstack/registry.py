@@ -35,6 +35,11 @@ DESTINATION = Registry("destination", port(8082))
 REGISTRIES = (SOURCE, DESTINATION)
 
 
+def of(cluster: str) -> Registry:
+    """The registry of the embedded cluster named `cluster`."""
+    return next(r for r in REGISTRIES if r.cluster == cluster)
+
+
 def command() -> list[str]:
     if not BINARY.exists():
         raise FileNotFoundError(

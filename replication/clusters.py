@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from infra.client_config import librdkafka_config
 from infra.kafka_admin import KafkaAdminError
 
-from . import audit, crypto, link_configs
+from . import audit, crypto, link_configs, schema_registries
 from .connections import cluster_admin, connect
 from .errors import ReplicationError, conflict
 from .models import NAME_VALIDATOR, ClusterLink, KafkaCluster, MirrorTopic
@@ -106,9 +106,11 @@ def register_cluster(
     bootstrap_servers: str,
     config: dict[str, str],
     link_config: dict[str, str] | None = None,
+    registry: schema_registries.RegistryAccess | None = None,
 ) -> KafkaCluster:
     """Register a reachable cluster under `name`, recording its cluster id; with `link_config`,
-    the principal that links from it connect as (checked to reach the same cluster)."""
+    the principal that links from it connect as (checked to reach the same cluster); with
+    `registry`, its schema registry (checked to answer)."""
     target = f"cluster {name}"
     name_taken = f"A cluster named {name!r} is already registered; pick another name."
     with audit.refusals(actor, "cluster.register", target):
@@ -137,6 +139,8 @@ def register_cluster(
         cluster.set_client_config(config)
         if link_config:
             cluster.set_link_config(_checked_link_principal(cluster, link_config))
+        if registry is not None:
+            schema_registries.keep(cluster, schema_registries.checked(registry))
         try:
             with transaction.atomic():
                 cluster.save()
@@ -151,6 +155,7 @@ def register_cluster(
             "cluster_id": cluster.cluster_id,
             "config": dict(cluster.display_config()),
             "link_principal": cluster.link_principal,
+            "schema_registry": schema_registries.described(cluster),
         },
     )
     log.info("Registered cluster %s (id %s) at %s", name, cluster.cluster_id, bootstrap_servers)

@@ -8,6 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from infra.client_config import librdkafka_config, principal
+from infra.schema_registry import SchemaRegistry
 
 from . import crypto, link_configs
 
@@ -37,6 +38,11 @@ class KafkaCluster(models.Model):
     cluster_id = models.CharField(
         max_length=64, blank=True, help_text="The Kafka cluster id found when it was registered."
     )
+    # The cluster's schema registry (Confluent's REST API), if it has one: where the schemas
+    # of its records' ids are. The password is a Fernet token, used at this URL only.
+    schema_registry_url = models.CharField(max_length=1000, blank=True)
+    schema_registry_username = models.CharField(max_length=200, blank=True)
+    schema_registry_password = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -71,6 +77,17 @@ class KafkaCluster(models.Model):
             "bootstrap.servers": self.bootstrap_servers,
             **crypto.join_secrets(self.link_config, self.link_secret_config),
         }
+
+    def schema_registry(self) -> SchemaRegistry | None:
+        """A client of the cluster's schema registry at its registered URL, or None."""
+        if not self.schema_registry_url:
+            return None
+        password = self.schema_registry_password
+        return SchemaRegistry(
+            self.schema_registry_url,
+            self.schema_registry_username or None,
+            crypto.decrypt(password) if password else None,
+        )
 
     @property
     def link_principal(self) -> str:

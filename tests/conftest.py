@@ -27,7 +27,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.conf import settings
 
-from devstack import kafka
+from devstack import kafka, registry
 from devstack.stack import Stack
 from infra.processes import wait_for
 from tests import leftovers
@@ -250,6 +250,7 @@ def client_as(client, users):
 def registered_clusters(db, devstack):
     from replication import audit
     from replication.clusters import register_cluster
+    from replication.schema_registries import RegistryAccess
 
     clusters = {}
     for node in kafka.NODES:
@@ -261,6 +262,7 @@ def registered_clusters(db, devstack):
             bootstrap,
             config,
             kafka.link_credentials(node, settings.VAR_DIR),  # as `make demo` registers them
+            RegistryAccess(registry.of(node.name).url),
         )
     return clusters
 

@@ -5,9 +5,43 @@ from __future__ import annotations
 from django import forms
 
 from replication.models import NAME_VALIDATOR
+from replication.schema_registries import RegistryAccess
 
 
-class ClusterForm(forms.Form):
+class SchemaRegistryForm(forms.Form):
+    """A cluster's schema registry: its URL and the credentials to use there."""
+
+    schema_registry_url = forms.CharField(
+        label="Schema registry",
+        required=False,
+        max_length=1000,
+        widget=forms.TextInput(attrs={"placeholder": "http://registry.example.com:8081"}),
+        help_text="The registry of this cluster's schemas (Confluent's REST API). Checked to "
+        "answer before it is kept. Empty: none.",
+    )
+    schema_registry_username = forms.CharField(
+        label="Registry username or API key", required=False, max_length=200
+    )
+    schema_registry_password = forms.CharField(
+        label="Registry password or API secret",
+        required=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text="Encrypted at rest, never shown again, used at this registry's URL only.",
+    )
+
+    def access(self) -> RegistryAccess:
+        data = self.cleaned_data
+        return RegistryAccess(
+            data["schema_registry_url"],
+            data["schema_registry_username"].strip(),
+            data["schema_registry_password"],
+        )
+
+
+class ClusterForm(SchemaRegistryForm):
+    """Registering a cluster: its connection, its links' credentials, its schema registry."""
+
+    field_order = ["name", "bootstrap_servers", "client_config", "link_config"]
     name = forms.CharField(max_length=200, validators=[NAME_VALIDATOR])
     bootstrap_servers = forms.CharField(
         label="bootstrap.servers",

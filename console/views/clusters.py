@@ -3,10 +3,10 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 
 from console.access import require
-from console.forms.clusters import ClusterForm
+from console.forms.clusters import ClusterForm, SchemaRegistryForm
 from console.views.actions import bound
 from infra.kafka_admin import KafkaAdminError
-from replication import audit, dashboard
+from replication import audit, dashboard, schema_registries
 from replication.clusters import (
     cluster_links,
     cluster_topics,
@@ -53,6 +53,7 @@ def cluster_detail(request, name):
             "topics_error": topics_error,
             "links_into": dashboard.link_summaries(into),
             "links_from": dashboard.link_summaries(out_of),
+            "registry": schema_registries.probe(cluster),
         },
     )
 
@@ -69,6 +70,7 @@ def cluster_create(request):
                 data["bootstrap_servers"],
                 parse_client_config(data["client_config"]),
                 parse_client_config(data["link_config"]),
+                form.access(),
             )
         except ReplicationError as exc:
             form.add_error(None, str(exc))
@@ -78,3 +80,31 @@ def cluster_create(request):
             )
             return redirect("clusters")
     return render(request, "clusters/form.html", {"form": form})
+
+
+@require("cluster.register")
+def cluster_schema_registry(request, name):
+    """Set, change or remove the cluster's schema registry."""
+    cluster = find_cluster(name)
+    initial = {
+        "schema_registry_url": cluster.schema_registry_url,
+        "schema_registry_username": cluster.schema_registry_username,
+    }
+    form = SchemaRegistryForm(bound(request), initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            schema_registries.set_schema_registry(
+                audit.Actor.from_request(request), cluster, form.access()
+            )
+        except ReplicationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            where = cluster.schema_registry_url
+            said = (
+                f"Schema registry of {cluster.name}: {where}."
+                if where
+                else (f"{cluster.name} has no schema registry now.")
+            )
+            messages.success(request, said)
+            return redirect("cluster-detail", cluster.name)
+    return render(request, "clusters/schema_registry.html", {"form": form, "cluster": cluster})

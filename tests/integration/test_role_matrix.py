@@ -41,6 +41,7 @@ from django.test import Client
 from django.urls import URLPattern, get_resolver, reverse
 
 from devstack import kafka
+from devstack import registry as schema_registries
 from isthmus_cli import cluster_links as cli_cluster_links
 from isthmus_cli import configs as cli_configs
 from isthmus_cli import merge_flows as cli_merge_flows
@@ -630,6 +631,22 @@ CONSOLE = [
             "cluster-create",
             [],
             {"name": t.name, "bootstrap_servers": kafka.SOURCE.bootstrap, "client_config": ""},
+        ),
+    ),
+    Row(
+        "cluster schema registry",
+        "cluster-schema-registry",
+        ("cluster.register",),
+        "cluster.schema_registry",
+        a_new_name,
+        lambda c, w, t: post(
+            c,
+            "cluster-schema-registry",
+            ["destination"],
+            {
+                "schema_registry_url": schema_registries.DESTINATION.url,
+                "schema_registry_username": t.name,
+            },
         ),
     ),
     Row(
@@ -1554,7 +1571,11 @@ CLI = [
 def fingerprint() -> tuple:
     """What the actions can change, in one comparable value."""
     return (
-        sorted(KafkaCluster.objects.values_list("name", "bootstrap_servers")),
+        sorted(
+            KafkaCluster.objects.values_list(
+                "name", "bootstrap_servers", "schema_registry_url", "schema_registry_username"
+            )
+        ),
         sorted(
             (name, state, json.dumps(configs, sort_keys=True), required, override)
             for name, state, configs, required, override in ClusterLink.objects.values_list(

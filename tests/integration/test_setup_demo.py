@@ -1,8 +1,10 @@
-"""`make demo`'s setup: the clusters registered, the first admin, and the tools' token."""
+"""`make demo`'s setup: the clusters registered with their schema registries, the first admin,
+and the tools' token."""
 
 import pytest
 from django.core.management import call_command
 
+from devstack import registry
 from isthmus_cli.common import read_properties
 from replication.models import ApiToken, KafkaCluster
 from replication.tokens import authenticate
@@ -16,7 +18,10 @@ def test_setup_demo_registers_the_clusters_and_gives_the_tools_a_token(
     path = tmp_path / "cli.properties"
     call_command("setup_demo", "--cli-config", str(path), "--console-url", "http://h:8000")
 
-    assert set(KafkaCluster.objects.values_list("name", flat=True)) == {"source", "destination"}
+    assert set(KafkaCluster.objects.values_list("name", "schema_registry_url")) == {
+        ("source", registry.SOURCE.url),
+        ("destination", registry.DESTINATION.url),
+    }
     props = read_properties(path)
     assert props["isthmus.url"] == "http://h:8000"
     assert authenticate(props["isthmus.token"]).user.username == "admin"
@@ -26,6 +31,10 @@ def test_setup_demo_registers_the_clusters_and_gives_the_tools_a_token(
     call_command("setup_demo", "--cli-config", str(path))
     assert read_properties(path) == props
     assert ApiToken.objects.count() == 1
+    # A cluster registered before the registries were in the stack gains its own.
+    KafkaCluster.objects.filter(name="source").update(schema_registry_url="")
+    call_command("setup_demo", "--cli-config", str(path))
+    assert KafkaCluster.objects.get(name="source").schema_registry_url == registry.SOURCE.url
     # A token revoked meanwhile is replaced.
     ApiToken.objects.all().delete()
     call_command("setup_demo", "--cli-config", str(path))

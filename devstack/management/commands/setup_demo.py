@@ -8,12 +8,13 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from devstack import kafka
+from devstack import kafka, registry
 from isthmus_cli.common import TOKEN_KEY, URL_KEY, read_properties
 from replication import audit
 from replication.clusters import register_cluster, set_link_principal
 from replication.errors import ReplicationError
 from replication.models import KafkaCluster, OneTimePassword
+from replication.schema_registries import RegistryAccess, set_schema_registry
 from replication.tokens import authenticate, create_token, revoke_token
 
 CLI_TOKEN_NAME = "make demo: command-line tools"  # noqa: S105 (a name, not a secret)
@@ -21,8 +22,8 @@ CLI_TOKEN_NAME = "make demo: command-line tools"  # noqa: S105 (a name, not a se
 
 class Command(BaseCommand):
     help = (
-        "Register the embedded clusters as 'source' and 'destination' and create the first "
-        "admin user. Safe to run again."
+        "Register the embedded clusters as 'source' and 'destination' (each with its schema "
+        "registry) and create the first admin user. Safe to run again."
     )
 
     def add_arguments(self, parser):
@@ -52,6 +53,7 @@ class Command(BaseCommand):
             bootstrap = config.pop("bootstrap.servers")
             # Links from it read as `replicator`, which may only read, not as the super-user.
             link_config = kafka.link_credentials(node, settings.VAR_DIR)
+            schemas = RegistryAccess(registry.of(node.name).url)
             existing = KafkaCluster.objects.filter(name=node.name).first()
             try:
                 if existing:
@@ -60,8 +62,12 @@ class Command(BaseCommand):
                     )
                     if not existing.link_principal:  # registered before links had their own
                         set_link_principal(actor, existing, link_config)
+                    if not existing.schema_registry_url:  # registered before the registries
+                        set_schema_registry(actor, existing, schemas)
                     continue
-                cluster = register_cluster(actor, node.name, bootstrap, config, link_config)
+                cluster = register_cluster(
+                    actor, node.name, bootstrap, config, link_config, schemas
+                )
             except ReplicationError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"registered cluster {cluster.name} (id {cluster.cluster_id})")
