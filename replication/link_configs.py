@@ -356,6 +356,20 @@ KEYS: dict[str, ConfigKey] = {
             "How often ACLs are synced, in ms (at least 1000).",
         ),
         ConfigKey(
+            "schema.sync.enable",
+            "false",
+            _boolean,
+            "Isthmus's own: sync the schemas of the mirrors' subjects (<source topic>-key and "
+            "-value, and the subjects they reference) from the source cluster's schema "
+            "registry to the destination's, under the same ids and versions.",
+        ),
+        ConfigKey(
+            "schema.sync.ms",
+            "30000",
+            _whole(1000, JAVA_INT_MAX),
+            "How often schemas are synced, in ms (at least 1000).",
+        ),
+        ConfigKey(
             "acl.filters",
             None,
             _filters("aclFilters"),

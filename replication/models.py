@@ -194,8 +194,10 @@ class ClusterLink(models.Model):
     configs_synced_at = models.DateTimeField(null=True, blank=True)
     offsets_synced_at = models.DateTimeField(null=True, blank=True)
     acls_synced_at = models.DateTimeField(null=True, blank=True)
+    schemas_synced_at = models.DateTimeField(null=True, blank=True)
     # What each syncer that could not do its work says about it, to be shown on the link:
-    # {"consumer offsets" | "ACLs" | "auto-create": message}; a syncer's entry goes when it works.
+    # {"consumer offsets" | "ACLs" | "auto-create" | "schemas": message}; a syncer's entry goes
+    # when it works.
     sync_problems = models.JSONField(default=dict, blank=True)
     # Source topics whose mirrors a user deleted: not mirrored again automatically unless a
     # LITERAL INCLUDE names them (DESIGN: auto-create), or a user creates the mirror by hand.
@@ -469,6 +471,33 @@ class GroupOffsetSync(models.Model):
     def topics(self) -> set[str]:
         """The mirror topics it has offsets on."""
         return {key.rsplit("/", 1)[0] for key in self.offsets}
+
+
+class SchemaSubjectSync(models.Model):
+    """How a schema subject stands on the destination's registry, by the schema syncer
+    (schema_links.py): its versions under the source's ids, or what stopped it."""
+
+    class State(models.TextChoices):
+        IN_STEP = "IN_STEP"  # every version of the source's is there, same id and version
+        CONFLICT = "CONFLICT"  # the destination holds another schema where one must go
+        FAILED = "FAILED"  # a registry refused or did not answer: `message` says
+
+    link = models.ForeignKey(ClusterLink, on_delete=models.CASCADE, related_name="schema_syncs")
+    subject = models.CharField(max_length=255)
+    state = models.CharField(max_length=20, choices=State.choices)
+    versions = models.JSONField(default=list, blank=True)  # in step on both sides
+    message = models.TextField(blank=True)
+    synced_at = models.DateTimeField(default=timezone.now)
+    changed_at = models.DateTimeField(default=timezone.now)  # when it last took a version
+
+    class Meta:
+        ordering = ["subject"]
+        constraints = [
+            models.UniqueConstraint(fields=["link", "subject"], name="one_sync_per_link_subject")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} on link {self.link_id}: {self.state}"
 
 
 class ExternalIdentity(models.Model):

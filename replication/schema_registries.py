@@ -5,6 +5,7 @@ its password encrypted at rest, never shown, and used at the registered URL only
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -15,6 +16,9 @@ from .errors import ReplicationError
 from .models import KafkaCluster
 
 log = logging.getLogger(__name__)
+
+MAX_PASSWORD = 1000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # would break the Authorization header
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,21 @@ def checked(access: RegistryAccess) -> RegistryAccess:
     those credentials; a ReplicationError says what is wrong. An empty URL: no registry."""
     url = access.url.strip().rstrip("/")
     if not url:
+        if access.username or access.password:
+            raise ReplicationError(
+                "A schema registry username or password needs the registry's URL: give it, or "
+                "leave all three empty for no registry."
+            )
         return RegistryAccess("")
+    if any(_CONTROL.search(text) for text in (access.username, access.password)):
+        raise ReplicationError(
+            "The schema registry username and password cannot hold line breaks or other "
+            "control characters."
+        )
+    if len(access.password) > MAX_PASSWORD:
+        raise ReplicationError(
+            f"The schema registry password is longer than {MAX_PASSWORD} characters."
+        )
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ReplicationError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from replication.models import NAME_VALIDATOR
-from replication.schema_registries import RegistryAccess
+from replication.schema_registries import MAX_PASSWORD, RegistryAccess
 
 
 class SchemaRegistryForm(forms.Form):
@@ -25,6 +25,8 @@ class SchemaRegistryForm(forms.Form):
     schema_registry_password = forms.CharField(
         label="Registry password or API secret",
         required=False,
+        max_length=MAX_PASSWORD,
+        strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
         help_text="Encrypted at rest, never shown again, used at this registry's URL only.",
     )

@@ -11,7 +11,7 @@ from console.forms.filters import filter_editors
 from console.forms.links import LinkConfigForm, LinkForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
-from replication import audit, dashboard, history, lag, links, offset_sync, streams
+from replication import audit, dashboard, history, lag, links, offset_sync, schema_links, streams
 from replication.clusters import probe_cluster
 from replication.errors import FieldProblems, ReplicationError
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
@@ -113,6 +113,10 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
                 "acl_problem": link.sync_problems.get(syncers.ACLS, ""),
                 "auto_enabled": auto_mirrors.enabled(link),
                 "auto_problem": link.sync_problems.get(syncers.AUTO_CREATE, ""),
+                "schemas_enabled": schema_links.enabled(link),
+                "schemas_interval_ms": link.int_config("schema.sync.ms"),
+                "schemas_problem": link.sync_problems.get(syncers.SCHEMAS, ""),
+                "subjects": link.schema_syncs.all(),
             },
         },
         status=status,

@@ -1,10 +1,10 @@
 """The syncers: for each link, at the link's own intervals, check that the source answers,
 follow source partitions and topic identity, mirror new source topics (auto-create), and keep
-mirror topic configs, consumer offsets and ACLs in sync.
+mirror topic configs, consumer offsets, ACLs and schemas in sync.
 
 Celery beat calls `run_due_syncs` every second; each syncer runs only when its interval
 (availability.check.ms, metadata.max.age.ms, topic.config.sync.ms, consumer.offset.sync.ms,
-acl.sync.ms) has passed. What stops a syncer from doing its work is kept on the link
+acl.sync.ms, schema.sync.ms) has passed. What stops a syncer from doing its work is kept on the link
 (`sync_problems`, shown on its page) until a run of it succeeds.
 """
 
@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 
-from .. import links, mirrors, offset_sync, read_only
+from .. import links, mirrors, offset_sync, read_only, schema_links
 from ..connections import destination_admin, source_admin
 from ..errors import ReplicationError
 from ..mirror_states import SYNCED
@@ -43,6 +43,7 @@ def _due(last: datetime | None, interval_ms: int, now: datetime) -> bool:
 
 
 OFFSETS, ACLS, AUTO_CREATE = offset_sync.PROBLEM, "ACLs", "auto-create"
+SCHEMAS = schema_links.PROBLEM
 
 
 def sync_link(link: ClusterLink, now: datetime) -> None:
@@ -58,7 +59,10 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
     acls_due = acl_sync.enabled(link) and _due(
         link.acls_synced_at, link.int_config("acl.sync.ms"), now
     )
-    work = metadata_due or configs_due or offsets_due or acls_due
+    schemas_due = schema_links.enabled(link) and _due(
+        link.schemas_synced_at, link.int_config("schema.sync.ms"), now
+    )
+    work = metadata_due or configs_due or offsets_due or acls_due or schemas_due
     if not (check_due or work):
         return
     source = source_admin(link)  # one client per end for all of this run's syncers
@@ -76,12 +80,20 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
             _run(link, AUTO_CREATE, lambda: auto_mirrors.create_wanted(link, source))
     if configs_due:
         sync_topic_configs(link, now, source, destination)
-    if offsets_due:
-        ClusterLink.objects.filter(pk=link.pk).update(offsets_synced_at=now)
-        _run(link, OFFSETS, lambda: offset_sync.sync_offsets(link, now, source, destination))
-    if acls_due:
-        ClusterLink.objects.filter(pk=link.pk).update(acls_synced_at=now)
-        _run(link, ACLS, lambda: acl_sync.sync_acls(link, source, destination))
+    # Each marked as run before it runs: one that fails waits its interval, not a second.
+    for due, stamp, syncer, work in (
+        (
+            offsets_due,
+            "offsets_synced_at",
+            OFFSETS,
+            lambda: offset_sync.sync_offsets(link, now, source, destination),
+        ),
+        (acls_due, "acls_synced_at", ACLS, lambda: acl_sync.sync_acls(link, source, destination)),
+        (schemas_due, "schemas_synced_at", SCHEMAS, lambda: schema_links.sync_link_schemas(link)),
+    ):
+        if due:
+            ClusterLink.objects.filter(pk=link.pk).update(**{stamp: now})
+            _run(link, syncer, work)
 
 
 def _run(link: ClusterLink, syncer: str, work: Callable[[], object]) -> None:
@@ -110,6 +122,7 @@ def _forget_disabled(link: ClusterLink) -> None:
         (OFFSETS, offset_sync.enabled(link)),
         (ACLS, acl_sync.enabled(link)),
         (AUTO_CREATE, auto_mirrors.enabled(link)),
+        (SCHEMAS, schema_links.enabled(link)),
     ):
         if not on and syncer in link.sync_problems:
             _note_problem(link, syncer, None)

@@ -81,6 +81,9 @@ def test_an_admin_sets_a_registry_with_credentials_kept_encrypted_and_never_show
         ("ftp://registry:8081", "", "", "not an http:// or https:// address"),
         ("http://user:pw@registry:8081", "", "", "without credentials"),
         ("http://registry:8081", "", "pw", "needs its username"),
+        ("", "reader", "", "needs the registry's URL"),
+        (registry.SOURCE.url, "read\r\nX-Evil: 1", "pw", "cannot hold line breaks"),
+        (registry.SOURCE.url, "reader", "p" * 1001, "longer than 1000 characters"),
     ],
 )
 def test_a_registry_that_is_wrong_is_refused_saying_why_and_nothing_changes(

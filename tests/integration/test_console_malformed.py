@@ -158,6 +158,9 @@ def valid(w: World) -> dict[str, str]:
         "mirror-promote confirm_name": w.mirror.mirror_topic,
         "mirror-failover confirm_name": w.mirror.mirror_topic,
         "link-delete confirm_name": w.link.name,
+        "schema_registry_url": "",
+        "schema_registry_username": "",
+        "schema_registry_password": "",
     }
 
 
@@ -192,6 +195,8 @@ EXTRA: dict[str, list[str]] = {
     "username": ["a b", "x" * 151],
     "reason": ["x" * 2001, "why\x1b]0;owned\x07\x1b[2J"],
     "approvals_required": ["4"],
+    "schema_registry_url": ["ftp://r:8081", "no url", "http://127.0.0.1:1", "http://u:p@r:8081"],
+    "schema_registry_password": ["a password without its username"],
     "from": ["junk", "2026-13-45", "9999-12-31T23:59-23:59", "0001-01-01T00:00+23:59"],
     "to": ["junk", "2026-02-30", "9999-12-31T23:59-23:59", "0001-01-01T00:00+23:59"],
 }

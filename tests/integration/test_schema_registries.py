@@ -8,7 +8,6 @@ loopback only; the client's failures say what went wrong."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import psutil
 import pytest
@@ -23,15 +22,14 @@ from infra.schema_registry import (
     SchemaRegistryError,
     SchemaVersion,
 )
+from tests.registries import DESTINATION, SOURCE, unique_name
 
 pytestmark = pytest.mark.integration
-
-SOURCE, DESTINATION = SchemaRegistry(registry.SOURCE.url), SchemaRegistry(registry.DESTINATION.url)
 
 
 @pytest.fixture
 def name() -> str:
-    return f"itest-{uuid.uuid4().hex[:10]}"
+    return unique_name()
 
 
 def avro(record: str, *fields: tuple[str, str | list]) -> str:

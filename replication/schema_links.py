@@ -1,0 +1,290 @@
+"""Schema linking: subjects copied from a source registry to a destination registry with the
+same ids and versions, so that records, which name their schema by id, decode on both sides.
+
+`sync_subjects` brings each subject on the destination in step with the source:
+- the subject is put in IMPORT mode on the destination (which keeps the ids and versions it is
+  given, and takes no schema from producers without them);
+- every version the source has (soft-deleted ones too) is registered under its own id and
+  version, oldest first, after the subjects it references (so references resolve);
+- a version soft-deleted on the source is soft-deleted on the destination; one deleted for good
+  on the source is deleted for good there too;
+- an id the destination already gives a different schema is a conflict: reported, never
+  overwritten, and the subject's later versions wait behind it (they may build on it).
+
+What it did is returned per subject. For a link (`sync_link_schemas`, run by the syncers
+when `schema.sync.enable=true`), the subjects are its mirrors' (`<source topic>-key` and
+`-value`, as Confluent's TopicNameStrategy names them) that the source's registry holds, the
+registries those of the link's two clusters, and the outcome is kept per subject
+(`SchemaSubjectSync`) for the link's page.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+
+from django.utils import timezone
+
+from infra.schema_registry import (
+    SUBJECT_NOT_FOUND,
+    SchemaRegistry,
+    SchemaRegistryError,
+    SchemaVersion,
+)
+
+from . import audit
+from .errors import ReplicationError
+from .models import ClusterLink, KafkaCluster, SchemaSubjectSync
+
+log = logging.getLogger(__name__)
+
+IMPORT = "IMPORT"
+PROBLEM = "schemas"  # the syncer's name where the link notes what stops it
+_SYNCER = audit.Actor.system("schema sync")
+
+
+@dataclass
+class SubjectSync:
+    """One subject's sync: the versions it has in step, what it changed, what stopped it."""
+
+    subject: str
+    versions: list[int] = field(default_factory=list)  # in step on both sides now
+    registered: list[int] = field(default_factory=list)
+    soft_deleted: list[int] = field(default_factory=list)
+    deleted: list[int] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def in_step(self) -> bool:
+        return not self.conflicts and not self.error
+
+
+def referenced(source: SchemaRegistry, subjects: list[str]) -> list[str]:
+    """`subjects` and every subject their versions reference, each after those it references
+    (so a reference is registered before what refers to it)."""
+    ordered: list[str] = []
+    seen: set[str] = set()
+
+    def visit(subject: str) -> None:
+        if subject in seen:
+            return
+        seen.add(subject)
+        try:
+            versions = source.versions(subject, deleted=True)
+        except SchemaRegistryError as exc:
+            if exc.code != SUBJECT_NOT_FOUND:
+                raise
+            versions = []
+        for number in versions:
+            for ref in source.version(subject, number, deleted=True).references:
+                visit(ref.subject)
+        ordered.append(subject)
+
+    for subject in subjects:
+        visit(subject)
+    return ordered
+
+
+def sync_subjects(
+    source: SchemaRegistry, destination: SchemaRegistry, subjects: list[str]
+) -> list[SubjectSync]:
+    """Bring each subject (and those it references) in step on the destination."""
+    done = []
+    for subject in referenced(source, subjects):
+        result = SubjectSync(subject)
+        try:
+            _sync(source, destination, result)
+        except SchemaRegistryError as exc:
+            result.error = str(exc)
+            log.warning("Schema subject %s not synced: %s", subject, exc)
+        done.append(result)
+    return done
+
+
+def _versions(registry: SchemaRegistry, subject: str) -> tuple[list[int], list[int]]:
+    """(every version, soft-deleted ones included; the live ones), none for a subject it lacks."""
+    try:
+        every = registry.versions(subject, deleted=True)
+    except SchemaRegistryError as exc:
+        if exc.code == SUBJECT_NOT_FOUND:
+            return [], []
+        raise
+    try:
+        live = registry.versions(subject)
+    except SchemaRegistryError as exc:
+        if exc.code != SUBJECT_NOT_FOUND:  # every version soft-deleted
+            raise
+        live = []
+    return every, live
+
+
+def _sync(source: SchemaRegistry, destination: SchemaRegistry, result: SubjectSync) -> None:
+    subject = result.subject
+    source_every, source_live = _versions(source, subject)
+    there_every, there_live = _versions(destination, subject)
+    if source_every and destination.mode(subject) != IMPORT:
+        destination.set_mode(IMPORT, subject, force=bool(there_every))
+    for number in source_every:
+        if not _follow(source, destination, result, number, there_every, there_live):
+            break  # later versions may build on this one: they wait
+        if number not in source_live and number in there_live:
+            destination.delete_version(subject, number)
+            result.soft_deleted.append(number)
+        result.versions.append(number)
+    gone = sorted(set(there_every) - set(source_every))
+    for number in [] if result.conflicts else gone:
+        if number in there_live:  # deleted for good on the source: soft first, as Kafka's rule
+            destination.delete_version(subject, number)
+        destination.delete_version(subject, number, permanent=True)
+        result.deleted.append(number)
+    if result.registered or result.soft_deleted or result.deleted:
+        log.info(
+            "Schema subject %s: registered %s, soft-deleted %s, deleted %s",
+            subject,
+            result.registered or "none",
+            result.soft_deleted or "none",
+            result.deleted or "none",
+        )
+
+
+def _follow(
+    source: SchemaRegistry,
+    destination: SchemaRegistry,
+    result: SubjectSync,
+    number: int,
+    there_every: list[int],
+    there_live: list[int],
+) -> bool:
+    """Source version `number` on the destination under its id, registered if missing; False
+    (a conflict noted) where the destination holds something else."""
+    wanted = source.version(result.subject, number, deleted=True)
+    if number in there_every:
+        have = destination.version(result.subject, number, deleted=True)
+        if have.id == wanted.id and _same(have.schema, wanted.schema):
+            return True
+        result.conflicts.append(
+            f"version {number} is id {have.id} on the destination and id {wanted.id} on the "
+            "source, with a different schema: left as it is"
+        )
+        return False
+    clash = _clash(destination, wanted)
+    if clash:
+        result.conflicts.append(clash)
+        return False
+    destination.register(wanted)
+    result.registered.append(number)
+    there_every.append(number)
+    there_live.append(number)
+    return True
+
+
+def _clash(destination: SchemaRegistry, wanted: SchemaVersion) -> str:
+    """Why `wanted` cannot take its id on the destination ("" if it can)."""
+    try:
+        there = destination.schema(wanted.id)
+    except SchemaRegistryError as exc:
+        if exc.status == 404:
+            return ""
+        raise
+    if (
+        _same(there.get("schema", ""), wanted.schema)
+        and (there.get("schemaType") or "AVRO") == wanted.schema_type
+    ):
+        return ""
+    return (
+        f"id {wanted.id} (version {wanted.version} on the source) is a different schema on the "
+        "destination: left as it is; the subject's later versions wait"
+    )
+
+
+def _same(one: str, other: str) -> bool:
+    """Whether two schema texts are the same schema (JSON ones compared as JSON)."""
+    if one == other:
+        return True
+    try:
+        return json.loads(one) == json.loads(other)
+    except ValueError:
+        return False
+
+
+# --- a link's schemas ---------------------------------------------------------------------
+
+
+def enabled(link: ClusterLink) -> bool:
+    return link.config("schema.sync.enable") == "true"
+
+
+def registries(link: ClusterLink) -> tuple[SchemaRegistry, SchemaRegistry]:
+    """The schema registries of the link's source and destination clusters."""
+    source = (
+        KafkaCluster.objects.filter(cluster_id=link.source_cluster_id)
+        .exclude(schema_registry_url="")
+        .order_by("pk")
+        .first()
+    )
+    if source is None:
+        raise ReplicationError(
+            f"The link's source cluster ({link.source_cluster_id}) has no schema registry "
+            "here: register the cluster with its registry on the Clusters page (or set one on "
+            "its page) to sync its schemas."
+        )
+    destination = link.destination.schema_registry()
+    if destination is None:
+        raise ReplicationError(
+            f"Cluster {link.destination.name} has no schema registry: set one on its page to "
+            "sync schemas into it."
+        )
+    return source.schema_registry(), destination
+
+
+def subjects_of(link: ClusterLink, source: SchemaRegistry) -> list[str]:
+    """The subjects of the link's mirrors that the source's registry holds."""
+    held = set(source.subjects())
+    topics = link.mirrors.values_list("source_topic", flat=True)
+    return sorted({s for t in topics for s in (f"{t}-key", f"{t}-value") if s in held})
+
+
+def sync_link_schemas(link: ClusterLink) -> list[SubjectSync]:
+    """Sync the link's subjects and keep how each stands; a ReplicationError says what stops
+    the whole of it (a registry missing or not answering)."""
+    source, destination = registries(link)
+    try:
+        done = sync_subjects(source, destination, subjects_of(link, source))
+    except SchemaRegistryError as exc:
+        raise ReplicationError(str(exc)) from exc
+    _keep(link, done)
+    changed = {
+        d.subject: {
+            "registered": d.registered,
+            "soft_deleted": d.soft_deleted,
+            "deleted": d.deleted,
+        }
+        for d in done
+        if d.registered or d.soft_deleted or d.deleted
+    }
+    if changed:
+        audit.record(_SYNCER, "link.schema_sync", f"link {link.name}", after=changed)
+    return done
+
+
+def _keep(link: ClusterLink, done: list[SubjectSync]) -> None:
+    now = timezone.now()
+    for result in done:
+        if result.error:
+            state, message = SchemaSubjectSync.State.FAILED, result.error
+        elif result.conflicts:
+            state, message = SchemaSubjectSync.State.CONFLICT, "; ".join(result.conflicts)
+        else:
+            state, message = SchemaSubjectSync.State.IN_STEP, ""
+        row, made = SchemaSubjectSync.objects.get_or_create(
+            link=link, subject=result.subject, defaults={"state": state}
+        )
+        row.state, row.message, row.versions, row.synced_at = state, message, result.versions, now
+        if made or result.registered or result.soft_deleted or result.deleted:
+            row.changed_at = now
+        row.save()
+    SchemaSubjectSync.objects.filter(link=link).exclude(
+        subject__in=[d.subject for d in done]
+    ).delete()

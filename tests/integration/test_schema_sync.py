@@ -1,0 +1,94 @@
+"""A link's schema sync (`schema.sync.enable=true`), on the real clusters and registries: the
+subjects of the link's mirrors reach the destination's registry under the same ids, each
+subject's state is kept and shown on the link page, and what stops the sync (a cluster without
+a registry) is said there until a run works."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from devstack import kafka, registry
+from infra.schema_registry import SchemaVersion
+from replication import audit
+from replication.mirrors import create_mirror
+from replication.models import AuditEvent, ClusterLink, KafkaCluster, SchemaSubjectSync
+from replication.sync import syncers
+from tests.registries import DESTINATION, SOURCE, optional_ints
+
+pytestmark = pytest.mark.integration
+
+ACTOR = audit.Actor.system("tests")
+
+
+def avro(topic: str, *fields: str) -> str:
+    return optional_ints(topic, "V", *fields)
+
+
+def sync_now(link: ClusterLink) -> ClusterLink:
+    """One run of the link's syncers, as the beat would (every interval due)."""
+    ClusterLink.objects.filter(pk=link.pk).update(schemas_synced_at=None)
+    link.refresh_from_db()
+    syncers.sync_link(link, timezone.now() + timedelta(hours=1))
+    link.refresh_from_db()
+    return link
+
+
+def test_the_mirrors_subjects_reach_the_destination_under_the_same_ids_and_show_on_the_page(
+    make_link, make_topic, topic_name, client_as
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 1)
+    other = make_topic(kafka.SOURCE, f"{topic_name}-unmirrored", 1)
+    for subject in (f"{topic}-value", f"{topic}-key", f"{other}-value"):
+        SOURCE.register(SchemaVersion(subject, 0, 0, avro(subject, "a")), keep_id=False)
+    second = SchemaVersion(f"{topic}-value", 0, 0, avro(f"{topic}-value", "a", "b"))
+    SOURCE.register(second, keep_id=False)
+    link = make_link({"schema.sync.enable": "true"})
+    create_mirror(ACTOR, link, topic)
+
+    link = sync_now(link)
+
+    assert link.sync_problems == {}
+    rows = {s.subject: s for s in SchemaSubjectSync.objects.filter(link=link)}
+    assert set(rows) == {f"{topic}-key", f"{topic}-value"}  # the mirror's, not the other topic's
+    assert rows[f"{topic}-value"].state == "IN_STEP" and rows[f"{topic}-value"].versions == [1, 2]
+    for subject, versions in ((f"{topic}-value", [1, 2]), (f"{topic}-key", [1])):
+        for number in versions:
+            assert DESTINATION.version(subject, number) == SOURCE.version(subject, number)
+    assert f"{other}-value" not in DESTINATION.subjects()
+    event = AuditEvent.objects.get(action="link.schema_sync")
+    assert event.after[f"{topic}-value"]["registered"] == [1, 2]
+
+    page = client_as("viewer").get(reverse("link-detail", args=["destination", link.name]))
+    shown = page.content.decode()
+    assert f'data-subject="{topic}-value"' in shown and 'data-state="IN_STEP"' in shown
+    assert "On, every 30000 ms" in shown
+
+
+def test_a_destination_without_a_registry_is_said_on_the_link_until_a_run_works(
+    make_link, make_topic, topic_name, client_as
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 1)
+    SOURCE.register(SchemaVersion(f"{topic}-value", 0, 0, avro(topic, "a")), keep_id=False)
+    link = make_link({"schema.sync.enable": "true"})
+    create_mirror(ACTOR, link, topic)
+    KafkaCluster.objects.filter(name="destination").update(schema_registry_url="")
+
+    link = sync_now(link)
+
+    said = link.sync_problems[syncers.SCHEMAS]
+    assert said == (
+        "Cluster destination has no schema registry: set one on its page to sync schemas into it."
+    )
+    page = client_as("viewer").get(reverse("link-detail", args=["destination", link.name]))
+    assert "Schemas are not syncing" in page.content.decode()
+
+    KafkaCluster.objects.filter(name="destination").update(
+        schema_registry_url=registry.DESTINATION.url
+    )
+    link = sync_now(link)
+    assert syncers.SCHEMAS not in link.sync_problems
+    assert DESTINATION.versions(f"{topic}-value") == [1]
