@@ -87,6 +87,7 @@ class KafkaCluster(models.Model):
             self.schema_registry_url,
             self.schema_registry_username or None,
             crypto.decrypt(password) if password else None,
+            timeout=5,  # the syncers share a worker: a registry gone quiet must not hold it
         )
 
     @property

@@ -90,13 +90,16 @@ def referenced(source: SchemaRegistry, subjects: list[str]) -> list[str]:
 def sync_subjects(
     source: SchemaRegistry, destination: SchemaRegistry, subjects: list[str]
 ) -> list[SubjectSync]:
-    """Bring each subject (and those it references) in step on the destination."""
+    """Bring each subject (and those it references) in step on the destination. A registry
+    that refuses a subject fails that subject alone; one that does not answer, the run."""
     done = []
     for subject in referenced(source, subjects):
         result = SubjectSync(subject)
         try:
             _sync(source, destination, result)
         except SchemaRegistryError as exc:
+            if exc.status is None:  # no answer at all: the next subjects would only wait too
+                raise
             result.error = str(exc)
             log.warning("Schema subject %s not synced: %s", subject, exc)
         done.append(result)

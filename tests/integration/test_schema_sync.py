@@ -68,7 +68,7 @@ def test_the_mirrors_subjects_reach_the_destination_under_the_same_ids_and_show_
     assert "On, every 30000 ms" in shown
 
 
-def test_a_destination_without_a_registry_is_said_on_the_link_until_a_run_works(
+def test_a_destination_without_a_registry_or_one_not_answering_is_said_until_a_run_works(
     make_link, make_topic, topic_name, client_as
 ):
     topic = make_topic(kafka.SOURCE, topic_name, 1)
@@ -85,6 +85,12 @@ def test_a_destination_without_a_registry_is_said_on_the_link_until_a_run_works(
     )
     page = client_as("viewer").get(reverse("link-detail", args=["destination", link.name]))
     assert "Schemas are not syncing" in page.content.decode()
+
+    # A registry that does not answer stops the run at once, rather than each subject waiting.
+    KafkaCluster.objects.filter(name="destination").update(schema_registry_url="http://127.0.0.1:1")
+    link = sync_now(link)
+    assert "http://127.0.0.1:1: it cannot be reached" in link.sync_problems[syncers.SCHEMAS]
+    assert not SchemaSubjectSync.objects.filter(link=link).exists()
 
     KafkaCluster.objects.filter(name="destination").update(
         schema_registry_url=registry.DESTINATION.url
