@@ -20,6 +20,7 @@ registries those of the link's two clusters, and the outcome is kept per subject
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass, field
@@ -61,7 +62,18 @@ class SubjectSync:
         return not self.conflicts and not self.error
 
 
-def referenced(source: SchemaRegistry, subjects: list[str]) -> list[str]:
+class _Source:
+    """The source registry as one run reads it: each subject's version lists and each version
+    (soft-deleted ones too) read once."""
+
+    def __init__(self, registry: SchemaRegistry):
+        self.versions = functools.cache(lambda subject: _versions(registry, subject))
+        self.version = functools.cache(
+            lambda subject, number: registry.version(subject, number, deleted=True)
+        )
+
+
+def referenced(source: _Source, subjects: list[str]) -> list[str]:
     """`subjects` and every subject their versions reference, each after those it references
     (so a reference is registered before what refers to it)."""
     ordered: list[str] = []
@@ -71,14 +83,8 @@ def referenced(source: SchemaRegistry, subjects: list[str]) -> list[str]:
         if subject in seen:
             return
         seen.add(subject)
-        try:
-            versions = source.versions(subject, deleted=True)
-        except SchemaRegistryError as exc:
-            if exc.code != SUBJECT_NOT_FOUND:
-                raise
-            versions = []
-        for number in versions:
-            for ref in source.version(subject, number, deleted=True).references:
+        for number in source.versions(subject)[0]:
+            for ref in source.version(subject, number).references:
                 visit(ref.subject)
         ordered.append(subject)
 
@@ -93,10 +99,11 @@ def sync_subjects(
     """Bring each subject (and those it references) in step on the destination. A registry
     that refuses a subject fails that subject alone; one that does not answer, the run."""
     done = []
-    for subject in referenced(source, subjects):
+    read = _Source(source)
+    for subject in referenced(read, subjects):
         result = SubjectSync(subject)
         try:
-            _sync(source, destination, result)
+            _sync(read, destination, result)
         except SchemaRegistryError as exc:
             if exc.status is None:  # no answer at all: the next subjects would only wait too
                 raise
@@ -123,9 +130,9 @@ def _versions(registry: SchemaRegistry, subject: str) -> tuple[list[int], list[i
     return every, live
 
 
-def _sync(source: SchemaRegistry, destination: SchemaRegistry, result: SubjectSync) -> None:
+def _sync(source: _Source, destination: SchemaRegistry, result: SubjectSync) -> None:
     subject = result.subject
-    source_every, source_live = _versions(source, subject)
+    source_every, source_live = source.versions(subject)
     there_every, there_live = _versions(destination, subject)
     if source_every and destination.mode(subject) != IMPORT:
         destination.set_mode(IMPORT, subject, force=bool(there_every))
@@ -153,7 +160,7 @@ def _sync(source: SchemaRegistry, destination: SchemaRegistry, result: SubjectSy
 
 
 def _follow(
-    source: SchemaRegistry,
+    source: _Source,
     destination: SchemaRegistry,
     result: SubjectSync,
     number: int,
@@ -162,7 +169,7 @@ def _follow(
 ) -> bool:
     """Source version `number` on the destination under its id, registered if missing; False
     (a conflict noted) where the destination holds something else."""
-    wanted = source.version(result.subject, number, deleted=True)
+    wanted = source.version(result.subject, number)
     if number in there_every:
         have = destination.version(result.subject, number, deleted=True)
         if have.id == wanted.id and _same(have.schema, wanted.schema):
