@@ -98,6 +98,16 @@ class SchemaRegistry:
         """The schema an id names: {"schema", "schemaType", "references"}."""
         return self._call("GET", f"/schemas/ids/{schema_id}", f"read schema id {schema_id}")
 
+    def id_subjects(self, schema_id: int) -> list[str]:
+        """The subjects that hold the schema an id names (soft-deleted versions too)."""
+        found = self._call(
+            "GET",
+            f"/schemas/ids/{schema_id}/versions",
+            f"read which subjects hold schema id {schema_id}",
+            deleted=True,
+        )
+        return sorted({v["subject"] for v in found or ()})
+
     def mode(self, subject: str | None = None) -> str:
         """The subject's mode (READWRITE, READONLY, IMPORT), its own or else the registry's."""
         path = f"/mode/{_part(subject)}" if subject else "/mode"
@@ -163,6 +173,16 @@ class SchemaRegistry:
         if resp.status_code < 300:
             return _json(resp, doing, self.url) if resp.content else None
         raise _refusal(resp, doing, self.url)
+
+
+def same_schema(one: str, other: str) -> bool:
+    """Whether two schema texts are the same schema (JSON ones compared as JSON)."""
+    if one == other:
+        return True
+    try:
+        return json.loads(one) == json.loads(other)
+    except ValueError:
+        return False
 
 
 def _part(name: str) -> str:

@@ -51,6 +51,7 @@ class PartitionStatus:
     source_log_start: int = -1
     # No report of the stream, but its last one said the offsets are the source's.
     known_identical: bool = False
+    schema_wait: str = ""  # why it holds at a record until its schema reaches the destination
 
     @property
     def offset_mode(self) -> str:
@@ -98,6 +99,10 @@ class MirrorStatus:
     # copy what it had fetched.
     letting_go: bool = False
     at: float = 0.0  # when it was read, in seconds since the epoch
+
+    @property
+    def schema_waits(self) -> list[str]:
+        return [p.schema_wait for p in self.partitions if p.schema_wait]
 
     @property
     def max_lag(self) -> int:
@@ -275,6 +280,22 @@ def _partition_status(
         translated=reported["translated"],
         read_upto=reported["read_upto"],
         next_source=reported.get("next_source", -1),
+        schema_wait=_schema_wait(partition, reported.get("schema_wait")),
+    )
+
+
+def _schema_wait(partition: int, wait: dict | None) -> str:
+    """A held partition (see spark_jobs.schema_gate) in words."""
+    if not wait:
+        return ""
+    ids = wait["ids"]
+    named = ", ".join(ids)
+    return (
+        f"Partition {partition} holds at source offset {wait['offset']} until the destination's "
+        f"schema registry has schema id{'s' if len(ids) > 1 else ''} {named} "
+        f"({'; '.join(dict.fromkeys(ids.values()))}). The schema sync brings "
+        f"{'them' if len(ids) > 1 else 'it'} within seconds; a conflict waits until it is "
+        "resolved on the destination's registry."
     )
 
 

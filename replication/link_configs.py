@@ -99,6 +99,19 @@ def _prefix(value: str) -> str:
     return value
 
 
+def _subject_filters(value: str) -> str:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise ValueError("names no subject: give subject names, prefixes ending in *, or *")
+    for name in names:
+        if "*" in name[:-1] or not name.isprintable() or len(name) > 255:
+            raise ValueError(
+                f"has {name!r}, which is not a subject name or a prefix: a * may only end a "
+                "name, and names are printable, at most 255 characters"
+            )
+    return ",".join(names)
+
+
 def _topic_config_list(value: str) -> str:
     from .topic_configs import SYNCABLE
 
@@ -362,6 +375,23 @@ KEYS: dict[str, ConfigKey] = {
             "Isthmus's own: sync the schemas of the mirrors' subjects (<source topic>-key and "
             "-value, and the subjects they reference) from the source cluster's schema "
             "registry to the destination's, under the same ids and versions.",
+        ),
+        ConfigKey(
+            "schema.subjects",
+            None,
+            _subject_filters,
+            "Which subjects schema sync copies: names, comma-separated, a name ending in * "
+            "for every subject it begins (* alone: every subject). Unset: the subjects of the "
+            "link's mirrors. A subject a mirrored record's schema id names is synced whatever "
+            "this says: the record waits for it.",
+        ),
+        ConfigKey(
+            "schema.context",
+            None,
+            _prefix,
+            "A schema context of the destination's registry to sync into (ids and versions "
+            "are kept within it; consumers read through <registry URL>/contexts/.<context>). "
+            "Unset: the registry's default context.",
         ),
         ConfigKey(
             "schema.sync.ms",

@@ -78,17 +78,27 @@ class KafkaCluster(models.Model):
             **crypto.join_secrets(self.link_config, self.link_secret_config),
         }
 
-    def schema_registry(self) -> SchemaRegistry | None:
-        """A client of the cluster's schema registry at its registered URL, or None."""
+    def schema_registry(self, context: str = "") -> SchemaRegistry | None:
+        """A client of the cluster's schema registry at its registered URL (in a schema
+        `context` of it, if given), or None."""
+        spec = self.schema_registry_spec(context)
+        if spec is None:
+            return None
+        # The syncers share a worker: a registry gone quiet must not hold it long.
+        return SchemaRegistry(spec["url"], spec["username"], spec["password"], timeout=5)
+
+    def schema_registry_spec(self, context: str = "") -> dict | None:
+        """Where the cluster's schema registry is and its credentials (decrypted), or None.
+        A context is a prefix of the URL's paths, as Confluent's clients address one."""
         if not self.schema_registry_url:
             return None
         password = self.schema_registry_password
-        return SchemaRegistry(
-            self.schema_registry_url,
-            self.schema_registry_username or None,
-            crypto.decrypt(password) if password else None,
-            timeout=5,  # the syncers share a worker: a registry gone quiet must not hold it
-        )
+        url = self.schema_registry_url.rstrip("/")
+        return {
+            "url": f"{url}/contexts/.{context}" if context else url,
+            "username": self.schema_registry_username or None,
+            "password": crypto.decrypt(password) if password else None,
+        }
 
     @property
     def link_principal(self) -> str:
@@ -482,6 +492,7 @@ class SchemaSubjectSync(models.Model):
         IN_STEP = "IN_STEP"  # every version of the source's is there, same id and version
         CONFLICT = "CONFLICT"  # the destination holds another schema where one must go
         FAILED = "FAILED"  # a registry refused or did not answer: `message` says
+        PROMOTED = "PROMOTED"  # its topic was promoted: writable there, no longer synced
 
     link = models.ForeignKey(ClusterLink, on_delete=models.CASCADE, related_name="schema_syncs")
     subject = models.CharField(max_length=255)

@@ -29,7 +29,7 @@ from django.utils import timezone
 from infra import processes
 from infra.kafka_admin import KafkaAdminError
 
-from . import audit, offset_sync, read_only, stale_requests, streams
+from . import audit, offset_sync, read_only, schema_links, stale_requests, streams
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError, unavailable
 from .lag import MirrorStatus, PartitionStatus, describe_mirrors
@@ -450,6 +450,7 @@ def _complete(mirrors: list[MirrorTopic]) -> None:
             kind,
             mirror.stop_offsets,
         )
+        schema_links.release_subjects([mirror], audit.Actor.system(kind))
 
 
 def stop_report(pending: dict, lags: dict, **more: str) -> dict:

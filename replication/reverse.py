@@ -38,7 +38,16 @@ from infra import kafka_copy
 from infra.kafka_admin import KafkaAdminError
 from spark_jobs import translation
 
-from . import audit, links, offset_sync, read_only, stale_requests, streams, translations
+from . import (
+    audit,
+    links,
+    offset_sync,
+    read_only,
+    schema_links,
+    stale_requests,
+    streams,
+    translations,
+)
 from .connections import cluster_admin, destination_admin, source_admin
 from .errors import ReplicationError, unavailable
 from .mirror_states import move
@@ -300,6 +309,7 @@ def _swap(mirror: MirrorTopic) -> None:
             paused=False,
         )
     read_only.lift(destination, mirror.mirror_topic)
+    schema_links.release_subjects([mirror], audit.Actor.system(pending["kind"]))
     streams.publish(peer, client())
     _record_swap(mirror, reversed_mirror, before)
     _sync_groups_back(peer, reversed_mirror)

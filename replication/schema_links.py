@@ -12,16 +12,25 @@ same ids and versions, so that records, which name their schema by id, decode on
   overwritten, and the subject's later versions wait behind it (they may build on it).
 
 What it did is returned per subject. For a link (`sync_link_schemas`, run by the syncers
-when `schema.sync.enable=true`), the subjects are its mirrors' (`<source topic>-key` and
-`-value`, as Confluent's TopicNameStrategy names them) that the source's registry holds, the
-registries those of the link's two clusters, and the outcome is kept per subject
-(`SchemaSubjectSync`) for the link's page.
+when `schema.sync.enable=true`):
+- the subjects are those `schema.subjects` selects, by default its mirrors' (`<source
+  topic>-key` and `-value`, as Confluent's TopicNameStrategy names them), that the source's
+  registry holds; a promoted mirror's subjects are no longer synced;
+- the registries are those of the link's two clusters, the destination's in `schema.context`
+  if one is set;
+- the ids a mirrored record waits for (`spark_jobs.schema_gate`) are synced at once, with the
+  subjects that hold them (`sync_link_schemas(link, ids)`, run by the syncers each second
+  while a partition waits);
+- the outcome is kept per subject (`SchemaSubjectSync`) for the link's page.
+
+Promote and failover take the subjects along (`release_subjects`): the promoted topic's
+subjects leave IMPORT mode on the destination, so its producers can register new versions
+there. When the topic is mirrored again (a failback), the link's sync puts them back in IMPORT.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from dataclasses import dataclass, field
 
@@ -32,15 +41,16 @@ from infra.schema_registry import (
     SchemaRegistry,
     SchemaRegistryError,
     SchemaVersion,
+    same_schema,
 )
 
 from . import audit
 from .errors import ReplicationError
-from .models import ClusterLink, KafkaCluster, SchemaSubjectSync
+from .models import ClusterLink, KafkaCluster, MirrorTopic, SchemaSubjectSync
 
 log = logging.getLogger(__name__)
 
-IMPORT = "IMPORT"
+IMPORT, READWRITE = "IMPORT", "READWRITE"
 PROBLEM = "schemas"  # the syncer's name where the link notes what stops it
 _SYNCER = audit.Actor.system("schema sync")
 
@@ -172,7 +182,7 @@ def _follow(
     wanted = source.version(result.subject, number)
     if number in there_every:
         have = destination.version(result.subject, number, deleted=True)
-        if have.id == wanted.id and _same(have.schema, wanted.schema):
+        if have.id == wanted.id and same_schema(have.schema, wanted.schema):
             return True
         result.conflicts.append(
             f"version {number} is id {have.id} on the destination and id {wanted.id} on the "
@@ -199,7 +209,7 @@ def _clash(destination: SchemaRegistry, wanted: SchemaVersion) -> str:
             return ""
         raise
     if (
-        _same(there.get("schema", ""), wanted.schema)
+        same_schema(there.get("schema", ""), wanted.schema)
         and (there.get("schemaType") or "AVRO") == wanted.schema_type
     ):
         return ""
@@ -209,16 +219,6 @@ def _clash(destination: SchemaRegistry, wanted: SchemaVersion) -> str:
     )
 
 
-def _same(one: str, other: str) -> bool:
-    """Whether two schema texts are the same schema (JSON ones compared as JSON)."""
-    if one == other:
-        return True
-    try:
-        return json.loads(one) == json.loads(other)
-    except ValueError:
-        return False
-
-
 # --- a link's schemas ---------------------------------------------------------------------
 
 
@@ -226,8 +226,7 @@ def enabled(link: ClusterLink) -> bool:
     return link.config("schema.sync.enable") == "true"
 
 
-def registries(link: ClusterLink) -> tuple[SchemaRegistry, SchemaRegistry]:
-    """The schema registries of the link's source and destination clusters."""
+def _source_cluster(link: ClusterLink) -> KafkaCluster:
     source = (
         KafkaCluster.objects.filter(cluster_id=link.source_cluster_id)
         .exclude(schema_registry_url="")
@@ -240,31 +239,92 @@ def registries(link: ClusterLink) -> tuple[SchemaRegistry, SchemaRegistry]:
             "here: register the cluster with its registry on the Clusters page (or set one on "
             "its page) to sync its schemas."
         )
-    destination = link.destination.schema_registry()
+    return source
+
+
+def registries(link: ClusterLink) -> tuple[SchemaRegistry, SchemaRegistry]:
+    """The schema registries of the link's source and destination clusters (the
+    destination's in the link's schema context)."""
+    source = _source_cluster(link).schema_registry()
+    destination = link.destination.schema_registry(link.config("schema.context") or "")
     if destination is None:
         raise ReplicationError(
             f"Cluster {link.destination.name} has no schema registry: set one on its page to "
             "sync schemas into it."
         )
-    return source.schema_registry(), destination
+    return source, destination
+
+
+def engine_spec(link: ClusterLink) -> dict | None:
+    """What the engine needs to hold records until their schemas arrive (see
+    `spark_jobs.schema_gate`): both registries, or None when the link syncs no schemas."""
+    if not enabled(link):
+        return None
+    try:
+        source = _source_cluster(link).schema_registry_spec()
+    except ReplicationError:
+        return None  # the sync says what is missing; records cannot wait for it
+    destination = link.destination.schema_registry_spec(link.config("schema.context") or "")
+    if destination is None:
+        return None
+    return {"source": source, "destination": destination}
+
+
+def selects(filters: str, subject: str) -> bool:
+    """Whether `schema.subjects` (names, prefixes ending in *) selects a subject."""
+    return any(
+        subject.startswith(f[:-1]) if f.endswith("*") else subject == f for f in filters.split(",")
+    )
+
+
+def promoted_topics(link: ClusterLink) -> set[str]:
+    return set(
+        link.mirrors.filter(state=MirrorTopic.State.STOPPED).values_list("source_topic", flat=True)
+    )
+
+
+def topic_subjects(topic: str) -> tuple[str, str]:
+    return (f"{topic}-key", f"{topic}-value")
 
 
 def subjects_of(link: ClusterLink, source: SchemaRegistry) -> list[str]:
-    """The subjects of the link's mirrors that the source's registry holds."""
+    """The subjects `schema.subjects` selects (by default the link's mirrors') that the
+    source's registry holds, but a promoted mirror's."""
     held = set(source.subjects())
-    topics = link.mirrors.values_list("source_topic", flat=True)
-    return sorted({s for t in topics for s in (f"{t}-key", f"{t}-value") if s in held})
+    filters = link.config("schema.subjects")
+    if filters:
+        picked = {s for s in held if selects(filters, s)}
+    else:
+        topics = link.mirrors.exclude(state=MirrorTopic.State.STOPPED)
+        picked = {
+            s for t in topics.values_list("source_topic", flat=True) for s in topic_subjects(t)
+        }
+    promoted = {s for t in promoted_topics(link) for s in topic_subjects(t)}
+    return sorted((picked & held) - promoted)
 
 
-def sync_link_schemas(link: ClusterLink) -> list[SubjectSync]:
-    """Sync the link's subjects and keep how each stands; a ReplicationError says what stops
-    the whole of it (a registry missing or not answering)."""
+def holding(source: SchemaRegistry, ids: list[int]) -> list[str]:
+    """The subjects of the source's that hold these schema ids."""
+    return sorted({s for i in ids for s in source.id_subjects(i)})
+
+
+def sync_link_schemas(link: ClusterLink, ids: list[int] | None = None) -> list[SubjectSync]:
+    """Sync the link's subjects (only those holding `ids`, if given) and keep how each
+    stands; a ReplicationError says what stops the whole of it (a registry missing or not
+    answering)."""
     source, destination = registries(link)
     try:
-        done = sync_subjects(source, destination, subjects_of(link, source))
+        if ids:
+            promoted = {s for t in promoted_topics(link) for s in topic_subjects(t)}
+            subjects = [s for s in holding(source, ids) if s not in promoted]
+        else:
+            subjects = subjects_of(link, source)
+        done = sync_subjects(source, destination, subjects)
+        if not ids:
+            _release_promoted(link, destination)
     except SchemaRegistryError as exc:
         raise ReplicationError(str(exc)) from exc
-    _keep(link, done)
+    _keep(link, done, whole=not ids)
     changed = {
         d.subject: {
             "registered": d.registered,
@@ -279,7 +339,9 @@ def sync_link_schemas(link: ClusterLink) -> list[SubjectSync]:
     return done
 
 
-def _keep(link: ClusterLink, done: list[SubjectSync]) -> None:
+def _keep(link: ClusterLink, done: list[SubjectSync], whole: bool) -> None:
+    """Keep each subject's outcome; after a whole run, forget the subjects it no longer syncs
+    (but the promoted ones, which say so)."""
     now = timezone.now()
     for result in done:
         if result.error:
@@ -295,6 +357,63 @@ def _keep(link: ClusterLink, done: list[SubjectSync]) -> None:
         if made or result.registered or result.soft_deleted or result.deleted:
             row.changed_at = now
         row.save()
-    SchemaSubjectSync.objects.filter(link=link).exclude(
-        subject__in=[d.subject for d in done]
-    ).delete()
+    if whole:
+        SchemaSubjectSync.objects.filter(link=link).exclude(
+            subject__in=[d.subject for d in done]
+        ).exclude(state=SchemaSubjectSync.State.PROMOTED).delete()
+
+
+# --- promote: the subjects go along -------------------------------------------------------
+
+
+def release_subjects(mirrors: list[MirrorTopic], actor: audit.Actor) -> None:
+    """The mirrors were promoted (or failed over): their subjects on the destination leave
+    IMPORT mode, so producers can register new versions there, and are no longer synced. A
+    registry that does not answer now is tried again at each sync run; the topics stay
+    promoted whatever happens here."""
+    for mirror in mirrors:
+        link = mirror.link
+        if not enabled(link):
+            continue
+        rows = link.schema_syncs.filter(subject__in=topic_subjects(mirror.source_topic))
+        subjects = sorted(rows.values_list("subject", flat=True))
+        if not subjects:
+            continue
+        rows.update(
+            state=SchemaSubjectSync.State.PROMOTED,
+            message=_NOT_WRITABLE_YET,
+            changed_at=timezone.now(),
+        )
+        audit.record(
+            actor,
+            "schema.subjects_promoted",
+            f"link {link.name}",
+            after={"topic": mirror.mirror_topic, "subjects": subjects},
+        )
+        try:
+            _make_writable(link, registries(link)[1], subjects)
+        except (ReplicationError, SchemaRegistryError) as exc:
+            log.warning("Subjects %s stay in IMPORT mode for now: %s", ", ".join(subjects), exc)
+
+
+_NOT_WRITABLE_YET = (
+    "Promoted with its topic; still in IMPORT mode on the destination (its registry did not "
+    "answer): tried again at each sync."
+)
+_WRITABLE = "Promoted with its topic: writable on the destination, no longer synced."
+
+
+def _make_writable(link: ClusterLink, destination: SchemaRegistry, subjects: list[str]) -> None:
+    for subject in subjects:
+        if destination.mode(subject) != READWRITE:
+            destination.set_mode(READWRITE, subject)
+        link.schema_syncs.filter(subject=subject).update(message=_WRITABLE)
+        log.info("Schema subject %s is writable on the destination now (promoted)", subject)
+
+
+def _release_promoted(link: ClusterLink, destination: SchemaRegistry) -> None:
+    """Make writable the promoted subjects a registry did not answer for at the promote."""
+    waiting = link.schema_syncs.filter(
+        state=SchemaSubjectSync.State.PROMOTED, message=_NOT_WRITABLE_YET
+    )
+    _make_writable(link, destination, list(waiting.values_list("subject", flat=True)))

@@ -29,7 +29,7 @@ from infra import processes
 from infra.kafka_admin import KafkaAdmin
 from spark_jobs import control, launch, translation
 
-from . import link_states, read_only, redis_channel
+from . import link_states, read_only, redis_channel, schema_links
 from .connections import destination_admin
 from .mirror_states import COPYING
 from .models import ClusterLink, MergeFlow
@@ -165,12 +165,16 @@ def _generation_key(link_id: str) -> str:
 
 def link_spec(link: ClusterLink) -> dict:
     """What the engine needs to run a link: where to read, where to write."""
-    return {
+    spec = {
         "link_id": str(link.link_id),
         "link_name": link.name,
         "source": link.source_client_config(),
         "destination": link.destination.connection_config(),
     }
+    schemas = schema_links.engine_spec(link)
+    if schemas:
+        spec["schemas"] = schemas  # records wait for their schemas (spark_jobs.schema_gate)
+    return spec
 
 
 def _publish_link(link: ClusterLink, r: redis.Redis, run: bool) -> None:
@@ -593,6 +597,15 @@ def progress(link: ClusterLink) -> Progress:
     # An engine that is not running writes nothing, whatever its last heartbeat said.
     writing = heartbeat.get("mirrors", ()) if _running() else ()
     return Progress(reported, heartbeat.get("fetched_at_ms", 0), frozenset(writing))
+
+
+def schema_waits(link: ClusterLink) -> list[int]:
+    """The schema ids the link's held partitions wait for (see `spark_jobs.schema_gate`)."""
+    try:
+        heartbeat = control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}
+    except redis.RedisError:
+        return []
+    return heartbeat.get("schema_waits", []) if _running() else []
 
 
 def fail_link(link: ClusterLink, message: str) -> bool:

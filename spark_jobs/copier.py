@@ -16,6 +16,8 @@ Exactly once without changing the brokers:
 - Never two writers: a copier writes only while its slot hears from the control channel and
   the slot's epoch is current (see `docs/mirror-engine.md`, "No zombie writes"); the first
   record written to a partition after each (re)start is checked to land at the offset expected.
+- No record before its schema, for a link that syncs schemas (`schema_gate`): a partition
+  whose next record names a schema id the destination's registry lacks holds at that record.
 - Nothing an earlier writer sent surfaces later: a partition whose last writer did not end
   cleanly (killed, cut off, reset) starts only once the destination has settled every record
   that writer may have had in flight (`settle_s`), so its end offset is where it really ends.
@@ -35,7 +37,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import merging, reading, translation
+from . import merging, reading, schema_gate, translation
 
 log = logging.getLogger("spark_jobs.copier")
 
@@ -50,6 +52,7 @@ QUIET_POLLS = 4
 DRAIN_S = 30.0  # the longest a copier waits for its queued records to be delivered
 SETTLE_MARGIN_S = 2.0  # beyond the destination's own bound, for its fetches and elections
 MAX_RESETS = 6  # trouble this many times in a row without copying a record: the copier fails
+HOLD_CHECK_S = 0.5  # how often a partition held for a schema looks whether it came
 REPORT_S = 1.0  # how often a copier refreshes its report when something changed
 IDLE_REPORT_S = 5.0  # and when nothing did
 
@@ -77,6 +80,15 @@ class Fenced(RuntimeError):
     channel went quiet."""
 
 
+@dataclass
+class Hold:
+    """A partition held at a record whose schema the destination's registry lacks."""
+
+    offset: int  # the source offset of that record
+    waiting: dict[int, str]  # schema id: why it waits
+    since_ms: int
+
+
 @dataclass(eq=False)  # one per partition start: compared by identity
 class Cursor:
     """One mirror partition the copier copies."""
@@ -89,6 +101,7 @@ class Cursor:
     next_source: int  # the source offset expected next
     dest_next: int  # the destination offset the next record gets
     verify: bool = True  # check where the first records after a (re)start land
+    hold: Hold | None = None
 
     @property
     def ident(self) -> tuple[str, str, int]:
@@ -134,6 +147,9 @@ class Copier:
         self.flows: dict[str, merging.FlowCopy] = {}
         self.runs: dict[tuple[str, str, int], translation.Runs] = {}  # kept across resets
         self.known: set[str] = set()  # source topics whose metadata the consumer has
+        schemas = spec.get("schemas")
+        self.gate = schema_gate.Gate(schemas) if schemas else None
+        self.holds_checked = 0.0
         self.done = False
         self.counters = Counters()
         self.version = -1  # the assignment version applied
@@ -217,6 +233,7 @@ class Copier:
         }
         removed = [c for c in self.cursors.values() if c.ident not in wanted]
         if removed:
+            self.unpause(removed)
             self.drain()
             self.slot.writing(
                 [self.writer_name(c.topic_id, c.partition) for c in removed], cleanly_ended=True
@@ -352,8 +369,11 @@ class Copier:
         # Whole milliseconds, rounded up: the client truncates the timeout to them, and a wait
         # cut short of the next report would spin on zero-length polls until it is due.
         wait = math.ceil(max(self.next_report - time.monotonic(), 0) * 1000) / 1000
-        longest = WAIT_S if self.empty_polls < QUIET_POLLS else IDLE_WAIT_S
-        first = self.consumer.poll(min(longest, max(wait, 0.001)))
+        held = [c for c in self.cursors.values() if c.hold is not None]
+        if held and time.monotonic() - self.holds_checked >= HOLD_CHECK_S:
+            self.release(held)
+        quiet = self.empty_polls >= QUIET_POLLS and not held
+        first = self.consumer.poll(min(IDLE_WAIT_S if quiet else WAIT_S, max(wait, 0.001)))
         if first is None:
             self.empty_polls += 1
             self.check_deliveries()
@@ -364,25 +384,83 @@ class Copier:
         batch = [first, *self.consumer.consume(BATCH - 1, 0)]
         if self.ending or not self.slot.in_touch():
             return  # read, never written: the partitions start again from the destination
-        chosen, gaps = [], []
+        chosen, gaps = self.choose(batch)
+        if gaps:
+            self.store(gaps)
+        self.write(chosen)
+
+    def choose(self, batch: list) -> tuple[list, list]:
+        """The records to write, each with its cursor, and the gaps before them to store."""
+        chosen, gaps, gate = [], [], self.gate
         for msg in batch:
             if msg.error() is not None:
                 self.note_read_error(msg)
                 continue
             cursor = self.cursors.get((msg.topic(), msg.partition()))
-            if cursor is None:
-                continue  # a partition just taken off this copier
+            if cursor is None or cursor.hold is not None:
+                continue  # a partition just taken off this copier, or one held for a schema
             offset = msg.offset()
             if offset < cursor.next_source:
                 continue  # already in the destination
+            if gate is not None:
+                ids = schema_gate.schema_ids(msg.key(), msg.value())
+                if ids and not ids <= gate.passed and self.held(cursor, offset, ids):
+                    continue
             if offset != cursor.next_source:
                 gaps.append((cursor, translation.Entry(offset, cursor.dest_next)))
             cursor.next_source = offset + 1
             cursor.dest_next += 1
             chosen.append((cursor, msg))
-        if gaps:
-            self.store(gaps)
-        self.write(chosen)
+        return chosen, gaps
+
+    def held(self, cursor: Cursor, offset: int, ids: set[int]) -> bool:
+        """Hold the partition at this record if the destination lacks one of its schemas;
+        whether it did."""
+        waiting = self.gate.waiting(ids)
+        if not waiting:
+            return False
+        cursor.hold = Hold(offset, waiting, int(time.time() * 1000))
+        self.consumer.pause([TopicPartition(cursor.source, cursor.partition)])
+        self.holds_checked = time.monotonic()
+        log.info(
+            "Link %s: %s[%d] holds at source offset %d until the destination's registry has "
+            "schema id(s) %s: %s",
+            self.link_id,
+            cursor.mirror,
+            cursor.partition,
+            offset,
+            ", ".join(map(str, sorted(waiting))),
+            "; ".join(dict.fromkeys(waiting.values())),
+        )
+        return True
+
+    def release(self, held: list[Cursor]) -> None:
+        """Let each held partition go on from the record it held at, once its schemas came."""
+        self.holds_checked = time.monotonic()
+        for cursor in held:
+            cursor.hold.waiting = self.gate.waiting(set(cursor.hold.waiting))
+            if cursor.hold.waiting:
+                continue
+            log.info(
+                "Link %s: %s[%d] goes on from source offset %d: its schemas are in the "
+                "destination's registry",
+                self.link_id,
+                cursor.mirror,
+                cursor.partition,
+                cursor.hold.offset,
+            )
+            self.unpause([cursor], at=True)
+
+    def unpause(self, cursors: list[Cursor], at: bool = False) -> None:
+        """Resume held partitions (`at`: from the record each held at)."""
+        for cursor in cursors:
+            if cursor.hold is None:
+                continue
+            tp = TopicPartition(cursor.source, cursor.partition, cursor.hold.offset)
+            if at:
+                self.consumer.seek(tp)
+            self.consumer.resume([tp])
+            cursor.hold = None
 
     def write(self, chosen: list) -> None:
         producer = self.producer or self.new_producer()
@@ -558,6 +636,7 @@ class Copier:
             raise RuntimeError(f"failed {MAX_RESETS} times in a row: {self.error}")
         self.discard_producer()
         if self.cursors:
+            self.unpause(list(self.cursors.values()))
             self.consumer.incremental_unassign(
                 [TopicPartition(c.source, c.partition) for c in self.cursors.values()]
             )
@@ -606,7 +685,8 @@ class Copier:
         now = time.monotonic()
         self.next_report = now + REPORT_S
         flows = [(f.records, f.skipped, f.error) for f in self.flows.values()]
-        changed = (self.counters.records, self.version, len(self.cursors), self.error, flows)
+        holds = [(c.ident, sorted(c.hold.waiting)) for c in self.cursors.values() if c.hold]
+        changed = (self.counters.records, self.version, len(self.cursors), self.error, flows, holds)
         if not force and changed == self.reported_as and now < self.report_due:
             return
         self.reported_as, self.report_due = changed, now + IDLE_REPORT_S
@@ -626,8 +706,17 @@ class Copier:
                     "run": [last.source, last.destination],
                     "translated": c.runs.translated,
                     "next_source": c.next_source,
-                    "read_upto": max(positions.get(key, -1), c.next_source),
+                    # A held partition's reader may have fetched past the record it holds at.
+                    "read_upto": c.next_source
+                    if c.hold
+                    else max(positions.get(key, -1), c.next_source),
                 }
+                if c.hold:
+                    partitions[f"{c.partition}/{c.mirror}"]["schema_wait"] = {
+                        "offset": c.hold.offset,
+                        "ids": {str(i): why for i, why in sorted(c.hold.waiting.items())},
+                        "since_ms": c.hold.since_ms,
+                    }
         busy = self.cursors or self.flows
         state = "failed" if self.failure else "copying" if busy else "waiting"
         return {

@@ -517,6 +517,7 @@ class LinkRunner:
             "last_write_ms": last_write,
             "behind": behind,
             "flows": flows,
+            "schema_waits": planning.schema_waits(progress),
         }
         try:
             pipe = self.engine.redis.pipeline()

@@ -137,9 +137,10 @@ def mirror_progress(
     mirrors: Mapping[str, str],
 ) -> tuple[dict, bool, int, list[str]]:
     """From the copiers' reports: per mirror partition its offset run, whether offsets are
-        translated, the source's high watermark at the last fetch, how far the source was read
-    (past gaps: `read_upto`) and the offset read next (`next_source`);
-        whether any partition is behind its source; the last write; the copiers' errors."""
+    translated, the source's high watermark at the last fetch, how far the source was read
+    (past gaps: `read_upto`), the offset read next (`next_source`) and, if it holds for a
+    schema, what it waits for (`schema_wait`); whether any partition is behind its source; the
+    last write; the copiers' errors."""
     progress: dict[str, dict[str, dict]] = {}
     behind, last_write, errors = False, 0, []
     for report in filter(None, reports):
@@ -156,5 +157,19 @@ def mirror_progress(
                 "read_upto": p["read_upto"],
                 "next_source": p["next_source"],
             }
+            if "schema_wait" in p:
+                progress[mirror][partition]["schema_wait"] = p["schema_wait"]
             behind = behind or source_hw > p["read_upto"]
     return progress, behind, last_write, errors
+
+
+def schema_waits(progress: dict) -> list[int]:
+    """The schema ids held partitions wait for (see `schema_gate`)."""
+    return sorted(
+        {
+            int(i)
+            for partitions in progress.values()
+            for p in partitions.values()
+            for i in p.get("schema_wait", {}).get("ids", ())
+        }
+    )

@@ -23,8 +23,17 @@ _TONES = {
         "BEHIND_FLOW",
         "SKIPPED",
     },
-    "bad": {"FAILED", "UNAVAILABLE", "SOURCE_UNAVAILABLE"},
-    "plain": {"STOPPED", "REJECTED", "WITHDRAWN", "EXPIRED", "SUPERSEDED", "ENDED", "WAITING"},
+    "bad": {"FAILED", "UNAVAILABLE", "SOURCE_UNAVAILABLE", "CONFLICT"},
+    "plain": {
+        "STOPPED",
+        "REJECTED",
+        "WITHDRAWN",
+        "EXPIRED",
+        "SUPERSEDED",
+        "ENDED",
+        "WAITING",
+        "PROMOTED",
+    },
 }
 TONE = {state: tone for tone, states in _TONES.items() for state in states}
 # A scenario step that is PENDING or SKIPPED has not run (inert), unlike a pending request or

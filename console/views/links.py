@@ -116,6 +116,8 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
                 "schemas_enabled": schema_links.enabled(link),
                 "schemas_interval_ms": link.int_config("schema.sync.ms"),
                 "schemas_problem": link.sync_problems.get(syncers.SCHEMAS, ""),
+                "schemas_subjects": link.config("schema.subjects") or "",
+                "schemas_context": link.config("schema.context") or "",
                 "subjects": link.schema_syncs.all(),
             },
         },

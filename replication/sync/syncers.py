@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 
-from .. import links, mirrors, offset_sync, read_only, schema_links
+from .. import links, mirrors, offset_sync, read_only, schema_links, streams
 from ..connections import destination_admin, source_admin
 from ..errors import ReplicationError
 from ..mirror_states import SYNCED
@@ -53,16 +53,8 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
     check_due = _due(link.availability_checked_at, link.int_config("availability.check.ms"), now)
     metadata_due = _due(link.metadata_refreshed_at, link.int_config("metadata.max.age.ms"), now)
     configs_due = _due(link.configs_synced_at, link.int_config("topic.config.sync.ms"), now)
-    offsets_due = offset_sync.enabled(link) and _due(
-        link.offsets_synced_at, link.int_config("consumer.offset.sync.ms"), now
-    )
-    acls_due = acl_sync.enabled(link) and _due(
-        link.acls_synced_at, link.int_config("acl.sync.ms"), now
-    )
-    schemas_due = schema_links.enabled(link) and _due(
-        link.schemas_synced_at, link.int_config("schema.sync.ms"), now
-    )
-    work = metadata_due or configs_due or offsets_due or acls_due or schemas_due
+    offsets_due, acls_due, schemas_due, waited = _syncers_due(link, now)
+    work = metadata_due or configs_due or offsets_due or acls_due or schemas_due or waited
     if not (check_due or work):
         return
     source = source_admin(link)  # one client per end for all of this run's syncers
@@ -74,12 +66,7 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
     if link.state != ClusterLink.State.ACTIVE or not work or link.availability_failures:
         return
     destination = destination_admin(link)
-    if metadata_due:
-        refresh_metadata(link, now, source, destination)
-        if auto_mirrors.enabled(link):
-            _run(link, AUTO_CREATE, lambda: auto_mirrors.create_wanted(link, source))
-    if configs_due:
-        sync_topic_configs(link, now, source, destination)
+    _follow_topics(link, now, source, destination, metadata_due, configs_due)
     # Each marked as run before it runs: one that fails waits its interval, not a second.
     for due, stamp, syncer, work in (
         (
@@ -94,6 +81,41 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
         if due:
             ClusterLink.objects.filter(pk=link.pk).update(**{stamp: now})
             _run(link, syncer, work)
+    if waited:
+        _run(link, SCHEMAS, lambda: schema_links.sync_link_schemas(link, waited))
+
+
+def _follow_topics(
+    link: ClusterLink,
+    now: datetime,
+    source: KafkaAdmin,
+    destination: KafkaAdmin,
+    metadata_due: bool,
+    configs_due: bool,
+) -> None:
+    """Follow the source's metadata (mirroring new topics, if auto-create is on) and configs."""
+    if metadata_due:
+        refresh_metadata(link, now, source, destination)
+        if auto_mirrors.enabled(link):
+            _run(link, AUTO_CREATE, lambda: auto_mirrors.create_wanted(link, source))
+    if configs_due:
+        sync_topic_configs(link, now, source, destination)
+
+
+def _syncers_due(link: ClusterLink, now: datetime) -> tuple[bool, bool, bool, list[int]]:
+    """Whether offsets, ACLs and schemas are due, and the schema ids records wait for (synced
+    at once, not at the next interval)."""
+    offsets_due = offset_sync.enabled(link) and _due(
+        link.offsets_synced_at, link.int_config("consumer.offset.sync.ms"), now
+    )
+    acls_due = acl_sync.enabled(link) and _due(
+        link.acls_synced_at, link.int_config("acl.sync.ms"), now
+    )
+    schemas_due = schema_links.enabled(link) and _due(
+        link.schemas_synced_at, link.int_config("schema.sync.ms"), now
+    )
+    waited = schema_links.enabled(link) and not schemas_due and streams.schema_waits(link)
+    return offsets_due, acls_due, schemas_due, waited or []
 
 
 def _run(link: ClusterLink, syncer: str, work: Callable[[], object]) -> None:

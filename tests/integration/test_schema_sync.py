@@ -12,12 +12,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from devstack import kafka, registry
-from infra.schema_registry import SchemaVersion
+from infra.schema_registry import SchemaRegistry, SchemaVersion
 from replication import audit
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, ClusterLink, KafkaCluster, SchemaSubjectSync
 from replication.sync import syncers
-from tests.registries import DESTINATION, SOURCE, optional_ints
+from tests.registries import DESTINATION, SOURCE, optional_ints, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -98,3 +98,31 @@ def test_a_destination_without_a_registry_or_one_not_answering_is_said_until_a_r
     link = sync_now(link)
     assert syncers.SCHEMAS not in link.sync_problems
     assert DESTINATION.versions(f"{topic}-value") == [1]
+
+
+def test_subject_filters_and_a_context_choose_what_is_synced_and_where(
+    make_link, make_topic, topic_name
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 1)
+    group, context = unique_name(), unique_name()
+    wanted = [f"{topic}-value", f"{group}.a-value", f"{group}.b-key"]
+    for subject in [*wanted, f"{topic}-key", f"{group}-c-value"]:
+        SOURCE.register(SchemaVersion(subject, 0, 0, avro(subject, "a")), keep_id=False)
+    link = make_link(
+        {
+            "schema.sync.enable": "true",
+            "schema.subjects": f"{topic}-value,{group}.*",
+            "schema.context": context,
+        }
+    )
+
+    link = sync_now(link)
+
+    assert link.sync_problems == {}
+    in_context = SchemaRegistry(f"{registry.DESTINATION.url}/contexts/.{context}")
+    assert in_context.subjects() == sorted(wanted)  # the filters', whether mirrored or not
+    for subject in wanted:
+        assert in_context.version(subject, 1) == SOURCE.version(subject, 1)
+        assert in_context.mode(subject) == "IMPORT"
+        assert subject not in DESTINATION.subjects()  # the default context is left alone
+    assert {s.subject for s in SchemaSubjectSync.objects.filter(link=link)} == set(wanted)

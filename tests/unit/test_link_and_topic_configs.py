@@ -51,6 +51,9 @@ def test_a_jaas_login_becomes_librdkafka_credentials(settings):
         ({"mirror.start.offset.spec": "2026-11-21T09:00:00"}, "needs a time zone"),
         ({"availability.check.consecutive.failure.threshold": "0"}, "from 1 to 2147483647"),
         ({"connection.mode": "INBOUND"}, "connection.mode can only be OUTBOUND"),
+        ({"schema.subjects": "a*b"}, "a \\* may only end a name"),
+        ({"schema.subjects": " , "}, "names no subject"),
+        ({"schema.context": "dc 1"}, "may hold only letters"),
     ],
 )
 def test_configs_that_do_not_fit_together_are_refused(configs, expected):
@@ -65,6 +68,7 @@ def test_good_values_are_normalised():
             "cluster.link.paused": "TRUE",
             "mirror.start.offset.spec": "2026-11-21T09:00:00Z",
             "topic.config.sync.include": "retention.ms, segment.ms",
+            "schema.subjects": "orders-value, payments.* ,",
         }
     )
     assert config == {
@@ -72,6 +76,7 @@ def test_good_values_are_normalised():
         "cluster.link.paused": "true",
         "mirror.start.offset.spec": "2026-11-21T09:00:00Z",
         "topic.config.sync.include": "retention.ms,segment.ms",
+        "schema.subjects": "orders-value,payments.*",
     }
 
 

@@ -1,0 +1,70 @@
+"""No record before its schema: for a link that syncs schemas, a copier writes a record that
+names a schema (Confluent's wire format: a zero byte, then the schema id in four bytes, in its
+key or value) only once the destination's registry holds that id as the source's does. Until
+then the record's partition holds at that record, and the copier says which ids it waits for;
+the console's schema syncer brings them across within about a second (see
+`replication.schema_links`) and the partition goes on from the record it held at.
+
+Bytes that only look framed (a zero byte that is not the wire format) name an id the source's
+registry does not have: those pass, as does every id once checked.
+"""
+
+from __future__ import annotations
+
+from infra.schema_registry import SchemaRegistry, SchemaRegistryError, same_schema
+
+TIMEOUT_S = 2.0  # a lookup holds the copier's thread: a registry gone quiet must not hold it long
+
+
+def schema_ids(key: bytes | None, value: bytes | None) -> set[int]:
+    """The schema ids a record's key and value name in Confluent's wire format."""
+    return {
+        int.from_bytes(part[1:5], "big")
+        for part in (key, value)
+        if part is not None and len(part) >= 5 and part[0] == 0
+    }
+
+
+def registry(spec: dict) -> SchemaRegistry:
+    return SchemaRegistry(spec["url"], spec.get("username"), spec.get("password"), TIMEOUT_S)
+
+
+class Gate:
+    """The ids a copier may write: checked once each against both registries."""
+
+    def __init__(self, spec: dict):
+        self.source = registry(spec["source"])
+        self.destination = registry(spec["destination"])
+        self.passed: set[int] = set()
+
+    def waiting(self, ids: set[int]) -> dict[int, str]:
+        """Of `ids`, those the destination cannot decode yet, each with why."""
+        found = {}
+        for schema_id in ids - self.passed:
+            why = self.check(schema_id)
+            if why:
+                found[schema_id] = why
+            else:
+                self.passed.add(schema_id)
+        return found
+
+    def check(self, schema_id: int) -> str:
+        try:
+            wanted = self.source.schema(schema_id)
+        except SchemaRegistryError as exc:
+            if exc.status == 404:
+                return ""  # no schema of the source's: not the wire format after all
+            return f"the source's registry cannot say what it is: {exc}"
+        try:
+            there = self.destination.schema(schema_id)
+        except SchemaRegistryError as exc:
+            if exc.status == 404:
+                return "not in the destination's registry yet"
+            return f"the destination's registry cannot say whether it has it: {exc}"
+        same_type = (there.get("schemaType") or "AVRO") == (wanted.get("schemaType") or "AVRO")
+        if same_type and same_schema(there.get("schema", ""), wanted.get("schema", "")):
+            return ""
+        return (
+            "the destination's registry gives this id to a different schema (a conflict: see "
+            "the link's schema subjects)"
+        )

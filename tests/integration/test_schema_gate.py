@@ -1,0 +1,191 @@
+"""No record before its schema, and promote taking the subjects along, on the real clusters,
+registries and engine: a record naming a schema id the destination's registry lacks waits (and
+the mirror says so) while the rest copies; the sync brings the id at once and the record lands
+after it; a conflicting id holds its partition until resolved; a promoted topic's subjects
+become writable on the destination and are synced no more."""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from devstack import kafka
+from infra.schema_registry import SchemaRegistryError, SchemaVersion
+from replication import promote, streams
+from replication.lag import describe_mirror
+from replication.mirrors import create_mirror
+from replication.models import AuditEvent, ClusterLink, SchemaSubjectSync
+from replication.sync import syncers
+from tests.kafka_clients import produce
+from tests.mirror_checks import ACTOR, assert_exact_copy, eventually, read_all, run_until_copied
+from tests.registries import DESTINATION, SOURCE, optional_ints
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+RECENT = int(time.time() * 1000) - 600_000
+HOUR_MS = "3600000"  # no whole sync run during a test: only what records wait for is synced
+
+
+def framed(schema_id: int, payload: bytes) -> bytes:
+    """A record's bytes in Confluent's wire format: a zero byte, the schema id, the payload."""
+    return b"\x00" + schema_id.to_bytes(4, "big") + payload
+
+
+def beat(link: ClusterLink) -> None:
+    """One round of what the beat does for the link: supervise its stream, run due syncers."""
+    streams.supervise(link)
+    link.refresh_from_db()
+    syncers.sync_link(link, timezone.now())
+
+
+def waits(mirror) -> list[str]:
+    streams.supervise(mirror.link)
+    return describe_mirror(mirror).schema_waits
+
+
+def test_a_record_waits_for_its_new_schema_says_so_and_lands_only_after_it(
+    make_link, make_topic, topic_name
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 2)
+    link = make_link({"schema.sync.enable": "true", "schema.sync.ms": HOUR_MS})
+    ClusterLink.objects.filter(pk=link.pk).update(schemas_synced_at=timezone.now())
+    mirror = create_mirror(ACTOR, link, topic)
+    run_until_copied(link, [mirror])
+
+    # A producer registers a new schema and writes with it at once; records with no schema
+    # (and bytes that only look framed) go to the other partition.
+    schema_id = SOURCE.register(
+        SchemaVersion(f"{topic}-value", 0, 0, optional_ints(topic, "V", "a")), keep_id=False
+    )
+    records = [
+        {
+            "key": f"k{i}".encode(),
+            "value": framed(schema_id, f"payload-{i}".encode()),
+            "partition": 0,
+            "timestamp": RECENT + i,
+            "headers": [("n", str(i).encode())],
+        }
+        for i in range(20)
+    ]
+    records += [
+        {"key": None, "value": f"plain-{i}".encode(), "partition": 1, "timestamp": RECENT + i}
+        for i in range(10)
+    ]
+    records.append({"value": framed(2**31 - 7, b"not a registry's"), "partition": 1})
+    produce({"bootstrap.servers": kafka.SOURCE.bootstrap}, topic, records)
+
+    # Nothing syncs yet (the beat's syncers do not run): partition 0 holds at its first
+    # record, and the mirror says why; partition 1 copies.
+    said = eventually(lambda: waits(mirror), 60, "the mirror saying it waits for a schema")
+    assert said == [
+        f"Partition 0 holds at source offset 0 until the destination's schema registry has "
+        f"schema id {schema_id} (not in the destination's registry yet). The schema sync "
+        "brings it within seconds; a conflict waits until it is resolved on the destination's "
+        "registry."
+    ]
+    eventually(
+        lambda: len(read_all(kafka.DESTINATION.bootstrap, topic)) == 11,
+        60,
+        "partition 1 copied",
+    )
+    assert {r.partition for r in read_all(kafka.DESTINATION.bootstrap, topic)} == {1}
+    with pytest.raises(SchemaRegistryError):
+        DESTINATION.schema(schema_id)
+
+    # The beat's syncer sees the wait and syncs that schema at once (its interval is an hour).
+    def copied() -> bool:
+        beat(link)
+        return len(read_all(kafka.DESTINATION.bootstrap, topic)) == 31
+
+    eventually(copied, 60, "the held records copied once their schema came")
+    assert DESTINATION.schema(schema_id) == SOURCE.schema(schema_id)
+    assert DESTINATION.version(f"{topic}-value", 1) == SOURCE.version(f"{topic}-value", 1)
+    assert_exact_copy(topic, topic)
+    assert not waits(mirror)
+
+
+def test_a_conflicting_id_holds_its_partition_until_the_destination_gives_it_up(
+    make_link, make_topic, topic_name
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 1)
+    link = make_link({"schema.sync.enable": "true", "schema.sync.ms": HOUR_MS})
+    mirror = create_mirror(ACTOR, link, topic)
+    # The same id names one schema on the source and another on the destination.
+    schema_id = random.randrange(5_000_000, 6_000_000)
+    ours = SchemaVersion(f"{topic}-value", 1, schema_id, optional_ints(topic, "V", "a"))
+    theirs = SchemaVersion(f"{topic}-other", 1, schema_id, optional_ints(topic, "W", "b"))
+    for registry, version in ((SOURCE, ours), (DESTINATION, theirs)):
+        registry.set_mode("IMPORT", version.subject)
+        registry.register(version)
+    produce(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        topic,
+        [{"key": b"k", "value": framed(schema_id, b"x"), "timestamp": RECENT}],
+    )
+
+    def held_for_conflict() -> list[str]:
+        beat(link)
+        return [w for w in describe_mirror(mirror).schema_waits if "different schema" in w]
+
+    eventually(held_for_conflict, 90, "the partition held for the conflicting id")
+    row = SchemaSubjectSync.objects.get(link=link, subject=f"{topic}-value")
+    assert row.state == "CONFLICT" and f"id {schema_id}" in row.message
+    assert read_all(kafka.DESTINATION.bootstrap, topic) == []
+    assert DESTINATION.schema(schema_id)["schema"] == theirs.schema  # never overwritten
+
+    # Someone resolves it on the destination: the id is synced and the record lands.
+    DESTINATION.delete_version(theirs.subject, 1)
+    DESTINATION.delete_version(theirs.subject, 1, permanent=True)
+
+    def copied() -> bool:
+        beat(link)
+        return len(read_all(kafka.DESTINATION.bootstrap, topic)) == 1
+
+    eventually(copied, 60, "the record copied once the conflict was resolved")
+    assert_exact_copy(topic, topic)
+    assert DESTINATION.schema(schema_id)["schema"] == ours.schema
+
+
+def test_promote_makes_the_topics_subjects_writable_on_the_destination_and_stops_their_sync(
+    make_link, make_topic, topic_name, users
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 1)
+    SOURCE.register(
+        SchemaVersion(f"{topic}-value", 0, 0, optional_ints(topic, "V", "a")), keep_id=False
+    )
+    link = make_link({"schema.sync.enable": "true"})
+    mirror = create_mirror(ACTOR, link, topic)
+    run_until_copied(link, [mirror])
+    ClusterLink.objects.filter(pk=link.pk).update(schemas_synced_at=None)
+    syncers.sync_link(link, timezone.now())
+    assert DESTINATION.mode(f"{topic}-value") == "IMPORT"
+    with pytest.raises(SchemaRegistryError):  # producers cannot register there yet
+        DESTINATION.register(
+            SchemaVersion(f"{topic}-value", 0, 0, optional_ints(topic, "V", "a", "b")),
+            keep_id=False,
+        )
+
+    outcome = promote.stop_mirrors(ACTOR, link, [topic], promote.PROMOTE, wait=True)
+
+    assert outcome[0].error == ""
+    assert DESTINATION.mode(f"{topic}-value") == "READWRITE"
+    new_id = DESTINATION.register(
+        SchemaVersion(f"{topic}-value", 0, 0, optional_ints(topic, "V", "a", "b")), keep_id=False
+    )
+    assert DESTINATION.versions(f"{topic}-value") == [1, 2]
+    row = SchemaSubjectSync.objects.get(link=link, subject=f"{topic}-value")
+    assert row.state == "PROMOTED" and "writable on the destination" in row.message
+    event = AuditEvent.objects.get(action="schema.subjects_promoted")
+    assert event.after == {"topic": topic, "subjects": [f"{topic}-value"]}
+
+    # The next sync leaves it alone: neither back to IMPORT nor its new version deleted.
+    ClusterLink.objects.filter(pk=link.pk).update(schemas_synced_at=None)
+    link.refresh_from_db()
+    syncers.sync_link(link, timezone.now() + timedelta(hours=1))
+    assert DESTINATION.mode(f"{topic}-value") == "READWRITE"
+    assert DESTINATION.schema(new_id)
+    assert SchemaSubjectSync.objects.get(link=link, subject=f"{topic}-value").state == "PROMOTED"
