@@ -54,6 +54,7 @@ urlpatterns = [
     path(LINK, links.link_detail, name="link-detail"),
     path(LINK + "charts/", links.link_charts, name="link-charts"),
     path(LINK + "configs/", links.link_configs_alter, name="link-configs-alter"),
+    path(LINK + "schemas/sync/", links.link_schemas_sync, name="link-schemas-sync"),
     path(LINK + "filters/", link_filters.link_filters, name="link-filters"),
     path(LINK + "filters/preview/", link_filters.link_filters_preview, name="link-filters-preview"),
     path(LINK + "filters/save/", link_filters.link_filters_save, name="link-filters-save"),

@@ -9,8 +9,8 @@ import time
 from django.db.models import Count
 from django.utils import timezone
 
-from . import lag, merge_flows, streams, verification
-from .models import ClusterLink, GroupOffsetSync, MergeFlow, MirrorTopic
+from . import lag, merge_flows, schema_links, streams, verification
+from .models import ClusterLink, GroupOffsetSync, MergeFlow, MirrorTopic, SchemaSubjectSync
 
 _HELP = {
     "isthmus_link_state": ("gauge", "1 for the link's current state."),
@@ -34,7 +34,7 @@ _HELP = {
     ),
     "isthmus_link_sync_problem": (
         "gauge",
-        "1 while a syncer (consumer offsets, ACLs, auto-create) cannot do its work.",
+        "1 while a syncer (consumer offsets, ACLs, auto-create, schemas) cannot do its work.",
     ),
     "isthmus_link_offset_sync_groups": (
         "gauge",
@@ -45,6 +45,19 @@ _HELP = {
         "Seconds since the link's consumer offsets were last synced.",
     ),
     "isthmus_link_acl_sync_age_seconds": ("gauge", "Seconds since the link's ACLs were synced."),
+    "isthmus_link_schema_sync_age_seconds": (
+        "gauge",
+        "Seconds since the link's last whole schema sync run.",
+    ),
+    "isthmus_link_schema_subjects": (
+        "gauge",
+        "Schema subjects the link syncs, by state (IN_STEP, CONFLICT, FAILED, PROMOTED).",
+    ),
+    "isthmus_mirror_partition_schema_wait_seconds": (
+        "gauge",
+        "Seconds the mirror partition has held at a record whose schema the destination's "
+        "registry lacks.",
+    ),
     "isthmus_flow_state": ("gauge", "1 for the merge flow's current state."),
     "isthmus_flow_records_copied": ("gauge", "Records the merge flow copied since it started."),
     "isthmus_flow_records_skipped": (
@@ -132,6 +145,7 @@ def prometheus_text() -> str:
         for name, at in (
             ("isthmus_link_offset_sync_age_seconds", link.offsets_synced_at),
             ("isthmus_link_acl_sync_age_seconds", link.acls_synced_at),
+            ("isthmus_link_schema_sync_age_seconds", link.schemas_synced_at),
         ):
             if at is not None:
                 add(name, round((now - at).total_seconds(), 1), **ids)
@@ -145,7 +159,17 @@ def prometheus_text() -> str:
             destination=row["link__destination__name"],
             state=row["state"],
         )
+    subjects = SchemaSubjectSync.objects.values("link__name", "link__destination__name", "state")
+    for row in subjects.annotate(n=Count("id")).order_by():
+        add(
+            "isthmus_link_schema_subjects",
+            row["n"],
+            link=row["link__name"],
+            destination=row["link__destination__name"],
+            state=row["state"],
+        )
     _mirror_lags(add)
+    _schema_waits(add)
     _flows(add)
     lines = []
     for name, (kind, text) in _HELP.items():
@@ -169,6 +193,26 @@ def _flows(add) -> None:
             add("isthmus_flow_latency_seconds", found.latency_ms / 1000, **ids)
         for partition, reading in found.partitions.items():
             add("isthmus_flow_partition_lag", reading["lag"], **ids, partition=partition)
+
+
+def _schema_waits(add) -> None:
+    """Each mirror partition held for a schema (what the engine last said of it)."""
+    now_ms = time.time() * 1000
+    for link in ClusterLink.objects.select_related("destination"):
+        if not schema_links.enabled(link):
+            continue
+        for mirror, partitions in streams.progress(link).partitions.items():
+            for partition, reading in partitions.items():
+                wait = reading.get("schema_wait")
+                if wait:
+                    add(
+                        "isthmus_mirror_partition_schema_wait_seconds",
+                        round(max(0, now_ms - wait["since_ms"]) / 1000, 1),
+                        link=link.name,
+                        destination=link.destination.name,
+                        mirror=mirror,
+                        partition=partition,
+                    )
 
 
 def _mirror_lags(add) -> None:

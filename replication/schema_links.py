@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.utils import timezone
 
@@ -45,7 +46,7 @@ from infra.schema_registry import (
 )
 
 from . import audit
-from .errors import ReplicationError
+from .errors import ReplicationError, conflict
 from .models import ClusterLink, KafkaCluster, MirrorTopic, SchemaSubjectSync
 
 log = logging.getLogger(__name__)
@@ -361,6 +362,43 @@ def _keep(link: ClusterLink, done: list[SubjectSync], whole: bool) -> None:
         SchemaSubjectSync.objects.filter(link=link).exclude(
             subject__in=[d.subject for d in done]
         ).exclude(state=SchemaSubjectSync.State.PROMOTED).delete()
+
+
+def sync_soon(actor: audit.Actor, link: ClusterLink) -> None:
+    """Ask for a whole sync run now (the beat's syncers start it within a second)."""
+    action, target = "link.schema_sync_requested", f"link {link.name}"
+    with audit.refusals(actor, action, target):
+        if not enabled(link):
+            raise conflict(
+                f"Link {link.name} does not sync schemas: set schema.sync.enable=true on it first."
+            )
+        ClusterLink.objects.filter(pk=link.pk).update(schemas_synced_at=None)
+        audit.record(actor, action, target)
+
+
+@dataclass(frozen=True)
+class SchemaSyncStatus:
+    """How a link's schema sync stands: what the link page, the API, the CLI and /metrics show."""
+
+    enabled: bool
+    interval_ms: int
+    subject_filters: str  # "" for the mirrors' subjects
+    context: str  # "" for the default context
+    synced_at: datetime | None
+    problem: str  # what stops it, "" when nothing does
+    subjects: list[SchemaSubjectSync]
+
+
+def status(link: ClusterLink) -> SchemaSyncStatus:
+    return SchemaSyncStatus(
+        enabled(link),
+        link.int_config("schema.sync.ms"),
+        link.config("schema.subjects") or "",
+        link.config("schema.context") or "",
+        link.schemas_synced_at,
+        link.sync_problems.get(PROBLEM, ""),
+        list(link.schema_syncs.all()),
+    )
 
 
 # --- promote: the subjects go along -------------------------------------------------------

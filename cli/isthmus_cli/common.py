@@ -286,7 +286,9 @@ def configs_from(file: str | None, text: str | None) -> dict[str, str]:
 
 # A link or topic name as Kafka allows names, and the fixed words of the API's paths.
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
-_PATH_WORDS = re.compile(r"configs(:alter)?|mirrors(:[a-z]+(-[a-z]+)*)?|verifications|flows")
+_PATH_WORDS = re.compile(
+    r"configs(:alter)?|mirrors(:[a-z]+(-[a-z]+)*)?|verifications|flows|schemas(:sync)?"
+)
 
 
 def names(text: str | None) -> list[str]:

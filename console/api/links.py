@@ -23,10 +23,12 @@ from console.api.schemas import (
     KafkaLinkData,
     KafkaLinkDataList,
     LinkStream,
+    SchemaSubjectData,
+    SchemaSyncData,
     respond,
 )
 from infra.kafka_admin import kafka_uuid
-from replication import approvals, audit, link_configs, streams
+from replication import approvals, audit, link_configs, schema_links, streams
 from replication.links import (
     alter_link_configs,
     create_link,
@@ -214,3 +216,43 @@ def link_configs_alter(request, cluster_id, link_name):
         validate_only=flag(request, "validate_only"),
     )
     return no_content()
+
+
+def schema_sync_data(request, link: ClusterLink) -> SchemaSyncData:
+    found = schema_links.status(link)
+    return SchemaSyncData(
+        metadata=self_url(
+            request, f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}/schemas"
+        ),
+        link_name=link.name,
+        enabled=found.enabled,
+        interval_ms=found.interval_ms,
+        subject_filters=found.subject_filters or None,
+        context=found.context or None,
+        synced_at=found.synced_at.isoformat() if found.synced_at else None,
+        error_message=found.problem or None,
+        subjects=[
+            SchemaSubjectData(
+                subject=s.subject,
+                state=s.state,
+                versions=s.versions,
+                message=s.message or None,
+                synced_at=s.synced_at.isoformat(),
+                changed_at=s.changed_at.isoformat(),
+            )
+            for s in found.subjects
+        ],
+    )
+
+
+@endpoint(GET="console.view")
+def link_schemas(request, cluster_id, link_name):
+    return respond(schema_sync_data(request, get_link(cluster(cluster_id), link_name)))
+
+
+@endpoint(POST="link.manage")
+def link_schemas_sync(request, cluster_id, link_name):
+    found = get_link(cluster(cluster_id), link_name)
+    schema_links.sync_soon(audit.Actor.from_request(request), found)
+    found.refresh_from_db()
+    return respond(schema_sync_data(request, found), status=202)

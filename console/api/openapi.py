@@ -458,6 +458,31 @@ PATHS = {
             errors={404: NO_LINK},
         ),
     ),
+    LINK + "/schemas": path_item(
+        LINK + "/schemas",
+        get=operation(
+            "getSchemaSync",
+            LINKING_TAG,
+            "Describe the link's schema sync (*Isthmus*)",
+            "console.view",
+            ok(schemas.SchemaSyncData, "Its settings, its last run and each subject's state."),
+            description="Subjects go from the source cluster's schema registry to the "
+            "destination's under the same ids and versions (IMPORT mode there); a mirrored "
+            "record whose schema id the destination lacks waits for it.",
+            errors={404: NO_LINK},
+        ),
+    ),
+    LINK + "/schemas:sync": path_item(
+        LINK + "/schemas:sync",
+        post=operation(
+            "syncSchemasNow",
+            LINKING_TAG,
+            "Sync the link's schemas now (*Isthmus*)",
+            "link.manage",
+            ok(schemas.SchemaSyncData, "Asked for: a whole run starts within a second.", 202),
+            errors={404: NO_LINK, 409: "The link does not sync schemas (schema.sync.enable)."},
+        ),
+    ),
     LINK + "/configs:alter": path_item(
         LINK + "/configs:alter",
         put=operation(

@@ -17,7 +17,14 @@ from pydantic.json_schema import models_json_schema
 
 from replication import link_configs
 from replication.models import ApprovalRequest as ApprovalRequestModel
-from replication.models import ClusterLink, GroupOffsetSync, MergeFlow, MirrorTopic, Verification
+from replication.models import (
+    ClusterLink,
+    GroupOffsetSync,
+    MergeFlow,
+    MirrorTopic,
+    SchemaSubjectSync,
+    Verification,
+)
 
 REF = "#/components/schemas/{model}"
 
@@ -624,6 +631,40 @@ class MergeFlowDataList(Shape):
     data: list[MergeFlowData]
 
 
+class SchemaSubjectData(Shape):
+    """*Isthmus*: one subject a link syncs to its destination's schema registry."""
+
+    subject: str
+    state: one_of(SchemaSubjectSync.State.values) = Field(
+        description="IN_STEP: every source version is there under its id and version; "
+        "CONFLICT: the destination gives an id to another schema (never overwritten); FAILED: "
+        "a registry refused; PROMOTED: its topic was promoted, the subject is writable on the "
+        "destination and no longer synced."
+    )
+    versions: list[int] = Field(description="The versions in step on both registries.")
+    message: str | None
+    synced_at: str
+    changed_at: str
+
+
+class SchemaSyncData(Shape):
+    """*Isthmus*: a link's schema sync (link configs schema.sync.enable, schema.sync.ms,
+    schema.subjects, schema.context) and each subject's state."""
+
+    kind: Literal["SchemaSyncData"] = "SchemaSyncData"
+    metadata: ResourceMetadata
+    link_name: str
+    enabled: bool
+    interval_ms: int
+    subject_filters: str | None = Field(
+        description="Names and prefixes (ending in *); null: the subjects of the link's mirrors."
+    )
+    context: str | None = Field(description="The destination registry's context synced into.")
+    synced_at: str | None = Field(description="When the last whole run started.")
+    error_message: str | None = Field(description="What stops the sync, if anything does.")
+    subjects: list[SchemaSubjectData]
+
+
 class PlannedFlow(Shape):
     """*Isthmus*: a merge flow a Replicator configuration stands for."""
 
@@ -915,6 +956,7 @@ ANSWERS = (
     KafkaLinkDataList,
     KafkaLinkConfigData,
     KafkaLinkConfigDataList,
+    SchemaSyncData,
     KafkaMirrorData,
     KafkaMirrorDataList,
     MirrorVerification,

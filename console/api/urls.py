@@ -53,6 +53,8 @@ urlpatterns = [
     path(LINK + "configs", links.link_configs_list, name="api-link-configs"),
     path(LINK + "configs:alter", links.link_configs_alter, name="api-link-configs-alter"),
     path(LINK + "configs/<str:config_name>", links.link_config, name="api-link-config"),
+    path(LINK + "schemas", links.link_schemas, name="api-link-schemas"),
+    path(LINK + "schemas:sync", links.link_schemas_sync, name="api-link-schemas-sync"),
     path(LINK + "mirrors", mirrors.mirrors, name="api-mirrors"),
     *[
         path(

@@ -113,12 +113,7 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
                 "acl_problem": link.sync_problems.get(syncers.ACLS, ""),
                 "auto_enabled": auto_mirrors.enabled(link),
                 "auto_problem": link.sync_problems.get(syncers.AUTO_CREATE, ""),
-                "schemas_enabled": schema_links.enabled(link),
-                "schemas_interval_ms": link.int_config("schema.sync.ms"),
-                "schemas_problem": link.sync_problems.get(syncers.SCHEMAS, ""),
-                "schemas_subjects": link.config("schema.subjects") or "",
-                "schemas_context": link.config("schema.context") or "",
-                "subjects": link.schema_syncs.all(),
+                "schemas": schema_links.status(link),
             },
         },
         status=status,
@@ -145,6 +140,21 @@ def link_configs_alter(request, destination, name):
             return redirect("link-detail", destination, name)
     # The page again, with what was typed and what is wrong with it beside the form.
     return _detail(request, link, form, status=400)
+
+
+@require("link.manage")
+def link_schemas_sync(request, destination, name):
+    link = find_link(destination, name)
+    if request.method == "POST":  # the button is on the link's page
+        try:
+            schema_links.sync_soon(audit.Actor.from_request(request), link)
+        except ReplicationError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(
+                request, f"Schemas of link {link.name}: a sync starts within a second."
+            )
+    return redirect("link-detail", destination, name)
 
 
 @require("link.manage")

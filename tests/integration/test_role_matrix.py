@@ -39,6 +39,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import URLPattern, get_resolver, reverse
+from django.utils import timezone
 
 from devstack import kafka
 from devstack import registry as schema_registries
@@ -47,6 +48,7 @@ from isthmus_cli import configs as cli_configs
 from isthmus_cli import merge_flows as cli_merge_flows
 from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
+from isthmus_cli import schema_links as cli_schema_links
 from replication import (
     approvals,
     audit,
@@ -121,6 +123,7 @@ CLI_TOOLS = {
     "kafka-mirrors": cli_mirrors,
     "kafka-merge-flows": cli_merge_flows,
     "kafka-replica-status": cli_replica_status,
+    "kafka-schema-links": cli_schema_links,
 }
 
 
@@ -289,6 +292,15 @@ def a_link_with_the_config_set(w: World, user, allowed: bool) -> Target:
     return Target(link=w.link)
 
 
+def a_link_syncing_schemas(w: World, user, allowed: bool) -> Target:
+    """The link, syncing schemas, its last run just now (a sync asked for forgets it)."""
+    w.link.refresh_from_db()
+    if w.link.config("schema.sync.enable") != "true":
+        links.alter_link_configs(SETUP, w.link, {"schema.sync.enable": "true"})
+    ClusterLink.objects.filter(pk=w.link.pk).update(schemas_synced_at=timezone.now())
+    return Target(link=w.link)
+
+
 def an_active_link(w: World, user, allowed: bool) -> Target:
     return Target(link=w.mirrorless(LinkState.ACTIVE))
 
@@ -437,8 +449,8 @@ def console_answer(response) -> Answer:
 def api_answer(response) -> Answer:
     body = response.json() if response.content else {}
     status = response.status_code
-    if status == 202 and body.get("kind") == "MirrorVerificationList":
-        return Answer("done", status)  # verifications started, run by a worker
+    if status == 202 and body.get("kind") in ("MirrorVerificationList", "SchemaSyncData"):
+        return Answer("done", status)  # verifications or a schema sync started, by a worker
     if body.get("kind") == "ReplicatorImport" and body["flows"][0]["approval_request_id"]:
         return Answer("asked", status)  # each flow asked for in a request of its own
     if status == 202:
@@ -666,6 +678,14 @@ CONSOLE = [
                 "configs": f"bootstrap.servers={kafka.SOURCE.bootstrap}\ncluster.link.paused=true",
             },
         ),
+    ),
+    Row(
+        "link schemas sync",
+        "link-schemas-sync",
+        ("link.manage",),
+        "link.schema_sync_requested",
+        a_link_syncing_schemas,
+        lambda c, w, t: post(c, "link-schemas-sync", link_args(t)),
     ),
     Row(
         "link configs alter",
@@ -1080,6 +1100,14 @@ API = [
         asked_event="request.delete-link",
     ),
     Row(
+        "link schemas sync",
+        (LINK_PATH + "/schemas:sync", "POST"),
+        ("link.manage",),
+        "link.schema_sync_requested",
+        a_link_syncing_schemas,
+        lambda c, w, t: call(c, "POST", link_url(w, t, "/schemas:sync")),
+    ),
+    Row(
         "link configs alter",
         (LINK_PATH + "/configs:alter", "PUT"),
         ("link.manage",),
@@ -1354,6 +1382,14 @@ CLI = [
         asked_event="request.delete-link",
     ),
     Row(
+        "link schemas sync",
+        ("kafka-schema-links", "--sync"),
+        ("link.manage",),
+        "link.schema_sync_requested",
+        a_link_syncing_schemas,
+        lambda run, w, t: run("kafka-schema-links", *at(w), "--sync", "--link", t.link.name),
+    ),
+    Row(
         "link configs alter",
         ("kafka-configs", "--alter"),
         ("link.manage",),
@@ -1577,9 +1613,16 @@ def fingerprint() -> tuple:
             )
         ),
         sorted(
-            (name, state, json.dumps(configs, sort_keys=True), required, override)
-            for name, state, configs, required, override in ClusterLink.objects.values_list(
-                "name", "state", "configs", "approvals_required", "admin_may_override"
+            (name, state, json.dumps(configs, sort_keys=True), required, override, synced)
+            for name, state, configs, required, override, synced in (
+                ClusterLink.objects.values_list(
+                    "name",
+                    "state",
+                    "configs",
+                    "approvals_required",
+                    "admin_may_override",
+                    "schemas_synced_at",
+                )
             )
         ),
         sorted(

@@ -2,7 +2,12 @@
 registries and engine: a record naming a schema id the destination's registry lacks waits (and
 the mirror says so) while the rest copies; the sync brings the id at once and the record lands
 after it; a conflicting id holds its partition until resolved; a promoted topic's subjects
-become writable on the destination and are synced no more."""
+become writable on the destination and are synced no more, and after a reverse the old
+source's subjects are kept in IMPORT mode by the link's other half.
+
+The registries are shared with other tests: a test that has a producer register on the
+destination does it in a schema context of its own, whose ids come from a sequence of its own.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +16,20 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse as url_of
 from django.utils import timezone
 
-from devstack import kafka
-from infra.schema_registry import SchemaRegistryError, SchemaVersion
-from replication import promote, streams
+from devstack import kafka, registry
+from infra.schema_registry import SchemaRegistry, SchemaRegistryError, SchemaVersion
+from replication import metrics, promote, reverse, streams
 from replication.lag import describe_mirror
+from replication.links import peer_of
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, ClusterLink, SchemaSubjectSync
 from replication.sync import syncers
 from tests.kafka_clients import produce
 from tests.mirror_checks import ACTOR, assert_exact_copy, eventually, read_all, run_until_copied
-from tests.registries import DESTINATION, SOURCE, optional_ints
+from tests.registries import DESTINATION, SOURCE, optional_ints, unique_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -48,7 +55,7 @@ def waits(mirror) -> list[str]:
 
 
 def test_a_record_waits_for_its_new_schema_says_so_and_lands_only_after_it(
-    make_link, make_topic, topic_name
+    make_link, make_topic, topic_name, client_as
 ):
     topic = make_topic(kafka.SOURCE, topic_name, 2)
     link = make_link({"schema.sync.enable": "true", "schema.sync.ms": HOUR_MS})
@@ -95,6 +102,12 @@ def test_a_record_waits_for_its_new_schema_says_so_and_lands_only_after_it(
     assert {r.partition for r in read_all(kafka.DESTINATION.bootstrap, topic)} == {1}
     with pytest.raises(SchemaRegistryError):
         DESTINATION.schema(schema_id)
+    page = client_as("viewer").get(url_of("mirror-detail", args=["destination", topic]))
+    assert "waiting for a schema" in page.content.decode()
+    assert (
+        "isthmus_mirror_partition_schema_wait_seconds"
+        f'{{link="{link.name}",destination="destination",mirror="{topic}",partition="0"}}'
+    ) in metrics.prometheus_text()
 
     # The beat's syncer sees the wait and syncs that schema at once (its interval is an hour).
     def copied() -> bool:
@@ -118,9 +131,9 @@ def test_a_conflicting_id_holds_its_partition_until_the_destination_gives_it_up(
     schema_id = random.randrange(5_000_000, 6_000_000)
     ours = SchemaVersion(f"{topic}-value", 1, schema_id, optional_ints(topic, "V", "a"))
     theirs = SchemaVersion(f"{topic}-other", 1, schema_id, optional_ints(topic, "W", "b"))
-    for registry, version in ((SOURCE, ours), (DESTINATION, theirs)):
-        registry.set_mode("IMPORT", version.subject)
-        registry.register(version)
+    for held_by, version in ((SOURCE, ours), (DESTINATION, theirs)):
+        held_by.set_mode("IMPORT", version.subject)
+        held_by.register(version)
     produce(
         {"bootstrap.servers": kafka.SOURCE.bootstrap},
         topic,
@@ -154,38 +167,83 @@ def test_promote_makes_the_topics_subjects_writable_on_the_destination_and_stops
     make_link, make_topic, topic_name, users
 ):
     topic = make_topic(kafka.SOURCE, topic_name, 1)
-    SOURCE.register(
-        SchemaVersion(f"{topic}-value", 0, 0, optional_ints(topic, "V", "a")), keep_id=False
-    )
-    link = make_link({"schema.sync.enable": "true"})
+    subject = f"{topic}-value"
+    SOURCE.register(SchemaVersion(subject, 0, 0, optional_ints(topic, "V", "a")), keep_id=False)
+    # In a context of the test's own: the ids a producer is given there after the promote come
+    # from that context's own sequence, never from one other tests' schemas are synced into.
+    context = unique_name()
+    there = SchemaRegistry(f"{registry.DESTINATION.url}/contexts/.{context}")
+    link = make_link({"schema.sync.enable": "true", "schema.context": context})
     mirror = create_mirror(ACTOR, link, topic)
     run_until_copied(link, [mirror])
     ClusterLink.objects.filter(pk=link.pk).update(schemas_synced_at=None)
     syncers.sync_link(link, timezone.now())
-    assert DESTINATION.mode(f"{topic}-value") == "IMPORT"
+    assert there.mode(subject) == "IMPORT"
+    second = SchemaVersion(subject, 0, 0, optional_ints(topic, "V", "a", "b"))
     with pytest.raises(SchemaRegistryError):  # producers cannot register there yet
-        DESTINATION.register(
-            SchemaVersion(f"{topic}-value", 0, 0, optional_ints(topic, "V", "a", "b")),
-            keep_id=False,
-        )
+        there.register(second, keep_id=False)
 
     outcome = promote.stop_mirrors(ACTOR, link, [topic], promote.PROMOTE, wait=True)
 
     assert outcome[0].error == ""
-    assert DESTINATION.mode(f"{topic}-value") == "READWRITE"
-    new_id = DESTINATION.register(
-        SchemaVersion(f"{topic}-value", 0, 0, optional_ints(topic, "V", "a", "b")), keep_id=False
-    )
-    assert DESTINATION.versions(f"{topic}-value") == [1, 2]
-    row = SchemaSubjectSync.objects.get(link=link, subject=f"{topic}-value")
+    assert there.mode(subject) == "READWRITE"
+    new_id = there.register(second, keep_id=False)
+    assert there.versions(subject) == [1, 2]
+    row = SchemaSubjectSync.objects.get(link=link, subject=subject)
     assert row.state == "PROMOTED" and "writable on the destination" in row.message
     event = AuditEvent.objects.get(action="schema.subjects_promoted")
-    assert event.after == {"topic": topic, "subjects": [f"{topic}-value"]}
+    assert event.after == {"topic": topic, "subjects": [subject]}
 
     # The next sync leaves it alone: neither back to IMPORT nor its new version deleted.
     ClusterLink.objects.filter(pk=link.pk).update(schemas_synced_at=None)
     link.refresh_from_db()
     syncers.sync_link(link, timezone.now() + timedelta(hours=1))
-    assert DESTINATION.mode(f"{topic}-value") == "READWRITE"
-    assert DESTINATION.schema(new_id)
-    assert SchemaSubjectSync.objects.get(link=link, subject=f"{topic}-value").state == "PROMOTED"
+    assert there.mode(subject) == "READWRITE"
+    assert there.schema(new_id)
+    assert SchemaSubjectSync.objects.get(link=link, subject=subject).state == "PROMOTED"
+
+
+def test_after_a_reverse_the_new_primary_is_writable_and_the_old_sources_subjects_import(
+    bidirectional, make_topic, topic_name
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 1)
+    subject = f"{topic}-value"
+    first = SOURCE.register(
+        SchemaVersion(subject, 0, 0, optional_ints(topic, "V", "a")), keep_id=False
+    )
+    produce(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        topic,
+        [{"value": framed(first, b"one"), "timestamp": RECENT}],
+    )
+    link = bidirectional(**{"schema.sync.enable": "true", "schema.sync.ms": HOUR_MS})
+    peer = peer_of(link)
+    assert peer.config("schema.sync.enable") == "true"
+    create_mirror(ACTOR, link, topic)
+
+    def copied(over: ClusterLink, bootstrap: str, count: int):
+        def check() -> bool:
+            beat(over)
+            return len(read_all(bootstrap, topic)) == count
+
+        return check
+
+    eventually(copied(link, kafka.DESTINATION.bootstrap, 1), 90, "the first record copied")
+    assert DESTINATION.mode(subject) == "IMPORT"
+    assert SOURCE.mode(subject) == "READWRITE"
+
+    (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic], reverse.START, wait=True)
+
+    assert outcome.error == ""
+    assert DESTINATION.mode(subject) == "READWRITE"  # the new primary's producers register
+    produce(
+        {"bootstrap.servers": kafka.DESTINATION.bootstrap},
+        topic,
+        [{"value": framed(first, b"two"), "timestamp": RECENT + 1}],
+    )
+    # The old source now mirrors it: the other half's next sync puts its subject in IMPORT.
+    ClusterLink.objects.filter(pk=peer.pk).update(schemas_synced_at=None)
+    eventually(copied(peer, kafka.SOURCE.bootstrap, 2), 90, "the new record copied back")
+    assert SOURCE.mode(subject) == "IMPORT"
+    assert SchemaSubjectSync.objects.get(link=peer, subject=subject).state == "IN_STEP"
+    assert read_all(kafka.SOURCE.bootstrap, topic) == read_all(kafka.DESTINATION.bootstrap, topic)

@@ -126,3 +126,39 @@ def test_subject_filters_and_a_context_choose_what_is_synced_and_where(
         assert in_context.mode(subject) == "IMPORT"
         assert subject not in DESTINATION.subjects()  # the default context is left alone
     assert {s.subject for s in SchemaSubjectSync.objects.filter(link=link)} == set(wanted)
+
+
+def test_the_api_shows_each_subjects_state_and_asks_for_a_sync_which_a_link_without_refuses(
+    make_link, make_topic, topic_name, client_as
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 1)
+    SOURCE.register(SchemaVersion(f"{topic}-value", 0, 0, avro(topic, "a")), keep_id=False)
+    link = make_link({"schema.sync.enable": "true", "schema.subjects": f"{topic}-*"})
+    link = sync_now(link)
+    path = f"/kafka/v3/clusters/{link.destination.cluster_id}/links/{link.name}/schemas"
+
+    found = client_as("viewer").get(path).json()
+
+    assert (found["kind"], found["enabled"], found["subject_filters"]) == (
+        "SchemaSyncData",
+        True,
+        f"{topic}-*",
+    )
+    assert [(s["subject"], s["state"], s["versions"]) for s in found["subjects"]] == [
+        (f"{topic}-value", "IN_STEP", [1])
+    ]
+    operator = client_as("operator")
+    asked = operator.post(f"{path}:sync", content_type="application/json")
+    assert asked.status_code == 202 and asked.json()["synced_at"] is None
+    assert AuditEvent.objects.filter(action="link.schema_sync_requested", result="ok").exists()
+
+    plain = make_link(name=f"{link.name}-plain")
+    refused = operator.post(
+        f"/kafka/v3/clusters/{plain.destination.cluster_id}/links/{plain.name}/schemas:sync",
+        content_type="application/json",
+    )
+    assert refused.status_code == 409
+    assert refused.json()["message"] == (
+        f"Link {plain.name} does not sync schemas: set schema.sync.enable=true on it first."
+    )
+    assert AuditEvent.objects.filter(action="link.schema_sync_requested", result="refused").exists()
