@@ -7,12 +7,21 @@ from .active_active import ACTIVE_ACTIVE
 from .moves import DISASTER_RECOVERY, MIGRATION
 from .round_trip import DR_ROUND_TRIP
 from .runner import Scenario
+from .schemas import SCHEMA_LINKING
 from .share_data import SHARE_DATA
 from .swap import SWAP
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
-    for s in [SHARE_DATA, DISASTER_RECOVERY, MIGRATION, SWAP, DR_ROUND_TRIP, ACTIVE_ACTIVE]
+    for s in [
+        SHARE_DATA,
+        DISASTER_RECOVERY,
+        MIGRATION,
+        SWAP,
+        DR_ROUND_TRIP,
+        ACTIVE_ACTIVE,
+        SCHEMA_LINKING,
+    ]
 }
 
 

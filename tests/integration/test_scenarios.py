@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
+from infra.schema_registry import SUBJECT_NOT_FOUND, SchemaRegistryError
 from replication import merge_flows, streams
 from replication.audit import Actor
 from replication.errors import ReplicationError
@@ -24,6 +25,7 @@ from tests import leftovers
 from tests.conftest import admin_config
 from tests.kafka_clients import ordinary, produce, run_tool
 from tests.mirror_checks import eventually
+from tests.registries import DESTINATION, SOURCE
 
 pytestmark = pytest.mark.integration
 
@@ -346,3 +348,26 @@ def test_dr_round_trip_fails_over_restores_and_reverses_back_twice_reading_every
         _left_nothing(run)
         source_topics = KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names()
         assert not [t for t in source_topics if t.startswith(run.names["topic"])]
+
+
+def test_schema_linking_decodes_every_avro_record_on_dc2_as_the_schema_evolves_twice_in_a_row(
+    transactional_db, celery_worker, registered_clusters
+):
+    for attempt in range(2):  # names of its own each time, and nothing left between
+        run, printed = _run("schema-linking", leftovers.unique_name(f"sl{attempt}"))
+
+        assert run.status == ScenarioRun.Status.PASSED, printed
+        steps = {s.title: s for s in run.steps.all()}
+        seen = steps["Consume them on dc2 as the schema evolves"].seen
+        assert "then, without a restart, 10 of the new version's id" in seen, seen
+        compared = steps["Compare the registries"].seen
+        assert "on both registries, IMPORT mode on dc2; the link shows it IN_STEP" in compared
+        assert run.cleanup == ""
+        assert not ClusterLink.objects.filter(name=run.names["link"]).exists()
+        for node in kafka.NODES:
+            assert run.names["topic"] not in KafkaAdmin(admin_config(node)).list_topic_names()
+        subject = f"{run.names['topic']}-value"
+        for held_by in (SOURCE, DESTINATION):  # its versions deleted for good on both
+            with pytest.raises(SchemaRegistryError) as gone:
+                held_by.versions(subject, deleted=True)
+            assert gone.value.code == SUBJECT_NOT_FOUND
