@@ -44,7 +44,17 @@ LINK_SCALE = Section("link-scale")
 BULK_FAILOVER = Section("bulk-failover")
 SOAK = Section("soak")
 MERGE_FLOWS = Section("merge-flows")
-SECTIONS = [OFFSET_SYNC, LIST_PAGES, FAILBACK, LINK_SCALE, BULK_FAILOVER, SOAK, MERGE_FLOWS]
+SCHEMA_SYNC = Section("schema-sync")
+SECTIONS = [
+    OFFSET_SYNC,
+    LIST_PAGES,
+    FAILBACK,
+    LINK_SCALE,
+    BULK_FAILOVER,
+    SOAK,
+    MERGE_FLOWS,
+    SCHEMA_SYNC,
+]
 
 
 def keep_all(old: str, new: str) -> str:

@@ -94,6 +94,23 @@ class SchemaRegistry:
         )
         return _schema_version(found)
 
+    def listing(self, deleted: bool = False, page: int = 1000) -> list[SchemaVersion]:
+        """Every version of every subject (soft-deleted ones too when asked), read a page at
+        a time: what a sync compares, in a few requests whatever the number of subjects."""
+        found: list[SchemaVersion] = []
+        while True:
+            got = self._call(
+                "GET",
+                "/schemas",
+                "list the schemas",
+                deleted=deleted,
+                offset=len(found),
+                limit=page,
+            )
+            found += [_schema_version(v) for v in got or ()]
+            if len(got or ()) < page:
+                return found
+
     def schema(self, schema_id: int) -> dict:
         """The schema an id names: {"schema", "schemaType", "references"}."""
         return self._call("GET", f"/schemas/ids/{schema_id}", f"read schema id {schema_id}")

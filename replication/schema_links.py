@@ -30,7 +30,6 @@ there. When the topic is mirrored again (a failback), the link's sync puts them 
 
 from __future__ import annotations
 
-import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -73,18 +72,38 @@ class SubjectSync:
         return not self.conflicts and not self.error
 
 
-class _Source:
-    """The source registry as one run reads it: each subject's version lists and each version
-    (soft-deleted ones too) read once."""
+class Snapshot:
+    """A registry as one run reads it: every version of every subject, soft-deleted ones too,
+    in two listings (a few requests, whatever the number of subjects). What the run writes is
+    added as it goes; what it deletes is confirmed first with the registry itself (`confirm`),
+    since a listing read a page at a time may miss a version registered meanwhile."""
 
     def __init__(self, registry: SchemaRegistry):
-        self.versions = functools.cache(lambda subject: _versions(registry, subject))
-        self.version = functools.cache(
-            lambda subject, number: registry.version(subject, number, deleted=True)
-        )
+        self.registry = registry
+        self.every: dict[str, dict[int, SchemaVersion]] = {}
+        self.by_id: dict[int, SchemaVersion] = {}
+        for version in registry.listing(deleted=True):
+            self.add(version)
+        self.live = {(v.subject, v.version) for v in registry.listing()}
+
+    def add(self, version: SchemaVersion) -> None:
+        self.every.setdefault(version.subject, {})[version.version] = version
+        self.by_id.setdefault(version.id, version)
+
+    def versions(self, subject: str) -> tuple[list[int], list[int]]:
+        """(every version, soft-deleted ones included; the live ones)."""
+        every = sorted(self.every.get(subject, ()))
+        return every, [n for n in every if (subject, n) in self.live]
+
+    def version(self, subject: str, number: int) -> SchemaVersion:
+        return self.every[subject][number]
+
+    def confirm(self, subject: str) -> tuple[list[int], list[int]]:
+        """The subject's versions as the registry says now."""
+        return _versions(self.registry, subject)
 
 
-def referenced(source: _Source, subjects: list[str]) -> list[str]:
+def referenced(source: Snapshot, subjects: list[str]) -> list[str]:
     """`subjects` and every subject their versions reference, each after those it references
     (so a reference is registered before what refers to it)."""
     ordered: list[str] = []
@@ -109,12 +128,15 @@ def sync_subjects(
 ) -> list[SubjectSync]:
     """Bring each subject (and those it references) in step on the destination. A registry
     that refuses a subject fails that subject alone; one that does not answer, the run."""
+    return sync_read(Snapshot(source), Snapshot(destination), subjects)
+
+
+def sync_read(source: Snapshot, destination: Snapshot, subjects: list[str]) -> list[SubjectSync]:
     done = []
-    read = _Source(source)
-    for subject in referenced(read, subjects):
+    for subject in referenced(source, subjects):
         result = SubjectSync(subject)
         try:
-            _sync(read, destination, result)
+            _sync(source, destination, result)
         except SchemaRegistryError as exc:
             if exc.status is None:  # no answer at all: the next subjects would only wait too
                 raise
@@ -141,25 +163,17 @@ def _versions(registry: SchemaRegistry, subject: str) -> tuple[list[int], list[i
     return every, live
 
 
-def _sync(source: _Source, destination: SchemaRegistry, result: SubjectSync) -> None:
-    subject = result.subject
+def _sync(source: Snapshot, destination: Snapshot, result: SubjectSync) -> None:
+    subject, there = result.subject, destination.registry
     source_every, source_live = source.versions(subject)
-    there_every, there_live = _versions(destination, subject)
-    if source_every and destination.mode(subject) != IMPORT:
-        destination.set_mode(IMPORT, subject, force=bool(there_every))
+    there_every, there_live = destination.versions(subject)
+    if source_every and there.mode(subject) != IMPORT:
+        there.set_mode(IMPORT, subject, force=bool(there_every))
     for number in source_every:
         if not _follow(source, destination, result, number, there_every, there_live):
             break  # later versions may build on this one: they wait
-        if number not in source_live and number in there_live:
-            destination.delete_version(subject, number)
-            result.soft_deleted.append(number)
         result.versions.append(number)
-    gone = sorted(set(there_every) - set(source_every))
-    for number in [] if result.conflicts else gone:
-        if number in there_live:  # deleted for good on the source: soft first, as Kafka's rule
-            destination.delete_version(subject, number)
-        destination.delete_version(subject, number, permanent=True)
-        result.deleted.append(number)
+    _follow_deletes(source, destination, result, there_every, there_live)
     if result.registered or result.soft_deleted or result.deleted:
         log.info(
             "Schema subject %s: registered %s, soft-deleted %s, deleted %s",
@@ -170,9 +184,38 @@ def _sync(source: _Source, destination: SchemaRegistry, result: SubjectSync) -> 
         )
 
 
+def _follow_deletes(
+    source: Snapshot,
+    destination: Snapshot,
+    result: SubjectSync,
+    there_every: list[int],
+    there_live: list[int],
+) -> None:
+    """Versions soft-deleted on the source are soft-deleted on the destination, and those
+    deleted there for good too, once the source itself confirms it (not a listing)."""
+    subject, there = result.subject, destination.registry
+    source_every, source_live = source.versions(subject)
+    soft = [n for n in result.versions if n not in source_live and n in there_live]
+    gone = [] if result.conflicts else sorted(set(there_every) - set(source_every))
+    if not (soft or gone):
+        return
+    source_every, source_live = source.confirm(subject)
+    for number in soft:
+        if number not in source_live:
+            there.delete_version(subject, number)
+            result.soft_deleted.append(number)
+    for number in gone:
+        if number in source_every:
+            continue
+        if number in there_live:  # deleted for good on the source: soft first, as Kafka's rule
+            there.delete_version(subject, number)
+        there.delete_version(subject, number, permanent=True)
+        result.deleted.append(number)
+
+
 def _follow(
-    source: _Source,
-    destination: SchemaRegistry,
+    source: Snapshot,
+    destination: Snapshot,
     result: SubjectSync,
     number: int,
     there_every: list[int],
@@ -182,7 +225,7 @@ def _follow(
     (a conflict noted) where the destination holds something else."""
     wanted = source.version(result.subject, number)
     if number in there_every:
-        have = destination.version(result.subject, number, deleted=True)
+        have = destination.version(result.subject, number)
         if have.id == wanted.id and same_schema(have.schema, wanted.schema):
             return True
         result.conflicts.append(
@@ -194,24 +237,19 @@ def _follow(
     if clash:
         result.conflicts.append(clash)
         return False
-    destination.register(wanted)
+    destination.registry.register(wanted)
+    destination.add(wanted)
     result.registered.append(number)
     there_every.append(number)
     there_live.append(number)
     return True
 
 
-def _clash(destination: SchemaRegistry, wanted: SchemaVersion) -> str:
+def _clash(destination: Snapshot, wanted: SchemaVersion) -> str:
     """Why `wanted` cannot take its id on the destination ("" if it can)."""
-    try:
-        there = destination.schema(wanted.id)
-    except SchemaRegistryError as exc:
-        if exc.status == 404:
-            return ""
-        raise
-    if (
-        same_schema(there.get("schema", ""), wanted.schema)
-        and (there.get("schemaType") or "AVRO") == wanted.schema_type
+    there = destination.by_id.get(wanted.id)
+    if there is None or (
+        same_schema(there.schema, wanted.schema) and there.schema_type == wanted.schema_type
     ):
         return ""
     return (
@@ -341,27 +379,47 @@ def sync_link_schemas(link: ClusterLink, ids: list[int] | None = None) -> list[S
 
 
 def _keep(link: ClusterLink, done: list[SubjectSync], whole: bool) -> None:
-    """Keep each subject's outcome; after a whole run, forget the subjects it no longer syncs
-    (but the promoted ones, which say so)."""
+    """Keep each subject's outcome (a few queries for any number of subjects); after a whole
+    run, forget the subjects it no longer syncs (but the promoted ones, which say so)."""
     now = timezone.now()
+    rows = {r.subject: r for r in link.schema_syncs.all()}
+    made, changed = [], []
     for result in done:
-        if result.error:
-            state, message = SchemaSubjectSync.State.FAILED, result.error
-        elif result.conflicts:
-            state, message = SchemaSubjectSync.State.CONFLICT, "; ".join(result.conflicts)
-        else:
-            state, message = SchemaSubjectSync.State.IN_STEP, ""
-        row, made = SchemaSubjectSync.objects.get_or_create(
-            link=link, subject=result.subject, defaults={"state": state}
-        )
-        row.state, row.message, row.versions, row.synced_at = state, message, result.versions, now
-        if made or result.registered or result.soft_deleted or result.deleted:
-            row.changed_at = now
-        row.save()
+        state, message = _outcome(result)
+        moved = bool(result.registered or result.soft_deleted or result.deleted)
+        row = rows.get(result.subject)
+        if row is None:
+            made.append(
+                SchemaSubjectSync(
+                    link=link,
+                    subject=result.subject,
+                    state=state,
+                    message=message,
+                    versions=result.versions,
+                    synced_at=now,
+                    changed_at=now,
+                )
+            )
+        elif moved or (row.state, row.message, row.versions) != (state, message, result.versions):
+            row.state, row.message, row.versions = state, message, result.versions
+            row.changed_at = now if moved else row.changed_at
+            changed.append(row)
+    # (ignore_conflicts: a run of the ids records wait for may have kept one meanwhile)
+    SchemaSubjectSync.objects.bulk_create(made, ignore_conflicts=True)
+    SchemaSubjectSync.objects.bulk_update(changed, ["state", "message", "versions", "changed_at"])
+    link.schema_syncs.filter(subject__in=[d.subject for d in done]).update(synced_at=now)
     if whole:
         SchemaSubjectSync.objects.filter(link=link).exclude(
             subject__in=[d.subject for d in done]
         ).exclude(state=SchemaSubjectSync.State.PROMOTED).delete()
+
+
+def _outcome(result: SubjectSync) -> tuple[str, str]:
+    if result.error:
+        return SchemaSubjectSync.State.FAILED, result.error
+    if result.conflicts:
+        return SchemaSubjectSync.State.CONFLICT, "; ".join(result.conflicts)
+    return SchemaSubjectSync.State.IN_STEP, ""
 
 
 def sync_soon(actor: audit.Actor, link: ClusterLink) -> None:
