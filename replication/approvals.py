@@ -1,6 +1,7 @@
-"""Approvals for the actions people fear: promote, failover, deleting a link, and creating or
+"""Approvals for the actions people fear: promote, failover, deleting a link, creating or
 deleting a merge flow (records start or stop arriving in a topic consumers read; pausing and
-resuming one delay them only, so those act at once, as a mirror's pause does).
+resuming one delay them only, so those act at once, as a mirror's pause does), and making
+synced schema subjects writable on the destination (its producers may then register there).
 
 An operator asks, with a reason; the request runs once enough approvers other than the
 requester said yes (the link's policy: 0-3 approvals, default 1). It can be rejected with a
@@ -30,6 +31,7 @@ from . import (
     promote,
     restore,
     reverse,
+    schema_links,
     stale_requests,
     text,
 )
@@ -54,10 +56,12 @@ REQUESTED_AS = {
     Action.TRUNCATE_AND_RESTORE: "mirror.stop",
     Action.CREATE_FLOW: "flow.manage",
     Action.DELETE_FLOW: "flow.manage",
+    Action.PROMOTE_SUBJECTS: "mirror.stop",  # as a promote: producers move to the destination
 }
 REVERSES = (Action.REVERSE_AND_START, Action.REVERSE_AND_PAUSE)
 FLOWS = (Action.CREATE_FLOW, Action.DELETE_FLOW)
-NO_TOPICS = (Action.DELETE_LINK, *FLOWS)  # actions on a link or a flow, naming no mirror
+WITH_PARAMS = (*FLOWS, Action.PROMOTE_SUBJECTS)  # what they act on is in `params`
+NO_TOPICS = (Action.DELETE_LINK, *WITH_PARAMS)  # actions naming no mirror
 
 
 @dataclass
@@ -107,8 +111,8 @@ def submit(
     policy allows an admin override, or an admin breaks glass on a failover (with a reason)."""
     if action not in Action.values:
         raise ReplicationError(f"Unknown action {action!r}; use one of {', '.join(Action.values)}.")
-    topics = [] if action in FLOWS else list(dict.fromkeys(topics))
-    params = _flow_params(link, action, params or {})
+    topics = [] if action in WITH_PARAMS else list(dict.fromkeys(topics))
+    params = _params(link, action, params or {})
     target = _request_target(link, action, topics, params)
     with audit.refusals(actor, f"request.{action}", target):
         if action not in NO_TOPICS and not topics:
@@ -168,6 +172,8 @@ def _request_target(link: ClusterLink, action: str, topics: list[str], params: d
     acts on, or the link (its `topics` column lists every topic either way)."""
     if action in FLOWS:
         return f"merge flow {params['flow']} on link {link.name}"
+    if action == Action.PROMOTE_SUBJECTS:
+        return f"schema subjects of link {link.name}"
     if action != Action.DELETE_LINK and len(topics) == 1:
         return f"mirror {topics[0]}"
     if action != Action.DELETE_LINK and topics:
@@ -175,8 +181,11 @@ def _request_target(link: ClusterLink, action: str, topics: list[str], params: d
     return f"link {link.name}"
 
 
-def _flow_params(link: ClusterLink, action: str, params: dict) -> dict:
-    """A flow request's arguments, the flow's name filled in as create_flow would choose it."""
+def _params(link: ClusterLink, action: str, params: dict) -> dict:
+    """A flow request's arguments, the flow's name filled in as create_flow would choose it;
+    a subjects request's subjects, each once."""
+    if action == Action.PROMOTE_SUBJECTS:
+        return {"subjects": list(dict.fromkeys(params.get("subjects") or ()))}
     if action not in FLOWS:
         return {}
     if action == Action.DELETE_FLOW:
@@ -220,8 +229,8 @@ def acts_at_once(user, link: ClusterLink) -> bool:
 
 
 def _dry_run(actor, link, action, topics, force, params) -> list[promote.TopicOutcome]:
-    if action in FLOWS:
-        _run_flow(actor, link, action, params, validate_only=True)
+    if action in WITH_PARAMS:
+        _run_with_params(actor, link, action, params, validate_only=True)
         return []
     if action == Action.DELETE_LINK:
         links.delete_link(actor, link, force=force, validate_only=True)
@@ -243,7 +252,7 @@ def plan_now(request: ApprovalRequest) -> list[promote.TopicOutcome]:
         raise not_found(f"Link {request.link_name} was deleted.")
     if request.action == Action.DELETE_LINK:
         return _forced_failovers(request.link) if request.force else []
-    if request.action in FLOWS:  # no per-topic plan; the request says what it does
+    if request.action in WITH_PARAMS:  # no per-topic plan; the request says what it does
         return []
     return preview(request.link, request.action, request.topics)
 
@@ -264,8 +273,8 @@ def _run(
     if action == Action.DELETE_LINK:
         links.delete_link(actor, link, force=force, validate_only=validate_only)
         return []
-    if action in FLOWS:
-        _run_flow(actor, link, action, params, validate_only)
+    if action in WITH_PARAMS:
+        _run_with_params(actor, link, action, params, validate_only)
         return []
     if action in REVERSES:
         return reverse.reverse_mirrors(
@@ -278,10 +287,15 @@ def _run(
     return promote.stop_mirrors(actor, link, topics, action, validate_only=validate_only, note=note)
 
 
-def _run_flow(
+def _run_with_params(
     actor: audit.Actor, link: ClusterLink, action: str, params: dict, validate_only: bool
 ) -> str:
-    """Create or delete the flow `params` names; what was done, in words."""
+    """Create or delete the flow `params` names, or make its subjects writable; what was done,
+    in words."""
+    if action == Action.PROMOTE_SUBJECTS:
+        return schema_links.promote_subjects(
+            actor, link, params["subjects"], validate_only=validate_only
+        )
     if action == Action.CREATE_FLOW:
         flow = merge_flows.create_flow(
             actor,
@@ -305,7 +319,12 @@ def snapshot(request: ApprovalRequest) -> dict:
         "action": request.action,
         "link": request.link_name,
         "topics": request.topics,
-        **({"flow": request.params} if request.params else {}),
+        **({"flow": request.params} if request.action in FLOWS else {}),
+        **(
+            {"subjects": request.params["subjects"]}
+            if request.action not in FLOWS and request.params
+            else {}
+        ),
         "state": request.state,
         "approvals": [a.approver_name for a in request.approvals.all()] if request.pk else [],
         "approvals_required": request.approvals_required,
@@ -492,8 +511,8 @@ def execute(request: ApprovalRequest) -> None:
             links.delete_link(actor, request.link, force=request.force)
             _finish(request, RState.EXECUTED, [], f"Deleted link {request.link_name}.")
             return
-        if request.action in FLOWS:
-            done = _run_flow(actor, request.link, request.action, request.params, False)
+        if request.action in WITH_PARAMS:
+            done = _run_with_params(actor, request.link, request.action, request.params, False)
             _finish(request, RState.EXECUTED, [], done)
             return
         outcomes = _run(actor, request.link, request.action, request.topics, note, False, False, {})

@@ -592,6 +592,7 @@ class ApprovalRequest(models.Model):
         TRUNCATE_AND_RESTORE = "truncate-and-restore"
         CREATE_FLOW = "create-flow"
         DELETE_FLOW = "delete-flow"
+        PROMOTE_SUBJECTS = "promote-subjects"
 
     class State(models.TextChoices):
         PENDING = "PENDING"  # waiting for approvals
@@ -646,14 +647,19 @@ class ApprovalRequest(models.Model):
         return self.state in (self.State.PENDING, self.State.APPROVED)
 
     @property
-    def flow_summary(self) -> str:
-        """A merge flow request's flow, in words ("" for the other actions)."""
+    def params_summary(self) -> str:
+        """What a merge flow or schema subjects request acts on, in words ("" for the other
+        actions)."""
         p = self.params
         if self.action == self.Action.CREATE_FLOW:
             into = f"{p['source_topic']} into {p['destination_topic']}"
             return f"merge flow {p['flow']}: {into}" + (f", {p['mapping']}" if p["mapping"] else "")
         if self.action == self.Action.DELETE_FLOW:
             return f"merge flow {p['flow']}"
+        if self.action == self.Action.PROMOTE_SUBJECTS:
+            named = ", ".join(p["subjects"][:5])
+            more = len(p["subjects"]) - 5
+            return f"schema subjects {named}" + (f" and {more} more" if more > 0 else "")
         return ""
 
 

@@ -41,8 +41,13 @@ def describe(request: ApprovalRequest) -> str:
         forced = ", failing its mirror topics over first" if request.force else ""
         return f"Request {request.pk} to delete link {request.link_name}{forced}"
     if request.params:
-        verb = "create" if request.action == ApprovalRequest.Action.CREATE_FLOW else "delete"
-        return f"Request {request.pk} to {verb} {request.flow_summary} on link {request.link_name}"
+        verb = {
+            ApprovalRequest.Action.CREATE_FLOW: "create",
+            ApprovalRequest.Action.PROMOTE_SUBJECTS: "make writable",
+        }.get(request.action, "delete")
+        return (
+            f"Request {request.pk} to {verb} {request.params_summary} on link {request.link_name}"
+        )
     topics = ", ".join(request.topics[:5]) + (
         f" and {len(request.topics) - 5} more" if len(request.topics) > 5 else ""
     )

@@ -316,30 +316,35 @@ def selects(filters: str, subject: str) -> bool:
     )
 
 
-def promoted_topics(link: ClusterLink) -> set[str]:
-    return set(
-        link.mirrors.filter(state=MirrorTopic.State.STOPPED).values_list("source_topic", flat=True)
-    )
-
-
 def topic_subjects(topic: str) -> tuple[str, str]:
     return (f"{topic}-key", f"{topic}-value")
 
 
+def _topics_subjects(mirrors) -> set[str]:
+    return {s for t in mirrors.values_list("source_topic", flat=True) for s in topic_subjects(t)}
+
+
+def promoted(link: ClusterLink) -> set[str]:
+    """The subjects the link syncs no more: those of its promoted (STOPPED) mirrors, and those
+    made writable on their own (PROMOTED), unless a mirror of theirs follows its source again
+    (a failback: it takes them back into IMPORT mode)."""
+    stopped = link.mirrors.filter(state=MirrorTopic.State.STOPPED)
+    following = link.mirrors.exclude(state=MirrorTopic.State.STOPPED)
+    rows = link.schema_syncs.filter(state=SchemaSubjectSync.State.PROMOTED)
+    made_writable = set(rows.values_list("subject", flat=True))
+    return (made_writable - _topics_subjects(following)) | _topics_subjects(stopped)
+
+
 def subjects_of(link: ClusterLink, source: SchemaRegistry) -> list[str]:
     """The subjects `schema.subjects` selects (by default the link's mirrors') that the
-    source's registry holds, but a promoted mirror's."""
+    source's registry holds, but the promoted ones."""
     held = set(source.subjects())
     filters = link.config("schema.subjects")
     if filters:
         picked = {s for s in held if selects(filters, s)}
     else:
-        topics = link.mirrors.exclude(state=MirrorTopic.State.STOPPED)
-        picked = {
-            s for t in topics.values_list("source_topic", flat=True) for s in topic_subjects(t)
-        }
-    promoted = {s for t in promoted_topics(link) for s in topic_subjects(t)}
-    return sorted((picked & held) - promoted)
+        picked = _topics_subjects(link.mirrors.exclude(state=MirrorTopic.State.STOPPED))
+    return sorted((picked & held) - promoted(link))
 
 
 def holding(source: SchemaRegistry, ids: list[int]) -> list[str]:
@@ -354,8 +359,8 @@ def sync_link_schemas(link: ClusterLink, ids: list[int] | None = None) -> list[S
     source, destination = registries(link)
     try:
         if ids:
-            promoted = {s for t in promoted_topics(link) for s in topic_subjects(t)}
-            subjects = [s for s in holding(source, ids) if s not in promoted]
+            left_out = promoted(link)
+            subjects = [s for s in holding(source, ids) if s not in left_out]
         else:
             subjects = subjects_of(link, source)
         done = sync_subjects(source, destination, subjects)
@@ -473,23 +478,47 @@ def release_subjects(mirrors: list[MirrorTopic], actor: audit.Actor) -> None:
             continue
         rows = link.schema_syncs.filter(subject__in=topic_subjects(mirror.source_topic))
         subjects = sorted(rows.values_list("subject", flat=True))
-        if not subjects:
-            continue
-        rows.update(
-            state=SchemaSubjectSync.State.PROMOTED,
-            message=_NOT_WRITABLE_YET,
-            changed_at=timezone.now(),
+        if subjects:
+            _promote(actor, link, subjects, {"topic": mirror.mirror_topic})
+
+
+def promote_subjects(
+    actor: audit.Actor, link: ClusterLink, subjects: list[str], *, validate_only: bool = False
+) -> str:
+    """Make synced subjects writable on the destination and sync them no more, as a promote
+    does a topic's (the approvals' `promote-subjects`: for subjects no topic's promote takes
+    along, referenced ones say); what was done, in words."""
+    if not enabled(link):
+        raise conflict(
+            f"Link {link.name} does not sync schemas: there are no synced subjects to promote."
         )
-        audit.record(
-            actor,
-            "schema.subjects_promoted",
-            f"link {link.name}",
-            after={"topic": mirror.mirror_topic, "subjects": subjects},
+    if not subjects:
+        raise ReplicationError("Name at least one schema subject the link syncs.")
+    rows = link.schema_syncs.exclude(state=SchemaSubjectSync.State.PROMOTED)
+    known = set(rows.filter(subject__in=subjects).values_list("subject", flat=True))
+    unknown = [s for s in subjects if s not in known]
+    if unknown:
+        raise ReplicationError(
+            f"Link {link.name} does not sync {', '.join(unknown[:5])}"
+            f"{' and more' if len(unknown) > 5 else ''} (or promoted it already): name subjects "
+            "its page lists as synced. Nothing was changed."
         )
-        try:
-            _make_writable(link, registries(link)[1], subjects)
-        except (ReplicationError, SchemaRegistryError) as exc:
-            log.warning("Subjects %s stay in IMPORT mode for now: %s", ", ".join(subjects), exc)
+    if not validate_only:
+        _promote(actor, link, sorted(known), {})
+    return f"Made writable on the destination: {', '.join(sorted(known))}."
+
+
+def _promote(actor: audit.Actor, link: ClusterLink, subjects: list[str], why: dict) -> None:
+    link.schema_syncs.filter(subject__in=subjects).update(
+        state=SchemaSubjectSync.State.PROMOTED, message=_NOT_WRITABLE_YET, changed_at=timezone.now()
+    )
+    audit.record(
+        actor, "schema.subjects_promoted", f"link {link.name}", after={**why, "subjects": subjects}
+    )
+    try:
+        _make_writable(link, registries(link)[1], subjects)
+    except (ReplicationError, SchemaRegistryError) as exc:
+        log.warning("Subjects %s stay in IMPORT mode for now: %s", ", ".join(subjects), exc)
 
 
 _NOT_WRITABLE_YET = (

@@ -287,7 +287,7 @@ def configs_from(file: str | None, text: str | None) -> dict[str, str]:
 # A link or topic name as Kafka allows names, and the fixed words of the API's paths.
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _PATH_WORDS = re.compile(
-    r"configs(:alter)?|mirrors(:[a-z]+(-[a-z]+)*)?|verifications|flows|schemas(:sync)?"
+    r"configs(:alter)?|mirrors(:[a-z]+(-[a-z]+)*)?|verifications|flows|schemas(:sync|:promote)?"
 )
 
 

@@ -256,3 +256,26 @@ def link_schemas_sync(request, cluster_id, link_name):
     schema_links.sync_soon(audit.Actor.from_request(request), found)
     found.refresh_from_db()
     return respond(schema_sync_data(request, found), status=202)
+
+
+@endpoint(POST="mirror.stop")
+def link_schemas_promote(request, cluster_id, link_name):
+    found = get_link(cluster(cluster_id), link_name)
+    body = json_body(request)
+    subjects = field(body, "subjects", list, required=True)
+    if not all(isinstance(s, str) for s in subjects):
+        raise ApiError(400, "subjects must be a list of subject names (strings).")
+    submission = approvals.submit(
+        audit.Actor.from_request(request),
+        found,
+        approvals.Action.PROMOTE_SUBJECTS,
+        reason=field(body, "reason", str) or "",
+        params={"subjects": subjects},
+        validate_only=flag(request, "validate_only"),
+    )
+    if submission.request is not None:
+        return submitted(request, "IsthmusPromoteSchemaSubjects", submission, [])
+    if flag(request, "validate_only"):
+        return no_content()
+    found.refresh_from_db()
+    return respond(schema_sync_data(request, found))

@@ -483,6 +483,34 @@ PATHS = {
             errors={404: NO_LINK, 409: "The link does not sync schemas (schema.sync.enable)."},
         ),
     ),
+    LINK + "/schemas:promote": path_item(
+        LINK + "/schemas:promote",
+        post=operation(
+            "promoteSchemaSubjects",
+            LINKING_TAG,
+            "Make synced schema subjects writable on the destination (*Isthmus*)",
+            "mirror.stop",
+            {
+                **ok(schemas.SchemaSyncData, "Done: the subjects are PROMOTED, READWRITE there."),
+                **ok(schemas.StopMirrorsResult, "It waits for approval: the request.", 202),
+                **NO_CONTENT,
+            },
+            description="As a topic's promote does for its own subjects: the subjects leave "
+            "IMPORT mode on the destination's registry, so producers can register new versions "
+            "there, and the link syncs them no more. Subject to the link's approval policy.",
+            parameters=("ValidateOnly",),
+            body=request(
+                schemas.PromoteSubjectsRequest,
+                {"subjects": ["orders-value", "common-types"], "reason": "cut over"},
+                "The synced subjects to make writable, and why.",
+            ),
+            errors={
+                400: "No subject named, or one the link does not sync.",
+                404: NO_LINK,
+                409: "The link does not sync schemas.",
+            },
+        ),
+    ),
     LINK + "/configs:alter": path_item(
         LINK + "/configs:alter",
         put=operation(

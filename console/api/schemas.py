@@ -764,8 +764,8 @@ class RequestTopicOutcome(Shape):
 
 
 class ApprovalRequest(Shape):
-    """*Isthmus*: a promote, failover, link deletion or merge flow creation or deletion
-    waiting for (or done after) approval."""
+    """*Isthmus*: a promote, failover, link deletion, merge flow creation or deletion, or
+    schema subjects made writable, waiting for (or done after) approval."""
 
     kind: Literal["IsthmusApprovalRequest"] = "IsthmusApprovalRequest"
     metadata: ResourceMetadata
@@ -777,6 +777,9 @@ class ApprovalRequest(Shape):
     merge_flow: dict[str, str | None] | None = Field(
         description="A merge flow's creation or deletion: the flow's name and, to create it, "
         "source_topic, destination_topic and mapping (null: chosen when it runs)."
+    )
+    schema_subjects: list[str] | None = Field(
+        description="promote-subjects: the synced subjects to make writable on the destination."
     )
     reason: str
     requester: str
@@ -810,6 +813,7 @@ class StopMirrorsResult(Shape):
         "IsthmusDeleteLink",
         "IsthmusCreateMergeFlow",
         "IsthmusDeleteMergeFlow",
+        "IsthmusPromoteSchemaSubjects",
     ]
     metadata: ResourceCollectionMetadata
     data: list[StopMirrorData]
@@ -823,6 +827,13 @@ class StopMirrorsResult(Shape):
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class PromoteSubjectsRequest(Body):
+    """*Isthmus*: synced schema subjects to make writable on the destination."""
+
+    subjects: list[str] = Field(description="Subjects the link syncs (its schemas shows them).")
+    reason: str | None = Field(default=None, description="Why: approvers and the audit read it.")
 
 
 class CreateLinkRequest(Body):
@@ -993,6 +1004,7 @@ BODIES = (
     VerifyMirrorsRequest,
     CreateMergeFlowRequest,
     ImportReplicatorRequest,
+    PromoteSubjectsRequest,
     RejectRequest,
 )
 

@@ -55,6 +55,7 @@ urlpatterns = [
     path(LINK + "configs/<str:config_name>", links.link_config, name="api-link-config"),
     path(LINK + "schemas", links.link_schemas, name="api-link-schemas"),
     path(LINK + "schemas:sync", links.link_schemas_sync, name="api-link-schemas-sync"),
+    path(LINK + "schemas:promote", links.link_schemas_promote, name="api-link-schemas-promote"),
     path(LINK + "mirrors", mirrors.mirrors, name="api-mirrors"),
     *[
         path(

@@ -50,3 +50,14 @@ class ConfirmForm(forms.Form):
                 else f"Type {self.name} to confirm: this cannot be undone."
             )
         return typed
+
+
+def approval_reason() -> forms.CharField:
+    """The reason of an action that follows the link's approval policy."""
+    return forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Where the link's policy asks for approval: approvers and the audit trail "
+        "read it.",
+    )

@@ -1,5 +1,6 @@
 from django import forms
 
+from console.forms.common import approval_reason
 from replication.models import MergeFlow
 
 
@@ -21,13 +22,7 @@ class FlowForm(forms.Form):
         help_text="Automatic: one to one when the partition counts are equal, else by key (as "
         "Kafka's default partitioner places each key).",
     )
-    reason = forms.CharField(
-        required=False,
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Where the link's policy asks for approval: approvers and the audit trail "
-        "read it.",
-    )
+    reason = approval_reason()
 
 
 class ReplicatorImportForm(forms.Form):

@@ -1,10 +1,12 @@
-"""The link forms: create a link, set and reset its configs."""
+"""The link forms: create a link, set and reset its configs, promote its schema subjects."""
 
 from __future__ import annotations
 
+import re
+
 from django import forms
 
-from console.forms.common import PropertiesField
+from console.forms.common import PropertiesField, approval_reason
 from replication.models import NAME_VALIDATOR, KafkaCluster
 
 
@@ -51,3 +53,15 @@ class LinkConfigForm(forms.Form):
 
     def names_to_reset(self) -> list[str]:
         return [n.strip() for n in self.cleaned_data["reset"].split(",") if n.strip()]
+
+
+class PromoteSubjectsForm(forms.Form):
+    subjects = forms.CharField(
+        max_length=64 * 1024,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="Synced subjects, comma-separated or one a line (the link's page lists them).",
+    )
+    reason = approval_reason()
+
+    def clean_subjects(self) -> list[str]:
+        return [s.strip() for s in re.split(r"[,\n]", self.cleaned_data["subjects"]) if s.strip()]

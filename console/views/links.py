@@ -11,7 +11,16 @@ from console.forms.filters import filter_editors
 from console.forms.links import LinkConfigForm, LinkForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
-from replication import audit, dashboard, history, lag, links, offset_sync, schema_links, streams
+from replication import (
+    audit,
+    dashboard,
+    history,
+    lag,
+    links,
+    offset_sync,
+    schema_links,
+    streams,
+)
 from replication.clusters import probe_cluster
 from replication.errors import FieldProblems, ReplicationError
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
@@ -140,21 +149,6 @@ def link_configs_alter(request, destination, name):
             return redirect("link-detail", destination, name)
     # The page again, with what was typed and what is wrong with it beside the form.
     return _detail(request, link, form, status=400)
-
-
-@require("link.manage")
-def link_schemas_sync(request, destination, name):
-    link = find_link(destination, name)
-    if request.method == "POST":  # the button is on the link's page
-        try:
-            schema_links.sync_soon(audit.Actor.from_request(request), link)
-        except ReplicationError as exc:
-            messages.error(request, str(exc))
-        else:
-            messages.success(
-                request, f"Schemas of link {link.name}: a sync starts within a second."
-            )
-    return redirect("link-detail", destination, name)
 
 
 @require("link.manage")

@@ -161,6 +161,7 @@ def valid(w: World) -> dict[str, str]:
         "schema_registry_url": "",
         "schema_registry_username": "",
         "schema_registry_password": "",
+        "subjects": f"{fresh}-value",  # (the walk's link syncs no schemas: refused whatever)
     }
 
 
@@ -197,6 +198,7 @@ EXTRA: dict[str, list[str]] = {
     "approvals_required": ["4"],
     "schema_registry_url": ["ftp://r:8081", "no url", "http://127.0.0.1:1", "http://u:p@r:8081"],
     "schema_registry_password": ["a password without its username"],
+    "subjects": [",", "\n\n", "no-such-subject"],
     "from": ["junk", "2026-13-45", "9999-12-31T23:59-23:59", "0001-01-01T00:00+23:59"],
     "to": ["junk", "2026-02-30", "9999-12-31T23:59-23:59", "0001-01-01T00:00+23:59"],
 }

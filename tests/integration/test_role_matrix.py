@@ -71,6 +71,7 @@ from replication.models import (
     MergeFlow,
     MirrorTopic,
     ScenarioRun,
+    SchemaSubjectSync,
     Verification,
 )
 from replication.policy import POLICY, ROLES, can
@@ -299,6 +300,14 @@ def a_link_syncing_schemas(w: World, user, allowed: bool) -> Target:
         links.alter_link_configs(SETUP, w.link, {"schema.sync.enable": "true"})
     ClusterLink.objects.filter(pk=w.link.pk).update(schemas_synced_at=timezone.now())
     return Target(link=w.link)
+
+
+def a_synced_subject(w: World, user, allowed: bool) -> Target:
+    """A subject the link (syncing schemas) keeps in step, to make writable."""
+    link = a_link_syncing_schemas(w, user, allowed).link
+    subject = w.name("subject")
+    SchemaSubjectSync.objects.create(link=link, subject=subject, state="IN_STEP", versions=[1])
+    return Target(link=link, name=subject)
 
 
 def an_active_link(w: World, user, allowed: bool) -> Target:
@@ -678,6 +687,17 @@ CONSOLE = [
                 "configs": f"bootstrap.servers={kafka.SOURCE.bootstrap}\ncluster.link.paused=true",
             },
         ),
+    ),
+    Row(
+        "link schema subjects promote",
+        "link-schemas-promote",
+        ("mirror.stop",),
+        "schema.subjects_promoted",
+        a_synced_subject,
+        lambda c, w, t: post(
+            c, "link-schemas-promote", link_args(t), {"subjects": t.name, "reason": REASON}
+        ),
+        asked_event="request.promote-subjects",
     ),
     Row(
         "link schemas sync",
@@ -1100,6 +1120,17 @@ API = [
         asked_event="request.delete-link",
     ),
     Row(
+        "link schema subjects promote",
+        (LINK_PATH + "/schemas:promote", "POST"),
+        ("mirror.stop",),
+        "schema.subjects_promoted",
+        a_synced_subject,
+        lambda c, w, t: call(
+            c, "POST", link_url(w, t, "/schemas:promote"), {"subjects": [t.name], "reason": REASON}
+        ),
+        asked_event="request.promote-subjects",
+    ),
+    Row(
         "link schemas sync",
         (LINK_PATH + "/schemas:sync", "POST"),
         ("link.manage",),
@@ -1382,6 +1413,25 @@ CLI = [
         asked_event="request.delete-link",
     ),
     Row(
+        "link schema subjects promote",
+        ("kafka-schema-links", "--promote"),
+        ("mirror.stop",),
+        "schema.subjects_promoted",
+        a_synced_subject,
+        lambda run, w, t: run(
+            "kafka-schema-links",
+            *at(w),
+            "--promote",
+            "--link",
+            t.link.name,
+            "--subjects",
+            t.name,
+            "--reason",
+            REASON,
+        ),
+        asked_event="request.promote-subjects",
+    ),
+    Row(
         "link schemas sync",
         ("kafka-schema-links", "--sync"),
         ("link.manage",),
@@ -1643,6 +1693,7 @@ def fingerprint() -> tuple:
         sorted(ScenarioRun.objects.values_list("pk", "status")),
         sorted(Verification.objects.values_list("pk", "state")),
         sorted(MergeFlow.objects.values_list("name", "state")),
+        sorted(SchemaSubjectSync.objects.values_list("subject", "state")),
     )
 
 

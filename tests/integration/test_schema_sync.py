@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from devstack import kafka, registry
 from infra.schema_registry import SchemaRegistry, SchemaVersion
-from replication import audit
+from replication import approvals, audit
+from replication.errors import ReplicationError
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, ClusterLink, KafkaCluster, SchemaSubjectSync
 from replication.sync import syncers
@@ -162,3 +163,44 @@ def test_the_api_shows_each_subjects_state_and_asks_for_a_sync_which_a_link_with
         f"Link {plain.name} does not sync schemas: set schema.sync.enable=true on it first."
     )
     assert AuditEvent.objects.filter(action="link.schema_sync_requested", result="refused").exists()
+
+
+def test_synced_subjects_are_made_writable_on_the_destination_once_approved(
+    make_link, make_topic, topic_name, users
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 1)
+    common, value = f"{topic}-common", f"{topic}-value"
+    for subject in (common, value):
+        SOURCE.register(SchemaVersion(subject, 0, 0, avro(subject, "a")), keep_id=False)
+    context = unique_name()
+    there = SchemaRegistry(f"{registry.DESTINATION.url}/contexts/.{context}")
+    link = make_link(
+        {"schema.sync.enable": "true", "schema.subjects": f"{topic}-*", "schema.context": context}
+    )
+    link = sync_now(link)
+    assert there.mode(common) == there.mode(value) == "IMPORT"
+    operator = audit.Actor(user=users["operator"], name="operator")
+
+    with pytest.raises(
+        ReplicationError, match=rf"does not sync {topic}-nope .*Nothing was changed"
+    ):
+        approvals.submit(
+            operator, link, "promote-subjects", params={"subjects": [common, f"{topic}-nope"]}
+        )
+    asked = approvals.submit(
+        operator, link, "promote-subjects", reason="producers moved", params={"subjects": [common]}
+    ).request
+    assert (asked.state, asked.params) == ("PENDING", {"subjects": [common]})
+    assert there.mode(common) == "IMPORT"  # nothing yet: it waits for an approver
+
+    approvals.approve(audit.Actor(user=users["approver"], name="approver"), asked)
+    approvals.execute(approvals.get_request(asked.pk))
+
+    assert approvals.get_request(asked.pk).state == "EXECUTED"
+    assert there.mode(common) == "READWRITE"
+    assert there.mode(value) == "IMPORT"  # only what was named
+    rows = {r.subject: r.state for r in SchemaSubjectSync.objects.filter(link=link)}
+    assert rows == {common: "PROMOTED", value: "IN_STEP"}
+    there.register(SchemaVersion(common, 0, 0, avro(common, "a", "b")), keep_id=False)
+    link = sync_now(link)  # the next run leaves it alone
+    assert there.versions(common) == [1, 2] and there.mode(common) == "READWRITE"
