@@ -80,6 +80,7 @@ class Snapshot:
 
     def __init__(self, registry: SchemaRegistry):
         self.registry = registry
+        self.read: dict[tuple[str, int], SchemaVersion] = {}
         self.every: dict[str, dict[int, SchemaVersion]] = {}
         self.by_id: dict[int, SchemaVersion] = {}
         for version in registry.listing(deleted=True):
@@ -97,6 +98,14 @@ class Snapshot:
 
     def version(self, subject: str, number: int) -> SchemaVersion:
         return self.every[subject][number]
+
+    def whole(self, subject: str, number: int) -> SchemaVersion:
+        """A version as the registry gives it alone: some registries' listings leave the
+        references out (AxonOps on PostgreSQL does), and a version is registered with them."""
+        key = (subject, number)
+        if key not in self.read:
+            self.read[key] = self.registry.version(subject, number, deleted=True)
+        return self.read[key]
 
     def confirm(self, subject: str) -> tuple[list[int], list[int]]:
         """The subject's versions as the registry says now."""
@@ -132,18 +141,36 @@ def sync_subjects(
 
 
 def sync_read(source: Snapshot, destination: Snapshot, subjects: list[str]) -> list[SubjectSync]:
-    done = []
-    for subject in referenced(source, subjects):
+    """Each subject in step, after the subjects its versions to register reference (read from
+    those versions themselves, whatever the listing said)."""
+    done: dict[str, SubjectSync] = {}
+
+    def visit(subject: str) -> None:
+        if subject in done:
+            return
         result = SubjectSync(subject)
+        done[subject] = result  # (before its references: a cycle ends here)
         try:
+            for ref in _references_to_register(source, destination, subject):
+                visit(ref)
             _sync(source, destination, result)
         except SchemaRegistryError as exc:
             if exc.status is None:  # no answer at all: the next subjects would only wait too
                 raise
             result.error = str(exc)
             log.warning("Schema subject %s not synced: %s", subject, exc)
-        done.append(result)
-    return done
+        done[subject] = done.pop(subject)  # in the order they were synced
+
+    for subject in referenced(source, subjects):
+        visit(subject)
+    return list(done.values())
+
+
+def _references_to_register(source: Snapshot, destination: Snapshot, subject: str) -> list[str]:
+    """The subjects referenced by the versions of `subject` the destination lacks."""
+    there = set(destination.versions(subject)[0])
+    missing = [n for n in source.versions(subject)[0] if n not in there]
+    return [ref.subject for n in missing for ref in source.whole(subject, n).references]
 
 
 def _versions(registry: SchemaRegistry, subject: str) -> tuple[list[int], list[int]]:
@@ -237,7 +264,7 @@ def _follow(
     if clash:
         result.conflicts.append(clash)
         return False
-    destination.registry.register(wanted)
+    destination.registry.register(source.whole(result.subject, number))
     destination.add(wanted)
     result.registered.append(number)
     there_every.append(number)
