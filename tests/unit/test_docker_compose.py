@@ -44,6 +44,8 @@ def test_the_compose_file_is_valid_and_has_the_whole_stack():
     assert set(result.stdout.split()) >= {
         "source",
         "destination",
+        "source-registry",
+        "destination-registry",
         "redis",
         "postgres",
         "web",

@@ -33,6 +33,12 @@ class Command(BaseCommand):
                 default=node.sasl_bootstrap,
                 help=f"SASL address of the {node.name} cluster (default {node.sasl_bootstrap})",
             )
+        for each in registry.REGISTRIES:
+            parser.add_argument(
+                f"--{each.cluster}-registry",
+                default=each.url,
+                help=f"URL of the {each.cluster} cluster's schema registry (default {each.url})",
+            )
         parser.add_argument(
             "--console-url",
             default="http://127.0.0.1:8000",
@@ -53,7 +59,7 @@ class Command(BaseCommand):
             bootstrap = config.pop("bootstrap.servers")
             # Links from it read as `replicator`, which may only read, not as the super-user.
             link_config = kafka.link_credentials(node, settings.VAR_DIR)
-            schemas = RegistryAccess(registry.of(node.name).url)
+            schemas = RegistryAccess(options[f"{node.name}_registry"])
             existing = KafkaCluster.objects.filter(name=node.name).first()
             try:
                 if existing:
