@@ -192,16 +192,6 @@ class SchemaRegistry:
         raise _refusal(resp, doing, self.url)
 
 
-def same_schema(one: str, other: str) -> bool:
-    """Whether two schema texts are the same schema (JSON ones compared as JSON)."""
-    if one == other:
-        return True
-    try:
-        return json.loads(one) == json.loads(other)
-    except ValueError:
-        return False
-
-
 def _part(name: str) -> str:
     return quote(name, safe="")
 

@@ -41,8 +41,8 @@ from infra.schema_registry import (
     SchemaRegistry,
     SchemaRegistryError,
     SchemaVersion,
-    same_schema,
 )
+from infra.schema_text import same_schema
 
 from . import audit
 from .errors import ReplicationError, conflict

@@ -7,11 +7,18 @@ the console's schema syncer brings them across within about a second (see
 
 Bytes that only look framed (a zero byte that is not the wire format) name an id the source's
 registry does not have: those pass, as does every id once checked.
+
+The lookups use the standard library: executors have confluent-kafka and redis, nothing more.
 """
 
 from __future__ import annotations
 
-from infra.schema_registry import SchemaRegistry, SchemaRegistryError, same_schema
+import base64
+import json
+import urllib.error
+import urllib.request
+
+from infra.schema_text import same_schema
 
 TIMEOUT_S = 2.0  # a lookup holds the copier's thread: a registry gone quiet must not hold it long
 
@@ -25,16 +32,42 @@ def schema_ids(key: bytes | None, value: bytes | None) -> set[int]:
     }
 
 
-def registry(spec: dict) -> SchemaRegistry:
-    return SchemaRegistry(spec["url"], spec.get("username"), spec.get("password"), TIMEOUT_S)
+class Unanswered(Exception):
+    """The registry did not say (unreachable, refused, not a registry's answer)."""
+
+
+class Registry:
+    """The one call the gate makes of a registry: the schema an id names."""
+
+    def __init__(self, spec: dict):
+        self.url = spec["url"].rstrip("/")
+        self.headers = {"Accept": "application/vnd.schemaregistry.v1+json"}
+        if spec.get("username"):
+            pair = f"{spec['username']}:{spec.get('password') or ''}".encode()
+            self.headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+
+    def schema(self, schema_id: int) -> dict | None:
+        """{"schema", "schemaType", …} of the id, or None if the registry has no such id."""
+        # http(s) only: the console keeps no other registry URL (schema_registries.checked).
+        url = f"{self.url}/schemas/ids/{schema_id}"
+        request = urllib.request.Request(url, headers=self.headers)  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as resp:  # noqa: S310
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise Unanswered(f"{self.url} answered HTTP {exc.code}") from exc
+        except (OSError, ValueError) as exc:
+            raise Unanswered(f"{self.url} cannot be reached or did not answer: {exc}") from exc
 
 
 class Gate:
     """The ids a copier may write: checked once each against both registries."""
 
     def __init__(self, spec: dict):
-        self.source = registry(spec["source"])
-        self.destination = registry(spec["destination"])
+        self.source = Registry(spec["source"])
+        self.destination = Registry(spec["destination"])
         self.passed: set[int] = set()
 
     def waiting(self, ids: set[int]) -> dict[int, str]:
@@ -51,16 +84,16 @@ class Gate:
     def check(self, schema_id: int) -> str:
         try:
             wanted = self.source.schema(schema_id)
-        except SchemaRegistryError as exc:
-            if exc.status == 404:
-                return ""  # no schema of the source's: not the wire format after all
+        except Unanswered as exc:
             return f"the source's registry cannot say what it is: {exc}"
+        if wanted is None:
+            return ""  # no schema of the source's: not the wire format after all
         try:
             there = self.destination.schema(schema_id)
-        except SchemaRegistryError as exc:
-            if exc.status == 404:
-                return "not in the destination's registry yet"
+        except Unanswered as exc:
             return f"the destination's registry cannot say whether it has it: {exc}"
+        if there is None:
+            return "not in the destination's registry yet"
         same_type = (there.get("schemaType") or "AVRO") == (wanted.get("schemaType") or "AVRO")
         if same_type and same_schema(there.get("schema", ""), wanted.get("schema", "")):
             return ""

@@ -133,7 +133,7 @@ def run_until_copied(link: ClusterLink, mirrors: list[MirrorTopic], timeout: flo
         )
 
     if not wait_for(copied, timeout, 1, ignore=()):
-        log = streams.log_file(str(link.link_id))
+        log = streams.log_file()
         tail = log.read_text()[-3000:] if log.exists() else "no log"
         raise AssertionError(f"not copied in {timeout} s: {statuses}\n{tail}")
 
