@@ -184,8 +184,9 @@ class Stack:
                 address=each.url,
                 ports=(each.port,),
                 command=registry.command,
-                env=lambda each=each: registry.env(each),
+                env=lambda each=each: registry.env(each, self.postgres),
                 ready=lambda each=each: registry.ready(each),
+                prepare=lambda each=each: registry.prepare(each, self.postgres),
             )
             for each in registry.REGISTRIES
         ]

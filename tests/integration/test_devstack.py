@@ -14,10 +14,11 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from devstack import kafka
+from devstack import kafka, registry
 from devstack.stack import Stack
 from infra import processes
 from infra.processes import PortInUse, wait_for
+from infra.schema_registry import SchemaRegistry, SchemaVersion
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -189,3 +190,30 @@ def test_a_new_postgres_part_is_made_and_the_console_outlives_its_restart():
             console.wait()
         stack.down(["postgres"], echo=lambda _: None)
         shutil.rmtree(var, ignore_errors=True)
+
+
+@pytest.mark.skipif(settings.DEVSTACK_POSTGRES is None, reason="runs with ISTHMUS_DB=postgres")
+def test_with_postgres_a_schema_registry_keeps_its_schemas_across_a_restart(devstack, tmp_path):
+    # A registry of its own (on a port of its own, in a database of its own), as the stack
+    # starts its two: the shared ones stay up for the tests beside this one.
+    own = registry.Registry(f"probe{uuid.uuid4().hex[:8]}", free_port())
+    registry.prepare(own, settings.DEVSTACK_POSTGRES)
+    environment = {**os.environ, **registry.env(own, settings.DEVSTACK_POSTGRES)}
+    client = SchemaRegistry(own.url)
+
+    def start() -> subprocess.Popen:
+        proc = subprocess.Popen(registry.command(), env=environment, stdout=subprocess.DEVNULL)
+        assert wait_for(lambda: registry.ready(own), 30), "the registry did not start"
+        return proc
+
+    proc = start()
+    try:
+        schema = '{"type": "record", "name": "Kept", "fields": [{"name": "a", "type": "int"}]}'
+        kept = client.register(SchemaVersion("kept-value", 0, 0, schema), keep_id=False)
+        proc.terminate()
+        proc.wait(30)
+        proc = start()
+        assert client.version("kept-value", 1).id == kept
+    finally:
+        proc.kill()
+        proc.wait()
