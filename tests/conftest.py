@@ -32,7 +32,7 @@ from devstack.stack import Stack
 from infra.processes import wait_for
 from tests import leftovers
 from tests.leftovers import admin_config  # here too, as before, for the tests that import it
-from tests.shared_stack import SHARED_PARTS, parts_of, shared_stack
+from tests.shared_stack import parts_of, shared_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 # Under pytest-xdist (`make test` runs the suite in worker processes, tests/suite.py) each worker
@@ -134,9 +134,11 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, s
 
 @pytest.fixture(scope="session")
 def devstack(stack, request):
-    """The two clusters and Redis, up for the whole session. They may be a user's `make demo`
-    stack: the session then leaves nothing of its own on them, and fails if it would."""
-    with shared_stack(stack, SHARED_PARTS):
+    """The two clusters, their schema registries and Redis (and, with ISTHMUS_DB=postgres, the
+    PostgreSQL the registries keep their schemas in), up for the whole session. They may be a
+    user's `make demo` stack: the session then leaves nothing of its own on them, and fails if
+    it would."""
+    with shared_stack(stack, parts_of(stack)):
         LEDGER.claim_test_redis()
         _report(request, "removed, left by sessions killed long ago", leftovers.sweep_stale(LEDGER))
         try:
