@@ -17,7 +17,6 @@ and its section of docs/benchmarks.md.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -161,23 +160,7 @@ def main() -> int:  # noqa: C901
         log("Deleting the run's subjects on both registries")
         for held_by in (destination, source):
             for subject in reversed(subjects):  # referencing subjects first
-                _delete(held_by, subject)
-
-
-def _delete(held_by, subject: str) -> None:
-    from infra.schema_registry import SchemaRegistryError
-
-    try:
-        versions = held_by.versions(subject, deleted=True)
-    except SchemaRegistryError:
-        return
-    for version in versions:
-        with contextlib.suppress(SchemaRegistryError):  # soft-deleted already
-            held_by.delete_version(subject, version)
-        try:
-            held_by.delete_version(subject, version, permanent=True)
-        except SchemaRegistryError as exc:
-            log(f"Could not delete {subject} version {version}: {exc}")
+                held_by.delete_subject(subject)
 
 
 def section(r: dict) -> str:

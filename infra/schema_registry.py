@@ -15,6 +15,7 @@ CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 # Confluent's error codes that callers decide on.
 SUBJECT_NOT_FOUND = 40401
+SUBJECT_SOFT_DELETED = 40404  # a soft delete of a subject soft-deleted already
 # A write the subject's mode refuses: READONLY, an id given outside IMPORT mode, or (in IMPORT
 # mode) an id another schema holds.
 REFUSED_BY_MODE = 42205
@@ -163,6 +164,23 @@ class SchemaRegistry:
             f"delete version {version} of {subject}",
             permanent=permanent or None,
         )
+
+    def delete_subject(self, subject: str) -> None:
+        """Delete the subject and its every version for good (soft first, as Confluent's API
+        asks); a subject it does not have is no error."""
+        for permanent in (False, True):
+            try:
+                self._call(
+                    "DELETE",
+                    f"/subjects/{_part(subject)}",
+                    f"delete {subject}",
+                    permanent=permanent or None,
+                )
+            except SchemaRegistryError as exc:
+                if exc.code == SUBJECT_NOT_FOUND:
+                    return
+                if exc.code != SUBJECT_SOFT_DELETED or permanent:
+                    raise
 
     # --- the one door ----------------------------------------------------------------------
 

@@ -320,11 +320,7 @@ def snapshot(request: ApprovalRequest) -> dict:
         "link": request.link_name,
         "topics": request.topics,
         **({"flow": request.params} if request.action in FLOWS else {}),
-        **(
-            {"subjects": request.params["subjects"]}
-            if request.action not in FLOWS and request.params
-            else {}
-        ),
+        **(request.params if request.action == Action.PROMOTE_SUBJECTS else {}),
         "state": request.state,
         "approvals": [a.approver_name for a in request.approvals.all()] if request.pk else [],
         "approvals_required": request.approvals_required,

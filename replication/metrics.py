@@ -141,6 +141,8 @@ def prometheus_text() -> str:
         add("isthmus_link_stream_failures", stream.failures, **ids)
         for syncer in link.sync_problems:
             add("isthmus_link_sync_problem", 1, **ids, syncer=syncer)
+        if schema_links.enabled(link):
+            _schema_waits(add, link, ids)
         now = timezone.now()
         for name, at in (
             ("isthmus_link_offset_sync_age_seconds", link.offsets_synced_at),
@@ -150,26 +152,9 @@ def prometheus_text() -> str:
             if at is not None:
                 add(name, round((now - at).total_seconds(), 1), **ids)
     _engine(add)
-    by_state = GroupOffsetSync.objects.values("link__name", "link__destination__name", "state")
-    for row in by_state.annotate(n=Count("id")).order_by():
-        add(
-            "isthmus_link_offset_sync_groups",
-            row["n"],
-            link=row["link__name"],
-            destination=row["link__destination__name"],
-            state=row["state"],
-        )
-    subjects = SchemaSubjectSync.objects.values("link__name", "link__destination__name", "state")
-    for row in subjects.annotate(n=Count("id")).order_by():
-        add(
-            "isthmus_link_schema_subjects",
-            row["n"],
-            link=row["link__name"],
-            destination=row["link__destination__name"],
-            state=row["state"],
-        )
+    _by_state(add, "isthmus_link_offset_sync_groups", GroupOffsetSync)
+    _by_state(add, "isthmus_link_schema_subjects", SchemaSubjectSync)
     _mirror_lags(add)
-    _schema_waits(add)
     _flows(add)
     lines = []
     for name, (kind, text) in _HELP.items():
@@ -195,24 +180,33 @@ def _flows(add) -> None:
             add("isthmus_flow_partition_lag", reading["lag"], **ids, partition=partition)
 
 
-def _schema_waits(add) -> None:
-    """Each mirror partition held for a schema (what the engine last said of it)."""
+def _by_state(add, name: str, model) -> None:
+    """A link's rows of `model` (per group, per subject) counted by state."""
+    rows = model.objects.values("link__name", "link__destination__name", "state")
+    for row in rows.annotate(n=Count("id")).order_by():
+        add(
+            name,
+            row["n"],
+            link=row["link__name"],
+            destination=row["link__destination__name"],
+            state=row["state"],
+        )
+
+
+def _schema_waits(add, link: ClusterLink, ids: dict) -> None:
+    """Each mirror partition of the link held for a schema (what the engine last said)."""
     now_ms = time.time() * 1000
-    for link in ClusterLink.objects.select_related("destination"):
-        if not schema_links.enabled(link):
-            continue
-        for mirror, partitions in streams.progress(link).partitions.items():
-            for partition, reading in partitions.items():
-                wait = reading.get("schema_wait")
-                if wait:
-                    add(
-                        "isthmus_mirror_partition_schema_wait_seconds",
-                        round(max(0, now_ms - wait["since_ms"]) / 1000, 1),
-                        link=link.name,
-                        destination=link.destination.name,
-                        mirror=mirror,
-                        partition=partition,
-                    )
+    for mirror, partitions in streams.progress(link).partitions.items():
+        for partition, reading in partitions.items():
+            if wait := reading.get("schema_wait"):
+                seconds = round(max(0, now_ms - wait["since_ms"]) / 1000, 1)
+                add(
+                    "isthmus_mirror_partition_schema_wait_seconds",
+                    seconds,
+                    **ids,
+                    mirror=mirror,
+                    partition=partition,
+                )
 
 
 def _mirror_lags(add) -> None:

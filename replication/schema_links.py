@@ -1,7 +1,8 @@
 """Schema linking: subjects copied from a source registry to a destination registry with the
 same ids and versions, so that records, which name their schema by id, decode on both sides.
 
-`sync_subjects` brings each subject on the destination in step with the source:
+`sync_subjects` (`sync_read` on registries read once) brings each subject on the destination
+in step with the source:
 - the subject is put in IMPORT mode on the destination (which keeps the ids and versions it is
   given, and takes no schema from producers without them);
 - every version the source has (soft-deleted ones too) is registered under its own id and
@@ -90,6 +91,10 @@ class Snapshot:
     def add(self, version: SchemaVersion) -> None:
         self.every.setdefault(version.subject, {})[version.version] = version
         self.by_id.setdefault(version.id, version)
+
+    def subjects(self) -> set[str]:
+        """The subjects with a live version (as the registry's own subject list has them)."""
+        return {subject for subject, _ in self.live}
 
     def versions(self, subject: str) -> tuple[list[int], list[int]]:
         """(every version, soft-deleted ones included; the live ones)."""
@@ -362,16 +367,16 @@ def promoted(link: ClusterLink) -> set[str]:
     return (made_writable - _topics_subjects(following)) | _topics_subjects(stopped)
 
 
-def subjects_of(link: ClusterLink, source: SchemaRegistry) -> list[str]:
+def subjects_of(link: ClusterLink, source: Snapshot, left_out: set[str]) -> list[str]:
     """The subjects `schema.subjects` selects (by default the link's mirrors') that the
-    source's registry holds, but the promoted ones."""
-    held = set(source.subjects())
+    source's registry holds, but those `left_out` (the promoted ones)."""
+    held = source.subjects()
     filters = link.config("schema.subjects")
     if filters:
         picked = {s for s in held if selects(filters, s)}
     else:
         picked = _topics_subjects(link.mirrors.exclude(state=MirrorTopic.State.STOPPED))
-    return sorted((picked & held) - promoted(link))
+    return sorted((picked & held) - left_out)
 
 
 def holding(source: SchemaRegistry, ids: list[int]) -> list[str]:
@@ -384,15 +389,18 @@ def sync_link_schemas(link: ClusterLink, ids: list[int] | None = None) -> list[S
     stands; a ReplicationError says what stops the whole of it (a registry missing or not
     answering)."""
     source, destination = registries(link)
+    left_out = promoted(link)
     try:
+        read = Snapshot(source)
         if ids:
-            left_out = promoted(link)
             subjects = [s for s in holding(source, ids) if s not in left_out]
         else:
-            subjects = subjects_of(link, source)
-        done = sync_subjects(source, destination, subjects)
-        if not ids:
-            _release_promoted(link, destination)
+            subjects = subjects_of(link, read, left_out)
+        done = sync_read(read, Snapshot(destination), subjects)
+        if not ids:  # a promoted subject whose registry did not answer at the promote
+            rows = link.schema_syncs.filter(state=SchemaSubjectSync.State.PROMOTED)
+            held = rows.filter(subject__in=left_out).values_list("subject", flat=True)
+            _make_writable(link, destination, sorted(held))
     except SchemaRegistryError as exc:
         raise ReplicationError(str(exc)) from exc
     _keep(link, done, whole=not ids)
@@ -556,16 +564,12 @@ _WRITABLE = "Promoted with its topic: writable on the destination, no longer syn
 
 
 def _make_writable(link: ClusterLink, destination: SchemaRegistry, subjects: list[str]) -> None:
+    """The subjects READWRITE on the destination (each promoted subject's mode is read at every
+    whole run: one a registry did not answer for at the promote is made writable then)."""
     for subject in subjects:
-        if destination.mode(subject) != READWRITE:
-            destination.set_mode(READWRITE, subject)
-        link.schema_syncs.filter(subject=subject).update(message=_WRITABLE)
+        if destination.mode(subject) == READWRITE:
+            continue
+        destination.set_mode(READWRITE, subject)
         log.info("Schema subject %s is writable on the destination now (promoted)", subject)
-
-
-def _release_promoted(link: ClusterLink, destination: SchemaRegistry) -> None:
-    """Make writable the promoted subjects a registry did not answer for at the promote."""
-    waiting = link.schema_syncs.filter(
-        state=SchemaSubjectSync.State.PROMOTED, message=_NOT_WRITABLE_YET
-    )
-    _make_writable(link, destination, list(waiting.values_list("subject", flat=True)))
+    rows = link.schema_syncs.filter(subject__in=subjects).exclude(message=_WRITABLE)
+    rows.update(message=_WRITABLE)

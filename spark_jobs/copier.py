@@ -369,7 +369,7 @@ class Copier:
         # Whole milliseconds, rounded up: the client truncates the timeout to them, and a wait
         # cut short of the next report would spin on zero-length polls until it is due.
         wait = math.ceil(max(self.next_report - time.monotonic(), 0) * 1000) / 1000
-        held = [c for c in self.cursors.values() if c.hold is not None]
+        held = [c for c in self.cursors.values() if c.hold is not None] if self.gate else []
         if held and time.monotonic() - self.holds_checked >= HOLD_CHECK_S:
             self.release(held)
         quiet = self.empty_polls >= QUIET_POLLS and not held

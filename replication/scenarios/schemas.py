@@ -8,7 +8,6 @@ registry under the same ids and versions, before the records that need them."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -19,9 +18,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from infra.schema_registry import SchemaRegistryError
 
 from .. import mirrors, schema_links
-from ..connections import cluster_admin
 from ..models import KafkaCluster, SchemaSubjectSync
-from . import clients
+from . import clients, share_data
 from .runner import Context, Scenario, Step, StepFailed, wait_for
 from .share_data import ON_DESTINATION, ON_SOURCE, create_link_with
 from .share_data import cleanup as cleanup_link_and_topic
@@ -81,17 +79,9 @@ def _produce_avro(c: Context, schema: str, users: list[dict]) -> int:
 
 
 def create_topic(c: Context) -> str:
-    admin = cluster_admin(c.source)
-    admin.create_topic(c.names["topic"], 1, None, {})
-    wait_for(
-        lambda: clients.quietly(lambda: admin.describe_topic(c.names["topic"])),
-        15,
-        "the topic on dc1",
-        lambda: "no such topic",
-    )
     for cluster in (c.source, c.destination):
         _registry_client(cluster)  # both registries are there before anything is made
-    return f"topic {c.names['topic']} on {c.source.name} (dc1)"
+    return share_data.create_topic(c)
 
 
 def create_link(c: Context) -> str:
@@ -198,16 +188,11 @@ def cleanup(c: Context) -> list[str]:
     subject = f"{c.names['topic']}-value"
     for cluster in (c.source, c.destination):
         registry = cluster.schema_registry()
-        if registry is None:
-            continue
         try:
-            for version in registry.versions(subject, deleted=True):
-                with contextlib.suppress(SchemaRegistryError):  # soft-deleted already
-                    registry.delete_version(subject, version)
-                registry.delete_version(subject, version, permanent=True)
+            if registry is not None:
+                registry.delete_subject(subject)
         except SchemaRegistryError as exc:
-            if exc.code != 40401:  # no such subject: nothing to remove
-                left.append(f"subject {subject} on {cluster.name}: {exc}")
+            left.append(f"subject {subject} on {cluster.name}: {exc}")
     return left
 
 
