@@ -133,7 +133,27 @@ class SchemaRegistry:
         found = self._call("GET", path, doing, defaultToGlobal=True if subject else None)
         return found["mode"]
 
+    def compatibility(self, subject: str) -> str:
+        """The subject's compatibility level (BACKWARD, FULL_TRANSITIVE, NONE, …): its own, or
+        else the registry's, which is what a new version of it is checked against."""
+        found = self._call(
+            "GET",
+            f"/config/{_part(subject)}",
+            f"read the compatibility level of {subject}",
+            defaultToGlobal=True,
+        )
+        return found["compatibilityLevel"]
+
     # --- writing ---------------------------------------------------------------------------
+
+    def set_compatibility(self, level: str, subject: str) -> None:
+        """Give the subject a compatibility level of its own."""
+        self._call(
+            "PUT",
+            f"/config/{_part(subject)}",
+            f"set the compatibility level of {subject} to {level}",
+            body={"compatibility": level},
+        )
 
     def set_mode(self, mode: str, subject: str | None = None, force: bool = False) -> None:
         """Set a subject's mode (or the registry's). `force`: IMPORT on a subject or registry

@@ -394,6 +394,14 @@ KEYS: dict[str, ConfigKey] = {
             "Unset: the registry's default context.",
         ),
         ConfigKey(
+            "schema.source.context",
+            None,
+            _prefix,
+            "A schema context of the source's registry to sync from (a bidirectional link's "
+            "other half reads from the context this half syncs into). Unset: the registry's "
+            "default context.",
+        ),
+        ConfigKey(
             "schema.sync.ms",
             "30000",
             _whole(1000, JAVA_INT_MAX),

@@ -172,13 +172,19 @@ def _peer_configs(
 ) -> dict[str, str] | None:
     """The other half's configs, for a bidirectional link (else None): the same settings,
     connecting to `destination` with its registered link principal, but with the prefixes
-    the other way round (its cluster.link.prefix is this half's remote.cluster.link.prefix)."""
+    the other way round (its cluster.link.prefix is this half's remote.cluster.link.prefix)
+    and so are the schema contexts (it syncs from the context this half syncs into)."""
     if clean.get("link.mode") != "BIDIRECTIONAL":
         return None
     settings = {k: v for k, v in typed.items() if k not in link_configs.CONNECTION_KEYS}
     prefixes = ("cluster.link.prefix", "remote.cluster.link.prefix")
     mine, theirs = (settings.pop(k, None) for k in prefixes)
     for key, value in zip(prefixes, (theirs if theirs is not None else mine, mine), strict=True):
+        if value is not None:
+            settings[key] = value
+    contexts = ("schema.context", "schema.source.context")
+    into, out_of = (settings.pop(k, None) for k in contexts)
+    for key, value in zip(contexts, (out_of, into), strict=True):
         if value is not None:
             settings[key] = value
     return _checked(source, name, link_configs.bound_to_cluster(destination, settings))

@@ -498,6 +498,9 @@ class SchemaSubjectSync(models.Model):
     subject = models.CharField(max_length=255)
     state = models.CharField(max_length=20, choices=State.choices)
     versions = models.JSONField(default=list, blank=True)  # in step on both sides
+    # The level its new versions are checked against on the source, given to it on the
+    # destination ("" until a run reads it).
+    compatibility = models.CharField(max_length=40, blank=True)
     message = models.TextField(blank=True)
     synced_at = models.DateTimeField(default=timezone.now)
     changed_at = models.DateTimeField(default=timezone.now)  # when it last took a version

@@ -18,7 +18,8 @@ when `schema.sync.enable=true`):
   topic>-key` and `-value`, as Confluent's TopicNameStrategy names them), that the source's
   registry holds; a promoted mirror's subjects are no longer synced;
 - the registries are those of the link's two clusters, the destination's in `schema.context`
-  if one is set;
+  and the source's in `schema.source.context` if they are set (a bidirectional link's other
+  half reads from the context this half syncs into);
 - the ids a mirrored record waits for (`spark_jobs.schema_gate`) are synced at once, with the
   subjects that hold them (`sync_link_schemas(link, ids)`, run by the syncers each second
   while a partition waits);
@@ -67,6 +68,8 @@ class SubjectSync:
     deleted: list[int] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     error: str = ""
+    compatibility: str = ""  # the level new versions are checked against, on both sides now
+    compatibility_set: bool = False  # given to the destination's subject by this run
 
     @property
     def in_step(self) -> bool:
@@ -206,6 +209,8 @@ def _sync(source: Snapshot, destination: Snapshot, result: SubjectSync) -> None:
             break  # later versions may build on this one: they wait
         result.versions.append(number)
     _follow_deletes(source, destination, result, there_every, there_live)
+    if source_every:
+        _follow_compatibility(source.registry, there, result)
     if result.registered or result.soft_deleted or result.deleted:
         log.info(
             "Schema subject %s: registered %s, soft-deleted %s, deleted %s",
@@ -214,6 +219,21 @@ def _sync(source: Snapshot, destination: Snapshot, result: SubjectSync) -> None:
             result.soft_deleted or "none",
             result.deleted or "none",
         )
+
+
+def _follow_compatibility(
+    source: SchemaRegistry, there: SchemaRegistry, result: SubjectSync
+) -> None:
+    """The subject's compatibility level on the source (its own or the source registry's) given
+    to it on the destination, where it decides what producers may register once the subject is
+    promoted (IMPORT mode checks nothing)."""
+    subject = result.subject
+    level = source.compatibility(subject)
+    if there.compatibility(subject) != level:
+        there.set_compatibility(level, subject)
+        result.compatibility_set = True
+        log.info("Schema subject %s: compatibility %s on the destination too", subject, level)
+    result.compatibility = level
 
 
 def _follow_deletes(
@@ -314,9 +334,9 @@ def _source_cluster(link: ClusterLink) -> KafkaCluster:
 
 
 def registries(link: ClusterLink) -> tuple[SchemaRegistry, SchemaRegistry]:
-    """The schema registries of the link's source and destination clusters (the
-    destination's in the link's schema context)."""
-    source = _source_cluster(link).schema_registry()
+    """The schema registries of the link's source and destination clusters, each in the
+    link's schema context for it."""
+    source = _source_cluster(link).schema_registry(link.config("schema.source.context") or "")
     destination = link.destination.schema_registry(link.config("schema.context") or "")
     if destination is None:
         raise ReplicationError(
@@ -332,7 +352,9 @@ def engine_spec(link: ClusterLink) -> dict | None:
     if not enabled(link):
         return None
     try:
-        source = _source_cluster(link).schema_registry_spec()
+        source = _source_cluster(link).schema_registry_spec(
+            link.config("schema.source.context") or ""
+        )
     except ReplicationError:
         return None  # the sync says what is missing; records cannot wait for it
     destination = link.destination.schema_registry_spec(link.config("schema.context") or "")
@@ -404,15 +426,7 @@ def sync_link_schemas(link: ClusterLink, ids: list[int] | None = None) -> list[S
     except SchemaRegistryError as exc:
         raise ReplicationError(str(exc)) from exc
     _keep(link, done, whole=not ids)
-    changed = {
-        d.subject: {
-            "registered": d.registered,
-            "soft_deleted": d.soft_deleted,
-            "deleted": d.deleted,
-        }
-        for d in done
-        if d.registered or d.soft_deleted or d.deleted
-    }
+    changed = {d.subject: _changes(d) for d in done if _changes(d)}
     if changed:
         audit.record(_SYNCER, "link.schema_sync", f"link {link.name}", after=changed)
     return done
@@ -426,7 +440,8 @@ def _keep(link: ClusterLink, done: list[SubjectSync], whole: bool) -> None:
     made, changed = [], []
     for result in done:
         state, message = _outcome(result)
-        moved = bool(result.registered or result.soft_deleted or result.deleted)
+        moved = bool(_changes(result))
+        kept = (state, message, result.versions, result.compatibility)
         row = rows.get(result.subject)
         if row is None:
             made.append(
@@ -436,22 +451,36 @@ def _keep(link: ClusterLink, done: list[SubjectSync], whole: bool) -> None:
                     state=state,
                     message=message,
                     versions=result.versions,
+                    compatibility=result.compatibility,
                     synced_at=now,
                     changed_at=now,
                 )
             )
-        elif moved or (row.state, row.message, row.versions) != (state, message, result.versions):
-            row.state, row.message, row.versions = state, message, result.versions
+        elif moved or (row.state, row.message, row.versions, row.compatibility) != kept:
+            row.state, row.message, row.versions, row.compatibility = kept
             row.changed_at = now if moved else row.changed_at
             changed.append(row)
     # (ignore_conflicts: a run of the ids records wait for may have kept one meanwhile)
     SchemaSubjectSync.objects.bulk_create(made, ignore_conflicts=True)
-    SchemaSubjectSync.objects.bulk_update(changed, ["state", "message", "versions", "changed_at"])
+    SchemaSubjectSync.objects.bulk_update(
+        changed, ["state", "message", "versions", "compatibility", "changed_at"]
+    )
     link.schema_syncs.filter(subject__in=[d.subject for d in done]).update(synced_at=now)
     if whole:
         SchemaSubjectSync.objects.filter(link=link).exclude(
             subject__in=[d.subject for d in done]
         ).exclude(state=SchemaSubjectSync.State.PROMOTED).delete()
+
+
+def _changes(result: SubjectSync) -> dict:
+    """What the run changed of the subject on the destination (the audit's words)."""
+    done = {
+        "registered": result.registered,
+        "soft_deleted": result.soft_deleted,
+        "deleted": result.deleted,
+        "compatibility": result.compatibility if result.compatibility_set else "",
+    }
+    return {k: v for k, v in done.items() if v}
 
 
 def _outcome(result: SubjectSync) -> tuple[str, str]:
@@ -481,7 +510,8 @@ class SchemaSyncStatus:
     enabled: bool
     interval_ms: int
     subject_filters: str  # "" for the mirrors' subjects
-    context: str  # "" for the default context
+    context: str  # the destination's, "" for the default context
+    source_context: str  # the source's, likewise
     synced_at: datetime | None
     problem: str  # what stops it, "" when nothing does
     subjects: list[SchemaSubjectSync]
@@ -493,6 +523,7 @@ def status(link: ClusterLink) -> SchemaSyncStatus:
         link.int_config("schema.sync.ms"),
         link.config("schema.subjects") or "",
         link.config("schema.context") or "",
+        link.config("schema.source.context") or "",
         link.schemas_synced_at,
         link.sync_problems.get(PROBLEM, ""),
         list(link.schema_syncs.all()),

@@ -39,6 +39,7 @@ def describe(found: dict) -> None:
     print(
         f"Link: {found['link_name']}\tSchemaSync: {state}\t"
         f"Subjects: {found['subject_filters'] or '(the mirrors subjects)'}\t"
+        f"SourceContext: {found['source_context'] or '(default)'}\t"
         f"Context: {found['context'] or '(default)'}\t"
         f"LastRun: {found['synced_at'] or '-'}"
     )
@@ -48,7 +49,8 @@ def describe(found: dict) -> None:
         versions = ",".join(map(str, s["versions"])) or "-"
         print(
             f"\tSubject: {s['subject']}\tState: {s['state']}\tVersions: {versions}\t"
-            f"Changed: {s['changed_at']}" + (f"\tMessage: {s['message']}" if s["message"] else "")
+            f"Compatibility: {s['compatibility'] or '-'}\tChanged: {s['changed_at']}"
+            + (f"\tMessage: {s['message']}" if s["message"] else "")
         )
 
 

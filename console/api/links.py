@@ -229,6 +229,7 @@ def schema_sync_data(request, link: ClusterLink) -> SchemaSyncData:
         interval_ms=found.interval_ms,
         subject_filters=found.subject_filters or None,
         context=found.context or None,
+        source_context=found.source_context or None,
         synced_at=found.synced_at.isoformat() if found.synced_at else None,
         error_message=found.problem or None,
         subjects=[
@@ -236,6 +237,7 @@ def schema_sync_data(request, link: ClusterLink) -> SchemaSyncData:
                 subject=s.subject,
                 state=s.state,
                 versions=s.versions,
+                compatibility=s.compatibility or None,
                 message=s.message or None,
                 synced_at=s.synced_at.isoformat(),
                 changed_at=s.changed_at.isoformat(),

@@ -642,6 +642,11 @@ class SchemaSubjectData(Shape):
         "destination and no longer synced."
     )
     versions: list[int] = Field(description="The versions in step on both registries.")
+    compatibility: str | None = Field(
+        description="The compatibility level new versions are checked against on the source "
+        "(the subject's own or its registry's), given to the subject on the destination; null "
+        "until a run has read it."
+    )
     message: str | None
     synced_at: str
     changed_at: str
@@ -649,7 +654,7 @@ class SchemaSubjectData(Shape):
 
 class SchemaSyncData(Shape):
     """*Isthmus*: a link's schema sync (link configs schema.sync.enable, schema.sync.ms,
-    schema.subjects, schema.context) and each subject's state."""
+    schema.subjects, schema.context, schema.source.context) and each subject's state."""
 
     kind: Literal["SchemaSyncData"] = "SchemaSyncData"
     metadata: ResourceMetadata
@@ -660,6 +665,7 @@ class SchemaSyncData(Shape):
         description="Names and prefixes (ending in *); null: the subjects of the link's mirrors."
     )
     context: str | None = Field(description="The destination registry's context synced into.")
+    source_context: str | None = Field(description="The source registry's context synced from.")
     synced_at: str | None = Field(description="When the last whole run started.")
     error_message: str | None = Field(description="What stops the sync, if anything does.")
     subjects: list[SchemaSubjectData]

@@ -10,7 +10,14 @@ import json
 
 import pytest
 
-from infra.schema_registry import REFUSED_BY_MODE, Reference, SchemaRegistryError, SchemaVersion
+from devstack import registry
+from infra.schema_registry import (
+    REFUSED_BY_MODE,
+    Reference,
+    SchemaRegistry,
+    SchemaRegistryError,
+    SchemaVersion,
+)
 from replication.schema_links import sync_subjects
 from tests.registries import DESTINATION, SOURCE, optional_ints, unique_name
 
@@ -132,3 +139,41 @@ def test_an_id_the_destination_gives_another_schema_is_a_conflict_left_untouched
     assert done.registered == [] and done.versions == []
     assert DESTINATION.schema(first.id)["schema"] == theirs.schema
     assert subject not in DESTINATION.subjects(deleted=True)
+
+
+def test_the_sources_compatibility_level_follows_so_producers_meet_the_same_rules_after_promote(
+    name,
+):
+    subject = f"{name}-value"
+    add(subject, avro(name, "Order", "a", "b"))
+    SOURCE.set_compatibility("FULL_TRANSITIVE", subject)
+    # In a context of the test's own: a producer registers there below, and the ids it is
+    # given must not meet those other tests sync into the default context.
+    there = SchemaRegistry(f"{registry.DESTINATION.url}/contexts/.{name}")
+
+    [done] = sync_subjects(SOURCE, there, [subject])
+
+    assert (done.compatibility, done.compatibility_set) == ("FULL_TRANSITIVE", True)
+    assert there.compatibility(subject) == "FULL_TRANSITIVE"
+    [again] = sync_subjects(SOURCE, there, [subject])
+    assert (again.compatibility, again.compatibility_set) == ("FULL_TRANSITIVE", False)
+
+    # Changed on the source, it changes on the destination at the next run.
+    SOURCE.set_compatibility("NONE", subject)
+    [done] = sync_subjects(SOURCE, there, [subject])
+    assert done.compatibility_set and there.compatibility(subject) == "NONE"
+
+    # Once the subject is writable there, its producers meet the source's rules: under NONE a
+    # field may change its type, which the destination's own default (BACKWARD) refuses.
+    there.set_mode("READWRITE", subject)
+    retyped = json.dumps(
+        {
+            "type": "record",
+            "name": "Order",
+            "namespace": json.loads(avro(name, "Order"))["namespace"],
+            "fields": [{"name": "a", "type": "string"}],
+        }
+    )
+    there.register(SchemaVersion(subject, 0, 0, retyped), keep_id=False)
+    assert there.versions(subject) == [1, 2]
+    assert there.compatibility(f"{name}-other") == "BACKWARD"  # the registry's own

@@ -28,6 +28,9 @@ class Registry:
     def mode(self, subject: str) -> str:
         return "IMPORT"
 
+    def compatibility(self, subject: str) -> str:
+        return "BACKWARD"
+
     def register(self, version: SchemaVersion, keep_id: bool = True) -> int:
         self.registered.append(version)
         self.versions_held[version.subject, version.version] = version
