@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from devstack import kafka, registry
 from infra.schema_registry import SchemaRegistry, SchemaRegistryError, SchemaVersion
-from replication import metrics, promote, reverse, streams
+from replication import metrics, promote, restore, reverse, streams
 from replication.lag import describe_mirror
 from replication.links import peer_of
 from replication.mirrors import create_mirror
@@ -47,6 +47,17 @@ def beat(link: ClusterLink) -> None:
     streams.supervise(link)
     link.refresh_from_db()
     syncers.sync_link(link, timezone.now())
+
+
+def copied_over(link: ClusterLink, bootstrap: str, topic: str, count: int):
+    """A check for `eventually`: the beat runs once for the link, and `topic` at `bootstrap`
+    holds `count` records."""
+
+    def check() -> bool:
+        beat(link)
+        return len(read_all(bootstrap, topic)) == count
+
+    return check
 
 
 def waits(mirror) -> list[str]:
@@ -221,14 +232,7 @@ def test_after_a_reverse_the_new_primary_is_writable_and_the_old_sources_subject
     assert peer.config("schema.sync.enable") == "true"
     create_mirror(ACTOR, link, topic)
 
-    def copied(over: ClusterLink, bootstrap: str, count: int):
-        def check() -> bool:
-            beat(over)
-            return len(read_all(bootstrap, topic)) == count
-
-        return check
-
-    eventually(copied(link, kafka.DESTINATION.bootstrap, 1), 90, "the first record copied")
+    eventually(copied_over(link, kafka.DESTINATION.bootstrap, topic, 1), 90, "the first copied")
     assert DESTINATION.mode(subject) == "IMPORT"
     assert SOURCE.mode(subject) == "READWRITE"
 
@@ -243,7 +247,68 @@ def test_after_a_reverse_the_new_primary_is_writable_and_the_old_sources_subject
     )
     # The old source now mirrors it: the other half's next sync puts its subject in IMPORT.
     ClusterLink.objects.filter(pk=peer.pk).update(schemas_synced_at=None)
-    eventually(copied(peer, kafka.SOURCE.bootstrap, 2), 90, "the new record copied back")
+    eventually(copied_over(peer, kafka.SOURCE.bootstrap, topic, 2), 90, "the new one copied back")
     assert SOURCE.mode(subject) == "IMPORT"
     assert SchemaSubjectSync.objects.get(link=peer, subject=subject).state == "IN_STEP"
+    assert read_all(kafka.SOURCE.bootstrap, topic) == read_all(kafka.DESTINATION.bootstrap, topic)
+
+
+def test_a_failback_brings_the_new_primarys_schemas_first_and_puts_the_old_ones_in_import(
+    bidirectional, make_topic, topic_name
+):
+    topic = make_topic(kafka.SOURCE, topic_name, 1)
+    subject = f"{topic}-value"
+    # Each cluster's schemas in a context of the test's own, so that the ids the new primary's
+    # producer is given after the failover cannot meet another test's: the link syncs dc1's
+    # context into dc2's, and its other half dc2's back into dc1's.
+    dc1_context, dc2_context = unique_name(), unique_name()
+    dc1 = SchemaRegistry(f"{registry.SOURCE.url}/contexts/.{dc1_context}")
+    dc2 = SchemaRegistry(f"{registry.DESTINATION.url}/contexts/.{dc2_context}")
+    first = dc1.register(SchemaVersion(subject, 0, 0, optional_ints(topic, "V", "a")), False)
+    produce(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        topic,
+        [{"value": framed(first, b"one"), "timestamp": RECENT}],
+    )
+    link = bidirectional(
+        **{
+            "schema.sync.enable": "true",
+            "schema.sync.ms": HOUR_MS,
+            "schema.source.context": dc1_context,
+            "schema.context": dc2_context,
+        }
+    )
+    peer = peer_of(link)
+    assert peer.config("schema.source.context") == dc2_context
+    assert peer.config("schema.context") == dc1_context
+    create_mirror(ACTOR, link, topic)
+    eventually(copied_over(link, kafka.DESTINATION.bootstrap, topic, 1), 90, "the first copied")
+    assert dc2.version(subject, 1) == dc1.version(subject, 1)
+
+    # dc1 is lost: fail over; dc2's producers register a new version and write with it.
+    (failed_over,) = promote.stop_mirrors(ACTOR, link, [topic], promote.FAILOVER, wait=True)
+    assert failed_over.error == ""
+    assert dc2.mode(subject) == "READWRITE"
+    second = dc2.register(SchemaVersion(subject, 0, 0, optional_ints(topic, "V", "a", "b")), False)
+    produce(
+        {"bootstrap.servers": kafka.DESTINATION.bootstrap},
+        topic,
+        [{"value": framed(second, b"two"), "timestamp": RECENT + 1}],
+    )
+
+    # dc1 is back: the failback makes its topic a mirror of dc2's again.
+    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic], wait=True)
+    assert outcome.error == ""
+
+    def landed_after_its_schema() -> bool:
+        copied = copied_over(peer, kafka.SOURCE.bootstrap, topic, 2)()
+        if copied:  # the record is there, so its schema was there first
+            assert dc1.schema(second)["schema"] == dc2.schema(second)["schema"]
+        return copied
+
+    eventually(landed_after_its_schema, 90, "the new primary's record copied back")
+    assert dc1.mode(subject) == "IMPORT"  # dc1's producers cannot register beside dc2's now
+    assert [dc1.version(subject, n) for n in (1, 2)] == [dc2.version(subject, n) for n in (1, 2)]
+    assert SchemaSubjectSync.objects.get(link=peer, subject=subject).state == "IN_STEP"
+    assert SchemaSubjectSync.objects.get(link=link, subject=subject).state == "PROMOTED"
     assert read_all(kafka.SOURCE.bootstrap, topic) == read_all(kafka.DESTINATION.bootstrap, topic)
