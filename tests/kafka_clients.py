@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+import threading
 import time
 
 from confluent_kafka import (
@@ -177,32 +178,73 @@ def write_refused(node: kafka.KafkaNode, topic: str) -> bool:
     )
 
 
+class SteadyWriter(threading.Thread):
+    """Numbered records (key i, header i, a timestamp from RECENT on, 100 random bytes) at
+    `per_second`, on a thread of its own from its start until `finish()` (or `records` of
+    them): a fault lands while the source is written, however long the fault takes.
+    `idempotent`: each once, whatever the source brokers do meanwhile."""
+
+    def __init__(
+        self,
+        topic: str,
+        partitions: int,
+        per_second: float = 2_000,
+        idempotent: bool = False,
+        records: int | None = None,
+    ):
+        super().__init__(daemon=True)
+        self.topic, self.partitions, self.per_second = topic, partitions, per_second
+        self.idempotent, self.records = idempotent, records
+        self.finishing = threading.Event()
+        self.written = 0
+        self.unacknowledged = -1  # until it has flushed
+
+    def run(self) -> None:
+        producer = Producer(
+            {"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 5}
+            | (
+                {"enable.idempotence": True, "message.timeout.ms": 300_000}
+                if self.idempotent
+                else {}
+            )
+        )
+        started, step, i = time.monotonic(), max(1, int(self.per_second) // 100), 0
+        while not self.finishing.is_set() and (self.records is None or i < self.records):
+            while True:
+                try:
+                    producer.produce(
+                        self.topic,
+                        key=str(i).encode(),
+                        value=random.randbytes(100),
+                        partition=i % self.partitions,
+                        timestamp=RECENT + i,
+                        headers=[("i", str(i).encode())],
+                    )
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+            i += 1
+            if i % step == 0:
+                producer.poll(0)
+                time.sleep(max(0.0, started + i / self.per_second - time.monotonic()))
+        self.written = i
+        self.unacknowledged = producer.flush(300)
+
+    def finish(self, after_s: float = 3.0) -> int:
+        """Write on for `after_s` more, then stop once every record is acknowledged; how many
+        were written."""
+        time.sleep(after_s)
+        self.finishing.set()
+        self.join()
+        assert self.unacknowledged == 0, f"{self.unacknowledged} records not acknowledged"
+        return self.written
+
+
 def keep_producing(
     topic: str, records: int, partitions: int, seconds: float, idempotent: bool = False
 ) -> None:
-    """Write `records` numbered records (key i, header i, a timestamp from RECENT on, 100
-    random bytes) over about `seconds`, so faults land while a copy is going on; `idempotent`:
-    each once, whatever the source brokers do meanwhile."""
-    producer = Producer(
-        {"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 5}
-        | ({"enable.idempotence": True, "message.timeout.ms": 300_000} if idempotent else {})
-    )
-    started, step = time.monotonic(), max(1, records // 200)
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(
-                    topic,
-                    key=str(i).encode(),
-                    value=random.randbytes(100),
-                    partition=i % partitions,
-                    timestamp=RECENT + i,
-                    headers=[("i", str(i).encode())],
-                )
-                break
-            except BufferError:
-                producer.poll(0.1)
-        if i % step == 0:
-            producer.poll(0)
-            time.sleep(max(0.0, started + seconds * i / records - time.monotonic()))
-    assert producer.flush(300) == 0
+    """Write `records` numbered records (as `SteadyWriter` does) over about `seconds`, so
+    faults land while a copy is going on."""
+    writer = SteadyWriter(topic, partitions, records / seconds, idempotent, records)
+    writer.run()
+    assert writer.unacknowledged == 0

@@ -6,7 +6,6 @@ clients and by the console's own verification."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -22,7 +21,7 @@ from spark_jobs import copier
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.faults.conftest import in_sync, kill, leader
-from tests.kafka_clients import keep_producing
+from tests.kafka_clients import SteadyWriter
 from tests.mirror_checks import ACTOR, assert_exact_copy, eventually, run_until_copied
 from tests.slots import Proxy, Source, end_slots, start_slot
 
@@ -61,20 +60,16 @@ def _verified_identical(mirror) -> None:
     assert found.identical == found.total
 
 
-def _copy_through(link, make_topic, topic_name, fault, seconds: float = 60) -> None:
-    """Write 2,000 records a second for `seconds`, run `fault` once the copy is under way, and
-    check that the mirror ends an exact copy."""
+def _copy_through(link, make_topic, topic_name, fault) -> None:
+    """Write 2,000 records a second, run `fault` once the copy is under way, write on a few
+    seconds after it, and check that the mirror ends an exact copy."""
     topic = _topic(make_topic, topic_name)
     mirror = create_mirror(ACTOR, link, topic)
-    records = int(2_000 * seconds)
-    writer = threading.Thread(
-        target=keep_producing, args=(topic, records, PARTITIONS, seconds, True), daemon=True
-    )
+    writer = SteadyWriter(topic, PARTITIONS, idempotent=True)
     writer.start()
     _copying_past(link, topic, 5_000)
     fault(topic)
-    assert writer.is_alive(), "the source was written in full before the fault was over"
-    writer.join()
+    records = writer.finish()
     run_until_copied(link, [mirror], timeout=300)
     source = assert_exact_copy(topic, topic)
     assert len(source) == records and len({r.key for r in source}) == records
@@ -104,7 +99,7 @@ def test_a_rolling_restart_of_every_destination_broker_loses_and_repeats_nothing
             stack.up([broker.name], echo=lambda _: None)
             in_sync(kafka.DESTINATION, topic)
 
-    _copy_through(make_link(), make_topic, topic_name, fault, seconds=90)
+    _copy_through(make_link(), make_topic, topic_name, fault)
 
 
 def test_two_destination_brokers_down_the_copy_waits_loses_nothing_and_resumes(

@@ -26,13 +26,12 @@ from spark_jobs import control, merging
 from tests.conftest import admin_config
 from tests.faults.conftest import in_sync, leader
 from tests.integration.test_stream_failures import _kill, _targets, quick_restarts  # noqa: F401
-from tests.kafka_clients import keep_producing
+from tests.kafka_clients import SteadyWriter
 from tests.mirror_checks import ACTOR, eventually, read_all
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 PARTITIONS = 4
-RECORDS = 120_000
 
 
 def _written(topic: str) -> int:
@@ -75,9 +74,7 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
     into = f"{topic_name}.replica"
     link = make_link()
     merge_flows.create_flow(ACTOR, link, source, into)
-    writer = threading.Thread(
-        target=keep_producing, args=(source, RECORDS, PARTITIONS, 60, True), daemon=True
-    )
+    writer = SteadyWriter(source, PARTITIONS, idempotent=True)
     writer.start()
     checkpoints: set[tuple[int, int, int]] = set()
     stop = threading.Event()
@@ -96,22 +93,21 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
     stack.up([broker.name], echo=lambda _: None)
     done.append((broker.name, _written(into)))
     in_sync(kafka.DESTINATION, into)
-    assert writer.is_alive(), f"the source was written in full before the faults were over: {done}"
-    writer.join()
+    records = writer.finish()
 
     wanted = read_all(kafka.SOURCE.bootstrap, source)
-    assert len(wanted) == RECORDS
+    assert len(wanted) == records
     found = []
 
     def all_copied() -> bool:
         streams.supervise(link)
         found[:] = read_all(kafka.DESTINATION.bootstrap, into)  # read_committed
-        return len(found) >= RECORDS
+        return len(found) >= records
 
-    eventually(all_copied, 300, f"{RECORDS} records in {into}")
+    eventually(all_copied, 300, f"{records} records in {into}")
     stop.set()
     keys = Counter(r.key for r in found)
-    assert len(found) == RECORDS and set(keys.values()) == {1}, (len(found), done)
+    assert len(found) == records and set(keys.values()) == {1}, (len(found), done)
     by_key = {r.key: r for r in found}
     for want in wanted:
         got = by_key[want.key]
