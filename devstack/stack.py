@@ -149,7 +149,9 @@ class Stack:
                 command=lambda broker=broker: kafka.broker_command(broker, var),
                 env=lambda broker=broker: kafka.broker_env(broker, var),
                 ready=lambda broker=broker: _kafka_ready(broker, var),
-                start_timeout=90,
+                # A node restarted beside five others and a running engine on two cores has
+                # been seen to take 93 s (its logs loaded, its metadata replayed).
+                start_timeout=180,
             )
             for node in kafka.NODES
             for broker in node.brokers

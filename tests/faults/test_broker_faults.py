@@ -61,10 +61,11 @@ def _verified_identical(mirror) -> None:
 
 
 def _copy_through(link, make_topic, topic_name, fault) -> None:
-    """Write 2,000 records a second, run `fault` once the copy is under way, write on a few
-    seconds after it, and check that the mirror ends an exact copy."""
+    """Once the engine copies, write 2,000 records a second, run `fault` once the copy is
+    under way, write on a few seconds after it, and check that the mirror ends an exact copy."""
     topic = _topic(make_topic, topic_name)
     mirror = create_mirror(ACTOR, link, topic)
+    run_until_copied(link, [mirror])  # the engine started and read the (empty) source
     writer = SteadyWriter(topic, PARTITIONS, idempotent=True)
     writer.start()
     _copying_past(link, topic, 5_000)

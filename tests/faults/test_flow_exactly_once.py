@@ -74,6 +74,12 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
     into = f"{topic_name}.replica"
     link = make_link()
     merge_flows.create_flow(ACTOR, link, source, into)
+
+    def running() -> bool:
+        streams.supervise(link)
+        return "task worker" in _targets(link)
+
+    eventually(running, 240, "the engine running the flow")  # before the source is written
     writer = SteadyWriter(source, PARTITIONS, idempotent=True)
     writer.start()
     checkpoints: set[tuple[int, int, int]] = set()
