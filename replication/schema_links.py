@@ -82,8 +82,11 @@ class Snapshot:
     added as it goes; what it deletes is confirmed first with the registry itself (`confirm`),
     since a listing read a page at a time may miss a version registered meanwhile."""
 
-    def __init__(self, registry: SchemaRegistry):
+    def __init__(self, registry: SchemaRegistry, levels: dict[str, str] | None = None):
         self.registry = registry
+        # Compatibility levels an earlier run gave its subjects: not read again while the
+        # source's stays the same (a promote checks them: `_make_writable`).
+        self.levels = levels or {}
         self.read: dict[tuple[str, int], SchemaVersion] = {}
         self.every: dict[str, dict[int, SchemaVersion]] = {}
         self.by_id: dict[int, SchemaVersion] = {}
@@ -210,7 +213,7 @@ def _sync(source: Snapshot, destination: Snapshot, result: SubjectSync) -> None:
         result.versions.append(number)
     _follow_deletes(source, destination, result, there_every, there_live)
     if source_every:
-        _follow_compatibility(source.registry, there, result)
+        _follow_compatibility(source.registry, destination, result)
     if result.registered or result.soft_deleted or result.deleted:
         log.info(
             "Schema subject %s: registered %s, soft-deleted %s, deleted %s",
@@ -222,14 +225,14 @@ def _sync(source: Snapshot, destination: Snapshot, result: SubjectSync) -> None:
 
 
 def _follow_compatibility(
-    source: SchemaRegistry, there: SchemaRegistry, result: SubjectSync
+    source: SchemaRegistry, destination: Snapshot, result: SubjectSync
 ) -> None:
     """The subject's compatibility level on the source (its own or the source registry's) given
     to it on the destination, where it decides what producers may register once the subject is
     promoted (IMPORT mode checks nothing)."""
-    subject = result.subject
+    subject, there = result.subject, destination.registry
     level = source.compatibility(subject)
-    if there.compatibility(subject) != level:
+    if destination.levels.get(subject) != level and there.compatibility(subject) != level:
         there.set_compatibility(level, subject)
         result.compatibility_set = True
         log.info("Schema subject %s: compatibility %s on the destination too", subject, level)
@@ -418,7 +421,8 @@ def sync_link_schemas(link: ClusterLink, ids: list[int] | None = None) -> list[S
             subjects = [s for s in holding(source, ids) if s not in left_out]
         else:
             subjects = subjects_of(link, read, left_out)
-        done = sync_read(read, Snapshot(destination), subjects)
+        levels = dict(link.schema_syncs.values_list("subject", "compatibility"))
+        done = sync_read(read, Snapshot(destination, levels), subjects)
         if not ids:  # a promoted subject whose registry did not answer at the promote
             rows = link.schema_syncs.filter(state=SchemaSubjectSync.State.PROMOTED)
             held = rows.filter(subject__in=left_out).values_list("subject", flat=True)
@@ -595,12 +599,17 @@ _WRITABLE = "Promoted with its topic: writable on the destination, no longer syn
 
 
 def _make_writable(link: ClusterLink, destination: SchemaRegistry, subjects: list[str]) -> None:
-    """The subjects READWRITE on the destination (each promoted subject's mode is read at every
-    whole run: one a registry did not answer for at the promote is made writable then)."""
+    """The subjects READWRITE on the destination, each with the compatibility level the sync
+    last gave it (each promoted subject's mode is read at every whole run: one a registry did
+    not answer for at the promote is made writable then)."""
+    rows = link.schema_syncs.filter(subject__in=subjects)
+    levels = dict(rows.values_list("subject", "compatibility"))
     for subject in subjects:
         if destination.mode(subject) == READWRITE:
             continue
+        level = levels.get(subject)
+        if level and destination.compatibility(subject) != level:  # changed there by hand
+            destination.set_compatibility(level, subject)
         destination.set_mode(READWRITE, subject)
         log.info("Schema subject %s is writable on the destination now (promoted)", subject)
-    rows = link.schema_syncs.filter(subject__in=subjects).exclude(message=_WRITABLE)
-    rows.update(message=_WRITABLE)
+    rows.exclude(message=_WRITABLE).update(message=_WRITABLE)

@@ -180,6 +180,7 @@ def test_promote_makes_the_topics_subjects_writable_on_the_destination_and_stops
     topic = make_topic(kafka.SOURCE, topic_name, 1)
     subject = f"{topic}-value"
     SOURCE.register(SchemaVersion(subject, 0, 0, optional_ints(topic, "V", "a")), keep_id=False)
+    SOURCE.set_compatibility("FORWARD", subject)
     # In a context of the test's own: the ids a producer is given there after the promote come
     # from that context's own sequence, never from one other tests' schemas are synced into.
     context = unique_name()
@@ -189,7 +190,8 @@ def test_promote_makes_the_topics_subjects_writable_on_the_destination_and_stops
     run_until_copied(link, [mirror])
     ClusterLink.objects.filter(pk=link.pk).update(schemas_synced_at=None)
     syncers.sync_link(link, timezone.now())
-    assert there.mode(subject) == "IMPORT"
+    assert there.mode(subject) == "IMPORT" and there.compatibility(subject) == "FORWARD"
+    there.set_compatibility("NONE", subject)  # someone changes it there by hand meanwhile
     second = SchemaVersion(subject, 0, 0, optional_ints(topic, "V", "a", "b"))
     with pytest.raises(SchemaRegistryError):  # producers cannot register there yet
         there.register(second, keep_id=False)
@@ -198,6 +200,7 @@ def test_promote_makes_the_topics_subjects_writable_on_the_destination_and_stops
 
     assert outcome[0].error == ""
     assert there.mode(subject) == "READWRITE"
+    assert there.compatibility(subject) == "FORWARD"  # the producers meet the source's rules
     new_id = there.register(second, keep_id=False)
     assert there.versions(subject) == [1, 2]
     row = SchemaSubjectSync.objects.get(link=link, subject=subject)

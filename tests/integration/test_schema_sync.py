@@ -66,6 +66,7 @@ def test_the_mirrors_subjects_reach_the_destination_under_the_same_ids_and_show_
     page = client_as("viewer").get(reverse("link-detail", args=["destination", link.name]))
     shown = page.content.decode()
     assert f'data-subject="{topic}-value"' in shown and 'data-state="IN_STEP"' in shown
+    assert '<td class="compatibility">BACKWARD</td>' in shown  # the source registry's own
     assert "On, every 30000 ms" in shown
 
 
@@ -134,6 +135,7 @@ def test_the_api_shows_each_subjects_state_and_asks_for_a_sync_which_a_link_with
 ):
     topic = make_topic(kafka.SOURCE, topic_name, 1)
     SOURCE.register(SchemaVersion(f"{topic}-value", 0, 0, avro(topic, "a")), keep_id=False)
+    SOURCE.set_compatibility("FULL", f"{topic}-value")
     link = make_link({"schema.sync.enable": "true", "schema.subjects": f"{topic}-*"})
     link = sync_now(link)
     path = f"/kafka/v3/clusters/{link.destination.cluster_id}/links/{link.name}/schemas"
@@ -145,9 +147,10 @@ def test_the_api_shows_each_subjects_state_and_asks_for_a_sync_which_a_link_with
         True,
         f"{topic}-*",
     )
-    assert [(s["subject"], s["state"], s["versions"]) for s in found["subjects"]] == [
-        (f"{topic}-value", "IN_STEP", [1])
-    ]
+    assert [
+        (s["subject"], s["state"], s["versions"], s["compatibility"]) for s in found["subjects"]
+    ] == [(f"{topic}-value", "IN_STEP", [1], "FULL")]
+    assert DESTINATION.compatibility(f"{topic}-value") == "FULL"
     operator = client_as("operator")
     asked = operator.post(f"{path}:sync", content_type="application/json")
     assert asked.status_code == 202 and asked.json()["synced_at"] is None
