@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -203,13 +204,22 @@ def make_topic(devstack):
         futures[name].result(timeout=30)
         made.append((node, name))
 
-        # Created on the controller is not yet known to the broker that answers: wait for that,
-        # so a test's next call (a mirror of it, say) does not race the metadata.
-        def known() -> bool:
-            found = admin.list_topics(topic=name, timeout=10).topics.get(name)
-            return found is not None and found.error is None
+        # Created on the controller is not yet known to every broker: wait until each one
+        # answers for it (a client asks the one it reached first), so a test's next call (a
+        # mirror of it, say) does not race the metadata.
+        def known(broker: kafka.Broker) -> Callable[[], bool]:
+            alone = AdminClient(
+                {**admin_config(node), "bootstrap.servers": f"127.0.0.1:{broker.sasl_port}"}
+            )
 
-        assert wait_for(known, 15, 0.1), f"topic {name} did not show in the metadata"
+            def check() -> bool:
+                found = alone.list_topics(topic=name, timeout=10).topics.get(name)
+                return found is not None and found.error is None
+
+            return check
+
+        for broker in node.brokers:
+            assert wait_for(known(broker), 30, 0.1), f"{broker.name} does not know topic {name}"
         return name
 
     yield make
