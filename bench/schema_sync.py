@@ -189,12 +189,13 @@ subject in fifty has the same versions under the same ids on both registries
 A run reads each registry whole in a few listing requests (`GET /schemas`, soft-deleted
 versions and live ones, 1,000 a page) and writes only what differs: a version to register is
 read alone first (one request each: some registries' listings leave references out), a delete
-is confirmed with the subject's own version list. Three requests per subject are left: the
+is confirmed with the subject's own version list. Two requests per subject are left: the
 read of its mode on the destination, which keeps the synced subjects in IMPORT mode (one changed
 there by hand is put back at the next run), so a destination producer cannot register a
-version the next run would have to delete; and the read of its compatibility level on each
-side (Confluent's API lists no configs in bulk), so that a promoted subject's producers meet
-the source's rules. The steady-state run is what each `schema.sync.ms`
+version the next run would have to delete; and the read of its compatibility level on the
+source (Confluent's API lists no configs in bulk), so that a promoted subject's producers meet
+the source's rules (the destination's level is read and set only when the source's changed).
+The steady-state run is what each `schema.sync.ms`
 ({r["interval_ms"]:,} ms by default) costs; a record waiting for a schema does not wait for
 it: the ids it needs are synced within a second, by a run of their subjects alone."""
 

@@ -6,6 +6,7 @@ went wrong and what to do; Confluent's error code is kept for callers that decid
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -68,6 +69,13 @@ class SchemaRegistry:
         self.timeout = timeout
         self.session = requests.Session()
         self.session.headers.update({"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE})
+        # The environment's proxy and CA bundle, read once: requests reads them again for every
+        # request otherwise (a quarter of a 1,000-subject sync run's CPU).
+        self.session.trust_env = False
+        self.session.proxies = requests.utils.get_environ_proxies(self.url)
+        self.session.verify = (
+            os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+        )
         if username is not None:
             self.session.auth = (username, password or "")
 
