@@ -503,7 +503,7 @@ class SchemaSubjectSync(models.Model):
     compatibility = models.CharField(max_length=40, blank=True)
     message = models.TextField(blank=True)
     synced_at = models.DateTimeField(default=timezone.now)
-    changed_at = models.DateTimeField(default=timezone.now)  # when it last took a version
+    changed_at = models.DateTimeField(default=timezone.now)  # when the sync last changed it there
 
     class Meta:
         ordering = ["subject"]
