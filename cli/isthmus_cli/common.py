@@ -100,8 +100,35 @@ def run(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None],
     return wrapped
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but an option's value may begin with a dash, as Kafka's own tools take it: a
+    cluster id is base64 and may (`--cluster-id -x9vnJK8T…`), which argparse alone takes for
+    an option of its own."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        given = list(sys.argv[1:] if args is None else args)
+        joined: list[str] = []
+        i = 0
+        while i < len(given):
+            action = self._option_string_actions.get(given[i])
+            value = given[i + 1] if i + 1 < len(given) else None
+            if (
+                action is not None
+                and action.nargs is None  # takes one value
+                and value is not None
+                and value.startswith("-")
+                and value not in self._option_string_actions
+            ):
+                joined.append(f"{given[i]}={value}")
+                i += 2
+                continue
+            joined.append(given[i])
+            i += 1
+        return super().parse_known_args(joined, namespace)
+
+
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=description)
+    p = _Parser(prog=prog, description=description)
     p.add_argument(
         "--bootstrap-server",
         required=True,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from isthmus_cli.common import CliError, read_properties, split_configs
+from isthmus_cli.common import CliError, parser, read_properties, split_configs
 from isthmus_cli.replica_status import COLUMNS, MIRROR_COLUMNS, table
 
 # From the tutorial: kafka-replica-status --topics demo --include-mirror
@@ -88,3 +88,23 @@ def test_names_in_api_paths_are_checked_and_an_action_cannot_ride_in_a_name():
             session.link_path("l", "mirrors", bad)
         with pytest.raises(CliError, match="is not a valid name"):
             session.link_path(bad, "configs")
+
+
+def test_an_option_value_that_begins_with_a_dash_is_taken_as_its_value():
+    # Kafka cluster ids are base64: one in 32 begins with a dash.
+    p = parser("kafka-cluster-links", "")
+    p.add_argument("--cluster-id")
+    p.add_argument("--validate-only", action="store_true")
+    args = p.parse_args(
+        [
+            "--bootstrap-server",
+            "b:9093",
+            "--cluster-id",
+            "-x9vnJK8ToSeW7OIQWh4qA",
+            "--validate-only",
+        ]
+    )
+    assert (args.cluster_id, args.validate_only) == ("-x9vnJK8ToSeW7OIQWh4qA", True)
+    # A known option is never taken for a value: the missing value is still said.
+    with pytest.raises(SystemExit):
+        p.parse_args(["--bootstrap-server", "b:9093", "--cluster-id", "--validate-only"])
