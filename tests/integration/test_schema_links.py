@@ -176,4 +176,7 @@ def test_the_sources_compatibility_level_follows_so_producers_meet_the_same_rule
     )
     there.register(SchemaVersion(subject, 0, 0, retyped), keep_id=False)
     assert there.versions(subject) == [1, 2]
-    assert there.compatibility(f"{name}-other") == "BACKWARD"  # the registry's own
+    other = f"{name}-other"  # the same first version, never synced: the registry's own level
+    there.register(SchemaVersion(other, 0, 0, avro(name, "Order", "a", "b")), keep_id=False)
+    with pytest.raises(SchemaRegistryError):
+        there.register(SchemaVersion(other, 0, 0, retyped), keep_id=False)
