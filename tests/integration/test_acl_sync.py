@@ -355,6 +355,8 @@ def test_a_source_deny_write_removed_on_the_source_leaves_the_mirrors_rule(
     # The mirror has the DENY already: only the others are created.
     assert sorted(outcome.created) == sorted(acl_sync.describe(b) for b in (deny_control, allow))
     assert outcome.deleted == []
+    # A broker answers from its own copy of the metadata: wait until it holds what was made.
+    settle(acls, keys(deny_control, allow, *read_only.bindings(mirror_topic)))
 
     acls.delete(kafka.SOURCE, deny_mirror, deny_control)
     outcome = sync(link)

@@ -199,6 +199,8 @@ def test_a_source_with_fewer_partitions_fails_the_mirror(make_link, make_topic, 
     # Kafka cannot shrink a topic; a mirror grown by hand has more partitions than its source.
     admin = AdminClient(admin_config(kafka.DESTINATION))
     admin.create_partitions([NewPartitions(topic_name, 3)])[topic_name].result(timeout=30)
+    # A broker may answer from metadata older than the new partitions for a moment.
+    assert wait_for(lambda: mirror_partitions(topic_name) == 3, 30)
     syncers.refresh_metadata(mirror.link, timezone.now())
     mirror.refresh_from_db()
     assert (mirror.state, mirror.mirror_error) == ("FAILED", "SOURCE_PARTITIONS_DECREASED")
