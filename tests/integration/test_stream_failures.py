@@ -141,7 +141,8 @@ def test_restarting_both_brokers_one_after_the_other_mid_copy_loses_and_repeats_
     django_db_blocker, quick_restarts, stack
 ):
     topic = _source_topic()
-    writer = threading.Thread(target=keep_producing, args=(topic, 300_000, 4, 120))
+    # Idempotent: the source's own restart must not make the writer write a record twice.
+    writer = threading.Thread(target=keep_producing, args=(topic, 300_000, 4, 120, True))
     with committed_link(django_db_blocker, [topic]) as link:
         mirror = create_mirror(ACTOR, link, topic)
         writer.start()
@@ -157,3 +158,4 @@ def test_restarting_both_brokers_one_after_the_other_mid_copy_loses_and_repeats_
         run_until_copied(link, [mirror], timeout=300)
         source = assert_exact_copy(topic, topic)
     assert len(source) == 300_000
+    assert len({r.key for r in source}) == 300_000
