@@ -14,8 +14,9 @@ have a place that neither skips nor repeats without bound (`rule`):
   from B to A): the group read A's topic, which holds A's own records and R's copies of B's.
   On B it moves to the smaller of F's place (as above: A's records it had not read lie above
   it) and R's source `next` of R's newest checkpoint whose `dest <= c` (B's records below it
-  were copied below `c`, so were read). A group's place written by R's own sync is not synced
-  back, or two idle sides would walk each other back.
+  were copied below `c`, so were read). If R's newest checkpoint kept has `dest < c`, what R
+  copied since may lie below `c` too: the bound grows by `c - dest`. A group's place written
+  by R's own sync is not synced back, or two idle sides would walk each other back.
 - By key, several writers into the destination (an aggregate), or records of others in the
   destination with no flow back: no place in the source stands for a place there. The flow's
   page says so; its groups are left alone.
@@ -194,15 +195,20 @@ def translate(committed: int, forward: list[Point], back: list[Point] | None = N
         return Place(behind=True)
     below = bisect.bisect_right(sources, committed) - 1
     offset, upper = forward[below][1], forward[above][1]
+    since = 0  # records the way back copied below `committed` after its newest checkpoint
     if back is not None:
         back = [START, *back]
         # The way back's places in the source partition rise with its own source's.
         landed = [d for _, d in back]
         seen = bisect.bisect_right(landed, committed) - 1
-        after = min(bisect.bisect_left(landed, committed), len(back) - 1)
+        after = bisect.bisect_left(landed, committed)
         offset = min(offset, back[seen][0])
-        upper = max(upper, back[after][0])
-    return Place(offset, max(0, upper - offset))
+        upper = max(upper, back[min(after, len(back) - 1)][0])
+        if after == len(back):
+            # Its newest checkpoint kept lies below the group's place: what it copied since
+            # landed there at or past that checkpoint, so the group may have read it already.
+            since = committed - back[-1][1]
+    return Place(offset, max(0, upper - offset) + since)
 
 
 @dataclass

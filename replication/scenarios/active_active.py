@@ -203,7 +203,10 @@ def resume_on_dc2(c: Context) -> str:
         raise StepFailed("every record read on one side or the other", "some were skipped")
     repeated, bound = len([v for v in again if v in read]), row.may_repeat[key]
     if repeated > bound:
-        raise StepFailed(f"at most {bound} records read again", f"{repeated}")
+        raise StepFailed(
+            f"at most {bound} records read again",
+            f"{repeated} read again from offset {row.offsets[key]}",
+        )
     return (
         f"moved to offset {row.offsets[key]} on dc2: read the {len(every) - len(read)} it had "
         f"not read, {repeated} again (the bound: {bound})"
