@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
+from infra.processes import wait_for
 from replication.models import AuditEvent, ScenarioRun
 from tests.conftest import admin_config
 from tests.e2e.conftest import screenshot
@@ -54,7 +55,8 @@ def test_an_admin_runs_share_data_step_by_step_then_the_rest_and_sees_every_step
     expect(page.locator('li.step[data-status="PASSED"]')).to_have_count(14)
     expect(page.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "14")
     expect(page.get_by_role("button", name="Run step 3")).to_have_count(0)
-    assert run.names["topic"] not in KafkaAdmin(admin_config(kafka.SOURCE)).list_topic_names()
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+    assert wait_for(lambda: run.names["topic"] not in source.list_topic_names(), 30)
     assert list(
         AuditEvent.objects.filter(action__startswith="scenario.", actor_name="admin")
         .order_by("pk")

@@ -4,6 +4,7 @@ back near where it was."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -50,7 +51,11 @@ def _threads(pid: int) -> int:
     """Threads of the engine's processes: each link adds a runner, a source watch and a copier
     per slot it has partitions in, and their clients' threads; a link gone takes them along."""
     root = psutil.Process(pid)
-    return sum(p.num_threads() for p in [root, *root.children(recursive=True)])
+    total = 0
+    for process in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):  # a Python worker that just ended
+            total += process.num_threads()
+    return total
 
 
 def _settled(pid: int) -> tuple[int, int]:

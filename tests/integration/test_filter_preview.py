@@ -24,7 +24,8 @@ from confluent_kafka.admin import (
 from django.urls import reverse
 
 from devstack import kafka
-from infra.kafka_admin import AuthorizerDisabled
+from infra.kafka_admin import EVERY_ACL, AuthorizerDisabled, KafkaAdmin
+from infra.processes import wait_for
 from replication import audit, filters
 from replication.errors import ReplicationError
 from replication.mirrors import create_mirror
@@ -127,7 +128,15 @@ def source_acls(source_admin, source_topics, prefix):
     }
     for future in source_admin.create_acls(list(made.values())).values():
         future.result(timeout=30)
-    yield {label: filters.binding_key(b) for label, b in made.items()}
+    made_keys = {label: filters.binding_key(b) for label, b in made.items()}
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+
+    def seen() -> set[tuple]:
+        return {filters.binding_key(b) for b in source.describe_acls(EVERY_ACL)}
+
+    # (seen by the broker first: a preview reads them through a connection of its own)
+    assert wait_for(lambda: set(made_keys.values()) <= seen(), 30)
+    yield made_keys
     leftovers.delete_acls(kafka.SOURCE, list(made.values()))
 
 

@@ -43,9 +43,11 @@ RECENT = int(time.time() * 1000) - 600_000  # within the brokers' retention
 
 def _produce(topic: str, records: list[dict], **config) -> None:
     producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap, **config})
+    errors = []
     for record in records:
-        producer.produce(topic, **record)
+        producer.produce(topic, **record, on_delivery=lambda err, _: err and errors.append(err))
     assert producer.flush(30) == 0
+    assert not errors, errors[:3]
 
 
 def _plain(topic: str) -> None:
@@ -147,7 +149,8 @@ def _grow_while_written(topic: str, mirror_topic: str) -> None:
     eventually(lambda: destination.end_offsets(mirror_topic, 1)[0], 240, "the first copy")
     source = AdminClient({"bootstrap.servers": kafka.SOURCE.bootstrap})
     source.create_partitions([NewPartitions(topic, 8)])[topic].result(30)
-    time.sleep(1)
+    grown = KafkaAdmin({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    eventually(lambda: grown.describe_topic(topic).partitions == 8, 30, "8 source partitions")
     for round_ in range(10):
         _produce(
             topic,

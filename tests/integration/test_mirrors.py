@@ -215,6 +215,8 @@ def test_a_topic_someone_makes_just_before_the_mirror_is_made_is_left_to_them(
     )
     acl_admin = AdminClient(theirs)  # kept until its answer comes
     acl_admin.create_acls([their_acl])[their_acl].result(timeout=10)
+    # (seen by the broker first: a mirror keeps only the rules it read there before it began)
+    assert wait_for(lambda: acls_on(kafka.DESTINATION, topic_name) == {("READ", "ALLOW")}, 30)
     made: dict[str, str] = {}
     real_create = KafkaAdmin.create_topic
 
@@ -313,7 +315,9 @@ def test_a_source_topic_gone_is_said_of_its_mirror_alone(make_link, make_topic, 
         make_topic(kafka.SOURCE, name)
         produce({"bootstrap.servers": kafka.SOURCE.bootstrap}, name, [{"value": b"v"}])
         made.append(create_mirror(ACTOR, link, name))
-    KafkaAdmin(admin_config(kafka.SOURCE)).delete_topic(f"{topic_name}-gone")
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+    source.delete_topic(f"{topic_name}-gone")
+    assert wait_for(lambda: f"{topic_name}-gone" not in source.list_topic_names(), 60)
 
     kept, gone = describe_mirrors(made)
 

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
+from infra.processes import wait_for
 from replication import metrics, offset_sync, promote
 from replication.connections import destination_admin, source_admin
 from replication.links import alter_link_configs
@@ -43,7 +44,9 @@ OUTSIDE = "osync-outside"  # but those named so as not to be selected
 
 
 def _plain(topic: str) -> None:
-    n = KafkaAdmin(admin_config(kafka.SOURCE)).describe_topic(topic).partitions
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+    n = wait_for(lambda: source.describe_topic(topic).partitions, 30)  # (a topic just made)
+    assert n, f"{topic} not seen on the source"
     _produce(
         topic,
         [

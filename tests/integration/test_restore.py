@@ -5,6 +5,7 @@ worker and its stream were killed with kill -9, and its quarantine reviewed and 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -179,7 +180,8 @@ def _kill_9(proc: subprocess.Popen) -> None:
     """SIGKILL the worker and everything it started (its embedded beat): no clean-up runs."""
     family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
     for each in family:
-        each.kill()
+        with contextlib.suppress(psutil.NoSuchProcess):  # (one that ended by itself meanwhile)
+            each.kill()
     psutil.wait_procs(family, timeout=10)
 
 
