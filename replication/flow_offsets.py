@@ -203,10 +203,12 @@ def translate(committed: int, forward: list[Point], back: list[Point] | None = N
         seen = bisect.bisect_right(landed, committed) - 1
         after = bisect.bisect_left(landed, committed)
         offset = min(offset, back[seen][0])
-        upper = max(upper, back[min(after, len(back) - 1)][0])
-        if after == len(back):
+        if after < len(back):
+            upper = max(upper, back[after][0])
+        else:
             # Its newest checkpoint kept lies below the group's place: what it copied since
             # landed there at or past that checkpoint, so the group may have read it already.
+            upper = max(upper, back[-1][0])
             since = committed - back[-1][1]
     return Place(offset, max(0, upper - offset) + since)
 

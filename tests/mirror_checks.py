@@ -112,6 +112,13 @@ def eventually(check, timeout: float, what: str):
     return result
 
 
+def topic_gone(node: kafka.KafkaNode, topic: str, timeout: float = 60) -> None:
+    """Wait until the cluster lists `topic` no more (a broker may be a moment behind its
+    controller after a delete)."""
+    admin = KafkaAdmin(admin_config(node))
+    eventually(lambda: topic not in admin.list_topic_names(), timeout, f"{topic} gone")
+
+
 def caught_up(mirror: MirrorTopic) -> bool:
     """Whether the mirror, as it is in the database now, has lag 0 on every partition."""
     status = describe_mirror(MirrorTopic.objects.get(pk=mirror.pk))

@@ -10,11 +10,11 @@ from playwright.sync_api import expect
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from infra.processes import wait_for
 from replication.models import AuditEvent, ScenarioRun
 from tests.conftest import admin_config
 from tests.e2e.conftest import screenshot
 from tests.leftovers import unique_name
+from tests.mirror_checks import topic_gone
 
 pytestmark = pytest.mark.e2e
 
@@ -55,8 +55,7 @@ def test_an_admin_runs_share_data_step_by_step_then_the_rest_and_sees_every_step
     expect(page.locator('li.step[data-status="PASSED"]')).to_have_count(14)
     expect(page.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "14")
     expect(page.get_by_role("button", name="Run step 3")).to_have_count(0)
-    source = KafkaAdmin(admin_config(kafka.SOURCE))
-    assert wait_for(lambda: run.names["topic"] not in source.list_topic_names(), 30)
+    topic_gone(kafka.SOURCE, run.names["topic"])
     assert list(
         AuditEvent.objects.filter(action__startswith="scenario.", actor_name="admin")
         .order_by("pk")

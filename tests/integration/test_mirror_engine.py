@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
@@ -147,10 +147,9 @@ def _grow_while_written(topic: str, mirror_topic: str) -> None:
     _produce(topic, [dict(value=f"a{i}".encode(), timestamp=RECENT + i) for i in range(300)])
     destination = KafkaAdmin({"bootstrap.servers": kafka.DESTINATION.bootstrap})
     eventually(lambda: destination.end_offsets(mirror_topic, 1)[0], 240, "the first copy")
-    source = AdminClient({"bootstrap.servers": kafka.SOURCE.bootstrap})
-    source.create_partitions([NewPartitions(topic, 8)])[topic].result(30)
-    grown = KafkaAdmin({"bootstrap.servers": kafka.SOURCE.bootstrap})
-    eventually(lambda: grown.describe_topic(topic).partitions == 8, 30, "8 source partitions")
+    source = KafkaAdmin({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    source.create_partitions(topic, 8)
+    eventually(lambda: source.describe_topic(topic).partitions == 8, 30, "8 source partitions")
     for round_ in range(10):
         _produce(
             topic,

@@ -28,6 +28,7 @@ from replication.mirrors import (
 from replication.models import AuditEvent, MirrorTopic
 from tests.conftest import admin_config
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, consume_all, produce, run_tool
+from tests.mirror_checks import topic_gone
 
 pytestmark = pytest.mark.integration
 
@@ -315,9 +316,8 @@ def test_a_source_topic_gone_is_said_of_its_mirror_alone(make_link, make_topic, 
         make_topic(kafka.SOURCE, name)
         produce({"bootstrap.servers": kafka.SOURCE.bootstrap}, name, [{"value": b"v"}])
         made.append(create_mirror(ACTOR, link, name))
-    source = KafkaAdmin(admin_config(kafka.SOURCE))
-    source.delete_topic(f"{topic_name}-gone")
-    assert wait_for(lambda: f"{topic_name}-gone" not in source.list_topic_names(), 60)
+    KafkaAdmin(admin_config(kafka.SOURCE)).delete_topic(f"{topic_name}-gone")
+    topic_gone(kafka.SOURCE, f"{topic_name}-gone")
 
     kept, gone = describe_mirrors(made)
 

@@ -24,7 +24,7 @@ from spark_jobs import control
 from tests import leftovers
 from tests.conftest import admin_config, start_celery_worker, stop_process
 from tests.kafka_clients import ordinary, write_numbered, write_refused
-from tests.mirror_checks import eventually, read_all, run_until_copied
+from tests.mirror_checks import eventually, read_all, run_until_copied, topic_gone
 
 pytestmark = pytest.mark.integration
 
@@ -139,7 +139,7 @@ def test_a_restore_resumes_from_each_stored_step_after_its_worker_died(copied_mi
     # A worker that died in step 2 right after deleting the topic: the next one makes it anew
     # from the prefix it set aside.
     source.delete_topic(topic_name)
-    eventually(lambda: topic_name not in source.list_topic_names(), 60, "the topic gone")
+    topic_gone(kafka.SOURCE, topic_name)
     restore.finish(peer)
     restoring.refresh_from_db()
 

@@ -24,7 +24,7 @@ from spark_jobs import merging
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.kafka_clients import ordinary, produce, run_tool
-from tests.mirror_checks import eventually
+from tests.mirror_checks import eventually, topic_gone
 from tests.registries import DESTINATION, SOURCE
 
 pytestmark = pytest.mark.integration
@@ -96,15 +96,8 @@ def _run(name: str, tag: str) -> tuple[ScenarioRun, str]:
 
 
 def _topic_gone(run: ScenarioRun) -> None:
-    """The run's topic gone from both clusters (as a broker a moment behind its controller
-    comes to see it)."""
     for node in kafka.NODES:
-        admin = KafkaAdmin(admin_config(node))
-        eventually(
-            lambda: run.names["topic"] not in admin.list_topic_names(),  # noqa: B023
-            30,
-            f"{run.names['topic']} gone from {node.name}",
-        )
+        topic_gone(node, run.names["topic"])
 
 
 def _left_nothing(run: ScenarioRun) -> None:
