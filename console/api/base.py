@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from console.access import POLICY, can
+from console.access import CHOOSING_PASSWORD, POLICY, can
 from console.api.schemas import Error, respond
 from replication import audit
 from replication.errors import ReplicationError
@@ -139,6 +139,17 @@ def _check_session(request: HttpRequest) -> None:
     reason = _csrf_failure(request)
     if reason:
         raise ApiError(403, f"CSRF verification failed: {reason}. Send the X-CSRFToken header.")
+    if request.session.get(CHOOSING_PASSWORD):
+        # The console holds this session on the password page; the API must hold it too.
+        message = (
+            "You signed in with a one-time password: choose your own password in the console "
+            "first (/account/password/). Until then this session may not use the API."
+        )
+        if request.method != "GET":
+            audit.refused(
+                audit.Actor.from_request(request), "api.authenticate", request.path, message
+            )
+        raise ApiError(403, message)
 
 
 def _enter_root(request: HttpRequest, kwargs: dict) -> None:

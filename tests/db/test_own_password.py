@@ -90,3 +90,38 @@ def test_a_password_an_admin_resets_is_one_time_again(users):
     _, given = accounts.reset_password(_as(users["admin"]), users["operator"])
     signed_in = _sign_in(Client(), "operator", given)
     assert signed_in.status_code == 302 and signed_in.url == reverse("account-password")
+
+
+def test_the_api_refuses_a_session_still_holding_a_one_time_password(users):
+    """The API is held like the console: the same session cookie with its CSRF token reads and
+    changes nothing until the user has chosen their own password."""
+    _, password = accounts.create_user(_as(users["admin"]), "olga", "operator")
+    client = Client(enforce_csrf_checks=True)
+    _sign_in_csrf(client, "olga", password)
+    token = client.cookies["csrftoken"].value
+    for method, path in (
+        ("get", "/kafka/v3/clusters"),
+        ("get", "/metrics"),
+        ("post", "/kafka/v3/clusters/x/links/y/mirrors:pause"),
+    ):
+        answer = getattr(client, method)(path, HTTP_X_CSRFTOKEN=token)
+        assert answer.status_code == 403, (path, answer.content)
+        assert "one-time password" in answer.json()["message"], path
+    refused = AuditEvent.objects.filter(action="api.authenticate", result="refused").latest("id")
+    assert refused.target == "/kafka/v3/clusters/x/links/y/mirrors:pause"
+
+    client.post(
+        reverse("account-password"),
+        {"old_password": password, "new_password": CHOSEN, "new_password_again": CHOSEN},
+        HTTP_X_CSRFTOKEN=token,
+    )
+    assert client.get("/kafka/v3/clusters", HTTP_X_CSRFTOKEN=token).status_code == 200
+
+
+def _sign_in_csrf(client: Client, username: str, password: str) -> None:
+    client.get(reverse("login"))
+    token = client.cookies["csrftoken"].value
+    answer = client.post(
+        reverse("login"), {"username": username, "password": password}, HTTP_X_CSRFTOKEN=token
+    )
+    assert answer.status_code == 302 and answer.url == reverse("account-password")
