@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 
+from replication.text import escaped
+
 
 class OneLineFor4xx(logging.Filter):
     """A request refused with a 4xx (a host not served, a role that may not, a CSRF failure, a
@@ -26,3 +28,18 @@ class OneLineFor4xx(logging.Filter):
         if record.levelno > logging.WARNING:
             record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True
+
+
+class InertLogRecord(logging.LogRecord):
+    """A log record whose message shows control characters as escapes (`\\n`, `\\x1b`): a
+    name or URL someone typed can neither forge a line of its own in a log file nor act on the
+    terminal that shows it. Tracebacks, which the formatter adds after the message, keep their
+    lines."""
+
+    def getMessage(self) -> str:  # noqa: N802 (logging's name)
+        return escaped(super().getMessage())
+
+
+def make_log_records_inert() -> None:
+    """Every record of this process (the console's, Celery's, the web server's) is inert."""
+    logging.setLogRecordFactory(InertLogRecord)

@@ -51,6 +51,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from console.log_filters import make_log_records_inert
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ISTHMUS_VAR_DIR", BASE_DIR / "var")).resolve()
 # The only place link configs may name files on this machine (trust stores, key stores).
@@ -134,6 +136,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "console.middleware.SecurityHeaders",  # first: its headers go on every answer
     "console.api.middleware.RefuseUnservedHostsInEnvelope",  # before anything asks for the host
     "django.middleware.security.SecurityMiddleware",
     "console.middleware.RefuseNulCharacters",
@@ -144,7 +147,6 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "console.middleware.RefuseUnreadableForms",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.api.middleware.ApiErrors",
     # Last, as axes asks: turns a refused (locked-out) login into console.login_throttle's page.
@@ -402,6 +404,7 @@ ISTHMUS_CLUSTER_CONTROL = os.environ.get(
 # "<prefix>-<random>-...".
 SCENARIO_NAME_PREFIX = "scenario"
 
+make_log_records_inert()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

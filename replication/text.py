@@ -4,6 +4,7 @@ line says (bidirectional overrides)."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from .errors import ReplicationError
@@ -19,19 +20,22 @@ def _is_control(c: str) -> bool:
     return unicodedata.category(c) == "Cc" or c in _BIDI_CONTROLS
 
 
+# The same characters as one pattern (category Cc is exactly U+0000-001F and U+007F-009F), so
+# text without any, nearly all of it, is passed over at C speed (every log line goes through).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(_BIDI_CONTROLS)) + "]")
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(found: re.Match) -> str:
+    c = found.group()
+    return _SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
 def escaped(text: str) -> str:
     """`text` with each control character shown as an escape, Python-style (`\\x1b`, `\\n`,
-    `\\u202e`): inert wherever it is shown (a terminal, a spreadsheet). Older data may still
-    hold what the door now refuses."""
-    return "".join(
-        (_SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"))
-        if _is_control(c)
-        else c
-        for c in text
-    )
+    `\\u202e`): inert wherever it is shown (a terminal, a spreadsheet, a log file). Older data
+    may still hold what the door now refuses."""
+    return _CONTROL.sub(_escape, text)
 
 
 def control_characters(text: str, *, multiline: bool = False) -> list[str]:
@@ -51,3 +55,28 @@ def plain(text: str, what: str, *, multiline: bool = False) -> str:
             "the terminals and files it is shown in; remove them. Nothing was changed."
         )
     return text
+
+
+def json_document(raw: str | bytes, what: str) -> Any:
+    """`raw` read as JSON; refused in words (what is wrong, where) for anything Python's
+    reader cannot take, including what it gives up on with its own errors: nesting deeper than
+    its recursion limit, and an integer of more digits than it converts (a pasted or sent
+    document must never end in a server error)."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ReplicationError(
+            f"The {what} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg.lower()})."
+        ) from None
+    except UnicodeDecodeError:  # bytes; before ValueError, of which it is one
+        raise ReplicationError(f"The {what} is not valid JSON: send it as UTF-8.") from None
+    except RecursionError:
+        raise ReplicationError(
+            f"The {what} is nested too deeply to be read; no JSON it should be needs that depth."
+        ) from None
+    except ValueError:  # int() past sys.get_int_max_str_digits: thousands of digits
+        raise ReplicationError(
+            f"The {what} holds a number too long to be read (thousands of digits); "
+            "shorten it."
+        ) from None

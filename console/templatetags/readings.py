@@ -2,6 +2,8 @@
 
 from django import template
 
+from replication.text import escaped
+
 register = template.Library()
 
 
@@ -20,3 +22,11 @@ def reading(value: float | int | None) -> str:
     if abs(value) >= 100:
         return f"{round(value):,}"
     return f"{value:.1f}".removesuffix(".0")
+
+
+@register.filter
+def inert(value) -> str:
+    """Stored text shown with its control and bidirectional characters as escapes (`\\x1b`,
+    `\\u202e`): older data, or a refused request's own words, may hold them, and they would
+    reorder or hide what a row says."""
+    return escaped("" if value is None else str(value))

@@ -282,6 +282,23 @@ def test_control_characters_are_escaped_in_the_csv(client_as, db):
     assert row[9] == '{"reason":"x\\u0001y\\u202e\\x9b"}'
 
 
+def test_the_page_shows_control_and_bidirectional_characters_as_escapes(client_as, db):
+    audit.record(
+        audit.Actor(name="mallory\x1b]0;owned\x07", address="10.0.0.1", user_agent="x"),
+        "link.create",
+        "link evil\u202egnp.exe",
+        result=AuditEvent.Result.REFUSED,
+        message="Link name 'a\u202eb\x1b[2J' is not valid.",
+        after={"reason": "x\u202e\x9b"},
+    )
+    html = client_as("viewer").get(reverse("audit")).content.decode()
+    assert control_characters(html, multiline=True) == []
+    assert "mallory\\x1b]0;owned\\x07" in html
+    assert '<td class="target">link evil\\u202egnp.exe</td>' in html
+    assert "Link name &#x27;a\\u202eb\\x1b[2J&#x27; is not valid." in html
+    assert "x\\u202e\\x9b" in html
+
+
 def test_it_escapes_html_in_what_it_shows(client_as, db):
     audit.record(
         actor("<b>mallory</b>"),
