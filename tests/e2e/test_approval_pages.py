@@ -112,3 +112,13 @@ def test_an_operator_fails_over_a_links_50_mirrors_in_one_approved_action(
     expect(page.locator("#topics td .badge", has_text="STOPPED")).to_have_count(50)
     screenshot(page, "bulk-failover-done")
     assert set(link.mirrors.values_list("state", flat=True)) == {"STOPPED"}
+
+
+def test_the_approvals_filter_applies_as_soon_as_a_state_is_chosen(login, live_server):
+    """The select submits its form on change from the console's script, not an inline handler
+    (which the Content-Security-Policy refuses)."""
+    page = login("viewer")
+    page.goto(f"{live_server.url}/approvals/")
+    options = page.locator("select[name=state] option").all_inner_texts()
+    page.select_option("select[name=state]", options[-1])
+    page.wait_for_url(re.compile(rf"/approvals/\?state={options[-1]}$"))

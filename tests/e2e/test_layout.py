@@ -1,7 +1,8 @@
 """Every page of the console fits its window at a desktop's width (1280 px) and a phone's
 (390 px): nothing stretches a page, no ordinary word is broken mid-word (names may break), and
 on a phone a table wider than the screen scrolls inside itself with its first column pinned and
-a shadow at its edge that says more is there."""
+a shadow at its edge that says more is there. And no page does what its Content-Security-Policy
+refuses (an inline script or handler), which Chromium reports on the console."""
 
 import pytest
 
@@ -63,7 +64,7 @@ def _problems(page, where: str, width: int) -> list[str]:
     return found
 
 
-def test_every_page_fits_a_desktop_and_a_phone_without_broken_words(
+def test_every_page_fits_a_desktop_and_a_phone_without_broken_words_or_refused_scripts(
     login, live_server, world, make_link, make_topic, topic_name
 ):
     from devstack import kafka
@@ -76,6 +77,11 @@ def test_every_page_fits_a_desktop_and_a_phone_without_broken_words(
         long_topic,
     )
     page = login("admin")
+    refused = []
+    page.on(
+        "console",
+        lambda m: refused.append(f"{page.url}: {m.text}") if "Content Security" in m.text else None,
+    )
     paths = sorted(
         {
             url(route, world.values(route))
@@ -94,6 +100,7 @@ def test_every_page_fits_a_desktop_and_a_phone_without_broken_words(
     assert not problems, f"{len(problems)} of {len(paths) * len(WIDTHS)} pages:\n" + "\n".join(
         problems
     )
+    assert not refused, "The Content-Security-Policy refused:\n" + "\n".join(refused)
 
 
 def test_the_sign_in_page_fits_too(page, live_server):

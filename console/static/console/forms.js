@@ -30,3 +30,10 @@ document.addEventListener("click", async (event) => {
   }
   setTimeout(() => { button.textContent = "Copy"; }, 2000);
 });
+
+// A filter's select (data-submit-on-change) applies as soon as it changes: a listener here, not
+// an inline handler, which the Content-Security-Policy refuses.
+document.addEventListener("change", (event) => {
+  const field = event.target.closest("[data-submit-on-change]");
+  if (field && field.form) field.form.submit();
+});
