@@ -136,6 +136,9 @@ def register_cluster(
         cluster = KafkaCluster(
             name=name, bootstrap_servers=bootstrap_servers, cluster_id=description.cluster_id
         )
+        same = KafkaCluster.objects.filter(cluster_id=cluster.cluster_id).first()
+        if same is not None:
+            raise conflict(_registered_as(same))
         cluster.set_client_config(config)
         if link_config:
             cluster.set_link_config(_checked_link_principal(cluster, link_config))
@@ -145,7 +148,8 @@ def register_cluster(
             with transaction.atomic():
                 cluster.save()
         except IntegrityError as exc:  # registered by someone else while we connected
-            raise conflict(name_taken) from exc
+            same = KafkaCluster.objects.filter(cluster_id=cluster.cluster_id).first()
+            raise conflict(_registered_as(same) if same else name_taken) from exc
     audit.record(
         actor,
         "cluster.register",
@@ -160,6 +164,14 @@ def register_cluster(
     )
     log.info("Registered cluster %s (id %s) at %s", name, cluster.cluster_id, bootstrap_servers)
     return cluster
+
+
+def _registered_as(cluster: KafkaCluster) -> str:
+    return (
+        f"This is cluster {cluster.cluster_id}, already registered as {cluster.name!r}: a "
+        f"cluster is registered once, under one name. Use {cluster.name!r} (or delete it "
+        "first to register the cluster under another name). Nothing was registered."
+    )
 
 
 def set_link_principal(

@@ -48,6 +48,15 @@ class KafkaCluster(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # One registration a cluster: two names for one cluster id would let a path by id
+            # resolve to either, and a link's half land on the wrong registration.
+            models.UniqueConstraint(
+                fields=["cluster_id"],
+                condition=~models.Q(cluster_id=""),
+                name="one_registration_per_cluster_id",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name

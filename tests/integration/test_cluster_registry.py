@@ -112,6 +112,19 @@ def test_a_name_can_be_registered_only_once(registered_clusters):
         register_cluster(audit.Actor.system("tests"), "source", bootstrap, config)
 
 
+def test_a_cluster_is_registered_once_whatever_the_name(registered_clusters):
+    """A second name for one cluster id is refused: the API's paths by cluster id would
+    resolve to either registration, and a link's half could land on the other one."""
+    config = admin_config(kafka.SOURCE)
+    bootstrap = config.pop("bootstrap.servers")
+    with pytest.raises(ReplicationError, match="already registered as 'source'") as refused:
+        register_cluster(audit.Actor.system("tests"), "source-again", bootstrap, config)
+    assert refused.value.status == 409
+    assert not KafkaCluster.objects.filter(name="source-again").exists()
+    event = AuditEvent.objects.filter(target="cluster source-again").get()
+    assert event.result == "refused" and "registered once" in event.message
+
+
 def test_secrets_are_encrypted_at_rest_and_never_rendered(registered_clusters, client_as):
     password = admin_config(kafka.DESTINATION)["sasl.password"]
     cluster = KafkaCluster.objects.get(name="destination")
