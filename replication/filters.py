@@ -306,7 +306,20 @@ def binding_key(b: AclBinding) -> tuple:
     )
 
 
+# Topics a cluster's own services keep for themselves, never a user's data: Kafka's (`__*`),
+# Confluent's services' (`_confluent-command`, `_confluent-metrics`, ksqlDB's `_confluent-ksql-*`),
+# Schema Registry's store (`_schemas`) and field-encryption keys (`_schema_encoders`),
+# MirrorMaker 2's (`mm2-offset-syncs.*.internal`, `*.checkpoints.internal`) and Isthmus's own.
+_INTERNAL_PREFIXES = ("__", "_isthmus-", "_confluent")
+_INTERNAL_NAMES = frozenset({"_schemas", "_schema_encoders"})
+_INTERNAL_SUFFIXES = (".internal", "-internal")
+
+
 def internal_topic(name: str) -> bool:
-    """Kafka's internal topics (`__consumer_offsets`, `__transaction_state`, ...) and Isthmus's
-    own (`_isthmus-offset-translation`): never mirrored automatically, whatever the filters."""
-    return name.startswith(("__", "_isthmus-"))
+    """A topic of Kafka, the ecosystem's well-known services or Isthmus itself (see above):
+    never mirrored, automatically or by hand, and no merge flow copies it or into it."""
+    return (
+        name.startswith(_INTERNAL_PREFIXES)
+        or name in _INTERNAL_NAMES
+        or name.endswith(_INTERNAL_SUFFIXES)
+    )

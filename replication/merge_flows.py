@@ -154,8 +154,9 @@ def _check_request(
             )
         if filters.internal_topic(topic):
             raise ReplicationError(
-                f"{topic!r} is an internal topic of Kafka or Isthmus, kept by each cluster "
-                "for itself; a merge flow cannot copy it or into it."
+                f"{topic!r} is an internal topic (of Kafka, a schema registry, Confluent's "
+                "services, MirrorMaker 2 or Isthmus), kept by each cluster for itself; a merge "
+                "flow cannot copy it or into it."
             )
     if mapping is not None and mapping not in Mapping.values:
         raise ReplicationError(

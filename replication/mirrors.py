@@ -176,9 +176,10 @@ def _check_request(
         raise ReplicationError(f"Mirror topic name {name!r} is longer than 249 characters.")
     if filters.internal_topic(source_topic):
         raise ReplicationError(
-            f"{source_topic!r} is an internal topic of Kafka or Isthmus, kept by each "
-            "cluster for itself; it cannot be mirrored. Consumer offsets travel with "
-            "consumer.offset.sync.enable instead."
+            f"{source_topic!r} is an internal topic (of Kafka, a schema registry, Confluent's "
+            "services, MirrorMaker 2 or Isthmus), kept by each cluster for itself; it cannot "
+            "be mirrored. Consumer offsets travel with consumer.offset.sync.enable, schemas "
+            "with schema.sync.enable."
         )
     if link.state == ClusterLink.State.FAILED:
         raise conflict(

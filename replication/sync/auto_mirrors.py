@@ -2,7 +2,8 @@
 `auto.create.mirror.topics.filters` selects, now or later, gets a mirror at the link's next
 metadata refresh (within `metadata.max.age.ms`).
 
-Never mirrored automatically: internal topics (`__*`, `_isthmus-*`), a source topic that is
+Never mirrored automatically: internal topics (`filters.internal_topic`: Kafka's, Schema
+Registry's, Confluent's services', MirrorMaker 2's, Isthmus's own), a source topic that is
 itself a mirror fed from the link's destination (the loop rule, `mirrors.mirrored_back`: with
 automatic mirrors both ways between two clusters, nothing comes back), and a source topic whose
 mirror a user deleted (through Isthmus or on the destination itself) while only a `*` or a

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from replication.models import MergeFlow
+from replication import audit, merge_flows
+from replication.errors import ReplicationError
+from replication.models import AuditEvent, MergeFlow
 
 pytestmark = pytest.mark.django_db
 
@@ -73,3 +75,17 @@ def test_an_unknown_flow_is_a_404_saying_so(client_as, flow):
     response = client_as("viewer").get(url)
     assert response.status_code == 404
     assert "has no merge flow named" in response.content.decode()
+
+
+@pytest.mark.parametrize("topic", ["_schemas", "_confluent-command"])
+def test_a_merge_flow_into_or_from_a_well_known_internal_topic_is_refused(users, make_flow, topic):
+    """Schema Registry's store and Confluent's command topics belong to their services: a flow
+    writing into them would corrupt them. Refused before any cluster is asked, and audited."""
+    link = make_flow("seed", "seed", MergeFlow.Mapping.ONE_TO_ONE).link
+    actor = audit.Actor(user=users["operator"], name="operator")
+    for source, destination in ((topic, "copy"), ("orders", topic)):
+        with pytest.raises(ReplicationError, match="internal topic"):
+            merge_flows.create_flow(actor, link, source, destination)
+    assert list(MergeFlow.objects.values_list("source_topic", flat=True)) == ["seed"]
+    refused = AuditEvent.objects.filter(action="flow.create", result="refused")
+    assert refused.count() == 2

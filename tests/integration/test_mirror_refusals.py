@@ -29,7 +29,7 @@ def _mirrors_url(link) -> str:
     return f"/kafka/v3/clusters/{link.destination.cluster_id}/links/{link.name}/mirrors"
 
 
-@pytest.mark.parametrize("internal", ["__consumer_offsets", "__transaction_state"])
+@pytest.mark.parametrize("internal", ["__consumer_offsets", "_schemas", "_confluent-command"])
 def test_an_internal_topic_is_refused_by_the_api_and_the_console(
     make_link, operator_api, client_as, internal
 ):

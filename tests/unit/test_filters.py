@@ -244,3 +244,28 @@ def test_sync_configs_that_fit_are_accepted():
         }
     )
     assert clean["acl.sync.enable"] == "true"
+
+
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "__consumer_offsets",
+        "__transaction_state",
+        "_isthmus-offset-translation",
+        "_schemas",
+        "_schema_encoders",
+        "_confluent-command",
+        "_confluent-metrics",
+        "_confluent-ksql-default__command_topic",
+        "mm2-offset-syncs.dc1.internal",
+        "dc1.checkpoints.internal",
+        "connect-cluster-internal",
+    ],
+)
+def test_the_ecosystems_well_known_internal_topics_are_internal(topic):
+    assert filters.internal_topic(topic)
+
+
+@pytest.mark.parametrize("topic", ["orders", "schemas", "_orders", "confluent-orders", "internal"])
+def test_a_users_topic_is_not_internal(topic):
+    assert not filters.internal_topic(topic)
