@@ -17,8 +17,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 
-from . import audit, policy
-from .errors import ReplicationError
+from . import audit, policy, users
+from .errors import FieldProblems, ReplicationError
 from .models import ExternalIdentity
 
 if TYPE_CHECKING:
@@ -111,16 +111,20 @@ def _user(found: Provider, subject: str, name: str, groups: list[str], claims: d
         return identity.user
     try:
         with transaction.atomic():
+            # The checks a local account's name gets: valid, and neither the same as an
+            # existing user's once case is ignored nor the same to the eye.
+            users.claim_name(name)
             # No password given: an unusable one; they sign in through the provider only.
             user = get_user_model().objects.create_user(name, str(claims.get("email", "")))
             ExternalIdentity.objects.create(
                 user=user, issuer=found.issuer, subject=subject, groups=groups
             )
-    except IntegrityError as exc:
+    except (FieldProblems, IntegrityError) as exc:
+        said = str(exc) if isinstance(exc, FieldProblems) else f"{name!r} is taken."
         raise ReplicationError(
-            f"{name!r} is the name of a local Isthmus account, which single sign-on never "
-            "takes over. Ask an admin to rename or delete the local account, or to give you "
-            "another name at the identity provider.",
+            f"Your name at {found.name} cannot be used here: {said} Single sign-on never "
+            "takes over, or imitates, an existing Isthmus account. Ask an admin to rename or "
+            "delete that account, or to give you another name at the identity provider.",
             409,
         ) from exc
     return user

@@ -102,12 +102,7 @@ def create_user(actor: audit.Actor, username: str, role: str, email: str = "") -
         password = _new_password()
         try:
             with transaction.atomic():
-                # Locking the admins serializes this with any other change of users, so two
-                # names that look alike cannot both be made at the same moment.
-                list(
-                    _active_admins().select_for_update().order_by("pk").values_list("pk", flat=True)
-                )
-                _check_name_is_free(username)
+                claim_name(username)
                 user = get_user_model().objects.create_user(username, email, password)
                 user.groups.add(_group(role))
                 OneTimePassword.objects.create(user=user)
@@ -260,6 +255,16 @@ def _may_manage(actor: audit.Actor) -> None:
     current = get_user_model().objects.filter(pk=actor.user.pk).first()  # not a stale copy
     if not policy.can(current, "user.manage"):
         raise ReplicationError("Only an admin may manage users.", 403)
+
+
+def claim_name(username: str) -> None:
+    """Refuse a new account's name (FieldProblems) that is not a valid username or that is, or
+    looks like, an existing user's. Inside the transaction that makes the account: it locks
+    the admins, which serializes it with any other change of users, so two names that look
+    alike cannot both be made at the same moment."""
+    _check_username(username)
+    list(_active_admins().select_for_update().order_by("pk").values_list("pk", flat=True))
+    _check_name_is_free(username)
 
 
 def _check_username(username: str) -> None:

@@ -44,7 +44,7 @@ def test_no_mapped_group_is_refused_in_words_and_audited():
 
 
 def test_the_provider_never_takes_over_a_local_account_of_the_same_name(users):
-    with pytest.raises(ReplicationError, match="name of a local Isthmus account"):
+    with pytest.raises(ReplicationError, match="never takes over, or imitates"):
         single_sign_on.sign_in(PROVIDER, _claims(name="admin", groups=["kafka-admins"]), AT)
     assert not ExternalIdentity.objects.exists()
     assert users["admin"].has_usable_password()  # the local account is as it was
@@ -56,3 +56,30 @@ def test_a_user_disabled_here_stays_out_whatever_the_provider_says():
     user.save()
     with pytest.raises(ReplicationError, match="disabled in Isthmus"):
         single_sign_on.sign_in(PROVIDER, _claims(), AT)
+
+
+@pytest.mark.parametrize(
+    "name,said",
+    [
+        ("Admin", "A user named 'Admin' exists already"),  # case alone
+        ("\u0430dmin", "looks like existing user 'admin'"),  # Cyrillic а
+        ("adm\u0456n", "looks like existing user 'admin'"),  # Ukrainian і
+        ("car ol\u202e", "control characters"),
+    ],
+)
+def test_a_provider_name_that_collides_or_looks_like_an_existing_user_is_refused(users, name, said):
+    """The checks local names get: the audit trail and approvers could not tell the two
+    apart."""
+    with pytest.raises(ReplicationError, match="cannot be used here") as refused:
+        single_sign_on.sign_in(PROVIDER, _claims(name=name, groups=["kafka-admins"]), AT)
+    assert said in str(refused.value)
+    assert not ExternalIdentity.objects.exists()
+    event = AuditEvent.objects.get(action="account.login")
+    assert event.result == "refused"
+
+
+def test_two_provider_users_whose_names_differ_in_case_alone_are_not_both_made():
+    single_sign_on.sign_in(PROVIDER, _claims(sub="u-1", name="dave"), AT)
+    with pytest.raises(ReplicationError, match="exists already"):
+        single_sign_on.sign_in(PROVIDER, _claims(sub="u-2", name="DAVE"), AT)
+    assert ExternalIdentity.objects.count() == 1
