@@ -19,4 +19,4 @@ RUN ISTHMUS_VAR_DIR=/tmp/build SECRET_KEY=build-only \
     ISTHMUS_ENCRYPTION_KEY="$(python -c 'import base64,os;print(base64.urlsafe_b64encode(os.urandom(32)).decode())')" \
     python manage.py collectstatic --noinput -v 0 && rm -rf /tmp/build
 EXPOSE 8000
-CMD ["gunicorn", "console.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]
+CMD ["python", "-m", "console.web_server", "--listen", "0.0.0.0:8000"]

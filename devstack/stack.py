@@ -240,16 +240,11 @@ class Stack:
                 address=f"http://127.0.0.1:{self.web_port}",
                 ports=(self.web_port,),
                 command=lambda: [
-                    str(venv_bin / "gunicorn"),
-                    "console.wsgi",
-                    "--bind",
+                    str(venv_bin / "python"),
+                    "-m",
+                    "console.web_server",
+                    "--listen",
                     f"127.0.0.1:{self.web_port}",
-                    "--workers",
-                    "2",
-                    "--threads",
-                    "4",
-                    "--access-logfile",
-                    "-",
                 ],
                 # Liveness only: /healthz also probes every cluster, and an unreachable
                 # cluster must not stop the console from starting.

@@ -95,7 +95,7 @@ def stop(
     after `timeout`.
 
     Members of the leader's session are stopped too, even when the leader itself is gone, so a
-    crashed gunicorn or Celery parent leaves no orphaned workers. Returns the recorded pid, or
+    crashed Celery parent leaves no orphaned workers. Returns the recorded pid, or
     None when nothing of it was running.
     """
     recorded = _recorded(pidfile)
@@ -108,8 +108,8 @@ def stop(
     leader = [p for p in members if p.pid == recorded.pid]
     if ends_the_rest is not None:
         leader = [p for p in members if _matches(ends_the_rest, p)] or leader
-    # The leader shuts its own children down gracefully (Celery finishes its tasks, gunicorn
-    # drains requests); orphans without a leader are asked directly.
+    # The leader shuts its own children down gracefully (Celery finishes its tasks),
+    # orphans without a leader are asked directly.
     for proc in leader or members:
         with contextlib.suppress(psutil.Error):
             proc.send_signal(sig)

@@ -11,7 +11,7 @@ clusters and Redis, so a session removes only what it provably made:
   (its test database) has an engine of its own, whose folder (var/streams/engine-<id>),
   processes and Redis keys carry the engine's id;
 - Celery keys new in the tests' own Redis database (ISTHMUS_TEST_REDIS_DB) are its worker's, and
-  processes other than pytest on that database (workers, their beats, gunicorns) are its own.
+  processes other than pytest on that database (workers, their beats, web servers) are its own.
 
 At the end of the session `sweep` removes all of that, failed tests or not, and `remaining`
 must then find nothing. A session that was killed cannot sweep: a later one removes markers
@@ -217,7 +217,7 @@ class Ledger:
 
     def workers(self) -> list[psutil.Process]:
         """Live processes other than this one on the tests' own Redis database: Celery workers,
-        their beats and gunicorns the tests started (only a test starts one there)."""
+        their beats and web servers the tests started (only a test starts one there)."""
         if self.workers_redis_url is None:
             return []
         found = []

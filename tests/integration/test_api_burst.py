@@ -1,8 +1,9 @@
-"""A burst of 2,000 API requests from 20 concurrent clients against the console under gunicorn,
-run as the devstack runs it: reads and writes mixed, many clients racing to create the same
+"""A burst of 2,000 API requests from 20 concurrent clients against the console under its web
+server, run as the devstack runs it: reads and writes mixed, many clients racing to create the same
 link and the same mirror and to delete the same link, config alters, refused calls. Nothing
 answers 5xx or "database is locked", every answer is the v3 envelope, and every write is
-applied exactly once or refused clearly, as the database, the audit trail and Kafka show."""
+applied exactly once or refused clearly, as the database, the audit trail and Kafka show. And
+slow clients (a slowloris) hold no thread of it: everyone else is still answered."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from tests import leftovers
 from tests.conftest import TEST_REDIS_URL, _database_url_for_worker, admin_config, stop_process
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on
 
-# gunicorn reads only committed rows, from the test database's file (or PostgreSQL database).
+# The web server reads only committed rows, from the test database's file (or PostgreSQL database).
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 CLIENTS = 20
@@ -58,7 +59,7 @@ OWNED_KEYS = (
 )
 
 
-# The console under gunicorn. -----------------------------------------------------------------
+# The console under its web server. ---------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,14 @@ def _answers(url: str) -> bool:
 
 
 @pytest.fixture
-def gunicorn_console(tmp_path: Path, transactional_db) -> Iterator[Console]:
-    """gunicorn with the devstack's own command line (workers, threads), on a free port, against
+def web_console(tmp_path: Path, transactional_db) -> Iterator[Console]:
+    """The web server with the devstack's own command line, on a free port, against
     the test database and the tests' Redis database."""
     port = _free_port()
     [web] = [
         part for part in Stack(settings.VAR_DIR, web_port=port).components if part.name == "web"
     ]
-    log = tmp_path / "gunicorn.log"
+    log = tmp_path / "web.log"
     env = {**os.environ, "REDIS_URL": TEST_REDIS_URL, "DATABASE_URL": _database_url_for_worker()}
     with open(log, "ab") as out:
         proc = subprocess.Popen(
@@ -99,7 +100,9 @@ def gunicorn_console(tmp_path: Path, transactional_db) -> Iterator[Console]:
         answered = wait_for(
             lambda: proc.poll() is not None or _answers(f"http://127.0.0.1:{port}/login/"), 60, 0.2
         )
-        assert answered and proc.poll() is None, f"gunicorn did not answer:\n{log.read_text()}"
+        assert answered and proc.poll() is None, (
+            f"The web server did not answer:\n{log.read_text()}"
+        )
         yield Console(port, log)
     finally:
         stop_process(proc)
@@ -191,7 +194,7 @@ class Client:
 
     def at_the_line(self) -> None:
         """Wait for every client, so the next call races theirs. The idle connection is closed
-        first: gunicorn drops keep-alive connections idle for 2 s."""
+        first: a server may drop keep-alive connections left idle."""
         self.hang_up()
         self.plan.barrier.wait(timeout=120)
 
@@ -388,7 +391,7 @@ ALLOWED = {
 
 
 def test_a_burst_of_mixed_api_calls_from_20_clients_applies_each_write_once_or_refuses_it(
-    gunicorn_console: Console, users, registered_clusters, make_link, make_topic
+    web_console: Console, users, registered_clusters, make_link, make_topic
 ):
     # Every name starts with the session's marker, so what a killed run left on the clusters
     # is swept by a later session (tests/leftovers.py).
@@ -397,7 +400,7 @@ def test_a_burst_of_mixed_api_calls_from_20_clients_applies_each_write_once_or_r
     base = make_link({"cluster.link.paused": "true"}, name=f"{prefix}base").name
     topics = [make_topic(kafka.SOURCE, f"{prefix}t{k}", partitions=2) for k in range(ROUNDS)]
     plan = Plan(
-        port=gunicorn_console.port,
+        port=web_console.port,
         prefix=prefix,
         links=f"/kafka/v3/clusters/{destination.cluster_id}/links",
         cluster_id=destination.cluster_id,
@@ -424,7 +427,7 @@ def test_a_burst_of_mixed_api_calls_from_20_clients_applies_each_write_once_or_r
             thread.join(timeout=300)
         took = time.monotonic() - started
         assert not any(t.is_alive() for t in threads), "a client hung"
-        _check_burst(plan, gunicorn_console, took)
+        _check_burst(plan, web_console, took)
         _check_state(plan, destination)
     finally:
         _remove_topics(plan.prefix)
@@ -572,3 +575,26 @@ def _remove_topics(prefix: str) -> None:
                     admin.delete_topic(topic)
                 if node is kafka.DESTINATION:
                     read_only.lift(admin, topic)
+
+
+def test_clients_that_send_their_headers_slowly_do_not_stall_the_console(web_console: Console):
+    """Forty sockets that each send a header line every second, never finishing their request,
+    are more than the server's threads: the console still answers another client (a sync
+    worker's threads each waited on one of them, and /login/ timed out)."""
+    slow = []
+    try:
+        for _ in range(40):
+            sock = socket.create_connection(("127.0.0.1", web_console.port), timeout=5)
+            sock.sendall(b"GET /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            slow.append(sock)
+        for _ in range(3):
+            time.sleep(1)
+            for sock in slow:
+                sock.sendall(b"X-Slow: 1\r\n")
+            with urllib.request.urlopen(  # noqa: S310 - our own server
+                f"http://127.0.0.1:{web_console.port}/login/", timeout=10
+            ) as answer:
+                assert answer.status == 200
+    finally:
+        for sock in slow:
+            sock.close()
