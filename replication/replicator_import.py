@@ -2,7 +2,8 @@
 JSON, `{"name": ..., "config": {...}}` or the config alone, or a properties file): Isthmus shows
 the merge flows it stands for, then creates them.
 
-What is read: `topic.whitelist` / `topic.include`, `topic.regex`, `topic.blacklist` /
+What is read: `topic.whitelist` / `topic.include`, `topic.regex` (run by RE2, as mirror patterns
+are: a Java look-around or back-reference is refused in words), `topic.blacklist` /
 `topic.exclude` (Replicator's order: an excluded topic never, then a listed or matching one),
 `topic.rename.format` (`${topic}` is the source topic's name), `src.kafka.bootstrap.servers` and
 `dest.kafka.bootstrap.servers` (which clusters: the destination must be the cluster the import
@@ -14,9 +15,10 @@ link's own are used: a pasted secret is never stored).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
+
+import re2
 
 from infra.kafka_admin import KafkaAdminError
 
@@ -24,6 +26,7 @@ from . import approvals, audit, filters, merge_flows
 from .connections import source_admin, unreachable
 from .errors import ReplicationError
 from .models import ApprovalRequest, ClusterLink, KafkaCluster, MergeFlow
+from .text import escaped, json_document
 
 TOPIC_KEYS = ("topic.whitelist", "topic.include", "topic.regex", "topic.blacklist", "topic.exclude")
 USED = {
@@ -36,6 +39,9 @@ USED = {
     "provenance.header.enable",
 }
 MAX_TEXT = 256 * 1024
+MAX_PATTERN = 1000
+_RE2 = re2.Options()
+_RE2.log_errors = False
 _SETTING = re.compile(r"([^=:\s]+)\s*[=:]\s*(.*)")
 
 
@@ -60,18 +66,15 @@ def parse(text: str) -> dict[str, str]:
         raise ReplicationError("Paste a Replicator connector's configuration: JSON or properties.")
     if stripped[0] in "{[":
         try:
-            found = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise ReplicationError(
-                f"The configuration is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                f"{exc.msg}). Paste Connect's JSON, or a properties file."
-            ) from exc
+            found = json_document(stripped, "configuration")
+        except ReplicationError as exc:
+            raise ReplicationError(f"{exc} Paste Connect's JSON, or a properties file.") from None
         config = found.get("config", found) if isinstance(found, dict) else None
         if not isinstance(config, dict):
             raise ReplicationError('The JSON must be an object: {"name": ..., "config": {...}}.')
-        settings = {str(k): "" if v is None else str(v) for k, v in config.items()}
+        settings = {str(k): _setting(str(k), v) for k, v in config.items()}
         if "name" in found and "name" not in settings:
-            settings["name"] = str(found["name"])
+            settings["name"] = _setting("name", found["name"])
         return settings
     settings = {}
     for number, line in enumerate(stripped.splitlines(), 1):
@@ -88,18 +91,26 @@ def parse(text: str) -> dict[str, str]:
     return settings
 
 
+def _setting(key: str, value: object) -> str:
+    """A JSON setting as the text a properties file would hold. Connect's settings are strings
+    (numbers and booleans are taken as written); a list or an object is none, and turning one
+    nested hundreds deep into text could itself fail, so it is refused."""
+    if isinstance(value, (list, dict)):
+        raise ReplicationError(
+            f"Setting {key[:100]!r} is a JSON {'list' if isinstance(value, list) else 'object'}: "
+            "a Replicator setting is a string (a list of topics is one string, separated by "
+            "commas). Nothing was changed."
+        )
+    return "" if value is None else str(value)
+
+
 def selected(settings: dict[str, str], topics: set[str]) -> list[str]:
     """The source topics the configuration selects, in Replicator's order: excluded ones never,
     then those listed or matching the regex; never an internal topic."""
     listed = _names(settings, "topic.whitelist", "topic.include")
     excluded = set(_names(settings, "topic.blacklist", "topic.exclude"))
     pattern = settings.get("topic.regex", "").strip()
-    try:
-        regex = re.compile(pattern) if pattern else None
-    except re.error as exc:
-        raise ReplicationError(
-            f"topic.regex {pattern!r} is not a regular expression: {exc}."
-        ) from exc
+    regex = _regex(pattern) if pattern else None
     if not listed and regex is None:
         raise ReplicationError(
             "The configuration selects no topic: give topic.whitelist (or topic.include) or "
@@ -109,6 +120,35 @@ def selected(settings: dict[str, str], topics: set[str]) -> list[str]:
     if regex is not None:
         chosen |= {t for t in topics if regex.fullmatch(t)}
     return sorted(t for t in chosen - excluded if not filters.internal_topic(t))
+
+
+def _regex(pattern: str):
+    """`topic.regex` compiled by RE2, whose matching time grows with the topic name's length
+    only: Python's `re` backtracks, and a pattern such as `(x+x+)+y` would hold a console
+    thread for seconds, doubling with each character of a name."""
+    if len(pattern) > MAX_PATTERN:
+        raise ReplicationError(
+            f"topic.regex is {len(pattern)} characters long; at most {MAX_PATTERN} are taken. "
+            "Nothing was changed."
+        )
+    try:
+        return re2.compile(pattern, _RE2)
+    except re2.error as exc:
+        why = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+    why, shown = escaped(why[:200]), pattern[:100]
+    try:  # only to say which it is: not a regex at all, or one RE2 cannot run
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        raise ReplicationError(
+            f"topic.regex {shown!r} is not a regular expression ({why}). Correct it, then "
+            "import again. Nothing was changed."
+        ) from None
+    raise ReplicationError(
+        f"topic.regex {shown!r} is a regular expression Isthmus cannot run ({why}): topics are "
+        "matched with RE2, which takes no look-arounds, back-references or possessive "
+        "quantifiers, so that no pattern can stall the console. Write it without them "
+        "(or list the topics in topic.whitelist). Nothing was changed."
+    )
 
 
 def renamed(settings: dict[str, str], topic: str) -> str:
@@ -139,6 +179,8 @@ def _link_from(destination: KafkaCluster, servers: str) -> ClusterLink:
 def plan(destination: KafkaCluster, text: str) -> Plan:
     """The merge flows the configuration stands for on `destination`, read from its source now."""
     settings = parse(text)
+    if pattern := settings.get("topic.regex", "").strip():
+        _regex(pattern)  # refused before the source is asked for its topics
     connector = settings.get("name") or "replicator"
     found = Plan(connector)
     dest = settings.get("dest.kafka.bootstrap.servers", "")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -474,15 +475,22 @@ def _abandon(mirror: MirrorTopic, message: str) -> None:
 # The quarantine, reviewed and deleted. -------------------------------------------------------
 
 
+Header = tuple[str, bytes | None]
+
+
 @dataclass(frozen=True)
 class Quarantined:
-    """A record a restore set aside, and where it was in the topic."""
+    """A record a restore set aside, and where it was in the topic (`offset` None when the
+    record does not say, as one the restore did not write would not), with its headers as it
+    holds them (a value may be any bytes, or null: a producer's are copied as they were)."""
 
     partition: int
-    offset: int
+    offset: int | None
     timestamp: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[Header, ...] = ()
+    headers_unreadable: bool = False  # a header's name is not UTF-8: the client cannot read it
 
 
 def quarantine_of(mirror: MirrorTopic) -> str:
@@ -514,14 +522,35 @@ def read_quarantine(mirror: MirrorTopic, limit: int = 200) -> list[Quarantined]:
 
 
 def _quarantined(msg) -> Quarantined:
-    origin = {k: v.decode() for k, v in msg.headers() or [] if k.startswith("isthmus.origin.")}
+    try:
+        headers: tuple[Header, ...] = tuple(msg.headers() or ())
+        unreadable = False
+    except UnicodeDecodeError:  # confluent-kafka decodes the names, and gives up on one
+        headers, unreadable = (), True
     return Quarantined(
-        partition=int(origin.get("isthmus.origin.partition", msg.partition())),
-        offset=int(origin.get("isthmus.origin.offset", -1)),
-        timestamp=int(origin.get("isthmus.origin.timestamp", msg.timestamp()[1])),
+        partition=_origin_number(headers, "partition", msg.partition()),
+        offset=_origin_number(headers, "offset", None),
+        timestamp=_origin_number(headers, "timestamp", msg.timestamp()[1]),
         key=msg.key(),
         value=msg.value(),
+        headers=headers,
+        headers_unreadable=unreadable,
     )
+
+
+def _origin_number(headers: tuple[Header, ...], name: str, default):
+    """The number the restore wrote in header `isthmus.origin.<name>`, else `default`. The
+    restore adds its own after the headers the record carried, so the last of that name is
+    its; an earlier one (or a last one that is not a number: null, not UTF-8, anything) is a
+    producer's, and read as no number rather than trusted or failed on."""
+    values = [v for k, v in headers if k == f"isthmus.origin.{name}"]
+    last = values[-1] if values else None
+    if isinstance(last, bytes) and _NUMBER.fullmatch(last):
+        return int(last)
+    return default
+
+
+_NUMBER = re.compile(rb"-?[0-9]{1,19}")  # an offset, partition or timestamp: 64 bits at most
 
 
 def delete_quarantine(actor: audit.Actor, mirror: MirrorTopic) -> None:

@@ -4,8 +4,10 @@ line says (bidirectional overrides)."""
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
 from .errors import ReplicationError
 
@@ -77,6 +79,5 @@ def json_document(raw: str | bytes, what: str) -> Any:
         ) from None
     except ValueError:  # int() past sys.get_int_max_str_digits: thousands of digits
         raise ReplicationError(
-            f"The {what} holds a number too long to be read (thousands of digits); "
-            "shorten it."
+            f"The {what} holds a number too long to be read (thousands of digits); shorten it."
         ) from None

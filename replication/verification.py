@@ -543,6 +543,9 @@ def summary(mirror: MirrorTopic) -> str:
 # --- on demand -------------------------------------------------------------------------------
 
 
+MAX_OFFSET = 2**63 - 1  # Kafka's offsets, and the database's columns, are signed 64-bit
+
+
 def start(
     actor: audit.Actor,
     mirror: MirrorTopic,
@@ -551,40 +554,132 @@ def start(
 ) -> Verification:
     """Ask for every record of the mirror from source offset `from_offset` (default: the
     source's log start) to before `to_offset` (default: what the mirror has copied when it
-    runs) to be compared; a worker runs it (`tasks.verify_mirror`)."""
-    with audit.refusals(actor, "mirror.verify", f"mirror {mirror.mirror_topic}"):
-        if mirror.state not in FOLLOWING:
-            raise conflict(
-                f"Mirror topic {mirror.mirror_topic} is {mirror.state}: only a mirror that "
-                "follows its source can be compared with it."
-            )
-        for name, value in (("start", from_offset), ("end", to_offset)):
-            if value is not None and value < 0:
-                raise ReplicationError(
-                    f"The range's {name} must be an offset, 0 or more; it was {value}."
-                )
-        if from_offset is not None and to_offset is not None and to_offset <= from_offset:
-            raise ReplicationError(
-                f"The range's end ({to_offset}) must be after its start ({from_offset}): it "
-                "runs from its start up to, not including, its end."
-            )
+    runs) to be compared; a worker runs it (`tasks.verify_mirror`). Refused while another
+    verification of the mirror runs or waits for a worker."""
+    return start_all(actor, [mirror], from_offset, to_offset)[0]
+
+
+class _Refused(Exception):
+    """Why one of the mirrors asked for cannot be verified (raised inside the transaction,
+    which undoes what was made; audited once it is)."""
+
+    def __init__(self, mirror: MirrorTopic, error: ReplicationError):
+        super().__init__(str(error))
+        self.mirror, self.error = mirror, error
+
+
+def start_all(
+    actor: audit.Actor,
+    mirrors: list[MirrorTopic],
+    from_offset: int | None = None,
+    to_offset: int | None = None,
+) -> list[Verification]:
+    """`start` for each of `mirrors` (one range for all), all or none: each is checked with
+    its row locked, and if one is refused none is started. At most one verification of a
+    mirror runs at a time: two asked for at once are settled by the lock, and the later one is
+    refused (409) naming the one that runs."""
+    if not mirrors:
+        raise ReplicationError("Name at least one mirror topic to verify.")
+    first = f"mirror {mirrors[0].mirror_topic}"
+    with audit.refusals(actor, "mirror.verify", first):
+        _check_range(from_offset, to_offset)
+    try:
         with transaction.atomic():
-            found = Verification.objects.create(
-                mirror=mirror,
-                requested_by=actor.name,
-                from_offset=from_offset,
-                to_offset=to_offset,
+            # In one order, so that two requests over the same mirrors never deadlock; on
+            # SQLite the transaction's write lock (IMMEDIATE) serialises them instead.
+            locked = {
+                m.pk: m
+                for m in MirrorTopic.objects.select_for_update()
+                .filter(pk__in=[m.pk for m in mirrors])
+                .order_by("pk")
+            }
+            running = {
+                v.mirror_id: v
+                for v in Verification.objects.filter(
+                    mirror__in=list(locked), state=Verification.State.RUNNING
+                ).order_by("started_at", "pk")
+            }
+            for mirror in mirrors:
+                problem = _refusal(mirror, locked.get(mirror.pk), running.get(mirror.pk))
+                if problem is not None:
+                    raise _Refused(mirror, problem)
+            started = []
+            for mirror in mirrors:
+                found = Verification.objects.create(
+                    mirror=mirror,
+                    requested_by=actor.name,
+                    from_offset=from_offset,
+                    to_offset=to_offset,
+                )
+                audit.record(
+                    actor,
+                    "mirror.verify",
+                    f"mirror {mirror.mirror_topic}",
+                    after={"verification": found.pk, "from": from_offset, "to": to_offset},
+                    in_change=True,
+                )
+                started.append(found)
+            transaction.on_commit(lambda: _hand_over(started))
+    except _Refused as refused:
+        then = (
+            f"None of the {len(mirrors)} mirror topics asked for was started: leave this one "
+            "out, or ask again once it can be verified."
+            if len(mirrors) > 1
+            else "Nothing was started."
+        )
+        refused.error = ReplicationError(f"{refused.error} {then}", refused.error.status)
+        with audit.refusals(actor, "mirror.verify", f"mirror {refused.mirror.mirror_topic}"):
+            raise refused.error from None
+    return started
+
+
+def _check_range(from_offset: int | None, to_offset: int | None) -> None:
+    for name, value in (("start", from_offset), ("end", to_offset)):
+        if value is not None and not 0 <= value <= MAX_OFFSET:
+            # A number beyond the 64-bit columns would fail in the database, not here.
+            shown = str(value) if abs(value) <= 10**30 else ("-" * (value < 0)) + "over 10^30"
+            raise ReplicationError(
+                f"The range's {name} must be an offset from 0 to {MAX_OFFSET} (2^63 - 1, "
+                f"Kafka's largest); it was {shown}. Nothing was started."
             )
-            audit.record(
-                actor,
-                "mirror.verify",
-                f"mirror {mirror.mirror_topic}",
-                after={"verification": found.pk, "from": from_offset, "to": to_offset},
-            )
-            transaction.on_commit(
-                lambda: current_app.send_task("replication.tasks.verify_mirror", [found.pk])
-            )
-    return found
+    if from_offset is not None and to_offset is not None and to_offset <= from_offset:
+        raise ReplicationError(
+            f"The range's end ({to_offset}) must be after its start ({from_offset}): it "
+            "runs from its start up to, not including, its end."
+        )
+
+
+def _refusal(
+    mirror: MirrorTopic, now: MirrorTopic | None, running: Verification | None
+) -> ReplicationError | None:
+    """Why `mirror` (as it is `now`, locked) cannot be verified; None if it can."""
+    if now is None:
+        return not_found(f"Mirror topic {mirror.mirror_topic} was deleted.")
+    if now.state not in FOLLOWING:
+        return conflict(
+            f"Mirror topic {now.mirror_topic} is {now.state}: only a mirror that "
+            "follows its source can be compared with it."
+        )
+    if running is not None:
+        asked = running.started_at.strftime("%Y-%m-%d %H:%M:%S")
+        done = (
+            f"has compared {running.checked} of {running.total} source offsets"
+            if running.total
+            else "waits for a worker to start it"
+        )
+        return conflict(
+            f"Mirror topic {now.mirror_topic} is being verified already: verification "
+            f"{running.pk}, asked for by {running.requested_by} at {asked} UTC, {done}. Only "
+            "one verification of a mirror runs at a time: wait for it to finish (its page, or "
+            f"GET .../mirrors/{now.mirror_topic}/verifications/{running.pk}, shows how far it "
+            "got; one whose worker stopped ends by itself within two minutes), then ask again."
+        )
+    return None
+
+
+def _hand_over(started: list[Verification]) -> None:
+    for found in started:
+        current_app.send_task("replication.tasks.verify_mirror", [found.pk])
 
 
 def get(mirror: MirrorTopic, pk: str | int) -> Verification:

@@ -66,17 +66,15 @@ def _list(request, found) -> MirrorVerificationList:
 
 @endpoint(POST="mirror.manage")
 def verify(request, cluster_id, link_name):
-    """Start comparing the mirror topics named; each runs in a worker (202), its progress read
-    at its own path."""
+    """Start comparing the mirror topics named, all or none; each runs in a worker (202), its
+    progress read at its own path."""
     link = get_link(cluster(cluster_id), link_name)
     body = json_body(request)
     names = named_mirrors(body, link)
     first, end = field(body, "from_offset", int), field(body, "to_offset", int)
-    actor = audit.Actor.from_request(request)
-    started = [
-        verification.start(actor, get_mirror(link.destination, name, link), first, end)
-        for name in names
-    ]
+    # Every mirror found and checked before any starts: one refused, none is started.
+    chosen = [get_mirror(link.destination, name, link) for name in names]
+    started = verification.start_all(audit.Actor.from_request(request), chosen, first, end)
     return respond(_list(request, started), status=202)
 
 

@@ -7,6 +7,7 @@ import re
 from django import forms
 
 from console.forms.common import PropertiesField
+from replication.verification import MAX_OFFSET
 
 MAX_MIRRORS_AT_ONCE = 100
 
@@ -45,6 +46,13 @@ class MirrorForm(forms.Form):
         return names
 
 
+# A larger offset than Kafka's (and the database's columns) take is refused here in words.
+_OFFSET_ERRORS = {
+    "invalid": f"Enter an offset: a whole number from 0 to {MAX_OFFSET}.",
+    "max_value": f"An offset is at most {MAX_OFFSET} (2^63 - 1, Kafka's largest).",
+}
+
+
 class VerifyForm(forms.Form):
     """The range of source offsets to compare (the same in every partition)."""
 
@@ -52,11 +60,15 @@ class VerifyForm(forms.Form):
         label="From offset",
         required=False,
         min_value=0,
+        max_value=MAX_OFFSET,
+        error_messages=_OFFSET_ERRORS,
         help_text="Empty: each partition's log start on the source.",
     )
     to_offset = forms.IntegerField(
         label="To offset",
         required=False,
         min_value=1,
+        max_value=MAX_OFFSET,
+        error_messages=_OFFSET_ERRORS,
         help_text="Up to, not including. Empty: as far as the mirror has copied.",
     )

@@ -237,19 +237,36 @@ def mirror_quarantine(request, destination, topic):
         {
             "mirror": mirror,
             "quarantine": name,
-            "records": [(r, _shown(r.key), _shown(r.value)) for r in records],
+            "records": [(r, _shown(r.key), _shown(r.value), _headers(r)) for r in records],
             "limit": QUARANTINE_SHOWN,
             "error": error,
         },
     )
 
 
-def _shown(data: bytes | None) -> str:
+def _shown(data: bytes | None, null: str = "null") -> str:
     """A key or value as text, inert: undecodable bytes and control characters escaped."""
     if data is None:
-        return "null"
+        return null
     text = escaped(data.decode("utf-8", errors="backslashreplace"))
     return text if len(text) <= 200 else text[:200] + "…"
+
+
+HEADERS_SHOWN = 20
+
+
+def _headers(record: restore.Quarantined) -> list[str]:
+    """A quarantined record's headers as `name: value` lines, inert as its key and value (a
+    producer's are kept as they were: any bytes, or null)."""
+    if record.headers_unreadable:
+        return ["(unreadable: a header's name is not UTF-8)"]
+    shown = [
+        f"{_shown(name.encode(), '')}: {_shown(value, '(null)')}"
+        for name, value in record.headers[:HEADERS_SHOWN]
+    ]
+    if len(record.headers) > HEADERS_SHOWN:
+        shown.append(f"… {len(record.headers) - HEADERS_SHOWN} more")
+    return shown
 
 
 @require("mirror.delete")
