@@ -354,6 +354,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "replication.tasks.refresh_clusters",
         "schedule": timedelta(seconds=30),
     },
+    # How each cluster's schema registry answers, for the cluster pages (which never ask it).
+    "refresh-schema-registries": {
+        "task": "replication.tasks.refresh_schema_registries",
+        "schedule": timedelta(seconds=30),
+        "options": {"expires": 25},
+    },
     # Start, watch and stop the links' streams.
     "supervise-streams": {
         "task": "replication.tasks.supervise_streams",

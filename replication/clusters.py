@@ -120,36 +120,26 @@ def register_cluster(
             raise ReplicationError(f"Invalid cluster name {name!r}: {exc.messages[0]}") from exc
         if KafkaCluster.objects.filter(name=name).exists():
             raise conflict(name_taken)
-        bootstrap_servers = bootstrap_servers.strip()
-        if not bootstrap_servers:
-            raise ReplicationError("bootstrap.servers is required, e.g. broker1:9092,broker2:9092.")
-        try:  # as Kafka reads it: librdkafka alone would take "localhost" as localhost:9092
-            bootstrap_servers = link_configs.check_brokers(bootstrap_servers)
-        except ValueError as exc:
-            raise ReplicationError(f"bootstrap.servers {exc}.") from exc
-        try:
-            description = connect(
-                {"bootstrap.servers": bootstrap_servers, **config}
-            ).describe_cluster()
-        except KafkaAdminError as exc:
-            raise ReplicationError(f"{exc} Nothing was registered.") from exc
+        bootstrap_servers = _checked_brokers(bootstrap_servers)
         cluster = KafkaCluster(
-            name=name, bootstrap_servers=bootstrap_servers, cluster_id=description.cluster_id
+            name=name,
+            bootstrap_servers=bootstrap_servers,
+            cluster_id=_new_id(bootstrap_servers, config),
         )
-        same = KafkaCluster.objects.filter(cluster_id=cluster.cluster_id).first()
-        if same is not None:
-            raise conflict(_registered_as(same))
         cluster.set_client_config(config)
         if link_config:
             cluster.set_link_config(_checked_link_principal(cluster, link_config))
         if registry is not None:
-            schema_registries.keep(cluster, schema_registries.checked(registry))
+            registry = schema_registries.checked(registry)
+            schema_registries.keep(cluster, registry)
         try:
             with transaction.atomic():
                 cluster.save()
         except IntegrityError as exc:  # registered by someone else while we connected
             same = KafkaCluster.objects.filter(cluster_id=cluster.cluster_id).first()
             raise conflict(_registered_as(same) if same else name_taken) from exc
+        if registry is not None:
+            schema_registries.store(cluster, registry.reading)
     audit.record(
         actor,
         "cluster.register",
@@ -164,6 +154,28 @@ def register_cluster(
     )
     log.info("Registered cluster %s (id %s) at %s", name, cluster.cluster_id, bootstrap_servers)
     return cluster
+
+
+def _checked_brokers(bootstrap_servers: str) -> str:
+    bootstrap_servers = bootstrap_servers.strip()
+    if not bootstrap_servers:
+        raise ReplicationError("bootstrap.servers is required, e.g. broker1:9092,broker2:9092.")
+    try:  # as Kafka reads it: librdkafka alone would take "localhost" as localhost:9092
+        return link_configs.check_brokers(bootstrap_servers)
+    except ValueError as exc:
+        raise ReplicationError(f"bootstrap.servers {exc}.") from exc
+
+
+def _new_id(bootstrap_servers: str, config: dict[str, str]) -> str:
+    """The id of the cluster at `bootstrap_servers`, which no registration may hold yet."""
+    try:
+        found = connect({"bootstrap.servers": bootstrap_servers, **config}).describe_cluster()
+    except KafkaAdminError as exc:
+        raise ReplicationError(f"{exc} Nothing was registered.") from exc
+    same = KafkaCluster.objects.filter(cluster_id=found.cluster_id).first()
+    if same is not None:
+        raise conflict(_registered_as(same))
+    return found.cluster_id
 
 
 def _registered_as(cluster: KafkaCluster) -> str:

@@ -4,7 +4,16 @@ import logging
 
 from celery import shared_task
 
-from . import approvals, audit, lag, notifications, redis_channel, streams, verification
+from . import (
+    approvals,
+    audit,
+    lag,
+    notifications,
+    redis_channel,
+    schema_registries,
+    streams,
+    verification,
+)
 from .clusters import probe_clusters
 from .models import ClusterLink, Notification, ScenarioRun
 from .scenarios import registry, runner
@@ -49,6 +58,13 @@ def supervise_streams() -> None:
 def sample_lags() -> None:
     """Read every mirror's lag from both clusters, and a point of the charts' history."""
     _one_at_a_time("sample-lags", lag.sample_all)
+
+
+@shared_task
+def refresh_schema_registries() -> None:
+    """Read how each cluster's schema registry answers and keep it for the cluster pages;
+    one run at a time."""
+    _one_at_a_time("refresh-schema-registries", schema_registries.refresh_all)
 
 
 @shared_task

@@ -11,16 +11,19 @@ from replication.schema_registries import MAX_PASSWORD, RegistryAccess
 class SchemaRegistryForm(forms.Form):
     """A cluster's schema registry: its URL and the credentials to use there."""
 
+    # Not stripped here: a line break at the end is refused (schema_registries.checked), not
+    # silently dropped from what was typed.
     schema_registry_url = forms.CharField(
         label="Schema registry",
         required=False,
         max_length=1000,
+        strip=False,
         widget=forms.TextInput(attrs={"placeholder": "http://registry.example.com:8081"}),
         help_text="The registry of this cluster's schemas (Confluent's REST API). Checked to "
         "answer before it is kept. Empty: none.",
     )
     schema_registry_username = forms.CharField(
-        label="Registry username or API key", required=False, max_length=200
+        label="Registry username or API key", required=False, max_length=200, strip=False
     )
     schema_registry_password = forms.CharField(
         label="Registry password or API secret",
@@ -35,7 +38,7 @@ class SchemaRegistryForm(forms.Form):
         data = self.cleaned_data
         return RegistryAccess(
             data["schema_registry_url"],
-            data["schema_registry_username"].strip(),
+            data["schema_registry_username"],
             data["schema_registry_password"],
         )
 

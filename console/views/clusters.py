@@ -53,7 +53,8 @@ def cluster_detail(request, name):
             "topics_error": topics_error,
             "links_into": dashboard.link_summaries(into),
             "links_from": dashboard.link_summaries(out_of),
-            "registry": schema_registries.probe(cluster),
+            # The beat's latest reading: a page never waits on a registry.
+            "registry": schema_registries.latest(cluster),
         },
     )
 

@@ -1,15 +1,19 @@
 """A cluster's schema registry: registered with the cluster or set later, checked to answer
 as a registry before it is kept, its password encrypted and never shown, every change audited
-and refused ones too; on the real clusters and the stack's real registries."""
+and refused ones too; how it answers read in the background and shown from there; on the real
+clusters and the stack's real registries."""
 
 from __future__ import annotations
+
+import base64
 
 import pytest
 from django.db import connection
 from django.urls import reverse
 
 from devstack import kafka, registry
-from replication import audit
+from infra.schema_registry import MODES
+from replication import audit, schema_registries
 from replication.errors import ReplicationError
 from replication.models import AuditEvent, KafkaCluster
 from replication.schema_registries import RegistryAccess, set_schema_registry
@@ -28,8 +32,20 @@ def test_the_embedded_clusters_are_registered_with_their_own_registries(
     page = client_as("viewer").get(reverse("cluster-detail", args=["destination"])).content
     page = page.decode()
     assert f"<code>{registry.DESTINATION.url}</code>" in page
-    assert 'class="badge ok">answers' in page
+    # What registering it read (the page asks the registry nothing itself).
+    assert 'class="badge ok">answers' in page and 'id="schema-registry-checked">checked' in page
     assert "Set one" not in page and "Change" not in page  # a viewer may not change it
+
+
+def test_the_beats_reading_of_each_registry_is_what_the_page_shows(registered_clusters):
+    for cluster in registered_clusters.values():
+        schema_registries.store(cluster, None)
+        assert schema_registries.latest(cluster) is None
+    schema_registries.refresh_all()  # the beat's task, run here (the worker sees no test rows)
+    for cluster in registered_clusters.values():
+        reading = schema_registries.latest(cluster)
+        assert reading is not None and reading.reachable, reading
+        assert reading.url == cluster.schema_registry_url and reading.mode in MODES
 
 
 def test_an_admin_sets_a_registry_with_credentials_kept_encrypted_and_never_shown(
@@ -55,7 +71,8 @@ def test_an_admin_sets_a_registry_with_credentials_kept_encrypted_and_never_show
     with connection.cursor() as cursor:
         cursor.execute("SELECT * FROM replication_kafkacluster WHERE id = %s", [cluster.id])
         assert SECRET not in repr(cursor.fetchone())
-    assert cluster.schema_registry().session.auth == ("reader", SECRET)
+    scheme, token = cluster.schema_registry().session.headers["Authorization"].split(" ")
+    assert (scheme, base64.b64decode(token).decode()) == ("Basic", f"reader:{SECRET}")
     for page in (reverse("cluster-detail", args=["source"]), url):
         shown = client.get(page).content.decode()
         assert SECRET not in shown
@@ -83,6 +100,8 @@ def test_an_admin_sets_a_registry_with_credentials_kept_encrypted_and_never_show
         ("http://registry:8081", "", "pw", "needs its username"),
         ("", "reader", "", "needs the registry's URL"),
         (registry.SOURCE.url, "read\r\nX-Evil: 1", "pw", "cannot hold line breaks"),
+        (f"{registry.SOURCE.url}/\n2024-01-01 INFO forged", "", "", "holds control characters"),
+        (f"{registry.SOURCE.url}\x1b]0;owned\x07", "", "", "holds control characters"),
         (registry.SOURCE.url, "reader", "p" * 1001, "longer than 1000 characters"),
     ],
 )
@@ -113,17 +132,8 @@ def test_the_form_shows_why_and_an_empty_url_removes_the_registry(registered_clu
 
 
 def test_a_cluster_registered_from_the_form_keeps_its_registry(devstack, client_as):
-    response = client_as("admin").post(
-        reverse("cluster-create"),
-        {
-            "name": "with-schemas",
-            "bootstrap_servers": kafka.SOURCE.bootstrap,
-            "client_config": "",
-            "schema_registry_url": registry.SOURCE.url,
-        },
-    )
-    assert response.status_code == 302
-    assert KafkaCluster.objects.get(name="with-schemas").schema_registry_url == registry.SOURCE.url
+    # The refused one first: a cluster is registered once, so a second name for it is refused
+    # before its registry is asked.
     refused = client_as("admin").post(
         reverse("cluster-create"),
         {
@@ -135,3 +145,17 @@ def test_a_cluster_registered_from_the_form_keeps_its_registry(devstack, client_
     )
     assert "it cannot be reached" in refused.content.decode()
     assert not KafkaCluster.objects.filter(name="bad-schemas").exists()  # nothing half-made
+    response = client_as("admin").post(
+        reverse("cluster-create"),
+        {
+            "name": "with-schemas",
+            "bootstrap_servers": kafka.SOURCE.bootstrap,
+            "client_config": "",
+            "schema_registry_url": registry.SOURCE.url,
+        },
+    )
+    assert response.status_code == 302
+    cluster = KafkaCluster.objects.get(name="with-schemas")
+    assert cluster.schema_registry_url == registry.SOURCE.url
+    reading = schema_registries.latest(cluster)  # what registering it read, kept at once
+    assert reading is not None and reading.reachable and reading.mode in MODES
