@@ -267,6 +267,19 @@ def a_new_name(w: World, user, allowed: bool) -> Target:
     return Target(name=w.name("matrix"))
 
 
+def the_source_set_aside(w: World, user, allowed: bool) -> Target:
+    """A new name for the source cluster, whose registration is set aside (its id blanked: a
+    cluster is registered once) until `put_the_source_back`."""
+    KafkaCluster.objects.filter(name="source").update(cluster_id="")
+    return Target(name=w.name("matrix"))
+
+
+def put_the_source_back(w: World, target: Target) -> None:
+    KafkaCluster.objects.filter(name=target.name).delete()
+    source = w._clusters["source"]
+    KafkaCluster.objects.filter(pk=source.pk).update(cluster_id=source.cluster_id)
+
+
 def an_own_token(w: World, user, allowed: bool) -> Target:
     return Target(token=create_token(SETUP, user, w.name("token"))[0])
 
@@ -511,6 +524,8 @@ class Row:
     asked_event: str | None = None  # subject to approval: the audited action when asked for
     # a policy action checked inside the action -> (the audited action, the refusal message)
     inner: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # puts back what the target set aside for the action (once it is checked)
+    undo: Callable[[World, Target], None] | None = None
 
 
 BREAK_GLASS = {"request.override": ("request.failover", "Only an admin may break glass.")}
@@ -646,13 +661,14 @@ CONSOLE = [
         "cluster-create",
         ("cluster.register",),
         "cluster.register",
-        a_new_name,
+        the_source_set_aside,
         lambda c, w, t: post(
             c,
             "cluster-create",
             [],
             {"name": t.name, "bootstrap_servers": kafka.SOURCE.bootstrap, "client_config": ""},
         ),
+        undo=put_the_source_back,
     ),
     Row(
         "cluster schema registry",
@@ -1713,12 +1729,21 @@ def check(interface: Interface, row: Row, role: str, w: World, caller) -> None:
     user = w.users[role]
     allowed = all(can(user, action) for action in row.policy)
     target = row.target(w, user, allowed)
+    try:
+        _check(interface, row, user, allowed, w, caller, target)
+    finally:
+        if row.undo is not None:
+            row.undo(w, target)
+
+
+def _check(interface: Interface, row: Row, user, allowed: bool, w: World, caller, target) -> None:
     asks = allowed and row.asked_event is not None and not acts_at_once(user, target.link)
     expected = "asked" if asks else "done" if allowed else "refused"
     before, since, requests_since = fingerprint(), _last(AuditEvent), _last(ApprovalRequest)
 
     answer = row.perform(caller, w, target)
 
+    role = user.get_username()
     assert answer.kind == expected, f"{role} {row.name}: expected {expected}, got {answer}"
     events = people_events(since)
     assert len(events) == 1, [(e.actor_name, e.action, e.result, e.message) for e in events]
