@@ -21,6 +21,17 @@ import urllib.request
 from infra.schema_text import same_schema
 
 TIMEOUT_S = 2.0  # a lookup holds the copier's thread: a registry gone quiet must not hold it long
+MAX_ANSWER = 8 * 1024 * 1024  # far beyond any schema
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A registry answers at its own URL: a redirect elsewhere is refused, never followed."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: PLR0913
+        raise urllib.error.HTTPError(req.full_url, code, "a redirect, not followed", headers, fp)
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 def schema_ids(key: bytes | None, value: bytes | None) -> set[int]:
@@ -52,13 +63,16 @@ class Registry:
         url = f"{self.url}/schemas/ids/{schema_id}"
         request = urllib.request.Request(url, headers=self.headers)  # noqa: S310
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as resp:  # noqa: S310
-                return json.loads(resp.read())
+            with _OPENER.open(request, timeout=TIMEOUT_S) as resp:
+                body = resp.read(MAX_ANSWER + 1)
+            if len(body) > MAX_ANSWER:
+                raise Unanswered(f"{self.url} answered more than {MAX_ANSWER} bytes")
+            return json.loads(body)
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
             raise Unanswered(f"{self.url} answered HTTP {exc.code}") from exc
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise Unanswered(f"{self.url} cannot be reached or did not answer: {exc}") from exc
 
 

@@ -19,7 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from console.access import CHOOSING_PASSWORD, POLICY, can
 from console.api.schemas import Error, respond
-from replication import audit
+from replication import audit, text
 from replication.errors import ReplicationError
 from replication.models import KafkaCluster
 from replication.tokens import authenticate, is_token
@@ -246,19 +246,9 @@ def json_body(request: HttpRequest) -> dict:
     if content_type != "application/json":
         raise ApiError(415, f"Send the body as application/json, not {content_type or 'nothing'}.")
     try:
-        body = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ApiError(
-            400,
-            f"The request body is not valid JSON ({exc.msg.lower()} at line {exc.lineno}, "
-            f"column {exc.colno}).",
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise ApiError(400, "The request body is not valid JSON: send it as UTF-8.") from exc
-    except RecursionError as exc:
-        raise ApiError(400, "The request body is nested too deeply to be read.") from exc
-    except ValueError as exc:  # e.g. a number of thousands of digits
-        raise ApiError(400, "The request body holds a number too long to be read.") from exc
+        body = text.json_document(raw, "request body")
+    except ReplicationError as exc:
+        raise ApiError(400, str(exc)) from None
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object.")
     return body

@@ -762,7 +762,8 @@ PATHS = {
                 **MIRROR_ACTION_ERRORS,
                 400: "Neither or both of mirror_topic_names and mirror_topic_name_pattern, or "
                 "a range that is not offsets from before to after.",
-                409: "A mirror that no longer follows its source (promoted, failed over).",
+                409: "A mirror that no longer follows its source (promoted, failed over), or "
+                "one whose verification still runs or waits for a worker; none is started then.",
             },
         ),
     ),

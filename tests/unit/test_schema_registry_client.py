@@ -145,3 +145,17 @@ def test_a_registry_that_answers_in_time_is_read_request_after_request():
         for _ in range(20):
             assert client.subjects() == ["orders-value"]
         assert len(server.asked) == 20
+
+
+def test_the_engines_schema_gate_follows_no_redirect_either():
+    """The copier's own lookups (spark_jobs/schema_gate.py, standard library only) refuse a
+    redirect as the console's client does: the other address is never asked."""
+    from spark_jobs.schema_gate import Registry, Unanswered
+
+    with (
+        serve(registry()) as elsewhere,
+        serve(redirect_to(elsewhere.url)) as registered,
+        pytest.raises(Unanswered, match="answered HTTP 302"),
+    ):
+        Registry({"url": registered.url, "username": "reader", "password": "s"}).schema(1)
+    assert elsewhere.asked == []
