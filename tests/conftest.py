@@ -262,10 +262,16 @@ def client_as(client, users):
 def registered_clusters(db, devstack):
     from replication import audit
     from replication.clusters import register_cluster
+    from replication.models import KafkaCluster
     from replication.schema_registries import RegistryAccess
 
     clusters = {}
     for node in kafka.NODES:
+        # A module's committed link (mirror_checks.committed_link) may hold a registration of
+        # this cluster: set aside (its id blanked) in this test's transaction, which undoes it,
+        # as a cluster is registered once.
+        on_disk = kafka.cluster_id_on_disk(node, settings.VAR_DIR)
+        KafkaCluster.objects.filter(cluster_id=on_disk).update(cluster_id="")
         config = admin_config(node)
         bootstrap = config.pop("bootstrap.servers")
         clusters[node.name] = register_cluster(

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from django.conf import settings
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
@@ -17,7 +18,7 @@ from replication import audit, read_only, streams
 from replication.clusters import register_cluster
 from replication.lag import describe_mirror
 from replication.links import create_link
-from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.models import AuditEvent, ClusterLink, KafkaCluster, MirrorTopic
 from spark_jobs import translation
 from tests import leftovers
 from tests.conftest import admin_config
@@ -145,6 +146,10 @@ def run_until_copied(link: ClusterLink, mirrors: list[MirrorTopic], timeout: flo
         raise AssertionError(f"not copied in {timeout} s: {statuses}\n{tail}")
 
 
+def committed_id(node: kafka.KafkaNode) -> str:
+    return kafka.cluster_id_on_disk(node, settings.VAR_DIR) or ""
+
+
 @contextlib.contextmanager
 def committed_link(
     django_db_blocker, topics: list[str], configs: dict[str, str] | None = None
@@ -155,13 +160,16 @@ def committed_link(
     suffix = uuid.uuid4().hex[:6]
     with django_db_blocker.unblock():
         audited_before = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first()
-        clusters = {}
+        clusters, made = {}, []
         for node in kafka.NODES:
-            config = admin_config(node)
-            bootstrap = config.pop("bootstrap.servers")
-            clusters[node.name] = register_cluster(
-                ACTOR, f"{node.name}-{suffix}", bootstrap, config
-            )
+            # A cluster is registered once: a committed link of the module's holds it already.
+            found = KafkaCluster.objects.filter(cluster_id=committed_id(node)).first()
+            if found is None:
+                config = admin_config(node)
+                bootstrap = config.pop("bootstrap.servers")
+                found = register_cluster(ACTOR, f"{node.name}-{suffix}", bootstrap, config)
+                made.append(found)
+            clusters[node.name] = found
         link = create_link(
             ACTOR,
             clusters["destination"],
@@ -180,7 +188,7 @@ def committed_link(
                     if node is kafka.DESTINATION:
                         read_only.lift(admin, topic)
             link.delete()
-            for cluster in clusters.values():
+            for cluster in made:
                 cluster.delete()
             # Other modules' tests look for their own audit events.
             AuditEvent.plain.filter(id__gt=audited_before or 0).delete()
