@@ -150,6 +150,16 @@ class GroupDetail:
 
 
 @dataclass(frozen=True)
+class NewTopicSpec:
+    """A topic to create: `replication_factor` None is the cluster's default."""
+
+    name: str
+    partitions: int
+    replication_factor: int | None
+    configs: dict[str, str]
+
+
+@dataclass(frozen=True)
 class ConfigValue:
     value: str | None
     is_set: bool  # set on the topic itself rather than inherited from a default
@@ -394,10 +404,7 @@ class KafkaAdmin:
         }
 
     def topic_configs(self, name: str) -> dict[str, ConfigValue]:
-        return {
-            c.name: ConfigValue(c.value, c.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.name)
-            for c in self.topic_config_details(name)
-        }
+        return self.topics_configs([name])[name]
 
     def topic_details(self, names: Iterable[str]) -> dict[str, TopicDetail]:
         """Each topic of `names` that exists, with its partitions' replicas, in one request."""
@@ -420,6 +427,23 @@ class KafkaAdmin:
             )
             for name, d in self._described(names).items()
         }
+
+    def topics_configs(self, names: Iterable[str]) -> dict[str, dict[str, ConfigValue]]:
+        """`topic_configs` of each of `names`, in one request."""
+        resources = {name: ConfigResource(ResourceType.TOPIC, name) for name in sorted(set(names))}
+        if not resources:
+            return {}
+        futures = self._client.describe_configs(
+            list(resources.values()), request_timeout=self.timeout
+        )
+        found = {}
+        for name, resource in resources.items():
+            entries = self._wait(futures[resource], f"read the configs of topic {name!r}")
+            found[name] = {
+                c.name: ConfigValue(c.value, c.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+                for c in entries.values()
+            }
+        return found
 
     def topic_config_details(self, name: str) -> list[ConfigDetail]:
         """Every config of topic `name`, set or not, with its source and synonyms."""
@@ -479,11 +503,42 @@ class KafkaAdmin:
         configs: dict[str, str],
         validate_only: bool = False,
     ) -> None:
-        topic = NewTopic(name, partitions, replication_factor or -1, config=configs)
+        spec = NewTopicSpec(name, partitions, replication_factor, configs)
+        failed = self.create_topics([spec], validate_only)
+        if name in failed:
+            raise failed[name]
+
+    def create_topics(
+        self, topics: list[NewTopicSpec], validate_only: bool = False
+    ) -> dict[str, KafkaAdminError]:
+        """Create (or, with `validate_only`, have the controller check) every topic in one
+        request; what each failed with, by name (none: all of them were made)."""
+        if not topics:
+            return {}
+        new = [
+            NewTopic(t.name, t.partitions, t.replication_factor or -1, config=t.configs)
+            for t in topics
+        ]
         futures = self._client.create_topics(
-            [topic], request_timeout=self.timeout, validate_only=validate_only
+            new, request_timeout=self.timeout, validate_only=validate_only
         )
-        self._wait(futures[name], f"create topic {name!r}")
+        failed = {}
+        for name, future in futures.items():
+            try:
+                self._wait(future, f"create topic {name!r}")
+            except KafkaAdminError as exc:
+                failed[name] = exc
+        return failed
+
+    def delete_topics(self, names: Iterable[str]) -> None:
+        """Delete each of `names` that exists, in one request."""
+        names = sorted(set(names))
+        if not names:
+            return
+        futures = self._client.delete_topics(names, request_timeout=self.timeout)
+        for name, future in futures.items():
+            with contextlib.suppress(TopicNotFound):
+                self._wait(future, f"delete topic {name!r}")
 
     def delete_topic(self, name: str) -> None:
         futures = self._client.delete_topics([name], request_timeout=self.timeout)

@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from .errors import conflict
-from .models import MirrorTopic
+from .models import ClusterLink, MirrorTopic
 
 State = MirrorTopic.State
 
@@ -127,3 +127,26 @@ def move_all(mirrors: QuerySet[MirrorTopic], event: str, to: str, **fields) -> i
     return mirrors.filter(state__in=transition.sources).update(
         state=to, state_time=timezone.now(), **fields
     )
+
+
+def running_state(link: ClusterLink, paused: bool) -> str:
+    """Where a following mirror belongs, given its link and whether a user paused it."""
+    if paused:
+        return MirrorTopic.State.PAUSED
+    if link.state == ClusterLink.State.PAUSED:
+        return MirrorTopic.State.LINK_PAUSED
+    if link.state == ClusterLink.State.UNAVAILABLE:
+        return MirrorTopic.State.SOURCE_UNAVAILABLE
+    return MirrorTopic.State.ACTIVE
+
+
+def snapshot(mirror: MirrorTopic) -> dict:
+    """What the audit trail keeps of a mirror."""
+    return {
+        "link": mirror.link.name,
+        "source_topic": mirror.source_topic,
+        "state": mirror.state,
+        "partitions": mirror.num_partitions,
+        "config_overrides": mirror.config_overrides,
+        "stop_offsets": mirror.stop_offsets,
+    }

@@ -1,37 +1,38 @@
 """Mirror topics: create, list, describe, pause, resume, fail over, delete; and the state
 changes the syncers make. One function per state change.
 
-A mirror is created read-only (ACLs first, then the topic, so no one can write to it in
-between) and with nothing half-made left behind when a step fails.
+Creating them is `mirror_creation`'s (one or a thousand at once, in bulk requests).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import re
-import time
 from datetime import datetime, timedelta
 
-from confluent_kafka import KafkaError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
-from spark_jobs import translation
 
-from . import audit, filters, read_only, stale_requests, streams, topic_configs
+from . import audit, filters, read_only, stale_requests, topic_configs
 from .connections import destination_admin, source_admin, unreachable
 from .errors import ReplicationError, conflict, not_found
-from .mirror_states import FOLLOWING, move
+from .mirror_creation import (  # noqa: F401 (create_mirror, create_mirrors: their callers' door)
+    TOPIC_NAME,
+    create_mirror,
+    create_mirrors,
+    mirrored_back,
+    note_declined,
+    source_topic_missing,
+)
+from .mirror_states import FOLLOWING, move, running_state, snapshot
 from .models import ClusterLink, KafkaCluster, MirrorTopic
 
 log = logging.getLogger(__name__)
 
 State = MirrorTopic.State
 Error = MirrorTopic.Error
-
-TOPIC_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,249}")
 
 
 def get_mirror(destination: KafkaCluster, name: str, link: ClusterLink | None = None):
@@ -51,25 +52,6 @@ def mirrorable_topics(link: ClusterLink) -> list[str]:
     return sorted(n for n in names if n not in taken and not filters.internal_topic(n))
 
 
-def mirrored_back(link: ClusterLink) -> dict[str, str]:
-    """The topics on the link's source that are themselves mirrors fed from its destination
-    (over any link the other way: a bidirectional link's other half, or a link of its own),
-    each with the words that say so. Mirroring one over `link` would copy the destination's
-    own records back to it, and with automatic mirrors both ways, again and again under ever
-    longer names: the loop rule of active-active (README, "Active-active"). A promoted or failed
-    over mirror (STOPPED) is an ordinary topic written on the source now, and may be mirrored.
-    """
-    found = MirrorTopic.objects.filter(
-        destination__cluster_id=link.source_cluster_id,
-        link__source_cluster_id=link.destination.cluster_id,
-    ).exclude(state=MirrorTopic.State.STOPPED)
-    return {
-        m.mirror_topic: f"a mirror of {link.destination.name}'s topic {m.source_topic} over "
-        f"link {m.link.name}"
-        for m in found.select_related("link")
-    }
-
-
 def list_mirrors(
     *,
     link: ClusterLink | None = None,
@@ -84,296 +66,6 @@ def list_mirrors(
     if states:
         mirrors = mirrors.filter(state__in=states)
     return mirrors
-
-
-def snapshot(mirror: MirrorTopic) -> dict:
-    return {
-        "link": mirror.link.name,
-        "source_topic": mirror.source_topic,
-        "state": mirror.state,
-        "partitions": mirror.num_partitions,
-        "config_overrides": mirror.config_overrides,
-        "stop_offsets": mirror.stop_offsets,
-    }
-
-
-def running_state(link: ClusterLink, paused: bool) -> str:
-    """Where a following mirror belongs, given its link and whether a user paused it."""
-    if paused:
-        return State.PAUSED
-    if link.state == ClusterLink.State.PAUSED:
-        return State.LINK_PAUSED
-    if link.state == ClusterLink.State.UNAVAILABLE:
-        return State.SOURCE_UNAVAILABLE
-    return State.ACTIVE
-
-
-def create_mirror(
-    actor: audit.Actor,
-    link: ClusterLink,
-    source_topic: str,
-    *,
-    mirror_topic: str | None = None,
-    replication_factor: int | None = None,
-    configs: dict[str, str] | None = None,
-    validate_only: bool = False,
-) -> MirrorTopic:
-    """Create a read-only mirror of `source_topic` on the link's destination.
-
-    The mirror has the source's partition count and the configs its classes call for, plus
-    `configs` as overrides; its replication factor defaults to the destination's default.
-    Checked in this order, each refusal saying what to do: the request itself, then what the
-    clusters say (the destination's dry run too); only then is the name reserved and the topic
-    made.
-    """
-    name = mirror_topic or link.prefix + source_topic
-    target = f"mirror {name} on link {link.name}"
-    overrides = dict(configs or {})
-    with audit.refusals(actor, "mirror.create", target):
-        _check_request(link, source_topic, name, replication_factor, overrides)
-        destination, source = destination_admin(link), source_admin(link)
-        mirror, wanted = _planned(
-            link, source, destination, source_topic, name, replication_factor, overrides
-        )
-        if validate_only:
-            return mirror
-        _reserve(mirror)
-        _provision(mirror, source, destination, replication_factor, wanted)
-    note_declined(link, source_topic, False)
-    audit.record(actor, "mirror.create", target, after=snapshot(mirror))
-    log.info(
-        "Created mirror topic %s of %s over link %s (%d partitions, read-only %s)",
-        name,
-        source_topic,
-        link.name,
-        mirror.num_partitions,
-        "enforced" if mirror.read_only_enforced else "NOT enforced: no authorizer",
-    )
-    return mirror
-
-
-def _check_request(
-    link: ClusterLink,
-    source_topic: str,
-    name: str,
-    replication_factor: int | None,
-    overrides: dict[str, str],
-) -> None:
-    """What can be refused before asking a cluster: names, the link's state, the settings."""
-    expected = link.prefix + source_topic
-    if not TOPIC_NAME.fullmatch(source_topic):
-        raise ReplicationError(
-            f"Invalid source topic name {source_topic!r}: use 1-249 letters, digits, "
-            "'.', '_' or '-'."
-        )
-    if name != expected:
-        raise ReplicationError(
-            f"A mirror topic is named after its source topic"
-            f"{' with the link prefix ' + repr(link.prefix) if link.prefix else ''}: "
-            f"expected {expected!r}, not {name!r}."
-        )
-    if len(name) > 249:
-        raise ReplicationError(f"Mirror topic name {name!r} is longer than 249 characters.")
-    if filters.internal_topic(source_topic):
-        raise ReplicationError(
-            f"{source_topic!r} is an internal topic (of Kafka, a schema registry, Confluent's "
-            "services, MirrorMaker 2 or Isthmus), kept by each cluster for itself; it cannot "
-            "be mirrored. Consumer offsets travel with consumer.offset.sync.enable, schemas "
-            "with schema.sync.enable."
-        )
-    if link.state == ClusterLink.State.FAILED:
-        raise conflict(
-            f"Cluster link {link.name!r} has FAILED ({link.error_message}); "
-            "fix it before adding mirrors."
-        )
-    # Kafka's protocol carries it as a 16-bit number
-    if replication_factor is not None and not 1 <= replication_factor <= 32767:
-        raise ReplicationError("The replication factor must be a whole number from 1 to 32767.")
-    topic_configs.check_overrides(overrides)
-    taken = MirrorTopic.objects.filter(destination=link.destination, mirror_topic=name).first()
-    if taken:
-        raise conflict(
-            f"Topic {name!r} is already a mirror topic of link {taken.link.name!r} "
-            f"on {link.destination.name}."
-        )
-    back = mirrored_back(link).get(source_topic)
-    if back:
-        raise conflict(
-            f"Source topic {source_topic!r} is {back}: mirroring it would copy "
-            f"{link.destination.name}'s own records back to it. Read {link.destination.name}'s "
-            "topic itself there. Nothing was changed."
-        )
-
-
-def _planned(
-    link: ClusterLink,
-    source: KafkaAdmin,
-    destination: KafkaAdmin,
-    source_topic: str,
-    name: str,
-    replication_factor: int | None,
-    overrides: dict[str, str],
-) -> tuple[MirrorTopic, dict[str, str]]:
-    """The unsaved mirror and the configs it gets, as both clusters say now: the source is
-    the link's, has the topic, and the destination would take the mirror (its dry run)."""
-    try:
-        existing = destination.list_topic_names()
-    except KafkaAdminError as exc:
-        raise unreachable("destination", exc) from exc
-    _check_source_is_the_links(link, source)
-    if name in existing:
-        raise _topic_exists(link, name)
-    try:
-        info = source.describe_topic(source_topic)
-        wanted = topic_configs.desired(
-            source.topic_configs(source_topic), link.config("topic.config.sync.include"), overrides
-        )
-    except TopicNotFound as exc:
-        raise source_topic_missing(link, source_topic) from exc
-    except KafkaAdminError as exc:
-        raise unreachable("source", exc) from exc
-    try:
-        destination.create_topic(
-            name, info.partitions, replication_factor, wanted, validate_only=True
-        )
-    except KafkaAdminError as exc:
-        if exc.code == KafkaError.TOPIC_ALREADY_EXISTS:  # made since the look above
-            raise _topic_exists(link, name) from exc
-        raise ReplicationError(
-            f"{link.destination.name} would refuse mirror topic {name!r}: {exc}"
-        ) from exc
-    mirror = MirrorTopic(
-        link=link,
-        destination=link.destination,
-        source_topic=source_topic,
-        mirror_topic=name,
-        source_topic_id=info.topic_id,
-        num_partitions=info.partitions,
-        config_overrides=overrides,
-    )
-    return mirror, wanted
-
-
-def _reserve(mirror: MirrorTopic) -> None:
-    """Save the mirror's row, which reserves its name, before the destination is touched; the
-    link's row locked, so a deletion of the link cannot take this mirror along."""
-    link = mirror.link
-    try:
-        with transaction.atomic():
-            if not ClusterLink.objects.select_for_update().filter(pk=link.pk).exists():
-                raise not_found(f"Cluster link {link.name!r} was deleted meanwhile.")
-            mirror.save()
-    except IntegrityError as exc:
-        raise conflict(
-            f"Topic {mirror.mirror_topic!r} is being created as a mirror already."
-        ) from exc
-
-
-def source_topic_missing(link: ClusterLink, topic: str) -> ReplicationError:
-    return not_found(
-        f"Source topic {topic!r} does not exist on the source cluster "
-        f"{link.source_cluster_id}. Create it there first, or check the name."
-    )
-
-
-def _check_source_is_the_links(link: ClusterLink, source: KafkaAdmin) -> None:
-    """The link's address must still reach the cluster the link was made for: a source
-    rebuilt, or an address now pointing elsewhere, would mirror another cluster's topic."""
-    try:
-        answering = source.describe_cluster().cluster_id
-    except KafkaAdminError as exc:
-        raise unreachable("source", exc) from exc
-    if answering != link.source_cluster_id:
-        raise conflict(
-            f"Link {link.name!r}'s source address now reaches cluster {answering}, not the "
-            f"source it was made for ({link.source_cluster_id}); no mirror was created. Check "
-            "the link's bootstrap.servers, or make a new link to the cluster that answers."
-        )
-
-
-def _topic_exists(link: ClusterLink, name: str) -> ReplicationError:
-    return conflict(
-        f"Topic {name!r} already exists on {link.destination.name}. Delete it first "
-        "(for example after a promote), or mirror into another cluster."
-    )
-
-
-def _provision(
-    mirror: MirrorTopic,
-    source: KafkaAdmin,
-    admin: KafkaAdmin,
-    replication_factor: int | None,
-    configs: dict,
-) -> None:
-    """Make the read-only topic and pin where it starts; on any failure undo every step this
-    call made, and only those, and forget the mirror."""
-    name = mirror.mirror_topic
-    had: frozenset[read_only.Rule] = frozenset()  # read-only ACLs on the name before: not ours
-    acls_set = topic_made = taken = False
-    try:
-        had = read_only.present(admin, name)
-        acls_set = True  # enforce may fail half-way: what it set is ours to lift
-        mirror.read_only_enforced = read_only.enforce(admin, name)
-        # From here a topic of the name is taken to be ours: even a create that timed out may
-        # have made it, and the name was free when create_mirror looked.
-        topic_made = True
-        try:
-            admin.create_topic(name, mirror.num_partitions, replication_factor, configs)
-        except KafkaAdminError as exc:
-            # Someone made a topic of the name since create_mirror looked: it is theirs.
-            taken = exc.code == KafkaError.TOPIC_ALREADY_EXISTS
-            topic_made = not taken
-            raise
-        info = _wait_for_topic(admin, name)
-        mirror.replication_factor = info.replication_factor
-        _pin_start(mirror, source, admin, info.topic_id)
-    except (KafkaAdminError, translation.StoreFailed) as exc:
-        try:
-            if topic_made:
-                with contextlib.suppress(TopicNotFound):
-                    admin.delete_topic(name)
-            if acls_set:
-                read_only.lift(admin, name, keep=had)
-        except KafkaAdminError:
-            log.exception("Could not undo the half-made mirror topic %s", name)
-        mirror.delete()
-        if taken:
-            raise _topic_exists(mirror.link, name) from exc
-        raise ReplicationError(
-            f"Creating mirror topic {name!r} failed and was undone: {exc}", 503
-        ) from exc
-    mirror.save(update_fields=["read_only_enforced", "replication_factor"])
-    move(mirror, "provision", running_state(mirror.link, False))
-
-
-def _pin_start(mirror: MirrorTopic, source: KafkaAdmin, admin: KafkaAdmin, topic_id: str) -> None:
-    """A mirror that starts at the latest offset or at a time (mirror.start.offset.spec)
-    records, per partition, the source offset it starts from now, as its first offset
-    translation entry; the link's stream follows it."""
-    spec = mirror.link.config("mirror.start.offset.spec")
-    if spec == "earliest":
-        return  # the stream starts each partition at its log start
-    partitions = [(mirror.source_topic, p) for p in range(mirror.num_partitions)]
-    starts = source.offsets(partitions)
-    if spec != "latest":
-        at_ms = int(datetime.fromisoformat(spec).timestamp() * 1000)
-        found = source.offsets(partitions, at_ms)
-        starts = {tp: offset if offset >= 0 else starts[tp] for tp, offset in found.items()}
-    streams.ensure_translation_topic(admin)
-    translation.store(
-        mirror.link.destination.connection_config(),
-        [(topic_id, p, translation.Entry(o, 0)) for (_, p), o in starts.items() if o > 0],
-    )
-
-
-def _wait_for_topic(admin: KafkaAdmin, name: str, attempts: int = 20):
-    """A new topic can take a moment to show in the metadata of every broker."""
-    for _ in range(attempts - 1):
-        try:
-            return admin.describe_topic(name)
-        except TopicNotFound:
-            time.sleep(0.1)
-    return admin.describe_topic(name)
 
 
 def pause_mirror(
@@ -445,7 +137,7 @@ def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
             if not claimed:
                 raise conflict(f"Mirror topic {name!r} was deleted meanwhile.")
             # In the same transaction: auto-create never sees the mirror gone but not declined.
-            note_declined(mirror.link, mirror.source_topic, True)
+            note_declined(mirror.link, [mirror.source_topic], True)
             stale_requests.supersede(mirror.link, [name], f"{actor.name} deleted {name}")
             try:
                 with contextlib.suppress(TopicNotFound):  # deleted outside the console already
@@ -459,21 +151,6 @@ def delete_mirror(actor: audit.Actor, mirror: MirrorTopic) -> None:
                 log.warning("Could not remove the read-only ACLs of deleted topic %s", name)
     audit.record(actor, "mirror.delete", target, before=before)
     log.info("Deleted mirror topic %s", name)
-
-
-def note_declined(link: ClusterLink, source_topic: str, declined: bool) -> None:
-    """Remember that a user deleted the mirror of `source_topic` (or forget it, once they
-    mirror it again), so auto-create leaves it alone (see `auto_mirrors`)."""
-    with transaction.atomic():
-        row = ClusterLink.objects.select_for_update().filter(pk=link.pk).first()
-        if row is None:
-            return
-        topics = [t for t in row.declined_topics if t != source_topic]
-        if declined:
-            topics.append(source_topic)
-        if topics != row.declined_topics:
-            ClusterLink.objects.filter(pk=link.pk).update(declined_topics=topics)
-    link.declined_topics = topics
 
 
 # State changes made by the syncers. ---------------------------------------------------------
@@ -649,6 +326,6 @@ def forget_mirror(mirror: MirrorTopic, admin: KafkaAdmin) -> None:
     before = snapshot(mirror)
     with transaction.atomic():
         mirror.delete()
-        note_declined(mirror.link, mirror.source_topic, True)
+        note_declined(mirror.link, [mirror.source_topic], True)
     log.warning("Mirror topic %s was deleted on the destination; mirroring ended", mirror)
     audit.record(_SYNCER, "mirror.forget", f"mirror {mirror.mirror_topic}", before=before)

@@ -79,6 +79,36 @@ def enforce(admin: KafkaAdmin, topic: str) -> bool:
     return True
 
 
+def enforce_all(admin: KafkaAdmin, topics: Collection[str]) -> bool:
+    """`enforce` for every topic of `topics`, in one request, and one read a poll until the
+    broker enforces them all."""
+    if not topics:
+        return True
+    try:
+        admin.create_acls([b for topic in topics for b in bindings(topic)])
+    except AuthorizerDisabled:
+        return False
+    wait_for(
+        lambda: all(p >= frozenset(_RULES) for p in present_all(admin, topics).values()),
+        APPLIED_S,
+        0.05,
+    )
+    return True
+
+
+def present_all(admin: KafkaAdmin, topics: Collection[str]) -> dict[str, frozenset[Rule]]:
+    """`present` for each of `topics`, in one request."""
+    try:
+        found = admin.describe_acls(_filter(None))
+    except AuthorizerDisabled:
+        found = []
+    rules: dict[str, set[Rule]] = {topic: set() for topic in topics}
+    for b in found:
+        if b.name in rules and (b.operation, b.permission_type) in _RULES:
+            rules[b.name].add((b.operation, b.permission_type))
+    return {topic: frozenset(held) for topic, held in rules.items()}
+
+
 def _filter(topic: str | None) -> AclBindingFilter:
     """The read-only rules' filter: of `topic`, or (None) of every topic."""
     return AclBindingFilter(

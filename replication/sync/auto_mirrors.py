@@ -57,8 +57,9 @@ def wanted(link: ClusterLink, source_topics: set[str]) -> list[str]:
 
 
 def create_wanted(link: ClusterLink, source: KafkaAdmin) -> list[str]:
-    """Create the mirrors `wanted` names; returns them. A topic that cannot be mirrored (its
-    name taken on the destination, say) does not stop the others; the error names them all."""
+    """Create the mirrors `wanted` names, in bulk requests; returns them. A topic that cannot be
+    mirrored (its name taken on the destination, say) does not stop the others; the error
+    names them all."""
     topics = source.list_topic_names()
     # The syncer loaded the link before it got here (after other links' syncs, and this
     # one's metadata refresh): a mirror a user deleted since, or filters changed since, must
@@ -69,17 +70,14 @@ def create_wanted(link: ClusterLink, source: KafkaAdmin) -> list[str]:
         return []
     if not enabled(link):
         return []
-    created, problems = [], []
-    for topic in wanted(link, topics):
-        try:
-            mirrors.create_mirror(ACTOR, link, topic)
-        except ReplicationError as exc:
-            problems.append(f"{topic}: {exc}")
-            continue
-        created.append(topic)
-        log.info("Mirrored source topic %s automatically over link %s", topic, link.name)
-    if problems:
+    made = mirrors.create_mirrors(ACTOR, link, wanted(link, topics), each_on_its_own=True)
+    for mirror in made.mirrors:
+        log.info(
+            "Mirrored source topic %s automatically over link %s", mirror.source_topic, link.name
+        )
+    if made.refused:
+        problems = [f"{topic}: {exc}" for topic, exc in sorted(made.refused.items())]
         raise ReplicationError(
             f"Could not mirror {len(problems)} topic(s) automatically: " + " ".join(problems)
         )
-    return created
+    return [m.source_topic for m in made.mirrors]

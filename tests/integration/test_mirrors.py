@@ -20,6 +20,7 @@ from replication.errors import ReplicationError
 from replication.lag import describe_mirror, describe_mirrors
 from replication.mirrors import (
     create_mirror,
+    create_mirrors,
     delete_mirror,
     list_mirrors,
     pause_mirror,
@@ -219,16 +220,16 @@ def test_a_topic_someone_makes_just_before_the_mirror_is_made_is_left_to_them(
     # (seen by the broker first: a mirror keeps only the rules it read there before it began)
     assert wait_for(lambda: acls_on(kafka.DESTINATION, topic_name) == {("READ", "ALLOW")}, 30)
     made: dict[str, str] = {}
-    real_create = KafkaAdmin.create_topic
+    real_create = KafkaAdmin.create_topics
 
-    def someone_is_quicker(admin: KafkaAdmin, name: str, *args, **kwargs) -> None:
-        if name == topic_name and not kwargs.get("validate_only"):
+    def someone_is_quicker(admin: KafkaAdmin, topics, validate_only=False):
+        if [t.name for t in topics] == [topic_name] and not validate_only:
             make_topic(kafka.DESTINATION, topic_name)  # with a real admin client, and removed
             assert produce(theirs, topic_name, [{"value": b"theirs"}] * 3)[-1][0] is None
             made["id"] = destination_admin().describe_topic(topic_name).topic_id
-        real_create(admin, name, *args, **kwargs)
+        return real_create(admin, topics, validate_only)
 
-    monkeypatch.setattr(KafkaAdmin, "create_topic", someone_is_quicker)
+    monkeypatch.setattr(KafkaAdmin, "create_topics", someone_is_quicker)
     with pytest.raises(ReplicationError, match="already exists on destination") as refused:
         create_mirror(ACTOR, link, topic_name)
 
@@ -358,3 +359,43 @@ def test_deleting_a_mirror_removes_the_topic_and_its_acls(make_link, make_topic,
     delete_mirror(ACTOR, mirror)
     assert wait_for(lambda: nothing_left_of(topic_name), 30)
     assert AuditEvent.objects.filter(action="mirror.delete", result="ok").count() == 1
+
+
+def test_many_mirrors_are_made_in_bulk_requests_and_all_or_none(
+    make_link, make_topic, topic_name, monkeypatch
+):
+    """A request for many mirrors asks each cluster once per step for all of them (one dry run
+    and one create of topics, one ACL request), and one refused topic (here, missing on the
+    source) refuses the whole request: no row, topic or ACL of the others is left, and each
+    topic's refusal is audited. Taken one by one (automatic mirrors), the others are made."""
+    topics = [make_topic(kafka.SOURCE, f"{topic_name}-{i}", partitions=2) for i in range(3)]
+    missing = f"{topic_name}-missing"
+    link = make_link()
+    calls = {"create_topics": 0, "create_acls": 0}
+    for method in calls:
+        real = getattr(KafkaAdmin, method)
+
+        def counted(admin, *args, _real=real, _name=method, **kwargs):
+            calls[_name] += 1
+            return _real(admin, *args, **kwargs)
+
+        monkeypatch.setattr(KafkaAdmin, method, counted)
+
+    with pytest.raises(ReplicationError, match="1 of the 4 mirror topics cannot be created") as no:
+        create_mirrors(ACTOR, link, [*topics, missing])
+    assert f"{missing}: Source topic {missing!r} does not exist" in str(no.value)
+    assert not MirrorTopic.objects.exists()
+    assert not set(topics) & destination_admin().list_topic_names()
+    assert all(acls_on(kafka.DESTINATION, t) == set() for t in topics)
+    refusals = AuditEvent.objects.filter(action="mirror.create", result="refused")
+    assert refusals.count() == 1 and missing in refusals.get().target
+
+    made = create_mirrors(ACTOR, link, [*topics, missing], each_on_its_own=True)
+    assert sorted(m.mirror_topic for m in made.mirrors) == sorted(topics)
+    assert list(made.refused) == [missing]
+    assert calls == {"create_topics": 3, "create_acls": 1}  # 2 dry runs, 1 create; 1 ACL set
+    for topic in topics:
+        assert destination_admin().describe_topic(topic).partitions == 2
+        assert acls_on(kafka.DESTINATION, topic) == READ_ONLY_ACLS
+    assert MirrorTopic.objects.filter(state=MirrorTopic.State.ACTIVE).count() == 3
+    assert AuditEvent.objects.filter(action="mirror.create", result="ok").count() == 3
