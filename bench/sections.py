@@ -45,6 +45,7 @@ BULK_FAILOVER = Section("bulk-failover")
 SOAK = Section("soak")
 MERGE_FLOWS = Section("merge-flows")
 SCHEMA_SYNC = Section("schema-sync")
+CLUSTER_SCALE = Section("cluster-scale")
 SECTIONS = [
     OFFSET_SYNC,
     LIST_PAGES,
@@ -54,6 +55,7 @@ SECTIONS = [
     SOAK,
     MERGE_FLOWS,
     SCHEMA_SYNC,
+    CLUSTER_SCALE,
 ]
 
 

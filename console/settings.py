@@ -330,6 +330,9 @@ STREAM_DIR = Path(
 ).resolve()
 # How many copier slots the engine runs (unset: one per core Spark gives it).
 STREAM_TASKS = _env_number("ISTHMUS_STREAM_TASKS", 0) or None
+# The engine starts with the worker's first supervision, so a first link (and every new one)
+# finds it warm; ISTHMUS_ENGINE_LAZY=1 starts it with the first link that has mirrors instead.
+ENGINE_LAZY = _env_bool("ISTHMUS_ENGINE_LAZY")
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL

@@ -286,8 +286,9 @@ def _supervise_link(link: ClusterLink, r: redis.Redis) -> None:
 
 
 def supervise_engine(now: float | None = None) -> None:
-    """Start the engine once a link has mirrors to run, and keep it: restart it (after a
-    pause) when it dies or hangs."""
+    """Start the engine (warm before the first link, unless ENGINE_LAZY: then with the first
+    link that has mirrors to run), and keep it: restart it (after a pause) when it dies or
+    hangs."""
     with redis_channel.held(f"engine:{engine_id()}:supervisor", 120) as acquired:
         if acquired:  # else another worker is on it
             _supervise_engine(client(), now or time.time())
@@ -318,8 +319,10 @@ def _supervise_engine(r: redis.Redis, now: float) -> None:
             log.warning("The engine died: %s", error)
             if not _note_failure(r, record, error, now):
                 return
-    if not links or now < record.get("retry_at", 0):
-        return  # it starts with the first link
+    if now < record.get("retry_at", 0) or (settings.ENGINE_LAZY and not links):
+        return
+    if record.get("failures", 0) >= MAX_FAILURES:
+        return  # it failed its links: it starts again when one is resumed
     start_engine(r, record, now)
 
 

@@ -105,3 +105,23 @@ def test_stopping_the_engine_lets_its_links_leave_and_its_slots_end_before_spark
     log = streams.log_file().read_text(errors="replace")[len(logged) :]
     assert f"Link {link.name}: left the engine" in log
     assert "Python worker exited unexpectedly" not in log  # no slot was cut off by Spark
+
+
+def test_the_engine_starts_warm_before_any_link_and_a_first_link_copies_on_it(
+    own_engine, settings, make_link, make_topic, topic_name
+):
+    """Without ISTHMUS_ENGINE_LAZY the supervision starts the engine with no link at all, so a
+    user's first link finds it running: the link's first records land on that same engine
+    (no second start)."""
+    settings.ENGINE_LAZY = False
+    streams.supervise_engine()
+    eventually(lambda: streams.engine_status().state == "RUNNING", 120, "the engine's start")
+    warm = streams.engine_status().pid
+
+    make_topic(kafka.SOURCE, topic_name)
+    _write(topic_name, 0, 10)
+    link = make_link()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    run_until_copied(link, [mirror], timeout=60)
+    assert streams.engine_status().pid == warm
+    assert len(assert_exact_copy(topic_name, topic_name)) == 10
