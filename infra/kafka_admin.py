@@ -627,21 +627,52 @@ class KafkaAdmin:
         """The offsets asked for; with `exact` (an end or a start), a negative one is refused:
         while a partition's leader moves, the client may answer "no offset" (-1001) without
         an error, and taken for an offset it would place a copy or a comparison at -1001."""
-        futures = self._client.list_offsets(request, request_timeout=self.timeout)
-        found = {
-            (tp.topic, tp.partition): self._wait(
-                future, f"read the offsets of topic {tp.topic!r}"
-            ).offset
-            for tp, future in futures.items()
-        }
-        missing = sorted(tp for tp, offset in found.items() if exact and offset < 0)
-        if missing:
-            topic, partition = missing[0]
-            raise KafkaAdminError(
-                f"Could not read the offsets of topic {topic!r}: partition {partition}'s leader "
-                "gave none (it is moving); try again in a moment."
-            )
+        found, unread = self._offsets_read(request, exact)
+        if unread:
+            (topic, partition), why = min(unread.items())
+            raise KafkaAdminError(f"Could not read the offsets of topic {topic!r}: {why}")
         return found
+
+    def readable_offsets(
+        self, partitions: Iterable[tuple[str, int]], at: str = "latest"
+    ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], str]]:
+        """`offsets` of those partitions that have a leader to say now, in one request, and
+        why each of the others has none yet ("not leader": a new topic's partitions get their
+        leaders over a few seconds). The client's metadata is read again for the next try."""
+        spec = {"latest": OffsetSpec.latest(), "earliest": OffsetSpec.earliest()}[at]
+        request = {TopicPartition(t, p): spec for t, p in partitions}
+        if not request:
+            return {}, {}
+        found, unread = self._offsets_read(request, exact=True, partial=True)
+        if unread:
+            with contextlib.suppress(KafkaException):
+                self._client.list_topics(timeout=self.timeout)
+        return found, unread
+
+    def _offsets_read(
+        self, request: dict, exact: bool, partial: bool = False
+    ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], str]]:
+        futures = self._client.list_offsets(request, request_timeout=self.timeout)
+        found, unread = {}, {}
+        for tp, future in futures.items():
+            where = (tp.topic, tp.partition)
+            try:
+                offset = self._wait(future, f"read the offsets of topic {tp.topic!r}").offset
+            except TopicNotFound:
+                raise
+            except KafkaAdminError as exc:
+                if not (partial and re.search("partition|leader", str(exc), re.IGNORECASE)):
+                    raise
+                unread[where] = str(exc)
+                continue
+            if exact and offset < 0:
+                unread[where] = (
+                    f"partition {tp.partition}'s leader gave none (it is moving); try again in "
+                    "a moment."
+                )
+                continue
+            found[where] = offset
+        return found, unread
 
     def partition_replicas(self, topic: str) -> list[PartitionReplicas]:
         """Each partition's leader, replicas, in-sync replicas and log offsets."""

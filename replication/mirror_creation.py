@@ -118,6 +118,8 @@ def create_mirrors(
     if refused and not each_on_its_own:
         raise _all_refused(source_topics, refused)
     note_declined(link, [p.mirror.source_topic for p in plans], False)
+    if plans:
+        streams.publish_now(link)  # copying starts now, not at the beat's next round
     for plan in plans:
         mirror = plan.mirror
         audit.record(actor, "mirror.create", plan.target, after=snapshot(mirror))

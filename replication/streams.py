@@ -271,6 +271,15 @@ def supervise(link: ClusterLink, now: float | None = None) -> None:
     supervise_engine(now)
 
 
+def publish_now(link: ClusterLink) -> None:
+    """Tell the engine at once what the link runs (new mirrors), as the beat's next round
+    would within 2 s; Redis not answering leaves it to that round."""
+    try:
+        _supervise_link(link, client())
+    except redis.RedisError as exc:
+        log.warning("Could not hand link %s's mirrors to the engine yet: %s", link.name, exc)
+
+
 def _supervise_link(link: ClusterLink, r: redis.Redis) -> None:
     with control_lock(link) as acquired:
         if not acquired:  # another worker is on it

@@ -278,11 +278,15 @@ class Copier:
             self.settle(names)
         self.slot.writing(names)
         ends = self.destination_ends([(p["mirror"], p["partition"]) for p in parts])
-        for topic in {p["source"] for p in parts} - self.known:
-            # Without its metadata at hand, the consumer starts fetching a new topic only after
-            # its next metadata refresh, about a second later.
-            self.consumer.list_topics(topic, timeout=10)
-            self.known.add(topic)
+        new = {p["source"] for p in parts} - self.known
+        # Without its metadata at hand, the consumer starts fetching a new topic only after
+        # its next metadata refresh, about a second later: one request for one topic, or for
+        # all of them when many start at once.
+        if len(new) == 1:
+            self.consumer.list_topics(next(iter(new)), timeout=10)
+        elif new:
+            self.consumer.list_topics(timeout=10)
+        self.known |= new
         positions = []
         for p in parts:
             ident = (p["mirror"], p["topic_id"], p["partition"])

@@ -119,6 +119,7 @@ class LinkRunner:
         self.window: deque[tuple[float, int, int]] = deque()
         # What is wrong, by where it went wrong; each is shown until that step succeeds.
         self.trouble: dict[str, str] = {}
+        self.electing = False  # partitions wait for their new leader: plan again soon
         self.failed = ""  # why the link cannot run: the console fails it
         self.next_beat = 0.0
         self.flowed: dict[str, tuple[int, int]] = {}  # each flow's copied and skipped, last beat
@@ -167,9 +168,13 @@ class LinkRunner:
                     self.failed = f"the engine could not run the link: {self.trouble['runner']}"
                 self.publish_heartbeat("failed" if self.failed else "running")
                 time.sleep(min(2**errors, 15))
-            # A plan that could not be prepared (partitions without a leader, the source
-            # down) is tried again at the next beat, not every loop.
-            busy = self.pending or (self.planned is None and "start" not in self.trouble)
+            # A plan that could not be prepared (the source down) is tried again at the next
+            # beat, not every loop; partitions whose new leader is being elected, every loop.
+            busy = (
+                self.pending
+                or self.electing
+                or (self.planned is None and "start" not in self.trouble)
+            )
             self.woken.wait(LOOP_S if busy else max(0.0, self.next_beat - time.monotonic()))
             self.woken.clear()
         try:
@@ -260,20 +265,31 @@ class LinkRunner:
             return flows, True
         began = time.monotonic()
         try:
-            runs = self.runs_for(idents)
+            runs, waiting = self.runs_for(idents)
         except (KafkaAdminError, translation.StoreFailed, RuntimeError) as exc:
-            # New partitions without a leader yet, say, or the source down.
+            # The source or the destination down, say.
             self.trouble["start"] = f"cannot start {len(idents)} partition(s) yet: {exc}"
             log.warning("Link %s: %s", self.name, self.trouble["start"])
             return flows, False  # the flows start meanwhile
-        self.trouble.pop("start", None)
-        log.info(
-            "Link %s: handing out %d partition(s) of %s (prepared in %.2f s)",
-            self.name,
-            len(idents),
-            ", ".join(sorted({m for m, _, _ in idents})),
-            time.monotonic() - began,
-        )
+        self.electing = bool(waiting)
+        if waiting:
+            # New partitions whose leader is not elected yet: the others start now, these at
+            # the next loop.
+            (mirror, partition), why = min(waiting.items())
+            self.trouble["start"] = (
+                f"{len(waiting)} partition(s) cannot start yet ({mirror}[{partition}]: {why})"
+            )
+        else:
+            self.trouble.pop("start", None)
+        idents = [i for i in idents if (i[0], i[2]) not in waiting]
+        if idents:
+            log.info(
+                "Link %s: handing out %d partition(s) of %d topic(s) (prepared in %.2f s)",
+                self.name,
+                len(idents),
+                len({m for m, _, _ in idents}),
+                time.monotonic() - began,
+            )
         return flows | {
             (mirror, topic_id, p): {
                 "mirror": mirror,
@@ -283,31 +299,41 @@ class LinkRunner:
                 "runs": [[e.source, e.destination] for e in runs[mirror, topic_id, p].entries],
             }
             for mirror, topic_id, p in idents
-        }, True
+        }, not waiting
 
     def learn_mirror_topics(self) -> None:
         """Note the id and partitions of each mirror topic new to the set, from the
-        destination; one that does not answer is tried again at the next plan."""
-        for mirror in self.mirrors:
-            if mirror not in self.topic_ids:
-                try:
-                    info = self.destination.admin.describe_topic(mirror)
-                except KafkaAdminError as exc:  # copied once it is back
-                    self.trouble[f"mirror {mirror}"] = f"mirror topic {mirror}: {exc}"
-                    continue
-                self.trouble.pop(f"mirror {mirror}", None)
-                # A new mirror has its source's partitions, so its copy starts without
-                # waiting for the source; partitions the source gains are added by
-                # `grow_mirror_topics`.
-                self.topic_ids[mirror] = info.topic_id
-                self.partitions[mirror] = max(self.partitions.get(mirror, 0), info.partitions)
+        destination, in one request; one it does not show is tried again at the next plan."""
+        new = [m for m in self.mirrors if m not in self.topic_ids]
+        if not new:
+            return
+        try:
+            found = self.destination.admin.describe_topics(new)
+        except KafkaAdminError as exc:  # copied once it is back
+            found, why = {}, str(exc)
+        else:
+            why = "not on the destination (yet)"
+        for mirror in new:
+            info = found.get(mirror)
+            if info is None:
+                self.trouble[f"mirror {mirror}"] = f"mirror topic {mirror}: {why}"
+                continue
+            self.trouble.pop(f"mirror {mirror}", None)
+            # A new mirror has its source's partitions, so its copy starts without waiting
+            # for the source; partitions the source gains are added by `grow_mirror_topics`.
+            self.topic_ids[mirror] = info.topic_id
+            self.partitions[mirror] = max(self.partitions.get(mirror, 0), info.partitions)
 
-    def runs_for(self, idents: list[planning.Ident]) -> dict[planning.Ident, translation.Runs]:
-        """The stored offset runs of partitions about to start. A partition with nothing
-        copied yet whose source starts above offset 0 gets its first entry now, so its lag
-        and translation are right before its first record."""
+    def runs_for(
+        self, idents: list[planning.Ident]
+    ) -> tuple[dict[planning.Ident, translation.Runs], dict[tuple[str, int], str]]:
+        """The stored offset runs of partitions about to start, and why each (mirror,
+        partition) whose mirror partition has no leader yet cannot start now. A partition with
+        nothing copied yet whose source starts above offset 0 gets its first entry now, so its
+        lag and translation are right before its first record."""
         stored = self.destination.runs({i[1] for i in idents})
-        ends = self.destination.admin.offsets([(m, p) for m, _, p in idents])
+        ends, waiting = self.destination.admin.readable_offsets([(m, p) for m, _, p in idents])
+        idents = [i for i in idents if (i[0], i[2]) in ends]
         runs, pins = {}, []
         fresh = [i for i in idents if ends[i[0], i[2]] == 0 and not stored.get((i[1], i[2]))]
         if fresh and (problem := self.watch.problem()):  # asking would hold the loop
@@ -321,7 +347,7 @@ class LinkRunner:
                 pins.append((topic_id, p, translation.Entry(start, 0)))
             runs[mirror, topic_id, p] = found
         translation.store(self.spec["destination"], pins)
-        return runs
+        return runs, waiting
 
     def publish_assignments(self) -> None:
         """Hand each started slot its partitions; the slots wake when they changed."""
