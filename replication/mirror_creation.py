@@ -31,7 +31,8 @@ from .models import AuditEvent, ClusterLink, MirrorTopic
 log = logging.getLogger(__name__)
 
 TOPIC_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,249}")
-TOPIC_WAIT_S = 2.0  # a new topic can take a moment to show in every broker's metadata
+# A new topic can take a moment to show in every broker's metadata (seconds on a busy machine).
+TOPIC_WAIT_S = 15.0
 
 
 @dataclass

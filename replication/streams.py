@@ -272,10 +272,13 @@ def supervise(link: ClusterLink, now: float | None = None) -> None:
 
 
 def publish_now(link: ClusterLink) -> None:
-    """Tell the engine at once what the link runs (new mirrors), as the beat's next round
-    would within 2 s; Redis not answering leaves it to that round."""
+    """New mirrors of a link the engine runs: their set published at once, not at the beat's
+    next round (within 2 s). A link it does not run yet starts at that round, as ever; Redis
+    not answering leaves it to that round too."""
     try:
-        _supervise_link(link, client())
+        r = client()
+        if r.hexists(control.links_key(engine_id()), str(link.link_id)):
+            publish(link, r)
     except redis.RedisError as exc:
         log.warning("Could not hand link %s's mirrors to the engine yet: %s", link.name, exc)
 
