@@ -44,10 +44,35 @@ class Created:
 
 
 @dataclass
+class _Request:
+    """One creation: the link, each source topic's mirror name, the settings for all of them,
+    and what is refused so far, by source topic."""
+
+    link: ClusterLink
+    names: dict[str, str]
+    replication_factor: int | None
+    overrides: dict[str, str]
+    each_on_its_own: bool
+    refused: dict[str, ReplicationError] = field(default_factory=dict)
+
+    def target(self, topic: str) -> str:
+        return f"mirror {self.names[topic]} on link {self.link.name}"
+
+    def refuse(self, topics: list[str], error: ReplicationError) -> list[_Plan]:
+        for topic in topics:
+            self.refused[topic] = error
+        return []
+
+    @property
+    def undone(self) -> bool:
+        """Whether the request as a whole is refused (all or none, and one refused)."""
+        return bool(self.refused) and not self.each_on_its_own
+
+
+@dataclass
 class _Plan:
     mirror: MirrorTopic
     configs: dict[str, str]
-    target: str
 
 
 def create_mirror(
@@ -99,31 +124,26 @@ def create_mirrors(
     if not source_topics:
         return Created()
     names = {t: (names or {}).get(t) or link.prefix + t for t in source_topics}
-    overrides = dict(configs or {})
-    targets = {t: f"mirror {names[t]} on link {link.name}" for t in source_topics}
+    request = _Request(link, names, replication_factor, dict(configs or {}), each_on_its_own)
     audit.ensure_writable()
-    refused: dict[str, ReplicationError] = {}
-    plans = _plans(link, source_topics, names, replication_factor, overrides, targets, refused)
-    if refused and not each_on_its_own:
-        _refuse(actor, targets, refused)
-        raise _all_refused(source_topics, refused)
-    if validate_only:
-        _refuse(actor, targets, refused)
-        return Created([p.mirror for p in plans], refused)
-    plans = _reserve(link, plans, refused, each_on_its_own)
-    if refused and not each_on_its_own:
-        _refuse(actor, targets, refused)
-        raise _all_refused(source_topics, refused)
-    plans = _provision(link, plans, replication_factor, refused, each_on_its_own)
-    _refuse(actor, targets, refused)
-    if refused and not each_on_its_own:
-        raise _all_refused(source_topics, refused)
+    plans = _plans(request, source_topics)
+    if validate_only or request.undone:
+        _refuse(actor, request)
+        if request.undone:
+            raise _all_refused(source_topics, request.refused)
+        return Created([p.mirror for p in plans], request.refused)
+    plans = _provision(request, _reserve(request, plans))
+    _refuse(actor, request)
+    if request.undone:
+        raise _all_refused(source_topics, request.refused)
     note_declined(link, [p.mirror.source_topic for p in plans], False)
     if plans:
         streams.publish_now(link)  # copying starts now, not at the beat's next round
     for plan in plans:
         mirror = plan.mirror
-        audit.record(actor, "mirror.create", plan.target, after=snapshot(mirror))
+        audit.record(
+            actor, "mirror.create", request.target(mirror.source_topic), after=snapshot(mirror)
+        )
         log.info(
             "Created mirror topic %s of %s over link %s (%d partitions, read-only %s)",
             mirror.mirror_topic,
@@ -132,16 +152,17 @@ def create_mirrors(
             mirror.num_partitions,
             "enforced" if mirror.read_only_enforced else "NOT enforced: no authorizer",
         )
-    return Created([p.mirror for p in plans], refused)
+    return Created([p.mirror for p in plans], request.refused)
 
 
-def _refuse(actor: audit.Actor, targets: dict[str, str], refused: dict[str, ReplicationError]):
+def _refuse(actor: audit.Actor, request: _Request) -> None:
     """Audit each refused topic as its own refused (or, when a cluster failed it, failed)
     creation."""
-    for topic, error in refused.items():
+    for topic, error in request.refused.items():
         failed = error.status == 503
         result = AuditEvent.Result.FAILED if failed else AuditEvent.Result.REFUSED
-        audit.record(actor, "mirror.create", targets[topic], result=result, message=str(error))
+        target = request.target(topic)
+        audit.record(actor, "mirror.create", target, result=result, message=str(error))
 
 
 def _all_refused(topics: list[str], refused: dict[str, ReplicationError]) -> ReplicationError:
@@ -161,42 +182,35 @@ def _all_refused(topics: list[str], refused: dict[str, ReplicationError]) -> Rep
 # Checking: the request, then both clusters, each in one request for all the topics. --------
 
 
-def _plans(
-    link: ClusterLink,
-    topics: list[str],
-    names: dict[str, str],
-    replication_factor: int | None,
-    overrides: dict[str, str],
-    targets: dict[str, str],
-    refused: dict[str, ReplicationError],
-) -> list[_Plan]:
+def _plans(request: _Request, topics: list[str]) -> list[_Plan]:
     """The unsaved mirrors and the configs they get, as both clusters say now (the source is
     the link's, has the topic, and the destination would take the mirror: its dry run)."""
-    asked = _requests(link, topics, names, replication_factor, overrides, refused)
+    link, names, refused = request.link, request.names, request.refused
+    asked = _requests(request, topics)
     if not asked:
         return []
     destination, source = destination_admin(link), source_admin(link)
     try:
         existing = destination.list_topic_names()
     except KafkaAdminError as exc:
-        return _refuse_all(asked, unreachable("destination", exc), refused)
+        return request.refuse(asked, unreachable("destination", exc))
     try:
         _check_source_is_the_links(link, source)
     except ReplicationError as exc:
-        return _refuse_all(asked, exc, refused)
+        return request.refuse(asked, exc)
     for topic in asked:
         if names[topic] in existing:
             refused[topic] = _topic_exists(link, names[topic])
     asked = [t for t in asked if t not in refused]
     try:
-        plans = _as_the_source_has_them(link, source, asked, names, overrides, targets, refused)
+        plans = _as_the_source_has_them(request, source, asked)
     except KafkaAdminError as exc:
-        return _refuse_all(asked, unreachable("source", exc), refused)
-    specs = [_spec(p, replication_factor) for p in plans]
+        return request.refuse(asked, unreachable("source", exc))
+    specs = [_spec(p, request.replication_factor) for p in plans]
     try:
         failed = destination.create_topics(specs, validate_only=True)
     except KafkaAdminError as exc:
-        return _refuse_all(asked, unreachable("destination", exc), refused)
+        return request.refuse(asked, unreachable("destination", exc))
     for plan in plans:
         name, exc = plan.mirror.mirror_topic, failed.get(plan.mirror.mirror_topic)
         if exc is not None:
@@ -210,18 +224,14 @@ def _plans(
     return [p for p in plans if p.mirror.source_topic not in refused]
 
 
-def _requests(
-    link: ClusterLink,
-    topics: list[str],
-    names: dict[str, str],
-    replication_factor: int | None,
-    overrides: dict[str, str],
-    refused: dict[str, ReplicationError],
-) -> list[str]:
+def _requests(request: _Request, topics: list[str]) -> list[str]:
     """The topics whose request holds (each asked once), before any cluster is asked."""
+    link = request.link
     back = mirrored_back(link)
     taken = dict(
-        MirrorTopic.objects.filter(destination=link.destination, mirror_topic__in=names.values())
+        MirrorTopic.objects.filter(
+            destination=link.destination, mirror_topic__in=request.names.values()
+        )
         .select_related("link")
         .values_list("mirror_topic", "link__name")
     )
@@ -231,52 +241,39 @@ def _requests(
             if topic in seen:
                 raise ReplicationError(f"Source topic {topic!r} is named twice; name it once.")
             seen.add(topic)
-            _check_request(link, topic, names[topic], replication_factor, overrides, back, taken)
+            _check_request(request, topic, back, taken)
         except ReplicationError as exc:
-            refused[topic] = exc
-    return [t for t in dict.fromkeys(topics) if t not in refused]
+            request.refused[topic] = exc
+    return [t for t in dict.fromkeys(topics) if t not in request.refused]
 
 
 def _as_the_source_has_them(
-    link: ClusterLink,
-    source: KafkaAdmin,
-    topics: list[str],
-    names: dict[str, str],
-    overrides: dict[str, str],
-    targets: dict[str, str],
-    refused: dict[str, ReplicationError],
+    request: _Request, source: KafkaAdmin, topics: list[str]
 ) -> list[_Plan]:
     """A mirror of each topic with the source's partitions and the configs its classes call
     for; a topic the source lacks is refused."""
+    link = request.link
     described = source.describe_topics(topics)
     source_configs = source.topics_configs([t for t in topics if t in described])
     plans = []
     for topic in topics:
         if topic not in described:
-            refused[topic] = source_topic_missing(link, topic)
+            request.refused[topic] = source_topic_missing(link, topic)
             continue
         wanted = topic_configs.desired(
-            source_configs[topic], link.config("topic.config.sync.include"), overrides
+            source_configs[topic], link.config("topic.config.sync.include"), request.overrides
         )
         mirror = MirrorTopic(
             link=link,
             destination=link.destination,
             source_topic=topic,
-            mirror_topic=names[topic],
+            mirror_topic=request.names[topic],
             source_topic_id=described[topic].topic_id,
             num_partitions=described[topic].partitions,
-            config_overrides=overrides,
+            config_overrides=request.overrides,
         )
-        plans.append(_Plan(mirror, wanted, targets[topic]))
+        plans.append(_Plan(mirror, wanted))
     return plans
-
-
-def _refuse_all(
-    topics: list[str], error: ReplicationError, refused: dict[str, ReplicationError]
-) -> list[_Plan]:
-    for topic in topics:
-        refused[topic] = error
-    return []
 
 
 def _spec(plan: _Plan, replication_factor: int | None) -> NewTopicSpec:
@@ -285,15 +282,14 @@ def _spec(plan: _Plan, replication_factor: int | None) -> NewTopicSpec:
 
 
 def _check_request(
-    link: ClusterLink,
-    source_topic: str,
-    name: str,
-    replication_factor: int | None,
-    overrides: dict[str, str],
-    back: dict[str, str],
-    taken: dict[str, str],
+    request: _Request, source_topic: str, back: dict[str, str], taken: dict[str, str]
 ) -> None:
     """What can be refused before asking a cluster: names, the link's state, the settings."""
+    link, name, replication_factor = (
+        request.link,
+        request.names[source_topic],
+        request.replication_factor,
+    )
     expected = link.prefix + source_topic
     if not TOPIC_NAME.fullmatch(source_topic):
         raise ReplicationError(
@@ -323,7 +319,7 @@ def _check_request(
     # Kafka's protocol carries it as a 16-bit number
     if replication_factor is not None and not 1 <= replication_factor <= 32767:
         raise ReplicationError("The replication factor must be a whole number from 1 to 32767.")
-    topic_configs.check_overrides(overrides)
+    topic_configs.check_overrides(request.overrides)
     if name in taken:
         raise conflict(
             f"Topic {name!r} is already a mirror topic of link {taken[name]!r} "
@@ -388,12 +384,10 @@ def _topic_exists(link: ClusterLink, name: str) -> ReplicationError:
 # Making them: the rows (which reserve the names), then ACLs, topics and starts in bulk. -----
 
 
-def _reserve(
-    link: ClusterLink, plans: list[_Plan], refused: dict[str, ReplicationError], each: bool
-) -> list[_Plan]:
+def _reserve(request: _Request, plans: list[_Plan]) -> list[_Plan]:
     """Save the mirrors' rows, which reserve their names, before the destination is touched;
     the link's row locked, so a deletion of the link cannot take these mirrors along."""
-    saved = []
+    link, saved = request.link, []
     try:
         with transaction.atomic():
             if not ClusterLink.objects.select_for_update().filter(pk=link.pk).exists():
@@ -403,17 +397,17 @@ def _reserve(
                     with transaction.atomic():
                         plan.mirror.save()
                 except IntegrityError:
-                    refused[plan.mirror.source_topic] = conflict(
+                    request.refused[plan.mirror.source_topic] = conflict(
                         f"Topic {plan.mirror.mirror_topic!r} is being created as a mirror already."
                     )
                     continue
                 saved.append(plan)
-            if refused and not each:
+            if request.undone:
                 raise _Undone
     except _Undone:
         return []
     except ReplicationError as exc:
-        return _refuse_all([p.mirror.source_topic for p in plans], exc, refused)
+        return request.refuse([p.mirror.source_topic for p in plans], exc)
     return saved
 
 
@@ -432,27 +426,22 @@ class _Made:
     infos: dict = field(default_factory=dict)
 
 
-def _provision(
-    link: ClusterLink,
-    plans: list[_Plan],
-    replication_factor: int | None,
-    refused: dict[str, ReplicationError],
-    each: bool,
-) -> list[_Plan]:
+def _provision(request: _Request, plans: list[_Plan]) -> list[_Plan]:
     """Make the read-only topics and pin where each starts; a topic that fails is undone
     (every step this call made for it, and only those) and its mirror forgotten; all of them
     are when the creation is all or nothing."""
     if not plans:
         return []
+    link = request.link
     admin = destination_admin(link)
     names = [p.mirror.mirror_topic for p in plans]
-    done = _make(link, admin, plans, replication_factor)
-    if done.failed and not each:
+    done = _make(link, admin, plans, request.replication_factor)
+    if done.failed and not request.each_on_its_own:
         done.failed = {name: done.failed.get(name) or _WithTheOthers() for name in names}
     undone = [p for p in plans if p.mirror.mirror_topic in done.failed]
     _undo(admin, undone, done.made, done.had)
     for plan in undone:
-        refused[plan.mirror.source_topic] = _failure(link, plan, done.failed)
+        request.refused[plan.mirror.source_topic] = _failure(link, plan, done.failed)
     good = [p for p in plans if p.mirror.mirror_topic not in done.failed]
     for plan in good:
         plan.mirror.read_only_enforced = done.enforced
