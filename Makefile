@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 MVN    := mvn -B -q -gs devstack/maven-settings.xml -f devstack/pom.xml
 export PATH := $(CURDIR)/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
-# ISTHMUS_DB=postgres: the stack's database is a PostgreSQL the devstack runs (README, "The
+# ISTHMUS_DB=postgres: the stack's database is a PostgreSQL the devstack runs (docs/running.md, "The
 # database"); unset, it is SQLite in var/.
 export ISTHMUS_DB
 WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))

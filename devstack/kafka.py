@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KAFKA_RUN = ROOT / "devstack" / "kafka-run"
 # The SASL listener's accounts: `admin`, the console's super-user (it writes mirrors past their
 # deny-write rule and manages ACLs), and `replicator`, the least-privileged principal links
-# read their source with (ordinary rights; README, "Least privilege").
+# read their source with (ordinary rights; docs/user-guide.md, "What `make demo` starts").
 SASL_USERS = ("admin", "replicator")
 SUPER_USERS = ("admin",)
 

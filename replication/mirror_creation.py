@@ -338,8 +338,9 @@ def mirrored_back(link: ClusterLink) -> dict[str, str]:
     (over any link the other way: a bidirectional link's other half, or a link of its own),
     each with the words that say so. Mirroring one over `link` would copy the destination's
     own records back to it, and with automatic mirrors both ways, again and again under ever
-    longer names: the loop rule of active-active (README, "Active-active"). A promoted or failed
-    over mirror (STOPPED) is an ordinary topic written on the source now, and may be mirrored.
+    longer names: the loop rule of active-active (docs/user-guide.md, "Active-active"). A
+    promoted or failed over mirror (STOPPED) is an ordinary topic written on the source now,
+    and may be mirrored.
     """
     found = MirrorTopic.objects.filter(
         destination__cluster_id=link.source_cluster_id,

@@ -1,4 +1,4 @@
-"""Read-only mirror topics, enforced by the destination broker with ACLs (README, "What
+"""Read-only mirror topics, enforced by the destination broker with ACLs (docs/user-guide.md, "What
 `make demo` starts").
 
 Everyone may read a mirror; no one but the link's privileged principal (a super user, to whom

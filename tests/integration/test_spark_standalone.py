@@ -69,7 +69,7 @@ def _wait_for(pattern: str, log: Path, pidfile: Path, timeout: float = 60) -> re
 
 
 def _executors_python(where: Path, env: dict[str, str]) -> str:
-    """A virtualenv with EXECUTOR_PACKAGES alone, as the README asks of executors:
+    """A virtualenv with EXECUTOR_PACKAGES alone, as docs/running.md asks of executors:
     Spark puts its own pyspark and py4j on the path from its python/lib, and the project
     arrives with the application."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
