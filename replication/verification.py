@@ -559,15 +559,6 @@ def start(
     return start_all(actor, [mirror], from_offset, to_offset)[0]
 
 
-class _Refused(Exception):
-    """Why one of the mirrors asked for cannot be verified (raised inside the transaction,
-    which undoes what was made; audited once it is)."""
-
-    def __init__(self, mirror: MirrorTopic, error: ReplicationError):
-        super().__init__(str(error))
-        self.mirror, self.error = mirror, error
-
-
 def start_all(
     actor: audit.Actor,
     mirrors: list[MirrorTopic],
@@ -583,54 +574,58 @@ def start_all(
     first = f"mirror {mirrors[0].mirror_topic}"
     with audit.refusals(actor, "mirror.verify", first):
         _check_range(from_offset, to_offset)
-    try:
-        with transaction.atomic():
-            # In one order, so that two requests over the same mirrors never deadlock; on
-            # SQLite the transaction's write lock (IMMEDIATE) serialises them instead.
-            locked = {
-                m.pk: m
-                for m in MirrorTopic.objects.select_for_update()
-                .filter(pk__in=[m.pk for m in mirrors])
-                .order_by("pk")
-            }
-            running = {
-                v.mirror_id: v
-                for v in Verification.objects.filter(
-                    mirror__in=list(locked), state=Verification.State.RUNNING
-                ).order_by("started_at", "pk")
-            }
-            for mirror in mirrors:
-                problem = _refusal(mirror, locked.get(mirror.pk), running.get(mirror.pk))
-                if problem is not None:
-                    raise _Refused(mirror, problem)
-            started = []
-            for mirror in mirrors:
-                found = Verification.objects.create(
-                    mirror=mirror,
-                    requested_by=actor.name,
-                    from_offset=from_offset,
-                    to_offset=to_offset,
-                )
-                audit.record(
-                    actor,
-                    "mirror.verify",
-                    f"mirror {mirror.mirror_topic}",
-                    after={"verification": found.pk, "from": from_offset, "to": to_offset},
-                    in_change=True,
-                )
-                started.append(found)
-            transaction.on_commit(lambda: _hand_over(started))
-    except _Refused as refused:
+    with transaction.atomic():
+        # In one order, so that two requests over the same mirrors never deadlock; on SQLite
+        # the transaction's write lock (IMMEDIATE) serialises them instead.
+        locked = {
+            m.pk: m
+            for m in MirrorTopic.objects.select_for_update()
+            .filter(pk__in=[m.pk for m in mirrors])
+            .order_by("pk")
+        }
+        running = {
+            v.mirror_id: v
+            for v in Verification.objects.filter(
+                mirror__in=list(locked), state=Verification.State.RUNNING
+            ).order_by("started_at", "pk")
+        }
+        refused = next(
+            (
+                (mirror, problem)
+                for mirror in mirrors
+                if (problem := _refusal(mirror, locked.get(mirror.pk), running.get(mirror.pk)))
+            ),
+            None,
+        )
+        started = [] if refused else [_started(actor, m, from_offset, to_offset) for m in mirrors]
+        transaction.on_commit(lambda: _hand_over(started))
+    if refused:
+        mirror, problem = refused
         then = (
             f"None of the {len(mirrors)} mirror topics asked for was started: leave this one "
             "out, or ask again once it can be verified."
             if len(mirrors) > 1
             else "Nothing was started."
         )
-        refused.error = ReplicationError(f"{refused.error} {then}", refused.error.status)
-        with audit.refusals(actor, "mirror.verify", f"mirror {refused.mirror.mirror_topic}"):
-            raise refused.error from None
+        with audit.refusals(actor, "mirror.verify", f"mirror {mirror.mirror_topic}"):
+            raise ReplicationError(f"{problem} {then}", problem.status)
     return started
+
+
+def _started(
+    actor: audit.Actor, mirror: MirrorTopic, from_offset: int | None, to_offset: int | None
+) -> Verification:
+    found = Verification.objects.create(
+        mirror=mirror, requested_by=actor.name, from_offset=from_offset, to_offset=to_offset
+    )
+    audit.record(
+        actor,
+        "mirror.verify",
+        f"mirror {mirror.mirror_topic}",
+        after={"verification": found.pk, "from": from_offset, "to": to_offset},
+        in_change=True,
+    )
+    return found
 
 
 def _check_range(from_offset: int | None, to_offset: int | None) -> None:

@@ -127,7 +127,7 @@ def test_a_thousand_partitions_are_mirrored_by_prefix_in_bulk_and_copied_exactly
             return _end(busy) == busy_writer.written
 
         assert wait_for(busy_copied, 60, 0.5, ignore=()), "the busy mirror did not catch up"
-        assert len(assert_exact_copy(busy_mirror.mirror_topic, busy)) == busy_writer.written
+        assert len(assert_exact_copy(busy, busy_mirror.mirror_topic)) == busy_writer.written
 
 
 def _excluded(*topics: str) -> list[dict]:
