@@ -6,16 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import re2
-
-from . import audit
+from . import audit, patterns
 from .approvals import MAX_TOPICS
 from .errors import ReplicationError
 from .mirrors import get_mirror, pause_mirror, resume_mirror
 from .models import ClusterLink, MirrorTopic
-
-_RE2 = re2.Options()
-_RE2.log_errors = False
 
 
 def select(link: ClusterLink, names: list[str] | None, pattern: str | None) -> list[str]:
@@ -26,7 +21,7 @@ def select(link: ClusterLink, names: list[str] | None, pattern: str | None) -> l
     if (names is None) == (pattern is None):
         raise ReplicationError("Choose mirror topics by name or by a pattern (a regex), not both.")
     if pattern is not None:
-        matcher = _compiled(pattern)
+        matcher = patterns.compiled(pattern, "The regex pattern")
         names = [
             name
             for name in link.mirrors.order_by("mirror_topic").values_list("mirror_topic", flat=True)
@@ -46,19 +41,6 @@ def select(link: ClusterLink, names: list[str] | None, pattern: str | None) -> l
             "Split them over several. Nothing was changed."
         )
     return names
-
-
-def _compiled(pattern: str):
-    if len(pattern) > 1000:
-        raise ReplicationError("The pattern is longer than 1000 characters.")
-    try:
-        return re2.compile(pattern, _RE2)
-    except re2.error as exc:
-        why = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ReplicationError(
-            f"The pattern {pattern[:100]!r} is not a valid regex ({why}). It is RE2 syntax: no "
-            "look-arounds or back-references."
-        ) from exc
 
 
 SWITCHES: dict[str, Callable[..., MirrorTopic]] = {"pause": pause_mirror, "resume": resume_mirror}

@@ -18,15 +18,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import re2
-
 from infra.kafka_admin import KafkaAdminError
 
-from . import approvals, audit, filters, merge_flows
+from . import approvals, audit, filters, merge_flows, patterns
 from .connections import source_admin, unreachable
 from .errors import ReplicationError
 from .models import ApprovalRequest, ClusterLink, KafkaCluster, MergeFlow
-from .text import escaped, json_document
+from .text import json_document
 
 TOPIC_KEYS = ("topic.whitelist", "topic.include", "topic.regex", "topic.blacklist", "topic.exclude")
 USED = {
@@ -39,9 +37,6 @@ USED = {
     "provenance.header.enable",
 }
 MAX_TEXT = 256 * 1024
-MAX_PATTERN = 1000
-_RE2 = re2.Options()
-_RE2.log_errors = False
 _SETTING = re.compile(r"([^=:\s]+)\s*[=:]\s*(.*)")
 
 
@@ -123,32 +118,7 @@ def selected(settings: dict[str, str], topics: set[str]) -> list[str]:
 
 
 def _regex(pattern: str):
-    """`topic.regex` compiled by RE2, whose matching time grows with the topic name's length
-    only: Python's `re` backtracks, and a pattern such as `(x+x+)+y` would hold a console
-    thread for seconds, doubling with each character of a name."""
-    if len(pattern) > MAX_PATTERN:
-        raise ReplicationError(
-            f"topic.regex is {len(pattern)} characters long; at most {MAX_PATTERN} are taken. "
-            "Nothing was changed."
-        )
-    try:
-        return re2.compile(pattern, _RE2)
-    except re2.error as exc:
-        why = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-    why, shown = escaped(why[:200]), pattern[:100]
-    try:  # only to say which it is: not a regex at all, or one RE2 cannot run
-        re.compile(pattern)
-    except (re.error, RecursionError, OverflowError):
-        raise ReplicationError(
-            f"topic.regex {shown!r} is not a regular expression ({why}). Correct it, then "
-            "import again. Nothing was changed."
-        ) from None
-    raise ReplicationError(
-        f"topic.regex {shown!r} is a regular expression Isthmus cannot run ({why}): topics are "
-        "matched with RE2, which takes no look-arounds, back-references or possessive "
-        "quantifiers, so that no pattern can stall the console. Write it without them "
-        "(or list the topics in topic.whitelist). Nothing was changed."
-    )
+    return patterns.compiled(pattern, "topic.regex")
 
 
 def renamed(settings: dict[str, str], topic: str) -> str:
