@@ -6,7 +6,11 @@ from __future__ import annotations
 import io
 import logging
 
-from console.log_filters import make_log_records_inert
+from console.log_filters import InertLogRecord, make_log_records_inert
+
+
+def test_the_settings_make_every_record_of_the_process_inert():
+    assert logging.getLogRecordFactory() is InertLogRecord  # console.settings installed it
 
 
 def test_a_value_holding_a_line_break_and_escapes_stays_on_its_own_log_line():
