@@ -32,9 +32,14 @@ RECENT = int(time.time() * 1000) - 600_000
 
 
 def _make_topics(names: list[str], partitions: int) -> None:
+    """Made, and led: a broker takes seconds to open a thousand new logs after the controller
+    has made them, and a producer that writes before then only thrashes its metadata."""
     admin = AdminClient(admin_config(kafka.SOURCE))
     for future in admin.create_topics([NewTopic(n, partitions, 1) for n in names]).values():
         future.result(60)
+    source = KafkaAdmin(admin_config(kafka.SOURCE), 30)
+    everyone = [(n, p) for n in names for p in range(partitions)]
+    assert wait_for(lambda: not source.readable_offsets(everyone)[1], 120, 0.5, ignore=())
 
 
 def _fill(names: list[str]) -> None:
