@@ -1,6 +1,6 @@
 """`python -m bench.cluster_scale`: a whole cluster mirrored by prefix, as a user moving a cluster
-does it: `--topics` topics of `--partitions` partitions (`--records` records of 100 B in each
-partition) on the source, then
+does it. For each case of `--cases` (topics x partitions; 200x10 and 1000x10: 2,000 and 10,000
+partitions), those topics (`--records` records of 100 B in each partition) on the source, then
 
 1. MirrorMaker 2 started with `topics=<prefix>.*` (it makes the destination topics itself),
    timed from its start until every partition is copied;
@@ -20,13 +20,16 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 
+from confluent_kafka import Consumer, TopicPartition
+
 from . import cluster, mm2, procs, sections
-from .cluster import DESTINATION, SOURCE, WORK, log
+from .cluster import DESTINATION, ROOT, SOURCE, WORK, log
 from .report import machine
 
 RESULTS = WORK / "cluster-scale.json"
@@ -34,7 +37,17 @@ PREFIX = "bench.cs."
 LINK = "bench-cluster-scale"
 RECORD_SIZE = 100
 TIMEOUT_S = 1800.0
-TARGET = 0.5  # of MM2's time
+TARGETS = {2_000: 0.5, 10_000: 1.0}  # of MM2's time, by partitions
+IDLE_S = 30.0  # the engine measured idle this long, once it has copied
+GROUP = f"{PREFIX}group"  # commits an offset on every source partition: the offset sync's work
+PAGE_RUNS = 5  # each page asked this often, the median kept
+PAGES_AT = 2_000  # partitions: the case whose pages, CLI and syncs are timed
+IDLE_CPU, IDLE_RSS = 0.05, 1.5 * 2**30  # targets at 10,000 partitions
+HEADER = (
+    "| topics × partitions | MM2: started → all copied (s) | Isthmus: link → every mirror made "
+    "(s) | Isthmus: link → all copied (s) | Isthmus against MM2 | engine idle, CPU | engine "
+    "idle, memory |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+)
 
 
 def _names(topics: int) -> list[str]:
@@ -89,6 +102,33 @@ def run_mm2(wanted: dict[tuple[str, int], int]) -> float:
         cluster.delete_topics(SOURCE, mm2.INTERNAL_SOURCE)
 
 
+def _link_configs() -> dict[str, str]:
+    """Automatic mirrors by prefix; the group's offsets and the topics' ACLs synced."""
+
+    def chosen(kind: str, entry: dict) -> str:
+        return json.dumps({kind: [entry]})
+
+    mine = {"name": PREFIX, "patternType": "PREFIXED", "filterType": "INCLUDE"}
+    return {
+        "auto.create.mirror.topics.enable": "true",
+        "auto.create.mirror.topics.filters": chosen("topicFilters", mine),
+        "consumer.offset.sync.enable": "true",
+        "consumer.offset.group.filters": chosen("groupFilters", {**mine, "name": GROUP}),
+        "acl.sync.enable": "true",
+        "acl.filters": chosen(
+            "aclFilters",
+            {
+                "resourceFilter": {
+                    "resourceType": "topic",
+                    "name": PREFIX,
+                    "patternType": "prefixed",
+                },
+                "accessFilter": {"operation": "any", "permissionType": "any"},
+            },
+        ),
+    }
+
+
 def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
     os.environ.setdefault("LOG_LEVEL", "WARNING")  # a line for each of thousands of mirrors
     cluster.django_on_own_database("cluster-scale.sqlite3")
@@ -121,18 +161,12 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
     # Warm, as the worker starts it with the stack (settings.ENGINE_LAZY off).
     streams.supervise_engine()
     _until(lambda: streams.engine_status().state == "RUNNING", "the engine's start")
-    filters = json.dumps(
-        {"topicFilters": [{"name": PREFIX, "patternType": "PREFIXED", "filterType": "INCLUDE"}]}
-    )
     began = time.monotonic()
     link = create_link(
         system,
         clusters["destination"],
         LINK,
-        {
-            "auto.create.mirror.topics.enable": "true",
-            "auto.create.mirror.topics.filters": filters,
-        },
+        _link_configs(),
         source=clusters["source"],
     )
     threads = [
@@ -147,7 +181,8 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
         _until(lambda: _copied(wanted, lambda t: t), "Isthmus's copy")
         caught_s = time.monotonic() - began
         log(f"Isthmus: every partition copied {caught_s:.1f} s after the link")
-        return {"made_seconds": round(made_s, 1), "caught_up_seconds": round(caught_s, 1)}
+        result = {"made_seconds": round(made_s, 1), "caught_up_seconds": round(caught_s, 1)}
+        return {**result, **_idle(streams.engine_status().pid), **_console(link, len(wanted))}
     finally:
         stop.set()
         for thread in threads:
@@ -163,6 +198,109 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
         cluster.delete_topics(DESTINATION, names)
 
 
+def _console(link, partitions: int) -> dict:
+    if partitions != PAGES_AT:
+        return {}
+    from replication.models import ClusterLink
+
+    return {"at_scale_ms": _at_scale(ClusterLink.objects.get(pk=link.pk))}
+
+
+def _at_scale(link) -> dict[str, float]:
+    """Milliseconds (the median of PAGE_RUNS) the console takes for a link this big: its pages
+    as a logged-in admin asks for them, `kafka-mirrors --describe` of the link against the
+    console served as `make demo` serves it, and one run of each of the link's syncers."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.utils import timezone
+    from waitress.server import create_server
+
+    from console.wsgi import application
+    from replication import audit, offset_sync
+    from replication.connections import destination_admin, source_admin
+    from replication.sync import acl_sync, syncers
+    from replication.tokens import create_token
+
+    admin = get_user_model().objects.create_superuser("bench-admin", password=None)
+    client = Client()
+    client.force_login(admin)
+    base = f"/links/{link.destination.name}/{link.name}/"
+    pages = {
+        "link page": base,
+        "mirror list": f"/mirrors/?link={link.name}",
+        "dashboard": "/",
+        "/metrics": "/metrics",
+    }
+    timed = {name: _median(lambda p=path: _get(client, p)) for name, path in pages.items()}
+
+    server = create_server(application, host="127.0.0.1", port=0, threads=4)
+    threading.Thread(target=server.run, daemon=True).start()
+    token = create_token(audit.Actor.system("bench"), admin, "bench")[1]
+    env = {
+        **os.environ,
+        "ISTHMUS_URL": f"http://127.0.0.1:{server.effective_port}",
+        "ISTHMUS_TOKEN": token,
+    }
+    describe = [str(ROOT / "bin" / "kafka-mirrors"), "--describe", "--links", link.name]
+    describe += ["--bootstrap-server", DESTINATION]
+    timed["kafka-mirrors --describe"] = _median(
+        lambda: subprocess.run(describe, env=env, check=True, capture_output=True)
+    )
+    server.close()
+
+    source, destination = source_admin(link), destination_admin(link)
+    now = timezone.now()
+    timed["config sync"] = _median(
+        lambda: syncers.sync_topic_configs(link, now, source, destination)
+    )
+    timed["offset sync"] = _median(lambda: offset_sync.sync_offsets(link, now, source, destination))
+    timed["ACL sync"] = _median(lambda: acl_sync.sync_acls(link, source, destination))
+    for name, ms in timed.items():
+        log(f"At {PAGES_AT:,} partitions: {name} {ms:.0f} ms")
+    return timed
+
+
+def _get(client, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200, (path, response.status_code)
+
+
+def _median(work: Callable[[], object]) -> float:
+    work()  # warm
+    times = []
+    for _ in range(PAGE_RUNS):
+        began = time.perf_counter()
+        work()
+        times.append((time.perf_counter() - began) * 1000)
+    return round(sorted(times)[len(times) // 2], 1)
+
+
+def _idle(pid: int) -> dict:
+    """The engine's resident memory (its whole process tree) and its share of a core over
+    IDLE_S, its links' syncers and supervision still running as the beat runs them."""
+    time.sleep(5)
+    before = sum(s.cpu for s in procs.tree(pid, procs.all_stats()))
+    began = time.monotonic()
+    time.sleep(IDLE_S)
+    stats = procs.tree(pid, procs.all_stats())
+    cpu = (sum(s.cpu for s in stats) - before) / (time.monotonic() - began)
+    rss = sum(s.rss for s in stats)
+    log(f"Isthmus idle: {cpu:.2%} of a core, {rss >> 20} MiB")
+    return {"cpu_share": round(cpu, 4), "rss": rss}
+
+
+def _commit(ends: dict[tuple[str, int], int]) -> None:
+    """A group that read every partition to its middle: what the link's offset sync carries."""
+    consumer = Consumer({"bootstrap.servers": SOURCE, "group.id": GROUP})
+    try:
+        consumer.commit(
+            offsets=[TopicPartition(t, p, end // 2) for (t, p), end in ends.items()],
+            asynchronous=False,
+        )
+    finally:
+        consumer.close()
+
+
 def run(topics: int, partitions: int, records: int) -> dict:
     cluster.ensure_stack()
     WORK.mkdir(parents=True, exist_ok=True)
@@ -172,6 +310,7 @@ def run(topics: int, partitions: int, records: int) -> dict:
     cluster.create_topics(SOURCE, names, partitions)
     cluster.fill(SOURCE, names, records * partitions, RECORD_SIZE)
     wanted = _source_ends(names, partitions)
+    _commit(wanted)
     try:
         mm2_s = run_mm2(wanted)
         log(f"MirrorMaker 2: every partition copied {mm2_s:.1f} s after its start")
@@ -189,47 +328,97 @@ def run(topics: int, partitions: int, records: int) -> dict:
     }
 
 
-def section(r: dict) -> str:
-    ratio = r["isthmus_caught_up_seconds"] / r["mm2_seconds"]
-    verdict = "meets" if ratio <= TARGET else "misses"
-    total = r["topics"] * r["partitions"]
+def section(results: list[dict]) -> str:
+    rows, verdicts = [], []
+    for r in results:
+        total = r["topics"] * r["partitions"]
+        ratio = r["isthmus_caught_up_seconds"] / r["mm2_seconds"]
+        rows.append(
+            f"| {r['topics']:,} × {r['partitions']} ({total:,}) | {r['mm2_seconds']} | "
+            f"{r['isthmus_made_seconds']} | **{r['isthmus_caught_up_seconds']}** | "
+            f"{ratio:.2f}× | {r['isthmus_cpu_share']:.2%} | {r['isthmus_rss'] / 2**20:,.0f} MiB |"
+        )
+        target = TARGETS.get(total)
+        if target is not None:
+            met = "met" if ratio <= target else f"missed by {ratio / target - 1:.0%}"
+            verdicts.append(f"- {total:,} partitions: ≤ {target}× MM2's time: **{met}**.")
+        if total >= 10_000:
+            cpu, rss = r["isthmus_cpu_share"], r["isthmus_rss"]
+            verdicts.append(
+                f"- {total:,} partitions idle: ≤ {IDLE_CPU:.0%} of a core "
+                f"**{'met' if cpu <= IDLE_CPU else 'missed'}** ({cpu:.2%}), ≤ 1.5 GiB "
+                f"**{'met' if rss <= IDLE_RSS else 'missed'}** ({rss / 2**30:.2f} GiB)."
+            )
+    first = results[0]
+    console = next((r["isthmus_at_scale_ms"] for r in results if "isthmus_at_scale_ms" in r), {})
     return f"""## A cluster mirrored by prefix
 
-`python -m bench.cluster_scale` ({r["when"]}, {r["cpu"]}): {r["topics"]:,} topics ×
-{r["partitions"]} partitions ({total:,} partitions, {r["records_per_partition"]} records of
-{RECORD_SIZE} B in each) on the source. MirrorMaker 2 is started with `topics=bench[.]cs[.].*`
-and makes its destination topics itself; Isthmus gets one link with
-`auto.create.mirror.topics.enable` and a PREFIXED filter, made as the console makes it, its
-syncers and supervision run as the beat runs them, on an engine already running (it starts
-with the worker). Each timed until every partition on the destination holds what the source
-does.
+`python -m bench.cluster_scale` ({first["when"]}, {first["cpu"]}): on the source, topics of
+{first["partitions"]} partitions with {first["records_per_partition"]} records of {RECORD_SIZE} B
+in each. MirrorMaker 2 is started with `topics=bench[.]cs[.].*` and makes its destination topics
+itself; Isthmus gets one link with `auto.create.mirror.topics.enable` and a PREFIXED filter,
+made as the console makes it, its syncers and supervision run as the beat runs them, on an
+engine already running (it starts with the worker). Each timed until every partition on the
+destination holds what the source does; then the engine (every process of it) is measured
+idle for {IDLE_S:.0f} s, its link's syncers and supervision still running.
 
-| | seconds |
-| --- | ---: |
-| MirrorMaker 2: started → every partition copied | {r["mm2_seconds"]} |
-| Isthmus: link created → every mirror topic made | {r["isthmus_made_seconds"]} |
-| **Isthmus: link created → every partition copied** | **{r["isthmus_caught_up_seconds"]}** |
-| Isthmus's time against MM2's | {ratio:.2f}× |
+{HEADER}
+{chr(10).join(rows)}
 
-The target is ≤ {TARGET}× MM2's time: this run {verdict} it. Before mirrors were made in bulk
-and partitions started as their leaders came, the same case took 198 s against MM2's 30.5 s
-(6.5×). What bounds it now: the destination broker elects the leaders of {total:,} new
-partitions over 5-10 s on this machine, and a partition is copied once its leader answers
-(the engine hands each out as it does, every 0.2 s); MirrorMaker 2 waits for the same
-elections, and its time varies as much from run to run (15.7-25.2 s over five runs, Isthmus
-8.7-16.1 s, 0.54-0.65×). Making the 200 mirrors (checks, ACLs, topics, in bulk) takes about
-1.5 s of it.
+{chr(10).join(verdicts)}
+
+Before mirrors were made in bulk and partitions started as their leaders came, 2,000 partitions
+took 198 s against MM2's 30.5 s (6.5×). What bounds it now: the destination broker elects the
+leaders of the new partitions over seconds on this machine, and a partition is copied once its
+leader answers (the engine hands each out as it does, every 0.2 s); MirrorMaker 2 waits for the
+same elections, and both times vary as much from run to run (at 2,000 partitions over five
+runs: MM2 15.7-25.2 s, Isthmus 8.7-16.1 s, 0.54-0.65×).
+
+{_console_section(console)}
+
+The brokers are the dev stack's single-broker KRaft clusters as `make demo` runs them (1 GiB of
+heap each, `num.partitions=1`, the open-files limit at 20,000): 10,000 partitions and their
+mirrors need no other setting; each partition holds a log, an index and a time index, so a
+broker needs about three open files a partition on top of its own.
 """
+
+
+LIST_PAGES = ("link page", "mirror list", "dashboard")
+
+
+def _console_section(timed: dict[str, float]) -> str:
+    if not timed:
+        return ""
+    rows = "\n".join(f"| {name} | {ms:,.0f} |" for name, ms in timed.items())
+    pages = max(timed[p] for p in LIST_PAGES)
+    describe = timed["kafka-mirrors --describe"]
+    return f"""The console with that link ({PAGES_AT:,} mirror partitions copying, the engine
+reporting each): each page asked for by a logged-in admin, `kafka-mirrors --describe --links`
+against the console served by Waitress (the CLI's own start included), and one run of each of
+the link's syncers (the offset sync carrying a group committed on every partition); the median
+of {PAGE_RUNS} after a first.
+
+| at {PAGES_AT:,} partitions | milliseconds |
+| --- | ---: |
+{rows}
+
+- List pages < 300 ms: **{"met" if pages < 300 else "missed"}** (the slowest {pages:,.0f} ms).
+- `kafka-mirrors --describe` < 3 s: **{"met" if describe < 3000 else "missed"}**
+  ({describe / 1000:.2f} s)."""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--topics", type=int, default=200)
-    parser.add_argument("--partitions", type=int, default=10)
+    parser.add_argument(
+        "--cases",
+        type=lambda t: [tuple(int(n) for n in case.split("x")) for case in t.split(",")],
+        default=[(200, 10), (1000, 10)],
+        help="topics x partitions, comma-separated",
+    )
     parser.add_argument("--records", type=int, default=100, help="in each partition")
     parser.add_argument("--no-doc", action="store_true")
     args = parser.parse_args(argv)
-    results = run(args.topics, args.partitions, args.records)
+    results = [run(topics, partitions, args.records) for topics, partitions in args.cases]
     RESULTS.write_text(json.dumps(results, indent=2))
     print(section(results))
     if not args.no_doc:

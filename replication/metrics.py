@@ -27,6 +27,10 @@ _HELP = {
     "isthmus_engine_slot_running": ("gauge", "1 while the copier slot's task runs."),
     "isthmus_engine_slot_records_per_second": ("gauge", "Records the slot copied per second."),
     "isthmus_engine_slot_failures": ("gauge", "The slot's failures in a row."),
+    "isthmus_engine_slot_source_consumers": (
+        "gauge",
+        "Consumers of source clusters the slot holds (links reading one source alike share one).",
+    ),
     "isthmus_engine_slot_partitions": ("gauge", "Mirror partitions of a link the slot copies."),
     "isthmus_engine_slot_queued_records": (
         "gauge",
@@ -118,6 +122,7 @@ def _engine(add) -> None:
         add("isthmus_engine_slot_running", int(slot.state == "running"), slot=slot.number)
         add("isthmus_engine_slot_records_per_second", slot.records_per_sec, slot=slot.number)
         add("isthmus_engine_slot_failures", slot.failures, slot=slot.number)
+        add("isthmus_engine_slot_source_consumers", slot.consumers, slot=slot.number)
         for part in slot.links:
             ids = {"slot": slot.number, "link": part.link}
             add("isthmus_engine_slot_partitions", len(part.partitions), **ids)

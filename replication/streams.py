@@ -530,6 +530,7 @@ class Slot:
     failures: int
     error: str
     links: list[SlotLink]  # by name
+    consumers: int = 0  # of source clusters: links that read one source alike share one
 
 
 @dataclass(frozen=True)
@@ -574,6 +575,7 @@ def engine_status() -> EngineStatus:
                 )
                 for link, p in s.get("links", {}).items()
             ),
+            s.get("consumers", 0),
         )
         for s in heartbeat.get("slots", [])
     )

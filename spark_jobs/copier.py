@@ -1,6 +1,8 @@
 """A link's copier in one slot of the engine: a thread of the slot's Spark task that copies
-the link's mirror partitions the slot holds, with the link's own clients and credentials, and
-starts and stops a thread for each of the link's merge flows the slot holds (`merging`).
+the link's mirror partitions the slot holds, reading them through the slot's consumer of the
+link's source (`source_readers`: shared with the slot's other links that read that source with
+the same settings) and writing with the link's own producer, and starts and stops a thread for
+each of the link's merge flows the slot holds (`merging`).
 
 Each copier owns a set of mirror partitions (its *assignment*, written by the engine's driver
 in Redis and handed over by its slot) and copies them continuously: a confluent-kafka consumer
@@ -33,21 +35,22 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import merging, reading, schema_gate, translation
+from . import merging, schema_gate, source_readers, translation
 
 log = logging.getLogger("spark_jobs.copier")
 
 CONTACT_S = 3.0  # a slot that has not heard from the control channel this long stops writing
 BATCH = 10_000  # records taken from the consumer's queue at a time
-# The longest a copier waits for a record (a record ends the wait at once): how soon it takes
-# up a new assignment or stops, and how often it wakes. Short after a record or a change; once
-# nothing has come for QUIET_POLLS waits, longer, so that many idle links cost little.
+# The longest a copier waits for a record (a record ends the wait at once, and so do a new
+# assignment and a stop): short after a record or a change; once nothing has come for
+# QUIET_POLLS waits, until its next report is due (IDLE_REPORT_S), so that many idle links
+# cost little.
 WAIT_S = 0.25
-IDLE_WAIT_S = 1.0
+IDLE_WAIT_S = 1.0  # with nothing to copy: how often it looks whether it may start again
 QUIET_POLLS = 4
 DRAIN_S = 30.0  # the longest a copier waits for its queued records to be delivered
 SETTLE_MARGIN_S = 2.0  # beyond the destination's own bound, for its fetches and elections
@@ -61,6 +64,7 @@ class Slot(Protocol):
     """What a copier needs of the slot that runs it."""
 
     ended: bool  # the slot's epoch ended: deliver what is queued and stop
+    readers: source_readers.Readers  # its consumers, shared by source
 
     def in_touch(self) -> bool:
         """Whether the slot heard from the control channel within CONTACT_S."""
@@ -125,19 +129,8 @@ class Copier:
         self.link_id = spec["link_id"]
         self.slot, self.number = slot, number
         self.run_id = uuid.uuid4().hex[:8]  # this copier's counters start at 0
-        self.consumer = Consumer(
-            {
-                **spec["source"],
-                "group.id": f"_isthmus-link-{self.link_id}",  # never commits: a formality
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "isolation.level": "read_committed",
-                # A position no longer on the source (retention) resumes at its log start:
-                # a gap, translated like any other.
-                "auto.offset.reset": "earliest",
-                **reading.FAST_FETCH,
-            }
-        )
+        # The slot's consumer of this source, shared with its other links that read it alike.
+        self.consumer = slot.readers.view(spec["source"])
         self.producer: Producer | None = None
         self.entries: Producer | None = None
         self.admin: KafkaAdmin | None = None  # made when needed, see `go_quiet`
@@ -169,11 +162,15 @@ class Copier:
     def assign(self, assignment: dict) -> None:
         if self.assignment is None or assignment["version"] != self.assignment["version"]:
             self.assignment = assignment
-            self.woken.set()
+            self.wake()
 
     def stop(self) -> None:
         self.stopping = True
+        self.wake()
+
+    def wake(self) -> None:
         self.woken.set()
+        self.consumer.wake()
 
     @property
     def ending(self) -> bool:
@@ -377,7 +374,7 @@ class Copier:
         if held and time.monotonic() - self.holds_checked >= HOLD_CHECK_S:
             self.release(held)
         quiet = self.empty_polls >= QUIET_POLLS and not held
-        first = self.consumer.poll(min(IDLE_WAIT_S if quiet else WAIT_S, max(wait, 0.001)))
+        first = self.consumer.poll(max(wait, 0.001) if quiet else min(WAIT_S, max(wait, 0.001)))
         if first is None:
             self.empty_polls += 1
             self.check_deliveries()
@@ -687,7 +684,8 @@ class Copier:
         """Build the report again when something changed since the last one (an idle copier
         only every IDLE_REPORT_S)."""
         now = time.monotonic()
-        self.next_report = now + REPORT_S
+        quiet = self.empty_polls >= QUIET_POLLS and not force
+        self.next_report = now + (IDLE_REPORT_S if quiet else REPORT_S)
         flows = [(f.records, f.skipped, f.error) for f in self.flows.values()]
         holds = [(c.ident, sorted(c.hold.waiting)) for c in self.cursors.values() if c.hold]
         changed = (self.counters.records, self.version, len(self.cursors), self.error, flows, holds)

@@ -352,6 +352,7 @@ class Engine:
                     "failures": s.failures,
                     "error": s.error or (report or {}).get("error", ""),
                     "records_per_sec": planning.rate(list(s.window), 1),
+                    "consumers": (report or {}).get("consumers", 0),
                     "links": {
                         link: {
                             "partitions": sorted(r["partitions"]),

@@ -2,10 +2,12 @@
 
 For each slot the driver writes an epoch and, per link, the partitions the slot copies (see
 `control`). The slot reads both every CONTROL_S. For each link with partitions here it runs a
-copier thread (`copier.Copier`, with that link's own clients and credentials), hands it the
-link's assignment, and stops the copiers of links that left. So a link added to the engine
-adds clients, not processes, and a link in trouble (its source down, its password wrong, its
-copier failing) holds only its own thread: the other links' copiers go on.
+copier thread (`copier.Copier`, with that link's own producer and credentials), hands it the
+link's assignment, and stops the copiers of links that left. The copiers of links that read
+one source with the same settings share the slot's consumer of it (`source_readers`). So a link
+added to the engine adds a thread and a producer, not processes or consumers, and a link in
+trouble (its source down, its password wrong, its copier failing) holds only its own thread
+and its own source's consumer: the other links' copiers go on.
 
 A copier that fails is started again after a pause, in the same epoch (it stopped writing
 before it ended); after `len(RESTART_S) + 1` failures in a row the slot gives up on that link
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 import redis
 
-from . import control, copier
+from . import control, copier, source_readers
 
 log = logging.getLogger("spark_jobs.slot")
 
@@ -89,6 +91,7 @@ class SlotTask:
         self.next_beat = 0.0
         self.tell_engine = False  # a copier applied a new plan: wake the engine with the report
         self.wakeup = control.Wakeup(self.redis, control.slots_wake_channel(self.engine))
+        self.readers = source_readers.Readers(f"slot-{number}")
         self.error = ""
 
     # --- what copiers call ----------------------------------------------------------------
@@ -234,6 +237,7 @@ class SlotTask:
             if time.monotonic() >= self.next_beat:
                 self.beat()
             time.sleep(0.05)
+        self.readers.close()
         with contextlib.suppress(redis.RedisError):  # else it expires by itself
             self.redis.delete(control.slot_report_key(self.engine, self.number, self.epoch))
 
@@ -247,6 +251,7 @@ class SlotTask:
             "pid": os.getpid(),
             "at_ms": int(time.time() * 1000),
             "error": self.error,
+            "consumers": self.readers.count(),
             "links": {link: running.copier.report for link, running in self.copiers.items()},
             "failures": {
                 link: {"count": f.count, "error": f.error, "given_up": f.given_up}

@@ -15,7 +15,7 @@ from django.conf import settings
 from devstack import kafka
 from infra import processes
 from infra.kafka_admin import KafkaAdmin
-from spark_jobs import control, copier
+from spark_jobs import control, copier, source_readers
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import assert_exact_copy, eventually
@@ -62,6 +62,9 @@ class AlwaysInTouch:
     """A slot that never loses the control channel: the copier alone is under test."""
 
     ended = False
+
+    def __init__(self):
+        self.readers = source_readers.Readers("test")
 
     def in_touch(self) -> bool:
         return True

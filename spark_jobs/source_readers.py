@@ -1,0 +1,445 @@
+"""A slot's consumers of source clusters, shared by its copiers.
+
+Each copier reads its link's source through a `View`. The views of every link that reaches the
+same source with the same client settings share one consumer (a `Reader`) and its thread, so a
+link adds no consumer, and none of a consumer's threads that wake on their own timers: the idle
+cost of a slot's reading stops growing with its links. A source partition that two links of one
+slot both copy is read by a second consumer of that source (a consumer holds one position per
+partition); a link whose source or credentials differ has a consumer of its own, so a source
+that is down or a wrong password holds up no other link.
+
+Only the reader's thread consumes. It hands each record to the view that holds its partition.
+Every other call on the consumer is made under the reader's lock, which its thread holds from
+each consume until what it read is handed over (the client serializes calls on a consumer, and
+a call from another thread would starve between consumes). A change to a partition (assign,
+unassign, pause, resume, seek) also drops what the view had buffered of that partition: as with
+a consumer of one's own, no record read before a change is seen after it. A copier that falls
+behind makes its reader wait (alone on it) or has its partitions paused until it catches up
+(beside others): its buffer stays bounded and the others read on.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import logging
+import threading
+import time
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from . import reading
+
+log = logging.getLogger("spark_jobs.source_readers")
+
+BATCH = 10_000  # records taken from the consumer at a time
+# The longest a change to a partition waits for the reader's consume to end, while records
+# flow and while the source is quiet (see Reader.wait_s).
+WAIT_S = 0.05
+QUIET_WAIT_S = 0.2
+NOTE_S = 1.0  # how often a quiet reader notes its positions
+IDLE_S = 1.0  # a reader with no partition sleeps this long between looks
+FULL = 2 * BATCH  # records buffered for a view before its reader holds back
+ROOM = BATCH  # and below which it reads on
+
+TP = tuple[str, int]
+
+
+def config_key(config: dict[str, str]) -> str:
+    """Views whose sources are reached with equal settings (credentials included) share."""
+    return json.dumps(config, sort_keys=True)
+
+
+class Readers:
+    """The slot's readers, pooled by source settings."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.lock = threading.Lock()
+        self.pools: dict[str, list[Reader]] = {}
+        self.views: collections.Counter[str] = collections.Counter()
+
+    def view(self, config: dict[str, str]) -> View:
+        with self.lock:
+            self.views[config_key(config)] += 1
+        return View(self, config)
+
+    def count(self) -> int:
+        """How many consumers the slot holds."""
+        with self.lock:
+            return sum(len(pool) for pool in self.pools.values())
+
+    def first(self, config: dict[str, str]) -> Reader:
+        with self.lock:
+            return self._pool(config)[0]
+
+    def for_partitions(self, view: View, tps: list[TP]) -> dict[Reader, list[TP]]:
+        """Where each partition is read: the first reader of the view's source that holds it
+        for nobody else, a new one if none. Noted at once, so two views never pick one
+        reader for the same partition."""
+        chosen: dict[Reader, list[TP]] = collections.defaultdict(list)
+        with self.lock:
+            pool = self._pool(view.config)
+            for tp in tps:
+                reader = next((r for r in pool if r.taken.get(tp, view) is view), None)
+                if reader is None:
+                    reader = Reader(view.config, f"{self.name}-{len(pool)}")
+                    pool.append(reader)
+                reader.taken[tp] = view
+                chosen[reader].append(tp)
+        return chosen
+
+    def let_go(self, reader: Reader, tps: list[TP]) -> None:
+        """Those partitions left `reader`: a reader left holding none is closed (a consumer
+        with nothing to read still wakes on its timers; the next one is made when needed)."""
+        with self.lock:
+            for tp in tps:
+                reader.taken.pop(tp, None)
+            pool = self.pools.get(reader.key, [])
+            closing = not reader.taken and reader in pool
+            if closing:
+                pool.remove(reader)
+        if closing:
+            reader.close()
+
+    def leave(self, view: View) -> None:
+        """A view closed: its source's readers close with the last of its views."""
+        key = config_key(view.config)
+        with self.lock:
+            self.views[key] -= 1
+            pool = self.pools.pop(key, []) if self.views[key] <= 0 else []
+            if self.views[key] <= 0:
+                del self.views[key]
+        for reader in pool:
+            reader.close()
+
+    def close(self) -> None:
+        with self.lock:
+            pools, self.pools = self.pools, {}
+        for pool in pools.values():
+            for reader in pool:
+                reader.close()
+
+    def _pool(self, config: dict[str, str]) -> list[Reader]:
+        key = config_key(config)
+        pool = self.pools.setdefault(key, [])
+        pool[:] = [r for r in pool if not r.dead]
+        if not pool:
+            pool.append(Reader(config, f"{self.name}-0"))
+        return pool
+
+
+class Reader:
+    """One consumer of a source and the thread that alone consumes from it."""
+
+    def __init__(self, config: dict[str, str], name: str):
+        self.key = config_key(config)
+        self.consumer = Consumer(
+            {
+                **config,
+                "group.id": "_isthmus-engine",  # assigned partitions only, never commits
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": "read_committed",
+                # A position no longer on the source (retention) resumes at its log start:
+                # a gap, translated like any other.
+                "auto.offset.reset": "earliest",
+                **reading.FAST_FETCH,
+            }
+        )
+        self.lock = threading.Lock()
+        self.waiting = 0  # changes waiting for the lock: the thread lets them in first
+        self.counting = threading.Lock()
+        self.taken: dict[TP, View] = {}  # chosen for a view (see Readers.for_partitions)
+        self.parts: dict[View, set[TP]] = {}  # assigned, by view
+        self.owners: dict[TP, View] = {}
+        self.throttled: set[TP] = set()  # paused while their view catches up
+        self.held: set[TP] = set()  # paused by their view
+        self.closed = False
+        self.dead = ""  # why its thread stopped
+        self.last_record = 0.0
+        # Where the consumer reads next, noted while the source is quiet (see `note`).
+        self.positions: dict[TP, int] = {}
+        self.noted = 0.0
+        self.wake = threading.Event()
+        self.thread = threading.Thread(target=self.run, name=f"reader-{name}", daemon=True)
+        self.thread.start()
+
+    @contextlib.contextmanager
+    def changing(self):
+        """Hold the reader between its consumes, to change or read its partitions."""
+        with self.counting:  # `+=` is not atomic between threads
+            self.waiting += 1
+        try:
+            with self.lock:
+                if self.dead:
+                    raise KafkaException(f"the source reader stopped: {self.dead}")
+                yield
+        finally:
+            with self.counting:
+                self.waiting -= 1
+            self.wake.set()
+
+    def run(self) -> None:
+        try:
+            while not self.closed:
+                alone = None
+                with self.lock:
+                    views = list(self.parts)
+                    if len(views) == 1 and views[0].full():
+                        alone = views[0]  # nobody else waits on this reader
+                    elif views:
+                        self.throttle(views)
+                        batch = self.consumer.consume(BATCH, self.wait_s())
+                        if batch:
+                            self.hand_over(batch)
+                        else:
+                            self.note()
+                if not views:
+                    self.wake.wait(IDLE_S)
+                    self.wake.clear()
+                elif alone is not None:
+                    alone.wait_for_room(IDLE_S)
+                while self.waiting > 0 and not self.closed:
+                    time.sleep(0.0005)  # a change to partitions goes first
+        except Exception as exc:  # its views see it on their next read and start again
+            self.dead = str(exc) or type(exc).__name__
+            log.warning("A source reader stopped: %s", self.dead)
+            for view in list(self.parts):
+                view.put([], failed=self.dead)
+        finally:
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self.consumer.close()
+
+    def wait_s(self) -> float:
+        """How long a consume waits for a record: short while records flow, so that a change
+        waits little; longer when the source is quiet, so that an idle reader wakes rarely."""
+        return WAIT_S if time.monotonic() - self.last_record < 1 else QUIET_WAIT_S
+
+    def throttle(self, views: list[View]) -> None:
+        """Beside other views, a view that fell behind has its partitions paused (the
+        consumer drops what it fetched of them, and fetches again once resumed)."""
+        if len(views) < 2 and not self.throttled:
+            return
+        for view in views:
+            if view.full():
+                pause = self.parts[view] - self.throttled - self.held
+                if pause:
+                    self.consumer.pause([TopicPartition(*tp) for tp in pause])
+                    self.throttled |= pause
+            elif self.throttled and view.has_room():
+                resume = (self.parts[view] & self.throttled) - self.held
+                if resume:
+                    self.consumer.resume([TopicPartition(*tp) for tp in resume])
+                    self.throttled -= resume
+
+    def note(self) -> None:
+        """The source is quiet: note where each partition reads next, past any transaction
+        marker (read but never handed over), once a second."""
+        now = time.monotonic()
+        if now - self.noted >= NOTE_S:
+            self.noted = now
+            tps = [TopicPartition(*tp) for tp in self.owners]
+            self.positions = {(p.topic, p.partition): p.offset for p in self.consumer.position(tps)}
+
+    def hand_over(self, batch: list) -> None:
+        self.noted = 0.0  # positions moved
+        self.last_record = time.monotonic()
+        if len(self.parts) == 1:
+            next(iter(self.parts)).put(batch)
+            return
+        routed: dict[View, list] = collections.defaultdict(list)
+        owners = self.owners
+        for msg in batch:
+            view = owners.get((msg.topic(), msg.partition()))
+            if view is not None:
+                routed[view].append(msg)
+            elif msg.error() is not None:  # of the client, or of a topic: all who read it
+                topic = msg.topic()
+                for v, tps in self.parts.items():
+                    if topic is None or any(tp[0] == topic for tp in tps):
+                        routed[v].append(msg)
+        for view, msgs in routed.items():
+            view.put(msgs)
+
+    # --- what views call, under `changing` ----------------------------------------------------
+
+    def assign(self, view: View, tps: list[TopicPartition]) -> None:
+        self.consumer.incremental_assign(tps)
+        mine = self.parts.setdefault(view, set())
+        for tp in tps:
+            mine.add((tp.topic, tp.partition))
+            self.owners[tp.topic, tp.partition] = view
+            self.positions.pop((tp.topic, tp.partition), None)
+        self.noted = 0.0
+
+    def unassign(self, view: View, tps: list[TP]) -> None:
+        self.consumer.incremental_unassign([TopicPartition(*tp) for tp in tps])
+        mine = self.parts.get(view, set())
+        mine.difference_update(tps)
+        if not mine:
+            self.parts.pop(view, None)
+        for tp in tps:
+            self.owners.pop(tp, None)
+            self.positions.pop(tp, None)
+            self.throttled.discard(tp)
+            self.held.discard(tp)
+
+    def pause(self, tps: list[TP]) -> None:
+        fresh = [tp for tp in tps if tp not in self.throttled]
+        if fresh:
+            self.consumer.pause([TopicPartition(*tp) for tp in fresh])
+        self.held.update(tps)
+
+    def resume(self, tps: list[TP]) -> None:
+        self.consumer.resume([TopicPartition(*tp) for tp in tps])
+        self.held.difference_update(tps)
+        self.throttled.difference_update(tps)
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+        self.thread.join(QUIET_WAIT_S + IDLE_S + 5)
+
+
+class View:
+    """What a copier reads its link's source through: the calls of a consumer of its own that
+    it makes, answered by the readers its partitions are on."""
+
+    def __init__(self, readers: Readers, config: dict[str, str]):
+        self.readers, self.config = readers, config
+        self.where: dict[TP, Reader] = {}
+        self.buffer: collections.deque = collections.deque()
+        self.ready = threading.Condition()
+        self.failed = ""
+        self.woken = False  # see `wake`
+
+    # --- what readers call --------------------------------------------------------------------
+
+    def put(self, msgs: list, failed: str = "") -> None:
+        with self.ready:
+            self.buffer.extend(msgs)
+            self.failed = self.failed or failed
+            self.ready.notify_all()
+
+    def full(self) -> bool:
+        return len(self.buffer) >= FULL
+
+    def has_room(self) -> bool:
+        return len(self.buffer) < ROOM
+
+    def wait_for_room(self, timeout: float) -> None:
+        with self.ready:
+            self.ready.wait_for(self.has_room, timeout)
+
+    def drop(self, tps: set[TP]) -> None:
+        """Forget what was read of these partitions and not yet taken."""
+        with self.ready:
+            if self.buffer:
+                self.buffer = collections.deque(
+                    m for m in self.buffer if (m.topic(), m.partition()) not in tps
+                )
+            self.ready.notify_all()
+
+    # --- a consumer's calls -------------------------------------------------------------------
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1):
+        reader = self.readers.first(self.config)
+        with reader.changing():
+            return reader.consumer.list_topics(topic, timeout=timeout)
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        by_tp = {(tp.topic, tp.partition): tp for tp in partitions}
+        for reader, tps in self.readers.for_partitions(self, list(by_tp)).items():
+            with reader.changing():
+                reader.assign(self, [by_tp[tp] for tp in tps])
+                self.drop(set(tps))
+            for tp in tps:
+                self.where[tp] = reader
+
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        for reader, tps in self._by_reader(partitions).items():
+            if not reader.dead:
+                with contextlib.suppress(KafkaException), reader.changing():
+                    reader.unassign(self, tps)
+            self.drop(set(tps))
+            for tp in tps:
+                del self.where[tp]
+            self.readers.let_go(reader, tps)
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        for reader, tps in self._by_reader(partitions).items():
+            with reader.changing():
+                reader.pause(tps)
+                self.drop(set(tps))
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        for reader, tps in self._by_reader(partitions).items():
+            with reader.changing():
+                reader.resume(tps)
+                self.drop(set(tps))
+
+    def seek(self, partition: TopicPartition) -> None:
+        tp = (partition.topic, partition.partition)
+        reader = self.where[tp]
+        with reader.changing():
+            reader.consumer.seek(partition)
+            reader.positions.pop(tp, None)
+            self.drop({tp})
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Where the consumer reads next (past transaction markers, which the copier never
+        sees), as its reader noted it while the source was quiet and the copier had taken
+        every record read; -1 where that is not known."""
+        quiet = not self.buffer
+        result = []
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            reader = self.where.get(key)
+            offset = reader.positions.get(key, -1) if quiet and reader is not None else -1
+            result.append(TopicPartition(tp.topic, tp.partition, offset))
+        return result
+
+    def wake(self) -> None:
+        """End a wait in `poll` (the copier has something else to do)."""
+        with self.ready:
+            self.woken = True
+            self.ready.notify_all()
+
+    def poll(self, timeout: float):
+        with self.ready:
+            if not self.buffer and not self.failed and not self.woken:
+                self.ready.wait(timeout)
+            self.woken = False
+            taken = self._take(1)
+        return taken[0] if taken else None
+
+    def consume(self, num_messages: int = 1, timeout: float = 0) -> list:
+        with self.ready:
+            if not self.buffer and not self.failed and timeout:
+                self.ready.wait(timeout)
+            return self._take(num_messages)
+
+    def close(self) -> None:
+        if self.where:
+            self.incremental_unassign([TopicPartition(*tp) for tp in self.where])
+        self.readers.leave(self)
+
+    def _take(self, n: int) -> list:
+        if self.failed:
+            failed, self.failed = self.failed, ""
+            raise KafkaException(f"the source reader stopped: {failed}")
+        buffer = self.buffer
+        taken = [buffer.popleft() for _ in range(min(n, len(buffer)))]
+        if len(buffer) < ROOM:
+            self.ready.notify_all()  # a reader waiting for room
+        return taken
+
+    def _by_reader(self, partitions: list[TopicPartition]) -> dict[Reader, list[TP]]:
+        grouped: dict[Reader, list[TP]] = collections.defaultdict(list)
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            if key in self.where:
+                grouped[self.where[key]].append(key)
+        return grouped
