@@ -10,7 +10,7 @@ from confluent_kafka import TopicPartition
 
 from spark_jobs import source_readers
 
-NOWHERE = {"bootstrap.servers": "127.0.0.1:9", "socket.connection.setup.timeout.ms": 1000}
+NOWHERE = {"bootstrap.servers": "127.0.0.1:9", "log_level": 0}  # nobody there: quiet
 OTHER = {**NOWHERE, "sasl.username": "someone-else"}
 
 
