@@ -360,8 +360,15 @@ once it has written, its own idempotent producer (its fencing and its purge on a
 own); it reads through the slot's one consumer of its source, shared by every link that reads
 that source with the same settings (`spark_jobs/source_readers.py`). In the driver it holds a
 runner thread and a watch of its source's ends. A librdkafka client keeps a few threads that
-wake on their own timers: an idle producer costs about 0.016 % of a core, an idle consumer
-0.03 % (50 of each in a bare Python process). Cold start: Spark's own start (the driver's JVM and
+wake on their own timers: an idle producer costs about 0.01-0.016 % of a core, an idle consumer
+0.03 % (50 of each in a bare Python process). What bounds the idle misses: a link of two
+one-partition mirrors has a partition in each slot, so two producers (0.02-0.03 % between them),
+and in the driver a runner that beats every 5 s and a watch that reads its source's ends every
+5 s, each a request of its own (at 50 links the driver was about 40 % of the engine's idle CPU,
+each slot's Python worker 25 %, the JVM the rest); the cost per link grows with the links (0.039 %
+at 10, 0.080 % at 200) as those beats and reads add up. Sharing the source watches and the
+runners' beats per source, and a producer per destination among a slot's idle links, are what
+is left. Cold start: Spark's own start (the driver's JVM and
 its SparkContext, about 3.5 s here) and a Python worker forked for each slot (about 1 s) come
 before the first record; MirrorMaker 2 is one JVM with nothing to fork. The engine starts once
 per deployment and is kept, so only the first link of a new deployment pays it.
