@@ -12,7 +12,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, NewTopicSpec, topic_batches
 
 from .rdproduce import send
 
@@ -73,14 +73,16 @@ def create_topics(
     client = AdminClient({"bootstrap.servers": bootstrap})
     todo = list(names)
     for attempt in range(50):
-        new = [NewTopic(n, partitions, -1, config=configs or {}) for n in todo]
-        futures = client.create_topics(new, request_timeout=30)
         failed = []
-        for name, future in futures.items():
-            try:
-                future.result(timeout=35)
-            except KafkaException:
-                failed.append(name)
+        specs = [NewTopicSpec(n, partitions, None, configs or {}) for n in todo]
+        for batch in topic_batches(specs):  # as many topics as the controller takes at once
+            new = [NewTopic(t.name, partitions, -1, config=t.configs) for t in batch]
+            futures = client.create_topics(new, request_timeout=30)
+            for name, future in futures.items():
+                try:
+                    future.result(timeout=35)
+                except KafkaException:
+                    failed.append(name)
         if not failed:
             _wait_ready(bootstrap, names, partitions)
             return

@@ -8,7 +8,13 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import TopicPartition
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import (
+    MAX_RECORDS_PER_REQUEST,
+    KafkaAdmin,
+    KafkaAdminError,
+    NewTopicSpec,
+    topic_batches,
+)
 
 OFFSET_INVALID = -1001
 
@@ -51,3 +57,15 @@ def test_an_end_the_leader_did_not_give_is_asked_again_then_refused(monkeypatch)
 
 def test_a_time_with_no_record_after_it_is_an_answer():
     assert admin([-1]).offsets([("t", 0)], 1_000) == {("t", 0): -1}
+
+
+def test_a_thousand_topics_of_ten_partitions_are_created_in_requests_the_controller_takes():
+    """A KRaft controller refuses more than 10,000 metadata records in one request."""
+    topics = [NewTopicSpec(f"t{i}", 10, None, {"cleanup.policy": "compact"}) for i in range(1000)]
+
+    batches = list(topic_batches(topics))
+
+    assert [t for batch in batches for t in batch] == topics  # each once, in order
+    assert len(batches) == 3
+    for batch in batches:
+        assert sum(1 + t.partitions + len(t.configs) for t in batch) <= MAX_RECORDS_PER_REQUEST
