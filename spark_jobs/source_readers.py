@@ -108,9 +108,10 @@ class Readers:
         key = config_key(view.config)
         with self.lock:
             self.views[key] -= 1
-            pool = self.pools.pop(key, []) if self.views[key] <= 0 else []
-            if self.views[key] <= 0:
-                del self.views[key]
+            if self.views[key] > 0:
+                return
+            del self.views[key]
+            pool = self.pools.pop(key, [])
         for reader in pool:
             reader.close()
 
