@@ -520,12 +520,17 @@ def _undo(
 
 
 def _wait_for_topics(admin: KafkaAdmin, names: list[str]) -> dict:
-    """The new topics' descriptions, once the metadata shows them (or TOPIC_WAIT_S passed)."""
+    """The new topics' descriptions, once the metadata shows them; given up once none more
+    appeared for TOPIC_WAIT_S (a broker opening thousands of new partitions shows them over
+    longer than that, a few at a time)."""
     deadline = time.monotonic() + TOPIC_WAIT_S
     found = admin.describe_topics(names)
     while len(found) < len(names) and time.monotonic() < deadline:
         time.sleep(0.1)
-        found |= admin.describe_topics([n for n in names if n not in found])
+        more = admin.describe_topics([n for n in names if n not in found])
+        if more:
+            found |= more
+            deadline = time.monotonic() + TOPIC_WAIT_S
     return found
 
 
