@@ -55,7 +55,17 @@ def _names(topics: int) -> list[str]:
 
 
 def _source_ends(names: list[str], partitions: int) -> dict[tuple[str, int], int]:
-    return cluster.admin(SOURCE).offsets([(n, p) for n in names for p in range(partitions)])
+    """Every partition's end, once each has a leader that says it (new ones: over seconds)."""
+    admin = cluster.admin(SOURCE)
+    wanted = [(n, p) for n in names for p in range(partitions)]
+    found: dict[tuple[str, int], int] = {}
+
+    def read() -> bool:
+        found.update(admin.readable_offsets(wanted)[0])
+        return len(found) == len(wanted)
+
+    _until(read, "the source's ends")
+    return found
 
 
 def _copied(wanted: dict[tuple[str, int], int], rename: Callable[[str], str]) -> bool:
