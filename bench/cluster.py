@@ -94,16 +94,19 @@ def create_topics(
 
 def _wait_ready(bootstrap: str, names: list[str], partitions: int) -> None:
     """Until every partition has a leader that answers: a new topic's first requests
-    otherwise fail with NOT_LEADER_FOR_PARTITION for a moment."""
+    otherwise fail with NOT_LEADER_FOR_PARTITION for a moment (thousands of new partitions:
+    for longer). Gives up after 30 s in which no more got one."""
+    client = admin(bootstrap)
+    waiting = [(n, p) for n in names for p in range(partitions)]
     deadline = time.monotonic() + 30
-    while True:
-        try:
-            end_offsets(bootstrap, dict.fromkeys(names, partitions))
-            return
-        except KafkaAdminError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    while waiting:
+        unled = list(client.readable_offsets(waiting)[1])
+        if len(unled) < len(waiting):
+            deadline = time.monotonic() + 30
+        elif time.monotonic() > deadline:
+            raise KafkaAdminError(f"{len(unled)} new partitions have no leader, e.g. {unled[0]}")
+        waiting = unled
+        time.sleep(0.1 if waiting else 0)
 
 
 def create_topic(
