@@ -100,7 +100,10 @@ def _wait_ready(bootstrap: str, names: list[str], partitions: int) -> None:
     waiting = [(n, p) for n in names for p in range(partitions)]
     deadline = time.monotonic() + 30
     while waiting:
-        unled = list(client.readable_offsets(waiting)[1])
+        try:
+            unled = list(client.readable_offsets(waiting)[1])
+        except KafkaAdminError:  # a topic the broker does not know yet
+            unled = waiting
         if len(unled) < len(waiting):
             deadline = time.monotonic() + 30
         elif time.monotonic() > deadline:
