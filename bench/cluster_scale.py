@@ -411,7 +411,10 @@ to perform excessively large batch operation"; a topic writes one, and one per p
 config). MirrorMaker 2 asks for all 1,000 of its topics at once, is refused each time, and
 copied nothing in 9 minutes. Isthmus's bulk mirror creation had the same fault and now sends
 requests of at most 5,000 records; its wait for new topics to appear now runs while they keep
-appearing."""
+appearing. The last try then stopped the dev stack's source broker: with the run before's
+10,000 partitions still being deleted beside the new 10,000, it ran out of open files at
+20,000 ("Too many open files", all log dirs failed). The case needs the brokers' open-files
+limit well above three a partition (100,000 for it), which the dev stack does not set yet."""
 
 
 def _console_section(timed: dict[str, float]) -> str:
