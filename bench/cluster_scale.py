@@ -414,7 +414,9 @@ requests of at most 5,000 records; its wait for new topics to appear now runs wh
 appearing. The last try then stopped the dev stack's source broker: with the run before's
 10,000 partitions still being deleted beside the new 10,000, it ran out of open files at
 20,000 ("Too many open files", all log dirs failed). The case needs the brokers' open-files
-limit well above three a partition (100,000 for it), which the dev stack does not set yet."""
+limit well above that, which this machine's hard limit (20,000) does not allow, or a run that
+waits for the earlier partitions' files to go (`file.delete.delay.ms`, 60 s) before it makes
+the next 10,000."""
 
 
 def _console_section(timed: dict[str, float]) -> str:
