@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, NewTopicSpec, topic_batches
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, NewTopicSpec
 
 from .rdproduce import send
 
@@ -68,21 +68,14 @@ def delete_topics(bootstrap: str, names: list[str]) -> None:
 def create_topics(
     bootstrap: str, names: list[str], partitions: int, configs: dict[str, str] | None = None
 ) -> None:
-    """Create fresh topics in one request; a deletion still in progress is waited out."""
+    """Create fresh topics (in as few requests as the controller takes); a deletion still in
+    progress is waited out."""
     delete_topics(bootstrap, names)
-    client = AdminClient({"bootstrap.servers": bootstrap})
+    client = admin(bootstrap)
     todo = list(names)
     for attempt in range(50):
-        failed = []
         specs = [NewTopicSpec(n, partitions, None, configs or {}) for n in todo]
-        for batch in topic_batches(specs):  # as many topics as the controller takes at once
-            new = [NewTopic(t.name, partitions, -1, config=t.configs) for t in batch]
-            futures = client.create_topics(new, request_timeout=30)
-            for name, future in futures.items():
-                try:
-                    future.result(timeout=35)
-                except KafkaException:
-                    failed.append(name)
+        failed = list(client.create_topics(specs))
         if not failed:
             _wait_ready(bootstrap, names, partitions)
             return
