@@ -658,16 +658,24 @@ class KafkaAdmin:
     ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], str]]:
         """`offsets` of those partitions that have a leader to say now, in one request, and
         why each of the others has none yet ("not leader": a new topic's partitions get their
-        leaders over a few seconds). The client's metadata is read again for the next try."""
+        leaders over a few seconds). The client's metadata is read again for the next try,
+        also when a topic is not known yet: else its cached metadata goes on saying so."""
         spec = {"latest": OffsetSpec.latest(), "earliest": OffsetSpec.earliest()}[at]
         request = {TopicPartition(t, p): spec for t, p in partitions}
         if not request:
             return {}, {}
-        found, unread = self._offsets_read(request, exact=True, partial=True)
+        try:
+            found, unread = self._offsets_read(request, exact=True, partial=True)
+        except TopicNotFound:
+            self._read_metadata()
+            raise
         if unread:
-            with contextlib.suppress(KafkaException):
-                self._client.list_topics(timeout=self.timeout)
+            self._read_metadata()
         return found, unread
+
+    def _read_metadata(self) -> None:
+        with contextlib.suppress(KafkaException):
+            self._client.list_topics(timeout=self.timeout)
 
     def _offsets_read(
         self, request: dict, exact: bool, partial: bool = False

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, kafka_id
+from infra.kafka_admin import KafkaAdmin, TopicNotFound, kafka_id
 from infra.processes import wait_for
 from replication import audit, read_only
 from replication.mirrors import create_mirror
@@ -149,3 +149,24 @@ def test_stored_source_topic_ids_are_migrated_to_kafkas_form(make_link, make_top
     MirrorTopic.objects.filter(pk=mirror.pk).update(source_topic_id=old_form)
     migration.to_kafka_form(apps, None)
     assert MirrorTopic.objects.get(pk=mirror.pk).source_topic_id == kafka_form
+
+
+def test_offsets_of_a_topic_made_after_the_client_last_read_metadata_are_read_at_the_next_try(
+    make_topic, topic_name
+):
+    """A client whose cached metadata lacks a new topic said "no such topic" for as long as it
+    lived when asked with topics it knew (a runner asking for mirrors made in batches)."""
+    known, new = make_topic(kafka.SOURCE, f"{topic_name}-a"), f"{topic_name}-b"
+    admin = KafkaAdmin(admin_config(kafka.SOURCE), timeout=10)
+    wanted = [(known, 0), (new, 0)]
+    with pytest.raises(TopicNotFound):
+        admin.readable_offsets(wanted)
+    make_topic(kafka.SOURCE, new)
+    assert wait_for(lambda: _readable(admin, wanted) == {known: 0, new: 0}, timeout=10)
+
+
+def _readable(admin: KafkaAdmin, wanted: list[tuple[str, int]]) -> dict[str, int]:
+    try:
+        return {t: offset for (t, _), offset in admin.readable_offsets(wanted)[0].items()}
+    except TopicNotFound:
+        return {}
