@@ -93,7 +93,7 @@ class Engine:
         self.runners: dict[str, LinkRunner] = {}
         # Clients shared by the links that reach one cluster with the same settings.
         self.destinations: dict[str, Destination] = {}
-        self.sources: dict[str, KafkaAdmin] = {}
+        self.sources: dict[str, source_watch.SourceWatch] = {}
         self.clients_lock = threading.Lock()
         self.wakeup = control.Wakeup(self.redis, control.engine_wake_channel(self.id))
         self.stopping = False
@@ -130,11 +130,12 @@ class Engine:
                 self.destinations[key] = Destination(config)
             return self.destinations[key]
 
-    def source_admin(self, config: dict[str, str]) -> KafkaAdmin:
+    def source_watch(self, config: dict[str, str]) -> source_watch.SourceWatch:
         with self.clients_lock:
             key = _config_key(config)
             if key not in self.sources:
-                self.sources[key] = KafkaAdmin(config, timeout=source_watch.TIMEOUT_S)
+                admin = KafkaAdmin(config, timeout=source_watch.TIMEOUT_S)
+                self.sources[key] = source_watch.SourceWatch(admin)
             return self.sources[key]
 
     # --- the loop ---------------------------------------------------------------------------
@@ -329,6 +330,8 @@ class Engine:
             self.sc.cancelAllJobs()
         for destination in self.destinations.values():
             destination.close()
+        for watch in self.sources.values():
+            watch.stop()
 
     # --- reporting ----------------------------------------------------------------------------
 

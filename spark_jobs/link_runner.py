@@ -61,8 +61,9 @@ class Engine(Protocol):
     def destination(self, config: dict[str, str]) -> Destination:
         """The admin client and translation reader the links into one cluster share."""
 
-    def source_admin(self, config: dict[str, str]) -> KafkaAdmin:
-        """The admin client the links reading one cluster (with the same settings) share."""
+    def source_watch(self, config: dict[str, str]) -> source_watch.SourceWatch:
+        """The watch (and its admin client) the links reading one cluster with the same
+        settings share."""
 
 
 class Destination:
@@ -88,7 +89,7 @@ class LinkRunner:
         self.link_id, self.name = spec["link_id"], spec["link_name"]
         # Its mirror set or its source changed, a slot started, or the end.
         self.woken = threading.Event()
-        self.watch = source_watch.SourceWatch(engine.source_admin(spec["source"]), self.woken)
+        self.watch = engine.source_watch(spec["source"]).join(self.woken)
         self.destination = engine.destination(spec["destination"])
         self.thread = threading.Thread(target=self.run, name=f"link-{self.name}", daemon=True)
         self.published: bytes | None = None  # its mirror set as the engine last read it
@@ -150,7 +151,6 @@ class LinkRunner:
 
     def run(self) -> None:
         log.info("Link %s: joined the engine", self.name)
-        self.watch.start()
         self.publish_heartbeat("starting")
         self.next_beat = 0.0  # "running" as soon as its partitions are handed out
         errors = 0
@@ -180,7 +180,7 @@ class LinkRunner:
         try:
             self.leave()
         finally:
-            self.watch.stop()
+            self.watch.leave()
             log.info("Link %s: left the engine", self.name)
 
     def step(self) -> None:

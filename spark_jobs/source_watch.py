@@ -1,11 +1,16 @@
-"""What the link's application knows of its source cluster, read in a thread of its own.
+"""What the engine knows of a source cluster, read in a thread of its own.
 
-The driver's loop follows the mirror set, acknowledges generations and sends the heartbeat:
-none of that may wait on the source. A stopped source makes every admin request wait its
-full timeout, and a failover (which happens because the source is down) waits for the
-driver's acknowledgement. So the source's partition counts and high watermarks are read here,
-once a second (every 5 s once they have not changed for 10 s), and the loop only ever looks at
-the latest answer.
+A runner's loop follows its link's mirror set, acknowledges generations and sends the
+heartbeat: none of that may wait on the source. A stopped source makes every admin request
+wait its full timeout, and a failover (which happens because the source is down) waits for
+the driver's acknowledgement. So the source's partition counts and high watermarks are read
+here, once a second (every 5 s once they have not changed for 10 s), and the loop only ever
+looks at the latest answer.
+
+One watch per source (address and settings), shared by every link that reads it: each link
+joins with what it wants read, and one round reads all of theirs in two requests, so idle
+links cost no request of their own. Links whose source or settings differ have watches of
+their own, so a stopped source or a wrong password holds up only its own links.
 """
 
 from __future__ import annotations
@@ -24,53 +29,103 @@ QUIET_AFTER_S = 10.0
 SILENT_S = 10.0
 
 
-class SourceWatch:
-    def __init__(self, admin: KafkaAdmin, wake: threading.Event | None = None):
-        self.admin = admin  # the engine's for the cluster, shared by the links that read it
-        self._lock = threading.Lock()
-        self._wanted: tuple[list[str], list[tuple[str, int]]] = ([], [])
-        self._asked = threading.Event()
-        self._stopped = threading.Event()
+class Watcher:
+    """One link's part of its source's watch: what it wants read, and what was read of it."""
+
+    def __init__(self, watch: SourceWatch, wake: threading.Event):
+        self.source = watch
+        self.admin = watch.admin
+        self.topics: frozenset[str] = frozenset()
+        self.partitions: list[tuple[str, int]] = []
         self.counts: dict[str, int] = {}  # source topic -> partitions
         self.high_watermarks: dict[tuple[str, int], int] = {}
+        # Set when what was read of it changed (and `wake` with it): Events, not a callback,
+        # so the watch holds no reference back to the runner.
+        self.changed = threading.Event()
+        self._wake = wake
+
+    @property
+    def fetched_at_ms(self) -> int:
+        """When the high watermarks were last read."""
+        return self.source.fetched_at_ms
+
+    def watch(self, topics: list[str], partitions: list[tuple[str, int]]) -> None:
+        """What to read from now on; a new topic is read at once rather than at the next
+        round."""
+        fresh = not set(topics) <= self.topics
+        self.topics, self.partitions = frozenset(topics), sorted(partitions)
+        if fresh:
+            self.source.ask()
+
+    def problem(self) -> str:
+        return self.source.problem()
+
+    def leave(self) -> None:
+        self.source.leave(self)
+
+    def take(self, counts: dict[str, int], watermarks: dict[tuple[str, int], int]) -> None:
+        """Its share of a round's answer; wakes its runner when that changed."""
+        mine = {t: n for t, n in counts.items() if t in self.topics}
+        marks = {tp: watermarks[tp] for tp in self.partitions if tp in watermarks}
+        if (mine, marks) != (self.counts, self.high_watermarks):
+            self.counts, self.high_watermarks = mine, marks
+            self.changed.set()
+            self._wake.set()
+
+
+class SourceWatch:
+    def __init__(self, admin: KafkaAdmin):
+        self.admin = admin  # the engine's for the cluster, shared by the links that read it
+        self._lock = threading.Lock()
+        self._watchers: list[Watcher] = []
+        self._asked = threading.Event()
+        self._stopped = threading.Event()
         self.fetched_at_ms = 0  # when the high watermarks were last read
         self.error = ""  # why the last read failed ("" when it did not)
         self._answered = time.monotonic()  # when the source last answered
         self._changed = time.monotonic()  # when what it answered last changed
-        # Set when what it read changed (and `wake` with it): an Event, not a callback, so the
-        # watch holds no reference back to its reader, which goes as soon as it is done with.
-        self.changed = threading.Event()
-        self._wake = wake or threading.Event()
+        self._last: tuple[dict, dict] = ({}, {})
         self._thread = threading.Thread(target=self._run, name="source-watch", daemon=True)
-
-    def start(self) -> None:
         self._thread.start()
+
+    def join(self, wake: threading.Event) -> Watcher:
+        """A link's part of the watch; `wake` is set when what was read of it changed."""
+        watcher = Watcher(self, wake)
+        with self._lock:
+            self._watchers.append(watcher)
+        return watcher
+
+    def leave(self, watcher: Watcher) -> None:
+        with self._lock:
+            if watcher in self._watchers:
+                self._watchers.remove(watcher)
+
+    def ask(self) -> None:
+        """Read at once (a link wants a topic not read yet)."""
+        self._asked.set()
 
     def stop(self) -> None:
         self._stopped.set()
         self._asked.set()
 
-    def watch(self, topics: list[str], partitions: list[tuple[str, int]]) -> None:
-        """What to read from now on; a new topic is read at once rather than at the next
-        round."""
-        with self._lock:
-            fresh = not set(topics) <= set(self._wanted[0])
-            self._wanted = (sorted(topics), sorted(partitions))
-        if fresh:
-            self._asked.set()
-
     def _run(self) -> None:
         while not self._stopped.is_set():
             began = time.monotonic()
-            self._read()
+            with self._lock:
+                watchers = list(self._watchers)
+            if not watchers:  # nothing to read until a link joins and asks
+                self._asked.wait()
+                self._asked.clear()
+                continue
+            self._read(watchers)
             quiet = began - self._changed > QUIET_AFTER_S and not self.error
             every = QUIET_EVERY_S if quiet else EVERY_S
             self._asked.wait(max(0.0, every - (time.monotonic() - began)))
             self._asked.clear()
 
-    def _read(self) -> None:
-        with self._lock:
-            topics, partitions = self._wanted
+    def _read(self, watchers: list[Watcher]) -> None:
+        topics = sorted(set().union(*(w.topics for w in watchers)))
+        partitions = sorted({tp for w in watchers for tp in w.partitions})
         try:
             # A source topic deleted meanwhile is left out, and its partitions with it.
             counts = {t: info.partitions for t, info in self.admin.describe_topics(topics).items()}
@@ -78,15 +133,14 @@ class SourceWatch:
         except KafkaAdminError as exc:
             self.error = str(exc)
             return
-        changed = (counts, watermarks) != (self.counts, self.high_watermarks)
-        self.counts, self.high_watermarks = counts, watermarks
         self.fetched_at_ms = int(time.time() * 1000)
         self.error = ""
         self._answered = time.monotonic()
-        if changed:
+        if (counts, watermarks) != self._last:
+            self._last = (counts, watermarks)
             self._changed = self._answered
-            self.changed.set()
-            self._wake.set()
+        for watcher in watchers:
+            watcher.take(counts, watermarks)
 
     def problem(self) -> str:
         """What is wrong with the source, as the heartbeat says it ("" when nothing)."""
