@@ -270,6 +270,7 @@ class Copier:
 
     def start(self, parts: list[dict]) -> None:
         """Start copying `parts`, each from where its mirror partition ends."""
+        began = time.monotonic()
         names = [self.writer_name(p["topic_id"], p["partition"]) for p in parts]
         if self.slot.unclean(names) and self.replicated({p["mirror"] for p in parts}):
             self.settle(names)
@@ -304,11 +305,16 @@ class Copier:
             self.cursors[p["source"], p["partition"]] = cursor
             positions.append(TopicPartition(p["source"], p["partition"], cursor.next_source))
         self.consumer.incremental_assign(positions)
+        if self.producer is None:
+            # Made now, while the first records are fetched: a new idempotent producer takes
+            # 0.3-1 s to get its producer id before it can write its first record.
+            self.new_producer().poll(0)
         log.info(
-            "Link %s, slot %d: copying %s",
+            "Link %s, slot %d: copying %s (started in %.2f s)",
             self.link_id,
             self.number,
             ", ".join(f"{tp.topic}[{tp.partition}] from {tp.offset}" for tp in positions),
+            time.monotonic() - began,
         )
 
     def writer_name(self, topic_id: str, partition: int) -> str:
