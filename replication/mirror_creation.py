@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 TOPIC_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,249}")
 # A new topic can take a moment to show in every broker's metadata (seconds on a busy machine).
 TOPIC_WAIT_S = 15.0
+PARTITION_WAIT_S = 0.01  # more for each partition still to appear (see _wait_for_topics)
 
 
 @dataclass
@@ -471,7 +472,14 @@ def _make(
         for name, exc in done.failed.items():
             if exc.code == KafkaError.TOPIC_ALREADY_EXISTS:
                 done.made.discard(name)  # someone made a topic of the name since: theirs
-        done.infos = _wait_for_topics(admin, [n for n in names if n not in done.failed])
+        done.infos = _wait_for_topics(
+            admin,
+            {
+                p.mirror.mirror_topic: p.mirror.num_partitions
+                for p in plans
+                if p.mirror.mirror_topic not in done.failed
+            },
+        )
         for name in names:
             if name not in done.failed and name not in done.infos:
                 done.failed[name] = KafkaAdminError(f"topic {name!r} did not appear in time")
@@ -519,18 +527,26 @@ def _undo(
     MirrorTopic.objects.filter(pk__in=[p.mirror.pk for p in plans]).delete()
 
 
-def _wait_for_topics(admin: KafkaAdmin, names: list[str]) -> dict:
-    """The new topics' descriptions, once the metadata shows them; given up once none more
-    appeared for TOPIC_WAIT_S (a broker opening thousands of new partitions shows them over
-    longer than that, a few at a time)."""
-    deadline = time.monotonic() + TOPIC_WAIT_S
-    found = admin.describe_topics(names)
-    while len(found) < len(names) and time.monotonic() < deadline:
+def _wait_for_topics(admin: KafkaAdmin, partitions: dict[str, int]) -> dict:
+    """The new topics' (name -> partitions) descriptions, once the metadata shows them; given
+    up once none more appeared for a while: TOPIC_WAIT_S, and PARTITION_WAIT_S more for each
+    partition still missing. A broker shows a request's topics only once it has opened the
+    logs of all their partitions, and requests one after the other: 10,000 partitions in
+    three requests took this machine's broker over a minute, the last ones appearing more
+    than 15 s after the ones before."""
+
+    def deadline(found: dict) -> float:
+        missing = sum(n for name, n in partitions.items() if name not in found)
+        return time.monotonic() + TOPIC_WAIT_S + PARTITION_WAIT_S * missing
+
+    found = admin.describe_topics(list(partitions))
+    until = deadline(found)
+    while len(found) < len(partitions) and time.monotonic() < until:
         time.sleep(0.1)
-        more = admin.describe_topics([n for n in names if n not in found])
+        more = admin.describe_topics([n for n in partitions if n not in found])
         if more:
             found |= more
-            deadline = time.monotonic() + TOPIC_WAIT_S
+            until = deadline(found)
     return found
 
 
