@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 import time
@@ -65,6 +66,28 @@ def delete_topics(bootstrap: str, names: list[str]) -> None:
         time.sleep(0.2)
 
 
+def wait_files_deleted(name: str, topics: list[str], timeout: float = 180.0) -> None:
+    """Until the dev stack broker `name` ("source", "destination") has removed the files of
+    `topics`, deleted on it. A deleted partition keeps its open files until they are removed,
+    `file.delete.delay.ms` (60 s) after the broker took up the deletion: making 10,000 new
+    partitions beside 10,000 just deleted would take it past this machine's open-files limit
+    (20,000), and it would stop."""
+    data = ROOT / "var" / "kafka" / name / "data"
+    gone = set(topics)
+
+    def left() -> bool:  # "<topic>-<partition>", then "<topic>-<partition>.<id>-delete"
+        return any(_PARTITION_DIR.sub("", d.name) in gone for d in data.iterdir())
+
+    deadline = time.monotonic() + timeout
+    while left():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Deleted topics' files still on {name} after {timeout:.0f} s")
+        time.sleep(1)
+
+
+_PARTITION_DIR = re.compile(r"-\d+(\.[0-9a-f]+-delete)?$")
+
+
 def create_topics(
     bootstrap: str, names: list[str], partitions: int, configs: dict[str, str] | None = None
 ) -> None:
@@ -88,17 +111,20 @@ def create_topics(
 def _wait_ready(bootstrap: str, names: list[str], partitions: int) -> None:
     """Until every partition has a leader that answers: a new topic's first requests
     otherwise fail with NOT_LEADER_FOR_PARTITION for a moment (thousands of new partitions:
-    for longer). Gives up after 30 s in which no more got one."""
+    for longer). Gives up after a while in which no more got one: 30 s, and 10 ms more for
+    each partition (a broker makes the logs of all the partitions of one request before it
+    leads any: 10,000 took it 50 s here)."""
     client = admin(bootstrap)
     waiting = [(n, p) for n in names for p in range(partitions)]
-    deadline = time.monotonic() + 30
+    patience = 30 + len(waiting) / 100
+    deadline = time.monotonic() + patience
     while waiting:
         try:
             unled = list(client.readable_offsets(waiting)[1])
         except KafkaAdminError:  # a topic the broker does not know yet
             unled = waiting
         if len(unled) < len(waiting):
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + patience
         elif time.monotonic() > deadline:
             raise KafkaAdminError(f"{len(unled)} new partitions have no leader, e.g. {unled[0]}")
         waiting = unled
