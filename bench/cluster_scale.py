@@ -323,16 +323,21 @@ def _commit(ends: dict[tuple[str, int], int]) -> None:
         consumer.close()
 
 
+def _clear_earlier() -> None:
+    """Every topic an earlier run left (one stopped midway leaves thousands, which a prefix
+    would mirror), deleted, and their files gone before as many are made again."""
+    for broker, bootstrap in (("source", SOURCE), ("destination", DESTINATION)):
+        left = [t for t in cluster.admin(bootstrap).list_topic_names() if PREFIX in t]
+        cluster.delete_topics(bootstrap, left)
+        cluster.wait_files_deleted(broker, left)
+
+
 def run(topics: int, partitions: int, records: int) -> dict:
     cluster.ensure_stack()
     WORK.mkdir(parents=True, exist_ok=True)
     names = _names(topics)
     log(f"{topics} topics x {partitions} partitions, {records} records a partition")
-    cluster.delete_topics(DESTINATION, names)
-    if topics * partitions >= LARGE:  # a run before's, gone before as many are made again
-        cluster.delete_topics(SOURCE, names)
-        for broker in ("source", "destination"):
-            cluster.wait_files_deleted(broker, names)
+    _clear_earlier()
     cluster.create_topics(SOURCE, names, partitions)
     cluster.fill(SOURCE, names, records * partitions, RECORD_SIZE)
     wanted = _source_ends(names, partitions)
@@ -340,7 +345,7 @@ def run(topics: int, partitions: int, records: int) -> dict:
     try:
         mm2_s = run_mm2(wanted)
         log(f"MirrorMaker 2: every partition copied {mm2_s:.1f} s after its start")
-        if topics * partitions >= LARGE:
+        if topics * partitions >= LARGE:  # MM2's, gone before as many are made again
             cluster.wait_files_deleted("destination", [f"source.{n}" for n in names])
         isthmus = run_isthmus(wanted, topics)
     finally:
