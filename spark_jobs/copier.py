@@ -66,6 +66,9 @@ class Slot(Protocol):
     ended: bool  # the slot's epoch ended: deliver what is queued and stop
     readers: source_readers.Readers  # its consumers, shared by source
 
+    def destination_admin(self, config: dict[str, str]) -> KafkaAdmin:
+        """Its admin client for a destination, shared by the copiers that write it alike."""
+
     def in_touch(self) -> bool:
         """Whether the slot heard from the control channel within CONTACT_S."""
 
@@ -133,7 +136,6 @@ class Copier:
         self.consumer = slot.readers.view(spec["source"])
         self.producer: Producer | None = None
         self.entries: Producer | None = None
-        self.admin: KafkaAdmin | None = None  # made when needed, see `go_quiet`
         self.settle_wait: float | None = None  # see `settle_s`
         self.cursors: dict[tuple[str, int], Cursor] = {}  # (source topic, partition)
         # The parts of the link's merge flows held here, by merging.part_key.
@@ -384,8 +386,6 @@ class Copier:
         if first is None:
             self.empty_polls += 1
             self.check_deliveries()
-            if self.empty_polls == QUIET_POLLS:
-                self.go_quiet()
             return
         self.empty_polls = 0
         batch = [first, *self.consumer.consume(BATCH - 1, 0)]
@@ -540,19 +540,10 @@ class Copier:
                 )
 
     def destination_admin(self) -> KafkaAdmin:
-        if self.admin is None:
-            self.admin = KafkaAdmin(self.spec["destination"], timeout=15)
-        return self.admin
+        return self.slot.destination_admin(self.spec["destination"])
 
     def destination_ends(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         return self.destination_admin().offsets(partitions)
-
-    def go_quiet(self) -> None:
-        """Nothing came for a while: let go of the admin client, made again when needed. The
-        producers stay: each new one is a new producer id, whose state every partition it
-        writes keeps for a day (`producer.id.expiration.ms`), so a copier making one per burst
-        of a trickling source would swell the destination brokers' memory."""
-        self.admin = None
 
     def on_delivery_error(self, err, msg) -> None:
         self.counters.errors.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")
@@ -599,7 +590,10 @@ class Copier:
 
     def new_producer(self) -> Producer:
         """The copier's writer: idempotent with the gap-less guarantee, so a record that fails
-        makes the producer fail instead of writing the records after it."""
+        makes the producer fail instead of writing the records after it. Kept while the copier
+        is idle: each new one is a new producer id, whose state every partition it writes
+        keeps for a day (`producer.id.expiration.ms`), so a copier making one per burst of a
+        trickling source would swell the destination brokers' memory."""
         self.producer = Producer(
             {
                 "linger.ms": 2,

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import redis
 
+from infra.kafka_admin import KafkaAdmin
+
 from . import control, copier, source_readers
 
 log = logging.getLogger("spark_jobs.slot")
@@ -92,12 +94,23 @@ class SlotTask:
         self.tell_engine = False  # a copier applied a new plan: wake the engine with the report
         self.wakeup = control.Wakeup(self.redis, control.slots_wake_channel(self.engine))
         self.readers = source_readers.Readers(f"slot-{number}")
+        self.admins: dict[str, KafkaAdmin] = {}  # by destination settings
+        self.admins_lock = threading.Lock()
         self.error = ""
 
     # --- what copiers call ----------------------------------------------------------------
 
     def in_touch(self) -> bool:
         return time.monotonic() - self.last_contact <= copier.CONTACT_S
+
+    def destination_admin(self, config: dict[str, str]) -> KafkaAdmin:
+        """One admin client per destination and settings for the slot's copiers (a new
+        client's first request took up to 3 s here, a new link's first record waiting)."""
+        key = source_readers.config_key(config)
+        with self.admins_lock:
+            if key not in self.admins:
+                self.admins[key] = KafkaAdmin(config, timeout=15)
+            return self.admins[key]
 
     def unclean(self, partitions: list[str]) -> bool:
         """Whether a writer of any of these partitions may have left records in flight: it

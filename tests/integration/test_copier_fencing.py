@@ -69,6 +69,9 @@ class AlwaysInTouch:
     def in_touch(self) -> bool:
         return True
 
+    def destination_admin(self, config: dict[str, str]) -> KafkaAdmin:
+        return KafkaAdmin(config, timeout=15)
+
     def report_soon(self) -> None:
         pass
 
