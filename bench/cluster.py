@@ -195,14 +195,18 @@ def django_on_own_database(name: str) -> None:
     it runs beside `make demo` and touches none of its rows."""
     import os
 
+    import django
+    from django.apps import apps
+    from django.core.management import call_command
+
+    if apps.ready:  # a second case of the same run: the same database, emptied
+        call_command("flush", interactive=False, verbosity=0)
+        return
     WORK.mkdir(parents=True, exist_ok=True)
     database = WORK / name
     database.unlink(missing_ok=True)
     os.environ["DATABASE_URL"] = f"sqlite:///{database}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    import django
-    from django.core.management import call_command
-
     django.setup()
     call_command("migrate", verbosity=0)
 

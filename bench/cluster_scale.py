@@ -160,6 +160,7 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
     from replication.links import create_link
     from replication.models import ClusterLink
     from replication.sync import syncers
+    from spark_jobs import control
 
     system = audit.Actor.system("bench")
     clusters = cluster.register_clusters(system)
@@ -178,6 +179,9 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
                 failures.append(repr(exc))
                 log(f"beat work failed: {exc!r}")
 
+    # No link an earlier run stopped midway left in the engine (its database is gone; the
+    # beat's forget_deleted_links would take it out only at its second round).
+    streams.client().delete(control.links_key(streams.engine_id()))
     # Warm, as the worker starts it with the stack (settings.ENGINE_LAZY off).
     streams.supervise_engine()
     _until(lambda: streams.engine_status().state == "RUNNING", "the engine's start")
