@@ -6,8 +6,8 @@ ISTHMUS_DB        sqlite (default) or postgres: without DATABASE_URL, the databa
                   PostgreSQL that `manage.py devstack up` runs on 127.0.0.1:5433
 ISTHMUS_TEST_DATABASE  the tests' database: a file for SQLite, a name for PostgreSQL
 REDIS_URL         Celery broker and control channel; default redis://127.0.0.1:6380/0
-SPARK_MASTER      where link streams run; default local[*]
-ISTHMUS_SPARK_CONF  extra Spark settings for link streams, key=value,key=value
+SPARK_MASTER      where the mirror engine runs; default local[*]
+ISTHMUS_SPARK_CONF  extra Spark settings for the mirror engine, key=value,key=value
 ISTHMUS_SPARK_AUTH_SECRET  the shared secret of a standalone Spark cluster (spark:// master)
 SECRET_KEY        Django's signing key; when unset, the one `manage.py init_var` generated
                   into <var>/secret_key

@@ -1,4 +1,4 @@
-"""ISTHMUS_SPARK_CONF: extra Spark settings for link applications, parsed by the settings and
+"""ISTHMUS_SPARK_CONF: extra Spark settings for the mirror engine, parsed by the settings and
 passed by the launcher as `--conf` after its own. (A standalone cluster running a link with
 them is tests/integration/test_spark_standalone.py.)"""
 
