@@ -27,6 +27,7 @@ Exactly once without changing the brokers:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -280,12 +281,12 @@ class Copier:
         ends = self.destination_ends([(p["mirror"], p["partition"]) for p in parts])
         new = {p["source"] for p in parts} - self.known
         # Without its metadata at hand, the consumer starts fetching a new topic only after
-        # its next metadata refresh, about a second later: one request for one topic, or for
-        # all of them when many start at once.
+        # its next metadata refresh, about a second later: asked for at once for one new topic
+        # (a new mirror's first record). Many new topics are left to that refresh: a request
+        # for a whole cluster's metadata (10,000 partitions) timed out, failing the copier.
         if len(new) == 1:
-            self.consumer.list_topics(next(iter(new)), timeout=10)
-        elif new:
-            self.consumer.list_topics(timeout=10)
+            with contextlib.suppress(KafkaException):  # then at that refresh
+                self.consumer.list_topics(next(iter(new)), timeout=5)
         self.known |= new
         positions = []
         for p in parts:

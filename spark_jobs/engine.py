@@ -90,6 +90,7 @@ class Engine:
         self.sc = None
         self.slots: list[SlotJob] = []
         self.reports: list[dict | None] = []
+        self.raw_reports: list[bytes | None] = []  # as last read: unchanged ones are not parsed
         self.runners: dict[str, LinkRunner] = {}
         # Clients shared by the links that reach one cluster with the same settings.
         self.destinations: dict[str, Destination] = {}
@@ -304,7 +305,12 @@ class Engine:
     def read_reports(self) -> None:
         keys = [control.slot_report_key(self.id, s.number, s.epoch) for s in self.slots]
         try:
-            self.reports = [json.loads(raw) if raw else None for raw in self.redis.mget(keys)]
+            raws = self.redis.mget(keys)
+            known = dict(zip(self.raw_reports, self.reports, strict=False))
+            self.reports = [
+                known[raw] if raw in known else (json.loads(raw) if raw else None) for raw in raws
+            ]
+            self.raw_reports = raws
             self.error = ""
         except redis.RedisError as exc:
             self.error = f"Redis does not answer: {exc}"

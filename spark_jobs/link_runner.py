@@ -199,10 +199,10 @@ class LinkRunner:
             self.grow_mirror_topics()
             reports = self.link_reports()
             self.take_up_acknowledgements(reports)
-            self.publish_assignments()  # again each second: Redis may have lost them
             self.tell_watch()
             self.restart_if_stuck(reports)
-            self.publish_heartbeat("failed" if self.failed else "running", reports)
+            # The assignments again at each beat (Redis may have lost them), in its request.
+            self.publish_heartbeat("failed" if self.failed else "running", reports, True)
 
     def follow(self) -> None:
         """Take up the published mirror set (Redis losing it changes nothing)."""
@@ -351,6 +351,12 @@ class LinkRunner:
 
     def publish_assignments(self) -> None:
         """Hand each started slot its partitions; the slots wake when they changed."""
+        pipe = self.engine.redis.pipeline(transaction=False)
+        self.send(pipe, self.queue_assignments(pipe))
+
+    def queue_assignments(self, pipe: redis.client.Pipeline) -> dict[int, str]:
+        """Add each started slot's partitions to `pipe`, and a wake when they changed; what
+        is handed out once it is sent."""
         assignments = {
             slot: json.dumps(
                 {
@@ -364,18 +370,24 @@ class LinkRunner:
             for slot, held in enumerate(self.assigned)
             if self.epochs[slot]  # else the slot has not started yet
         }
-        pipe = self.engine.redis.pipeline(transaction=False)
         for slot, assignment in assignments.items():
             pipe.hset(control.slot_assignment_key(self.engine.id, slot), self.link_id, assignment)
         if assignments != self.handed_out:
             pipe.publish(control.slots_wake_channel(self.engine.id), b"")
+        return assignments
+
+    def send(self, pipe: redis.client.Pipeline, handing: dict[int, str] | None) -> None:
+        """Send what `pipe` holds; `handing`: the assignments in it."""
         try:
             pipe.execute()
         except redis.RedisError as exc:
-            self.trouble["redis"] = f"Redis does not answer: {exc}"
+            log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
+            if handing is not None:
+                self.trouble["redis"] = f"Redis does not answer: {exc}"
         else:
-            self.trouble.pop("redis", None)
-            self.handed_out = assignments
+            if handing is not None:
+                self.trouble.pop("redis", None)
+                self.handed_out = handing
 
     def grow_mirror_topics(self) -> None:
         """Give each mirror topic the partitions its source has gained, before copying them."""
@@ -503,8 +515,11 @@ class LinkRunner:
             found.append(f"a copier failed {failure['count']} time(s): {failure['error']}")
         return "; ".join(dict.fromkeys(e for e in found if e))
 
-    def publish_heartbeat(self, state: str, reports: list[dict | None] = ()) -> None:
-        """Publish the link's heartbeat and each mirror partition's progress."""
+    def publish_heartbeat(
+        self, state: str, reports: list[dict | None] = (), assignments: bool = False
+    ) -> None:
+        """Publish the link's heartbeat and each mirror partition's progress (and the slots'
+        assignments with them)."""
         now = time.time()
         reports = list(reports)
         progress, behind, last_write, copier_errors = planning.mirror_progress(
@@ -524,6 +539,8 @@ class LinkRunner:
         flowed = {i: (f["records"], f["skipped"]) for i, f in flows.items()}
         moved = moved or flowed != self.flowed
         self.flowed = flowed
+        if moved:  # the source changed: its ends are read at once, not at the next quiet round
+            self.watch.ask()
         busy = moved or behind or error or self.pending or state != "running"
         self.next_beat = time.monotonic() + (BEAT_S if busy else IDLE_BEAT_S)
         heartbeat = {
@@ -545,13 +562,11 @@ class LinkRunner:
             "flows": flows,
             "schema_waits": planning.schema_waits(progress),
         }
-        try:
-            pipe = self.engine.redis.pipeline()
-            pipe.set(control.progress_key(self.link_id), json.dumps(progress))
-            pipe.set(control.heartbeat_key(self.link_id), json.dumps(heartbeat))
-            pipe.execute()
-        except redis.RedisError as exc:
-            log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
+        pipe = self.engine.redis.pipeline()  # heartbeat and progress together
+        handing = self.queue_assignments(pipe) if assignments else None
+        pipe.set(control.progress_key(self.link_id), json.dumps(progress))
+        pipe.set(control.heartbeat_key(self.link_id), json.dumps(heartbeat))
+        self.send(pipe, handing)
 
     def holdings(self) -> list[int]:
         return [len(held) for held in self.assigned]

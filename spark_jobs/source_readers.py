@@ -39,6 +39,8 @@ BATCH = 10_000  # records taken from the consumer at a time
 WAIT_S = 0.05
 QUIET_WAIT_S = 0.2
 NOTE_S = 1.0  # how often a quiet reader notes its positions
+LONG_QUIET_S = 10.0  # and once nothing came for this long (a marker after it shows later)
+LONG_QUIET_NOTE_S = 10.0
 IDLE_S = 1.0  # a reader with no partition sleeps this long between looks
 SHARED_FETCH_WAIT_MS = 500
 FULL = 2 * BATCH  # records buffered for a view before its reader holds back
@@ -244,9 +246,11 @@ class Reader:
 
     def note(self) -> None:
         """The source is quiet: note where each partition reads next, past any transaction
-        marker (read but never handed over), once a second."""
+        marker (read but never handed over), once a second; once it has been quiet for long,
+        every 10 s (asking for thousands of positions each second cost a slot 3% of a core)."""
         now = time.monotonic()
-        if now - self.noted >= NOTE_S:
+        every = NOTE_S if now - self.last_record < LONG_QUIET_S else LONG_QUIET_NOTE_S
+        if now - self.noted >= every:
             self.noted = now
             tps = [TopicPartition(*tp) for tp in self.owners]
             self.positions = {(p.topic, p.partition): p.offset for p in self.consumer.position(tps)}
