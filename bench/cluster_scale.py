@@ -388,9 +388,10 @@ def section(results: list[dict]) -> str:
             )
     first = results[0]
     console = next((r["isthmus_at_scale_ms"] for r in results if "isthmus_at_scale_ms" in r), {})
+    when = ", ".join(sorted({r["when"] for r in results}))
     return f"""## A cluster mirrored by prefix
 
-`python -m bench.cluster_scale` ({first["when"]}, {first["cpu"]}): on the source, topics of
+`python -m bench.cluster_scale` ({when}, {first["cpu"]}): on the source, topics of
 {first["partitions"]} partitions with {first["records_per_partition"]} records of {RECORD_SIZE} B
 in each. MirrorMaker 2 is started with `topics=bench[.]cs[.].*` and makes its destination topics
 itself; Isthmus gets one link with `auto.create.mirror.topics.enable` and a PREFIXED filter,
@@ -405,43 +406,53 @@ idle for {IDLE_S:.0f} s, its link's syncers and supervision still running.
 {chr(10).join(verdicts)}
 
 Before mirrors were made in bulk and partitions started as their leaders came, 2,000 partitions
-took 198 s against MM2's 30.5 s (6.5×). What bounds it now: the destination broker elects the
-leaders of the new partitions over seconds on this machine, and a partition is copied once its
-leader answers (the engine hands each out as it does, every 0.2 s); MirrorMaker 2 waits for the
-same elections, and both times vary as much from run to run (at 2,000 partitions over five
-runs in the session before sources were read through shared consumers: MM2 15.7-25.2 s,
-Isthmus 8.7-16.1 s, 0.54-0.65×).
+took 198 s against MM2's 30.5 s (6.5×). What bounds it now is the destination broker: a
+partition is copied once its leader answers (the engine hands each out as it does, every
+0.2 s), and this machine's one broker opens and leads 2,000 new partitions over 8 to 25 s,
+slower the busier the machine is (the link's syncers, the runner's polls for leaders and the
+bench's own checks ask the same broker meanwhile); MirrorMaker 2 waits for the same. Over the
+runs of 2026-11-28/29 at 2,000 partitions: MirrorMaker 2 16.0-30.2 s, Isthmus 13.9-26.8 s,
+0.52-1.68× (the table shows the last). At 10,000 partitions two more things count. The bulk
+creation hands the engine its mirrors only once the broker shows every new topic (38 s of the
+139 s: the broker shows a request's topics only once it has opened all their partitions);
+handing over each request's mirrors as they appear is what is left. Idle, each slot's reader
+asks for all its 5,000 partitions in each fetch, twice a second (librdkafka has no incremental
+fetch sessions: about 3.4% of a core a slot), and the driver reads the source's 10,000 ends
+every 20 s and parses the slots' reports when they change; a profile before the last changes
+(48% of a core idle) found the driver's watch of the source ends and the slots' position notes
+the largest parts, both since made rarer.
 
 {_console_section(console)}
 
-{_brokers_section(results)}
+{_brokers_section()}
 """
 
 
 LIST_PAGES = ("link page", "mirror list", "dashboard")
 
 
-def _brokers_section(results: list[dict]) -> str:
-    brokers = """The brokers are the dev stack's single-broker KRaft clusters as `make demo` runs
-them (1 GiB of heap each, `num.partitions=1`, the open-files limit at 20,000); each partition
-holds a log, an index and a time index, so a broker needs about three open files a partition on
-top of its own."""
-    if any(r["topics"] * r["partitions"] >= 10_000 for r in results):
-        return brokers
-    return f"""{brokers}
+def _brokers_section() -> str:
+    return """The brokers are the dev stack's single-broker KRaft clusters as `make demo` runs
+them (1 GiB of heap each, `num.partitions=1`). What 10,000 partitions need of them:
 
-The 10,000-partition case (`--cases 1000x10`) is not in this table. Its first tries found that a
-KRaft controller refuses a request that would write more than 10,000 metadata records ("Unable
-to perform excessively large batch operation"; a topic writes one, and one per partition and
-config). MirrorMaker 2 asks for all 1,000 of its topics at once, is refused each time, and
-copied nothing in 9 minutes. Isthmus's bulk mirror creation had the same fault and now sends
-requests of at most 5,000 records; its wait for new topics to appear now runs while they keep
-appearing. The last try then stopped the dev stack's source broker: with the run before's
-10,000 partitions still being deleted beside the new 10,000, it ran out of open files at
-20,000 ("Too many open files", all log dirs failed). The case needs the brokers' open-files
-limit well above that, which this machine's hard limit (20,000) does not allow, or a run that
-waits for the earlier partitions' files to go (`file.delete.delay.ms`, 60 s) before it makes
-the next 10,000."""
+- **Open files.** A broker holds one open file for each partition (its active segment; the
+  indexes are mapped, not held open), and a deleted partition's until its files are removed,
+  `file.delete.delay.ms` (60 s) after the broker took up the deletion. This machine's limit is
+  20,000: 10,000 new partitions beside 10,000 just deleted stopped a broker ("Too many open
+  files", every log dir failed). So the bench waits until a run's deleted partitions' files are
+  gone before it makes as many again. A cluster of 10,000 partitions a broker needs the limit
+  well above 10,000 (Kafka's own advice is 100,000).
+- **File mappings.** Two a partition (its index and time index): 20,000, under Linux's default
+  `vm.max_map_count` of 65,530.
+- **Requests of at most 10,000 metadata records.** A KRaft controller refuses a request that
+  would write more ("Unable to perform excessively large batch operation"; a topic writes one
+  record, and one for each partition and config). MirrorMaker 2 asks for all its topics in one
+  request, is refused each time, and copied nothing in 9 minutes; so at 10,000 partitions it is
+  given its destination topics, made beforehand and not timed. Isthmus makes its mirrors in
+  requests of at most 5,000 records, timed.
+- **Time to open them.** The broker shows a request's new topics only once it has opened every
+  partition's log, one request after the other: 10,000 partitions took it 36-80 s here, during
+  which the mirrors made last wait."""
 
 
 def _console_section(timed: dict[str, float]) -> str:
@@ -483,10 +494,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--records", type=int, default=100, help="in each partition")
     parser.add_argument("--no-doc", action="store_true")
+    parser.add_argument("--from-results", action="store_true", help=f"the document from {RESULTS}")
     args = parser.parse_args(argv)
-    fresh = [run(topics, partitions, args.records) for topics, partitions in args.cases]
-    results = _with_earlier(fresh)
-    RESULTS.write_text(json.dumps(results, indent=2))
+    if args.from_results:
+        results = json.loads(RESULTS.read_text())
+    else:
+        fresh = [run(topics, partitions, args.records) for topics, partitions in args.cases]
+        results = _with_earlier(fresh)
+        RESULTS.write_text(json.dumps(results, indent=2))
     print(section(results))
     if not args.no_doc:
         sections.CLUSTER_SCALE.write(section(results))
