@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from infra.kafka_admin import KafkaAdminError
 from spark_jobs import translation
@@ -82,16 +83,33 @@ def _idle(proc: subprocess.Popen, seconds: float) -> dict:
     """Resident memory (all the process tree) and the share of one core it used over
     `seconds` with nothing to copy."""
     time.sleep(SETTLE_S)
-    before = sum(s.cpu for s in procs.tree(proc.pid, procs.all_stats()))
+    before = {s.pid: s.cpu for s in procs.tree(proc.pid, procs.all_stats())}
     began = time.monotonic()
     time.sleep(seconds)
     stats = procs.tree(proc.pid, procs.all_stats())
     elapsed = time.monotonic() - began
+    parts: dict[str, float] = {}
+    for s in stats:
+        kind = _kind(s.pid)
+        parts[kind] = parts.get(kind, 0.0) + (s.cpu - before.get(s.pid, 0.0)) / elapsed
     return {
         "rss": sum(s.rss for s in stats),
         "processes": len(stats),
-        "cpu_share": (sum(s.cpu for s in stats) - before) / elapsed,
+        "cpu_share": sum(parts.values()),
+        "cpu_parts": parts,
     }
+
+
+def _kind(pid: int) -> str:
+    """Which part of the engine a process is: Spark's JVM, the Python driver (its runners),
+    or the copier slots' Python workers (and PySpark's daemon that forks them)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "gone"
+    if b"java" in command:
+        return "JVM"
+    return "driver" if b"engine.py" in command else "slots"
 
 
 def _mm2(flows: dict[str, str], tag: str, tasks: int = 1) -> subprocess.Popen:
@@ -216,7 +234,9 @@ def run(args: argparse.Namespace) -> dict:
             idle = _idle(proc, args.idle)
             log(
                 f"Isthmus, {n} link(s): copied in {took:.1f} s; {idle['rss'] >> 20} MiB, "
-                f"{idle['cpu_share']:.2%} of a core idle, {idle['processes']} processes"
+                f"{idle['cpu_share']:.2%} of a core idle ("
+                + ", ".join(f"{k} {v:.2%}" for k, v in idle["cpu_parts"].items())
+                + f"), {idle['processes']} processes"
             )
             results["steps"].append({"links": n, **idle})
         firsts = []
@@ -302,7 +322,7 @@ def section(r: dict) -> str:
     for s in steps:
         beyond = max(1, s["links"] - first["links"])
         extra = (s["rss"] - first["rss"]) / beyond / 2**20
-        cpu = (s["cpu_share"] - first["cpu_share"]) / beyond
+        cpu = max(0.0, (s["cpu_share"] - first["cpu_share"]) / beyond)
         each = "" if s is first else f"{extra:.2f} MiB, {cpu:.3%}"
         rows.append(
             f"| Isthmus, {s['links']} link{'s' if s['links'] > 1 else ''} | "
@@ -319,6 +339,9 @@ def section(r: dict) -> str:
     firsts = r["warm_new_link_s"]
     isthmus, mm2_rate = a["records"] / a["isthmus_s"], a["records"] / a["mm2_s"]
     warm = a["records"] / max(a["isthmus_s"] - r["cold_isthmus_s"], 1e-9)
+
+    split = most.get("cpu_parts", {})
+    parts = ", ".join(f"{kind} {share:.2%}" for kind, share in split.items()) or "not measured"
 
     def verdict(ok: bool) -> str:
         return "**met**" if ok else "**missed**"
@@ -355,23 +378,24 @@ preloaded), each engine timed from its start to the last record: Isthmus {isthmu
 with the same {a["links"]} flows in one process {mm2_rate:,.0f} records/s ({a["mm2_s"]:.1f} s):
 {isthmus / mm2_rate:.2f}×.
 
-What a link costs. In each copier slot it has partitions in, a link holds a copier thread and,
-once it has written, its own idempotent producer (its fencing and its purge on a reset are its
-own); it reads through the slot's one consumer of its source, shared by every link that reads
-that source with the same settings (`spark_jobs/source_readers.py`). In the driver it holds a
-runner thread and a watch of its source's ends. A librdkafka client keeps a few threads that
-wake on their own timers: an idle producer costs about 0.01-0.016 % of a core, an idle consumer
-0.03 % (50 of each in a bare Python process). What bounds the idle misses: a link of two
-one-partition mirrors has a partition in each slot, so two producers (0.02-0.03 % between them),
-and in the driver a runner that beats every 5 s and a watch that reads its source's ends every
-5 s, each a request of its own (at 50 links the driver was about 40 % of the engine's idle CPU,
-each slot's Python worker 25 %, the JVM the rest); the cost per link grows with the links (0.039 %
-at 10, 0.080 % at 200) as those beats and reads add up. Sharing the source watches and the
-runners' beats per source, and a producer per destination among a slot's idle links, are what
-is left. Cold start: Spark's own start (the driver's JVM and
-its SparkContext, about 3.5 s here) and a Python worker forked for each slot (about 1 s) come
-before the first record; MirrorMaker 2 is one JVM with nothing to fork. The engine starts once
-per deployment and is kept, so only the first link of a new deployment pays it.
+What a link costs. In each copier slot it has partitions in, a link holds a copier thread and
+its own idempotent producer (its fencing and its purge on a reset are its own); it reads through
+the slot's one consumer of its source, shared by every link that reads that source with the
+same settings (`spark_jobs/source_readers.py`). In the driver it holds a runner thread, which
+reports every 5 s while idle (one request to Redis), and a part of the watch of its source,
+shared the same way (`spark_jobs/source_watch.py`: two requests a round for all the links on
+that source). Where the idle CPU goes at {most["links"]} links: {parts}. What bounds the
+per-link misses: a librdkafka client keeps a few threads that wake on their own timers, and an
+idle producer costs about 0.01-0.016 % of a core and 0.3 MiB (50 of them in a bare Python
+process); a link of two one-partition mirrors has a partition in each slot, so two producers,
+0.02-0.03 % between them, at or above the target alone. Sharing a producer between links would
+tie their fates (a fatal error or a purge on one link's reset would hit every link on it), so
+each link keeps its own; a copier keeps its producer while idle, since a new producer id for
+each burst would pile up producer state on the destination brokers. Cold start: Spark's own
+start (the driver's JVM and its SparkContext, about 3.5 s here) and a Python worker forked for
+each slot (about 1 s) come before the first record; MirrorMaker 2 is one JVM with nothing to
+fork. The engine starts once per deployment and is kept, so only the first link of a new
+deployment pays it.
 """
     return document._reflow(text)
 
