@@ -294,6 +294,7 @@ class SlotTask:
 
 
 def _same(made_of: tuple, reported: tuple) -> bool:
+    """Whether a report made of `made_of` would say what the one made of `reported` said."""
     if not reported or made_of[:3] != reported[:3] or len(made_of[3]) != len(reported[3]):
         return False
     return all(
