@@ -46,7 +46,7 @@ PAGE_RUNS = 5  # each page asked this often, the median kept
 PAGES_AT = 2_000  # partitions: the case whose pages, CLI and syncs are timed
 IDLE_CPU, IDLE_RSS = 0.05, 1.5 * 2**30  # targets at 10,000 partitions
 CONTROLLER_RECORDS = 10_000  # a KRaft controller's most metadata records for one request
-LARGE = 5_000  # partitions: a case that waits for the brokers' deleted files to go first
+LARGE = 5_000  # partitions: MM2's deleted topics' files are waited out before Isthmus makes as many
 HEADER = (
     "| topics × partitions | MM2: started → all copied (s) | Isthmus: link → every mirror made "
     "(s) | Isthmus: link → all copied (s) | Isthmus against MM2 | engine idle, CPU | engine "
