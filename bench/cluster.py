@@ -66,6 +66,9 @@ def delete_topics(bootstrap: str, names: list[str]) -> None:
         time.sleep(0.2)
 
 
+_PARTITION_DIR = re.compile(r"-\d+(\.[0-9a-f]+-delete)?$")  # after the topic's name
+
+
 def wait_files_deleted(name: str, topics: list[str], timeout: float = 180.0) -> None:
     """Until the dev stack broker `name` ("source", "destination") has removed the files of
     `topics`, deleted on it. A deleted partition keeps its open files until they are removed,
@@ -83,9 +86,6 @@ def wait_files_deleted(name: str, topics: list[str], timeout: float = 180.0) -> 
         if time.monotonic() > deadline:
             raise RuntimeError(f"Deleted topics' files still on {name} after {timeout:.0f} s")
         time.sleep(1)
-
-
-_PARTITION_DIR = re.compile(r"-\d+(\.[0-9a-f]+-delete)?$")
 
 
 def create_topics(

@@ -17,7 +17,6 @@ slot that fails is started again after a pause, while the other slots go on copy
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -36,7 +35,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: import the proje
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from infra.kafka_admin import KafkaAdmin
-from spark_jobs import control, copier, planning, slot, source_watch
+from spark_jobs import control, copier, planning, shared_clients, slot, source_watch
 from spark_jobs.link_runner import Destination, LinkRunner, one_line
 
 log = logging.getLogger("spark_jobs.engine")  # not __name__: run as __main__
@@ -93,9 +92,8 @@ class Engine:
         self.raw_reports: list[bytes | None] = []  # as last read: unchanged ones are not parsed
         self.runners: dict[str, LinkRunner] = {}
         # Clients shared by the links that reach one cluster with the same settings.
-        self.destinations: dict[str, Destination] = {}
-        self.sources: dict[str, source_watch.SourceWatch] = {}
-        self.clients_lock = threading.Lock()
+        self.destinations = shared_clients.Shared(Destination)
+        self.sources = shared_clients.Shared(_source_watch)
         self.wakeup = control.Wakeup(self.redis, control.engine_wake_channel(self.id))
         self.stopping = False
         self.started_ms = int(time.time() * 1000)
@@ -125,19 +123,10 @@ class Engine:
         return loads
 
     def destination(self, config: dict[str, str]) -> Destination:
-        with self.clients_lock:
-            key = _config_key(config)
-            if key not in self.destinations:
-                self.destinations[key] = Destination(config)
-            return self.destinations[key]
+        return self.destinations.get(config)
 
     def source_watch(self, config: dict[str, str]) -> source_watch.SourceWatch:
-        with self.clients_lock:
-            key = _config_key(config)
-            if key not in self.sources:
-                admin = KafkaAdmin(config, timeout=source_watch.TIMEOUT_S)
-                self.sources[key] = source_watch.SourceWatch(admin)
-            return self.sources[key]
+        return self.sources.get(config)
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -334,9 +323,9 @@ class Engine:
             time.sleep(0.2)
         if any(s.running for s in self.slots):
             self.sc.cancelAllJobs()
-        for destination in self.destinations.values():
+        for destination in self.destinations.all():
             destination.close()
-        for watch in self.sources.values():
+        for watch in self.sources.all():
             watch.stop()
 
     # --- reporting ----------------------------------------------------------------------------
@@ -389,8 +378,8 @@ class Engine:
             log.warning("Cannot report to Redis: %s", exc)
 
 
-def _config_key(config: dict[str, str]) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+def _source_watch(config: dict[str, str]) -> source_watch.SourceWatch:
+    return source_watch.SourceWatch(KafkaAdmin(config, timeout=source_watch.TIMEOUT_S))
 
 
 def spark_context():

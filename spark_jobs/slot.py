@@ -30,7 +30,7 @@ import redis
 
 from infra.kafka_admin import KafkaAdmin
 
-from . import control, copier, source_readers
+from . import control, copier, shared_clients, source_readers
 
 log = logging.getLogger("spark_jobs.slot")
 
@@ -95,8 +95,7 @@ class SlotTask:
         self.reported: tuple = ()  # what the last report was made of (see `beat`)
         self.wakeup = control.Wakeup(self.redis, control.slots_wake_channel(self.engine))
         self.readers = source_readers.Readers(f"slot-{number}")
-        self.admins: dict[str, KafkaAdmin] = {}  # by destination settings
-        self.admins_lock = threading.Lock()
+        self.admins = shared_clients.Shared(lambda config: KafkaAdmin(config, timeout=15))
         self.error = ""
 
     # --- what copiers call ----------------------------------------------------------------
@@ -107,11 +106,7 @@ class SlotTask:
     def destination_admin(self, config: dict[str, str]) -> KafkaAdmin:
         """One admin client per destination and settings for the slot's copiers (a new
         client's first request took up to 3 s here, a new link's first record waiting)."""
-        key = source_readers.config_key(config)
-        with self.admins_lock:
-            if key not in self.admins:
-                self.admins[key] = KafkaAdmin(config, timeout=15)
-            return self.admins[key]
+        return self.admins.get(config)
 
     def unclean(self, partitions: list[str]) -> bool:
         """Whether a writer of any of these partitions may have left records in flight: it
@@ -268,12 +263,13 @@ class SlotTask:
             for link, f in self.failures.items()
         }
         consumers = self.readers.count()
-        # The copiers' reports themselves, compared by identity (held, so none is reused).
-        made_of = (self.error, consumers, failures, list(links.items()))
+        # Compared by value: a copier replaces its report rather than change it, so the one
+        # held here still says what was sent.
+        made_of = (self.error, consumers, failures, links)
         key = control.slot_report_key(self.engine, self.number, self.epoch)
         sent = time.monotonic()
         try:
-            if not _same(made_of, self.reported) or not self.redis.pexpire(key, BEAT_TTL_MS):
+            if made_of != self.reported or not self.redis.pexpire(key, BEAT_TTL_MS):
                 report = {
                     "epoch": self.epoch,
                     "slot": self.number,
@@ -291,15 +287,6 @@ class SlotTask:
         if self.tell_engine:
             self.tell_engine = False
             control.wake(self.redis, control.engine_wake_channel(self.engine))
-
-
-def _same(made_of: tuple, reported: tuple) -> bool:
-    """Whether a report made of `made_of` would say what the one made of `reported` said."""
-    if not reported or made_of[:3] != reported[:3] or len(made_of[3]) != len(reported[3]):
-        return False
-    return all(
-        a == b and ra is rb for (a, ra), (b, rb) in zip(made_of[3], reported[3], strict=True)
-    )
 
 
 def _incarnation(assignment: dict) -> tuple[str, int]:

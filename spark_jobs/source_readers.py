@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import logging
 import threading
 import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from . import reading
+from . import reading, shared_clients
 
 log = logging.getLogger("spark_jobs.source_readers")
 
@@ -39,19 +38,13 @@ BATCH = 10_000  # records taken from the consumer at a time
 WAIT_S = 0.05
 QUIET_WAIT_S = 0.2
 NOTE_S = 1.0  # how often a quiet reader notes its positions
-LONG_QUIET_S = 10.0  # and once nothing came for this long (a marker after it shows later)
-LONG_QUIET_NOTE_S = 10.0
+LONG_QUIET_S = 10.0  # once nothing came for this long, only this often (a marker shows later)
 IDLE_S = 1.0  # a reader with no partition sleeps this long between looks
 SHARED_FETCH_WAIT_MS = 500
 FULL = 2 * BATCH  # records buffered for a view before its reader holds back
 ROOM = BATCH  # and below which it reads on
 
 TP = tuple[str, int]
-
-
-def config_key(config: dict[str, str]) -> str:
-    """Views whose sources are reached with equal settings (credentials included) share."""
-    return json.dumps(config, sort_keys=True)
 
 
 class Readers:
@@ -65,7 +58,7 @@ class Readers:
 
     def view(self, config: dict[str, str]) -> View:
         with self.lock:
-            self.views[config_key(config)] += 1
+            self.views[shared_clients.config_key(config)] += 1
         return View(self, config)
 
     def count(self) -> int:
@@ -108,7 +101,7 @@ class Readers:
 
     def leave(self, view: View) -> None:
         """A view closed: its source's readers close with the last of its views."""
-        key = config_key(view.config)
+        key = shared_clients.config_key(view.config)
         with self.lock:
             self.views[key] -= 1
             if self.views[key] > 0:
@@ -126,7 +119,7 @@ class Readers:
                 reader.close()
 
     def _pool(self, config: dict[str, str]) -> list[Reader]:
-        key = config_key(config)
+        key = shared_clients.config_key(config)
         pool = self.pools.setdefault(key, [])
         pool[:] = [r for r in pool if not r.dead]
         if not pool:
@@ -138,7 +131,7 @@ class Reader:
     """One consumer of a source and the thread that alone consumes from it."""
 
     def __init__(self, config: dict[str, str], name: str):
-        self.key = config_key(config)
+        self.key = shared_clients.config_key(config)
         self.consumer = Consumer(
             {
                 **config,
@@ -249,7 +242,7 @@ class Reader:
         marker (read but never handed over), once a second; once it has been quiet for long,
         every 10 s (asking for thousands of positions each second cost a slot 3% of a core)."""
         now = time.monotonic()
-        every = NOTE_S if now - self.last_record < LONG_QUIET_S else LONG_QUIET_NOTE_S
+        every = NOTE_S if now - self.last_record < LONG_QUIET_S else LONG_QUIET_S
         if now - self.noted >= every:
             self.noted = now
             tps = [TopicPartition(*tp) for tp in self.owners]

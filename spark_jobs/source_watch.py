@@ -42,6 +42,7 @@ class Watcher:
         self.partitions: list[tuple[str, int]] = []
         self.counts: dict[str, int] = {}  # source topic -> partitions
         self.high_watermarks: dict[tuple[str, int], int] = {}
+        self.error = ""  # why its part could not be read ("" when it was)
         # Set when what was read of it changed (and `wake` with it): Events, not a callback,
         # so the watch holds no reference back to the runner.
         self.changed = threading.Event()
@@ -61,6 +62,10 @@ class Watcher:
             self.source.ask()
 
     def problem(self) -> str:
+        """What is wrong with reading its part of the source, as the heartbeat says it ("" when
+        nothing)."""
+        if self.error:
+            return f"the source cluster does not answer as it should: {self.error}"
         return self.source.problem()
 
     def ask(self) -> None:
@@ -88,7 +93,6 @@ class SourceWatch:
         self._asked = threading.Event()
         self._stopped = threading.Event()
         self.fetched_at_ms = 0  # when the high watermarks were last read
-        self.error = ""  # why the last read failed ("" when it did not)
         self._answered = time.monotonic()  # when the source last answered
         self._changed = time.monotonic()  # when what it answered last changed
         self._last: tuple[dict, dict] = ({}, {})
@@ -125,37 +129,46 @@ class SourceWatch:
                 self._asked.clear()
                 continue
             partitions = self._read(watchers)
-            quiet = began - self._changed > QUIET_AFTER_S and not self.error
+            troubled = any(w.error for w in watchers)
+            quiet = began - self._changed > QUIET_AFTER_S and not troubled
             every = QUIET_EVERY_S * max(1, partitions // QUIET_PARTITIONS) if quiet else EVERY_S
             self._asked.wait(max(0.0, every - (time.monotonic() - began)))
             self._asked.clear()
 
     def _read(self, watchers: list[Watcher]) -> int:
-        """One round for every watcher; how many partitions it read."""
+        """One round for every watcher, in one read of all their parts; when that fails (a
+        partition without a leader, a topic refused), a read of each part on its own, so that
+        one link's trouble is its own. How many partitions it read."""
         topics = sorted(set().union(*(w.topics for w in watchers)))
         partitions = sorted({tp for w in watchers for tp in w.partitions})
         try:
-            # A source topic deleted meanwhile is left out, and its partitions with it.
-            counts = {t: info.partitions for t, info in self.admin.describe_topics(topics).items()}
-            watermarks = self.admin.offsets([(t, p) for t, p in partitions if t in counts])
+            counts, watermarks = self._ends(topics, partitions)
         except KafkaAdminError as exc:
-            self.error = str(exc)
+            if len(watchers) == 1:
+                watchers[0].error = str(exc)
+            else:
+                for watcher in watchers:
+                    self._read([watcher])
             return len(partitions)
-        self.fetched_at_ms = int(time.time() * 1000)
-        self.error = ""
-        self._answered = time.monotonic()
         if (counts, watermarks) != self._last:
             self._last = (counts, watermarks)
             self._changed = self._answered
         for watcher in watchers:
+            watcher.error = ""
             watcher.take(counts, watermarks)
         return len(partitions)
 
+    def _ends(self, topics: list[str], partitions: list[tuple[str, int]]) -> tuple[dict, dict]:
+        # A source topic deleted meanwhile is left out, and its partitions with it.
+        counts = {t: info.partitions for t, info in self.admin.describe_topics(topics).items()}
+        watermarks = self.admin.offsets([(t, p) for t, p in partitions if t in counts])
+        self.fetched_at_ms = int(time.time() * 1000)
+        self._answered = time.monotonic()
+        return counts, watermarks
+
     def problem(self) -> str:
-        """What is wrong with the source, as the heartbeat says it ("" when nothing)."""
+        """Whether the source has gone silent ("" when it answers)."""
         silent = time.monotonic() - self._answered
-        if self.error:
-            return f"the source cluster does not answer as it should: {self.error}"
         if silent < SILENT_S:
             return ""
         return f"the source cluster has not answered for {silent:.0f} s"

@@ -23,7 +23,7 @@ class Source:
     def describe_topics(self, names):
         names = list(names)
         self.requests.append(("describe", names))
-        if self.down:
+        if self.down or "refused" in names:
             raise KafkaAdminError("the source does not answer")
         return {n: SimpleNamespace(partitions=self.topics[n]) for n in names if n in self.topics}
 
@@ -103,5 +103,19 @@ def test_a_source_that_fails_its_reads_is_the_problem_of_every_link_on_it():
         until(lambda: first.problem())
         assert "does not answer" in first.problem() == second.problem()
         assert first.counts == {}
+    finally:
+        watch.stop()
+
+
+def test_one_links_part_that_cannot_be_read_is_that_links_problem_alone():
+    admin = Source({"a": 1, "refused": 1})
+    watch = source_watch.SourceWatch(admin)
+    try:
+        good, bad = watch.join(threading.Event()), watch.join(threading.Event())
+        good.watch(["a"], [("a", 0)])
+        bad.watch(["refused"], [("refused", 0)])
+        until(lambda: good.counts and bad.problem())
+        assert good.problem() == "" and good.counts == {"a": 1}
+        assert "does not answer" in bad.problem()
     finally:
         watch.stop()
