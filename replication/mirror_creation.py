@@ -19,7 +19,7 @@ from datetime import datetime
 from confluent_kafka import KafkaError
 from django.db import IntegrityError, transaction
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, NewTopicSpec
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, NewTopicSpec, topic_batches
 from spark_jobs import translation
 
 from . import audit, filters, read_only, streams, topic_configs
@@ -133,13 +133,26 @@ def create_mirrors(
         if request.undone:
             raise _all_refused(source_topics, request.refused)
         return Created([p.mirror for p in plans], request.refused)
-    plans = _provision(request, _reserve(request, plans))
+    # Automatic mirrors are made a request's worth at a time, each handed to the engine as
+    # soon as its topics appear: a broker opens a request's partitions before it shows any of
+    # them, so at 10,000 partitions the first mirrors would otherwise wait for the last.
+    chunks = _per_request(request, plans) if request.each_on_its_own else [plans]
+    made = [plan for chunk in chunks for plan in _create(actor, request, chunk)]
     _refuse(actor, request)
     if request.undone:
         raise _all_refused(source_topics, request.refused)
+    return Created([p.mirror for p in made], request.refused)
+
+
+def _create(actor: audit.Actor, request: _Request, plans: list[_Plan]) -> list[_Plan]:
+    """Make these mirrors and hand them to the engine; the ones made (none when an
+    all-or-nothing request was refused)."""
+    link = request.link
+    plans = _provision(request, _reserve(request, plans))
+    if request.undone or not plans:
+        return []
     note_declined(link, [p.mirror.source_topic for p in plans], False)
-    if plans:
-        streams.publish_now(link)  # copying starts now, not at the beat's next round
+    streams.publish_now(link)  # copying starts now, not at the beat's next round
     for plan in plans:
         mirror = plan.mirror
         audit.record(
@@ -153,7 +166,14 @@ def create_mirrors(
             mirror.num_partitions,
             "enforced" if mirror.read_only_enforced else "NOT enforced: no authorizer",
         )
-    return Created([p.mirror for p in plans], request.refused)
+    return plans
+
+
+def _per_request(request: _Request, plans: list[_Plan]) -> list[list[_Plan]]:
+    """`plans` in the batches the destination's controller takes in one request each."""
+    by_name = {p.mirror.mirror_topic: p for p in plans}
+    specs = [_spec(p, request.replication_factor) for p in plans]
+    return [[by_name[spec.name] for spec in batch] for batch in topic_batches(specs)]
 
 
 def _refuse(actor: audit.Actor, request: _Request) -> None:

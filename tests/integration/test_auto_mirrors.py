@@ -260,6 +260,32 @@ def test_a_topic_that_cannot_be_mirrored_does_not_stop_the_others(
     assert free not in problem
 
 
+def test_automatic_mirrors_beyond_one_request_are_each_handed_to_the_engine_once_made(
+    make_link, make_topic, topic_name, monkeypatch
+):
+    # Two topics of 2 partitions (3 records each, and a config or so) per controller request:
+    # the first request's mirrors must reach the engine before the second request is sent.
+    monkeypatch.setattr("infra.kafka_admin.MAX_RECORDS_PER_REQUEST", 9)
+    topics = [make_topic(kafka.SOURCE, f"{topic_name}-{n}", partitions=2) for n in "abcd"]
+    link = make_link(auto((f"{topic_name}-", "PREFIXED", "INCLUDE")))
+    handed = []
+
+    def publish_now(published: ClusterLink) -> None:
+        running = MirrorTopic.objects.filter(link=published, state="ACTIVE")
+        handed.append(
+            (sorted(running.values_list("mirror_topic", flat=True)), destination_topics())
+        )
+
+    monkeypatch.setattr("replication.streams.publish_now", publish_now)
+    refresh(link)
+    assert mirrored(link) == {t: t for t in topics}
+    assert len(handed) > 1, handed
+    first, made_by_then = handed[0]
+    assert first and set(first) <= made_by_then
+    assert not set(topics[-1:]) & made_by_then  # the last request was not sent yet
+    assert handed[-1][0] == sorted(topics)
+
+
 def test_auto_create_without_an_include_filter_says_so_on_the_link(
     make_link, make_topic, topic_name
 ):
