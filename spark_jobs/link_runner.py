@@ -33,6 +33,7 @@ RATE_WINDOW_S = 10.0
 LEAVE_S = 45.0  # the longest a leaving link waits for its copiers to deliver and stop
 STUCK_S = 300  # behind its source and no record written this long: its copiers start again
 MAX_ERRORS = 6  # the runner's own loop failing this often in a row fails the link
+PROGRESS_AGAIN_S = 60.0  # unchanged progress is sent again this often (Redis may have lost it)
 
 
 class Engine(Protocol):
@@ -124,6 +125,8 @@ class LinkRunner:
         self.failed = ""  # why the link cannot run: the console fails it
         self.next_beat = 0.0
         self.flowed: dict[str, tuple[int, int]] = {}  # each flow's copied and skipped, last beat
+        self.progress = planning.ProgressOf()
+        self.progress_sent = (None, 0.0)  # the progress last sent, and when
 
     # --- the thread -------------------------------------------------------------------------
 
@@ -376,18 +379,19 @@ class LinkRunner:
             pipe.publish(control.slots_wake_channel(self.engine.id), b"")
         return assignments
 
-    def send(self, pipe: redis.client.Pipeline, handing: dict[int, str] | None) -> None:
-        """Send what `pipe` holds; `handing`: the assignments in it."""
+    def send(self, pipe: redis.client.Pipeline, handing: dict[int, str] | None) -> bool:
+        """Send what `pipe` holds; `handing`: the assignments in it. Whether it was sent."""
         try:
             pipe.execute()
         except redis.RedisError as exc:
             log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
             if handing is not None:
                 self.trouble["redis"] = f"Redis does not answer: {exc}"
-        else:
-            if handing is not None:
-                self.trouble.pop("redis", None)
-                self.handed_out = handing
+            return False
+        if handing is not None:
+            self.trouble.pop("redis", None)
+            self.handed_out = handing
+        return True
 
     def grow_mirror_topics(self) -> None:
         """Give each mirror topic the partitions its source has gained, before copying them."""
@@ -424,9 +428,7 @@ class LinkRunner:
     def restart_if_stuck(self, reports: list[dict | None]) -> None:
         """Behind its source with nothing written for STUCK_S: the link's copiers start
         again (their partitions resume from the destination)."""
-        _, behind, last_write, _ = planning.mirror_progress(
-            reports, self.watch.high_watermarks, self.mirrors
-        )
+        _, behind, last_write, _ = self.progress(reports, self.watch.high_watermarks, self.mirrors)
         since = max(last_write / 1000, self.restarted)
         if behind and time.time() - since > STUCK_S:
             self.trouble["stuck"] = (
@@ -522,7 +524,7 @@ class LinkRunner:
         assignments with them)."""
         now = time.time()
         reports = list(reports)
-        progress, behind, last_write, copier_errors = planning.mirror_progress(
+        progress, behind, last_write, copier_errors = self.progress(
             reports, self.watch.high_watermarks, self.mirrors
         )
         moved = self.count(reports)
@@ -564,9 +566,13 @@ class LinkRunner:
         }
         pipe = self.engine.redis.pipeline()  # heartbeat and progress together
         handing = self.queue_assignments(pipe) if assignments else None
-        pipe.set(control.progress_key(self.link_id), json.dumps(progress))
+        sent, sent_at = self.progress_sent
+        resend = progress is not sent or now - sent_at > PROGRESS_AGAIN_S
+        if resend:
+            pipe.set(control.progress_key(self.link_id), json.dumps(progress))
         pipe.set(control.heartbeat_key(self.link_id), json.dumps(heartbeat))
-        self.send(pipe, handing)
+        if self.send(pipe, handing) and resend:
+            self.progress_sent = (progress, now)
 
     def holdings(self) -> list[int]:
         return [len(held) for held in self.assigned]

@@ -88,6 +88,7 @@ class SlotTask:
         self.copiers: dict[str, Running] = {}
         self.failures: dict[str, Failures] = {}
         self.wanted: dict[str, dict] = {}  # link -> its assignment in this epoch
+        self.read: dict[bytes, dict] = {}  # each link's assignment as sent, and as parsed
         self.last_contact = time.monotonic()
         self.ended = False
         self.next_beat = 0.0
@@ -169,12 +170,13 @@ class SlotTask:
             self.ended = True
             return
         self.last_contact = now
-        wanted = {}
-        for link, raw in assignments.items():
-            assignment = json.loads(raw)
-            if assignment.get("epoch") == self.epoch:
-                wanted[link.decode()] = assignment
-        self.wanted = wanted
+        # Parsed only when it changed: a link of thousands of partitions sends a long one.
+        self.read = {raw: self.read.get(raw) or json.loads(raw) for raw in assignments.values()}
+        self.wanted = {
+            link.decode(): self.read[raw]
+            for link, raw in assignments.items()
+            if self.read[raw].get("epoch") == self.epoch
+        }
 
     def tend(self, now: float) -> None:
         """Bring the copiers in line with the assignments: hand each its link's, stop those of

@@ -23,7 +23,7 @@ from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 TIMEOUT_S = 15.0  # of its admin's requests
 EVERY_S = 1.0  # while the source changes
 QUIET_EVERY_S = 5.0  # once it has not for QUIET_AFTER_S (a new topic to watch is read at once),
-QUIET_PARTITIONS = 2_500  # and 5 s more for each this many partitions beyond the first ones:
+QUIET_PARTITIONS = 1_000  # and 5 s more for each this many partitions beyond the first ones:
 # a read of 10,000 partitions' ends took the driver half a second of CPU. A link whose copiers
 # write asks for a read at once (`Watcher.ask`), so a source that wakes up is seen within a beat.
 QUIET_AFTER_S = 10.0

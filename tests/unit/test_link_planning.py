@@ -94,6 +94,21 @@ def test_progress_is_per_mirror_partition_with_the_sources_high_watermark():
     assert errors == ["slot 2: broker gone"]
 
 
+def test_progress_is_made_again_only_when_a_report_the_ends_or_the_mirrors_are_replaced():
+    def report(read_upto: int) -> dict:
+        partition = {"run": [0, 0], "translated": True, "read_upto": read_upto, "next_source": 0}
+        return {"slot": 0, "last_write_ms": 1, "error": "", "partitions": {"0/m": partition}}
+
+    progress_of = planning.ProgressOf()
+    reports, ends, mirrors = [report(5), None], {("s", 0): 9}, {"m": "s"}
+    first = progress_of(reports, ends, mirrors)
+    assert first[1] is True  # read up to 5 of 9
+    assert progress_of(list(reports), ends, mirrors) is first  # the same objects again
+    assert progress_of([report(9), None], ends, mirrors)[1] is False
+    assert progress_of([report(9), None], {("s", 0): 12}, mirrors)[0]["m"]["0"]["source_hw"] == 12
+    assert progress_of(reports, ends, {"m": "other"})[0]["m"]["0"]["source_hw"] == -1
+
+
 def test_a_new_partition_goes_to_the_slot_holding_fewest_of_every_links_partitions():
     a0, a1 = ("a", "id", 0), ("a", "id", 1)
     # Slot 0 holds three partitions of other links, slot 1 one: both new ones go to slot 1
