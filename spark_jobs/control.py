@@ -33,6 +33,22 @@ import redis
 from cryptography.fernet import Fernet, InvalidToken
 
 SPEC_ENV = "ISTHMUS_ENGINE_SPEC"
+# A process's connections to Redis: its threads (a runner for each link) wait for one rather
+# than fail (redis-py's own pool refuses a request beyond its 100 connections at once).
+CONNECTIONS = 32
+CONNECTION_WAIT_S = 10.0
+
+
+def client(url: str, timeout: float) -> redis.Redis:
+    """A Redis client for many threads; `timeout` bounds each request."""
+    pool = redis.BlockingConnectionPool.from_url(
+        url,
+        max_connections=CONNECTIONS,
+        timeout=CONNECTION_WAIT_S,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+    )
+    return redis.Redis(connection_pool=pool)
 
 
 # --- per link -------------------------------------------------------------------------------

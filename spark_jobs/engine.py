@@ -83,9 +83,7 @@ class Engine:
         self.spec = spec
         self.id, self.key = spec["engine"], spec["key"]
         self.pid = os.getpid()
-        self.redis = redis.Redis.from_url(
-            spec["redis_url"], socket_timeout=2, socket_connect_timeout=2
-        )
+        self.redis = control.client(spec["redis_url"], 2)
         self.sc = None
         self.slots: list[SlotJob] = []
         self.reports: list[dict | None] = []

@@ -82,9 +82,7 @@ class SlotTask:
     def __init__(self, spec: dict, number: int, epoch: str):
         self.engine, self.key = spec["engine"], spec["key"]
         self.number, self.epoch = number, epoch
-        self.redis = redis.Redis.from_url(
-            spec["redis_url"], socket_timeout=1, socket_connect_timeout=1
-        )
+        self.redis = control.client(spec["redis_url"], 1)
         self.copiers: dict[str, Running] = {}
         self.failures: dict[str, Failures] = {}
         self.wanted: dict[str, dict] = {}  # link -> its assignment in this epoch
