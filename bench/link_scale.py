@@ -18,6 +18,7 @@ Writes var/bench/link-scale.json and its section of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from spark_jobs import translation
 
 from . import cluster, document, mm2, procs, sections
@@ -59,9 +60,16 @@ def _mirrors(sources: list[str]) -> dict[str, str]:
     return {_mirror(s): s for s in sources}
 
 
+@functools.cache
+def _destination() -> KafkaAdmin:
+    """One client for every look (50 a second): with a new one each, a new link's measured
+    first record varied from 0.7 to 4 s; with one, 12 links in a row took 0.95-1.03 s."""
+    return cluster.admin(DESTINATION)
+
+
 def _landed(topics: list[str], at_least: int = 1) -> bool:
     try:
-        ends = cluster.admin(DESTINATION).offsets([(t, 0) for t in topics])
+        ends = _destination().offsets([(t, 0) for t in topics])
     except KafkaAdminError:  # a topic not there yet
         return False
     return all(ends[t, 0] >= at_least for t in topics)
@@ -376,7 +384,18 @@ worker per copier slot) or of MirrorMaker 2's JVM; CPU is their share of one cor
 preloaded), each engine timed from its start to the last record: Isthmus {isthmus:,.0f} records/s
 ({a["isthmus_s"]:.1f} s, its cold start included; {warm:,.0f} records/s after it), MirrorMaker 2
 with the same {a["links"]} flows in one process {mm2_rate:,.0f} records/s ({a["mm2_s"]:.1f} s):
-{isthmus / mm2_rate:.2f}×.
+{isthmus / mm2_rate:.2f}×. Isthmus's time includes its cold start, which varies most between runs
+(5.4-8.4 s on 2026-11-29, when this row read 1.35× and 0.98×).
+
+Where a new link's first second goes (12 links added one after the other beside 200 idle ones,
+the engine's log against the moment each was published): the engine's runner starts within
+0.01 s, hands out its partition at 0.05 s, the copier copies from 0.4 s (its slot woken, its
+producer made), and the record lands at 0.95-1.03 s: the rest is the shared reader's fetch in
+flight, which a new partition joins only after (at most `fetch.wait.max.ms`, 500 ms). Beyond 100
+links the runners' reports had failed with redis-py's "Too many connections" (its pool's
+in redis-py 8 holds at most 100 connections, and 200 links' runners report together), and the
+engine's idle CPU at 200 links read 30-45% with it: the engine and its slots now share a
+blocking pool of 32 connections (12-13% in three runs of 30 s).
 
 What a link costs. In each copier slot it has partitions in, a link holds a copier thread and
 its own idempotent producer (its fencing and its purge on a reset are its own); it reads through

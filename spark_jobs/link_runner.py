@@ -114,6 +114,7 @@ class LinkRunner:
         self.restarted = time.time()  # when its copiers last (re)started
         self.pending: list[tuple[int, int]] = []  # (generation, version) to acknowledge
         self.handed_out: dict[int, str] = {}  # the assignments last published, by slot
+        self.encodings: dict[int, tuple[tuple, dict, str]] = {}  # see `encoded`
         self.planned: tuple | None = None
         # Reporting.
         self.counted: planning.Counted = {}
@@ -361,15 +362,7 @@ class LinkRunner:
         """Add each started slot's partitions to `pipe`, and a wake when they changed; what
         is handed out once it is sent."""
         assignments = {
-            slot: json.dumps(
-                {
-                    "epoch": self.epochs[slot],
-                    "version": self.version,
-                    "digest": self.digest,
-                    "incarnation": self.incarnation,
-                    "partitions": list(held.values()),
-                }
-            )
+            slot: self.encoded(slot, held)
             for slot, held in enumerate(self.assigned)
             if self.epochs[slot]  # else the slot has not started yet
         }
@@ -378,6 +371,23 @@ class LinkRunner:
         if assignments != self.handed_out:
             pipe.publish(control.slots_wake_channel(self.engine.id), b"")
         return assignments
+
+    def encoded(self, slot: int, held: dict) -> str:
+        """A slot's assignment as sent, encoded again only when it changed (at 5,000
+        partitions a slot, encoding both each beat was most of an idle driver's work). `held`
+        is replaced, or the plan's version raised, whenever it changes."""
+        basis = (self.epochs[slot], self.version, self.digest, self.incarnation)
+        last = self.encodings.get(slot)
+        if last is None or last[0] != basis or last[1] is not held:
+            assignment = {
+                "epoch": basis[0],
+                "version": basis[1],
+                "digest": basis[2],
+                "incarnation": basis[3],
+                "partitions": list(held.values()),
+            }
+            last = self.encodings[slot] = (basis, held, json.dumps(assignment))
+        return last[2]
 
     def send(self, pipe: redis.client.Pipeline, handing: dict[int, str] | None) -> bool:
         """Send what `pipe` holds; `handing`: the assignments in it. Whether it was sent."""
