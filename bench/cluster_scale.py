@@ -410,17 +410,30 @@ took 198 s against MM2's 30.5 s (6.5×). What bounds it now is the destination b
 partition is copied once its leader answers (the engine hands each out as it does, every
 0.2 s), and this machine's one broker opens and leads 2,000 new partitions over 8 to 25 s,
 slower the busier the machine is (the link's syncers, the runner's polls for leaders and the
-bench's own checks ask the same broker meanwhile); MirrorMaker 2 waits for the same. Over the
-runs of 2026-11-28/29 at 2,000 partitions: MirrorMaker 2 16.0-30.2 s, Isthmus 13.9-26.8 s,
-0.52-1.68× (the table shows the last). At 10,000 partitions two more things count. The bulk
-creation hands the engine its mirrors only once the broker shows every new topic (38 s of the
-139 s: the broker shows a request's topics only once it has opened all their partitions);
-handing over each request's mirrors as they appear is what is left. Idle, each slot's reader
-asks for all its 5,000 partitions in each fetch, twice a second (librdkafka has no incremental
-fetch sessions: about 3.4% of a core a slot), and the driver reads the source's 10,000 ends
-every 20 s and parses the slots' reports when they change; a profile before the last changes
-(48% of a core idle) found the driver's watch of the source ends and the slots' position notes
-the largest parts, both since made rarer.
+bench's own checks ask the same broker meanwhile); MirrorMaker 2 waits for the same, so half
+its time is out of reach. Over the runs of 2026-11-28/29 at 2,000 partitions: MirrorMaker 2
+16.0-30.2 s, Isthmus 13.9-26.8 s, 0.52-1.68× (the table shows the last).
+
+At 10,000 partitions Isthmus's time includes making its 10,000 partitions (the broker's 36-80
+s of work), MirrorMaker 2's does not (it is given them, see below). Automatic mirrors are made
+a controller request's worth at a time (about 450 topics of 10 partitions), each request's
+handed to the engine as soon as the broker shows its topics, so the first ones copy while the
+broker opens the rest; before that, every mirror waited for the last topic (38 s of 139 s).
+Runs on 2026-11-29: MirrorMaker 2 97.5, 147.7 and 178.4 s; Isthmus 151.0 and 152.4 s beside
+them, 93.9 s on a quiet machine (MirrorMaker 2 not run).
+
+Idle at 10,000 partitions, a profile (py-spy, and `top` per process, 20 s): each slot about
+6% of a core, the driver 3.5%, the JVM 0.3%. In a slot, Python takes about 1% (positions
+noted every 10 s, a copier's report built again every 25 s); the rest is librdkafka's: one
+bare consumer of 5,000 idle partitions with the reader's settings uses 2.3% of a core alone
+(it asks for every partition in each fetch, twice a second: librdkafka has no incremental
+fetch sessions), beside the link's producer and admin clients. A slot also reads its
+assignments (every partition's entry) from Redis once a second, with its epoch. In the
+driver, encoding each slot's assignment at every beat was two thirds of its Python time;
+it is now encoded only when it changes. So the 5% target is out of reach while a slot's
+reader fetches every idle partition twice a second; a longer fetch wait would lower it and
+delay every new partition by as much (a new link's first record is 1 s now, half of it that
+wait).
 
 {_console_section(console)}
 
