@@ -62,7 +62,7 @@ def run(count: int) -> dict:  # noqa: C901
     from replication import approvals, audit, lag, read_only, streams
     from replication.connections import cluster_admin
     from replication.links import create_link
-    from replication.mirrors import create_mirror
+    from replication.mirrors import create_mirrors
     from replication.models import MirrorTopic
 
     system = audit.Actor.system("bench")
@@ -99,8 +99,7 @@ def run(count: int) -> dict:  # noqa: C901
         link.approvals_required = 0
         link.save(update_fields=["approvals_required"])
         started = time.monotonic()
-        for name in names:
-            create_mirror(system, link, name)
+        create_mirrors(system, link, names)  # as the API or a script asks for many at once
         made_s = time.monotonic() - started
         log(f"Made {count} mirrors in {made_s:.1f} s; copying them")
         mirrors = list(link.mirrors.select_related("link", "destination"))
@@ -143,6 +142,8 @@ def run(count: int) -> dict:  # noqa: C901
 
 def section(r: dict) -> str:
     verdict = "within" if r["failover_seconds"] <= TARGET_S else "over"
+    made_s = r["make_mirrors_seconds"]
+    made = "within" if made_s <= TARGET_S else "over"
     return f"""## Failing over every mirror of a link at once
 
 `python -m bench.bulk_failover` ({r["when"]}, {r["cpu"]}): {r["mirrors"]:,} mirror topics
@@ -153,12 +154,13 @@ the beat finish them.
 
 | what | seconds |
 | --- | ---: |
-| make the {r["mirrors"]:,} mirror topics, one `create_mirror` each | {r["make_mirrors_seconds"]} |
+| make the {r["mirrors"]:,} mirror topics in one request (`create_mirrors`) | {made_s} |
 | their first copy | {r["copy_seconds"]} |
 | the failover's submit (dry run of all, each begun) | {r["submit_seconds"]} |
 | **from the submit until every mirror is STOPPED (writable)** | **{r["failover_seconds"]}** |
 
-{verdict.capitalize()} the {TARGET_S} s target for 1,000 mirrors.
+The failover: {verdict} the {TARGET_S} s target for 1,000 mirrors; their creation in bulk: {made}
+it (the target for 1,000 mirrors made at once, all or nothing).
 """
 
 

@@ -419,8 +419,10 @@ s of work), MirrorMaker 2's does not (it is given them, see below). Automatic mi
 a controller request's worth at a time (about 450 topics of 10 partitions), each request's
 handed to the engine as soon as the broker shows its topics, so the first ones copy while the
 broker opens the rest; before that, every mirror waited for the last topic (38 s of 139 s).
-Runs on 2026-11-29: MirrorMaker 2 97.5, 147.7 and 178.4 s; Isthmus 151.0 and 152.4 s beside
-them, 93.9 s on a quiet machine (MirrorMaker 2 not run).
+Runs on 2026-11-29: MirrorMaker 2 97.5, 147.7 and 178.4 s, and once not done after 12 min
+(its fetches from the source broker cancelled as disconnected, again and again: stopped);
+Isthmus 151.0 and 152.4 s in the same runs, 93.9 and 139.2 s in runs of its own. Idle, the
+engine took 16.7-17.9% of a core in four runs.
 
 Idle at 10,000 partitions, a profile (py-spy, and `top` per process, 20 s): each slot about
 6% of a core, the driver 3.5%, the JVM 0.3%. In a slot, Python takes about 1% (positions
