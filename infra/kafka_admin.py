@@ -75,6 +75,11 @@ class KafkaAdminError(Exception):
         self.code = code
 
 
+class Unreachable(KafkaAdminError):
+    """The cluster did not answer (down, out of reach, or the login failed): any request to it
+    fails alike, whatever it asks for."""
+
+
 class InvalidClientConfig(KafkaAdminError):
     """librdkafka refuses a client setting (e.g. an unknown property, a missing CA file)."""
 
@@ -163,6 +168,13 @@ class NewTopicSpec:
 # ("excessively large batch operation"): a new topic writes one, and one for each of its
 # partitions and configs. 1,000 topics of 10 partitions are 11,000.
 MAX_RECORDS_PER_REQUEST = 5_000
+# What a client says when the cluster as a whole does not answer (a failed login included).
+_UNREACHABLE = {
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._AUTHENTICATION,
+}
 
 
 def topic_batches(topics: list[NewTopicSpec]) -> Iterator[list[NewTopicSpec]]:
@@ -330,13 +342,10 @@ class KafkaAdmin:
         hint = ""
         if error and error.code() == KafkaError._AUTHENTICATION:
             hint = " Check the SASL/SSL settings and credentials in the client config."
-        elif error is None or error.code() in (
-            KafkaError._TRANSPORT,
-            KafkaError._TIMED_OUT,
-            KafkaError._ALL_BROKERS_DOWN,
-        ):
+        elif error is None or error.code() in _UNREACHABLE:
             hint = " Check that the brokers are running and that bootstrap.servers is right."
-        return KafkaAdminError(
+        whole = error is None or error.code() in _UNREACHABLE  # None: the request timed out
+        return (Unreachable if whole else KafkaAdminError)(
             f"Could not {doing} at {self.bootstrap}: {detail}.{hint}",
             code=error.code() if error else None,
         )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, Unreachable
 
 TIMEOUT_S = 15.0  # of its admin's requests
 EVERY_S = 1.0  # while the source changes
@@ -136,16 +136,20 @@ class SourceWatch:
             self._asked.clear()
 
     def _read(self, watchers: list[Watcher]) -> int:
-        """One round for every watcher, in one read of all their parts; when that fails (a
-        partition without a leader, a topic refused), a read of each part on its own, so that
-        one link's trouble is its own. How many partitions it read."""
+        """One round for every watcher, in one read of all their parts; when the source
+        answers but refuses that (a partition without a leader, a topic refused), a read of
+        each part on its own, so that one link's trouble is its own. How many partitions it
+        read."""
         topics = sorted(set().union(*(w.topics for w in watchers)))
         partitions = sorted({tp for w in watchers for tp in w.partitions})
         try:
             counts, watermarks = self._ends(topics, partitions)
         except KafkaAdminError as exc:
-            if len(watchers) == 1:
-                watchers[0].error = str(exc)
+            if len(watchers) == 1 or isinstance(exc, Unreachable):
+                # A source that does not answer fails each link's read alike (each after its
+                # whole timeout): read once, said to all.
+                for watcher in watchers:
+                    watcher.error = str(exc)
             else:
                 for watcher in watchers:
                     self._read([watcher])

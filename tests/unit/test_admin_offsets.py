@@ -13,6 +13,7 @@ from infra.kafka_admin import (
     KafkaAdmin,
     KafkaAdminError,
     NewTopicSpec,
+    Unreachable,
     topic_batches,
 )
 
@@ -50,9 +51,16 @@ def test_an_end_the_leader_did_not_give_is_asked_again_then_refused(monkeypatch)
     moving = admin([OFFSET_INVALID, 42])
     assert moving.offsets([("t", 0)]) == {("t", 0): 42}
     gone = admin([])
-    with pytest.raises(KafkaAdminError, match="partition 0's leader gave none"):
+    with pytest.raises(KafkaAdminError, match="partition 0's leader gave none") as refused:
         gone.offsets([("t", 0)], "earliest")
     assert gone._client.asked == 5
+    assert not isinstance(refused.value, Unreachable)  # the cluster answered
+
+
+def test_a_cluster_that_does_not_answer_is_unreachable_not_a_refusal():
+    nowhere = KafkaAdmin({"bootstrap.servers": "127.0.0.1:9", "log_level": 0}, timeout=1)
+    with pytest.raises(Unreachable, match="Check that the brokers are running"):
+        nowhere.describe_topics(["t"])
 
 
 def test_a_time_with_no_record_after_it_is_an_answer():

@@ -3,11 +3,12 @@ every link's topics in two requests, and each link sees (and is woken for) only 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from types import SimpleNamespace
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_admin import KafkaAdminError, Unreachable
 from spark_jobs import source_watch
 
 
@@ -23,8 +24,10 @@ class Source:
     def describe_topics(self, names):
         names = list(names)
         self.requests.append(("describe", names))
-        if self.down or "refused" in names:
-            raise KafkaAdminError("the source does not answer")
+        if self.down:
+            raise Unreachable("the source does not answer")
+        if "refused" in names:
+            raise KafkaAdminError("the source refuses topic 'refused'")
         return {n: SimpleNamespace(partitions=self.topics[n]) for n in names if n in self.topics}
 
     def offsets(self, partitions):
@@ -40,10 +43,18 @@ def until(check, timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
-def test_links_on_one_source_share_each_round_and_see_only_their_own_topics():
-    admin = Source({"a": 2, "b": 1})
+@contextlib.contextmanager
+def watching(admin: Source):
     watch = source_watch.SourceWatch(admin)
     try:
+        yield watch
+    finally:
+        watch.stop()
+
+
+def test_links_on_one_source_share_each_round_and_see_only_their_own_topics():
+    admin = Source({"a": 2, "b": 1})
+    with watching(admin) as watch:
         woken_a, woken_b = threading.Event(), threading.Event()
         first, second = watch.join(woken_a), watch.join(woken_b)
         first.watch(["a"], [("a", 0), ("a", 1)])
@@ -66,14 +77,11 @@ def test_links_on_one_source_share_each_round_and_see_only_their_own_topics():
             ("describe", ["a", "b"]),
             ("offsets", [("a", 0), ("a", 1), ("b", 0)]),
         ]
-    finally:
-        watch.stop()
 
 
 def test_a_link_that_left_is_not_read_and_an_empty_watch_asks_nothing():
     admin = Source({"a": 1, "b": 1})
-    watch = source_watch.SourceWatch(admin)
-    try:
+    with watching(admin) as watch:
         first, second = watch.join(threading.Event()), watch.join(threading.Event())
         first.watch(["a"], [("a", 0)])
         second.watch(["b"], [("b", 0)])
@@ -89,33 +97,30 @@ def test_a_link_that_left_is_not_read_and_an_empty_watch_asks_nothing():
         watch.ask()
         time.sleep(0.2)
         assert admin.requests == []
-    finally:
-        watch.stop()
 
 
 def test_a_source_that_fails_its_reads_is_the_problem_of_every_link_on_it():
-    admin = Source({"a": 1})
+    admin = Source({"a": 1, "b": 1})
     admin.down = True
-    watch = source_watch.SourceWatch(admin)
-    try:
+    with watching(admin) as watch:
         first, second = watch.join(threading.Event()), watch.join(threading.Event())
         first.watch(["a"], [("a", 0)])
-        until(lambda: first.problem())
+        second.watch(["b"], [("b", 0)])
+        until(lambda: first.problem() and second.problem())
         assert "does not answer" in first.problem() == second.problem()
         assert first.counts == {}
-    finally:
-        watch.stop()
+        # Asked once a round for both links, not once more for each (each read of a source
+        # that does not answer waits its whole timeout).
+        asked = [names for kind, names in admin.requests if kind == "describe"]
+        assert asked and all(names == ["a", "b"] for names in asked)
 
 
 def test_one_links_part_that_cannot_be_read_is_that_links_problem_alone():
     admin = Source({"a": 1, "refused": 1})
-    watch = source_watch.SourceWatch(admin)
-    try:
+    with watching(admin) as watch:
         good, bad = watch.join(threading.Event()), watch.join(threading.Event())
         good.watch(["a"], [("a", 0)])
         bad.watch(["refused"], [("refused", 0)])
         until(lambda: good.counts and bad.problem())
         assert good.problem() == "" and good.counts == {"a": 1}
         assert "does not answer" in bad.problem()
-    finally:
-        watch.stop()
