@@ -188,15 +188,16 @@ def grow_mirror(mirror: MirrorTopic, admin: KafkaAdmin, partitions: int, has: in
     if has < partitions:
         admin.create_partitions(mirror.mirror_topic, partitions)
     mirror.num_partitions = partitions
-    mirror.save(update_fields=["num_partitions"])
+    with transaction.atomic():  # the record and its audit are seen together or not at all
+        mirror.save(update_fields=["num_partitions"])
+        audit.record(
+            _SYNCER,
+            "mirror.grow",
+            f"mirror {mirror.mirror_topic}",
+            before=before,
+            after=snapshot(mirror),
+        )
     log.info("Grew mirror topic %s to %d partitions", mirror.mirror_topic, partitions)
-    audit.record(
-        _SYNCER,
-        "mirror.grow",
-        f"mirror {mirror.mirror_topic}",
-        before=before,
-        after=snapshot(mirror),
-    )
 
 
 def sync_from_source(
