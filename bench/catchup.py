@@ -15,7 +15,7 @@ from infra.kafka_admin import KafkaAdminError
 from . import cluster, procs
 from .engine import Engine
 
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.1
 SETTLE_SECONDS = 5.0  # after the copy, before the idle window: the copy's tail (acks, commits)
 ADD_POLL_SECONDS = 0.05
 ADD_TIMEOUT = 60.0
@@ -56,7 +56,7 @@ class CopyResult:
     bytes: int
     prepare_seconds: float  # the destination topics made
     startup_seconds: float  # process start to the first record on the destination
-    copy_seconds: float  # first record on the destination to the last
+    copy_seconds: float  # first record on the destination to the last (see _copy)
     cpu_seconds: float  # the engine's processes, during the copy time only
     python_cpu_seconds: float  # of which in Python processes
     startup_cpu_seconds: float  # process start to the first record
@@ -73,9 +73,6 @@ class CopyResult:
 
     def mib_per_sec(self) -> float:
         return self.bytes / self.copy_seconds / 2**20
-
-    def total_seconds(self) -> float:
-        return self.startup_seconds + self.copy_seconds
 
     def cold_start_seconds(self) -> float:
         """Mirror creation (its topics made, the engine started) to its first record."""
@@ -96,6 +93,22 @@ class _Copy:
     broker_cpu: float | None
 
 
+@dataclass(frozen=True)
+class _Look:
+    """What the engine, the brokers and the machine had used when a look at the copy began."""
+
+    at: float
+    cpu: float
+    python: float
+    machine: tuple
+    brokers: float | None
+
+    @classmethod
+    def now(cls, sampler: procs.TreeSampler, brokers: list[int]) -> _Look:
+        at, cpu = time.monotonic(), sampler.cpu_seconds()
+        return cls(at, cpu, sampler.python, psutil.cpu_times(), procs.cpu_of(brokers))
+
+
 def _check(engine: Engine, proc: subprocess.Popen) -> None:
     if proc.poll() is not None:
         raise RuntimeError(f"{engine.name} exited with {proc.returncode}; see its log")
@@ -111,36 +124,38 @@ def _copy(
     started: float,
     timeout: float,
 ) -> _Copy:
-    """Wait until every destination partition in `want` is copied to its source's end."""
+    """Wait until every destination partition in `want` is copied to its source's end. The copy
+    is timed from the last look that saw nothing copied (a look that failed must not hide the
+    copy's start) to the answer of the look that saw the last (the copy may have ended while
+    it was asked): a slow or failed look makes a copy look slower, never faster."""
     brokers = cluster.stack_pids()
+    total = sum(want.values())
+    empty = _Look.now(sampler, brokers)
     first = None
     while True:
-        now = time.monotonic()
-        if first is None:  # sampled before the look: the copy may start during it
-            cpu_first, python_first = sampler.cpu_seconds(), sampler.python
-            machine_first, brokers_first = psutil.cpu_times(), procs.cpu_of(brokers)
+        look = _Look.now(sampler, brokers)
         ends = engine.copied(list(want))
         copied = sum(ends.values())
-        if first is None and copied > 0:
-            first = now
+        if first is None and ends and copied == 0:
+            empty = look
+        elif first is None and copied > 0:
+            first = empty
         if first is not None and all(ends.get(k, 0) >= end for k, end in want.items()):
-            cpu, python = sampler.cpu_seconds(), sampler.python
-            brokers_done = procs.cpu_of(brokers)
+            done = _Look.now(sampler, brokers)
             return _Copy(
-                startup=first - started,
-                # A copy done within one poll has no measurable span: count one interval.
-                seconds=max(now - first, POLL_SECONDS),
-                cpu=cpu - cpu_first,
-                python_cpu=python - python_first,
-                startup_cpu=cpu_first,
-                busy=procs.busy(machine_first, psutil.cpu_times()),
-                broker_cpu=procs.used(brokers_first, brokers_done),
+                startup=first.at - started,
+                # A copy done within one look has no measurable span: count one interval.
+                seconds=max(done.at - first.at, POLL_SECONDS),
+                cpu=done.cpu - first.cpu,
+                python_cpu=done.python - first.python,
+                startup_cpu=first.cpu,
+                busy=procs.busy(first.machine, done.machine),
+                broker_cpu=procs.used(first.brokers, done.brokers),
             )
         _check(engine, proc)
-        if now - started > timeout:
-            records = sum(want.values())
+        if look.at - started > timeout:
             raise RuntimeError(
-                f"{engine.name} copied {copied:,} of {records:,} records in {timeout:.0f} s"
+                f"{engine.name} copied {copied:,} of {total:,} records in {timeout:.0f} s"
             )
         time.sleep(POLL_SECONDS)
 

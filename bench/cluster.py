@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import subprocess
@@ -46,7 +47,10 @@ def stack_pids(names: tuple[str, ...] = ("source", "destination")) -> list[int]:
     return [json.loads((run / f"{name}.pid").read_text())["pid"] for name in names]
 
 
+@functools.cache
 def admin(bootstrap: str) -> KafkaAdmin:
+    """One client per cluster for the bench's whole run: a new one per look at a copy took
+    its own connection and metadata, and failed now and then on topics just made."""
     return KafkaAdmin({"bootstrap.servers": bootstrap}, timeout=30)
 
 

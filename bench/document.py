@@ -354,7 +354,7 @@ MirrorMaker 2 and with the raw client limit, on the dev stack's two single-broke
   them to a topic of {r.partitions} partitions on the destination (same producer settings), then
   {r.clients} processes of confluent-kafka producers (`bench/rdproduce.py`: librdkafka, the
   copier's client, with the same batching, idempotent as the Java producer is by default) do the
-  same; each timed like a copy, from the first record seen on the destination to the last. The
+  same; each timed like a copy. The
   faster of the two is the write limit. {r.clients} `kafka-consumer-perf-test`s, each in its own
   group, read the whole source topic (their `fetch.*` rates, which leave out the group join,
   summed). A copy reads and writes each record, so the limit is the slower of reading and
@@ -365,9 +365,10 @@ MirrorMaker 2 and with the raw client limit, on the dev stack's two single-broke
   `bench.catchup.isthmus`; one preload serves both. MM2 runs first, then Isthmus, never together.
   The destination topics are made beforehand with the same partition count. The copy is done when
   every destination partition's end offset equals the source's, read with the Admin API every
-  0.2 s. *Copy time* runs from the first record seen on the destination to the last; throughput
-  is records (and value bytes, MiB = 2^20 B) over the copy time, and *CPU s per GiB* the
-  engine's CPU seconds in the copy time over the GiB copied.
+  0.1 s. *Copy time* runs from the last look that saw no record copied to the answer of the
+  look that saw the last (a slow or failed look can make a copy look slower, never faster);
+  throughput is records (and value bytes, MiB = 2^20 B) over the copy time, and *CPU s per GiB*
+  the engine's CPU seconds in the copy time over the GiB copied.
 - **Many partitions.** {r.many_topics} source topics × {r.many_partitions} partitions, holding
   {many_mib:,.0f} MiB in all (written by one confluent-kafka producer), copied by one engine run:
   one Isthmus link with {r.many_topics} mirrors, one MM2 flow whose topic list names them all;

@@ -18,6 +18,7 @@ import psutil
 from infra.kafka_admin import KafkaAdminError
 
 from . import cluster, procs
+from .catchup import POLL_SECONDS
 from .cluster import KAFKA_RUN, ROOT, WORK, log
 
 # The producer batching the Isthmus copier uses (linger a few ms, 1 MB batches); with the Java
@@ -27,7 +28,6 @@ PRODUCER = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER = "org.apache.kafka.tools.ConsumerPerformance"
 JAVA_PRODUCER = "producer-perf-test"
 RD_PRODUCER = "confluent-kafka producer"
-POLL_SECONDS = 0.2  # as the catch-up reads the destination's ends
 
 
 @dataclass(frozen=True)
@@ -137,9 +137,8 @@ def produce(
 ) -> Limit:
     """`clients` producers of `tool` at once, unthrottled, writing `records` in all.
 
-    Measured from outside, as the copies are: from the first record seen on the topic to the
-    last, reading its partitions' end offsets every 0.2 s (this leaves out the clients' startup,
-    as the copy time leaves out the engines')."""
+    Measured from outside, as the copies are, reading the topic's end offsets (see `_watch`:
+    this leaves out the clients' startup, as the copy time leaves out the engines')."""
     command, rate_of = TOOLS[tool]
     names = [f"{tool.split()[0]}-{topic}-{i}" for i in range(clients)]
     base = _count(bootstrap, {topic: partitions})  # before they start: fast ones write at once
@@ -181,32 +180,40 @@ def _watch(
     samplers: list[procs.TreeSampler],
 ) -> tuple[float, float, float | None, float]:
     """Wait until the topics hold `records` more records than `base` (what they held before the
-    clients started); returns the span from the first to the last record, the machine's busy
-    share, the brokers' and the clients' CPU."""
+    clients started); timed like a copy (see catchup._copy). Returns the span, the machine's
+    busy share, the brokers' and the clients' CPU over it."""
     client = cluster.admin(bootstrap)
     keys = [(t, p) for t, n in topics.items() for p in range(n)]
     brokers = cluster.stack_pids()
-    first = None
+
+    def now() -> tuple:
+        cpu = sum(s.cpu_seconds() for s in samplers)
+        return time.monotonic(), psutil.cpu_times(), procs.cpu_of(brokers), cpu
+
+    empty, first = now(), None
     while True:
-        now = time.monotonic()
         ended = all(p.poll() == 0 for p in started)  # before the count: it may end meanwhile
+        look = now()
         try:
             written = sum(client.offsets(keys).values()) - base
         except KafkaAdminError:
-            written = 0
-        if first is None and written > 0:
-            first = now
-            machine0, brokers0 = psutil.cpu_times(), procs.cpu_of(brokers)
-            clients0 = sum(s.cpu_seconds() for s in samplers)
-        if written >= records:
-            busy = procs.busy(machine0, psutil.cpu_times())
-            broker_cpu = procs.used(brokers0, procs.cpu_of(brokers))
-            client_cpu = sum(s.cpu_seconds() for s in samplers) - clients0
-            return max(now - first, POLL_SECONDS), busy, broker_cpu, client_cpu
+            written = None  # not known this time: a topic just made again
+        if first is None and written == 0:
+            empty = look
+        elif first is None and written:
+            first = empty
+        if first is not None and written is not None and written >= records:
+            at, machine, broker_cpu, client_cpu = now()
+            return (
+                max(at - first[0], POLL_SECONDS),
+                procs.busy(first[1], machine),
+                procs.used(first[2], broker_cpu),
+                client_cpu - first[3],
+            )
         failed = [p for p in started if p.poll() not in (None, 0)]
         if failed:
             raise RuntimeError(f"a producer exited with {failed[0].returncode}; see its log")
-        if ended and written < records:
+        if ended and written is not None and written < records:
             raise RuntimeError(f"the producers ended with {written:,} of {records:,} written")
         time.sleep(POLL_SECONDS)
 
