@@ -387,13 +387,14 @@ class Copier:
         if held and time.monotonic() - self.holds_checked >= HOLD_CHECK_S:
             self.release(held)
         quiet = self.empty_polls >= QUIET_POLLS and not held
-        first = self.consumer.poll(max(wait, 0.001) if quiet else min(WAIT_S, max(wait, 0.001)))
-        if first is None:
+        batch = self.consumer.take(
+            BATCH, max(wait, 0.001) if quiet else min(WAIT_S, max(wait, 0.001))
+        )
+        if not batch:
             self.empty_polls += 1
             self.check_deliveries()
             return
         self.empty_polls = 0
-        batch = [first, *self.consumer.consume(BATCH - 1, 0)]
         if self.ending or not self.slot.in_touch():
             return  # read, never written: the partitions start again from the destination
         chosen, gaps = self.choose(batch)

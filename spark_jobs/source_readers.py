@@ -8,10 +8,13 @@ slot both copy is read by a second consumer of that source (a consumer holds one
 partition); a link whose source or credentials differ has a consumer of its own, so a source
 that is down or a wrong password holds up no other link.
 
-Only the reader's thread consumes. It hands each record to the view that holds its partition.
-Every other call on the consumer is made under the reader's lock, which its thread holds from
-each consume until what it read is handed over (the client serializes calls on a consumer, and
-a call from another thread would starve between consumes). A change to a partition (assign,
+A reader that serves one view alone (the usual case: one link per source in a slot) is read by
+that view's copier itself, in the copier's thread, as a consumer of its own would be: a thread
+handing records over to another cost a catch-up 10-20% more CPU and records/s. A reader that
+serves more views consumes in its own thread and hands each record to the view that holds its
+partition. Every call on the consumer is made under the reader's lock, which is held from each
+consume until what it read is handed over (the client serializes calls on a consumer, and a
+call from another thread would starve between consumes). A change to a partition (assign,
 unassign, pause, resume, seek) also drops what the view had buffered of that partition: as with
 a consumer of one's own, no record read before a change is seen after it. A copier that falls
 behind makes its reader wait (alone on it) or has its partitions paused until it catches up
@@ -160,6 +163,7 @@ class Reader:
         self.throttled: set[TP] = set()  # paused while their view catches up
         self.held: set[TP] = set()  # paused by their view
         self.closed = False
+        self.read_by_view = False  # by the one view it serves (see View.reads_alone)
         self.dead = ""  # why its thread stopped
         self.last_record = 0.0
         # Where the consumer reads next, noted while the source is quiet (see `note`).
@@ -187,18 +191,8 @@ class Reader:
     def run(self) -> None:
         try:
             while not self.closed:
-                alone = None
                 with self.lock:
-                    views = list(self.parts)
-                    if len(views) == 1 and views[0].full():
-                        alone = views[0]  # nobody else waits on this reader
-                    elif views:
-                        self.throttle(views)
-                        batch = self.take()
-                        if batch:
-                            self.hand_over(batch)
-                        else:
-                            self.note()
+                    views, alone = self.turn()
                 if not views:
                     self.wake.wait(IDLE_S)
                     self.wake.clear()
@@ -215,15 +209,39 @@ class Reader:
             with contextlib.suppress(KafkaException, RuntimeError):
                 self.consumer.close()
 
-    def take(self) -> list:
-        """What the consumer holds now, up to BATCH; when it holds nothing, the first records
-        to come, within `wait_s`. (A consume of BATCH waits for BATCH records or its whole
-        timeout: at 2,000 records/s that held each record 25 ms on average.)"""
-        batch = self.consumer.consume(BATCH, 0)
+    def turn(self) -> tuple[list[View], View | None]:
+        """One consume for the views this thread serves, under the lock: the views (none
+        when there is nothing for it to do), and the one view it waits on (the only one, whose
+        copier fell behind)."""
+        views = list(self.parts)
+        if len(views) == 1 and views[0].reads_alone(self):
+            if not self.read_by_view:  # the others left: its copier reads it from now on
+                self.read_by_view = True
+                if self.throttled - self.held:
+                    self.consumer.resume([TopicPartition(*tp) for tp in self.throttled - self.held])
+                self.throttled.clear()
+                views[0].nudge()  # a wait for records handed over ends, to read itself
+            return [], None  # its copier reads it (View.take): this thread stays out
+        self.read_by_view = False
+        if len(views) == 1 and views[0].full():
+            return views, views[0]  # nobody else waits on this reader
+        if views:
+            self.throttle(views)
+            batch = self.take(self.wait_s())
+            self.read(batch)
+            if batch:
+                self.hand_over(batch)
+        return views, None
+
+    def take(self, wait: float, n: int = BATCH) -> list:
+        """What the consumer holds now, up to `n`; when it holds nothing, the first records to
+        come, within `wait`. (A consume of `n` waits for `n` records or its whole timeout: at
+        2,000 records/s that held each record 25 ms on average.)"""
+        batch = self.consumer.consume(n, 0)
         if batch:
             return batch
-        first = self.consumer.poll(self.wait_s())
-        return [] if first is None else [first, *self.consumer.consume(BATCH - 1, 0)]
+        first = self.consumer.poll(wait)
+        return [] if first is None else [first, *self.consumer.consume(n - 1, 0)]
 
     def wait_s(self) -> float:
         """How long a consume waits for a record: short while records flow, so that a change
@@ -258,9 +276,15 @@ class Reader:
             tps = [TopicPartition(*tp) for tp in self.owners]
             self.positions = {(p.topic, p.partition): p.offset for p in self.consumer.position(tps)}
 
+    def read(self, batch: list) -> None:
+        """Note what a consume returned: positions moved, or the source was quiet."""
+        if batch:
+            self.noted = 0.0
+            self.last_record = time.monotonic()
+        else:
+            self.note()
+
     def hand_over(self, batch: list) -> None:
-        self.noted = 0.0  # positions moved
-        self.last_record = time.monotonic()
         if len(self.parts) == 1:
             next(iter(self.parts)).put(batch)
             return
@@ -325,6 +349,9 @@ class View:
     def __init__(self, readers: Readers, config: dict[str, str]):
         self.readers, self.config = readers, config
         self.where: dict[TP, Reader] = {}
+        # Its partitions on each reader, changed under that reader's lock: another reader's
+        # thread may ask `reads_alone` meanwhile.
+        self.on: collections.Counter[Reader] = collections.Counter()
         self.buffer: collections.deque = collections.deque()
         self.ready = threading.Condition()
         self.failed = ""
@@ -340,6 +367,16 @@ class View:
 
     def full(self) -> bool:
         return len(self.buffer) >= FULL
+
+    def nudge(self) -> None:
+        """End a wait for records handed over (they will not come: see Reader.turn)."""
+        with self.ready:
+            self.ready.notify_all()
+
+    def reads_alone(self, reader: Reader) -> bool:
+        """Whether this view's copier reads `reader` itself: every partition of the view is on
+        it, and it serves no other view (asked under the reader's lock)."""
+        return len(self.on) == 1 and reader in self.on and len(reader.parts) == 1
 
     def has_room(self) -> bool:
         return len(self.buffer) < ROOM
@@ -370,17 +407,17 @@ class View:
             with reader.changing():
                 reader.assign(self, [by_tp[tp] for tp in tps])
                 self.drop(set(tps))
-            for tp in tps:
-                self.where[tp] = reader
+                for tp in tps:
+                    self.where[tp] = reader
+                self.on[reader] += len(tps)
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         for reader, tps in self._by_reader(partitions).items():
             if not reader.dead:
                 with contextlib.suppress(KafkaException), reader.changing():
                     reader.unassign(self, tps)
+            self._left(reader, tps)
             self.drop(set(tps))
-            for tp in tps:
-                del self.where[tp]
             self.readers.let_go(reader, tps)
 
     def pause(self, partitions: list[TopicPartition]) -> None:
@@ -422,19 +459,26 @@ class View:
             self.woken = True
             self.ready.notify_all()
 
-    def poll(self, timeout: float):
-        with self.ready:
+    def take(self, n: int, timeout: float) -> list:
+        """Up to `n` records: those read already, at once; else the first to come within
+        `timeout` (its reader's own wait at most, when the copier reads it itself), or none
+        once the copier is woken."""
+        reader = self._alone_on()
+        if reader is not None:
+            while reader.waiting > 0:
+                time.sleep(0.0005)  # a change to partitions goes first, as in Reader.run
+            with reader.lock:
+                if reader.dead:
+                    raise KafkaException(f"the source reader stopped: {reader.dead}")
+                if not self.buffer and not self.woken and self.reads_alone(reader):
+                    batch = reader.take(min(timeout, reader.wait_s()), n)
+                    reader.read(batch)
+                    return batch
+        with self.ready:  # records handed over, by a reader other views share
             if not self.buffer and not self.failed and not self.woken:
                 self.ready.wait(timeout)
             self.woken = False
-            taken = self._take(1)
-        return taken[0] if taken else None
-
-    def consume(self, num_messages: int = 1, timeout: float = 0) -> list:
-        with self.ready:
-            if not self.buffer and not self.failed and timeout:
-                self.ready.wait(timeout)
-            return self._take(num_messages)
+            return self._take(n)
 
     def close(self) -> None:
         if self.where:
@@ -454,6 +498,20 @@ class View:
         if len(buffer) < ROOM:
             self.ready.notify_all()  # a reader waiting for room
         return taken
+
+    def _alone_on(self) -> Reader | None:
+        """The reader this view's copier reads itself, if it may (see `reads_alone`)."""
+        if len(self.on) != 1:
+            return None
+        reader = next(iter(self.on))
+        return reader if len(reader.parts) == 1 else None
+
+    def _left(self, reader: Reader, tps: list[TP]) -> None:
+        for tp in tps:
+            del self.where[tp]
+        self.on[reader] -= len(tps)
+        if self.on[reader] <= 0:
+            del self.on[reader]
 
     def _by_reader(self, partitions: list[TopicPartition]) -> dict[Reader, list[TP]]:
         grouped: dict[Reader, list[TP]] = collections.defaultdict(list)

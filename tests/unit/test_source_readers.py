@@ -82,14 +82,14 @@ def test_a_change_to_a_partition_drops_what_was_read_of_it_and_not_taken(readers
 
     view.seek(TopicPartition("orders", 0, 1))
 
-    assert [(m.partition(), m.offset()) for m in view.consume(10)] == [(1, 8)]
+    assert [(m.partition(), m.offset()) for m in view.take(10, 0)] == [(1, 8)]
 
 
 def test_a_wait_for_records_ends_when_the_copier_is_woken(readers):
     view = readers.view(NOWHERE)
     view.wake()
     began = time.monotonic()
-    assert view.poll(30) is None
+    assert view.take(10, 30) == []
     assert time.monotonic() - began < 1, "the wait ran its course instead of ending at once"
 
 
@@ -143,16 +143,33 @@ class _Reading:
     def __init__(self, consumer: _Queue):
         self.consumer = consumer
 
-    def wait_s(self) -> float:
-        return 0.5
-
 
 def test_a_reader_hands_over_the_records_that_came_without_waiting_for_a_full_batch():
     reading = _Reading(_Queue(["r1", "r2"], arrive_after=0.01))
     began = time.monotonic()
-    assert reading.take() == ["r1", "r2"]
+    assert reading.take(0.5) == ["r1", "r2"]
     assert time.monotonic() - began < 0.25  # not the wait's 0.5 s
 
     reading = _Reading(_Queue(["r3"], arrive_after=0))
-    assert reading.take() == ["r3"]
-    assert _Reading(_Queue([], arrive_after=0)).take() == []
+    assert reading.take(0.5) == ["r3"]
+    assert _Reading(_Queue([], arrive_after=0)).take(0.5) == []
+
+
+def test_a_copier_alone_on_its_consumer_reads_it_itself_and_beside_another_is_handed_records(
+    readers,
+):
+    a, b = readers.view(NOWHERE), readers.view(NOWHERE)
+    a.incremental_assign([TopicPartition("orders", 0, 0)])
+    (reader,) = _readers_of(a)
+    assert a.reads_alone(reader)
+    began = time.monotonic()
+    assert a.take(10, 30) == []  # its own read of the consumer, as long as the reader's wait
+    assert time.monotonic() - began < 1
+
+    b.incremental_assign([TopicPartition("orders", 1, 0)])
+    assert not a.reads_alone(reader) and not b.reads_alone(reader)  # the reader's thread reads
+    a.put([_Record("orders", 0, 3)])
+    assert [(m.partition(), m.offset()) for m in a.take(10, 0)] == [(0, 3)]
+
+    b.close()
+    assert a.reads_alone(reader)
