@@ -283,8 +283,14 @@ machine was {i.machine_busy:.0%} busy while Isthmus copied, the brokers taking
 during a catch-up, a copier thread spends about 85% of its time inside confluent-kafka's
 `produce` and `consume` calls (librdkafka copying each record in and out) and about 15% in the
 copier's own Python. A faster copy here needs fewer cycles per record in the client library,
-not less Python; the ratio to MirrorMaker 2 also moves a lot between runs (2.0× to 2.9× so
-far), as MM2's own records/s do.
+not less Python; the ratio to MirrorMaker 2 also moves a lot between runs (1.65× to 2.5× on
+2026-11-29), as MM2's own records/s do. Runs before 2026-11-29 timed a copy from the first look
+that saw a record, with a new admin client per look: a look that failed hid the copy's first
+seconds and flattered it (once a raw limit of 5.2 million records/s). Timed as now, the engine
+of 2026-11-28 before its copiers shared consumers (commit 01740bd) copied 280,000-294,000
+records/s in 4.5 CPU s per GiB, and today's 259,000-300,000 in 4.5-5.2: a copier alone on its
+source's consumer reads it in its own thread, as it did then (handing records from a reader
+thread to the copier's had cost 10-20%).
 *Many partitions*: the copy of 1 MiB per partition lasts a few seconds, so how it starts
 weighs: each slot's copier reads where each of its mirror partitions ends, then starts them
 together, and a slot that starts late (once seen: 3 s, not reproduced in two runs outside
