@@ -291,6 +291,10 @@ of 2026-11-28 before its copiers shared consumers (commit 01740bd) copied 280,00
 records/s in 4.5 CPU s per GiB, and today's 259,000-300,000 in 4.5-5.2: a copier alone on its
 source's consumer reads it in its own thread, as it did then (handing records from a reader
 thread to the copier's had cost 10-20%).
+*Idle*: three runs on 2026-11-29 measured 1.07-1.72% of a core, and the engine of 2026-11-28
+before its copiers shared consumers 1.55-1.85% (20 s windows) on the same machine; the run of
+2026-11-24 on Intel Xeon cores measured 0.90%. Per thread over 30 s of idle, Spark's JVM used
+0.07% of a core; the rest is the driver's and the two slots' Python, each about 0.2%.
 *Many partitions*: the copy of 1 MiB per partition lasts a few seconds, so how it starts
 weighs: each slot's copier reads where each of its mirror partitions ends, then starts them
 together, and a slot that starts late (once seen: 3 s, not reproduced in two runs outside
