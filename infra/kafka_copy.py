@@ -21,6 +21,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from . import consuming
+
 Headers = list[tuple[str, bytes]]
 
 
@@ -235,7 +237,7 @@ def read_ranges(
                         f"than {timeout_s:.0f} s",
                     )
                 )
-            for msg in consumer.consume(1000, 1.0):
+            for msg in consuming.take(consumer, 1000, 1.0):
                 tp = (msg.topic(), msg.partition())
                 if tp not in wanted:
                     continue

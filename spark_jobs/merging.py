@@ -46,6 +46,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from infra import consuming
+
 from . import reading
 
 log = logging.getLogger("spark_jobs.merging")
@@ -148,7 +150,7 @@ def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -
         while consumer.position([tp])[0].offset < high:
             if time.monotonic() > deadline:
                 raise Retry(f"reading {PROGRESS_TOPIC} took over {timeout:.0f} s")
-            for msg in consumer.consume(10_000, 0.2):
+            for msg in consuming.take(consumer, 10_000, 0.2):
                 if msg.error():
                     raise Retry(f"cannot read {PROGRESS_TOPIC}: {msg.error().str()}")
                 if msg.key() and msg.key().startswith(prefix):
@@ -340,11 +342,7 @@ class FlowCopy:
         """The records fetched so far, up to BATCH, waiting up to WAIT_S for the first only:
         a transaction commits as soon as there is something to copy, so a slow source's
         records are not held back until a batch fills."""
-        batch = consumer.consume(BATCH, 0)
-        if not batch:
-            first = consumer.poll(WAIT_S)
-            batch = [] if first is None else [first, *consumer.consume(BATCH - 1, 0)]
-        return [m for m in batch if self.readable(m)]
+        return [m for m in consuming.take(consumer, BATCH, WAIT_S) if self.readable(m)]
 
     def readable(self, msg) -> bool:
         error = msg.error()

@@ -31,6 +31,8 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from infra import consuming
+
 from . import reading, shared_clients
 
 log = logging.getLogger("spark_jobs.source_readers")
@@ -234,14 +236,7 @@ class Reader:
         return views, None
 
     def take(self, wait: float, n: int = BATCH) -> list:
-        """What the consumer holds now, up to `n`; when it holds nothing, the first records to
-        come, within `wait`. (A consume of `n` waits for `n` records or its whole timeout: at
-        2,000 records/s that held each record 25 ms on average.)"""
-        batch = self.consumer.consume(n, 0)
-        if batch:
-            return batch
-        first = self.consumer.poll(wait)
-        return [] if first is None else [first, *self.consumer.consume(n - 1, 0)]
+        return consuming.take(self.consumer, n, wait)
 
     def wait_s(self) -> float:
         """How long a consume waits for a record: short while records flow, so that a change

@@ -12,6 +12,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from django.conf import settings
 
 from devstack import kafka
+from infra import consuming
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from infra.processes import wait_for
 from replication import audit, read_only, streams
@@ -53,7 +54,7 @@ def read_all(bootstrap: str, topic: str) -> list[Record]:
         pending, records = set(partitions), []
         deadline = time.monotonic() + 120
         while pending and time.monotonic() < deadline:
-            for msg in consumer.consume(10_000, 1.0):
+            for msg in consuming.take(consumer, 10_000, 1.0):
                 if msg.error():
                     if msg.error().code() == KafkaError._PARTITION_EOF:
                         pending.discard(msg.partition())

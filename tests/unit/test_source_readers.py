@@ -112,49 +112,6 @@ class _Record:
         return None
 
 
-class _Queue:
-    """librdkafka's consume as it behaves: it returns once it has `n` records or its timeout
-    passed; poll returns at the first record."""
-
-    def __init__(self, records: list[str], arrive_after: float):
-        self.records, self.at = records, time.monotonic() + arrive_after
-
-    def _arrived(self) -> list[str]:
-        return self.records if time.monotonic() >= self.at else []
-
-    def consume(self, n: int, timeout: float) -> list[str]:
-        until = time.monotonic() + timeout
-        while len(self._arrived()) < n and time.monotonic() < until:
-            time.sleep(0.001)
-        taken = self._arrived()[:n]
-        del self.records[: len(taken)]
-        return taken
-
-    def poll(self, timeout: float) -> str | None:
-        until = time.monotonic() + timeout
-        while not self._arrived() and time.monotonic() < until:
-            time.sleep(0.001)
-        return self.consume(1, 0)[0] if self._arrived() else None
-
-
-class _Reading:
-    take = source_readers.Reader.take
-
-    def __init__(self, consumer: _Queue):
-        self.consumer = consumer
-
-
-def test_a_reader_hands_over_the_records_that_came_without_waiting_for_a_full_batch():
-    reading = _Reading(_Queue(["r1", "r2"], arrive_after=0.01))
-    began = time.monotonic()
-    assert reading.take(0.5) == ["r1", "r2"]
-    assert time.monotonic() - began < 0.25  # not the wait's 0.5 s
-
-    reading = _Reading(_Queue(["r3"], arrive_after=0))
-    assert reading.take(0.5) == ["r3"]
-    assert _Reading(_Queue([], arrive_after=0)).take(0.5) == []
-
-
 def test_a_copier_alone_on_its_consumer_reads_it_itself_and_beside_another_is_handed_records(
     readers,
 ):
