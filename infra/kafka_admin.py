@@ -339,12 +339,12 @@ class KafkaAdmin:
         if not auth_errors:
             detail = connection_words(detail, self.timeout) or detail
         detail = _without_client_noise(detail)
+        whole = error is None or error.code() in _UNREACHABLE  # None: the request timed out
         hint = ""
         if error and error.code() == KafkaError._AUTHENTICATION:
             hint = " Check the SASL/SSL settings and credentials in the client config."
-        elif error is None or error.code() in _UNREACHABLE:
+        elif whole:
             hint = " Check that the brokers are running and that bootstrap.servers is right."
-        whole = error is None or error.code() in _UNREACHABLE  # None: the request timed out
         return (Unreachable if whole else KafkaAdminError)(
             f"Could not {doing} at {self.bootstrap}: {detail}.{hint}",
             code=error.code() if error else None,

@@ -165,7 +165,6 @@ class Reader:
         self.throttled: set[TP] = set()  # paused while their view catches up
         self.held: set[TP] = set()  # paused by their view
         self.closed = False
-        self.read_by_view = False  # by the one view it serves (see View.reads_alone)
         self.dead = ""  # why its thread stopped
         self.last_record = 0.0
         # Where the consumer reads next, noted while the source is quiet (see `note`).
@@ -200,8 +199,7 @@ class Reader:
                     self.wake.clear()
                 elif alone is not None:
                     alone.wait_for_room(IDLE_S)
-                while self.waiting > 0 and not self.closed:
-                    time.sleep(0.0005)  # a change to partitions goes first
+                self.let_changes_in()
         except Exception as exc:  # its views see it on their next read and start again
             self.dead = str(exc) or type(exc).__name__
             log.warning("A source reader stopped: %s", self.dead)
@@ -217,26 +215,27 @@ class Reader:
         copier fell behind)."""
         views = list(self.parts)
         if len(views) == 1 and views[0].reads_alone(self):
-            if not self.read_by_view:  # the others left: its copier reads it from now on
-                self.read_by_view = True
-                if self.throttled - self.held:
-                    self.consumer.resume([TopicPartition(*tp) for tp in self.throttled - self.held])
-                self.throttled.clear()
-                views[0].nudge()  # a wait for records handed over ends, to read itself
-            return [], None  # its copier reads it (View.take): this thread stays out
-        self.read_by_view = False
+            # Its copier reads it (View.take): this thread stays out. What it paused beside
+            # other views goes on, and a wait for records handed over ends (none will come).
+            if self.throttled - self.held:
+                self.consumer.resume([TopicPartition(*tp) for tp in self.throttled - self.held])
+            self.throttled.clear()
+            views[0].nudge()
+            return [], None
         if len(views) == 1 and views[0].full():
             return views, views[0]  # nobody else waits on this reader
         if views:
             self.throttle(views)
-            batch = self.take(self.wait_s())
+            batch = consuming.take(self.consumer, BATCH, self.wait_s())
             self.read(batch)
             if batch:
                 self.hand_over(batch)
         return views, None
 
-    def take(self, wait: float, n: int = BATCH) -> list:
-        return consuming.take(self.consumer, n, wait)
+    def let_changes_in(self) -> None:
+        """Wait while a change to partitions waits for the lock: it goes first."""
+        while self.waiting > 0 and not self.closed:
+            time.sleep(0.0005)
 
     def wait_s(self) -> float:
         """How long a consume waits for a record: short while records flow, so that a change
@@ -460,13 +459,12 @@ class View:
         once the copier is woken."""
         reader = self._alone_on()
         if reader is not None:
-            while reader.waiting > 0:
-                time.sleep(0.0005)  # a change to partitions goes first, as in Reader.run
+            reader.let_changes_in()
             with reader.lock:
                 if reader.dead:
                     raise KafkaException(f"the source reader stopped: {reader.dead}")
                 if not self.buffer and not self.woken and self.reads_alone(reader):
-                    batch = reader.take(min(timeout, reader.wait_s()), n)
+                    batch = consuming.take(reader.consumer, n, min(timeout, reader.wait_s()))
                     reader.read(batch)
                     return batch
         with self.ready:  # records handed over, by a reader other views share
