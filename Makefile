@@ -18,7 +18,7 @@ WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
 POSTGRES_TESTS := tests/unit tests/integration/test_api.py tests/integration/test_races.py \
 	tests/integration/test_api_burst.py \
 	tests/integration/test_approvals.py tests/integration/test_links.py \
-	tests/db/test_users_page.py tests/integration/test_role_matrix.py \
+	tests/db/test_users_page.py tests/db/test_role_matrix.py \
 	tests/integration/test_audit_required.py tests/db/test_audit_page.py \
 	tests/integration/test_devstack.py tests/integration/test_database_limits.py \
 	tests/integration/test_offset_sync.py tests/integration/test_api_link_filters.py

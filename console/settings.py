@@ -409,6 +409,14 @@ ISTHMUS_ORDINARY_BOOTSTRAP = dict(
 ISTHMUS_CLUSTER_CONTROL = os.environ.get(
     "ISTHMUS_CLUSTER_CONTROL", "devstack.control.EmbeddedClusters"
 )
+# What answers the console's Kafka admin calls (`replication.connections`): a class taking
+# (client config, timeout=) with infra.kafka_admin.KafkaAdmin's methods. The database tests
+# choose an in-memory Kafka here (tests/memory_kafka.py).
+ISTHMUS_KAFKA_ADMIN = os.environ.get("ISTHMUS_KAFKA_ADMIN", "infra.kafka_admin.KafkaAdmin")
+# And what reads the mirrors' offset translation for the console (`replication.translations`).
+ISTHMUS_TRANSLATION_READER = os.environ.get(
+    "ISTHMUS_TRANSLATION_READER", "spark_jobs.translation.Reader"
+)
 # How the topics, links and groups of a scenario run started without a tag are named:
 # "<prefix>-<random>-...".
 SCENARIO_NAME_PREFIX = "scenario"

@@ -295,7 +295,49 @@ def _without_client_noise(detail: str) -> str:
     return re.sub(r" \(after \d+ms in state \w+\)", "", detail)
 
 
-class KafkaAdmin:
+class AdminCalls:
+    """The admin calls made of other calls, alike for every admin at the seam
+    (`replication.connections`): this module's KafkaAdmin and the tests' in-memory one."""
+
+    def list_topic_names(self) -> set[str]:
+        return set(self.topic_partition_counts())
+
+    def topic_configs(self, name: str) -> dict[str, ConfigValue]:
+        return self.topics_configs([name])[name]
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int | None,
+        configs: dict[str, str],
+        validate_only: bool = False,
+    ) -> None:
+        spec = NewTopicSpec(name, partitions, replication_factor, configs)
+        failed = self.create_topics([spec], validate_only)
+        if name in failed:
+            raise failed[name]
+
+    def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
+        """The log end offset (high watermark) of each partition."""
+        found = self.offsets([(topic, p) for p in range(partitions)])
+        return {p: offset for (_, p), offset in found.items()}
+
+    def start_offsets(self, topic: str, partitions: int) -> dict[int, int]:
+        """The log start offset of each partition."""
+        found = self.offsets([(topic, p) for p in range(partitions)], "earliest")
+        return {p: offset for (_, p), offset in found.items()}
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
+        """Each group's state and member count, all in one call; a group the coordinator
+        does not know is Dead with no members."""
+        return {
+            g.group_id: GroupInfo(g.group_id, g.state, len(g.members))
+            for g in self.group_details(group_ids).values()
+        }
+
+
+class KafkaAdmin(AdminCalls):
     def __init__(self, config: dict[str, str], timeout: float = 5.0):
         self.bootstrap = config.get("bootstrap.servers", "?")
         self.timeout = timeout
@@ -381,9 +423,6 @@ class KafkaAdmin:
         entries = self._wait(futures[resource], f"describe broker {broker}'s configs")
         return {name: entries[name].value if name in entries else None for name in names}
 
-    def list_topic_names(self) -> set[str]:
-        return set(self.topic_partition_counts())
-
     def topic_partition_counts(self) -> dict[str, int]:
         """Every topic with its number of partitions, from one metadata request."""
         try:
@@ -431,9 +470,6 @@ class KafkaAdmin:
             name: len(self._wait(future, f"describe topic {name!r}").partitions)
             for name, future in futures.items()
         }
-
-    def topic_configs(self, name: str) -> dict[str, ConfigValue]:
-        return self.topics_configs([name])[name]
 
     def topic_details(self, names: Iterable[str]) -> dict[str, TopicDetail]:
         """Each topic of `names` that exists, with its partitions' replicas, in one request."""
@@ -524,19 +560,6 @@ class KafkaAdmin:
             )
         return found
 
-    def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        replication_factor: int | None,
-        configs: dict[str, str],
-        validate_only: bool = False,
-    ) -> None:
-        spec = NewTopicSpec(name, partitions, replication_factor, configs)
-        failed = self.create_topics([spec], validate_only)
-        if name in failed:
-            raise failed[name]
-
     def create_topics(
         self, topics: list[NewTopicSpec], validate_only: bool = False
     ) -> dict[str, KafkaAdminError]:
@@ -613,16 +636,6 @@ class KafkaAdmin:
         """The ACL bindings `acl_filter` matches."""
         future = self._client.describe_acls(acl_filter, request_timeout=self.timeout)
         return list(self._wait(future, "read the ACLs"))
-
-    def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
-        """The log end offset (high watermark) of each partition."""
-        found = self.offsets([(topic, p) for p in range(partitions)])
-        return {p: offset for (_, p), offset in found.items()}
-
-    def start_offsets(self, topic: str, partitions: int) -> dict[int, int]:
-        """The log start offset of each partition."""
-        found = self.offsets([(topic, p) for p in range(partitions)], "earliest")
-        return {p: offset for (_, p), offset in found.items()}
 
     def offsets(
         self, partitions: Iterable[tuple[str, int]], at: str | int = "latest"
@@ -750,14 +763,6 @@ class KafkaAdmin:
                 error if isinstance(error, KafkaException) else KafkaException(error),
             )
         return {g.group_id for g in result.valid}
-
-    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupInfo]:
-        """Each group's state and member count, all in one call; a group the coordinator
-        does not know is Dead with no members."""
-        return {
-            g.group_id: GroupInfo(g.group_id, g.state, len(g.members))
-            for g in self.group_details(group_ids).values()
-        }
 
     def group_offsets(self, group_ids: Iterable[str]) -> dict[str, GroupOffsets]:
         """Each group's committed offsets. Kafka's client takes one group per request, so the

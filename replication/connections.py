@@ -15,6 +15,7 @@ import threading
 import time
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 
 from infra.kafka_admin import InvalidClientConfig, KafkaAdmin, KafkaAdminError
 
@@ -61,7 +62,9 @@ def connect(config: dict[str, str]) -> KafkaAdmin:
 
 def _new(config: dict[str, str]) -> KafkaAdmin:
     try:
-        return KafkaAdmin(config, timeout=settings.KAFKA_ADMIN_TIMEOUT)
+        return import_string(settings.ISTHMUS_KAFKA_ADMIN)(
+            config, timeout=settings.KAFKA_ADMIN_TIMEOUT
+        )
     except InvalidClientConfig as exc:
         raise ReplicationError(
             f"The client config is not valid: {exc}. "

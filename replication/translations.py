@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import threading
 
+from django.conf import settings
+from django.utils.module_loading import import_string
+
 from spark_jobs import translation
 
 from .connections import cluster_admin
@@ -24,7 +27,7 @@ def runs(cluster: KafkaCluster, topic_ids: set[str]) -> dict[tuple[str, int], tr
     with _readers_lock:
         reader = _readers.get(key)
         if reader is None:
-            reader = _readers[key] = translation.Reader(config)
+            reader = _readers[key] = import_string(settings.ISTHMUS_TRANSLATION_READER)(config)
         try:
             return reader.runs(topic_ids)
         except Exception as exc:  # read again from the start next time

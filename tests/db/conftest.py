@@ -1,10 +1,97 @@
-"""Rows the database tests share (nothing here reaches a cluster)."""
+"""What the database tests share. Nothing here reaches a Kafka cluster: the clusters they link
+are in memory (tests/memory_kafka.py), answering the console's admin calls where the devstack's
+clusters would be (their bootstrap addresses), beside a real Redis and real schema registries,
+which start in a second."""
 
 from __future__ import annotations
 
-import pytest
+import re
+import uuid
 
+import pytest
+from django.test import override_settings
+
+from devstack import kafka, registry
+from replication import translations
 from replication.models import ClusterLink, KafkaCluster, MergeFlow
+from tests import memory_kafka
+from tests.shared_stack import shared_stack
+
+LIGHT_PARTS = ["redis", "source-registry", "destination-registry"]
+
+
+@pytest.fixture(scope="session")
+def light_stack(stack):
+    """Redis and the two schema registries (not the clusters)."""
+    with shared_stack(stack, LIGHT_PARTS):
+        yield stack
+
+
+@pytest.fixture
+def memory_clusters(light_stack):
+    """The source and destination clusters, in memory, by name."""
+    clusters = {node.name: memory_kafka.add_cluster(node.bootstrap) for node in kafka.NODES}
+    with override_settings(
+        ISTHMUS_KAFKA_ADMIN="tests.memory_kafka.MemoryAdmin",
+        ISTHMUS_TRANSLATION_READER="tests.memory_kafka.MemoryTranslationReader",
+    ):
+        yield clusters
+    translations.close_readers()
+    memory_kafka.clear()
+
+
+@pytest.fixture
+def registered_clusters(db, memory_clusters):
+    """The in-memory clusters registered as `make demo` registers the devstack's, each with
+    its schema registry."""
+    from replication import audit
+    from replication.clusters import register_cluster
+    from replication.schema_registries import RegistryAccess
+
+    return {
+        node.name: register_cluster(
+            audit.Actor.system("tests"),
+            node.name,
+            node.bootstrap,
+            {},
+            None,
+            RegistryAccess(registry.of(node.name).url),
+        )
+        for node in kafka.NODES
+    }
+
+
+@pytest.fixture
+def make_topic(memory_clusters):
+    def make(node: kafka.KafkaNode, name: str, partitions: int = 1, **config: str) -> str:
+        cluster = memory_clusters[node.name]
+        admin = memory_kafka.MemoryAdmin({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topic(name, partitions, None, config)
+        return name
+
+    return make
+
+
+@pytest.fixture
+def make_link(registered_clusters):
+    """Links from the source (over PLAINTEXT, as in the tutorial) into the destination."""
+    from replication import audit
+    from replication.links import create_link
+
+    def make(configs: dict[str, str] | None = None, name: str | None = None) -> ClusterLink:
+        return create_link(
+            audit.Actor.system("tests"),
+            registered_clusters["destination"],
+            name or f"link-{uuid.uuid4().hex[:8]}",
+            {"bootstrap.servers": kafka.SOURCE.bootstrap, **(configs or {})},
+        )
+
+    return make
+
+
+@pytest.fixture
+def topic_name(request) -> str:
+    return re.sub(r"[^a-zA-Z0-9-]", "-", request.node.name)[:60] + "-" + uuid.uuid4().hex[:6]
 
 
 @pytest.fixture

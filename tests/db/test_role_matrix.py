@@ -1,6 +1,8 @@
-"""The full role × action matrix, on the real clusters: every mutating action of the console, the
-JSON API and the command-line tools, done by every role, is allowed exactly when the access
-policy says so, and leaves exactly one audit event naming that role's user and the result.
+"""The full role × action matrix: every mutating action of the console, the JSON API and the
+command-line tools, done by every role, is allowed exactly when the access policy says so, and
+leaves exactly one audit event naming that role's user and the result. The clusters are in
+memory (tests/memory_kafka.py): what is checked is the policy, the audit and the state each
+action leaves, none of which needs a broker.
 
 What each role may do is read from `replication.policy.POLICY` (through `can`), and so is whether
 an allowed promote, failover or link deletion runs at once or waits as a PENDING approval request
@@ -20,11 +22,12 @@ tested in test_approvals).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
+import importlib
+import io
 import json
-import os
 import re
-import subprocess
 import tempfile
 import uuid
 from collections.abc import Callable, Hashable
@@ -44,6 +47,7 @@ from django.utils import timezone
 from devstack import kafka
 from devstack import registry as schema_registries
 from isthmus_cli import cluster_links as cli_cluster_links
+from isthmus_cli import common as cli_common
 from isthmus_cli import configs as cli_configs
 from isthmus_cli import merge_flows as cli_merge_flows
 from isthmus_cli import mirrors as cli_mirrors
@@ -78,9 +82,8 @@ from replication.policy import POLICY, ROLES, can
 from replication.scenarios import registry, runner
 from replication.tokens import create_token
 from tests.conftest import ROOT
+from tests.memory_kafka import MemoryAdmin
 from tests.url_routes import api_routes
-
-pytestmark = pytest.mark.integration
 
 SETUP = audit.Actor.system("tests")
 REASON = "role matrix"
@@ -488,14 +491,13 @@ def api_answer(response) -> Answer:
     return Answer("refused" if status == 403 else "failed", status, body.get("message", ""))
 
 
-def cli_answer(result: subprocess.CompletedProcess) -> Answer:
-    if result.returncode != 0:
-        return Answer("refused", result.returncode, result.stderr)
+def cli_answer(status: int, out: str, err: str) -> Answer:
+    if status != 0:
+        return Answer("refused", status, err)
     asked = re.search(
-        r"needs \d+ approval\(s\): request \d+|waits for approval \(request \d+\)",
-        result.stdout,
+        r"needs \d+ approval\(s\): request \d+|waits for approval \(request \d+\)", out
     )
-    return Answer("asked" if asked else "done", 0, result.stdout)
+    return Answer("asked" if asked else "done", 0, out)
 
 
 @dataclass(frozen=True)
@@ -1805,22 +1807,27 @@ def test_the_api_allows_and_refuses_exactly_what_the_policy_says_and_audits_each
 
 @pytest.mark.parametrize("role", ROLES)
 def test_the_tools_allow_and_refuse_exactly_what_the_policy_says_and_audit_each_once(
-    role, world, users, live_server, subtests
+    role, world, users, live_server, monkeypatch, subtests
 ):
+    """The tools run in this process (their Kafka client answered by the in-memory clusters),
+    against the console over HTTP; as processes of their own they are tests/integration's
+    test_cli_* and test_tutorial's."""
     _, secret = create_token(SETUP, users[role], "matrix")
-    environment = {
-        **os.environ,
-        "PATH": f"{ROOT / 'bin'}:{os.environ['PATH']}",
-        "ISTHMUS_URL": live_server.url,
-        "ISTHMUS_TOKEN": secret,
-        "ISTHMUS_CONFIG": "/nonexistent",
-    }
+    monkeypatch.setenv("ISTHMUS_URL", live_server.url)
+    monkeypatch.setenv("ISTHMUS_TOKEN", secret)
+    monkeypatch.setenv("ISTHMUS_CONFIG", "/nonexistent")
+    monkeypatch.setattr(cli_common, "KafkaAdmin", MemoryAdmin)
 
-    def run(*argv: str) -> Answer:
-        result = subprocess.run(
-            argv, capture_output=True, text=True, env=environment, timeout=120, check=False
-        )
-        return cli_answer(result)
+    def run(tool: str, *argv: str) -> Answer:
+        module = re.search(r"isthmus-run\" (\w+)", (ROOT / "bin" / tool).read_text())[1]
+        main = importlib.import_module(f"isthmus_cli.{module}").main
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(argv))
+            except SystemExit as exc:  # argparse refusing the arguments
+                status = exc.code
+        return cli_answer(status, out.getvalue(), err.getvalue())
 
     run_table(CLI_UI, CLI, role, world, run, subtests)
 
