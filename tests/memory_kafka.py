@@ -10,6 +10,7 @@ records, so nothing here proves that mirroring works: the integration tests do, 
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from collections.abc import Iterable
@@ -77,6 +78,31 @@ TOPIC_DEFAULTS = {
     "segment.jitter.ms": "0",
     "segment.ms": "604800000",
     "unclean.leader.election.enable": "false",
+}
+# The values a broker takes for each (Kafka's ConfigDef types; lists and enums by their choices).
+_LONGS = {
+    "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
+    "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms",
+    "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "min.compaction.lag.ms",
+    "retention.bytes", "retention.ms", "segment.jitter.ms", "segment.ms",
+}  # fmt: skip
+_INTS = {
+    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+    "index.interval.bytes", "max.message.bytes", "min.insync.replicas", "segment.bytes",
+    "segment.index.bytes",
+}  # fmt: skip
+# The least value a broker takes (Kafka's atLeast validators); others take any number.
+_LEAST = {
+    "retention.ms": -1, "delete.retention.ms": 0, "file.delete.delay.ms": 0,
+    "flush.messages": 1, "flush.ms": 0, "index.interval.bytes": 0, "max.message.bytes": 0,
+    "max.compaction.lag.ms": 1, "min.compaction.lag.ms": 0, "min.insync.replicas": 1,
+    "message.timestamp.after.max.ms": 0, "message.timestamp.before.max.ms": 0,
+    "segment.bytes": 1048576, "segment.index.bytes": 4, "segment.jitter.ms": 0, "segment.ms": 1,
+}  # fmt: skip
+_CHOICES = {
+    "cleanup.policy": {"delete", "compact"},
+    "compression.type": {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
+    "message.timestamp.type": {"CreateTime", "LogAppendTime"},
 }
 _ANY_TYPES = (ResourceType.ANY,)
 _ANY_PATTERNS = (ResourcePatternType.ANY, ResourcePatternType.MATCH)
@@ -162,6 +188,40 @@ def add_cluster(bootstrap: str, **options) -> MemoryCluster:
 def clear() -> None:
     with _registry_lock:
         _clusters.clear()
+
+
+def _config_refusal(configs: dict[str, str], deleted: Iterable[str] = ()) -> str:
+    """Why a broker would refuse these topic configs, in its words ("" if it would not)."""
+    for name, value in sorted(configs.items()):
+        if name not in TOPIC_DEFAULTS:
+            return f"Unknown topic config name: {name}"
+        if name not in deleted:
+            problem = _value_refusal(name, value.strip())
+            if problem:
+                return f"Invalid value {value} for configuration {name}: {problem}"
+    return ""
+
+
+def _value_refusal(name: str, value: str) -> str:
+    kind = "LONG" if name in _LONGS else "INT" if name in _INTS else None
+    if kind:
+        bits = 63 if kind == "LONG" else 31
+        if not re.fullmatch(r"-?\d{1,20}", value) or not -(2**bits) <= int(value) < 2**bits:
+            return f"Not a number of type {kind}"
+        if int(value) < _LEAST.get(name, -(2**bits)):
+            return f"Value must be at least {_LEAST[name]}"
+    if name == "min.cleanable.dirty.ratio" and not re.fullmatch(r"\d*\.?\d+", value):
+        return "Not a number of type DOUBLE"
+    if name in ("preallocate", "unclean.leader.election.enable") and value.lower() not in (
+        "true",
+        "false",
+    ):
+        return "Expected value to be either true or false"
+    allowed = _CHOICES.get(name)
+    chosen = {v.strip() for v in value.split(",")} if name == "cleanup.policy" else {value}
+    if allowed and not chosen <= allowed:
+        return f"String must be one of: {', '.join(sorted(allowed))}"
+    return ""
 
 
 def _matches(binding: AclBinding, f: AclBindingFilter) -> bool:
@@ -339,10 +399,7 @@ class MemoryAdmin(AdminCalls):
                 f"target replication factor of {spec.replication_factor} cannot be reached "
                 f"because only {cluster.brokers} broker(s) are registered"
             )
-        unknown = sorted(set(spec.configs) - set(TOPIC_DEFAULTS))
-        if unknown:
-            return f"Unknown topic config name: {unknown[0]}"
-        return ""
+        return _config_refusal(spec.configs)
 
     def delete_topics(self, names: Iterable[str]) -> None:
         cluster = self._cluster("delete topics")
@@ -381,12 +438,9 @@ class MemoryAdmin(AdminCalls):
         cluster = self._cluster(doing)
         with cluster.lock:
             topic = self._topic(cluster, name, doing)
-            unknown = sorted((set(to_set) | set(to_delete)) - set(TOPIC_DEFAULTS))
-            if unknown:
-                raise KafkaAdminError(
-                    f"Could not {doing} at {self.bootstrap}: Unknown topic config name: "
-                    f"{unknown[0]}."
-                )
+            problem = _config_refusal({**to_set, **dict.fromkeys(to_delete, "")}, to_delete)
+            if problem:
+                raise KafkaAdminError(f"Could not {doing} at {self.bootstrap}: {problem}.")
             topic.configs.update(to_set)
             for key in to_delete:
                 topic.configs.pop(key, None)

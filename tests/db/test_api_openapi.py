@@ -12,20 +12,14 @@ import json
 import re
 from urllib.parse import urlencode
 
-import pytest
-
 from console.api.base import ERROR_CODES
 from console.api.openapi import SPEC
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin
 from replication import approvals, audit, merge_flows
 from replication.models import MirrorTopic, Verification
 from replication.tokens import create_token
 from tests import schema_checks
-from tests.conftest import admin_config
 from tests.url_routes import api_routes
-
-pytestmark = pytest.mark.integration
 
 PREFIX = SPEC["servers"][0]["url"]
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -81,7 +75,7 @@ def test_every_route_of_the_api_is_documented_with_the_permission_it_needs():
 
 
 def test_every_documented_path_answers_as_documented(
-    client, users, registered_clusters, make_link, make_topic, topic_name
+    client, users, memory_clusters, registered_clusters, make_link, make_topic, topic_name
 ):
     auth = token(users["admin"])
     destination = registered_clusters["destination"]
@@ -107,7 +101,7 @@ def test_every_documented_path_answers_as_documented(
         "documented",
     )
     group = f"{topic_name}-group"  # a group that committed an offset on the mirror
-    KafkaAdmin(admin_config(kafka.DESTINATION)).alter_group_offsets({group: {(source_topic, 0): 0}})
+    memory_clusters["destination"].commit(group, {(source_topic, 0): 0})
     values = {
         "cluster_id": destination.cluster_id,
         "link_name": link.name,
