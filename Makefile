@@ -20,8 +20,8 @@ POSTGRES_TESTS := tests/unit tests/integration/test_api.py tests/integration/tes
 	tests/integration/test_approvals.py tests/integration/test_links.py \
 	tests/db/test_users_page.py tests/db/test_role_matrix.py \
 	tests/integration/test_audit_required.py tests/db/test_audit_page.py \
-	tests/integration/test_devstack.py tests/integration/test_database_limits.py \
-	tests/integration/test_offset_sync.py tests/integration/test_api_link_filters.py
+	tests/integration/test_devstack.py tests/db/test_database_limits.py \
+	tests/integration/test_offset_sync.py tests/db/test_api_link_filters.py
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
 	test-faults lint format bench soak

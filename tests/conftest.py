@@ -257,6 +257,33 @@ def client_as(client, users):
     return login
 
 
+@pytest.fixture
+def api(users):
+    """A client of the JSON API with an API token of the user of `role`."""
+    from django.test import Client
+
+    from replication import audit
+    from replication.tokens import create_token
+
+    def as_role(role: str):
+        name = f"{role} token {uuid.uuid4().hex[:6]}"
+        _, secret = create_token(audit.Actor.system("tests"), users[role], name)
+        return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    return as_role
+
+
+@pytest.fixture
+def tokens(users):
+    from replication import audit
+    from replication.tokens import create_token
+
+    return {
+        role: create_token(audit.Actor.system("tests"), user, "cli")[1]
+        for role, user in users.items()
+    }
+
+
 # Registered clusters (the devstack's, as `make demo` registers them). -------------------------
 
 
@@ -323,6 +350,20 @@ def make_link(registered_clusters, topic_name):
     named = {*mirrors.values_list("mirror_topic", flat=True)}
     named |= {*leftovers.topics(kafka.DESTINATION, lambda name: topic_name in name)}
     leftovers.delete_topics(kafka.DESTINATION, named)
+
+
+@pytest.fixture
+def mirror_of(make_link, make_topic, topic_name):
+    """A fresh paused link with a mirror of an empty source topic."""
+    from replication import audit
+    from replication.mirrors import create_mirror
+
+    def make(suffix: str):
+        topic = make_topic(kafka.SOURCE, f"{topic_name}-{suffix}")
+        link = make_link({"cluster.link.paused": "true"})
+        return create_mirror(audit.Actor.system("tests"), link, topic)
+
+    return make
 
 
 @pytest.fixture

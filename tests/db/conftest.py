@@ -113,3 +113,9 @@ def make_flow():
         )
 
     return make
+
+
+@pytest.fixture(scope="session")
+def devstack():
+    """A database test never starts the clusters: one that needs them is an integration test."""
+    pytest.fail("This test needs the real clusters: it belongs in tests/integration.")

@@ -13,7 +13,7 @@ from devstack.stack import Stack
 from infra import processes
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from tests.conftest import admin_config
-from tests.integration.conftest import tokens, typed  # noqa: F401 (the seed's commands, typed)
+from tests.integration.conftest import typed  # noqa: F401 (the seed's commands, typed)
 from tests.mirror_checks import eventually
 
 

@@ -1,22 +1,15 @@
-"""Automatic mirror topics on the real clusters: with auto.create.mirror.topics.enable, the
-source topics the link's topic filters select, there now or made later, get mirrors at the
-link's metadata refresh, copied exactly by the stream; excluded, unselected and internal
-topics never; a mirror a user deleted comes back only for a LITERAL include of its name;
-a prefixed link names its mirrors prefix + source.
+"""Automatic mirror topics on the real clusters: selected topics there now or made later are
+mirrored at the link's metadata refresh and copied exactly by the engine; a mirror a user
+deleted comes back only for a LITERAL include of its name; a prefixed link names its mirrors
+prefix + source (what is never mirrored: tests/db/test_auto_mirrors.py).
 
-The syncers run through `syncers.sync_link`, made due by clearing the link's
-metadata_refreshed_at (or by the time it is given), to control the moment it runs. Every
-topic name carries the session marker (the test's `topic_name`, or `unique_name`).
-"""
+Every topic name carries the session marker (the test's `topic_name`, or `unique_name`)."""
 
 from __future__ import annotations
 
-import json
-import time
 from datetime import timedelta
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.utils import timezone
 
@@ -25,8 +18,16 @@ from infra.kafka_admin import KafkaAdmin
 from replication.links import alter_link_configs
 from replication.mirrors import delete_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
-from replication.sync import auto_mirrors, syncers
+from replication.sync import syncers
 from tests.conftest import admin_config
+from tests.db.test_auto_mirrors import (
+    auto,
+    destination_topics,
+    mirrored,
+    produce,
+    refresh,
+    topic_filters,
+)
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, commit_offsets
 from tests.leftovers import unique_name
 from tests.mirror_checks import (
@@ -38,53 +39,6 @@ from tests.mirror_checks import (
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
-
-RECENT = int(time.time() * 1000) - 600_000  # within the brokers' retention
-
-
-def topic_filters(*entries: tuple[str, str, str]) -> str:
-    return json.dumps(
-        {"topicFilters": [{"name": n, "patternType": p, "filterType": f} for n, p, f in entries]}
-    )
-
-
-def auto(*entries: tuple[str, str, str], **configs: str) -> dict[str, str]:
-    return {
-        "auto.create.mirror.topics.enable": "true",
-        "auto.create.mirror.topics.filters": topic_filters(*entries),
-        **configs,
-    }
-
-
-def refresh(link: ClusterLink) -> None:
-    """One syncer run with the metadata refresh (and so auto-create) due."""
-    ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=None)
-    link.refresh_from_db()
-    syncers.sync_link(link, timezone.now())
-    link.refresh_from_db()
-
-
-def mirrored(link: ClusterLink) -> dict[str, str]:
-    """The link's mirrors, source topic to mirror topic."""
-    return dict(link.mirrors.values_list("source_topic", "mirror_topic"))
-
-
-def destination_topics() -> set[str]:
-    return KafkaAdmin(admin_config(kafka.DESTINATION)).list_topic_names()
-
-
-def produce(topic: str, count: int, partitions: int, start: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap})
-    for i in range(start, start + count):
-        producer.produce(
-            topic,
-            key=f"k{i}".encode(),
-            value=f"v{i}".encode() * (1 + i % 7),
-            partition=i % partitions,
-            timestamp=RECENT + i,
-            headers=[("n", str(i).encode())],
-        )
-    assert producer.flush(30) == 0
 
 
 def test_a_prefixed_include_mirrors_exactly_the_topics_it_selects(
@@ -246,20 +200,6 @@ def test_a_prefixed_link_names_the_mirror_prefix_plus_source(make_link, make_top
     assert link.declined_topics == [source]
 
 
-def test_a_topic_that_cannot_be_mirrored_does_not_stop_the_others(
-    make_link, make_topic, topic_name
-):
-    taken = make_topic(kafka.SOURCE, f"{topic_name}-taken")
-    make_topic(kafka.DESTINATION, taken)  # an ordinary topic of that name is there already
-    free = make_topic(kafka.SOURCE, f"{topic_name}-free")
-    link = make_link(auto((f"{topic_name}-", "PREFIXED", "INCLUDE")))
-    refresh(link)
-    assert mirrored(link) == {free: free}
-    problem = link.sync_problems["auto-create"]
-    assert f"{taken}: Topic {taken!r} already exists" in problem
-    assert free not in problem
-
-
 def test_automatic_mirrors_beyond_one_request_are_each_handed_to_the_engine_once_made(
     make_link, make_topic, topic_name, monkeypatch
 ):
@@ -284,64 +224,3 @@ def test_automatic_mirrors_beyond_one_request_are_each_handed_to_the_engine_once
     assert first and set(first) <= made_by_then
     assert not set(topics[-1:]) & made_by_then  # the last request was not sent yet
     assert handed[-1][0] == sorted(topics)
-
-
-def test_auto_create_without_an_include_filter_says_so_on_the_link(
-    make_link, make_topic, topic_name
-):
-    make_topic(kafka.SOURCE, topic_name)
-    link = make_link({"auto.create.mirror.topics.enable": "true"})
-    refresh(link)
-    assert mirrored(link) == {}
-    problem = link.sync_problems["auto-create"]
-    assert "auto.create.mirror.topics.filters includes no topic" in problem
-    assert '"topicFilters"' in problem  # with an example to copy
-
-    # Excludes alone select nothing either.
-    alter_link_configs(
-        ACTOR,
-        link,
-        {"auto.create.mirror.topics.filters": topic_filters((topic_name, "LITERAL", "EXCLUDE"))},
-    )
-    refresh(link)
-    assert "includes no topic" in link.sync_problems["auto-create"]
-    assert mirrored(link) == {}
-
-    # An include fixes it: the mirror is made and the problem goes.
-    alter_link_configs(
-        ACTOR,
-        link,
-        {"auto.create.mirror.topics.filters": topic_filters((topic_name, "LITERAL", "INCLUDE"))},
-    )
-    refresh(link)
-    assert mirrored(link) == {topic_name: topic_name}
-    assert "auto-create" not in link.sync_problems
-
-    # Auto-create turned off says nothing more, whatever it said before.
-    ClusterLink.objects.filter(pk=link.pk).update(sync_problems={"auto-create": "stale"})
-    alter_link_configs(ACTOR, link, {"auto.create.mirror.topics.enable": "false"})
-    refresh(link)
-    assert "auto-create" not in link.sync_problems
-    assert not auto_mirrors.enabled(link)
-
-
-def test_a_mirror_deleted_while_the_syncer_holds_the_link_is_not_recreated(
-    make_link, make_topic, topic_name
-):
-    topic = make_topic(kafka.SOURCE, f"{topic_name}-raced")
-    link = make_link(auto((f"{topic_name}-", "PREFIXED", "INCLUDE")))
-    refresh(link)
-    assert mirrored(link) == {topic: topic}
-
-    # The syncer loads every link, then works through them one by one; meanwhile a user
-    # deletes the mirror (the console has its own copy of the link).
-    held = ClusterLink.objects.get(pk=link.pk)
-    ClusterLink.objects.filter(pk=link.pk).update(metadata_refreshed_at=None)
-    held.metadata_refreshed_at = None
-    delete_mirror(ACTOR, MirrorTopic.objects.get(link=link, source_topic=topic))
-    syncers.sync_link(held, timezone.now())
-
-    link.refresh_from_db()
-    assert mirrored(link) == {}
-    assert "auto-create" not in link.sync_problems
-    assert link.declined_topics == [topic]

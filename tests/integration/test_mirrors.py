@@ -13,31 +13,24 @@ from confluent_kafka.admin import (
 )
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import audit
 from replication.errors import ReplicationError
 from replication.lag import describe_mirror, describe_mirrors
 from replication.mirrors import (
     create_mirror,
     create_mirrors,
-    delete_mirror,
     list_mirrors,
     pause_mirror,
     resume_mirror,
 )
 from replication.models import AuditEvent, MirrorTopic
 from tests.conftest import admin_config
+from tests.db.test_mirrors import ACTOR, destination_admin, nothing_left_of
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, consume_all, produce, run_tool
 from tests.mirror_checks import topic_gone
 
 pytestmark = pytest.mark.integration
-
-ACTOR = audit.Actor.system("tests")
-
-
-def destination_admin() -> KafkaAdmin:
-    return KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10)
 
 
 def test_a_mirror_copies_partitions_and_configs_by_class(make_link, make_topic, topic_name):
@@ -144,47 +137,6 @@ def test_a_prefixed_link_names_mirrors_with_its_prefix(make_link, make_topic, to
     assert MirrorTopic.objects.get().pk == mirror.pk  # the first, and no other
 
 
-def nothing_left_of(topic: str) -> bool:
-    try:
-        destination_admin().describe_topic(topic)
-        return False
-    except TopicNotFound:
-        pass
-    return (
-        not acls_on(kafka.DESTINATION, topic)
-        and not MirrorTopic.objects.filter(mirror_topic=topic).exists()
-    )
-
-
-@pytest.mark.parametrize(
-    "kwargs,expected,status",
-    [
-        ({"configs": {"cleanup.policy": "compact"}}, "always mirrored from the source", 400),
-        ({"configs": {"retention.ms": "soon"}}, "would refuse mirror topic", 400),
-        ({"configs": {"no.such.config": "1"}}, "would refuse mirror topic", 400),
-        ({"replication_factor": 3}, "would refuse mirror topic", 400),
-        ({"replication_factor": 0}, "from 1 to 32767", 400),
-        ({"mirror_topic": "another-name"}, "named after its source topic", 400),
-    ],
-)
-def test_bad_mirrors_are_refused_and_nothing_is_left_behind(
-    make_link, make_topic, topic_name, kwargs, expected, status
-):
-    make_topic(kafka.SOURCE, topic_name)
-    with pytest.raises(ReplicationError, match=expected) as refused:
-        create_mirror(ACTOR, make_link(), topic_name, **kwargs)
-    assert refused.value.status == status
-    assert nothing_left_of(topic_name)
-    assert AuditEvent.objects.get(action="mirror.create").result == "refused"
-
-
-def test_a_missing_source_topic_is_refused(make_link, topic_name):
-    with pytest.raises(ReplicationError, match="does not exist on the source") as refused:
-        create_mirror(ACTOR, make_link(), topic_name)
-    assert refused.value.status == 404
-    assert nothing_left_of(topic_name)
-
-
 def test_a_name_taken_on_the_destination_is_refused(make_link, make_topic, topic_name):
     make_topic(kafka.SOURCE, topic_name)
     make_topic(kafka.DESTINATION, topic_name)
@@ -241,24 +193,6 @@ def test_a_topic_someone_makes_just_before_the_mirror_is_made_is_left_to_them(
     assert acls_on(kafka.DESTINATION, topic_name) == {("READ", "ALLOW")}
     assert not MirrorTopic.objects.filter(mirror_topic=topic_name).exists()
     assert AuditEvent.objects.get(action="mirror.create").result == "refused"
-
-
-def test_a_topic_mirrored_by_another_link_is_refused(make_link, make_topic, topic_name):
-    make_topic(kafka.SOURCE, topic_name)
-    first = make_link()
-    create_mirror(ACTOR, first, topic_name)
-    second = make_link()
-    with pytest.raises(ReplicationError, match=f"already a mirror topic of link '{first.name}'"):
-        create_mirror(ACTOR, second, topic_name)
-    assert [m.link_id for m in MirrorTopic.objects.all()] == [first.pk]
-
-
-def test_validate_only_creates_nothing(make_link, make_topic, topic_name):
-    make_topic(kafka.SOURCE, topic_name, partitions=2)
-    mirror = create_mirror(ACTOR, make_link(), topic_name, validate_only=True)
-    assert mirror.pk is None and mirror.num_partitions == 2
-    assert nothing_left_of(topic_name)
-    assert not AuditEvent.objects.filter(action="mirror.create").exists()
 
 
 def test_describe_reads_offsets_and_lag_from_both_clusters(make_link, make_topic, topic_name):
@@ -341,24 +275,6 @@ def test_pausing_and_resuming_a_mirror(make_link, make_topic, topic_name):
         resume_mirror(ACTOR, mirror)
     # Paused, the topic is still read-only.
     assert acls_on(kafka.DESTINATION, topic_name) == READ_ONLY_ACLS
-
-
-def test_a_stopped_mirror_cannot_be_paused(make_link, make_topic, topic_name):
-    make_topic(kafka.SOURCE, topic_name)
-    mirror = create_mirror(ACTOR, make_link(), topic_name)
-    mirror.state = MirrorTopic.State.STOPPED
-    mirror.save()
-    with pytest.raises(ReplicationError, match="has already stopped its mirror") as refused:
-        pause_mirror(ACTOR, mirror)
-    assert refused.value.status == 409
-
-
-def test_deleting_a_mirror_removes_the_topic_and_its_acls(make_link, make_topic, topic_name):
-    make_topic(kafka.SOURCE, topic_name)
-    mirror = create_mirror(ACTOR, make_link(), topic_name)
-    delete_mirror(ACTOR, mirror)
-    assert wait_for(lambda: nothing_left_of(topic_name), 30)
-    assert AuditEvent.objects.filter(action="mirror.delete", result="ok").count() == 1
 
 
 def test_many_mirrors_are_made_in_bulk_requests_and_all_or_none(

@@ -15,44 +15,23 @@ from django.urls import reverse
 
 from devstack import kafka
 from infra import processes
-from replication import audit, promote, streams
+from replication import promote, streams
 from replication.links import resume_link
 from replication.mirrors import create_mirror, pause_mirror
-from replication.models import AuditEvent, MirrorTopic
-from replication.redis_channel import client
-from spark_jobs import control
+from replication.models import AuditEvent
+from tests.db.test_promote_failover import (
+    PLAIN,
+    State,
+    _admin,
+    _heartbeat,
+    _state,
+    _went_round,
+    _write,
+)
 from tests.kafka_clients import acls_on, produce
 from tests.mirror_checks import caught_up, eventually, read_all
 
 pytestmark = pytest.mark.integration
-
-State = MirrorTopic.State
-PLAIN = {"bootstrap.servers": kafka.DESTINATION.bootstrap}  # an ordinary client, no privilege
-RECENT = int(time.time() * 1000) - 600_000
-
-
-def _admin(users) -> audit.Actor:
-    return audit.Actor(user=users["admin"], name="admin")
-
-
-def _write(topic: str, first: int, count: int, partitions: int = 2) -> None:
-    produce(
-        {"bootstrap.servers": kafka.SOURCE.bootstrap},
-        topic,
-        [
-            {"key": str(i).encode(), "value": f"v{i}".encode(), "partition": i % partitions}
-            for i in range(first, first + count)
-        ],
-    )
-
-
-def _state(mirror: MirrorTopic) -> str:
-    return MirrorTopic.objects.get(pk=mirror.pk).state
-
-
-def _went_round(link, since_ms: float) -> bool:
-    heartbeat = control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}
-    return streams.status(link).state == "STOPPED" or heartbeat.get("at_ms", 0) > since_ms
 
 
 def test_it_refuses_a_lagging_promote_then_stops_the_writer_before_the_topic_is_writable(
@@ -166,23 +145,6 @@ def test_a_stop_the_stream_does_not_acknowledge_leaves_the_mirror_read_only_as_i
     assert AuditEvent.objects.filter(action="mirror.stop_failed", result="failed").count() == 1
 
 
-def test_a_pause_racing_a_failure_does_not_overwrite_it(
-    db, make_link, make_topic, topic_name, users
-):
-    from replication.mirrors import fail_mirror
-
-    make_topic(kafka.SOURCE, topic_name, partitions=1)
-    link = make_link()
-    mirror = create_mirror(_admin(users), link, topic_name)
-    stale = MirrorTopic.objects.get(pk=mirror.pk)  # a page loaded before the failure
-    fail_mirror(mirror, MirrorTopic.Error.SOURCE_TOPIC_ID_CHANGED, "re-created")
-    with pytest.raises(Exception, match="is FAILED now; it cannot be paused"):
-        pause_mirror(_admin(users), stale)
-    assert _state(mirror) == State.FAILED
-    event = AuditEvent.objects.get(action="mirror.pause")
-    assert event.result == "refused" and event.actor_name == "admin"
-
-
 @pytest.mark.serial
 def test_a_failover_works_with_the_source_cluster_stopped(
     transactional_db, celery_worker, stack, make_link, make_topic, topic_name, users, client_as
@@ -227,7 +189,3 @@ def test_a_failover_works_with_the_source_cluster_stopped(
         assert error is None and offset == 100
     finally:
         stack.up(["source"], echo=lambda _: None)
-
-
-def _heartbeat(link) -> dict:
-    return control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}

@@ -12,39 +12,19 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import audit, reverse
-from replication.errors import ReplicationError
+from replication import reverse
 from replication.links import peer_of
 from replication.mirror_states import move
-from replication.mirrors import create_mirror, pause_mirror
-from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.mirrors import create_mirror
+from replication.models import AuditEvent, ClusterLink
 from replication.sync import syncers
 from tests import leftovers
 from tests.conftest import admin_config
+from tests.db.test_reverse import ACTOR, State
 from tests.kafka_clients import commit_offsets, ordinary, write_numbered, write_refused
 from tests.mirror_checks import eventually, read_all, run_until_copied
 
 pytestmark = pytest.mark.integration
-
-ACTOR = audit.Actor.system("tests")
-State = MirrorTopic.State
-
-
-def test_a_bidirectional_link_is_one_name_with_a_half_on_each_cluster(
-    bidirectional, registered_clusters
-):
-    link = bidirectional()
-    peer = peer_of(link)
-    assert (peer.name, peer.destination, peer.source_cluster_id) == (
-        link.name,
-        registered_clusters["source"],
-        registered_clusters["destination"].cluster_id,
-    )
-    assert link.config("link.mode") == peer.config("link.mode") == "BIDIRECTIONAL"
-    # Each half reads the other cluster as its registered link principal, at its address.
-    assert link.configs["bootstrap.servers"] == registered_clusters["source"].bootstrap_servers
-    assert peer.configs["bootstrap.servers"] == registered_clusters["destination"].bootstrap_servers
-    assert AuditEvent.objects.filter(action="link.create").count() == 2
 
 
 def test_reverse_copies_nothing_and_the_old_source_mirrors_the_new_primary_at_the_same_offsets(
@@ -116,38 +96,6 @@ def test_a_fence_a_super_user_wrote_past_is_detected_and_everything_is_put_back(
     )
 
 
-def test_reverse_is_refused_clearly_on_a_one_way_link_and_for_a_mirror_not_active(
-    bidirectional, make_link, make_topic, topic_name
-):
-    make_topic(kafka.SOURCE, topic_name)
-    one_way = make_link({"cluster.link.paused": "true"})
-    create_mirror(ACTOR, one_way, topic_name)
-    with pytest.raises(ReplicationError, match="is not bidirectional") as refused:
-        reverse.reverse_mirrors(ACTOR, one_way, [topic_name], reverse.START)
-    assert "Create one with link.mode=BIDIRECTIONAL" in str(refused.value)
-
-    link = bidirectional()
-    other = make_topic(kafka.SOURCE, f"{topic_name}-b")
-    paused = create_mirror(ACTOR, link, other)
-    pause_mirror(ACTOR, paused)
-    (outcome, missing) = reverse.reverse_mirrors(
-        ACTOR, link, [other, "no-such-mirror"], reverse.START
-    )
-    assert outcome.error == f"Mirror topic {other!r} is PAUSED; a reverse needs it ACTIVE."
-    assert missing.status == 404
-    paused.refresh_from_db()
-    assert paused.state == State.PAUSED and not peer_of(link).mirrors.exists()
-    assert AuditEvent.objects.filter(action=f"mirror.{reverse.START}", result="refused").count()
-
-
-def test_a_prefixed_bidirectional_link_cannot_reverse(bidirectional, make_topic, topic_name):
-    make_topic(kafka.SOURCE, topic_name)
-    link = bidirectional(**{"cluster.link.prefix": "dc1."})
-    create_mirror(ACTOR, link, topic_name)
-    with pytest.raises(ReplicationError, match="need a link without a prefix"):
-        reverse.reverse_mirrors(ACTOR, link, [f"dc1.{topic_name}"], reverse.START)
-
-
 def test_an_approved_reverse_asked_through_the_api_runs_on_the_worker(
     transactional_db, celery_worker, copied_mirror, topic_name, api
 ):
@@ -202,38 +150,6 @@ def test_a_swap_and_back_copies_no_record_twice_and_keeps_the_offsets_identical(
     assert not write_refused(kafka.SOURCE, topic_name) and write_refused(
         kafka.DESTINATION, topic_name
     )
-
-
-def test_the_console_offers_a_reverse_on_a_bidirectional_link_with_its_dry_run(
-    bidirectional, make_link, make_topic, topic_name, client_as
-):
-    from django.urls import reverse as url
-
-    make_topic(kafka.SOURCE, topic_name)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    client = client_as("operator")
-    args = [mirror.destination.name, topic_name]
-    page = client.get(url("mirror-detail", args=args)).content.decode()
-    assert 'id="reverse"' in page and 'id="reverse-paused"' in page
-    peer = peer_of(link)
-    pair = client.get(url("link-detail", args=[link.destination.name, link.name])).content.decode()
-    assert 'id="bidirectional"' in pair
-    assert f"{peer.name} on {peer.destination.name}</a>, mirrors the other way" in pair
-    # The link page offers each mirror's way back too, to those who may ask for it.
-    assert f'href="{url("mirror-reverse", args=args)}"' in pair
-    dry_run = client.get(url("mirror-reverse", args=args)).content.decode()
-    assert "<h1>Reverse " in dry_run and 'id="plan-ok"' in dry_run
-    assert "No record is copied." in dry_run and "Ask for approval" in dry_run
-
-    other = make_topic(kafka.SOURCE, f"{topic_name}-one-way")
-    one_way = create_mirror(ACTOR, make_link(), other)
-    args = [one_way.destination.name, other]
-    assert 'id="reverse"' not in client.get(url("mirror-detail", args=args)).content.decode()
-    refused = client.get(url("mirror-reverse", args=args)).content.decode()
-    assert "is not bidirectional" in refused and 'id="plan-error"' in refused
-    link_page = url("link-detail", args=[link.destination.name, link.name])
-    assert 'class="way-back"' not in client_as("viewer").get(link_page).content.decode()
 
 
 def test_a_reverse_whose_worker_died_before_the_fence_is_fenced_and_finished_by_the_next(

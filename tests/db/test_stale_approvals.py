@@ -22,7 +22,6 @@ from replication import users as accounts
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
 from replication.tokens import create_token
 
-pytestmark = pytest.mark.integration
 SUPERSEDED = ApprovalRequest.State.SUPERSEDED
 
 

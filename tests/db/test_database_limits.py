@@ -20,8 +20,6 @@ from replication.models import AuditEvent, MirrorTopic
 from replication.tokens import create_token
 from tests import leftovers
 
-pytestmark = pytest.mark.integration
-
 TARGET_LIMIT = AuditEvent._meta.get_field("target").max_length
 
 

@@ -15,8 +15,6 @@ from tests import leftovers
 from tests.integration import test_api
 from tests.integration.test_api import assert_error, send
 
-pytestmark = pytest.mark.integration
-
 # A fixture shared with test_api: the destination's links URL (`api` is the package's).
 links_url = test_api.links_url
 

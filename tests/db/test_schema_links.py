@@ -21,8 +21,6 @@ from infra.schema_registry import (
 from replication.schema_links import sync_subjects
 from tests.registries import DESTINATION, SOURCE, optional_ints, unique_name
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def name() -> str:

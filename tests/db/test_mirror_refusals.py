@@ -17,8 +17,6 @@ from replication.links import create_link
 from replication.models import MirrorTopic
 from tests.conftest import admin_config
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def operator_api(api) -> Client:

@@ -16,8 +16,6 @@ from console.forms.filters import FILTER_CHOICES, MAX_ROWS
 from replication import filters
 from replication.models import AuditEvent, ClusterLink
 
-pytestmark = pytest.mark.integration
-
 GROUPS = "consumer.offset.group.filters"
 ANY_ACL = {
     "resourceFilter": {"resourceType": "any", "patternType": "any"},

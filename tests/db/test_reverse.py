@@ -1,0 +1,100 @@
+"""Bidirectional links and the planned switchover (reverse-and-start-mirror,
+reverse-and-pause-mirror) on in-memory clusters (the copy, fences and record-by-record checks on
+real brokers: tests/integration/test_reverse.py): nothing copied, both topics identical record
+by record, a fence a super user writes past detected and everything put back, and clear
+refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from devstack import kafka
+from replication import audit, reverse
+from replication.errors import ReplicationError
+from replication.links import peer_of
+from replication.mirrors import create_mirror, pause_mirror
+from replication.models import AuditEvent, MirrorTopic
+
+ACTOR = audit.Actor.system("tests")
+State = MirrorTopic.State
+
+
+def test_a_bidirectional_link_is_one_name_with_a_half_on_each_cluster(
+    bidirectional, registered_clusters
+):
+    link = bidirectional()
+    peer = peer_of(link)
+    assert (peer.name, peer.destination, peer.source_cluster_id) == (
+        link.name,
+        registered_clusters["source"],
+        registered_clusters["destination"].cluster_id,
+    )
+    assert link.config("link.mode") == peer.config("link.mode") == "BIDIRECTIONAL"
+    # Each half reads the other cluster as its registered link principal, at its address.
+    assert link.configs["bootstrap.servers"] == registered_clusters["source"].bootstrap_servers
+    assert peer.configs["bootstrap.servers"] == registered_clusters["destination"].bootstrap_servers
+    assert AuditEvent.objects.filter(action="link.create").count() == 2
+
+
+def test_reverse_is_refused_clearly_on_a_one_way_link_and_for_a_mirror_not_active(
+    bidirectional, make_link, make_topic, topic_name
+):
+    make_topic(kafka.SOURCE, topic_name)
+    one_way = make_link({"cluster.link.paused": "true"})
+    create_mirror(ACTOR, one_way, topic_name)
+    with pytest.raises(ReplicationError, match="is not bidirectional") as refused:
+        reverse.reverse_mirrors(ACTOR, one_way, [topic_name], reverse.START)
+    assert "Create one with link.mode=BIDIRECTIONAL" in str(refused.value)
+
+    link = bidirectional()
+    other = make_topic(kafka.SOURCE, f"{topic_name}-b")
+    paused = create_mirror(ACTOR, link, other)
+    pause_mirror(ACTOR, paused)
+    (outcome, missing) = reverse.reverse_mirrors(
+        ACTOR, link, [other, "no-such-mirror"], reverse.START
+    )
+    assert outcome.error == f"Mirror topic {other!r} is PAUSED; a reverse needs it ACTIVE."
+    assert missing.status == 404
+    paused.refresh_from_db()
+    assert paused.state == State.PAUSED and not peer_of(link).mirrors.exists()
+    assert AuditEvent.objects.filter(action=f"mirror.{reverse.START}", result="refused").count()
+
+
+def test_a_prefixed_bidirectional_link_cannot_reverse(bidirectional, make_topic, topic_name):
+    make_topic(kafka.SOURCE, topic_name)
+    link = bidirectional(**{"cluster.link.prefix": "dc1."})
+    create_mirror(ACTOR, link, topic_name)
+    with pytest.raises(ReplicationError, match="need a link without a prefix"):
+        reverse.reverse_mirrors(ACTOR, link, [f"dc1.{topic_name}"], reverse.START)
+
+
+def test_the_console_offers_a_reverse_on_a_bidirectional_link_with_its_dry_run(
+    bidirectional, make_link, make_topic, topic_name, client_as
+):
+    from django.urls import reverse as url
+
+    make_topic(kafka.SOURCE, topic_name)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    client = client_as("operator")
+    args = [mirror.destination.name, topic_name]
+    page = client.get(url("mirror-detail", args=args)).content.decode()
+    assert 'id="reverse"' in page and 'id="reverse-paused"' in page
+    peer = peer_of(link)
+    pair = client.get(url("link-detail", args=[link.destination.name, link.name])).content.decode()
+    assert 'id="bidirectional"' in pair
+    assert f"{peer.name} on {peer.destination.name}</a>, mirrors the other way" in pair
+    # The link page offers each mirror's way back too, to those who may ask for it.
+    assert f'href="{url("mirror-reverse", args=args)}"' in pair
+    dry_run = client.get(url("mirror-reverse", args=args)).content.decode()
+    assert "<h1>Reverse " in dry_run and 'id="plan-ok"' in dry_run
+    assert "No record is copied." in dry_run and "Ask for approval" in dry_run
+
+    other = make_topic(kafka.SOURCE, f"{topic_name}-one-way")
+    one_way = create_mirror(ACTOR, make_link(), other)
+    args = [one_way.destination.name, other]
+    assert 'id="reverse"' not in client.get(url("mirror-detail", args=args)).content.decode()
+    refused = client.get(url("mirror-reverse", args=args)).content.decode()
+    assert "is not bidirectional" in refused and 'id="plan-error"' in refused
+    link_page = url("link-detail", args=[link.destination.name, link.name])
+    assert 'class="way-back"' not in client_as("viewer").get(link_page).content.decode()
