@@ -15,11 +15,12 @@ WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
 # The domain and API tests that `make test` runs a second time, on PostgreSQL: the ones that
 # lean on the database (transactions, locks, races, constraints); few of them start a link's
 # Spark application (offset sync's do).
-POSTGRES_TESTS := tests/unit tests/integration/test_api.py tests/integration/test_races.py \
-	tests/integration/test_api_burst.py \
-	tests/integration/test_approvals.py tests/integration/test_links.py \
-	tests/db/test_users_page.py tests/db/test_role_matrix.py \
-	tests/integration/test_audit_required.py tests/db/test_audit_page.py \
+POSTGRES_TESTS := tests/unit tests/db/test_api.py tests/integration/test_api.py \
+	tests/integration/test_races.py tests/integration/test_api_burst.py \
+	tests/db/test_approvals.py tests/integration/test_approvals.py \
+	tests/db/test_links.py tests/integration/test_links.py \
+	tests/db/test_audit_required.py tests/integration/test_audit_required.py \
+	tests/db/test_users_page.py tests/db/test_role_matrix.py tests/db/test_audit_page.py \
 	tests/integration/test_devstack.py tests/db/test_database_limits.py \
 	tests/integration/test_offset_sync.py tests/db/test_api_link_filters.py
 

@@ -37,14 +37,19 @@ def cluster_admin(cluster: KafkaCluster) -> KafkaAdmin:
 
 IDLE_S = 300
 MAX_CLIENTS = 32
-_clients: dict[tuple, tuple[KafkaAdmin, float]] = {}  # key: (pid, config, timeout)
+_clients: dict[tuple, tuple[KafkaAdmin, float]] = {}  # key: (pid, class, config, timeout)
 _lock = threading.Lock()
 
 
 def connect(config: dict[str, str]) -> KafkaAdmin:
     """The process's client for `config`, made on first use."""
     # The pid: a client's threads do not survive a fork, so a child never uses its parent's.
-    key = (os.getpid(), tuple(sorted(config.items())), settings.KAFKA_ADMIN_TIMEOUT)
+    key = (
+        os.getpid(),
+        settings.ISTHMUS_KAFKA_ADMIN,
+        tuple(sorted(config.items())),
+        settings.KAFKA_ADMIN_TIMEOUT,
+    )
     now = time.monotonic()
     with _lock:
         for old in [k for k, (_, used) in _clients.items() if now - used > IDLE_S]:

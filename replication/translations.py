@@ -23,7 +23,7 @@ def runs(cluster: KafkaCluster, topic_ids: set[str]) -> dict[tuple[str, int], tr
     """The runs of every partition of the mirror topics `topic_ids` on `cluster`, as stored
     now: {(topic id, partition): Runs}, none where offsets are identical."""
     config = cluster.connection_config()
-    key = tuple(sorted(config.items()))
+    key = (settings.ISTHMUS_TRANSLATION_READER, *sorted(config.items()))
     with _readers_lock:
         reader = _readers.get(key)
         if reader is None:
