@@ -1,9 +1,10 @@
-"""`make test`'s runner. The tests that share nothing run in parallel (pytest-xdist, a module to a
-worker) on the embedded stack, which starts once for all of them. At the same time the tests that
-stop brokers or Redis (marked `serial`) run one after another on a second stack of their own
-(ports shifted by ISTHMUS_DEVSTACK_PORT_OFFSET, state in var/serial-stack/), so no other test,
-and no `make demo` running beside, sees their outages. Each stack stops at the end if it was not
-up before.
+"""`make test`'s runner. The tests that stop brokers or Redis (marked `serial`) run on two stacks
+of their own, one test at a time on each (ports shifted by ISTHMUS_DEVSTACK_PORT_OFFSET, state in
+var/serial-stack-<n>/), so no other test, and no `make demo` running beside, sees their outages.
+Beside them, on the embedded stack (which starts once for all of them), run first the fast tier
+(tests/unit and tests/db, no cluster) under coverage.py, then the tests that need the clusters,
+Spark or Chromium (marked `kafka`), each tier in parallel workers (pytest-xdist, a module to a
+worker). Each stack stops at the end if it was not up before.
 
     python -m tests.suite [pytest arguments, e.g. the test files to run]
 
@@ -21,7 +22,19 @@ import django
 from django.conf import settings
 
 NO_TESTS_COLLECTED = 5
-SERIAL_PORT_OFFSET = "1000"  # Kafka on 10092/10093, Redis on 7380, PostgreSQL on 6433
+# The serial tests' stacks, each a pytest-xdist worker's: Kafka on 10092/10093 and 10592/10593,
+# Redis on 7380 and 7880, PostgreSQL on 6433 and 6933.
+SERIAL_PORT_OFFSETS = ["1000", "1500"]
+# The whole suite's fast tier measures its line coverage of the domain (into .coverage), and
+# reports that of the modules issue 43 names.
+COVERAGE = ["--cov=replication", "--cov-report="]
+COVERED = [
+    "--include="
+    + ",".join(
+        f"replication/{name}.py"
+        for name in ("mirrors", "links", "promote", "reverse", "restore", "offset_sync")
+    )
+]
 
 
 def main(args: list[str]) -> int:
@@ -32,29 +45,33 @@ def main(args: list[str]) -> int:
 
     pytest = [sys.executable, "-m", "pytest", *args]
     workers = os.environ.get("ISTHMUS_TEST_WORKERS", "2")
-    serial_var = settings.VAR_DIR / "serial-stack"
-    serial_env = {
-        **os.environ,
-        "ISTHMUS_DEVSTACK_PORT_OFFSET": SERIAL_PORT_OFFSET,
-        "ISTHMUS_VAR_DIR": str(serial_var),
-    }
-    subprocess.run([sys.executable, "manage.py", "init_var", "-v", "0"], env=serial_env, check=True)
-    serial_log = serial_var / "pytest.log"
+    serial_vars = [settings.VAR_DIR / f"serial-stack-{n}" for n in (1, 2)]
+    workers_of_their_own = []
+    for offset, var in zip(SERIAL_PORT_OFFSETS, serial_vars, strict=True):
+        env = {"ISTHMUS_DEVSTACK_PORT_OFFSET": offset, "ISTHMUS_VAR_DIR": str(var)}
+        manage = [sys.executable, "manage.py", "init_var", "-v", "0"]
+        subprocess.run(manage, env={**os.environ, **env}, check=True)
+        spec = "//".join(["popen", *(f"env:{k}={v}" for k, v in env.items())])
+        workers_of_their_own += ["--tx", spec]
+    serial_log = serial_vars[0] / "pytest.log"
     stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
     with shared_stack(stack, parts_of(stack)), open(serial_log, "w") as log:
         alone = subprocess.Popen(
-            [*pytest, "-m", "serial and not faults"],
-            env=serial_env,
+            [*pytest, "-m", "serial and not faults", "--dist=loadfile", *workers_of_their_own],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        parallel = subprocess.call(
-            [*pytest, "-n", workers, "--dist=loadfile", "-m", "not serial and not faults"]
-        )
+        parallel = [*pytest, "-n", workers, "--dist=loadfile"]
+        measured = [] if args else COVERAGE
+        fast = subprocess.call([*parallel, "-m", "not kafka", *measured])
+        if fast == 0 and measured:
+            subprocess.call([sys.executable, "-m", "coverage", "report", *COVERED])
+        slow = subprocess.call([*parallel, "-m", "kafka and not serial and not faults"])
         alone.wait()
-    print(f"\nThe tests that stop brokers or Redis, on a stack of their own ({serial_log}):")
+    print(f"\nThe tests that stop brokers or Redis, on stacks of their own ({serial_log}):")
     print(Path(serial_log).read_text(errors="replace"), flush=True)
-    return next((rc for rc in (parallel, alone.returncode) if rc not in (0, NO_TESTS_COLLECTED)), 0)
+    failed = (rc for rc in (fast, slow, alone.returncode) if rc not in (0, NO_TESTS_COLLECTED))
+    return next(failed, 0)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.django_db(transaction=True),
     pytest.mark.serial,
+    pytest.mark.usefixtures("devstack"),  # its first lines need the clusters up
 ]
 
 

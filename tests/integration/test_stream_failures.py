@@ -31,7 +31,13 @@ from tests.mirror_checks import (
     run_until_copied,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.django_db, pytest.mark.serial]
+# The clusters are needed from the first line (not only by fixtures): up before the test starts.
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.django_db,
+    pytest.mark.serial,
+    pytest.mark.usefixtures("devstack"),
+]
 
 
 def _source_topic(partitions: int = 4) -> str:
