@@ -12,17 +12,15 @@ export PATH := $(CURDIR)/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 # database"); unset, it is SQLite in var/.
 export ISTHMUS_DB
 WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
-# The domain and API tests that `make test` runs a second time, on PostgreSQL: the ones that
-# lean on the database (transactions, locks, races, constraints); few of them start a link's
-# Spark application (offset sync's do).
-POSTGRES_TESTS := tests/unit tests/db/test_api.py tests/integration/test_api.py \
+# The tests that `make test` runs a second time, on PostgreSQL: the fast tier (tests/unit,
+# tests/db: no cluster), measured by coverage.py, and the integration tests that lean on the
+# database (transactions, locks, races, constraints); few of them start the engine (offset
+# sync's do).
+POSTGRES_TESTS := tests/unit tests/db tests/integration/test_api.py \
 	tests/integration/test_races.py tests/integration/test_api_burst.py \
-	tests/db/test_approvals.py tests/integration/test_approvals.py \
-	tests/db/test_links.py tests/integration/test_links.py \
-	tests/db/test_audit_required.py tests/integration/test_audit_required.py \
-	tests/db/test_users_page.py tests/db/test_role_matrix.py tests/db/test_audit_page.py \
-	tests/integration/test_devstack.py tests/db/test_database_limits.py \
-	tests/integration/test_offset_sync.py tests/db/test_api_link_filters.py
+	tests/integration/test_approvals.py tests/integration/test_links.py \
+	tests/integration/test_audit_required.py tests/integration/test_devstack.py \
+	tests/integration/test_offset_sync.py
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
 	test-faults lint format bench soak
@@ -119,7 +117,7 @@ test: setup setup-postgres lint
 	$(MAKE) --no-print-directory test-postgres
 
 test-postgres: setup-postgres
-	ISTHMUS_DB=postgres $(PY) -m tests.suite $(POSTGRES_TESTS)
+	ISTHMUS_DB=postgres ISTHMUS_TEST_COVERAGE=1 $(PY) -m tests.suite $(POSTGRES_TESTS)
 
 # Brokers killed and restarted under running mirrors, on two three-broker clusters of their own
 # (ports shifted by 2000, state in var/faults-stack/), started and stopped by the session.

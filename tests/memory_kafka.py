@@ -3,7 +3,7 @@
 the same calls `infra.kafka_admin.KafkaAdmin` answers, in the same words where a caller reads
 them (unreachable, no such topic, no authorizer, a group in use).
 
-The database tests (tests/db) choose it with the setting ISTHMUS_KAFKA_ADMIN (the `memory_kafka`
+The database tests (tests/db) choose it with the setting ISTHMUS_KAFKA_ADMIN (the `memory_clusters`
 fixture), to check refusals, state changes, approvals and plans without brokers. It holds no
 records, so nothing here proves that mirroring works: the integration tests do, on real brokers.
 """

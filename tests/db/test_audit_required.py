@@ -11,13 +11,11 @@ import pytest
 from django.test import Client
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, TopicNotFound
 from replication import audit
 from replication.mirrors import create_mirror
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
 from replication.tokens import create_token
 from tests import audit_trail
-from tests.conftest import admin_config
 
 TRAIL_DOWN = "the audit disk is full"
 
@@ -54,14 +52,6 @@ def _refused(response) -> None:
     message = response.json()["message"]
     assert "The audit trail could not be written: the database refused the write" in message
     assert "nothing was changed" in message
-
-
-def _topic_exists(name: str) -> bool:
-    try:
-        KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10).describe_topic(name)
-    except TopicNotFound:
-        return False
-    return True
 
 
 def test_pause_promote_and_link_changes_are_refused_while_the_trail_is_down(

@@ -8,26 +8,20 @@ metadata_refreshed_at (or by the time it is given), to control the moment it run
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from confluent_kafka import Producer
 from django.utils import timezone
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin
 from replication.links import alter_link_configs
 from replication.mirrors import delete_mirror
 from replication.models import ClusterLink, MirrorTopic
 from replication.sync import auto_mirrors, syncers
-from tests.conftest import admin_config
 from tests.mirror_checks import (
     ACTOR,
 )
 
 pytestmark = [pytest.mark.django_db]
-
-RECENT = int(time.time() * 1000) - 600_000  # within the brokers' retention
 
 
 def topic_filters(*entries: tuple[str, str, str]) -> str:
@@ -55,24 +49,6 @@ def refresh(link: ClusterLink) -> None:
 def mirrored(link: ClusterLink) -> dict[str, str]:
     """The link's mirrors, source topic to mirror topic."""
     return dict(link.mirrors.values_list("source_topic", "mirror_topic"))
-
-
-def destination_topics() -> set[str]:
-    return KafkaAdmin(admin_config(kafka.DESTINATION)).list_topic_names()
-
-
-def produce(topic: str, count: int, partitions: int, start: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap})
-    for i in range(start, start + count):
-        producer.produce(
-            topic,
-            key=f"k{i}".encode(),
-            value=f"v{i}".encode() * (1 + i % 7),
-            partition=i % partitions,
-            timestamp=RECENT + i,
-            headers=[("n", str(i).encode())],
-        )
-    assert producer.flush(30) == 0
 
 
 def test_a_topic_that_cannot_be_mirrored_does_not_stop_the_others(

@@ -3,32 +3,20 @@ and a source that does not answer or runs no authorizer said in words, on the pa
 500. What include, exclude, prefixes and Kafka's own ACL filters select on a real source is
 tests/integration/test_filter_preview.py."""
 
-import contextlib
 import html
 import json
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    AdminClient,
-    ResourcePatternType,
-    ResourceType,
-)
 from django.urls import reverse
 
 from devstack import kafka
-from infra.kafka_admin import EVERY_ACL, AuthorizerDisabled, KafkaAdmin
-from infra.processes import wait_for
+from infra.kafka_admin import AuthorizerDisabled
 from replication import audit, filters
 from replication.errors import ReplicationError
 from replication.mirrors import create_mirror
 from replication.models import AuditEvent, ClusterLink
 from replication.sync import filter_preview
 from tests import leftovers
-from tests.leftovers import admin_config
 
 
 def names(*entries: tuple[str, str, str]) -> list[filters.NameFilter]:
@@ -62,11 +50,6 @@ def link(make_link):
 
 
 @pytest.fixture
-def source_admin():
-    return AdminClient(admin_config(kafka.SOURCE))
-
-
-@pytest.fixture
 def source_topics(make_topic, prefix):
     made = {
         label: make_topic(kafka.SOURCE, name)
@@ -80,75 +63,6 @@ def source_topics(make_topic, prefix):
         }.items()
     }
     return made
-
-
-@pytest.fixture
-def source_groups(source_admin, source_topics, prefix):
-    """Consumer groups on the source: each has committed offset 0 of one topic."""
-    ids = [f"{prefix}-app-1", f"{prefix}-app-test", f"{prefix}-batch"]
-    for group_id in ids:
-        request = ConsumerGroupTopicPartitions(
-            group_id, [TopicPartition(source_topics["orders"], 0, 0)]
-        )
-        for future in source_admin.alter_consumer_group_offsets([request]).values():
-            future.result(timeout=30)
-    yield dict(zip(["app-1", "app-test", "batch"], ids, strict=True))
-    for future in source_admin.delete_consumer_groups(ids, request_timeout=30).values():
-        with contextlib.suppress(Exception):  # the sweep removes what is left
-            future.result(timeout=30)
-
-
-@pytest.fixture
-def source_acls(source_admin, source_topics, prefix):
-    """ACLs on the source's topics (the sweep removes ACLs of marked topics)."""
-    topic, literal, prefixed = (
-        ResourceType.TOPIC,
-        ResourcePatternType.LITERAL,
-        (ResourcePatternType.PREFIXED),
-    )
-    read, write, describe = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
-    allow, deny = AclPermissionType.ALLOW, AclPermissionType.DENY
-    made = {
-        "alice-orders": AclBinding(
-            topic, source_topics["orders"], literal, "User:alice", "*", read, allow
-        ),
-        "bob-orders": AclBinding(
-            topic, source_topics["orders"], literal, "User:bob", "*", write, allow
-        ),
-        "alice-pay": AclBinding(topic, f"{prefix}-pay", prefixed, "User:alice", "*", read, allow),
-        "carol-other": AclBinding(
-            topic, source_topics["other"], literal, "User:carol", "10.0.0.1", describe, deny
-        ),
-    }
-    for future in source_admin.create_acls(list(made.values())).values():
-        future.result(timeout=30)
-    made_keys = {label: filters.binding_key(b) for label, b in made.items()}
-    source = KafkaAdmin(admin_config(kafka.SOURCE))
-
-    def seen() -> set[tuple]:
-        return {filters.binding_key(b) for b in source.describe_acls(EVERY_ACL)}
-
-    # (seen by the broker first: a preview reads them through a connection of its own)
-    assert wait_for(lambda: set(made_keys.values()) <= seen(), 30)
-    yield made_keys
-    leftovers.delete_acls(kafka.SOURCE, list(made.values()))
-
-
-def keys(preview: filter_preview.AclPreview, prefix: str) -> set[tuple]:
-    """The selected ACLs of this test (by their names), as binding keys."""
-    return {
-        (
-            a.resource_type,
-            a.name,
-            a.pattern_type,
-            a.principal,
-            a.host,
-            a.operation,
-            a.permission_type,
-        )
-        for a in preview.selected
-        if prefix in a.name
-    }
 
 
 # Consumer groups. ------------------------------------------------------------------------------

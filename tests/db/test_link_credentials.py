@@ -119,11 +119,6 @@ def test_a_registered_source_takes_no_other_connection_settings(registered_clust
     assert not ClusterLink.objects.exists()
 
 
-def _split(config: dict[str, str]) -> tuple[str, dict[str, str]]:
-    config = dict(config)
-    return config.pop("bootstrap.servers"), config
-
-
 def test_the_api_never_uses_a_registered_clusters_credentials(
     registered_clusters, client_as, proxy, var_dir
 ):

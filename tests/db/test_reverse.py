@@ -1,8 +1,8 @@
 """Bidirectional links and the planned switchover (reverse-and-start-mirror,
-reverse-and-pause-mirror) on in-memory clusters (the copy, fences and record-by-record checks on
-real brokers: tests/integration/test_reverse.py): nothing copied, both topics identical record
-by record, a fence a super user writes past detected and everything put back, and clear
-refusals."""
+reverse-and-pause-mirror) on in-memory clusters: the pair of halves, clear refusals, the fence
+put on the source and lifted again when the engine does not confirm it stopped writing, and the
+console's dry run. The copy itself, a fence a super user writes past and the record-by-record
+checks are tests/integration/test_reverse.py, on real brokers."""
 
 from __future__ import annotations
 
@@ -98,3 +98,38 @@ def test_the_console_offers_a_reverse_on_a_bidirectional_link_with_its_dry_run(
     assert "is not bidirectional" in refused and 'id="plan-error"' in refused
     link_page = url("link-detail", args=[link.destination.name, link.name])
     assert 'class="way-back"' not in client_as("viewer").get(link_page).content.decode()
+
+
+def _fenced(cluster, topic: str) -> bool:
+    return any(b.name == topic for b in cluster.acls)
+
+
+def test_a_reverse_fences_the_source_where_it_ends_and_swaps_the_two_sides_at_those_offsets(
+    bidirectional, make_topic, topic_name, memory_clusters
+):
+    make_topic(kafka.SOURCE, topic_name, 2)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    assert _fenced(memory_clusters["destination"], topic_name)  # a mirror is read-only
+    for cluster in (memory_clusters["source"], memory_clusters["destination"]):
+        cluster.produce(topic_name, 0, 5)  # copied in full: nothing to wait for
+
+    [outcome] = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START)
+
+    mirror.refresh_from_db()
+    assert outcome.error == "" and mirror.state == State.PENDING_SYNCHRONIZE
+    assert mirror.pending_stop["fence"] == {"0": 5, "1": 0}
+    assert _fenced(memory_clusters["source"], topic_name)
+    assert AuditEvent.objects.filter(action=f"mirror.{reverse.START}", result="ok").count() == 1
+
+    # Caught up, its writer told to stop; the engine runs no copier of this link, so none
+    # writes: the swap goes through.
+    reverse.finish(link)
+    reverse.finish(link)
+
+    mirror.refresh_from_db()
+    assert mirror.state == State.STOPPED and mirror.stop_report["kind"] == reverse.START
+    assert not _fenced(memory_clusters["destination"], topic_name)  # writable now
+    back = peer_of(link).mirrors.get(mirror_topic=topic_name)
+    assert back.state == State.ACTIVE and back.source_topic == topic_name
+    assert _fenced(memory_clusters["source"], topic_name)  # the fence is its read-only rules

@@ -7,16 +7,20 @@ from __future__ import annotations
 import pytest
 
 from devstack import kafka
+from infra.kafka_admin import KafkaAdmin, TopicNotFound
 from replication.models import AuditEvent, MirrorTopic
-from tests.db.test_audit_required import (  # noqa: F401 (fixtures)
-    _post,
-    _refused,
-    _topic_exists,
-    admin_api,
-    trail,
-)
+from tests.conftest import admin_config
+from tests.db.test_audit_required import _post, _refused
 
 pytestmark = pytest.mark.integration
+
+
+def _topic_exists(name: str) -> bool:
+    try:
+        KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10).describe_topic(name)
+    except TopicNotFound:
+        return False
+    return True
 
 
 def test_a_mirror_is_not_created_when_its_event_cannot_be_written(

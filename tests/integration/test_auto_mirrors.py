@@ -7,9 +7,11 @@ Every topic name carries the session marker (the test's `topic_name`, or `unique
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.utils import timezone
 
@@ -20,14 +22,7 @@ from replication.mirrors import delete_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from replication.sync import syncers
 from tests.conftest import admin_config
-from tests.db.test_auto_mirrors import (
-    auto,
-    destination_topics,
-    mirrored,
-    produce,
-    refresh,
-    topic_filters,
-)
+from tests.db.test_auto_mirrors import auto, mirrored, refresh, topic_filters
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, commit_offsets
 from tests.leftovers import unique_name
 from tests.mirror_checks import (
@@ -39,6 +34,27 @@ from tests.mirror_checks import (
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+
+RECENT = int(time.time() * 1000) - 600_000  # within the brokers' retention
+
+
+def destination_topics() -> set[str]:
+    return KafkaAdmin(admin_config(kafka.DESTINATION)).list_topic_names()
+
+
+def produce(topic: str, count: int, partitions: int, start: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": kafka.SOURCE.bootstrap})
+    for i in range(start, start + count):
+        producer.produce(
+            topic,
+            key=f"k{i}".encode(),
+            value=f"v{i}".encode() * (1 + i % 7),
+            partition=i % partitions,
+            timestamp=RECENT + i,
+            headers=[("n", str(i).encode())],
+        )
+    assert producer.flush(30) == 0
 
 
 def test_a_prefixed_include_mirrors_exactly_the_topics_it_selects(

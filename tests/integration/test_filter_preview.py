@@ -6,27 +6,106 @@ Topics, groups and ACLs carry the session's marker (`unique_name`), so the filte
 name them select nothing of other tests or sessions on the shared clusters, and the session's
 sweep removes whatever a failed test leaves."""
 
-import pytest
+import contextlib
 
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from devstack import kafka
+from infra.kafka_admin import EVERY_ACL, KafkaAdmin
+from infra.processes import wait_for
 from replication import filters
 from replication.sync import filter_preview
-from tests.db.test_filter_preview import (  # noqa: F401 (fixtures)
-    acl_filter,
-    acl_filters,
-    keys,
-    link,
-    names,
-    prefix,
-    source_acls,
-    source_admin,
-    source_groups,
-    source_topics,
-)
+from tests import leftovers
+from tests.db.test_filter_preview import acl_filter, acl_filters, names
+from tests.leftovers import admin_config
 
 pytestmark = pytest.mark.integration
 
 
 # Consumer groups. ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def source_admin():
+    return AdminClient(admin_config(kafka.SOURCE))
+
+
+@pytest.fixture
+def source_groups(source_admin, source_topics, prefix):
+    """Consumer groups on the source: each has committed offset 0 of one topic."""
+    ids = [f"{prefix}-app-1", f"{prefix}-app-test", f"{prefix}-batch"]
+    for group_id in ids:
+        request = ConsumerGroupTopicPartitions(
+            group_id, [TopicPartition(source_topics["orders"], 0, 0)]
+        )
+        for future in source_admin.alter_consumer_group_offsets([request]).values():
+            future.result(timeout=30)
+    yield dict(zip(["app-1", "app-test", "batch"], ids, strict=True))
+    for future in source_admin.delete_consumer_groups(ids, request_timeout=30).values():
+        with contextlib.suppress(Exception):  # the sweep removes what is left
+            future.result(timeout=30)
+
+
+@pytest.fixture
+def source_acls(source_admin, source_topics, prefix):
+    """ACLs on the source's topics (the sweep removes ACLs of marked topics)."""
+    topic, literal, prefixed = (
+        ResourceType.TOPIC,
+        ResourcePatternType.LITERAL,
+        (ResourcePatternType.PREFIXED),
+    )
+    read, write, describe = AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE
+    allow, deny = AclPermissionType.ALLOW, AclPermissionType.DENY
+    made = {
+        "alice-orders": AclBinding(
+            topic, source_topics["orders"], literal, "User:alice", "*", read, allow
+        ),
+        "bob-orders": AclBinding(
+            topic, source_topics["orders"], literal, "User:bob", "*", write, allow
+        ),
+        "alice-pay": AclBinding(topic, f"{prefix}-pay", prefixed, "User:alice", "*", read, allow),
+        "carol-other": AclBinding(
+            topic, source_topics["other"], literal, "User:carol", "10.0.0.1", describe, deny
+        ),
+    }
+    for future in source_admin.create_acls(list(made.values())).values():
+        future.result(timeout=30)
+    made_keys = {label: filters.binding_key(b) for label, b in made.items()}
+    source = KafkaAdmin(admin_config(kafka.SOURCE))
+
+    def seen() -> set[tuple]:
+        return {filters.binding_key(b) for b in source.describe_acls(EVERY_ACL)}
+
+    # (seen by the broker first: a preview reads them through a connection of its own)
+    assert wait_for(lambda: set(made_keys.values()) <= seen(), 30)
+    yield made_keys
+    leftovers.delete_acls(kafka.SOURCE, list(made.values()))
+
+
+def keys(preview: filter_preview.AclPreview, prefix: str) -> set[tuple]:
+    """The selected ACLs of this test (by their names), as binding keys."""
+    return {
+        (
+            a.resource_type,
+            a.name,
+            a.pattern_type,
+            a.principal,
+            a.host,
+            a.operation,
+            a.permission_type,
+        )
+        for a in preview.selected
+        if prefix in a.name
+    }
 
 
 def test_groups_include_prefixed_and_exclude_wins(link, source_groups, prefix):

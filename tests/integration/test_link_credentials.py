@@ -14,13 +14,14 @@ from replication.errors import FieldProblems, ReplicationError
 from replication.links import alter_link_configs, create_link
 from replication.models import ClusterLink
 from tests.conftest import admin_config
-from tests.db.test_link_credentials import (
-    ACTOR,
-    _split,
-    proxy,  # noqa: F401 (fixtures)
-)
+from tests.db.test_link_credentials import ACTOR
 
 pytestmark = pytest.mark.integration
+
+
+def _split(config: dict[str, str]) -> tuple[str, dict[str, str]]:
+    config = dict(config)
+    return config.pop("bootstrap.servers"), config
 
 
 def test_the_recording_proxy_would_catch_a_password_sent_through_it(

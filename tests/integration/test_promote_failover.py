@@ -19,19 +19,39 @@ from replication import promote, streams
 from replication.links import resume_link
 from replication.mirrors import create_mirror, pause_mirror
 from replication.models import AuditEvent
-from tests.db.test_promote_failover import (
-    PLAIN,
-    State,
-    _admin,
-    _heartbeat,
-    _state,
-    _went_round,
-    _write,
-)
+from replication.redis_channel import client
+from spark_jobs import control
+from tests.db.test_promote_failover import State, _admin, _state
 from tests.kafka_clients import acls_on, produce
 from tests.mirror_checks import caught_up, eventually, read_all
 
 pytestmark = pytest.mark.integration
+
+
+PLAIN = {"bootstrap.servers": kafka.DESTINATION.bootstrap}  # an ordinary client, no privilege
+
+
+RECENT = int(time.time() * 1000) - 600_000
+
+
+def _write(topic: str, first: int, count: int, partitions: int = 2) -> None:
+    produce(
+        {"bootstrap.servers": kafka.SOURCE.bootstrap},
+        topic,
+        [
+            {"key": str(i).encode(), "value": f"v{i}".encode(), "partition": i % partitions}
+            for i in range(first, first + count)
+        ],
+    )
+
+
+def _went_round(link, since_ms: float) -> bool:
+    heartbeat = control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}
+    return streams.status(link).state == "STOPPED" or heartbeat.get("at_ms", 0) > since_ms
+
+
+def _heartbeat(link) -> dict:
+    return control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}
 
 
 def test_it_refuses_a_lagging_promote_then_stops_the_writer_before_the_topic_is_writable(
