@@ -7,6 +7,8 @@ from authlib.integrations.django_client import OAuth, OAuthError
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -19,7 +21,25 @@ from replication.errors import ReplicationError
 NEXT = "sign_on_next"
 
 
+class SignInForm(AuthenticationForm):
+    """Django's login form, refusing a user name longer than any account's before it is tried:
+    Django sets the form field's length after making it, so the field alone does not, and the
+    failed attempt would be recorded with a name longer than its column (PostgreSQL refuses)."""
+
+    def clean_username(self) -> str:
+        username = self.cleaned_data["username"]
+        limit = self.fields["username"].max_length
+        if limit and len(username) > limit:
+            raise ValidationError(
+                f"A user name has at most {limit} characters; check what you typed.",
+                code="max_length",
+            )
+        return username
+
+
 class SignIn(auth_views.LoginView):
+    authentication_form = SignInForm
+
     def get_context_data(self, **kwargs):
         found = single_sign_on.provider()
         return {**super().get_context_data(**kwargs), "sign_on": found.name if found else ""}

@@ -118,3 +118,11 @@ def test_signing_in_and_out_of_the_console_is_audited_as_the_user_from_where(cli
     assert {(e.actor, e.actor_name, e.address) for e in events} == {
         (users["viewer"], "viewer", "10.0.0.9")
     }
+
+
+def test_a_user_name_longer_than_any_account_is_refused_before_it_is_tried(client, db):
+    answer = client.post(reverse("login"), {"username": "x" * 100_000, "password": "whatever"})
+
+    assert answer.status_code == 200
+    assert "A user name has at most 150 characters" in answer.content.decode()
+    assert not AccessAttempt.objects.exists()  # nothing recorded that its column cannot hold

@@ -10,7 +10,7 @@ from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, TopicNotFound
 from replication.models import AuditEvent, MirrorTopic
 from tests.conftest import admin_config
-from tests.db.test_audit_required import _post, _refused
+from tests.db.test_audit_required import _post, _refused, admin_api, trail  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
 

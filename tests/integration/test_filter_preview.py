@@ -25,7 +25,7 @@ from infra.processes import wait_for
 from replication import filters
 from replication.sync import filter_preview
 from tests import leftovers
-from tests.db.test_filter_preview import acl_filter, acl_filters, names
+from tests.db.test_filter_preview import acl_filter, acl_filters, link, names, prefix, source_topics  # noqa: F401 (fixtures)
 from tests.leftovers import admin_config
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,10 @@ from replication.errors import FieldProblems, ReplicationError
 from replication.links import alter_link_configs, create_link
 from replication.models import ClusterLink
 from tests.conftest import admin_config
-from tests.db.test_link_credentials import ACTOR
+from tests.db.test_link_credentials import (
+    ACTOR,
+    proxy,  # noqa: F401 (fixtures)
+)
 
 pytestmark = pytest.mark.integration
 
