@@ -254,7 +254,9 @@ class MemoryAdmin(AdminCalls):
     def clear_client_errors(self) -> None:
         pass
 
-    def _cluster(self, doing: str) -> MemoryCluster:
+    def reached(self, doing: str) -> MemoryCluster:
+        """The cluster at this bootstrap address, or Unreachable as a closed port or a
+        stopped cluster answers."""
         cluster = _clusters.get(self.bootstrap)
         if cluster is None or cluster.down:
             self.failed = True
@@ -278,27 +280,27 @@ class MemoryAdmin(AdminCalls):
     # The cluster. ------------------------------------------------------------------------
 
     def describe_cluster(self) -> ClusterDescription:
-        cluster = self._cluster("describe the cluster")
+        cluster = self.reached("describe the cluster")
         return ClusterDescription(cluster.cluster_id, cluster.brokers, 1)
 
     def broker_configs(self, names: list[str]) -> dict[str, str | None]:
-        cluster = self._cluster("describe the cluster")
+        cluster = self.reached("describe the cluster")
         return {name: cluster.broker_settings.get(name) for name in names}
 
     # Topics. -----------------------------------------------------------------------------
 
     def topic_partition_counts(self) -> dict[str, int]:
-        cluster = self._cluster("list the topics")
+        cluster = self.reached("list the topics")
         with cluster.lock:
             return {name: len(t.partitions) for name, t in cluster.topics.items()}
 
     def describe_topic(self, name: str) -> TopicInfo:
-        cluster = self._cluster(f"describe topic {name!r}")
+        cluster = self.reached(f"describe topic {name!r}")
         topic = self._topic(cluster, name, f"describe topic {name!r}")
         return TopicInfo(name, topic.topic_id, len(topic.partitions), topic.replication_factor)
 
     def describe_topics(self, names: Iterable[str]) -> dict[str, TopicInfo]:
-        cluster = self._cluster("describe topics")
+        cluster = self.reached("describe topics")
         with cluster.lock:
             return {
                 name: self.describe_topic(name)
@@ -310,7 +312,7 @@ class MemoryAdmin(AdminCalls):
         return {name: self.describe_topic(name).partitions for name in names}
 
     def topic_details(self, names: Iterable[str]) -> dict[str, TopicDetail]:
-        cluster = self._cluster("describe topics")
+        cluster = self.reached("describe topics")
         with cluster.lock:
             return {
                 name: TopicDetail(name, name.startswith("__"), self._replicas(cluster, name, -1))
@@ -319,7 +321,7 @@ class MemoryAdmin(AdminCalls):
             }
 
     def partition_replicas(self, topic: str) -> list[PartitionReplicas]:
-        cluster = self._cluster(f"describe topic {topic!r}")
+        cluster = self.reached(f"describe topic {topic!r}")
         self._topic(cluster, topic, f"describe topic {topic!r}")
         return self._replicas(cluster, topic, 0)
 
@@ -340,7 +342,7 @@ class MemoryAdmin(AdminCalls):
         ]
 
     def topics_configs(self, names: Iterable[str]) -> dict[str, dict[str, ConfigValue]]:
-        cluster = self._cluster("read topic configs")
+        cluster = self.reached("read topic configs")
         found = {}
         with cluster.lock:
             for name in sorted(set(names)):
@@ -369,7 +371,7 @@ class MemoryAdmin(AdminCalls):
     def create_topics(
         self, topics: list[NewTopicSpec], validate_only: bool = False
     ) -> dict[str, KafkaAdminError]:
-        cluster = self._cluster("create topics")
+        cluster = self.reached("create topics")
         failed = {}
         with cluster.lock:
             for spec in topics:
@@ -402,19 +404,19 @@ class MemoryAdmin(AdminCalls):
         return _config_refusal(spec.configs)
 
     def delete_topics(self, names: Iterable[str]) -> None:
-        cluster = self._cluster("delete topics")
+        cluster = self.reached("delete topics")
         with cluster.lock:
             for name in set(names):
                 cluster.topics.pop(name, None)
 
     def delete_topic(self, name: str) -> None:
-        cluster = self._cluster(f"delete topic {name!r}")
+        cluster = self.reached(f"delete topic {name!r}")
         with cluster.lock:
             self._topic(cluster, name, f"delete topic {name!r}")
             del cluster.topics[name]
 
     def delete_records(self, topic: str, before: dict[int, int]) -> None:
-        cluster = self._cluster(f"delete the oldest records of {topic!r}")
+        cluster = self.reached(f"delete the oldest records of {topic!r}")
         with cluster.lock:
             logs = self._topic(cluster, topic, f"delete the oldest records of {topic!r}").partitions
             for p, offset in before.items():
@@ -422,7 +424,7 @@ class MemoryAdmin(AdminCalls):
 
     def create_partitions(self, name: str, total: int) -> None:
         doing = f"grow topic {name!r} to {total} partitions"
-        cluster = self._cluster(doing)
+        cluster = self.reached(doing)
         with cluster.lock:
             topic = self._topic(cluster, name, doing)
             if total <= len(topic.partitions):
@@ -435,7 +437,7 @@ class MemoryAdmin(AdminCalls):
 
     def alter_topic_configs(self, name: str, to_set: dict[str, str], to_delete: list[str]) -> None:
         doing = f"change the configs of topic {name!r}"
-        cluster = self._cluster(doing)
+        cluster = self.reached(doing)
         with cluster.lock:
             topic = self._topic(cluster, name, doing)
             problem = _config_refusal({**to_set, **dict.fromkeys(to_delete, "")}, to_delete)
@@ -448,7 +450,7 @@ class MemoryAdmin(AdminCalls):
     # ACLs. -------------------------------------------------------------------------------
 
     def _acls(self, doing: str) -> MemoryCluster:
-        cluster = self._cluster(doing)
+        cluster = self.reached(doing)
         if not cluster.authorizer:
             raise AuthorizerDisabled(f"Could not {doing}: the cluster has no authorizer.")
         return cluster
@@ -469,14 +471,14 @@ class MemoryAdmin(AdminCalls):
             return [b for b in cluster.acls if _matches(b, acl_filter)]
 
     def authorizer_enabled(self) -> bool:
-        return self._cluster("read the ACLs").authorizer
+        return self.reached("read the ACLs").authorizer
 
     # Offsets. ----------------------------------------------------------------------------
 
     def offsets(
         self, partitions: Iterable[tuple[str, int]], at: str | int = "latest"
     ) -> dict[tuple[str, int], int]:
-        cluster = self._cluster("read offsets")
+        cluster = self.reached("read offsets")
         found = {}
         with cluster.lock:
             for topic, p in partitions:
@@ -504,12 +506,12 @@ class MemoryAdmin(AdminCalls):
     # Consumer groups. --------------------------------------------------------------------
 
     def list_group_ids(self) -> set[str]:
-        cluster = self._cluster("list the consumer groups")
+        cluster = self.reached("list the consumer groups")
         with cluster.lock:
             return set(cluster.groups)
 
     def group_details(self, group_ids: Iterable[str]) -> dict[str, GroupDetail]:
-        cluster = self._cluster("describe consumer groups")
+        cluster = self.reached("describe consumer groups")
         found = {}
         with cluster.lock:
             for group_id in sorted(set(group_ids)):
@@ -522,7 +524,7 @@ class MemoryAdmin(AdminCalls):
         return found
 
     def group_offsets(self, group_ids: Iterable[str]) -> dict[str, GroupOffsets]:
-        cluster = self._cluster("read consumer group offsets")
+        cluster = self.reached("read consumer group offsets")
         with cluster.lock:
             return {
                 g: dict(cluster.groups[g].offsets) if g in cluster.groups else {}
@@ -530,7 +532,7 @@ class MemoryAdmin(AdminCalls):
             }
 
     def alter_group_offsets(self, offsets: dict[str, GroupOffsets]) -> dict[str, str | None]:
-        cluster = self._cluster("commit consumer group offsets")
+        cluster = self.reached("commit consumer group offsets")
         outcome: dict[str, str | None] = {}
         with cluster.lock:
             for group_id, committed in sorted(offsets.items()):
@@ -543,7 +545,7 @@ class MemoryAdmin(AdminCalls):
         return outcome
 
     def delete_groups(self, group_ids: list[str], attempts: int = 10) -> None:
-        cluster = self._cluster("delete consumer groups")
+        cluster = self.reached("delete consumer groups")
         with cluster.lock:
             for group_id in group_ids:
                 group = cluster.groups.get(group_id)
@@ -559,10 +561,10 @@ class MemoryTranslationReader:
     """`spark_jobs.translation.Reader`'s calls, answered from the cluster's stored runs."""
 
     def __init__(self, config: dict[str, str]):
-        self.bootstrap = config.get("bootstrap.servers", "?")
+        self.admin = MemoryAdmin(config)
 
     def runs(self, topic_ids: set[str]) -> dict[tuple[str, int], Runs]:
-        cluster = MemoryAdmin({"bootstrap.servers": self.bootstrap})._cluster("read offsets")
+        cluster = self.admin.reached("read the offset translation")
         with cluster.lock:
             return {
                 key: Runs(list(runs.entries))
