@@ -369,7 +369,9 @@ class KafkaLinkData(Shape):
         None, description="Always null: Isthmus links are destination-initiated."
     )
     remote_cluster_id: None = Field(
-        None, description="Always null: Isthmus has no bidirectional links."
+        None,
+        description="Always null: a bidirectional link (link.mode=BIDIRECTIONAL) is one each "
+        "way, each naming the other cluster as its source_cluster_id.",
     )
     link_name: str
     link_id: str = Field(
@@ -842,6 +844,12 @@ class PromoteSubjectsRequest(Body):
     reason: str | None = Field(default=None, description="Why: approvers and the audit read it.")
 
 
+_CONFLUENTS_BIDIRECTIONAL = (
+    "Refused: Confluent's way to make a bidirectional link; here set link.mode=BIDIRECTIONAL "
+    "and give the other registered cluster's id as source_cluster_id."
+)
+
+
 class CreateLinkRequest(Body):
     """A destination-initiated link; its name is the link_name query parameter."""
 
@@ -858,10 +866,8 @@ class CreateLinkRequest(Body):
     destination_cluster_id: str | None = Field(
         None, description="Refused: only for source-initiated links."
     )
-    remote_cluster_id: str | None = Field(
-        None, description="Refused: only for bidirectional links."
-    )
-    cluster_link_id: str | None = Field(None, description="Refused: only for bidirectional links.")
+    remote_cluster_id: str | None = Field(None, description=_CONFLUENTS_BIDIRECTIONAL)
+    cluster_link_id: str | None = Field(None, description=_CONFLUENTS_BIDIRECTIONAL)
 
 
 class UpdateLinkConfigRequest(Body):
