@@ -417,6 +417,10 @@ ISTHMUS_KAFKA_ADMIN = os.environ.get("ISTHMUS_KAFKA_ADMIN", "infra.kafka_admin.K
 ISTHMUS_TRANSLATION_READER = os.environ.get(
     "ISTHMUS_TRANSLATION_READER", "spark_jobs.translation.Reader"
 )
+# And what copies and reads records on one cluster for a truncate-and-restore or a reverse
+# (`replication.connections.records`): a class taking (client config) with
+# infra.kafka_copy.Records's methods.
+ISTHMUS_KAFKA_RECORDS = os.environ.get("ISTHMUS_KAFKA_RECORDS", "infra.kafka_copy.Records")
 # How the topics, links and groups of a scenario run started without a tag are named:
 # "<prefix>-<random>-...".
 SCENARIO_NAME_PREFIX = "scenario"

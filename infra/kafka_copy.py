@@ -265,3 +265,37 @@ def read_ranges(
     finally:
         consumer.close()
     return found
+
+
+class Records:
+    """The record-level calls above on one cluster, by its client config: what
+    `replication.connections.records` gives the domain (the database tests choose an in-memory
+    one with the setting ISTHMUS_KAFKA_RECORDS)."""
+
+    def __init__(self, config: dict[str, str]):
+        self.config = config
+
+    def copy_range(
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        target: str,
+        more_headers: Callable[[int, int], Headers] = lambda offset, timestamp: [],
+        progress: Callable[[], None] = lambda: None,
+    ) -> tuple[int, int]:
+        return copy_range(
+            self.config, topic, partition, start, end, target, more_headers, progress=progress
+        )
+
+    def placeholders(
+        self, topic: str, partition: int, count: int, progress: Callable[[], None] = lambda: None
+    ) -> None:
+        placeholders(self.config, topic, partition, count, progress)
+
+    def holds_records(self, topic: str, partition: int, start: int, end: int) -> bool:
+        return holds_records(self.config, topic, partition, start, end)
+
+    def read_head(self, topic: str, partitions: int, limit: int) -> list:
+        return read_head(self.config, topic, partitions, limit)

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from infra.kafka_admin import InvalidClientConfig, KafkaAdmin, KafkaAdminError
+from infra.kafka_copy import Records
 
 from .errors import ReplicationError, unavailable
 from .models import ClusterLink, KafkaCluster
@@ -33,6 +34,11 @@ def destination_admin(link: ClusterLink) -> KafkaAdmin:
 
 def cluster_admin(cluster: KafkaCluster) -> KafkaAdmin:
     return connect(cluster.connection_config())
+
+
+def records(cluster: KafkaCluster) -> Records:
+    """Record-level calls on a registered cluster (each makes its own short-lived clients)."""
+    return import_string(settings.ISTHMUS_KAFKA_RECORDS)(cluster.connection_config())
 
 
 IDLE_S = 300

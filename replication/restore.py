@@ -38,13 +38,12 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from infra import kafka_copy
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from infra.processes import wait_for
 from spark_jobs import translation
 
 from . import audit, links, read_only, redis_channel, streams, translations
-from .connections import cluster_admin, source_admin
+from .connections import cluster_admin, records, source_admin
 from .errors import ReplicationError, conflict, not_found, unavailable
 from .mirror_states import move
 from .mirrors import running_state, snapshot
@@ -303,7 +302,7 @@ def _set_up(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
     all redone from scratch after a crash (the topic itself is untouched)."""
     admin = cluster_admin(mirror.destination)
     name, pending = mirror.mirror_topic, mirror.pending_stop
-    config = mirror.destination.connection_config()
+    local = records(mirror.destination)
     n = mirror.num_partitions
     starts = admin.start_offsets(name, n)
     ends = admin.end_offsets(name, n)
@@ -320,14 +319,12 @@ def _set_up(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
         point = min(point, ends[p])
         counts[p] = 0
         for start, end in ((starts[p], min(first, ends[p])), (point, ends[p])):
-            moved, moved_size = kafka_copy.copy_range(
-                config, name, p, start, end, quarantine, _origin(p), progress=renew
+            moved, moved_size = local.copy_range(
+                name, p, start, end, quarantine, _origin(p), progress=renew
             )
             counts[p], size = counts[p] + moved, size + moved_size
         kept_from = max(starts[p], first)
-        kept, kept_size = kafka_copy.copy_range(
-            config, name, p, kept_from, point, holding, progress=renew
-        )
+        kept, kept_size = local.copy_range(name, p, kept_from, point, holding, progress=renew)
         size += kept_size
         # Where the kept records go: the promoted topic's offsets, from the first one's on
         # (above 0 where retention took the oldest since the copy).
@@ -392,17 +389,15 @@ def _restore(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
     _gone(admin, name, renew)
     configs = pending["configs"]
     admin.create_topic(name, mirror.num_partitions, mirror.replication_factor or None, configs)
-    config = mirror.destination.connection_config()
+    local = records(mirror.destination)
     # Offsets below the first kept record, held by placeholders and then deleted: the log
     # starts there, as the promoted topic's shared records do.
     for p, head in heads.items():
-        kafka_copy.placeholders(config, name, p, head, progress=renew)
+        local.placeholders(name, p, head, progress=renew)
     admin.delete_records(name, heads)
     size = pending.get("bytes_within", 0)
     for p in range(mirror.num_partitions):
-        size += kafka_copy.copy_range(
-            config, holding, p, 0, end[p] - heads[p], name, progress=renew
-        )[1]
+        size += local.copy_range(holding, p, 0, end[p] - heads[p], name, progress=renew)[1]
     ends = admin.end_offsets(name, mirror.num_partitions)
     if ends != end:
         raise RuntimeError(f"{name} holds {ends} after the copy back, not {end}; done again")
@@ -513,9 +508,7 @@ def read_quarantine(mirror: MirrorTopic, limit: int = 200) -> list[Quarantined]:
     before the restore."""
     name = _left_quarantine(mirror)
     try:
-        found = kafka_copy.read_head(
-            mirror.destination.connection_config(), name, mirror.num_partitions, limit
-        )
+        found = records(mirror.destination).read_head(name, mirror.num_partitions, limit)
     except KafkaException as exc:
         raise unavailable(f"Quarantine topic {name!r} cannot be read: {exc}") from exc
     return [_quarantined(msg) for msg in found]

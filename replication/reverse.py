@@ -34,7 +34,6 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from infra import kafka_copy
 from infra.kafka_admin import KafkaAdminError
 from spark_jobs import translation
 
@@ -48,7 +47,7 @@ from . import (
     streams,
     translations,
 )
-from .connections import cluster_admin, destination_admin, source_admin
+from .connections import cluster_admin, destination_admin, records, source_admin
 from .errors import ReplicationError, unavailable
 from .mirror_states import move
 from .mirrors import running_state, snapshot
@@ -324,15 +323,13 @@ def _behind(mirror: MirrorTopic, held: dict[int, int], exact: bool = False) -> i
     if held == fence:
         return None  # identical offsets (or gaps both sides agree on): nothing to read
     runs = translations.of_topic(mirror.destination, mirror.mirror_topic)
-    config = links.peer_of(mirror.link).destination.connection_config()
+    source = records(links.peer_of(mirror.link).destination)
     for p, end in fence.items():
         r = runs.get(p, translation.Runs()).upto(held[p])
         copied_upto = r.next_source(held[p])
         if copied_upto > end and exact:
             return p
-        if copied_upto < end and kafka_copy.holds_records(
-            config, mirror.source_topic, p, copied_upto, end
-        ):
+        if copied_upto < end and source.holds_records(mirror.source_topic, p, copied_upto, end):
             return p
     return None
 

@@ -1,11 +1,14 @@
-"""An in-memory Kafka at the one seam, `replication.connections.connect`: clusters with topics
+"""An in-memory Kafka at the seams of `replication.connections`: clusters with topics
 (partitions, log start and end offsets, configs), ACLs, consumer groups and an id, answering
 the same calls `infra.kafka_admin.KafkaAdmin` answers, in the same words where a caller reads
-them (unreachable, no such topic, no authorizer, a group in use).
+them (unreachable, no such topic, no authorizer, a group in use); and the records of their
+partitions, for `infra.kafka_copy.Records`'s calls (a truncate-and-restore's local copies, a
+reverse's look past its fence).
 
-The database tests (tests/db) choose it with the setting ISTHMUS_KAFKA_ADMIN (the `memory_clusters`
-fixture), to check refusals, state changes, approvals and plans without brokers. It holds no
-records, so nothing here proves that mirroring works: the integration tests do, on real brokers.
+The database tests (tests/db) choose it with the settings ISTHMUS_KAFKA_ADMIN and
+ISTHMUS_KAFKA_RECORDS (the `memory_clusters` fixture), to check refusals, state changes,
+approvals and plans without brokers. No engine copies between these clusters, so nothing here
+proves that mirroring works: the integration tests do, on real brokers.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from confluent_kafka.admin import (
@@ -43,6 +46,7 @@ from infra.kafka_admin import (
     Unreachable,
     kafka_uuid,
 )
+from infra.kafka_copy import Headers, Record
 from spark_jobs.translation import Runs
 
 # Every topic config a stock Kafka 4 broker describes, with its default: a topic shows them all.
@@ -113,6 +117,21 @@ class Partition:
     start: int = 0
     end: int = 0
     timestamps: dict[int, int] = field(default_factory=dict)  # offset -> ms, where known
+    records: dict[int, Record] = field(default_factory=dict)  # where written with content
+    holes: set[int] = field(default_factory=set)  # no record: a marker, or compacted away
+
+    def record(self, offset: int) -> Record | None:
+        """The committed record at `offset`, if the log holds one there (one a test did not
+        write with content has value b"record <offset>")."""
+        if not self.start <= offset < self.end or offset in self.holes:
+            return None
+        return self.records.get(offset) or Record(
+            offset, None, b"record %d" % offset, (), self.timestamps.get(offset, 0)
+        )
+
+    def append(self, key: bytes | None, value: bytes | None, headers: Headers, ts: int) -> None:
+        self.records[self.end] = Record(self.end, key, value, tuple(headers), ts)
+        self.end += 1
 
 
 @dataclass
@@ -173,6 +192,17 @@ class MemoryCluster:
     def commit(self, group: str, offsets: GroupOffsets) -> None:
         with self.lock:
             self.groups.setdefault(group, Group()).offsets.update(offsets)
+
+    def compact(self, topic: str, partition: int, offsets: Iterable[int]) -> None:
+        """The records at `offsets` removed, as compaction removes them (their offsets stay)."""
+        with self.lock:
+            self.topics[topic].partitions[partition].holes.update(offsets)
+
+    def records(self, topic: str, partition: int = 0) -> list[Record]:
+        """What a consumer of the partition reads, from its log start."""
+        with self.lock:
+            log = self.topics[topic].partitions[partition]
+            return [r for o in range(log.start, log.end) if (r := log.record(o)) is not None]
 
 
 _clusters: dict[str, MemoryCluster] = {}
@@ -574,3 +604,95 @@ class MemoryTranslationReader:
 
     def close(self) -> None:
         pass
+
+
+@dataclass(frozen=True)
+class _Message:
+    """A record as confluent-kafka's consumer hands it over (the calls the callers make)."""
+
+    at: Record
+    in_partition: int
+
+    def partition(self) -> int:
+        return self.in_partition
+
+    def offset(self) -> int:
+        return self.at.offset
+
+    def key(self) -> bytes | None:
+        return self.at.key
+
+    def value(self) -> bytes | None:
+        return self.at.value
+
+    def headers(self) -> list[tuple[str, bytes | None]] | None:
+        return list(self.at.headers) or None
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, self.at.timestamp  # TIMESTAMP_CREATE_TIME
+
+
+class MemoryRecords:
+    """`infra.kafka_copy.Records`'s calls on the cluster the config reaches, record by record
+    as the real ones copy and read them (committed records only; a copy from below the log
+    start starts at it)."""
+
+    def __init__(self, config: dict[str, str]):
+        self.admin = MemoryAdmin(config)
+
+    def _log(self, cluster: MemoryCluster, topic: str, partition: int, doing: str) -> Partition:
+        return self.admin._topic(cluster, topic, doing).partitions[partition]
+
+    def copy_range(
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        target: str,
+        more_headers: Callable[[int, int], Headers] = lambda offset, timestamp: [],
+        progress: Callable[[], None] = lambda: None,
+    ) -> tuple[int, int]:
+        doing = f"copy records of {topic!r} into {target!r}"
+        cluster = self.admin.reached(doing)
+        records = size = 0
+        with cluster.lock:
+            source = self._log(cluster, topic, partition, doing)
+            into = self._log(cluster, target, partition, doing)
+            for offset in range(max(start, source.start), min(end, source.end)):
+                record = source.record(offset)
+                if record is None:
+                    continue
+                progress()
+                headers = [*record.headers, *more_headers(offset, record.timestamp)]
+                into.append(record.key, record.value, headers, record.timestamp)
+                records += 1
+                size += len(record.key or b"") + len(record.value or b"")
+        return records, size
+
+    def placeholders(
+        self, topic: str, partition: int, count: int, progress: Callable[[], None] = lambda: None
+    ) -> None:
+        cluster = self.admin.reached(f"write placeholders into {topic!r}")
+        with cluster.lock:
+            log = self._log(cluster, topic, partition, f"write placeholders into {topic!r}")
+            for _ in range(max(count, 0)):
+                log.append(b"", None, [], 0)
+
+    def holds_records(self, topic: str, partition: int, start: int, end: int) -> bool:
+        cluster = self.admin.reached(f"read {topic!r}")
+        with cluster.lock:
+            log = self._log(cluster, topic, partition, f"read {topic!r}")
+            return any(log.record(o) is not None for o in range(start, end))
+
+    def read_head(self, topic: str, partitions: int, limit: int) -> list[_Message]:
+        cluster = self.admin.reached(f"read {topic!r}")
+        with cluster.lock:
+            logs = self.admin._topic(cluster, topic, f"read {topic!r}").partitions[:partitions]
+            found = [
+                _Message(record, p)
+                for p, log in enumerate(logs)
+                for o in range(log.start, log.end)
+                if (record := log.record(o)) is not None
+            ]
+        return found[:limit]

@@ -34,6 +34,7 @@ def memory_clusters(light_stack):
     with override_settings(
         ISTHMUS_KAFKA_ADMIN="tests.memory_kafka.MemoryAdmin",
         ISTHMUS_TRANSLATION_READER="tests.memory_kafka.MemoryTranslationReader",
+        ISTHMUS_KAFKA_RECORDS="tests.memory_kafka.MemoryRecords",
     ):
         yield clusters
     translations.close_readers()

@@ -133,3 +133,129 @@ def test_a_reverse_fences_the_source_where_it_ends_and_swaps_the_two_sides_at_th
     back = peer_of(link).mirrors.get(mirror_topic=topic_name)
     assert back.state == State.ACTIVE and back.source_topic == topic_name
     assert _fenced(memory_clusters["source"], topic_name)  # the fence is its read-only rules
+
+
+def test_a_fence_written_past_is_detected_at_the_swap_and_everything_is_put_back(
+    bidirectional, make_topic, topic_name, memory_clusters
+):
+    make_topic(kafka.SOURCE, topic_name)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    for cluster in (memory_clusters["source"], memory_clusters["destination"]):
+        cluster.produce(topic_name, 0, 5)
+    reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START)
+    reverse.finish(link)  # caught up: its writer told to stop
+    memory_clusters["source"].produce(topic_name, 0, 3)  # a super user writes past the fence
+
+    reverse.finish(link)
+
+    mirror.refresh_from_db()
+    assert mirror.state == State.ACTIVE and "did not hold" in mirror.action_error
+    assert not _fenced(memory_clusters["source"], topic_name)  # writable again
+    assert _fenced(memory_clusters["destination"], topic_name)  # still a mirror
+    assert not peer_of(link).mirrors.exists()
+    assert "did not hold" in AuditEvent.objects.get(action="mirror.reverse_failed").message
+
+
+def test_a_reverse_whose_worker_died_before_the_fence_is_fenced_and_finished_by_the_next(
+    bidirectional, make_topic, topic_name, memory_clusters
+):
+    from django.utils import timezone
+
+    from replication.mirror_states import move
+
+    make_topic(kafka.SOURCE, topic_name)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    for cluster in (memory_clusters["source"], memory_clusters["destination"]):
+        cluster.produce(topic_name, 0, 4)
+    # What a worker killed right after the state change leaves: no fence, no fence offsets.
+    pending = {"kind": reverse.START, "prior_state": "ACTIVE", "actor": "tests", "note": ""}
+    pending["requested_at"] = timezone.now().isoformat()
+    move(mirror, "reverse", State.PENDING_SYNCHRONIZE, pending_stop=pending)
+    assert not _fenced(memory_clusters["source"], topic_name)
+
+    for _ in range(3):
+        reverse.finish(link)
+
+    mirror.refresh_from_db()
+    assert mirror.state == State.STOPPED and mirror.stop_offsets == {"0": 4}
+    assert peer_of(link).mirrors.get(mirror_topic=topic_name).state == State.ACTIVE
+    assert _fenced(memory_clusters["source"], topic_name)  # now a mirror's read-only rules
+
+
+def test_a_mirror_that_cannot_catch_up_is_put_back_and_its_source_unfenced(
+    bidirectional, make_topic, topic_name, memory_clusters, settings
+):
+    settings.STOP_TIMEOUT_S = 0
+    make_topic(kafka.SOURCE, topic_name)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    memory_clusters["source"].produce(topic_name, 0, 5)  # and no engine copies them
+
+    (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
+
+    assert outcome.status == 503 and "did not catch up with its fenced source" in outcome.error
+    mirror.refresh_from_db()
+    assert mirror.state == State.ACTIVE and mirror.pending_stop is None
+    assert not _fenced(memory_clusters["source"], topic_name)  # the fence is lifted
+    assert not peer_of(link).mirrors.exists()
+
+
+def test_a_gap_of_transaction_markers_past_the_mirrors_end_is_not_waited_for(
+    bidirectional, make_topic, topic_name, memory_clusters
+):
+    make_topic(kafka.SOURCE, topic_name)
+    link = bidirectional()
+    mirror = create_mirror(ACTOR, link, topic_name)
+    source = memory_clusters["source"]
+    source.produce(topic_name, 0, 6)
+    source.compact(topic_name, 0, [4, 5])  # a commit marker and an aborted record: no records
+    memory_clusters["destination"].produce(topic_name, 0, 4)
+    reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START)
+
+    reverse.finish(link)
+
+    mirror.refresh_from_db()
+    assert mirror.state == State.PENDING_STOPPED  # caught up: the writer is told to stop
+    source.topics[topic_name].partitions[0].holes.discard(5)  # were one a record, it would wait
+    assert reverse._behind(mirror, {0: 4}) == 0
+
+
+def test_consumer_offsets_follow_the_new_direction_after_a_reverse(
+    bidirectional, make_topic, topic_name, memory_clusters
+):
+    import json
+
+    from django.utils import timezone
+
+    from replication.models import ClusterLink
+    from replication.sync import syncers
+
+    group = "reversed-group"
+    make_topic(kafka.SOURCE, topic_name, 2)
+    filters = {"groupFilters": [{"name": group, "patternType": "LITERAL", "filterType": "INCLUDE"}]}
+    link = bidirectional(
+        **{
+            "consumer.offset.sync.enable": "true",
+            "consumer.offset.group.filters": json.dumps(filters),
+        }
+    )
+    create_mirror(ACTOR, link, topic_name)
+    for cluster in (memory_clusters["source"], memory_clusters["destination"]):
+        cluster.produce(topic_name, 0, 20)
+        cluster.produce(topic_name, 1, 20)
+    (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
+    assert outcome.error == ""
+    peer = peer_of(link)
+
+    # The group reads on the new primary, then moves back: the old source now holds its offsets.
+    memory_clusters["destination"].commit(group, {(topic_name, 0): 12, (topic_name, 1): 7})
+    ClusterLink.objects.filter(pk=peer.pk).update(offsets_synced_at=None)
+    peer.refresh_from_db()
+    syncers.sync_link(peer, timezone.now())  # as the beat does
+
+    assert memory_clusters["source"].groups[group].offsets == {
+        (topic_name, 0): 12,
+        (topic_name, 1): 7,
+    }

@@ -1,7 +1,8 @@
 """Truncate-and-restore, the failback after a failover, on the real clusters: exactly the
 divergent records quarantined, only the delta copied, the restored topic equal to the promoted
-one record by record (over translated offsets too), a restore resumed or finished after its
-worker and its stream were killed with kill -9, and its quarantine reviewed and deleted."""
+one record by record (over translated offsets too), and a restore resumed or finished after its
+worker and its stream were killed with kill -9. Its plan, refusals, each stored step redone and
+the quarantine's review are tests/db/test_restore.py, on in-memory clusters."""
 
 from __future__ import annotations
 
@@ -12,19 +13,18 @@ import subprocess
 
 import psutil
 import pytest
-from confluent_kafka import Producer
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import read_pidfile, wait_for
 from replication import audit, promote, redis_channel, restore, streams
 from replication.links import peer_of
-from replication.models import AuditEvent, MirrorTopic
+from replication.models import MirrorTopic
 from spark_jobs import control
 from tests import leftovers
 from tests.conftest import admin_config, start_celery_worker, stop_process
 from tests.kafka_clients import ordinary, write_numbered, write_refused
-from tests.mirror_checks import eventually, read_all, run_until_copied, topic_gone
+from tests.mirror_checks import eventually, read_all, run_until_copied
 
 pytestmark = pytest.mark.integration
 
@@ -81,81 +81,6 @@ def test_truncate_and_restore_quarantines_the_divergent_records_and_copies_only_
     shared_bytes = sum(len(r.key or b"") + len(r.value or b"") for r in shared)
     divergent_bytes = sum(len(r.key or b"") + len(r.value or b"") for r in divergent)
     assert outcome.bytes_copied_within_cluster == 2 * shared_bytes + divergent_bytes
-    leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
-
-
-def test_the_api_and_the_console_dry_run_a_truncate_and_restore_in_confluents_words(
-    copied_mirror, topic_name, api, client_as
-):
-    link, mirror = copied_mirror(records=10)
-    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
-    write_numbered(ordinary(kafka.SOURCE), topic_name, 10, 3)  # taken by the old primary after all
-    peer = peer_of(link)
-    path = (
-        f"/kafka/v3/clusters/{peer.destination.cluster_id}/links/{peer.name}"
-        "/mirrors:truncate-and-restore?validate_only=true"
-        "&include_partition_level_truncation_data=true"
-    )
-
-    answer = api("admin").post(
-        path, {"mirror_topic_names": [topic_name]}, content_type="application/json"
-    )
-
-    assert answer.status_code == 200, answer.content
-    (data,) = answer.json()["data"]
-    assert data["error_code"] is None and data["messages_truncated"] == 3
-    assert {
-        p["partition_id"]: p["offset_truncated_to"] for p in data["partition_level_truncation_data"]
-    } == {0: 5, 1: 5}
-    assert not peer.mirrors.exists()  # a dry run: nothing restored, nothing fenced
-    assert not write_refused(kafka.SOURCE, topic_name)
-    refused = api("admin").post(
-        path.split("?")[0],
-        {"mirror_topic_names": ["no-such-topic"]},
-        content_type="application/json",
-    )
-    assert "is not the source of a mirror that link" in refused.json()["data"][0]["error_message"]
-
-    from django.urls import reverse as url
-
-    client, args = client_as("operator"), [mirror.destination.name, topic_name]
-    assert 'id="fail-back"' in client.get(url("mirror-detail", args=args)).content.decode()
-    page = client.get(url("mirror-fail-back", args=args)).content.decode()
-    assert 'id="plan-ok"' in page and 'id="plan-truncation"' in page
-    assert page.count('<td class="truncated">') == 2 and "Ask for approval" in page
-
-
-def test_a_restore_resumes_from_each_stored_step_after_its_worker_died(copied_mirror, topic_name):
-    link, mirror = copied_mirror(records=40, topic_configs={"retention.ms": "86400000"})
-    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
-    write_numbered(ordinary(kafka.SOURCE), topic_name, 40, 4)
-    peer = peer_of(link)
-    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name])  # in the background
-    restoring = peer.mirrors.get(mirror_topic=topic_name)
-    assert restoring.state == State.PENDING_SETUP_FOR_RESTORE
-    source = KafkaAdmin(admin_config(kafka.SOURCE))
-
-    # A worker that died in step 1 left a half-made quarantine: the next one makes it anew.
-    source.create_topic(outcome.quarantine, 2, None, {})
-    write_numbered(ordinary(kafka.SOURCE), outcome.quarantine, 0, 3)
-    restore.finish(peer)
-    restoring.refresh_from_db()
-    assert restoring.state == State.PENDING_RESTORE
-    # A worker that died in step 2 right after deleting the topic: the next one makes it anew
-    # from the prefix it set aside.
-    source.delete_topic(topic_name)
-    topic_gone(kafka.SOURCE, topic_name)
-    restore.finish(peer)
-    restoring.refresh_from_db()
-
-    assert restoring.state == State.ACTIVE
-    assert len(read_all(kafka.SOURCE.bootstrap, outcome.quarantine)) == 4  # the 4, not 3 + 4
-    assert source.end_offsets(topic_name, 2) == {0: 20, 1: 20}  # the shared 40 at their offsets
-    assert source.topic_configs(topic_name)["retention.ms"].value == "86400000"  # kept
-    run_until_copied(peer, [restoring])
-    assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
-        kafka.DESTINATION.bootstrap, topic_name
-    )
     leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
 
 
@@ -281,43 +206,3 @@ def test_a_restore_rebuilds_the_promoted_topics_offsets_over_transaction_gaps_an
     assert source.start_offsets(topic_name, 2) == {0: 5, 1: 0}
     assert source.end_offsets(topic_name, 2) == {0: 42, 1: 42}
     leftovers.delete_topics(kafka.SOURCE, [outcome.quarantine])
-
-
-def test_an_admin_reviews_the_quarantine_in_the_console_and_deletes_it_once_typed(
-    copied_mirror, topic_name, client_as
-):
-    from django.urls import reverse as url
-
-    link, _ = copied_mirror(records=10)
-    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
-    stray = Producer(ordinary(kafka.SOURCE))
-    stray.produce(topic_name, key=b"k", value=b"\x1b]0;owned\x07 kept", partition=1)
-    assert stray.flush(30) == 0
-    peer = peer_of(link)
-    (outcome,) = restore.truncate_and_restore(ACTOR, peer, [topic_name], wait=True)
-    args = [peer.destination.name, topic_name]
-    source = KafkaAdmin(admin_config(kafka.SOURCE))
-
-    # Anyone may review it: where each record was, its bytes shown inert.
-    operator = client_as("operator")
-    assert 'id="quarantine-link"' in operator.get(url("mirror-detail", args=args)).content.decode()
-    page = operator.get(url("mirror-quarantine", args=args)).content.decode()
-    assert '<tr data-partition="1" data-offset="5">' in page
-    assert "\\x1b]0;owned\\x07 kept" in page and "\x1b" not in page
-    assert 'id="delete-quarantine"' not in page
-    # Only an admin may delete it, and only with its name typed.
-    refused = operator.post(url("mirror-quarantine-delete", args=args), {"confirm_name": "x"})
-    assert refused.status_code == 403
-    admin = client_as("admin")
-    page = admin.get(url("mirror-quarantine", args=args)).content.decode()
-    assert 'id="delete-quarantine"' in page
-    admin.post(url("mirror-quarantine-delete", args=args), {"confirm_name": "wrong"})
-    assert outcome.quarantine in source.list_topic_names()
-
-    admin.post(url("mirror-quarantine-delete", args=args), {"confirm_name": outcome.quarantine})
-
-    eventually(lambda: outcome.quarantine not in source.list_topic_names(), 60, "it deleted")
-    done = AuditEvent.objects.get(action="mirror.quarantine_delete", result="ok")
-    assert done.actor_name == "admin" and outcome.quarantine in done.message
-    page = admin.get(url("mirror-quarantine", args=args)).content.decode()
-    assert 'id="quarantine-deleted"' in page and "deleted by admin" in page

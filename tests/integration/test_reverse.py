@@ -5,23 +5,17 @@ refusals."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from replication import reverse
 from replication.links import peer_of
-from replication.mirror_states import move
 from replication.mirrors import create_mirror
-from replication.models import AuditEvent, ClusterLink
-from replication.sync import syncers
-from tests import leftovers
+from replication.models import AuditEvent
 from tests.conftest import admin_config
 from tests.db.test_reverse import ACTOR, State
-from tests.kafka_clients import commit_offsets, ordinary, write_numbered, write_refused
+from tests.kafka_clients import ordinary, write_numbered, write_refused
 from tests.mirror_checks import eventually, read_all, run_until_copied
 
 pytestmark = pytest.mark.integration
@@ -150,77 +144,6 @@ def test_a_swap_and_back_copies_no_record_twice_and_keeps_the_offsets_identical(
     assert not write_refused(kafka.SOURCE, topic_name) and write_refused(
         kafka.DESTINATION, topic_name
     )
-
-
-def test_a_reverse_whose_worker_died_before_the_fence_is_fenced_and_finished_by_the_next(
-    copied_mirror, topic_name
-):
-    link, mirror = copied_mirror(records=20)
-    # What a worker killed right after the state change leaves: no fence, no fence offsets.
-    pending = {"kind": reverse.START, "prior_state": "ACTIVE", "actor": "tests", "note": ""}
-    pending["requested_at"] = timezone.now().isoformat()
-    move(mirror, "reverse", State.PENDING_SYNCHRONIZE, pending_stop=pending)
-    assert not write_refused(kafka.SOURCE, topic_name)  # not fenced yet
-
-    def settled() -> bool:
-        reverse.finish(link)
-        mirror.refresh_from_db()
-        return mirror.state == State.STOPPED
-
-    eventually(settled, 120, "the next worker finishing the reverse")
-    assert peer_of(link).mirrors.get(mirror_topic=topic_name).state == State.ACTIVE
-    assert write_refused(kafka.SOURCE, topic_name)  # fenced, and now a mirror's read-only rules
-    # The write that went in before the fence is on both sides.
-    assert read_all(kafka.SOURCE.bootstrap, topic_name) == read_all(
-        kafka.DESTINATION.bootstrap, topic_name
-    )
-
-
-def test_a_mirror_that_cannot_catch_up_is_put_back_and_its_source_unfenced(
-    bidirectional, make_topic, topic_name, settings
-):
-    settings.STOP_TIMEOUT_S = 3
-    make_topic(kafka.SOURCE, topic_name)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    write_numbered(ordinary(kafka.SOURCE), topic_name, 0, 5)  # and no stream runs to copy them
-
-    (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
-
-    assert outcome.status == 503 and "did not catch up with its fenced source" in outcome.error
-    mirror.refresh_from_db()
-    assert mirror.state == State.ACTIVE and mirror.pending_stop is None
-    assert not write_refused(kafka.SOURCE, topic_name)  # the fence is lifted
-    assert not peer_of(link).mirrors.exists()
-
-
-def test_consumer_offsets_follow_the_new_direction_after_a_reverse(
-    bidirectional, make_topic, topic_name
-):
-    group = leftovers.unique_name("reversed-group")
-    make_topic(kafka.SOURCE, topic_name, partitions=2)
-    write_numbered(ordinary(kafka.SOURCE), topic_name, 0, 40)
-    filters = {"groupFilters": [{"name": group, "patternType": "LITERAL", "filterType": "INCLUDE"}]}
-    link = bidirectional(
-        **{
-            "consumer.offset.sync.enable": "true",
-            "consumer.offset.group.filters": json.dumps(filters),
-        }
-    )
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror])
-    (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
-    assert outcome.error == ""
-    peer = peer_of(link)
-
-    # The group reads on the new primary, then moves back: the old source now holds its offsets.
-    commit_offsets(kafka.DESTINATION, group, {(topic_name, 0): 12, (topic_name, 1): 7})
-    ClusterLink.objects.filter(pk=peer.pk).update(offsets_synced_at=None)
-    peer.refresh_from_db()
-    syncers.sync_link(peer, timezone.now())  # as the beat does
-
-    on_old_source = KafkaAdmin(admin_config(kafka.SOURCE)).group_offsets([group])[group]
-    assert on_old_source == {(topic_name, 0): 12, (topic_name, 1): 7}
 
 
 def test_a_translated_mirror_reverses_copying_nothing_and_goes_on_after_the_old_sources_end(
