@@ -26,7 +26,7 @@ POSTGRES_TESTS := tests/unit tests/db --ignore=tests/db/test_schema_links.py \
 	tests/integration/test_offset_sync.py
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
-	test-faults lint format bench soak
+	test-faults lint format bench soak docs
 
 help:
 	@echo "make demo    set up, start the embedded stack and the console on http://127.0.0.1:8000"
@@ -112,6 +112,14 @@ lint:
 format:
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+# The documentation site from docs/ into site/ (open site/index.html). --strict: a broken link
+# between pages fails it. It needs only the virtualenv's part of `make setup` (mkdocs is a dev
+# dependency), not the stack's.
+# NO_MKDOCS_2_WARNING: the theme's notice of its end of life (May 2027) at every build, which
+# the pinned version prints however quiet the build.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # The whole suite on SQLite, then the domain and API tests on the devstack's PostgreSQL; each in
 # parallel workers, then the tests that stop shared brokers or Redis alone (tests/suite.py).
