@@ -1,32 +1,35 @@
-"""The OpenAPI document of the JSON API, served at /kafka/v3/openapi.json."""
+"""The OpenAPI document of the JSON API, served at /kafka/v3/openapi.json, built from the routes:
+every path, method, path parameter and access-policy action from routes.py and each view's
+`@endpoint`, every schema from the pydantic models of schemas.py. Written here is only what the
+code cannot say: each operation's id and words, query parameters, the models it takes and
+answers, its own errors (OPERATIONS); tests/unit/test_openapi_routes.py checks it against them.
+
+Not django-ninja, though it builds such a document from pydantic models: its views parse
+bodies and queries themselves (422 `{"detail": ...}`), authenticate per router and answer
+errors through its own handlers. Keeping the v3 envelope and its messages, Basic with tokens
+beside the session with its CSRF check, the one `@endpoint` policy check and the per-cluster
+root (one API mounted twice) would mean re-plumbing all 55 operations and overriding most of it.
+"""
 
 from __future__ import annotations
 
+import inspect
 import re
+from dataclasses import dataclass, field
+from typing import Any, get_args
 
+from django.http import HttpRequest, JsonResponse
+from django.urls import URLPattern, path
 from pydantic import BaseModel
 
 from console.access import POLICY, ROLES
-from console.api import schemas
+from console.api import routes
+from console.api import schemas as S  # short: the tables below name many
 from console.api.base import CHALLENGE, ERROR_CODES, endpoint
-from console.api.schemas import respond
 from replication import inspection, link_configs
-from replication.models import MirrorTopic
+from replication.models import ApprovalRequest, MirrorTopic
 
 JSON = "application/json"
-CLUSTER_TAG = "Cluster (v3)"
-LINKING_TAG = "Cluster Linking (v3)"
-DOCS_TAG = "API"
-
-CLUSTER = "/clusters/{cluster_id}"
-LINK = CLUSTER + "/links/{link_name}"
-TOPIC = CLUSTER + "/topics/{topic_name}"
-GROUP = CLUSTER + "/consumer-groups/{consumer_group_id}"
-TOPICS_TAG = "Topics (v3)"
-GROUPS_TAG = "Consumer Groups (v3)"
-ACLS_TAG = "ACLs (v3)"
-
-NOT_YET = "The reverse and truncate actions are not offered."
 
 DESCRIPTION = f"""\
 Cluster links and mirror topics of the clusters registered in Isthmus, on the paths and with
@@ -35,1083 +38,362 @@ the bodies of Confluent's Kafka REST v3 Cluster Linking API, so its clients and 
 **Authentication.** Send a personal API token as `Authorization: Bearer <token>` (make one on
 your account page), or as the password of HTTP Basic with your user name (as Confluent's tools
 and `curl -u name:token` do; never your account password), or call from the console in a
-browser: the session cookie then counts,
-and every call but GET needs the `X-CSRFToken` header (the value of the `csrftoken` cookie).
-A token acts with its owner's role at the time of the call.
+browser: the session cookie then counts, and every call but GET needs the `X-CSRFToken` header
+(the value of the `csrftoken` cookie). A token acts with its owner's role at the time of the
+call; each operation names the access-policy action it needs (`x-isthmus-action`).
 
 **Errors** use the Kafka REST v3 envelope `{{"error_code": ..., "message": ...}}`: the HTTP
 status times 100 plus a number ({", ".join(f"{s}: {c}" for s, c in ERROR_CODES.items())}).
 The message says what was wrong and what to do.
 
-**Writes** answer 204 without a body: creating a link or a mirror, altering or resetting link
-configs, deleting a link. The mirror actions answer 200 with each topic's own outcome.
-Where a write offers `validate_only=true`, it checks the write completely without
-making it.
+**Writes** answer 204 without a body (a link or a mirror made, link configs set or reset, a
+link deleted), the mirror actions 200 with each topic's own outcome. Where a write offers
+`validate_only=true`, it checks the write completely without making it.
 
-**Differences from Confluent.** Links are destination-initiated only. {NOT_YET} Some
-responses carry Isthmus extensions, marked *Isthmus* in their field descriptions.
+**Differences from Confluent.** Links are destination-initiated; a bidirectional link
+(link.mode=BIDIRECTIONAL) is one each way between two registered clusters, and on it the
+mirrors:reverse-and-start-mirror, mirrors:reverse-and-pause-mirror and mirrors:truncate-and-restore
+actions are offered. Isthmus's extensions are marked *Isthmus* in their field descriptions.
 """
 
 
-# Schema building blocks. ---------------------------------------------------------------------
-
-
-def ref(name: str | type[BaseModel], kind: str = "schemas") -> dict:
-    if not isinstance(name, str):
-        name = name.__name__
-    return {"$ref": f"#/components/{kind}/{name}"}
-
-
-def scalar(kind: str | list[str], description: str = "", **extra) -> dict:
-    schema = {"type": kind, **extra}
-    if description:
-        schema["description"] = description
-    return schema
-
-
-def string(description: str = "", **extra) -> dict:
-    return scalar("string", description, **extra)
-
-
-def boolean(description: str = "", **extra) -> dict:
-    return scalar("boolean", description, **extra)
-
-
-# Parameters. ---------------------------------------------------------------------------------
-
-
-def parameter(name: str, where: str, schema: dict, description: str, example=None) -> dict:
-    param = {
-        "name": name,
-        "in": where,
-        "required": where == "path",
-        "description": description,
-        "schema": schema,
-    }
-    if example is not None:
-        param["example"] = example
-    return param
+def parameter(name: str, where: str, description: str, example: Any = None, **schema) -> dict:
+    found = {"name": name, "in": where, "required": where == "path", "description": description}
+    found["schema"] = schema or {"type": "string"}
+    return found if example is None else found | {"example": example}
 
 
 def flag(name: str, description: str, default: bool = False) -> dict:
-    return parameter(name, "query", boolean(default=default), f"{description} Default: {default}.")
+    return parameter(name, "query", f"{description} Default: {default}.", type="boolean")
 
 
+# fmt: off
+# The tables from here to `fmt: on` are laid out by hand: a row a line where it fits.
+CLUSTER_TAG, LINKING_TAG, DOCS_TAG = "Cluster (v3)", "Cluster Linking (v3)", "API"
+TAGS = {CLUSTER_TAG: "The clusters registered in Isthmus.",
+        LINKING_TAG: "Cluster links and their mirror topics.",
+        "Topics (v3)": "The cluster's topics, read only.",
+        "Consumer Groups (v3)": "The cluster's consumer groups, read only.",
+        "ACLs (v3)": "The cluster's ACLs, read only.",
+        DOCS_TAG: "This document."}
+# A path's tag, by its segment after /clusters/{cluster_id}/ (none: the cluster itself).
+TAG_BY_SEGMENT = {"": CLUSTER_TAG, "topics": "Topics (v3)",
+                  "consumer-groups": "Consumer Groups (v3)", "acls": "ACLs (v3)"}
+
+SECURITY_SCHEMES = {  # as the description's Authentication says
+    "bearerAuth": {"type": "http", "scheme": "bearer", "description": "A personal API token."},
+    "basicAuth": {"type": "http", "scheme": "basic", "description": "Your user name, and one of "
+                  "your API tokens as the password (never your account password)."},
+    "sessionAuth": {"type": "apiKey", "in": "cookie", "name": "sessionid",
+                    "description": "The console's session; all but GET need X-CSRFToken."},
+}
+SKELETON = {"openapi": "3.1.0", "info": {
+    "title": "Isthmus API", "version": "3", "description": DESCRIPTION,
+    "summary": "Cluster links and mirror topics, on Kafka REST v3 paths.",
+    "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"}}, "servers": [
+    {"url": "/kafka/v3", "description": "Every registered cluster."},
+    {"url": "/kafka/{cluster_name}/v3", "description": "One registered cluster alone, as "
+     "Confluent Server's REST serves one: GET /clusters lists it only, and other clusters' "
+     "paths answer 404. Give Confluent's tools `--url <console>/kafka/<cluster name>`.",
+     "variables": {"cluster_name": {"default": "destination",
+                                    "description": "The name the cluster was registered under."}}},
+], "tags": [{"name": tag, "description": text} for tag, text in TAGS.items()]}
+
+PATH_PARAMETERS = {row[0]: parameter(row[0], "path", *row[1:]) for row in [
+    ("cluster_id", "A registered cluster's id (GET /clusters).", "4L6g3nShT-eMCtK--X86sw"),
+    ("link_name", "The link name.", "my-link"),
+    ("config_name", "The link config name.", "metadata.max.age.ms"),
+    ("mirror_topic_name", "The mirror topic name.", "orders"),
+    ("request_id", "The approval request's id.", "7"),
+    ("verification_id", "The verification's id.", "12"),
+    ("flow_name", "The merge flow's name.", "dc1.topic1"),
+    ("topic_name", "The topic name.", "orders"),
+    ("partition_id", "The partition number.", "0"),
+    ("name", "The topic config name.", "cleanup.policy"),
+    ("consumer_group_id", "The consumer group id.", "billing"),
+]}
+PATH_PARAMETERS["config_name"]["schema"]["enum"] = list(link_configs.KEYS)
 ACL_FILTERS = (*inspection.ACL_PARAMETERS, "resource_name", "principal", "host")
+QUERY_PARAMETERS = {p["name"]: p for p in [
+    flag("validate_only", "Check that the call would succeed, without making it."),
+    parameter("link_name", "query", "The new link's name.", "my-link") | {"required": True},
+    flag("validate_link", "Check that the source answers with the link's credentials.", True),
+    flag("force", "Fail over the link's mirror topics (they become writable), then delete."),
+    parameter("reason", "query", "Why: approvers and the audit read it."),
+    flag("include_tasks", "Accepted for compatibility; tasks is always empty."),
+    flag("include_partition_level_truncation_data", "Give each partition's truncation."),
+    parameter("mirror_status", "query", "Only mirror topics in this state.", None,
+              type="string", enum=list(MirrorTopic.State.values)),
+    parameter("state", "query", "Only requests in these states, separated by commas: "
+              + ", ".join(ApprovalRequest.State.values)),
+    *(parameter(name, "query", f"Only ACLs of this {name.replace('_', ' ')}.")
+      for name in ACL_FILTERS),
+]}
+for _name, (_kind, _) in inspection.ACL_PARAMETERS.items():
+    QUERY_PARAMETERS[_name]["schema"]["enum"] = inspection.choices(_kind)
 
-
-def _acl_parameter(name: str) -> dict:
-    kind = inspection.ACL_PARAMETERS.get(name, (None,))[0]
-    schema = string(enum=inspection.choices(kind)) if kind else string()
-    return parameter(
-        name, "query", schema, f"Only ACLs of this {name.replace('_', ' ')}. If not given, any."
-    )
-
-
-PARAMETERS = {
-    "ClusterId": parameter(
-        "cluster_id",
-        "path",
-        string(),
-        "The Kafka cluster id of a registered cluster (the destination of its links); "
-        "GET /clusters lists them.",
-        "4L6g3nShT-eMCtK--X86sw",
-    ),
-    "LinkName": parameter("link_name", "path", string(), "The link name.", "my-link"),
-    "ConfigName": parameter(
-        "config_name",
-        "path",
-        string(enum=list(link_configs.KEYS)),
-        "The link config name.",
-        "metadata.max.age.ms",
-    ),
-    "MirrorTopicName": parameter(
-        "mirror_topic_name", "path", string(), "The mirror topic name.", "orders"
-    ),
-    "RequestId": parameter("request_id", "path", string(), "The approval request's id.", "7"),
-    "VerificationId": parameter(
-        "verification_id", "path", string(), "The verification's id.", "12"
-    ),
-    "FlowName": parameter("flow_name", "path", string(), "The merge flow's name.", "dc1.topic1"),
-    "TopicName": parameter("topic_name", "path", string(), "The topic name.", "orders"),
-    "PartitionId": parameter("partition_id", "path", string(), "The partition number.", "0"),
-    "TopicConfigName": parameter(
-        "name", "path", string(), "The topic config name.", "cleanup.policy"
-    ),
-    "ConsumerGroupId": parameter(
-        "consumer_group_id", "path", string(), "The consumer group id.", "billing"
-    ),
-    **{f"Acl{n.title().replace('_', '')}": _acl_parameter(n) for n in ACL_FILTERS},
-    "ValidateOnly": flag(
-        "validate_only", "Check that the action would succeed, without performing it."
-    ),
-    "TruncationData": flag(
-        "include_partition_level_truncation_data",
-        "truncate-and-restore: give each partition's offset_truncated_to and messages_truncated.",
-    ),
-    "MirrorStatus": parameter(
-        "mirror_status",
-        "query",
-        string(enum=list(MirrorTopic.State.values)),
-        "Only mirror topics in this state. If not given, all mirror topics.",
-    ),
+ERROR_WORDS = {
+    400: "A bad or repeated query parameter, or a body that does not fit; the message says which.",
+    401: "No valid API token and no logged-in session.",
+    404: "Under /kafka/<name>/v3: no registered cluster has that name.",
+    413: "The body is larger than the console takes.",
+    415: "The body is not sent as application/json.",
+    503: "A cluster did not answer.",
 }
 
-PATH_PARAMETERS = {
-    "cluster_id": "ClusterId",
-    "link_name": "LinkName",
-    "config_name": "ConfigName",
-    "mirror_topic_name": "MirrorTopicName",
-    "request_id": "RequestId",
-    "verification_id": "VerificationId",
-    "flow_name": "FlowName",
-    "topic_name": "TopicName",
-    "partition_id": "PartitionId",
-    "name": "TopicConfigName",
-    "consumer_group_id": "ConsumerGroupId",
+# A request body's example, by its model (each checked against it when the document is built).
+EXAMPLES: dict[type[BaseModel], dict] = {
+    S.CreateLinkRequest: {"source_cluster_id": "MkU3OEVBNTcwNTJENDM2Qk", "configs": [
+        {"name": "bootstrap.servers", "value": "source-broker:9092"},
+        {"name": "metadata.max.age.ms", "value": "5000"}]},
+    S.UpdateLinkConfigRequest: {"value": "60000"},
+    S.AlterLinkConfigBatchRequest: {"data": [
+        {"name": "metadata.max.age.ms", "value": "60000"},
+        {"name": "topic.config.sync.include", "operation": "DELETE"}]},
+    S.CreateMirrorTopicRequest: {"source_topic_name": "orders",
+                                 "configs": [{"name": "retention.ms", "value": "604800000"}]},
+    S.AlterMirrorsRequest: {"mirror_topic_names": ["orders", "payments"]},
+    S.StopMirrorsRequest: {"mirror_topic_names": ["orders"], "reason": "planned migration"},
+    S.VerifyMirrorsRequest: {"mirror_topic_names": ["orders"], "from_offset": 0},
+    S.PromoteSubjectsRequest: {"subjects": ["orders-value"], "reason": "cut over"},
+    S.CreateMergeFlowRequest: {"source_topic_name": "orders", "destination_topic_name": "all"},
+    S.ImportReplicatorRequest: {
+        "configuration": "topic.whitelist=orders\ntopic.rename.format=${topic}.copy"},
+    S.RejectRequest: {"reason": "not during the sale"},
+}
+# fmt: on
+
+
+@dataclass(frozen=True)
+class Op:
+    """An operation in words, and the models it answers by status (None: no body) and takes."""
+
+    id: str
+    summary: str
+    answers: dict[int, type[BaseModel] | None]
+    description: str = ""
+    body: type[BaseModel] | None = None
+    query: tuple[str, ...] = ()
+    errors: dict[int, str] = field(default_factory=dict)
+    body_optional: bool = False
+
+
+UNDESCRIBED = Op("", "Not described yet: add it to OPERATIONS", {})
+ISTHMUS = " (*Isthmus*)"  # Isthmus's own operations: Confluent has none of them
+CHOSEN = {400: "Neither or both of mirror_topic_names and mirror_topic_name_pattern, or no topic."}
+ELSEWHERE = {409: "The new connection settings reach another cluster than the link's source."}
+ASKED: dict[int, type[BaseModel] | None] = {202: S.StopMirrorsResult, 204: None}
+APPROVAL = " Subject to the link's approval policy: 202 with the request while it waits."
+VALIDATE = ("validate_only",)
+TRUNCATION = ("validate_only", "include_partition_level_truncation_data")  # truncate-and-restore
+BOTH_WAYS = "On a bidirectional link: "
+STOPS = {
+    "promote": "Stop mirroring once every partition has lag 0: a writable topic.",
+    "failover": "Stop mirroring at once, whatever the lag or the source's health.",
+    "reverse-and-start-mirror": BOTH_WAYS + "the source topic fenced, the mirror made writable "
+    "once caught up, and the old source a mirror of it, at the same offsets (nothing copied).",
+    "reverse-and-pause-mirror": BOTH_WAYS + "the same, the old source's new mirror paused.",
+    "truncate-and-restore": BOTH_WAYS + "on the old primary after a failover, its records past "
+    "the failover point set aside in a quarantine topic, then it mirrors the promoted topic.",
 }
 
-
-# Responses. ----------------------------------------------------------------------------------
-
-ERROR_EXAMPLES = {
-    400: "Query parameter validate_only must be true or false, not 'yes'.",
-    401: "Authentication required: send an API token as 'Authorization: Bearer <token>', or as "
-    "the password of HTTP Basic with your user name (make one on your account page in the "
-    "console).",
-    403: "Your role does not allow link.manage (viewer).",
-    404: "No cluster link named 'my-link' on cluster destination. "
-    "List the links to see their names.",
-    409: "A cluster link named 'my-link' already exists on destination.",
-    413: "The request body is larger than 2621440 bytes; send less.",
-    415: "Send the body as application/json, not text/plain.",
-    500: "The console failed while answering; nothing more is known here. The error is in the "
-    "console's log: ask an administrator to look there.",
-    503: "The source cluster did not answer. Timed out. Nothing was changed.",
-}
-
-
-def error(status: int, description: str) -> dict:
-    response = {
-        "description": description,
-        "content": {
-            JSON: {
-                "schema": ref(schemas.Error),
-                "example": schemas.Error(
-                    error_code=ERROR_CODES[status], message=ERROR_EXAMPLES[status]
-                ).model_dump(),
-            }
-        },
-    }
-    if status == 401:
-        response["headers"] = {
-            "WWW-Authenticate": {
-                "description": f"Always `{CHALLENGE}`.",
-                "schema": string(),
-            }
-        }
-    return response
-
-
-def ok(schema: type[schemas.Shape], description: str, status: int = 200) -> dict:
-    return {str(status): {"description": description, "content": {JSON: {"schema": ref(schema)}}}}
-
-
-NO_CONTENT = {"204": {"description": "Done; the response has no body."}}
-
-
-def operation(
-    operation_id: str,
-    tag: str,
-    summary: str,
-    action: str,
-    responses: dict,
-    *,
-    description: str = "",
-    parameters: tuple[str | dict, ...] = (),
-    body: dict | None = None,
-    errors: dict[int, str] | None = None,
-) -> dict:
-    """One operation. `action` is the access-policy action the call needs; `errors` maps the
-    error statuses the operation can answer, besides 401 and 403, to what they mean there."""
-    roles = ", ".join(r for r in ROLES if r in POLICY[action])
-    forbidden = f"Your role does not allow {action}."
-    if action != "console.view":  # a write, so not a GET
-        forbidden += " Or, for a browser session, the CSRF check failed (send X-CSRFToken)."
-    failures = {
-        401: "No valid API token and no logged-in session.",
-        403: forbidden,
-        **(errors or {}),
-    }
-    if body is not None:
-        failures[415] = "The body is not sent as application/json."
-    op = {
-        "operationId": operation_id,
-        "tags": [tag],
-        "summary": summary,
-        "description": f"{description}\n\nNeeds `{action}` (roles: {roles}).".strip(),
-        "x-isthmus-action": action,
-        "responses": {
-            **responses,
-            **{str(s): error(s, failures[s]) for s in sorted(failures)},
-        },
-    }
-    if parameters:
-        op["parameters"] = [ref(p, "parameters") if isinstance(p, str) else p for p in parameters]
-    if body is not None:
-        op["requestBody"] = body
-    return op
-
-
-def request(
-    schema: type[schemas.Body], example: dict, description: str, required: bool = True
-) -> dict:
-    schema.model_validate(example)  # an example that no longer fits its body fails here
-    return {
-        "required": required,
-        "description": description,
-        "content": {JSON: {"schema": ref(schema), "example": example}},
-    }
-
-
-def path_item(path: str, **operations: dict) -> dict:
-    """A path with its operations (by lower-case HTTP method) and its path parameters."""
-    names = re.findall(r"{(\w+)}", path)
-    if not names:
-        return operations
-    return {"parameters": [ref(PATH_PARAMETERS[n], "parameters") for n in names], **operations}
-
-
-# Paths. --------------------------------------------------------------------------------------
-
-NO_CLUSTER = "No registered cluster has this cluster id."
-NO_LINK = "No registered cluster has this id, or it has no link of this name."
-NO_MIRROR = NO_LINK + " Or the topic is not a mirror topic of the link."
-NO_FLOW = NO_LINK + " Or the link has no merge flow of this name."
-
-MIRROR_ACTION_ERRORS = {
-    400: "Neither or both of mirror_topic_names and mirror_topic_name_pattern, no topic named, "
-    "an invalid regex, or a bad validate_only.",
-    404: NO_LINK,
-}
-
-
-def mirror_action(operation_id: str, verb: str, what: str) -> dict:
-    return operation(
-        operation_id,
-        LINKING_TAG,
-        f"{verb.capitalize()} the mirror topics",
-        "mirror.manage",
-        ok(schemas.AlterMirrorsResult, "Each topic's outcome, with its lags after the action."),
-        description=f"{what} A topic that cannot be {verb}d (e.g. unknown, or in the wrong "
-        f"state) is reported in its own entry, with HTTP 200 for the call. {NOT_YET}",
-        parameters=("ValidateOnly",),
-        body=request(
-            schemas.AlterMirrorsRequest,
-            {"mirror_topic_names": ["orders", "payments"]},
-            "The mirror topics, by name or by a regex.",
-        ),
-        errors=MIRROR_ACTION_ERRORS,
-    )
-
-
-PATHS = {
-    "/openapi.json": path_item(
-        "/openapi.json",
-        get=operation(
-            "getOpenApiDocument",
-            DOCS_TAG,
-            "This document",
-            "console.view",
-            ok(schemas.OpenApiDocument, "The OpenAPI 3.1 document of this API."),
-        ),
-    ),
-    "/clusters": path_item(
-        "/clusters",
-        get=operation(
-            "listKafkaClusters",
-            CLUSTER_TAG,
-            "List the registered clusters",
-            "console.view",
-            ok(schemas.KafkaClusterList, "The registered clusters, by name."),
-        ),
-    ),
-    CLUSTER: path_item(
-        CLUSTER,
-        get=operation(
-            "getKafkaCluster",
-            CLUSTER_TAG,
-            "Get a registered cluster",
-            "console.view",
-            ok(schemas.KafkaCluster, "The cluster."),
-            errors={404: NO_CLUSTER},
-        ),
-    ),
-    CLUSTER + "/links": path_item(
-        CLUSTER + "/links",
-        get=operation(
-            "listKafkaLinks",
-            LINKING_TAG,
-            "List all cluster links in the destination cluster",
-            "console.view",
-            ok(schemas.KafkaLinkDataList, "The links into the cluster."),
-            errors={404: NO_CLUSTER},
-        ),
-        post=operation(
-            "createKafkaLink",
-            LINKING_TAG,
-            "Create a cluster link",
-            "link.manage",
-            NO_CONTENT,
-            description="A destination-initiated link into this cluster from the cluster its "
-            "bootstrap.servers reach. With validate_link (the default) the source must answer "
-            "with the link's own credentials, and be source_cluster_id if that is given.",
-            parameters=(
-                parameter("link_name", "query", string(), "The name of the new link.", "my-link")
-                | {"required": True},
-                "ValidateOnly",
-                flag(
-                    "validate_link",
-                    "Check now that the source answers with the link's credentials and is the "
-                    "expected cluster.",
-                    default=True,
-                ),
-            ),
-            body=request(
-                schemas.CreateLinkRequest,
-                {
-                    "source_cluster_id": "MkU3OEVBNTcwNTJENDM2Qk",
-                    "configs": [
-                        {"name": "bootstrap.servers", "value": "source-broker:9092"},
-                        {"name": "metadata.max.age.ms", "value": "5000"},
-                    ],
-                },
-                "The source and the link configs.",
-            ),
-            errors={
-                400: "No link_name, an invalid name or config, a source that cannot be reached "
-                "with the link's credentials, or a source-initiated or bidirectional link.",
-                404: NO_CLUSTER,
-                409: "A link of this name exists, or bootstrap.servers reaches another cluster "
-                "than source_cluster_id.",
-            },
-        ),
-    ),
-    CLUSTER + "/links/-/mirrors": path_item(
-        CLUSTER + "/links/-/mirrors",
-        get=operation(
-            "listKafkaMirrorTopics",
-            LINKING_TAG,
-            "List mirror topics",
-            "console.view",
-            ok(schemas.KafkaMirrorDataList, "The mirror topics, with their lags read now."),
-            description="All mirror topics in the cluster, of every link.",
-            parameters=("MirrorStatus",),
-            errors={400: "An unknown mirror_status.", 404: NO_CLUSTER},
-        ),
-    ),
-    LINK: path_item(
-        LINK,
-        get=operation(
-            "getKafkaLink",
-            LINKING_TAG,
-            "Describe the cluster link",
-            "console.view",
-            ok(schemas.KafkaLinkData, "The link."),
-            parameters=(
-                flag("include_tasks", "Accepted for compatibility; tasks is always empty."),
-            ),
-            errors={400: "A bad include_tasks.", 404: NO_LINK},
-        ),
-        delete=operation(
-            "deleteKafkaLink",
-            LINKING_TAG,
-            "Delete the cluster link",
-            "link.delete",
-            NO_CONTENT,
-            description="Refused while mirror topics of the link still mirror, unless forced: "
-            "force fails them over first, so they become ordinary writable topics.",
-            parameters=(
-                flag(
-                    "force",
-                    "Fail over the link's mirror topics (they become writable), then delete.",
-                ),
-                "ValidateOnly",
-            ),
-            errors={
-                400: "A bad force or validate_only.",
-                404: NO_LINK,
-                409: "The link still has mirror topics and force is false, or a forced "
-                "failover was refused.",
-                503: "A cluster did not answer during a forced deletion.",
-            },
-        ),
-    ),
-    LINK + "/configs": path_item(
-        LINK + "/configs",
-        get=operation(
-            "listKafkaLinkConfigs",
-            LINKING_TAG,
-            "List all configs of the cluster link",
-            "console.view",
-            ok(schemas.KafkaLinkConfigDataList, "Every config that is set or has a default."),
-            errors={404: NO_LINK},
-        ),
-    ),
-    LINK + "/schemas": path_item(
-        LINK + "/schemas",
-        get=operation(
-            "getSchemaSync",
-            LINKING_TAG,
-            "Describe the link's schema sync (*Isthmus*)",
-            "console.view",
-            ok(schemas.SchemaSyncData, "Its settings, its last run and each subject's state."),
-            description="Subjects go from the source cluster's schema registry to the "
-            "destination's under the same ids and versions (IMPORT mode there); a mirrored "
-            "record whose schema id the destination lacks waits for it.",
-            errors={404: NO_LINK},
-        ),
-    ),
-    LINK + "/schemas:sync": path_item(
-        LINK + "/schemas:sync",
-        post=operation(
-            "syncSchemasNow",
-            LINKING_TAG,
-            "Sync the link's schemas now (*Isthmus*)",
-            "link.manage",
-            ok(schemas.SchemaSyncData, "Asked for: a whole run starts within a second.", 202),
-            errors={404: NO_LINK, 409: "The link does not sync schemas (schema.sync.enable)."},
-        ),
-    ),
-    LINK + "/schemas:promote": path_item(
-        LINK + "/schemas:promote",
-        post=operation(
-            "promoteSchemaSubjects",
-            LINKING_TAG,
-            "Make synced schema subjects writable on the destination (*Isthmus*)",
-            "mirror.stop",
-            {
-                **ok(schemas.SchemaSyncData, "Done: the subjects are PROMOTED, READWRITE there."),
-                **ok(schemas.StopMirrorsResult, "It waits for approval: the request.", 202),
-                **NO_CONTENT,
-            },
-            description="As a topic's promote does for its own subjects: the subjects leave "
-            "IMPORT mode on the destination's registry, so producers can register new versions "
-            "there, and the link syncs them no more. Subject to the link's approval policy.",
-            parameters=("ValidateOnly",),
-            body=request(
-                schemas.PromoteSubjectsRequest,
-                {"subjects": ["orders-value", "common-types"], "reason": "cut over"},
-                "The synced subjects to make writable, and why.",
-            ),
-            errors={
-                400: "No subject named, or one the link does not sync.",
-                404: NO_LINK,
-                409: "The link does not sync schemas.",
-            },
-        ),
-    ),
-    LINK + "/configs:alter": path_item(
-        LINK + "/configs:alter",
-        put=operation(
-            "updateKafkaLinkConfigBatch",
-            LINKING_TAG,
-            "Batch alter cluster link configs",
-            "link.manage",
-            NO_CONTENT,
-            description="Set and reset several configs at once, all or nothing. New "
-            "connection settings must still reach the link's source. Setting "
-            "cluster.link.paused pauses or resumes the link.",
-            parameters=("ValidateOnly",),
-            body=request(
-                schemas.AlterLinkConfigBatchRequest,
-                {
-                    "data": [
-                        {"name": "metadata.max.age.ms", "value": "60000"},
-                        {"name": "topic.config.sync.include", "operation": "DELETE"},
-                    ]
-                },
-                "The configs to set and reset.",
-            ),
-            errors={
-                400: "No data, an unknown, read-only or invalid config, or a connection "
-                "change the source refuses.",
-                404: NO_LINK,
-                409: "New bootstrap.servers reach another cluster than the link's source.",
-            },
-        ),
-    ),
-    LINK + "/configs/{config_name}": path_item(
-        LINK + "/configs/{config_name}",
-        get=operation(
-            "getKafkaLinkConfigs",
-            LINKING_TAG,
-            "Describe the config under the cluster link",
-            "console.view",
-            ok(schemas.KafkaLinkConfigData, "The config."),
-            errors={404: NO_LINK + " Or an unknown config, or one not set without a default."},
-        ),
-        put=operation(
-            "updateKafkaLinkConfig",
-            LINKING_TAG,
-            "Alter the config under the cluster link",
-            "link.manage",
-            NO_CONTENT,
-            body=request(
-                schemas.UpdateLinkConfigRequest, {"value": "60000"}, "The config's new value."
-            ),
-            errors={
-                400: "No value, or one the config does not take; a read-only config.",
-                404: NO_LINK + " Or an unknown config.",
-                409: "New bootstrap.servers reach another cluster than the link's source.",
-            },
-        ),
-        delete=operation(
-            "deleteKafkaLinkConfig",
-            LINKING_TAG,
-            "Reset the given config to its default value",
-            "link.manage",
-            NO_CONTENT,
-            errors={
-                400: "A config that cannot be reset (read-only, or bootstrap.servers).",
-                404: NO_LINK + " Or an unknown config.",
-                409: "The reset connection settings reach another cluster than the source.",
-            },
-        ),
-    ),
-    LINK + "/mirrors": path_item(
-        LINK + "/mirrors",
-        get=operation(
-            "listKafkaMirrorTopicsUnderLink",
-            LINKING_TAG,
-            "List mirror topics",
-            "console.view",
-            ok(schemas.KafkaMirrorDataList, "The link's mirror topics, with their lags read now."),
-            description="All mirror topics under the link.",
-            parameters=("MirrorStatus",),
-            errors={400: "An unknown mirror_status.", 404: NO_LINK},
-        ),
-        post=operation(
-            "createKafkaMirrorTopic",
-            LINKING_TAG,
-            "Create a mirror topic",
-            "mirror.manage",
-            NO_CONTENT,
-            description="Create a read-only topic in the destination cluster mirroring a "
-            "topic of the link's source, with the source's partition count.",
-            parameters=("ValidateOnly",),
-            body=request(
-                schemas.CreateMirrorTopicRequest,
-                {
-                    "source_topic_name": "orders",
-                    "configs": [{"name": "retention.ms", "value": "604800000"}],
-                },
-                "The source topic, and optionally the mirror's settings.",
-            ),
-            errors={
-                400: "No or an invalid source_topic_name, a mirror_topic_name that does not "
-                "fit it, a strictly mirrored config, or settings the destination refuses.",
-                404: NO_LINK + " Or the source topic does not exist.",
-                409: "The topic exists on the destination or is a mirror already, or the "
-                "link has FAILED.",
-                503: "A cluster did not answer; nothing was left behind.",
-            },
-        ),
-    ),
-    LINK + "/mirrors:pause": path_item(
-        LINK + "/mirrors:pause",
-        post=mirror_action(
-            "updateKafkaMirrorTopicsPause",
-            "pause",
-            "Stop fetching for these mirror topics; they stay read-only.",
-        ),
-    ),
-    LINK + "/mirrors:resume": path_item(
-        LINK + "/mirrors:resume",
-        post=mirror_action(
-            "updateKafkaMirrorTopicsResume",
-            "resume",
-            "Fetch again for these paused mirror topics.",
-        ),
-    ),
-    **{
-        LINK + f"/mirrors:{verb}": path_item(
-            LINK + f"/mirrors:{verb}",
-            post=operation(
-                f"updateKafkaMirrorTopics{verb.title().replace('-', '')}",
-                LINKING_TAG,
-                f"{verb.replace('-', ' ').capitalize()} the mirror topics",
-                "mirror.stop",
-                {
-                    **ok(schemas.StopMirrorsResult, "Done at once: each topic's outcome and lags."),
-                    **ok(schemas.StopMirrorsResult, "Waits for approval: the request made.", 202),
-                },
-                description=what,
-                parameters=("ValidateOnly", "TruncationData")
-                if verb == "truncate-and-restore"
-                else ("ValidateOnly",),
-                body=request(
-                    schemas.StopMirrorsRequest,
-                    {"mirror_topic_names": ["orders"], "reason": "planned migration"},
-                    "The mirror topics, a reason, and (an admin's failover) break_glass.",
-                ),
-                errors=MIRROR_ACTION_ERRORS,
-            ),
-        )
-        for verb, what in (
-            ("promote", "Stop mirroring once every partition has lag 0: a writable topic."),
-            ("failover", "Stop mirroring at once, whatever the lag or the source's health."),
-            (
-                "reverse-and-start-mirror",
-                "On a bidirectional link: fence the source topic, let the mirror catch up, make "
-                "it writable and its old source a mirror of it, at the same offsets (nothing is "
-                "copied). A fence a super user wrote past puts everything back.",
-            ),
-            (
-                "reverse-and-pause-mirror",
-                "The same, the old source's new mirror left paused.",
-            ),
-            (
-                "truncate-and-restore",
-                "On a bidirectional link, run on the old primary after a failover: its records "
-                "past the failover point set aside in a quarantine topic, the topic made anew "
-                "with the rest at the same offsets, then a mirror of the promoted topic (only "
-                "its delta is copied across). include_partition_level_truncation_data=true gives "
-                "each partition's offset_truncated_to and messages_truncated.",
-            ),
-        )
-    },
-    CLUSTER + "/approval-requests": path_item(
-        CLUSTER + "/approval-requests",
-        get=operation(
-            "listApprovalRequests",
-            LINKING_TAG,
-            "List approval requests",
-            "console.view",
-            ok(schemas.ApprovalRequestList, "The cluster's requests, newest first."),
-            errors={400: "An unknown state.", 404: NO_CLUSTER},
-        ),
-    ),
-    CLUSTER + "/approval-requests/{request_id}": path_item(
-        CLUSTER + "/approval-requests/{request_id}",
-        get=operation(
-            "readApprovalRequest",
-            LINKING_TAG,
-            "Describe an approval request",
-            "console.view",
-            ok(schemas.ApprovalRequest, "The request, with its progress and result."),
-            errors={404: "No such request."},
-        ),
-    ),
-    **{
-        CLUSTER + f"/approval-requests/{{request_id}}:{verb}": path_item(
-            CLUSTER + f"/approval-requests/{{request_id}}:{verb}",
-            post=operation(
-                f"{verb}ApprovalRequest",
-                LINKING_TAG,
-                f"{verb.capitalize()} an approval request",
-                action,
-                ok(schemas.ApprovalRequest, "The request after the change."),
-                body=request(
-                    schemas.RejectRequest,
-                    {"reason": "not during the sale"},
-                    "Why it is rejected (optional).",
-                    required=False,
-                )
-                if verb == "reject"
-                else None,
-                errors={404: "No such request.", 409: "The request is no longer PENDING."},
-            ),
-        )
-        for verb, action in (
-            ("approve", "request.approve"),
-            ("reject", "request.approve"),
-            ("withdraw", "mirror.stop"),
-        )
-    },
-    LINK + "/mirrors/{mirror_topic_name}": path_item(
-        LINK + "/mirrors/{mirror_topic_name}",
-        get=operation(
-            "readKafkaMirrorTopic",
-            LINKING_TAG,
-            "Describe the mirror topic",
-            "console.view",
-            ok(schemas.KafkaMirrorData, "The mirror topic, with its lags read now."),
-            errors={404: NO_MIRROR},
-        ),
-    ),
-    # Isthmus's own (Confluent has no verification): kafka-mirrors --verify.
-    LINK + "/mirrors:verify": path_item(
-        LINK + "/mirrors:verify",
-        post=operation(
-            "verifyMirrorTopics",
-            LINKING_TAG,
-            "Compare the mirror topics with their sources (*Isthmus*)",
-            "mirror.manage",
-            ok(schemas.MirrorVerificationList, "Started: each topic's verification.", 202),
-            description="Every record of a range of source offsets compared with the mirror's: "
-            "partition, offset (through the offset translation), key, value, headers and "
-            "timestamp, and nothing else in the mirror. A worker runs each; read its progress "
-            "and result at its own path.",
-            body=request(
-                schemas.VerifyMirrorsRequest,
-                {"mirror_topic_names": ["orders"], "from_offset": 0},
-                "The mirror topics, and the range of source offsets (default: all of them).",
-            ),
-            errors={
-                **MIRROR_ACTION_ERRORS,
-                400: "Neither or both of mirror_topic_names and mirror_topic_name_pattern, or "
-                "a range that is not offsets from before to after.",
-                409: "A mirror that no longer follows its source (promoted, failed over), or "
-                "one whose verification still runs or waits for a worker; none is started then.",
-            },
-        ),
-    ),
-    LINK + "/mirrors/{mirror_topic_name}/verifications": path_item(
-        LINK + "/mirrors/{mirror_topic_name}/verifications",
-        get=operation(
-            "listMirrorTopicVerifications",
-            LINKING_TAG,
-            "List the mirror topic's verifications (*Isthmus*)",
-            "console.view",
-            ok(schemas.MirrorVerificationList, "The newest 20, newest first."),
-            errors={404: NO_MIRROR},
-        ),
-    ),
-    LINK + "/mirrors/{mirror_topic_name}/verifications/{verification_id}": path_item(
-        LINK + "/mirrors/{mirror_topic_name}/verifications/{verification_id}",
-        get=operation(
-            "readMirrorTopicVerification",
-            LINKING_TAG,
-            "Describe a verification (*Isthmus*)",
-            "console.view",
-            ok(schemas.MirrorVerification, "Its progress, or what it found."),
-            errors={404: NO_MIRROR + " Or it has no verification of this id."},
-        ),
-    ),
-    # Isthmus's own (Confluent has none): merge flows, offsets not preserved.
-    LINK + "/flows": path_item(
-        LINK + "/flows",
-        get=operation(
-            "listMergeFlows",
-            LINKING_TAG,
-            "List the link's merge flows (*Isthmus*)",
-            "console.view",
-            ok(schemas.MergeFlowDataList, "The link's merge flows, with their progress."),
-            errors={404: NO_LINK},
-        ),
-        post=operation(
-            "createMergeFlow",
-            LINKING_TAG,
-            "Create a merge flow (*Isthmus*)",
-            "flow.manage",
-            {**ok(schemas.MergeFlowData, "The flow, created.", 201), **NO_CONTENT},
-            parameters=("ValidateOnly",),
-            description="Copy a source topic over the link into an ordinary, writable topic "
-            "of the destination, of any name (made with the source's partitions when it does "
-            "not exist), exactly once; every record keeps its key, value, headers and "
-            "timestamp and gains an isthmus.origin header; a record whose origin is the "
-            "destination cluster is never copied there. Offsets are NOT preserved. With "
-            "validate_only: 204, nothing made.",
-            body=request(
-                schemas.CreateMergeFlowRequest,
-                {"source_topic_name": "topic2", "destination_topic_name": "topic2.replica"},
-                "The source topic, and optionally the destination topic, name and mapping.",
-            ),
-            errors={
-                400: "A name Kafka would refuse, an internal topic, an unknown mapping, or "
-                "one-to-one between unequal partition counts.",
-                404: NO_LINK + " Or the source has no such topic.",
-                409: "The same flow exists, the destination topic is a mirror, or the link "
-                "has FAILED.",
-                503: "A cluster did not answer.",
-            },
-        ),
-    ),
-    CLUSTER + "/flows:import-replicator": path_item(
-        CLUSTER + "/flows:import-replicator",
-        post=operation(
-            "importReplicatorConfiguration",
-            LINKING_TAG,
-            "Create the merge flows of a Replicator configuration (*Isthmus*)",
-            "flow.manage",
-            ok(schemas.ReplicatorImport, "The flows it stands for, and what was made."),
-            description="A Replicator connector's configuration (Connect's JSON or properties): "
-            "topic.whitelist / topic.include, topic.regex, topic.blacklist / topic.exclude, "
-            "topic.rename.format, src.kafka.bootstrap.servers (a link into this cluster must "
-            "read from it) and dest.kafka.bootstrap.servers (this cluster). With validate_only "
-            "nothing is made: the plan alone. Flows that exist are left as they are.",
-            parameters=("ValidateOnly",),
-            body=request(
-                schemas.ImportReplicatorRequest,
-                {"configuration": "topic.whitelist=topic2\ntopic.rename.format=${topic}.replica"},
-                "The configuration, as pasted.",
-            ),
-            errors={
-                400: "Not a configuration, no topic selected, or a cluster it does not name.",
-                404: NO_CLUSTER,
-                503: "A cluster did not answer.",
-            },
-        ),
-    ),
-    LINK + "/flows/{flow_name}": path_item(
-        LINK + "/flows/{flow_name}",
-        get=operation(
-            "readMergeFlow",
-            LINKING_TAG,
-            "Describe a merge flow (*Isthmus*)",
-            "console.view",
-            ok(schemas.MergeFlowData, "The flow, with its progress per partition."),
-            errors={404: NO_FLOW},
-        ),
-        delete=operation(
-            "deleteMergeFlow",
-            LINKING_TAG,
-            "Delete a merge flow (*Isthmus*)",
-            "flow.manage",
-            NO_CONTENT,
-            description="Its destination topic stays, with every record copied into it.",
-            errors={404: NO_FLOW},
-        ),
-    ),
-    **{
-        LINK + f"/flows/{{flow_name}}:{verb}": path_item(
-            LINK + f"/flows/{{flow_name}}:{verb}",
-            post=operation(
-                f"{verb}MergeFlow",
-                LINKING_TAG,
-                f"{verb.capitalize()} a merge flow (*Isthmus*)",
-                "flow.manage",
-                ok(schemas.MergeFlowData, "The flow after the change."),
-                errors={404: NO_FLOW, 409: f"The flow cannot be {verb}d from its state."},
-            ),
-        )
-        for verb in ("pause", "resume")
-    },
-}
-
-NO_TOPIC = NO_CLUSTER + " Or it has no topic of this name."
-NO_GROUP = NO_CLUSTER + " Or it has no consumer group of this id."
-UNANSWERED = "The cluster did not answer."
-
-
-# Kafka REST's reads of the cluster itself, for Confluent's tools: path, operationId, tag,
-# summary, answer, what it holds, what a 404 there means.
-READS = [
-    (
-        CLUSTER + "/topics",
-        "listKafkaTopics",
-        TOPICS_TAG,
-        "List the topics",
-        schemas.KafkaTopicList,
-        "Every topic of the cluster, internal ones too.",
-        NO_CLUSTER,
-    ),
-    (
-        TOPIC,
-        "getKafkaTopic",
-        TOPICS_TAG,
-        "Describe a topic",
-        schemas.KafkaTopic,
-        "The topic.",
-        NO_TOPIC,
-    ),
-    (
-        TOPIC + "/partitions",
-        "listKafkaPartitions",
-        TOPICS_TAG,
-        "List a topic's partitions",
-        schemas.KafkaPartitionList,
-        "Its partitions, with their leaders and replicas.",
-        NO_TOPIC,
-    ),
-    (
-        TOPIC + "/partitions/{partition_id}",
-        "getKafkaPartition",
-        TOPICS_TAG,
-        "Describe a partition",
-        schemas.KafkaPartition,
-        "The partition.",
-        NO_TOPIC + " Or it has no such partition.",
-    ),
-    (
-        TOPIC + "/partitions/{partition_id}/replicas",
-        "listKafkaReplicas",
-        TOPICS_TAG,
-        "List a partition's replicas",
-        schemas.KafkaReplicaList,
-        "Its replicas: broker, leader or not, in sync or not.",
-        NO_TOPIC + " Or it has no such partition.",
-    ),
-    (
-        TOPIC + "/configs",
-        "listKafkaTopicConfigs",
-        TOPICS_TAG,
-        "List a topic's configs",
-        schemas.KafkaTopicConfigList,
-        "Every config of the topic, set or not, with its source (sensitive values null).",
-        NO_TOPIC,
-    ),
-    (
-        TOPIC + "/configs/{name}",
-        "getKafkaTopicConfig",
-        TOPICS_TAG,
-        "Describe a topic config",
-        schemas.KafkaTopicConfig,
-        "The config.",
-        NO_TOPIC + " Or it has no such config.",
-    ),
-    (
-        CLUSTER + "/consumer-groups",
-        "listKafkaConsumerGroups",
-        GROUPS_TAG,
-        "List the consumer groups",
-        schemas.KafkaConsumerGroupList,
-        "Every consumer group the cluster knows.",
-        NO_CLUSTER,
-    ),
-    (
-        GROUP,
-        "getKafkaConsumerGroup",
-        GROUPS_TAG,
-        "Describe a consumer group",
-        schemas.KafkaConsumerGroup,
-        "The group.",
-        NO_GROUP,
-    ),
-    (
-        GROUP + "/consumers",
-        "listKafkaConsumers",
-        GROUPS_TAG,
-        "List a group's consumers",
-        schemas.KafkaConsumerList,
-        "Its members.",
-        NO_GROUP,
-    ),
-    (
-        GROUP + "/lags",
-        "listKafkaConsumerLags",
-        GROUPS_TAG,
-        "List a group's lag per partition",
-        schemas.KafkaConsumerLagList,
-        "Per partition it committed an offset for: that offset, the end, the lag.",
-        NO_GROUP,
-    ),
-    (
-        GROUP + "/lags/{topic_name}/partitions/{partition_id}",
-        "getKafkaConsumerLag",
-        GROUPS_TAG,
-        "Get a group's lag on one partition",
-        schemas.KafkaConsumerLag,
-        "Its committed offset there, the end, the lag.",
-        NO_GROUP + " Or it committed no offset on that partition.",
-    ),
-    (
-        GROUP + "/lag-summary",
-        "getKafkaConsumerGroupLagSummary",
-        GROUPS_TAG,
-        "Sum up a group's lag",
-        schemas.KafkaConsumerGroupLagSummary,
-        "Its largest lag, where, and its total.",
-        NO_GROUP + " Or it committed no offset.",
-    ),
+# fmt: off
+# The reads (GET, 200 with the model): route name without its api-, operationId, summary, model.
+READS: list[tuple[str, str, str, type[BaseModel]]] = [
+    ("openapi", "getOpenApiDocument", "This document", S.OpenApiDocument),
+    ("clusters", "listKafkaClusters", "List the registered clusters", S.KafkaClusterList),
+    ("cluster", "getKafkaCluster", "Get a registered cluster", S.KafkaCluster),
+    ("topics", "listKafkaTopics", "List the topics", S.KafkaTopicList),
+    ("topic", "getKafkaTopic", "Describe a topic", S.KafkaTopic),
+    ("partitions", "listKafkaPartitions", "List a topic's partitions", S.KafkaPartitionList),
+    ("partition", "getKafkaPartition", "Describe a partition", S.KafkaPartition),
+    ("replicas", "listKafkaReplicas", "List a partition's replicas", S.KafkaReplicaList),
+    ("topic-configs", "listKafkaTopicConfigs", "List a topic's configs", S.KafkaTopicConfigList),
+    ("topic-config", "getKafkaTopicConfig", "Describe a topic config", S.KafkaTopicConfig),
+    ("groups", "listKafkaConsumerGroups", "List the consumer groups", S.KafkaConsumerGroupList),
+    ("group", "getKafkaConsumerGroup", "Describe a consumer group", S.KafkaConsumerGroup),
+    ("consumers", "listKafkaConsumers", "List a group's consumers", S.KafkaConsumerList),
+    ("lags", "listKafkaConsumerLags", "List a group's lag per partition", S.KafkaConsumerLagList),
+    ("partition-lag", "getKafkaConsumerLag", "Get its lag on a partition", S.KafkaConsumerLag),
+    ("lag-summary", "getKafkaConsumerGroupLagSummary", "Sum up a group's lag",
+     S.KafkaConsumerGroupLagSummary),
+    ("acls", "getKafkaAcls", "List the ACLs", S.KafkaAclList),
+    ("links", "listKafkaLinks", "List the links into the cluster", S.KafkaLinkDataList),
+    ("all-mirrors", "listKafkaMirrorTopics", "List every link's mirrors", S.KafkaMirrorDataList),
+    ("link", "getKafkaLink", "Describe the cluster link", S.KafkaLinkData),
+    ("link-configs", "listKafkaLinkConfigs", "List the link's configs", S.KafkaLinkConfigDataList),
+    ("link-config", "getKafkaLinkConfigs", "Describe a link config", S.KafkaLinkConfigData),
+    ("link-schemas", "getSchemaSync", "Describe its schema sync" + ISTHMUS, S.SchemaSyncData),
+    ("mirrors", "listKafkaMirrorTopicsUnderLink", "List the link's mirrors", S.KafkaMirrorDataList),
+    ("mirror", "readKafkaMirrorTopic", "Describe the mirror topic", S.KafkaMirrorData),
+    ("verifications", "listMirrorTopicVerifications", "List its verifications" + ISTHMUS,
+     S.MirrorVerificationList),
+    ("verification", "readMirrorTopicVerification", "Describe a verification" + ISTHMUS,
+     S.MirrorVerification),
+    ("flows", "listMergeFlows", "List the link's merge flows" + ISTHMUS, S.MergeFlowDataList),
+    ("flow", "readMergeFlow", "Describe a merge flow" + ISTHMUS, S.MergeFlowData),
+    ("requests", "listApprovalRequests", "List approval requests", S.ApprovalRequestList),
+    ("request", "readApprovalRequest", "Describe an approval request", S.ApprovalRequest),
 ]
+READ_QUERIES: dict[str, tuple[str, ...]] = {"acls": ACL_FILTERS, "link": ("include_tasks",),
+    "all-mirrors": ("mirror_status",), "mirrors": ("mirror_status",), "requests": ("state",)}
 
-
-def read(operation_id: str, tag: str, summary: str, shape, what: str, missing: str, **more) -> dict:
-    """A read of the cluster itself (Kafka REST's own paths, for Confluent's tools)."""
-    return operation(
-        operation_id,
-        tag,
-        summary,
-        "console.view",
-        ok(shape, what),
-        errors={404: missing, 503: UNANSWERED},
-        **more,
-    )
-
-
-PATHS.update({row[0]: path_item(row[0], get=read(*row[1:])) for row in READS})
-PATHS[CLUSTER + "/acls"] = path_item(
-    CLUSTER + "/acls",
-    get=read(
-        "getKafkaAcls",
-        ACLS_TAG,
-        "List the ACLs",
-        schemas.KafkaAclList,
-        "The ACLs matching the filter (none without an authorizer).",
-        NO_CLUSTER,
-        parameters=tuple(f"Acl{n.title().replace('_', '')}" for n in ACL_FILTERS),
-    ),
-)
-
-
-SPEC: dict = {
-    "openapi": "3.1.0",
-    "info": {
-        "title": "Isthmus API",
-        "version": "3",
-        "summary": "Cluster links and mirror topics, on Kafka REST v3 paths.",
-        "description": DESCRIPTION,
-        "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
-    },
-    "servers": [
-        {"url": "/kafka/v3", "description": "Every registered cluster."},
-        {
-            "url": "/kafka/{cluster_name}/v3",
-            "description": "One registered cluster alone, as Confluent Server's REST serves "
-            "one: GET /clusters lists it only, and other clusters' paths answer 404. Give "
-            "Confluent's tools `--url <console>/kafka/<cluster name>`.",
-            "variables": {
-                "cluster_name": {
-                    "default": "destination",
-                    "description": "The name the cluster was registered under.",
-                }
-            },
-        },
-    ],
-    "tags": [
-        {"name": CLUSTER_TAG, "description": "The clusters registered in Isthmus."},
-        {"name": LINKING_TAG, "description": "Cluster links and their mirror topics."},
-        {"name": TOPICS_TAG, "description": "The cluster's topics, read only."},
-        {"name": GROUPS_TAG, "description": "The cluster's consumer groups, read only."},
-        {"name": ACLS_TAG, "description": "The cluster's ACLs, read only."},
-        {"name": DOCS_TAG, "description": "This document."},
-    ],
-    "security": [{"bearerAuth": []}, {"basicAuth": []}, {"sessionAuth": []}],
-    "paths": PATHS,
-    "components": {
-        "schemas": schemas.components(),
-        "parameters": PARAMETERS,
-        "securitySchemes": {
-            "bearerAuth": {
-                "type": "http",
-                "scheme": "bearer",
-                "description": "A personal API token (isthmus_…), made on the account page; "
-                "it acts with its owner's role.",
-            },
-            "basicAuth": {
-                "type": "http",
-                "scheme": "basic",
-                "description": "Your user name, and one of your API tokens as the password "
-                "(never your account password).",
-            },
-            "sessionAuth": {
-                "type": "apiKey",
-                "in": "cookie",
-                "name": "sessionid",
-                "description": "The console's login session. Every call but GET also needs the "
-                "X-CSRFToken header, set to the csrftoken cookie.",
-            },
-        },
-    },
+# Every operation, by method and route name (routes.py's, without its "api-").
+OPERATIONS: dict[str, Op] = {
+    **{f"GET {name}": Op(id, summary, {200: model}, query=READ_QUERIES.get(name, ()))
+       for name, id, summary, model in READS},
+    "POST links": Op(
+        "createKafkaLink", "Create a cluster link", {204: None},
+        "A link into this cluster from the one its bootstrap.servers reach. With validate_link "
+        "the source must answer with the link's credentials (and be source_cluster_id if given).",
+        S.CreateLinkRequest, ("link_name", "validate_only", "validate_link"),
+        {409: "A link of this name exists, or the source is another cluster."}),
+    "DELETE link": Op(
+        "deleteKafkaLink", "Delete the cluster link", ASKED,
+        "Refused while its mirror topics still mirror, unless forced: force fails them over "
+        "first, so they become ordinary writable topics." + APPROVAL,
+        query=("force", "validate_only", "reason"),
+        errors={409: "The link still has mirror topics and force is false."}),
+    "PUT link-configs-alter": Op(
+        "updateKafkaLinkConfigBatch", "Batch alter cluster link configs", {204: None},
+        "Set and reset several configs at once, all or nothing. Setting cluster.link.paused "
+        "pauses or resumes the link.", S.AlterLinkConfigBatchRequest, VALIDATE, ELSEWHERE),
+    "PUT link-config": Op("updateKafkaLinkConfig", "Alter a link config", {204: None},
+                              body=S.UpdateLinkConfigRequest, errors=ELSEWHERE),
+    "DELETE link-config": Op("deleteKafkaLinkConfig", "Reset a link config to its default",
+                                 {204: None}, errors=ELSEWHERE),
+    "POST link-schemas-sync": Op(
+        "syncSchemasNow", "Sync the link's schemas now" + ISTHMUS, {202: S.SchemaSyncData},
+        "Asked for: a whole run starts within a second.",
+        errors={409: "The link does not sync schemas (schema.sync.enable)."}),
+    "POST link-schemas-promote": Op(
+        "promoteSchemaSubjects", "Make synced subjects writable on the destination" + ISTHMUS,
+        {200: S.SchemaSyncData, **ASKED}, "They leave IMPORT mode on the destination's "
+        "registry, and the link syncs them no more." + APPROVAL, S.PromoteSubjectsRequest,
+        VALIDATE, {409: "The link does not sync schemas."}),
+    "POST mirrors": Op(
+        "createKafkaMirrorTopic", "Create a mirror topic", {204: None},
+        "A read-only topic mirroring a topic of the link's source, with its partition count.",
+        S.CreateMirrorTopicRequest, VALIDATE, {409: "The topic exists, or the link FAILED."}),
+    **{f"POST mirrors-{verb}": Op(
+        f"updateKafkaMirrorTopics{verb.title()}", f"{verb.title()} the mirror topics",
+        {200: S.AlterMirrorsResult}, f"{what} Each topic's outcome is its own.",
+        S.AlterMirrorsRequest, VALIDATE, CHOSEN)
+       for verb, what in [("pause", "Stop fetching for these mirror topics."),
+                           ("resume", "Fetch again for these paused mirror topics.")]},
+    **{f"POST mirrors-{verb}": Op(
+        f"updateKafkaMirrorTopics{verb.title().replace('-', '')}",
+        f"{verb.replace('-', ' ').capitalize()} the mirror topics",
+        {200: S.StopMirrorsResult, 202: S.StopMirrorsResult}, what + APPROVAL,
+        S.StopMirrorsRequest, TRUNCATION if verb.startswith("trunc") else VALIDATE, CHOSEN)
+       for verb, what in STOPS.items()},
+    "POST mirrors-verify": Op(
+        "verifyMirrorTopics", "Compare the mirror topics with their sources" + ISTHMUS,
+        {202: S.MirrorVerificationList}, "Every record of a range of source offsets compared "
+        "with the mirror's by a worker; read how it goes at the verification's own path.",
+        S.VerifyMirrorsRequest,
+        errors={**CHOSEN, 409: "A mirror no longer follows its source, or is being verified."}),
+    "POST import-replicator": Op(
+        "importReplicatorConfiguration", "Make a Replicator configuration's flows" + ISTHMUS,
+        {200: S.ReplicatorImport}, "With validate_only nothing is made: the plan alone.",
+        S.ImportReplicatorRequest, VALIDATE),
+    "POST flows": Op(
+        "createMergeFlow", "Create a merge flow" + ISTHMUS, {201: S.MergeFlowData, **ASKED},
+        "Copy a source topic over the link into an ordinary, writable topic, exactly once; "
+        "offsets are NOT preserved. With validate_only: 204, nothing made." + APPROVAL,
+        S.CreateMergeFlowRequest, VALIDATE,
+        {409: "The same flow exists, or the destination topic is a mirror."}),
+    **{f"POST flow-{verb}": Op(
+        f"{verb}MergeFlow", f"{verb.capitalize()} a merge flow" + ISTHMUS,
+        {200: S.MergeFlowData}, errors={409: f"The flow cannot be {verb}d from its state."})
+       for verb in ("pause", "resume")},
+    "DELETE flow": Op(
+        "deleteMergeFlow", "Delete a merge flow" + ISTHMUS, ASKED,
+        "Its destination topic stays, with every record copied into it." + APPROVAL,
+        query=("validate_only", "reason")),
+    **{f"POST request-{verb}": Op(
+        f"{verb}ApprovalRequest", f"{verb.capitalize()} an approval request",
+        {200: S.ApprovalRequest}, body=S.RejectRequest if verb == "reject" else None,
+        errors={409: "The request is no longer PENDING."}, body_optional=True)
+       for verb in ("approve", "reject", "withdraw")},
 }
+# fmt: on
 
 
-# Checked against its own shape once, when the module loads, not on every call.
-DOCUMENT = schemas.OpenApiDocument.model_validate(SPEC)
+def answer(model: type[BaseModel] | None) -> dict:
+    if model is None:
+        return {"description": "Done; the response has no body."}
+    schema = {"$ref": S.REF.format(model=model.__name__)}
+    return {"description": words(model), "content": {JSON: {"schema": schema}}}
+
+
+def words(model: type[BaseModel]) -> str:
+    """What a model is, from its docstring (a list without one: its items')."""
+    if model.__doc__:
+        return inspect.cleandoc(model.__doc__)
+    return f"A list of: {words(get_args(model.model_fields['data'].annotation)[0])}"
+
+
+def errors(route: str, method: str, action: str, op: Op) -> dict[str, dict]:
+    """Its errors: those any call can answer (in its words) and its own."""
+    described = ERROR_WORDS | {403: f"Your role does not allow {action}."}
+    if method != "GET":
+        described[403] += " Or, for a browser session, the CSRF check failed (send X-CSRFToken)."
+    if names := " or ".join(re.findall(r"{(\w+)}", route)):
+        described[404] = f"The {names} names nothing here. {described[404]}"
+    described |= op.errors
+    statuses = {400, 401, 403, 404, 503, *op.errors} | ({413, 415} if op.body else set())
+    found = {str(s): {**answer(S.Error), "description": described[s]} for s in sorted(statuses)}
+    challenge = {"description": f"Always `{CHALLENGE}`.", "schema": {"type": "string"}}
+    found["401"]["headers"] = {"WWW-Authenticate": challenge}
+    return found
+
+
+def operation(route: str, name: str, method: str, action: str) -> dict:
+    """One operation: its words from OPERATIONS (or a stub that says they are missing)."""
+    op = OPERATIONS.get(f"{method} {name.removeprefix('api-')}", UNDESCRIBED)
+    roles = ", ".join(r for r in ROLES if r in POLICY[action])
+    segment = (route.split("/") + ["", ""])[3]  # "", "clusters", "{cluster_id}", segment
+    found: dict[str, Any] = {
+        "operationId": op.id,
+        "tags": [DOCS_TAG if name == "api-openapi" else TAG_BY_SEGMENT.get(segment, LINKING_TAG)],
+        "summary": op.summary,
+        "description": f"{op.description}\n\nNeeds `{action}` (roles: {roles}).".strip(),
+        "x-isthmus-action": action,
+        "security": [{scheme: []} for scheme in SECURITY_SCHEMES],
+        "responses": {str(s): answer(m) for s, m in sorted(op.answers.items())},
+    }
+    found["responses"] |= errors(route, method, action, op)
+    if op.query:
+        found["parameters"] = [QUERY_PARAMETERS[q] for q in op.query]
+    if op.body is not None:
+        op.body.model_validate(EXAMPLES[op.body])  # an example that no longer fits fails here
+        found["requestBody"] = answer(op.body) | {"required": not op.body_optional}
+        found["requestBody"]["content"][JSON]["example"] = EXAMPLES[op.body]
+    return found
+
+
+def build(api_routes: list[URLPattern]) -> dict[str, Any]:
+    """The document of these routes: their paths, an operation a method `@endpoint` allows."""
+    paths: dict[str, dict] = {}
+    for route in api_routes:
+        where = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(route.pattern))  # as OpenAPI says
+        item = paths.setdefault(where, {})
+        if names := re.findall(r"{(\w+)}", where):
+            item["parameters"] = [PATH_PARAMETERS[n] for n in names]
+        actions: dict[str, str] = vars(route.callback)["access_actions"]  # set by @endpoint
+        for method, action in actions.items():
+            item[method.lower()] = operation(where, route.name or "", method, action)
+    components = {"schemas": S.components(), "securitySchemes": SECURITY_SCHEMES}
+    return SKELETON | {"paths": paths, "components": components}
 
 
 @endpoint(GET="console.view")
-def document(request):
-    return respond(DOCUMENT)
+def document(request: HttpRequest) -> JsonResponse:
+    return S.respond(DOCUMENT)
+
+
+ROUTE = path("openapi.json", document, name="api-openapi")
+SPEC = build([ROUTE, *routes.urlpatterns])
+# Checked against its own shape once, when the module loads, not on every call.
+DOCUMENT = S.OpenApiDocument.model_validate(SPEC)
