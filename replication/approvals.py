@@ -7,7 +7,8 @@ An operator asks, with a reason; the request runs once enough approvers other th
 requester said yes (the link's policy: 0-3 approvals, default 1). It can be rejected with a
 reason, withdrawn by its requester, and it expires. An admin acts at once where the link's
 policy allows it (an override) and may break glass on a failover whatever the policy. Every
-step is audited.
+step is audited. What differs by action (its dry run, how it runs and settles) is looked up in
+operations.OPERATIONS.
 """
 
 from __future__ import annotations
@@ -22,22 +23,10 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import (
-    audit,
-    links,
-    merge_flows,
-    notifications,
-    policy,
-    promote,
-    restore,
-    reverse,
-    schema_links,
-    stale_requests,
-    text,
-)
+from . import audit, notifications, policy, promote, stale_requests, text
 from .errors import ReplicationError, conflict, not_found
-from .mirror_states import FOLLOWING
 from .models import Approval, ApprovalRequest, ClusterLink, MirrorTopic
+from .operations import OPERATIONS, Asked
 
 log = logging.getLogger(__name__)
 
@@ -46,22 +35,6 @@ RState = ApprovalRequest.State
 MAX_REASON = 2000
 # Mirror topics one request may name: a bound on the work (and the answer) one call makes.
 MAX_TOPICS = 1000
-# What the requester must still be allowed to do when their request runs.
-REQUESTED_AS = {
-    Action.PROMOTE: "mirror.stop",
-    Action.FAILOVER: "mirror.stop",
-    Action.DELETE_LINK: "link.delete",
-    Action.REVERSE_AND_START: "mirror.stop",
-    Action.REVERSE_AND_PAUSE: "mirror.stop",
-    Action.TRUNCATE_AND_RESTORE: "mirror.stop",
-    Action.CREATE_FLOW: "flow.manage",
-    Action.DELETE_FLOW: "flow.manage",
-    Action.PROMOTE_SUBJECTS: "mirror.stop",  # as a promote: producers move to the destination
-}
-REVERSES = (Action.REVERSE_AND_START, Action.REVERSE_AND_PAUSE)
-FLOWS = (Action.CREATE_FLOW, Action.DELETE_FLOW)
-WITH_PARAMS = (*FLOWS, Action.PROMOTE_SUBJECTS)  # what they act on is in `params`
-NO_TOPICS = (Action.DELETE_LINK, *WITH_PARAMS)  # actions naming no mirror
 
 
 @dataclass
@@ -111,11 +84,18 @@ def submit(
     policy allows an admin override, or an admin breaks glass on a failover (with a reason)."""
     if action not in Action.values:
         raise ReplicationError(f"Unknown action {action!r}; use one of {', '.join(Action.values)}.")
-    topics = [] if action in WITH_PARAMS else list(dict.fromkeys(topics))
-    params = _params(link, action, params or {})
-    target = _request_target(link, action, topics, params)
+    operation = OPERATIONS[action]
+    asked = Asked(
+        link,
+        action,
+        [] if operation.takes_params else list(dict.fromkeys(topics)),
+        operation.params(link, params or {}),
+        force,
+    )
+    topics, params = asked.topics, asked.params
+    target = operation.target(asked)
     with audit.refusals(actor, f"request.{action}", target):
-        if action not in NO_TOPICS and not topics:
+        if operation.names_mirrors and not topics:
             raise ReplicationError("Name at least one mirror topic.")
         if len(topics) > MAX_TOPICS:
             raise ReplicationError(
@@ -128,13 +108,13 @@ def submit(
         note = _acting_at_once(actor, link, action, reason, break_glass)
         if note:
             submission = Submission(approvals_needed=0, note=note)
-            submission.outcomes = _run(
-                actor, link, action, topics, note, force, validate_only, params
-            )
+            submission.outcomes = operation.run(actor, asked, note, validate_only).outcomes
             return submission
         # The action waits for approval: check now that it could run, and say what it would do.
-        outcomes = _dry_run(actor, link, action, topics, force, params)
-        refused = [o for o in outcomes if o.error and action != Action.DELETE_LINK]
+        if operation.validated_by_running:
+            operation.run(actor, asked, "", True)
+        outcomes = operation.plan(asked)
+        refused = [o for o in outcomes if o.error and operation.plan_errors_refuse]
         if refused:
             raise ReplicationError(" ".join(o.error for o in refused), refused[0].status)
         submission = Submission(outcomes, approvals_needed=needed)
@@ -167,45 +147,13 @@ def submit(
     return submission
 
 
-def _request_target(link: ClusterLink, action: str, topics: list[str], params: dict) -> str:
-    """What a request is for, as the audit trail names it: the merge flow or mirror topic it
-    acts on, or the link (its `topics` column lists every topic either way)."""
-    if action in FLOWS:
-        return f"merge flow {params['flow']} on link {link.name}"
-    if action == Action.PROMOTE_SUBJECTS:
-        return f"schema subjects of link {link.name}"
-    if action != Action.DELETE_LINK and len(topics) == 1:
-        return f"mirror {topics[0]}"
-    if action != Action.DELETE_LINK and topics:
-        return f"{len(topics)} mirror topics of link {link.name}"
-    return f"link {link.name}"
-
-
-def _params(link: ClusterLink, action: str, params: dict) -> dict:
-    """A flow request's arguments, the flow's name filled in as create_flow would choose it;
-    a subjects request's subjects, each once."""
-    if action == Action.PROMOTE_SUBJECTS:
-        return {"subjects": list(dict.fromkeys(params.get("subjects") or ()))}
-    if action not in FLOWS:
-        return {}
-    if action == Action.DELETE_FLOW:
-        return {"flow": str(params.get("flow") or "")}
-    source = str(params.get("source_topic") or "")
-    return {
-        "flow": params.get("flow") or f"{link.name}.{source}",
-        "source_topic": source,
-        "destination_topic": params.get("destination_topic") or source,
-        "mapping": params.get("mapping") or None,
-    }
-
-
 def _acting_at_once(
     actor: audit.Actor, link: ClusterLink, action: str, reason: str, break_glass: bool
 ) -> str:
     """Why the action runs without approval (the audit trail's note), or "" if it waits: an
     admin breaking glass on a failover, or `acts_at_once`."""
     if break_glass:
-        if action != Action.FAILOVER:
+        if not OPERATIONS[action].break_glass:
             raise ReplicationError("Break glass is for a failover only.")
         if not policy.can(actor.user, "request.override"):
             raise ReplicationError("Only an admin may break glass.", 403)
@@ -228,21 +176,10 @@ def acts_at_once(user, link: ClusterLink) -> bool:
     )
 
 
-def _dry_run(actor, link, action, topics, force, params) -> list[promote.TopicOutcome]:
-    if action in WITH_PARAMS:
-        _run_with_params(actor, link, action, params, validate_only=True)
-        return []
-    if action == Action.DELETE_LINK:
-        links.delete_link(actor, link, force=force, validate_only=True)
-        return _forced_failovers(link) if force else []
-    return preview(link, action, topics)
-
-
-def _forced_failovers(link: ClusterLink) -> list[promote.TopicOutcome]:
-    """What a forced deletion of `link` fails over and makes writable: the failover dry run of
-    each of its mirrors not yet stopped."""
-    names = list(links.live_mirrors(link).values_list("mirror_topic", flat=True))
-    return promote.check(Action.FAILOVER, link, names) if names else []
+def _asked(request: ApprovalRequest) -> Asked:
+    """The action as `request` keeps it, on its link (which the caller checked is there)."""
+    assert request.link is not None  # for the type checker
+    return Asked(request.link, request.action, request.topics, request.params, request.force)
 
 
 def plan_now(request: ApprovalRequest) -> list[promote.TopicOutcome]:
@@ -250,67 +187,13 @@ def plan_now(request: ApprovalRequest) -> list[promote.TopicOutcome]:
     made when it was asked (a refusal of the whole is raised)."""
     if request.link is None:
         raise not_found(f"Link {request.link_name} was deleted.")
-    if request.action == Action.DELETE_LINK:
-        return _forced_failovers(request.link) if request.force else []
-    if request.action in WITH_PARAMS:  # no per-topic plan; the request says what it does
-        return []
-    return preview(request.link, request.action, request.topics)
+    return OPERATIONS[request.action].plan(_asked(request))
 
 
 def preview(link: ClusterLink, action: str, topics: list[str]) -> list[promote.TopicOutcome]:
-    """What a promote, failover or reverse of `topics` would do now, per topic (a refusal of
-    the whole, a one-way link for a reverse say, is raised)."""
-    if action in REVERSES:
-        return reverse.check(link, topics)
-    if action == Action.TRUNCATE_AND_RESTORE:
-        return restore.check(link, topics)
-    return promote.check(action, link, topics)
-
-
-def _run(
-    actor, link, action, topics, note, force, validate_only, params
-) -> list[promote.TopicOutcome]:
-    if action == Action.DELETE_LINK:
-        links.delete_link(actor, link, force=force, validate_only=validate_only)
-        return []
-    if action in WITH_PARAMS:
-        _run_with_params(actor, link, action, params, validate_only)
-        return []
-    if action in REVERSES:
-        return reverse.reverse_mirrors(
-            actor, link, topics, action, validate_only=validate_only, note=note
-        )
-    if action == Action.TRUNCATE_AND_RESTORE:
-        return restore.truncate_and_restore(
-            actor, link, topics, validate_only=validate_only, note=note
-        )
-    return promote.stop_mirrors(actor, link, topics, action, validate_only=validate_only, note=note)
-
-
-def _run_with_params(
-    actor: audit.Actor, link: ClusterLink, action: str, params: dict, validate_only: bool
-) -> str:
-    """Create or delete the flow `params` names, or make its subjects writable; what was done,
-    in words."""
-    if action == Action.PROMOTE_SUBJECTS:
-        return schema_links.promote_subjects(
-            actor, link, params["subjects"], validate_only=validate_only
-        )
-    if action == Action.CREATE_FLOW:
-        flow = merge_flows.create_flow(
-            actor,
-            link,
-            params["source_topic"],
-            params["destination_topic"],
-            name=params["flow"],
-            mapping=params["mapping"],
-            validate_only=validate_only,
-        )
-        return f"Created merge flow {flow.name}: {flow.source_topic} into {flow.destination_topic}."
-    flow = merge_flows.get_flow(link, params["flow"])
-    if not validate_only:
-        merge_flows.delete_flow(actor, flow)
-    return f"Deleted merge flow {flow.name}; {flow.destination_topic} stays."
+    """What a promote, failover, reverse or restore of `topics` would do now, per topic (a
+    refusal of the whole, a one-way link for a reverse say, is raised)."""
+    return OPERATIONS[action].plan(Asked(link, action, topics))
 
 
 def snapshot(request: ApprovalRequest) -> dict:
@@ -319,8 +202,7 @@ def snapshot(request: ApprovalRequest) -> dict:
         "action": request.action,
         "link": request.link_name,
         "topics": request.topics,
-        **({"flow": request.params} if request.action in FLOWS else {}),
-        **(request.params if request.action == Action.PROMOTE_SUBJECTS else {}),
+        **OPERATIONS[request.action].recorded(request.params),
         "state": request.state,
         "approvals": [a.approver_name for a in request.approvals.all()] if request.pk else [],
         "approvals_required": request.approvals_required,
@@ -404,7 +286,7 @@ def stale_reason(request: ApprovalRequest) -> str:
         return f"the account of {request.requester_name}, who asked, was deleted"
     if not user.is_active:
         return f"{request.requester_name}, who asked, was disabled"
-    if not policy.can(user, REQUESTED_AS[request.action]):
+    if not policy.can(user, OPERATIONS[request.action].requested_as):
         return f"{request.requester_name}, who asked, no longer has a role that may ask for it"
     return ""
 
@@ -502,20 +384,16 @@ def execute(request: ApprovalRequest) -> None:
     if why:
         stale_requests.end(request, why, [RState.APPROVED])
         return
+    operation = OPERATIONS[request.action]
     try:
-        if request.action == Action.DELETE_LINK:
-            links.delete_link(actor, request.link, force=request.force)
-            _finish(request, RState.EXECUTED, [], f"Deleted link {request.link_name}.")
+        ran = operation.run(actor, _asked(request), note, False)
+        if not operation.done_states:  # done when it returns
+            _finish(request, RState.EXECUTED, [], ran.done)
             return
-        if request.action in WITH_PARAMS:
-            done = _run_with_params(actor, request.link, request.action, request.params, False)
-            _finish(request, RState.EXECUTED, [], done)
-            return
-        outcomes = _run(actor, request.link, request.action, request.topics, note, False, False, {})
     except ReplicationError as exc:
         _finish(request, RState.FAILED, [], str(exc))
         return
-    request.result = [o.as_dict() for o in outcomes]
+    request.result = [o.as_dict() for o in ran.outcomes]
     ApprovalRequest.objects.filter(pk=request.pk).update(
         result=request.result, progress="Waiting for the link's stream to stop writing"
     )
@@ -523,7 +401,7 @@ def execute(request: ApprovalRequest) -> None:
 
 
 def settle(request: ApprovalRequest) -> None:
-    """An approved promote or failover is done once none of its topics is PENDING_STOPPED."""
+    """An approved cutover is done once none of its topics is under way (promote.UNDER_WAY)."""
     if request.state != RState.APPROVED or not request.result:
         return
     started = [r["mirror_topic"] for r in request.result if not r["error"]]
@@ -535,9 +413,8 @@ def settle(request: ApprovalRequest) -> None:
     }
     if any(state in promote.UNDER_WAY for state, _ in now.values()):
         return
-    # A restore ends with a mirror again; every other action with a STOPPED one.
-    restoring = request.action == Action.TRUNCATE_AND_RESTORE
-    wanted = FOLLOWING if restoring else {MirrorTopic.State.STOPPED}
+    operation = OPERATIONS[request.action]
+    wanted = operation.done_states
     result = []
     for entry in request.result:
         name = entry["mirror_topic"]
@@ -549,16 +426,17 @@ def settle(request: ApprovalRequest) -> None:
         request,
         RState.EXECUTED if len(done) == len(result) else RState.FAILED,
         result,
-        f"{'Restored' if restoring else 'Stopped'}: {', '.join(done) or 'none'}.",
+        f"{operation.done_word}: {', '.join(done) or 'none'}.",
     )
 
 
 def finish_stops(link: ClusterLink) -> bool:
     """Finish the link's promotes and failovers whose writer stopped, and the approved requests
     they settle. Returns whether some mirror of the link still waits to stop."""
-    promote.finish_pending_stops(link)
-    reverse.finish(link)
-    restore.finish(link)
+    # Each cutover module's finish, once, in the table's order.
+    finishes = [op.finish for op in OPERATIONS.values() if op.finish is not None]
+    for finish in dict.fromkeys(finishes):
+        finish(link)
     for request in link.approval_requests.filter(state=RState.APPROVED):
         settle(request)
     return link.mirrors.filter(state__in=promote.UNDER_WAY).exists()

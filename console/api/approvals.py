@@ -24,7 +24,7 @@ def request_data(request, found: ApprovalRequest) -> schemas.ApprovalRequest:
         link_name=found.link_name,
         mirror_topic_names=found.topics,
         force=found.force,
-        merge_flow=found.params if found.action in approvals.FLOWS else None,
+        merge_flow=found.params if "flow" in found.params else None,  # a merge flow's request
         schema_subjects=found.params.get("subjects") if found.params else None,
         reason=found.reason,
         requester=found.requester_name,

@@ -16,6 +16,7 @@ from console.views.mirrors import chosen, find_mirror, mirror_url
 from replication import approvals, audit, links, promote
 from replication.errors import ReplicationError
 from replication.models import ApprovalRequest
+from replication.operations import OPERATIONS
 
 Action = ApprovalRequest.Action
 LISTED = 20  # mirror topics named on the delete page; beyond, how many more
@@ -53,9 +54,14 @@ DOING = {
 def _acted_on(mirror, action: str) -> tuple:
     """The link and topic an action on `mirror`'s page works on: a truncate-and-restore of a
     failed-over mirror restores its old source, on the other half of the link."""
-    if action == Action.TRUNCATE_AND_RESTORE:
+    if OPERATIONS[action].on_old_source:
         return links.peer_of(mirror.link), mirror.source_topic
     return mirror.link, mirror.mirror_topic
+
+
+def _may_break_glass(request, action: str) -> bool:
+    """Whether the page offers breaking glass: the action allows it and the user may."""
+    return OPERATIONS[action].break_glass and can(request.user, "request.override")
 
 
 def _submitted(request, form, link, action: str, names: list[str], done_url: str, what: str):
@@ -103,8 +109,8 @@ def mirror_stop(request, destination, topic, action):
             "plan": plan,
             "form": form,
             "acts_at_once": approvals.acts_at_once(request.user, link),
-            "may_break_glass": action == Action.FAILOVER and can(request.user, "request.override"),
-            "reverse": action in approvals.REVERSES,
+            "may_break_glass": _may_break_glass(request, action),
+            "reverse": action in promote.REVERSES,
             "restore": action == Action.TRUNCATE_AND_RESTORE,
         },
     )
@@ -140,7 +146,7 @@ def link_mirrors_stop(request, destination, name, action):
             "refused": [o for o in plan if o.error],
             "form": form,
             "acts_at_once": approvals.acts_at_once(request.user, link),
-            "may_break_glass": action == Action.FAILOVER and can(request.user, "request.override"),
+            "may_break_glass": _may_break_glass(request, action),
         },
     )
 
