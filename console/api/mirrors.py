@@ -37,17 +37,13 @@ from replication.mirrors import (
     records_lost,
 )
 from replication.models import MirrorTopic
+from replication.operations import OPERATIONS
 
 # The mirror actions of the API, by the name after the colon.
 ACTIONS = bulk.SWITCHES
-# Those that stop a mirror (a reverse too: its source then mirrors it), subject to approval.
-STOPS = (
-    "promote",
-    "failover",
-    "reverse-and-start-mirror",
-    "reverse-and-pause-mirror",
-    "truncate-and-restore",
-)
+# Those that stop a mirror (a reverse too: its source then mirrors it), subject to approval:
+# the actions that name mirror topics.
+STOPS = tuple(str(action) for action, op in OPERATIONS.items() if op.names_mirrors)
 
 
 def lags_data(partitions, verified: dict[int, tuple[int, int]] | None = None) -> list[MirrorLag]:
