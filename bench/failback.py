@@ -62,11 +62,11 @@ def _across(link, records: int) -> int:
 
     deadline = time.monotonic() + 60
     while True:
-        beat = control.read_json(redis_channel.client(), control.heartbeat_key(str(link.link_id)))
+        beat = control.link_heartbeat(redis_channel.client(), str(link.link_id))
         if beat and beat["records"] >= records:
             return int(beat["bytes"])
         if time.monotonic() > deadline:
-            counted = (beat or {}).get("records", 0)
+            counted = beat.get("records", 0)
             raise RuntimeError(f"{link.name}: the stream counted {counted} records, not {records}")
         time.sleep(0.5)
 

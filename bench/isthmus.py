@@ -61,11 +61,16 @@ class Engine:
         )
         return self.proc
 
-    def add_link(self, link_id: str, mirrors: dict[str, str], flows: dict | None = None) -> None:
+    def add_link(
+        self,
+        link_id: str,
+        mirrors: dict[str, str],
+        flows: dict[str, control.FlowSpec] | None = None,
+    ) -> None:
         """A link copying `mirrors` (mirror name -> source name) and `flows` from the source
         cluster."""
         self.set_mirrors(link_id, mirrors, flows)
-        spec = {
+        spec: control.LinkSpec = {
             "link_id": link_id,
             "link_name": link_id,
             "source": {"bootstrap.servers": cluster.SOURCE},
@@ -74,31 +79,33 @@ class Engine:
         self.redis.hset(control.links_key(self.engine), link_id, control.seal(self.key, spec))
         control.wake(self.redis, control.engine_wake_channel(self.engine))
 
-    def set_mirrors(self, link_id: str, mirrors: dict[str, str], flows: dict | None = None) -> None:
+    def set_mirrors(
+        self,
+        link_id: str,
+        mirrors: dict[str, str],
+        flows: dict[str, control.FlowSpec] | None = None,
+    ) -> None:
         """The link's mirror set (mirror name -> source name) and merge flows (by id, as
         `streams.flow_spec` makes them), as `streams.publish` writes them."""
         self.generation += 1
-        control.write_json(
-            self.redis,
-            control.mirrors_key(link_id),
-            {
-                "mirrors": {m: {"source_topic": s} for m, s in mirrors.items()},
-                "flows": flows or {},
-                "generation": self.generation,
-            },
-        )
+        mirror_set: control.MirrorSet = {
+            "mirrors": {m: {"source_topic": s} for m, s in mirrors.items()},
+            "flows": flows or {},
+            "generation": self.generation,
+        }
+        control.write_json(self.redis, control.mirrors_key(link_id), mirror_set)
         control.wake(self.redis, control.engine_wake_channel(self.engine))
 
-    def heartbeat(self, link_id: str) -> dict | None:
+    def heartbeat(self, link_id: str) -> control.LinkHeartbeat | control.EngineHeartbeat | None:
         """The link's heartbeat, or the engine's once it failed."""
-        engine = control.read_json(self.redis, control.engine_heartbeat_key(self.engine))
-        if engine and engine.get("state") == "failed":
+        engine = control.engine_heartbeat(self.redis, self.engine)
+        if engine.get("state") == "failed":
             return engine
-        return control.read_json(self.redis, control.heartbeat_key(link_id))
+        return control.link_heartbeat(self.redis, link_id) or None
 
     def slots(self) -> int | None:
-        engine = control.read_json(self.redis, control.engine_heartbeat_key(self.engine))
-        return len(engine["slots"]) if engine and engine.get("slots") else None
+        engine = control.engine_heartbeat(self.redis, self.engine)
+        return len(engine["slots"]) if engine.get("slots") else None
 
     def stop(self) -> None:
         """End the engine as the console does: SIGTERM to its Python driver, which ends it
@@ -181,7 +188,7 @@ class Isthmus:
         self.mirrors.update(mirrors)
         self.engine.set_mirrors(LINK_ID, self.mirrors)
 
-    def heartbeat(self) -> dict | None:
+    def heartbeat(self) -> control.LinkHeartbeat | control.EngineHeartbeat | None:
         self.reported_tasks = self.engine.slots() or self.reported_tasks
         return self.engine.heartbeat(LINK_ID)
 
@@ -205,7 +212,7 @@ class IsthmusFlows(Isthmus):
 
     def __init__(self, tasks: int | None = None) -> None:
         super().__init__(tasks)
-        self.flows: dict[str, dict] = {}
+        self.flows: dict[str, control.FlowSpec] = {}
         self.partitions = 1
         self.reader: Consumer | None = None
 

@@ -123,7 +123,7 @@ def _body_problem(request: HttpRequest, body: bytes, content_type: str) -> tuple
         except ValueError:
             pass  # too many fields: Django's own parse says so
         return None
-    boundary = request.content_params.get("boundary", "").encode("latin-1", "replace")
+    boundary = (request.content_params or {}).get("boundary", "").encode("latin-1", "replace")
     # Django reads a body cut off before its closing boundary as far as it goes.
     if boundary and not body.rstrip(b"\r\n").endswith(b"--" + boundary + b"--"):
         return 400, _CUT_OFF

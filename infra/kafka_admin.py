@@ -13,7 +13,9 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TypeVar
 
 from confluent_kafka import (
     ConsumerGroupState,
@@ -38,6 +40,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
     ResourcePatternType,
     ResourceType,
+    TopicDescription,
 )
 
 logger = logging.getLogger("librdkafka")
@@ -168,6 +171,11 @@ class NewTopicSpec:
 # ("excessively large batch operation"): a new topic writes one, and one for each of its
 # partitions and configs. 1,000 topics of 10 partitions are 11,000.
 MAX_RECORDS_PER_REQUEST = 5_000
+Result = TypeVar("Result")
+OffsetsRequest = dict[TopicPartition, OffsetSpec]
+# Where offsets are read at: one shared value each (confluent-kafka leaves these unannotated).
+LATEST: OffsetSpec = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+EARLIEST: OffsetSpec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 # What a client says when the cluster as a whole does not answer (a failed login included).
 _UNREACHABLE = {
     KafkaError._TRANSPORT,
@@ -179,7 +187,8 @@ _UNREACHABLE = {
 
 def topic_batches(topics: list[NewTopicSpec]) -> Iterator[list[NewTopicSpec]]:
     """`topics` in order, in batches the controller takes in one request each."""
-    batch, records = [], 0
+    batch: list[NewTopicSpec] = []
+    records = 0
     for topic in topics:
         cost = 1 + max(topic.partitions, 1) + len(topic.configs or {})
         if batch and records + cost > MAX_RECORDS_PER_REQUEST:
@@ -211,8 +220,15 @@ def acl_filter(
 ) -> AclBindingFilter:
     """The filter of every ACL on resources of `resource_type` (named `name`, if given), of
     any principal, host, operation and permission."""
+    # confluent-kafka's stubs want text for the name, principal and host; None matches any.
     return AclBindingFilter(
-        resource_type, name, pattern, None, None, AclOperation.ANY, AclPermissionType.ANY
+        resource_type,
+        name,  # type: ignore[arg-type]
+        pattern,
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        AclOperation.ANY,
+        AclPermissionType.ANY,
     )
 
 
@@ -299,6 +315,29 @@ class AdminCalls:
     """The admin calls made of other calls, alike for every admin at the seam
     (`replication.connections`): this module's KafkaAdmin and the tests' in-memory one."""
 
+    # What each admin answers itself.
+
+    def topic_partition_counts(self) -> dict[str, int]:
+        raise NotImplementedError
+
+    def topics_configs(self, names: Iterable[str]) -> dict[str, dict[str, ConfigValue]]:
+        raise NotImplementedError
+
+    def create_topics(
+        self, topics: list[NewTopicSpec], validate_only: bool = False
+    ) -> dict[str, KafkaAdminError]:
+        raise NotImplementedError
+
+    def offsets(
+        self, partitions: Iterable[tuple[str, int]], at: str | int = "latest"
+    ) -> dict[tuple[str, int], int]:
+        raise NotImplementedError
+
+    def group_details(self, group_ids: Iterable[str]) -> dict[str, GroupDetail]:
+        raise NotImplementedError
+
+    # What they make of it.
+
     def list_topic_names(self) -> set[str]:
         return set(self.topic_partition_counts())
 
@@ -351,8 +390,9 @@ class KafkaAdmin(AdminCalls):
                     "socket.timeout.ms": int(timeout * 1000),
                     "socket.connection.setup.timeout.ms": int(timeout * 1000),
                     "log.connection.close": False,
-                    "logger": logger,
-                    "error_cb": self._client_errors.append,
+                    # The stubs take only text and numbers; the client takes these too.
+                    "logger": logger,  # type: ignore[dict-item]
+                    "error_cb": self._client_errors.append,  # type: ignore[dict-item]
                 }
             )
         except KafkaException as exc:
@@ -392,7 +432,7 @@ class KafkaAdmin(AdminCalls):
             code=error.code() if error else None,
         )
 
-    def _wait(self, future, doing: str):
+    def _wait(self, future: Future[Result], doing: str) -> Result:
         try:
             return future.result(timeout=self.timeout + 1)
         except (KafkaException, TimeoutError) as exc:
@@ -439,7 +479,7 @@ class KafkaAdmin(AdminCalls):
         replicas = len(result.partitions[0].replicas) if result.partitions else 0
         return TopicInfo(name, kafka_id(str(result.topic_id)), len(result.partitions), replicas)
 
-    def _described(self, names: Iterable[str]) -> dict:
+    def _described(self, names: Iterable[str]) -> dict[str, TopicDescription]:
         """Kafka's description of each topic of `names` that exists, in one request."""
         names = sorted(set(names))
         if not names:
@@ -642,7 +682,7 @@ class KafkaAdmin(AdminCalls):
     ) -> dict[tuple[str, int], int]:
         """Each (topic, partition)'s offset `at`: "latest" (the high watermark), "earliest"
         (the log start) or a time in ms (the first record at or after it, else -1)."""
-        spec = {"latest": OffsetSpec.latest(), "earliest": OffsetSpec.earliest()}.get(at)
+        spec = {"latest": LATEST, "earliest": EARLIEST}.get(str(at))
         if spec is None:
             spec = OffsetSpec.for_timestamp(int(at))
         request = {TopicPartition(t, p): spec for t, p in partitions}
@@ -665,7 +705,7 @@ class KafkaAdmin(AdminCalls):
                         self._client.list_topics(topic=topic, timeout=self.timeout)
         return self._read_offsets(request, exact)
 
-    def _read_offsets(self, request: dict, exact: bool) -> dict[tuple[str, int], int]:
+    def _read_offsets(self, request: OffsetsRequest, exact: bool) -> dict[tuple[str, int], int]:
         """The offsets asked for; with `exact` (an end or a start), a negative one is refused:
         while a partition's leader moves, the client may answer "no offset" (-1001) without
         an error, and taken for an offset it would place a copy or a comparison at -1001."""
@@ -682,7 +722,7 @@ class KafkaAdmin(AdminCalls):
         why each of the others has none yet ("not leader": a new topic's partitions get their
         leaders over a few seconds). The client's metadata is read again for the next try,
         also when a topic is not known yet: else its cached metadata goes on saying so."""
-        spec = {"latest": OffsetSpec.latest(), "earliest": OffsetSpec.earliest()}[at]
+        spec = {"latest": LATEST, "earliest": EARLIEST}[at]
         request = {TopicPartition(t, p): spec for t, p in partitions}
         if not request:
             return {}, {}
@@ -700,7 +740,7 @@ class KafkaAdmin(AdminCalls):
             self._client.list_topics(timeout=self.timeout)
 
     def _offsets_read(
-        self, request: dict, exact: bool, partial: bool = False
+        self, request: OffsetsRequest, exact: bool, partial: bool = False
     ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], str]]:
         futures = self._client.list_offsets(request, request_timeout=self.timeout)
         found, unread = {}, {}
@@ -731,7 +771,7 @@ class KafkaAdmin(AdminCalls):
         )
         partitions = self._wait(futures[topic], f"describe topic {topic!r}").partitions
         offsets = {}
-        for name, spec in (("start", OffsetSpec.earliest()), ("end", OffsetSpec.latest())):
+        for name, spec in (("start", EARLIEST), ("end", LATEST)):
             request = {TopicPartition(topic, p.id): spec for p in partitions}
             for tp, future in self._client.list_offsets(
                 request, request_timeout=self.timeout

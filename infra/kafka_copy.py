@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -17,13 +18,21 @@ from confluent_kafka import (
     Consumer,
     KafkaError,
     KafkaException,
+    Message,
     Producer,
     TopicPartition,
 )
 
 from . import consuming
+from .consuming import Consumed
 
 Headers = list[tuple[str, bytes]]
+
+
+def _note_failure(failures: list[KafkaError], err: KafkaError | None, _: Message) -> None:
+    """A delivery report: a record that failed is noted in `failures`."""
+    if err is not None:
+        failures.append(err)
 
 
 def _reader(config: dict[str, str], group: str, committed: bool = True) -> Consumer:
@@ -69,7 +78,7 @@ def copy_range(
         position, waited_since = start, time.monotonic()
         while position < end:
             progress()  # (cheap: the caller's lease asks Redis at most once a second)
-            msg = consumer.poll(1.0)
+            msg = consuming.poll(consumer, 1.0)
             if msg is None:
                 if time.monotonic() - waited_since > timeout_s:
                     raise RuntimeError(
@@ -78,10 +87,10 @@ def copy_range(
                     )
                 continue
             waited_since = time.monotonic()
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            if error := msg.error():
+                if error.code() == KafkaError._PARTITION_EOF:
                     break  # the rest was transaction markers or compacted away
-                raise KafkaException(msg.error())
+                raise KafkaException(error)
             if msg.offset() >= end:
                 break
             position = msg.offset() + 1
@@ -93,7 +102,7 @@ def copy_range(
                 partition=partition,
                 timestamp=timestamp,
                 headers=[*(msg.headers() or []), *more_headers(msg.offset(), timestamp)],
-                on_delivery=lambda err, _msg: err is not None and failures.append(err),
+                on_delivery=partial(_note_failure, failures),
             )
             producer.poll(0)
             records += 1
@@ -135,7 +144,7 @@ def placeholders(
                     topic,
                     key=b"",
                     partition=partition,
-                    on_delivery=lambda err, _msg: err is not None and failures.append(err),
+                    on_delivery=partial(_note_failure, failures),
                 )
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
@@ -159,13 +168,13 @@ def holds_records(
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
+            msg = consuming.poll(consumer, 1.0)
             if msg is None:
                 continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            if error := msg.error():
+                if error.code() == KafkaError._PARTITION_EOF:
                     return False
-                raise KafkaException(msg.error())
+                raise KafkaException(error)
             return msg.offset() < end
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"reading {topic}[{partition}]"))
     finally:
@@ -174,21 +183,22 @@ def holds_records(
 
 def read_head(
     config: dict[str, str], topic: str, partitions: int, limit: int, timeout_s: float = 30
-) -> list:
+) -> list[Consumed]:
     """Up to `limit` committed records of `topic` from the start of each of its `partitions`
     (confluent-kafka messages), in partition and offset order."""
     consumer = _reader(config, f"isthmus-read-{topic}")
-    found, ended = [], set()
+    found: list[Consumed] = []
+    ended: set[int] = set()
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         deadline = time.monotonic() + timeout_s
         while len(ended) < partitions and len(found) < limit and time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
+            msg = consuming.poll(consumer, 1.0)
             if msg is None:
                 continue
-            if msg.error():
-                if msg.error().code() != KafkaError._PARTITION_EOF:
-                    raise KafkaException(msg.error())
+            if error := msg.error():
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(error)
                 ended.add(msg.partition())
                 continue
             found.append(msg)
@@ -204,7 +214,7 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]
+    headers: tuple[tuple[str, str | bytes | None], ...]
     timestamp: int
     log_append_time: bool = False
 
@@ -241,9 +251,9 @@ def read_ranges(
                 tp = (msg.topic(), msg.partition())
                 if tp not in wanted:
                     continue
-                if msg.error():
-                    if msg.error().code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(msg.error())
+                if error := msg.error():
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(error)
                     del wanted[tp]
                     continue
                 if msg.offset() >= wanted[tp][1]:
@@ -297,5 +307,5 @@ class Records:
     def holds_records(self, topic: str, partition: int, start: int, end: int) -> bool:
         return holds_records(self.config, topic, partition, start, end)
 
-    def read_head(self, topic: str, partitions: int, limit: int) -> list:
+    def read_head(self, topic: str, partitions: int, limit: int) -> list[Consumed]:
         return read_head(self.config, topic, partitions, limit)

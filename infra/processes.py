@@ -17,8 +17,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
+
+Result = TypeVar("Result")
 
 
 class PortInUse(RuntimeError):
@@ -226,12 +229,12 @@ def check_ports_free(ports: dict[int, str]) -> None:
 
 
 def wait_for(
-    check,
+    check: Callable[[], Result],
     timeout: float,
     interval: float = 0.5,
     *,
     ignore: tuple[type[BaseException], ...] = (Exception,),
-):
+) -> Result | None:
     """The polling helper: call `check()` every `interval` seconds until it answers something
     true, and return that; None once `timeout` seconds passed. An exception of `ignore` (any,
     by default: a probe that fails just means "not yet") counts as a no; pass `ignore=()` to

@@ -13,13 +13,16 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.response import HTTPResponse
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -71,7 +74,7 @@ class SchemaVersion:
     schema_type: str = "AVRO"
     references: tuple[Reference, ...] = field(default=())
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         """What registering it sends (the id and version too: IMPORT mode keeps them)."""
         return {
             "schema": self.schema,
@@ -165,9 +168,12 @@ class SchemaRegistry:
             if len(got or ()) < page:
                 return found
 
-    def schema(self, schema_id: int) -> dict:
+    def schema(self, schema_id: int) -> dict[str, Any]:
         """The schema an id names: {"schema", "schemaType", "references"}."""
-        return self._call("GET", f"/schemas/ids/{schema_id}", f"read schema id {schema_id}")
+        found: dict[str, Any] = self._call(
+            "GET", f"/schemas/ids/{schema_id}", f"read schema id {schema_id}"
+        )
+        return found
 
     def id_subjects(self, schema_id: int) -> list[str]:
         """The subjects that hold the schema an id names (soft-deleted versions too)."""
@@ -270,7 +276,15 @@ class SchemaRegistry:
 
     # --- the one door ----------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, doing: str, body: dict | None = None, **params):
+    def _call(
+        self,
+        method: str,
+        path: str,
+        doing: str,
+        body: dict[str, Any] | None = None,
+        **params: str | int | bool | None,
+    ) -> Any:
+        """The registry's answer (JSON; None for none), or the refusal raised."""
         query = {k: str(v).lower() if isinstance(v, bool) else v for k, v in params.items()}
         query = {k: v for k, v in query.items() if v is not None}
         watch = _Watch(self.timeout)
@@ -359,7 +373,7 @@ class _Watch:
         self._timer.start()
 
     @contextlib.contextmanager
-    def watching(self):
+    def watching(self) -> Iterator[None]:
         _current.watch = self
         try:
             yield
@@ -398,7 +412,7 @@ def _note(connection: HTTPConnection) -> None:
         watch.note(connection)
 
 
-class _Watched:
+class _Watched(HTTPConnection):
     """A connection noted by the request it serves: when it connects (TLS's handshake comes
     before the request), for each request (a pooled connection connects only once) and as
     the answer comes."""
@@ -407,16 +421,17 @@ class _Watched:
         _note(self)
         super().connect()
 
-    def request(self, *args, **kwargs) -> None:
+    def request(self, *args: Any, **kwargs: Any) -> None:
         _note(self)
         super().request(*args, **kwargs)
 
-    def getresponse(self, *args, **kwargs):
+    # urllib3 overrides http.client's with an answer of its own type, so must this.
+    def getresponse(self) -> HTTPResponse:  # type: ignore[override]
         _note(self)  # its socket now, which the response may take over
-        return super().getresponse(*args, **kwargs)
+        return super().getresponse()
 
 
-class _WatchedHTTPConnection(_Watched, HTTPConnection):
+class _WatchedHTTPConnection(_Watched):
     pass
 
 
@@ -436,11 +451,11 @@ _POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
 
 class _WatchedAdapter(HTTPAdapter):
-    def init_poolmanager(self, *args, **kwargs) -> None:
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = _POOLS
 
-    def proxy_manager_for(self, proxy: str, **kwargs):
+    def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
         manager = super().proxy_manager_for(proxy, **kwargs)
         # A SOCKS proxy's pools make connections of their own: there the body alone is bound
         # by the deadline (read against the clock), the headers by each read's timeout.
@@ -453,7 +468,7 @@ def _part(name: str) -> str:
     return quote(name, safe="")
 
 
-def _json(content: bytes, doing: str, url: str):
+def _json(content: bytes, doing: str, url: str) -> Any:
     try:
         return json.loads(content)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested past any schema
@@ -496,7 +511,7 @@ def shown(said: str) -> str:
     return said if len(said) <= MAX_SAID else said[: MAX_SAID - 1].rstrip() + "…"
 
 
-def _schema_version(found: dict) -> SchemaVersion:
+def _schema_version(found: dict[str, Any]) -> SchemaVersion:
     return SchemaVersion(
         subject=found["subject"],
         version=int(found["version"]),

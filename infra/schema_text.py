@@ -11,6 +11,6 @@ def same_schema(one: str, other: str) -> bool:
     if one == other:
         return True
     try:
-        return json.loads(one) == json.loads(other)
+        return bool(json.loads(one) == json.loads(other))
     except ValueError:
         return False

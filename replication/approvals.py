@@ -14,6 +14,7 @@ operations.OPERATIONS.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -68,7 +69,7 @@ def submit(
     actor: audit.Actor,
     link: ClusterLink,
     action: str,
-    topics: list[str] = (),
+    topics: Sequence[str] = (),
     reason: str = "",
     *,
     force: bool = False,

@@ -154,7 +154,7 @@ def _fit(field: str, text: str) -> str:
     the column (a refused 5,000-character name, a mirror of a 249-character topic on a
     200-character link) cut to its start and end around a '…'."""
     text = text.replace("\x00", "\\x00")
-    limit = AuditEvent._meta.get_field(field).max_length
+    limit = AuditEvent._meta.get_field(field).max_length  # type: ignore[union-attr]
     if limit is None or len(text) <= limit:
         return text
     head = (limit - 1) // 2

@@ -293,8 +293,10 @@ def cluster_topics(cluster: KafkaCluster) -> list[TopicRow]:
     """The cluster's topics by name, Kafka's internal ones (`__*`) left out, each with the
     mirror topic it is where it is one."""
     counts = cluster_admin(cluster).topic_partition_counts()
-    mirrors = MirrorTopic.objects.filter(destination=cluster).select_related("link")
-    mirrors = {m.mirror_topic: m for m in mirrors}
+    mirrors = {
+        m.mirror_topic: m
+        for m in MirrorTopic.objects.filter(destination=cluster).select_related("link")
+    }
     return [
         TopicRow(name, counts[name], mirrors.get(name))
         for name in sorted(counts)

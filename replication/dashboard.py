@@ -121,8 +121,8 @@ def mirror_lags(mirrors: list[MirrorTopic]) -> dict[int, MirrorLag]:
         if mirror.link_id not in readings:
             readings[mirror.link_id] = lag.latest(mirror.link)
         reading = readings[mirror.link_id].get(mirror.mirror_topic)
-        if reading is not None and reading.partitions:
-            found[mirror.pk] = MirrorLag(reading.total, reading.largest[0])
+        if reading is not None and (largest := reading.largest) is not None:
+            found[mirror.pk] = MirrorLag(reading.total, largest[0])
     return found
 
 
@@ -172,9 +172,10 @@ def _worst_lag(link: ClusterLink, following: list[str], flows: bool) -> Lag | No
     """The largest lag among the mirrors named and the link's merge flows, as last read."""
     readings = lag.latest(link) if following else {}
     found = [
-        Lag(reading.largest[0], mirror, reading.largest[1])
+        Lag(largest[0], mirror, largest[1])
         for mirror in following
-        if (reading := readings.get(mirror)) is not None and reading.partitions
+        if (reading := readings.get(mirror)) is not None
+        and (largest := reading.largest) is not None
     ]
     if flows:
         found += [

@@ -128,12 +128,13 @@ class AclFilter:
 
     def binding_filter(self) -> AclBindingFilter:
         """Kafka's binding filter, for DescribeAcls on either cluster."""
+        # confluent-kafka's stubs want text for these three; None matches any.
         return AclBindingFilter(
             _RESOURCE_TYPES[self.resource_type],
-            self.name,
+            self.name,  # type: ignore[arg-type]
             _PATTERN_TYPES[self.pattern_type],
-            self.principal,
-            self.host,
+            self.principal,  # type: ignore[arg-type]
+            self.host,  # type: ignore[arg-type]
             _OPERATIONS[self.operation],
             _PERMISSIONS[self.permission_type],
         )
@@ -159,7 +160,11 @@ def _document(text: str, top: str) -> list[Any]:
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        where = f" at line {exc.lineno} column {exc.colno}" if hasattr(exc, "lineno") else ""
+        where = (
+            f" at line {exc.lineno} column {exc.colno}"
+            if isinstance(exc, json.JSONDecodeError)
+            else ""
+        )
         raise FilterError(f'is not valid JSON{where}. Expected {{"{top}": [ ... ]}}.') from None
     if not isinstance(doc, dict) or set(doc) != {top} or not isinstance(doc[top], list):
         raise FilterError(
@@ -293,16 +298,17 @@ def normalise(text: str, top: str) -> str:
     return dump_names(parse_names(text, top), top)
 
 
-def binding_key(b: AclBinding) -> tuple:
+def binding_key(b: AclBinding) -> tuple[str, ...]:
     """An ACL binding as a comparable value (bindings of both clusters are compared)."""
+    # confluent-kafka's stubs allow text or a number for the enums; a binding holds the enums.
     return (
-        b.restype.name,
+        b.restype.name,  # type: ignore[union-attr]
         b.name,
-        b.resource_pattern_type.name,
+        b.resource_pattern_type.name,  # type: ignore[union-attr]
         b.principal,
         b.host,
-        b.operation.name,
-        b.permission_type.name,
+        b.operation.name,  # type: ignore[union-attr]
+        b.permission_type.name,  # type: ignore[union-attr]
     )
 
 

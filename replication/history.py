@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
@@ -28,7 +29,7 @@ COARSE_KEEP = 24 * 3600 // COARSE_S
 RANGES = {"15m": (900, SAMPLE_S), "1h": (3600, SAMPLE_S), "24h": (24 * 3600, COARSE_S)}
 DEFAULT_RANGE = "15m"
 # How a coarse point sums up the fine ones within it: the worst lag, the mean throughput.
-_COARSE = {
+_COARSE: dict[str, Callable[[list[float]], float]] = {
     "lag": max,
     "max_lag": max,
     "latency_s": max,

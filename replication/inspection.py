@@ -5,6 +5,7 @@ registered connection, never written to. A cluster that does not answer is said 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka.admin import (
     AclBinding,
@@ -150,7 +151,7 @@ def acls(cluster: KafkaCluster, query: dict[str, str]) -> list[AclBinding]:
     """The ACLs matching Kafka REST's filter parameters (`resource_type`, `resource_name`,
     `pattern_type`, `principal`, `host`, `operation`, `permission`; each absent one matches
     all). A cluster without an authorizer has none."""
-    chosen = {}
+    chosen: dict[str, Any] = {}  # each parameter's enum member
     for name, (kind, anything) in ACL_PARAMETERS.items():
         value = query.get(name, "").strip().upper().replace("-", "_")
         if not value:
@@ -159,12 +160,13 @@ def acls(cluster: KafkaCluster, query: dict[str, str]) -> list[AclBinding]:
         if value not in choices(kind):
             raise ReplicationError(f"{name} {value!r} is not one of {', '.join(choices(kind))}.")
         chosen[name] = kind[_OURS.get(value, value)]
+    # confluent-kafka's stubs want text for the name, principal and host; None matches any.
     acl_filter = AclBindingFilter(
         chosen["resource_type"],
-        query.get("resource_name") or None,
+        query.get("resource_name") or None,  # type: ignore[arg-type]
         chosen["pattern_type"],
-        query.get("principal") or None,
-        query.get("host") or None,
+        query.get("principal") or None,  # type: ignore[arg-type]
+        query.get("host") or None,  # type: ignore[arg-type]
         chosen["operation"],
         chosen["permission"],
     )

@@ -16,11 +16,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis
 from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from spark_jobs.control import MirrorPartitionProgress, SchemaWait, text
 
 from . import flow_offsets, history, merge_flows, streams
 from . import mirrors as mirrors_domain
@@ -231,7 +233,7 @@ def _read_ends(
     by_end: dict[int, list[MirrorTopic]] = {}
     for mirror in mirrors:
         by_end.setdefault(end_of(mirror), []).append(mirror)
-    found: dict[int, dict[int, int]] = {}
+    found: dict[int, dict] = {}
     for group in by_end.values():
         try:
             admin = connect(group[0].link)
@@ -239,7 +241,8 @@ def _read_ends(
             partitions = [
                 (name, p) for name, info in topics.items() for p in range(info.partitions)
             ]
-            offsets = admin.offsets(partitions)
+            # Each partition's end, or with `starts` (end, log start).
+            offsets: dict[tuple[str, int], Any] = admin.offsets(partitions)
             if starts:  # (end, log start)
                 first = admin.offsets(partitions, "earliest")
                 offsets = {tp: (end, first.get(tp, -1)) for tp, end in offsets.items()}
@@ -263,7 +266,7 @@ def _partition_status(
     partition: int,
     dest_end: int,
     source: int | tuple[int, int],
-    reported: dict | None,
+    reported: MirrorPartitionProgress | None,
     since_fetch_ms: int,
     known_identical: bool,
 ) -> PartitionStatus:
@@ -276,7 +279,7 @@ def _partition_status(
         source_log_start=log_start,
         last_fetch_source_high_watermark=reported["source_hw"],
         time_since_last_fetch_ms=since_fetch_ms if reported["source_hw"] >= 0 else -1,
-        run=tuple(reported["run"]),
+        run=(reported["run"][0], reported["run"][1]),
         translated=reported["translated"],
         read_upto=reported["read_upto"],
         next_source=reported.get("next_source", -1),
@@ -284,7 +287,7 @@ def _partition_status(
     )
 
 
-def _schema_wait(partition: int, wait: dict | None) -> str:
+def _schema_wait(partition: int, wait: SchemaWait | None) -> str:
     """A held partition (see spark_jobs.schema_gate) in words."""
     if not wait:
         return ""
@@ -345,7 +348,7 @@ def latest(link: ClusterLink) -> dict[str, Reading]:
         raw = client().hgetall(_key(link.link_id))
     except redis.RedisError:
         return {}
-    return {mirror.decode(): _reading_of(value) for mirror, value in raw.items()}
+    return {text(mirror): _reading_of(value) for mirror, value in raw.items()}
 
 
 def latest_of(mirror: MirrorTopic) -> Reading | None:
@@ -357,7 +360,7 @@ def latest_of(mirror: MirrorTopic) -> Reading | None:
     return _reading_of(raw) if raw is not None else None
 
 
-def _reading_of(value: bytes) -> Reading:
+def _reading_of(value: bytes | str) -> Reading:
     r = json.loads(value)
     return Reading(
         r["at"], {int(p): tuple(v) for p, v in r["partitions"].items()}, tuple(r["errors"])

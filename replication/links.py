@@ -4,7 +4,7 @@ changes made by the availability check. One function per state change."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -109,6 +109,7 @@ def create_link(
         )
         made = [_new_link(name, destination, source_cluster_id, clean)]
         if peer_clean is not None:
+            assert source is not None  # a bidirectional link's source is registered
             made.append(_new_link(name, source, destination.cluster_id, peer_clean))
         if validate_only:
             return made[0]
@@ -176,6 +177,7 @@ def _peer_configs(
     and so are the schema contexts (it syncs from the context this half syncs into)."""
     if clean.get("link.mode") != "BIDIRECTIONAL":
         return None
+    assert source is not None  # a bidirectional link's source is registered (create_link)
     settings = {k: v for k, v in typed.items() if k not in link_configs.CONNECTION_KEYS}
     prefixes = ("cluster.link.prefix", "remote.cluster.link.prefix")
     mine, theirs = (settings.pop(k, None) for k in prefixes)
@@ -268,7 +270,7 @@ def alter_link_configs(
     actor: audit.Actor,
     link: ClusterLink,
     to_set: dict[str, str],
-    to_delete: list[str] = (),
+    to_delete: Sequence[str] = (),
     *,
     validate_only: bool = False,
 ) -> ClusterLink:
@@ -325,7 +327,9 @@ def alter_link_configs(
     return link
 
 
-def _change_problems(link: ClusterLink, to_set: dict[str, str], to_delete: list[str]) -> list[str]:
+def _change_problems(
+    link: ClusterLink, to_set: dict[str, str], to_delete: Sequence[str]
+) -> list[str]:
     """What is wrong with a config change before it is checked against the source: keys set
     at creation or read-only, unknown names to reset, a connection changed without the
     credentials it would send."""

@@ -12,6 +12,7 @@ Each state change is one function here, through `move` (a conditional update), a
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 
 import redis
@@ -143,7 +144,7 @@ def _check_request(
     link: ClusterLink, name: str, source_topic: str, destination_topic: str, mapping: str | None
 ) -> None:
     """What can be refused before asking a cluster."""
-    if not NAME_VALIDATOR.regex.fullmatch(name):
+    if not re.fullmatch(NAME_VALIDATOR.regex, name):
         raise ReplicationError(
             f"Invalid merge flow name {name!r}: use 1-200 letters, digits, '.', '_' or '-'."
         )
@@ -297,9 +298,9 @@ class FlowStatus:
         return sum(p["lag"] for p in self.partitions.values())
 
 
-def _heartbeat(link: ClusterLink) -> dict:
+def _heartbeat(link: ClusterLink) -> control.LinkHeartbeat:
     try:
-        return control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}
+        return control.link_heartbeat(client(), str(link.link_id))
     except redis.RedisError:
         return {}
 
@@ -315,7 +316,7 @@ def statuses(link: ClusterLink) -> dict[str, FlowStatus]:
     return {flow.name: _status(flow, heartbeat) for flow in link.flows.all()}
 
 
-def _status(flow: MergeFlow, heartbeat: dict) -> FlowStatus:
+def _status(flow: MergeFlow, heartbeat: control.LinkHeartbeat) -> FlowStatus:
     found = heartbeat.get("flows", {}).get(str(flow.flow_id))
     if flow.state != State.ACTIVE or found is None:
         return FlowStatus(flow.state)

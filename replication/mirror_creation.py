@@ -233,13 +233,13 @@ def _plans(request: _Request, topics: list[str]) -> list[_Plan]:
     except KafkaAdminError as exc:
         return request.refuse(asked, unreachable("destination", exc))
     for plan in plans:
-        name, exc = plan.mirror.mirror_topic, failed.get(plan.mirror.mirror_topic)
-        if exc is not None:
+        name, error = plan.mirror.mirror_topic, failed.get(plan.mirror.mirror_topic)
+        if error is not None:
             refused[plan.mirror.source_topic] = (
                 _topic_exists(link, name)  # made since the look above
-                if exc.code == KafkaError.TOPIC_ALREADY_EXISTS
+                if error.code == KafkaError.TOPIC_ALREADY_EXISTS
                 else ReplicationError(
-                    f"{link.destination.name} would refuse mirror topic {name!r}: {exc}"
+                    f"{link.destination.name} would refuse mirror topic {name!r}: {error}"
                 )
             )
     return [p for p in plans if p.mirror.source_topic not in refused]
@@ -490,7 +490,7 @@ def _make(
         done.made = set(names)
         done.failed = dict(admin.create_topics([_spec(p, replication_factor) for p in plans]))
         for name, exc in done.failed.items():
-            if exc.code == KafkaError.TOPIC_ALREADY_EXISTS:
+            if isinstance(exc, KafkaAdminError) and exc.code == KafkaError.TOPIC_ALREADY_EXISTS:
                 done.made.discard(name)  # someone made a topic of the name since: theirs
         done.infos = _wait_for_topics(
             admin,
@@ -577,6 +577,7 @@ def _pin_starts(
     per partition, the source offset each starts from now, as its first offset translation
     entry; the engine follows it. One read and one write for all of them."""
     spec = link.config("mirror.start.offset.spec")
+    assert spec is not None  # it has a default
     if spec == "earliest" or not plans:
         return
     partitions = [(p.mirror.source_topic, n) for p in plans for n in range(p.mirror.num_partitions)]

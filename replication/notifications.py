@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 RState = ApprovalRequest.State
 
 # The states a requester is told of (a withdrawal is their own doing).
-_TOLD = {
+_TOLD: dict[str, str] = {
     RState.APPROVED: "was approved by {approvers}; it runs now",
     RState.REJECTED: "was rejected by {decided_by}: {decision_reason}",
     RState.EXPIRED: "expired before enough approvers agreed; ask again if it is still wanted",
@@ -41,10 +41,11 @@ def describe(request: ApprovalRequest) -> str:
         forced = ", failing its mirror topics over first" if request.force else ""
         return f"Request {request.pk} to delete link {request.link_name}{forced}"
     if request.params:
-        verb = {
+        verbs: dict[str, str] = {
             ApprovalRequest.Action.CREATE_FLOW: "create",
             ApprovalRequest.Action.PROMOTE_SUBJECTS: "make writable",
-        }.get(request.action, "delete")
+        }
+        verb = verbs.get(request.action, "delete")
         return (
             f"Request {request.pk} to {verb} {request.params_summary} on link {request.link_name}"
         )

@@ -132,8 +132,8 @@ def sync_offsets(
     merged = flow_offsets.Places()
     if flows:
         merged = flow_offsets.places(link, committed, {t: d.partitions for t, d in topics.items()})
-        for group, target in merged.targets.items():
-            targets.setdefault(group, {}).update(target)
+        for group, flow_targets in merged.targets.items():
+            targets.setdefault(group, {}).update(flow_targets)
     return _apply(link, now, destination, targets, behind, merged, full=only is None)
 
 
@@ -241,7 +241,8 @@ def _save(
     reasons: dict[str, str],
     full: bool,
 ) -> None:
-    new, changed = [], []
+    new: list[GroupOffsetSync] = []
+    changed: list[GroupOffsetSync] = []
     for group in outcome.groups:
         row = rows.get(group) or GroupOffsetSync(link=link, group=group)
         offsets = known[group] if full else {**row.offsets, **known[group]}

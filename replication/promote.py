@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 import redis
 from celery import current_app
@@ -40,7 +41,7 @@ from .mirrors import (
     stopped_already,
     sync_from_source,
 )
-from .models import ClusterLink, MirrorTopic
+from .models import ClusterLink, MirrorTopic, PartitionValues, PendingStop, StopReport
 from .redis_channel import client
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,9 @@ class TopicOutcome:
             "state": self.state,
             "lags": {str(p.partition): p.lag for p in self.lags},
         }
+
+
+Outcome = TypeVar("Outcome", bound=TopicOutcome)  # a stop's, a reverse's or a restore's
 
 
 def check(kind: str, link: ClusterLink, names: list[str]) -> list[TopicOutcome]:
@@ -181,8 +185,8 @@ def stop_mirrors(
 
 def carry_out(
     link: ClusterLink,
-    outcomes: list[TopicOutcome],
-    start: Callable[[list[TopicOutcome]], list[MirrorTopic]],
+    outcomes: list[Outcome],
+    start: Callable[[list[Outcome]], list[MirrorTopic]],
     finish: Callable[[], None],
     *,
     wait: bool,
@@ -203,8 +207,8 @@ def carry_out(
 
 
 def one_by_one(
-    start: Callable[[TopicOutcome], MirrorTopic | None],
-) -> Callable[[list[TopicOutcome]], list[MirrorTopic]]:
+    start: Callable[[Outcome], MirrorTopic | None],
+) -> Callable[[list[Outcome]], list[MirrorTopic]]:
     """`carry_out`'s start from one that begins a single topic (None: it could not)."""
     return lambda outcomes: [m for outcome in outcomes if (m := start(outcome)) is not None]
 
@@ -266,7 +270,7 @@ def _start_stops(
 
 def _wait_until_done(
     scheduled: list[MirrorTopic],
-    outcomes: list[TopicOutcome],
+    outcomes: Sequence[TopicOutcome],
     finish: Callable[[], None],
     timeout: float | None,
     succeeded: Callable[[MirrorTopic], bool],
@@ -314,7 +318,7 @@ def _begin(
     if not mirrors:
         return {}
     requested_at = timezone.now().isoformat()
-    pendings = {
+    pendings: dict[int, PendingStop] = {
         mirror.pk: {
             "kind": kind,
             "prior_state": mirror.state,
@@ -412,10 +416,10 @@ def _complete(mirrors: list[MirrorTopic]) -> None:
     except KafkaAdminError as exc:
         for mirror in mirrors:
             message = f"The destination cluster refused to stop the mirror: {exc}"
-            _put_back(mirror, mirror.pending_stop, message)
+            _put_back(mirror, mirror.pending(), message)
         return
     for mirror in mirrors:
-        pending, status = mirror.pending_stop, statuses[mirror.pk]
+        pending, status = mirror.pending(), statuses[mirror.pk]
         lags = {str(p.partition): p.lag for p in status.partitions}
         # Where each partition stopped (none for a topic deleted outside the console).
         stop_offsets = {
@@ -431,9 +435,7 @@ def _complete(mirrors: list[MirrorTopic]) -> None:
             "stop",
             State.STOPPED,
             stop_offsets=stop_offsets,
-            stop_report=stop_report(
-                pending, lags, **({"consumer_offsets": offsets} if offsets else {})
-            ),
+            stop_report=stop_report(pending, lags, consumer_offsets=offsets),
             pending_stop=None,
             paused=False,
         )
@@ -453,16 +455,23 @@ def _complete(mirrors: list[MirrorTopic]) -> None:
         schema_links.release_subjects([mirror], audit.Actor.system(kind))
 
 
-def stop_report(pending: dict, lags: dict, **more: str) -> dict:
-    """What a STOPPED mirror keeps of how it stopped: who asked, when, why, the lag left."""
-    return {
+def stop_report(
+    pending: PendingStop, lags: PartitionValues, consumer_offsets: str = "", reversed: str = ""
+) -> StopReport:
+    """What a STOPPED mirror keeps of how it stopped: who asked, when, why, the lag left; what
+    a promote's last offset sync did, and what mirrors a reversed one now (each if any)."""
+    report: StopReport = {
         "kind": pending["kind"],
         "actor": pending.get("actor", ""),
         "requested_at": pending.get("requested_at"),
         "note": pending.get("note", ""),
         "lag": lags,
-        **more,
     }
+    if consumer_offsets:
+        report["consumer_offsets"] = consumer_offsets
+    if reversed:
+        report["reversed"] = reversed
+    return report
 
 
 def _last_offset_sync(mirror: MirrorTopic, kind: str, destination) -> str:
@@ -485,7 +494,7 @@ def _last_offset_sync(mirror: MirrorTopic, kind: str, destination) -> str:
     )
 
 
-def _put_back(mirror: MirrorTopic, pending: dict, message: str) -> None:
+def _put_back(mirror: MirrorTopic, pending: PendingStop, message: str) -> None:
     prior = pending.get("prior_state", State.ACTIVE)
     to = running_state(mirror.link, mirror.paused) if prior in FOLLOWING else prior
     try:  # whatever was lifted goes back: it must stay read-only while it mirrors
@@ -500,7 +509,7 @@ def _put_back(mirror: MirrorTopic, pending: dict, message: str) -> None:
 
 
 def record_put_back(
-    mirror: MirrorTopic, pending: dict, before: dict, message: str, action: str
+    mirror: MirrorTopic, pending: PendingStop, before: dict, message: str, action: str
 ) -> None:
     """A stop (or reverse) that could not finish, once the mirror is back: its stream told, the
     log and the audit trail say why."""

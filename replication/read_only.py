@@ -105,7 +105,8 @@ def present_all(admin: KafkaAdmin, topics: Collection[str]) -> dict[str, frozens
     rules: dict[str, set[Rule]] = {topic: set() for topic in topics}
     for b in found:
         if b.name in rules and (b.operation, b.permission_type) in _RULES:
-            rules[b.name].add((b.operation, b.permission_type))
+            # confluent-kafka's stubs allow text or a number; a binding holds the enums.
+            rules[b.name].add((b.operation, b.permission_type))  # type: ignore[arg-type]
     return {topic: frozenset(held) for topic, held in rules.items()}
 
 
@@ -113,7 +114,7 @@ def _filter(topic: str | None) -> AclBindingFilter:
     """The read-only rules' filter: of `topic`, or (None) of every topic."""
     return AclBindingFilter(
         ResourceType.TOPIC,
-        topic,
+        topic,  # type: ignore[arg-type]  # the stubs want text; None matches every topic
         ResourcePatternType.LITERAL,
         "User:*",
         "*",
@@ -128,7 +129,8 @@ def present(admin: KafkaAdmin, topic: str) -> frozenset[Rule]:
         found = admin.describe_acls(_filter(topic))
     except AuthorizerDisabled:
         return frozenset()
-    return frozenset((b.operation, b.permission_type) for b in found) & frozenset(_RULES)
+    # confluent-kafka's stubs allow text or a number; a binding holds the enums.
+    return frozenset((b.operation, b.permission_type) for b in found) & frozenset(_RULES)  # type: ignore[return-value]
 
 
 def complete(admin: KafkaAdmin, topic: str) -> bool:

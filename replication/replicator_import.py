@@ -199,15 +199,17 @@ def create(
     reason = reason or f"Imported from Replicator connector {found.connector}."
     outcomes: dict[tuple[str, str], MergeFlow | ApprovalRequest | ReplicationError] = {}
     for source, into in found.flows:
+        link = found.link
+        assert link is not None  # a plan with flows has found its link
         if f"{source} into {into}" in found.existing:
             continue
         name = f"{found.connector}.{source}"
         params = {"flow": name, "source_topic": source, "destination_topic": into}
         try:
             asked = approvals.submit(
-                actor, found.link, approvals.Action.CREATE_FLOW, reason=reason, params=params
+                actor, link, approvals.Action.CREATE_FLOW, reason=reason, params=params
             )
-            outcomes[source, into] = asked.request or merge_flows.get_flow(found.link, name)
+            outcomes[source, into] = asked.request or merge_flows.get_flow(link, name)
         except ReplicationError as exc:
             outcomes[source, into] = exc
     return found, outcomes

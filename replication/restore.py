@@ -47,7 +47,7 @@ from .connections import cluster_admin, records, source_admin
 from .errors import ReplicationError, conflict, not_found, unavailable
 from .mirror_states import move
 from .mirrors import running_state, snapshot
-from .models import AuditEvent, ClusterLink, MirrorTopic
+from .models import AuditEvent, ClusterLink, MirrorTopic, PendingStop, StopReport
 from .promote import TopicOutcome, carry_out, one_by_one
 from .redis_channel import client
 
@@ -231,7 +231,7 @@ def _start(
             failed_over = peer.mirrors.get(mirror_topic=name)
             info = cluster_admin(link.destination).describe_topic(name)
             source_id = cluster_admin(peer.destination).describe_topic(name).topic_id
-            pending = {
+            pending: PendingStop = {
                 "kind": KIND,
                 "requested_at": timezone.now().isoformat(),
                 "actor": actor.name,
@@ -292,8 +292,8 @@ def finish(link: ClusterLink) -> None:
                 log.warning("Restore of %s waits: %s", mirror.mirror_topic, exc)
 
 
-def _by_partition(values: dict) -> dict[int, int]:
-    return {int(p): o for p, o in values.items()}
+def _by_partition(values: dict[str, int] | None) -> dict[int, int]:
+    return {int(p): o for p, o in (values or {}).items()}
 
 
 def _set_up(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
@@ -301,7 +301,7 @@ def _set_up(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
     anything older than the mirror's first record), the shared records into the holding topic;
     all redone from scratch after a crash (the topic itself is untouched)."""
     admin = cluster_admin(mirror.destination)
-    name, pending = mirror.mirror_topic, mirror.pending_stop
+    name, pending = mirror.mirror_topic, mirror.pending()
     local = records(mirror.destination)
     n = mirror.num_partitions
     starts = admin.start_offsets(name, n)
@@ -340,7 +340,7 @@ def _set_up(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
             return
     # Its configs too, read while it is intact: step 2 makes it anew with them.
     configs = {k: v.value for k, v in admin.topic_configs(name).items() if v.is_set and v.value}
-    done = {
+    done: PendingStop = {
         **pending,
         "quarantined": {str(p): c for p, c in counts.items()},
         "heads": {str(p): h for p, h in heads.items()},
@@ -370,7 +370,11 @@ def _make_empty(admin: KafkaAdmin, topic: str, partitions: int, renew: Callable[
 
 
 def _gone(admin: KafkaAdmin, topic: str, renew: Callable[[], None]) -> None:
-    if not wait_for(lambda: renew() or topic not in admin.list_topic_names(), 60, 0.2):
+    def gone() -> bool:
+        renew()
+        return topic not in admin.list_topic_names()
+
+    if not wait_for(gone, 60, 0.2):
         raise RuntimeError(f"the cluster did not finish deleting {topic} within 60 s")
 
 
@@ -378,7 +382,7 @@ def _restore(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
     """Step 2 and 3: the topic made anew from the holding topic, at the promoted topic's
     offsets, then a mirror."""
     admin = cluster_admin(mirror.destination)
-    name, pending = mirror.mirror_topic, mirror.pending_stop
+    name, pending = mirror.mirror_topic, mirror.pending()
     holding = HOLDING.format(topic=name)
     end, heads = _by_partition(pending["restored_end"]), _by_partition(pending["heads"])
     # What the promoted topic took after the failover: all that will cross (asked first, so a
@@ -402,16 +406,17 @@ def _restore(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
     if ends != end:
         raise RuntimeError(f"{name} holds {ends} after the copy back, not {end}; done again")
     admin.delete_topic(holding)
-    mirror.pending_stop = {
+    copied: PendingStop = {
         **pending,
         "bytes_within": size,
         "to_copy": {str(p): max(promoted[p] - end[p], 0) for p in end},
     }
+    mirror.pending_stop = copied
     _become_mirror(mirror)
 
 
 def _become_mirror(mirror: MirrorTopic) -> None:
-    pending = mirror.pending_stop
+    pending = mirror.pending()
     before = snapshot(mirror)
     move(
         mirror,
@@ -450,7 +455,7 @@ def _become_mirror(mirror: MirrorTopic) -> None:
 def _abandon(mirror: MirrorTopic, message: str) -> None:
     """Give a restore up in step 1: the copies removed, the fence lifted, the row gone."""
     admin = cluster_admin(mirror.destination)
-    for topic in (HOLDING.format(topic=mirror.mirror_topic), mirror.pending_stop["quarantine"]):
+    for topic in (HOLDING.format(topic=mirror.mirror_topic), mirror.pending()["quarantine"]):
         with contextlib.suppress(TopicNotFound):
             admin.delete_topic(topic)
     read_only.lift(admin, mirror.mirror_topic)
@@ -557,11 +562,12 @@ def delete_quarantine(actor: audit.Actor, mirror: MirrorTopic) -> None:
                 cluster_admin(mirror.destination).delete_topic(name)
         except KafkaAdminError as exc:
             raise unavailable(f"Quarantine topic {name!r} could not be deleted: {exc}") from exc
-    mirror.stop_report = {
-        **mirror.stop_report,
+    report: StopReport = {
+        **(mirror.stop_report or {}),
         "quarantine_deleted_at": timezone.now().isoformat(),
         "quarantine_deleted_by": actor.name,
     }
-    MirrorTopic.objects.filter(pk=mirror.pk).update(stop_report=mirror.stop_report)
+    mirror.stop_report = report
+    MirrorTopic.objects.filter(pk=mirror.pk).update(stop_report=report)
     audit.record(actor, "mirror.quarantine_delete", target, message=f"Deleted {name}.")
     log.info("Quarantine %s of %s deleted by %s", name, mirror.mirror_topic, actor.name)

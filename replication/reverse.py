@@ -51,7 +51,7 @@ from .connections import cluster_admin, destination_admin, records, source_admin
 from .errors import ReplicationError, unavailable
 from .mirror_states import move
 from .mirrors import running_state, snapshot
-from .models import ClusterLink, MirrorTopic
+from .models import ClusterLink, MirrorTopic, PendingStop
 from .promote import (
     TopicOutcome,
     carry_out,
@@ -182,7 +182,7 @@ def _fence(mirror: MirrorTopic) -> None:
     admin = _source_admin(mirror)
     read_only.enforce(admin, mirror.source_topic)
     ends = admin.end_offsets(mirror.source_topic, mirror.num_partitions)
-    pending = {**mirror.pending_stop, "fence": {str(p): o for p, o in ends.items()}}
+    pending: PendingStop = {**mirror.pending(), "fence": {str(p): o for p, o in ends.items()}}
     MirrorTopic.objects.filter(pk=mirror.pk).update(pending_stop=pending)
     mirror.pending_stop = pending
 
@@ -209,12 +209,12 @@ def finish(link: ClusterLink) -> None:
 
 
 def _overdue(mirror: MirrorTopic, times: int = 1) -> bool:
-    asked = datetime.fromisoformat(mirror.pending_stop["requested_at"])
+    asked = datetime.fromisoformat(mirror.pending()["requested_at"])
     return (timezone.now() - asked).total_seconds() > times * settings.STOP_TIMEOUT_S
 
 
 def _step(mirror: MirrorTopic) -> None:
-    pending = mirror.pending_stop
+    pending = mirror.pending()
     if mirror.state == State.PENDING_SYNCHRONIZE:
         if "fence" not in pending:  # a worker died between the state change and the fence
             _fence(mirror)
@@ -228,7 +228,7 @@ def _step(mirror: MirrorTopic) -> None:
                 mirror,
                 f"The mirror did not catch up with its fenced source within "
                 f"{settings.STOP_TIMEOUT_S} s (it holds {ends}, the source ends at "
-                f"{mirror.pending_stop['fence']}). Everything is as it was; look at the link's "
+                f"{mirror.pending()['fence']}). Everything is as it was; look at the link's "
                 "stream, then try again.",
             )
         return
@@ -249,7 +249,7 @@ def _stop_writer(mirror: MirrorTopic) -> None:
     """The mirror holds every record of its fenced source: it leaves the link's mirror set."""
     move(mirror, "synchronized", State.PENDING_STOPPED)
     generation = streams.publish(mirror.link, client())
-    pending = {**mirror.pending_stop, "generation": generation}
+    pending: PendingStop = {**mirror.pending(), "generation": generation}
     MirrorTopic.objects.filter(pk=mirror.pk).update(pending_stop=pending)
     mirror.pending_stop = pending
 
@@ -257,7 +257,7 @@ def _stop_writer(mirror: MirrorTopic) -> None:
 def _swap(mirror: MirrorTopic) -> None:
     """The writer stopped: if the fence held, the mirror becomes writable and its old source a
     mirror of it; else everything is put back."""
-    pending = mirror.pending_stop
+    pending = mirror.pending()
     fence = {int(p): o for p, o in pending["fence"].items()}
     destination = destination_admin(mirror.link)
     held = destination.end_offsets(mirror.mirror_topic, mirror.num_partitions)
@@ -319,7 +319,7 @@ def _behind(mirror: MirrorTopic, held: dict[int, int], exact: bool = False) -> i
     source holds, or with `exact` holds one past the fence; None when it holds all, and only,
     what the source held at the fence. In source offsets, through the mirror's translation:
     transaction markers and aborted records, which are never copied, do not count."""
-    fence = {int(p): o for p, o in mirror.pending_stop["fence"].items()}
+    fence = {int(p): o for p, o in mirror.pending()["fence"].items()}
     if held == fence:
         return None  # identical offsets (or gaps both sides agree on): nothing to read
     runs = translations.of_topic(mirror.destination, mirror.mirror_topic)

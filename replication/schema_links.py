@@ -45,6 +45,7 @@ from infra.schema_registry import (
     SchemaVersion,
 )
 from infra.schema_text import same_schema
+from spark_jobs import control
 
 from . import audit
 from .errors import ReplicationError, conflict
@@ -346,10 +347,11 @@ def registries(link: ClusterLink) -> tuple[SchemaRegistry, SchemaRegistry]:
             f"Cluster {link.destination.name} has no schema registry: set one on its page to "
             "sync schemas into it."
         )
+    assert source is not None  # _source_cluster has a registry
     return source, destination
 
 
-def engine_spec(link: ClusterLink) -> dict | None:
+def engine_spec(link: ClusterLink) -> control.SchemaSpec | None:
     """What the engine needs to hold records until their schemas arrive (see
     `spark_jobs.schema_gate`): both registries, or None when the link syncs no schemas."""
     if not enabled(link):
@@ -361,7 +363,7 @@ def engine_spec(link: ClusterLink) -> dict | None:
     except ReplicationError:
         return None  # the sync says what is missing; records cannot wait for it
     destination = link.destination.schema_registry_spec(link.config("schema.context") or "")
-    if destination is None:
+    if source is None or destination is None:  # (the source has one: see _source_cluster)
         return None
     return {"source": source, "destination": destination}
 

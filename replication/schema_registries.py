@@ -188,6 +188,7 @@ def probe(cluster: KafkaCluster) -> RegistryHealth | None:
         registry = cluster.schema_registry()
     except RuntimeError as exc:  # its password cannot be decrypted
         return RegistryHealth(url, False, error=str(exc), at=time.time())
+    assert registry is not None  # it has a URL
     registry.timeout = PROBE_TIMEOUT_S
     try:
         return _read(registry)

@@ -26,8 +26,11 @@ def supersede(link: ClusterLink, topics: Iterable[str] | None, why: str) -> int:
     pending = ApprovalRequest.objects.filter(link=link, state=RState.PENDING)
     if topics is not None:
         names = set(topics)
-        pending = [r for r in pending.exclude(action=Action.DELETE_LINK) if names & set(r.topics)]
-    return sum(end(request, why, [RState.PENDING]) for request in pending)
+        pending = pending.exclude(action=Action.DELETE_LINK)
+        ending = [r for r in pending if names & set(r.topics)]
+    else:
+        ending = list(pending)
+    return sum(end(request, why, [RState.PENDING]) for request in ending)
 
 
 def end(request: ApprovalRequest, why: str, sources: list[str]) -> bool:

@@ -21,6 +21,7 @@ import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import redis
 from django.conf import settings
@@ -81,9 +82,24 @@ def _supervision_key() -> str:
     return f"isthmus:engine:{engine_id()}:supervision"
 
 
+def _supervision(r: redis.Redis) -> Supervision:
+    found: Supervision | None = control.read_json(r, _supervision_key())
+    return found or {}
+
+
 def _seen_key() -> str:
     """The links this console's supervisor saw at its last round."""
     return f"isthmus:streams-seen:{_owner()}"
+
+
+class Supervision(TypedDict, total=False):
+    """What the supervisor keeps of the engine (`_supervision_key`)."""
+
+    failures: int  # in a row
+    error: str  # the last failure's
+    retry_at: float  # no start before then
+    started: float  # when it last started
+    pid: int  # of that start
 
 
 @dataclass(frozen=True)
@@ -98,7 +114,7 @@ class StreamStatus:
     error: str = ""
 
 
-def wanted_mirrors(link: ClusterLink) -> dict[str, dict]:
+def wanted_mirrors(link: ClusterLink) -> dict[str, control.MirrorSpec]:
     """The mirrors the link's stream should run now."""
     if link.state != ClusterLink.State.ACTIVE:
         return {}
@@ -108,7 +124,7 @@ def wanted_mirrors(link: ClusterLink) -> dict[str, dict]:
     }
 
 
-def wanted_flows(link: ClusterLink) -> dict[str, dict]:
+def wanted_flows(link: ClusterLink) -> dict[str, control.FlowSpec]:
     """The merge flows the link's stream should run now, by id."""
     if link.state != ClusterLink.State.ACTIVE:
         return {}
@@ -116,7 +132,7 @@ def wanted_flows(link: ClusterLink) -> dict[str, dict]:
     return {str(f.flow_id): flow_spec(f) for f in active}
 
 
-def flow_spec(flow: MergeFlow) -> dict:
+def flow_spec(flow: MergeFlow) -> control.FlowSpec:
     """What the engine needs to copy the flow (see spark_jobs/merging.py)."""
     return {
         "id": str(flow.flow_id),
@@ -141,15 +157,23 @@ def publish(link: ClusterLink, r: redis.Redis) -> int:
     return _publish(link, r, wanted_mirrors(link), wanted_flows(link))
 
 
-def _publish(link: ClusterLink, r: redis.Redis, mirrors: dict, flows: dict) -> int:
+def _publish(
+    link: ClusterLink,
+    r: redis.Redis,
+    mirrors: dict[str, control.MirrorSpec],
+    flows: dict[str, control.FlowSpec],
+) -> int:
     key = control.mirrors_key(str(link.link_id))
-    published = control.read_json(r, key) or {}
-    if (published.get("mirrors"), published.get("flows", {})) == (mirrors, flows) and (
-        "generation" in published
+    published: control.MirrorSet | None = control.read_json(r, key)
+    if (
+        published
+        and (published.get("mirrors"), published.get("flows", {})) == (mirrors, flows)
+        and "generation" in published
     ):
         return published["generation"]
     generation = r.incr(_generation_key(str(link.link_id)))
-    control.write_json(r, key, {"mirrors": mirrors, "flows": flows, "generation": generation})
+    mirror_set: control.MirrorSet = {"mirrors": mirrors, "flows": flows, "generation": generation}
+    control.write_json(r, key, mirror_set)
     _wake_engine(r)
     return generation
 
@@ -163,9 +187,9 @@ def _generation_key(link_id: str) -> str:
     return f"isthmus:stream:{link_id}:generation"
 
 
-def link_spec(link: ClusterLink) -> dict:
+def link_spec(link: ClusterLink) -> control.LinkSpec:
     """What the engine needs to run a link: where to read, where to write."""
-    spec = {
+    spec: control.LinkSpec = {
         "link_id": str(link.link_id),
         "link_name": link.name,
         "source": link.source_client_config(),
@@ -215,7 +239,7 @@ def stopped_writing(link: ClusterLink, mirror_topic: str, generation: int) -> bo
     if _running() is None:
         return True
     r = client()
-    heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
+    heartbeat = control.link_heartbeat(r, link_id)
     if not heartbeat:  # the engine never ran the link (or Redis lost its heartbeat)
         runs = _engine_links(r)
         return runs is not None and link_id not in runs
@@ -249,7 +273,7 @@ def forget_deleted_links(known: set[str]) -> None:
     r = client()
     seen_key = _seen_key()
     try:
-        seen = {link.decode() for link in r.smembers(seen_key)}
+        seen = {control.text(link) for link in r.smembers(seen_key)}
         pipe = r.pipeline()
         pipe.delete(seen_key)
         if known:
@@ -290,7 +314,7 @@ def _supervise_link(link: ClusterLink, r: redis.Redis) -> None:
         mirrors, flows = wanted_mirrors(link), wanted_flows(link)
         _publish(link, r, mirrors, flows)
         run = bool(mirrors or flows)
-        heartbeat = control.read_json(r, control.heartbeat_key(str(link.link_id))) or {}
+        heartbeat = control.link_heartbeat(r, str(link.link_id))
         if run and heartbeat.get("state") == "failed":
             fail_link(link, f"The engine cannot run the link: {heartbeat.get('error')}")
             run = False
@@ -307,11 +331,11 @@ def supervise_engine(now: float | None = None) -> None:
 
 
 def _supervise_engine(r: redis.Redis, now: float) -> None:
-    record = control.read_json(r, _supervision_key()) or {"failures": 0}
+    record = _supervision(r) or {"failures": 0}
     links = r.hlen(control.links_key(engine_id()))
     if record.get("failures", 0) >= MAX_FAILURES and links:
         record = {"failures": 0}  # a link resumed after the engine failed them: a fresh start
-    heartbeat = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
+    heartbeat = control.engine_heartbeat(r, engine_id())
     if _running():
         trouble = _trouble(heartbeat, record, now)
         if trouble:
@@ -338,7 +362,7 @@ def _supervise_engine(r: redis.Redis, now: float) -> None:
     start_engine(r, record, now)
 
 
-def _trouble(heartbeat: dict, record: dict, now: float) -> str:
+def _trouble(heartbeat: control.EngineHeartbeat, record: Supervision, now: float) -> str:
     started = record.get("started", now)
     beat = heartbeat.get("at_ms", 0) / 1000
     if beat < started:  # nothing heard from this run of the engine yet
@@ -350,10 +374,10 @@ def _trouble(heartbeat: dict, record: dict, now: float) -> str:
     return ""
 
 
-def _note_failure(r: redis.Redis, record: dict, error: str, now: float) -> bool:
+def _note_failure(r: redis.Redis, record: Supervision, error: str, now: float) -> bool:
     """Count a failure; returns whether the engine may be started again (after a pause)."""
     failures = record.get("failures", 0) + 1
-    record.update(failures=failures, error=error)
+    record["failures"], record["error"] = failures, error
     if failures >= MAX_FAILURES:
         control.write_json(r, _supervision_key(), record)
         _fail_engine_links(r, f"The engine failed {failures} times in a row: {error}")
@@ -365,16 +389,16 @@ def _note_failure(r: redis.Redis, record: dict, error: str, now: float) -> bool:
 
 def _fail_engine_links(r: redis.Redis, message: str) -> None:
     """Every link the engine was to run is FAILED with the reason, and taken out of it."""
-    links = [link.decode() for link in r.hkeys(control.links_key(engine_id()))]
+    links = [control.text(link) for link in r.hkeys(control.links_key(engine_id()))]
     for link in ClusterLink.objects.filter(link_id__in=links):
         fail_link(link, message)
     if links:
         r.hdel(control.links_key(engine_id()), *links)
 
 
-def start_engine(r: redis.Redis, record: dict, now: float) -> None:
+def start_engine(r: redis.Redis, record: Supervision, now: float) -> None:
     """Start the engine (the links it runs are already in Redis)."""
-    spec = {
+    spec: control.EngineSpec = {
         "engine": engine_id(),
         "key": _engine_key(),
         "redis_url": settings.REDIS_URL,
@@ -402,7 +426,7 @@ def start_engine(r: redis.Redis, record: dict, now: float) -> None:
         return
     engine_folder().mkdir(parents=True, exist_ok=True)
     pid = processes.start(argv, pidfile=_pidfile(), logfile=log_file(), env=env, cwd=launch.ROOT)
-    record.update(started=now, retry_at=0, pid=pid)
+    record["started"], record["retry_at"], record["pid"] = now, 0, pid
     control.write_json(r, _supervision_key(), record)
     log.info("Started the engine (pid %d)", pid)
 
@@ -425,7 +449,7 @@ def stop(link: ClusterLink) -> None:
     _wake_engine(r)
     deadline = time.monotonic() + STOP_WAIT_S
     while _running() is not None and time.monotonic() < deadline:
-        heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
+        heartbeat = control.link_heartbeat(r, link_id)
         runs = _engine_links(r)
         if (
             heartbeat.get("state") == "stopped"
@@ -436,10 +460,10 @@ def stop(link: ClusterLink) -> None:
         time.sleep(0.2)
 
 
-def _engine_links(r: redis.Redis) -> dict | None:
+def _engine_links(r: redis.Redis) -> dict[str, str] | None:
     """The links the engine runs (id -> name), as its heartbeat says; None when that heartbeat
     is older than ENGINE_FRESH_S (then nobody knows)."""
-    engine = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
+    engine = control.engine_heartbeat(r, engine_id())
     if time.time() - engine.get("at_ms", 0) / 1000 >= ENGINE_FRESH_S:
         return None
     return engine.get("links", {})
@@ -457,8 +481,8 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
     link_id = str(link.link_id)
     try:
         r = client()
-        heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
-        record = control.read_json(r, _supervision_key()) or {}
+        heartbeat = control.link_heartbeat(r, link_id)
+        record = _supervision(r)
         published = r.hexists(control.links_key(engine_id()), link_id)
     except redis.RedisError as exc:
         return StreamStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
@@ -551,8 +575,8 @@ class EngineStatus:
 def engine_status() -> EngineStatus:
     try:
         r = client()
-        heartbeat = control.read_json(r, control.engine_heartbeat_key(engine_id())) or {}
-        record = control.read_json(r, _supervision_key()) or {}
+        heartbeat = control.engine_heartbeat(r, engine_id())
+        record = _supervision(r)
     except redis.RedisError as exc:
         return EngineStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
     running = _running()
@@ -598,7 +622,7 @@ def engine_status() -> EngineStatus:
 class Progress:
     """The stream's last report."""
 
-    partitions: dict  # {mirror topic: {partition: {...}}}
+    partitions: control.MirrorProgress
     fetched_at_ms: int = 0  # when it last fetched the source's high watermarks (0: never)
     writing: frozenset[str] = frozenset()  # the mirrors its tasks may still write
 
@@ -607,8 +631,8 @@ def progress(link: ClusterLink) -> Progress:
     link_id = str(link.link_id)
     try:
         r = client()
-        reported = control.read_json(r, control.progress_key(link_id)) or {}
-        heartbeat = control.read_json(r, control.heartbeat_key(link_id)) or {}
+        reported = control.link_progress(r, link_id)
+        heartbeat = control.link_heartbeat(r, link_id)
     except redis.RedisError:
         return Progress({})
     # An engine that is not running writes nothing, whatever its last heartbeat said.
@@ -619,7 +643,7 @@ def progress(link: ClusterLink) -> Progress:
 def schema_waits(link: ClusterLink) -> list[int]:
     """The schema ids the link's held partitions wait for (see `spark_jobs.schema_gate`)."""
     try:
-        heartbeat = control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}
+        heartbeat = control.link_heartbeat(client(), str(link.link_id))
     except redis.RedisError:
         return []
     return heartbeat.get("schema_waits", []) if _running() else []

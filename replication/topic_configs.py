@@ -84,7 +84,7 @@ def desired(
 
 
 def changes(
-    wanted: dict[str, str], mirror_set: dict[str, str], managed: frozenset[str]
+    wanted: dict[str, str], mirror_set: dict[str, str | None], managed: frozenset[str]
 ) -> tuple[dict[str, str], list[str]]:
     """What to set and what to delete on the mirror so its managed configs match `wanted`.
 

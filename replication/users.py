@@ -24,7 +24,7 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import CharField, Count, Model, Q, QuerySet
 
 from . import audit, policy
 from .errors import FieldProblems, ReplicationError, conflict, not_found
@@ -32,7 +32,7 @@ from .models import OneTimePassword
 from .text import plain
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractUser as User
+    from django.contrib.auth.models import User
 
 ADMIN = "admin"
 LAST_ADMIN = "There must stay at least one active admin; make someone else an admin first."
@@ -89,7 +89,7 @@ def create_user(actor: audit.Actor, username: str, role: str, email: str = "") -
         _check_role(role)
         email = email.strip()
         if email:
-            limit = get_user_model()._meta.get_field("email").max_length
+            limit = _max_length(get_user_model(), "email")
             try:
                 if len(email) > limit:
                     raise ValidationError("too long")
@@ -267,10 +267,17 @@ def claim_name(username: str) -> None:
     _check_name_is_free(username)
 
 
+def _max_length(model: type[Model], name: str) -> int:
+    """How long a text column of `model` may be."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, CharField) and field.max_length is not None  # a text column
+    return field.max_length
+
+
 def _check_username(username: str) -> None:
     model = get_user_model()
     validator = model.username_validator  # anchored: the whole name must match
-    limit = model._meta.get_field(model.USERNAME_FIELD).max_length
+    limit = _max_length(model, model.USERNAME_FIELD)
     try:
         plain(username, "username")
     except ReplicationError as exc:

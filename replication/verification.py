@@ -38,7 +38,7 @@ from . import audit, translations
 from .connections import destination_admin, source_admin
 from .errors import ReplicationError, conflict, not_found
 from .mirror_states import FOLLOWING
-from .models import MirrorTopic, Verification
+from .models import DifferenceJson, MirrorTopic, Verification, VerifiedPartition
 
 log = logging.getLogger(__name__)
 State = MirrorTopic.State
@@ -71,7 +71,8 @@ class Difference:
     def words(self) -> str:
         n, p = self.count, f"partition {self.partition}"
 
-        def span(first: int) -> str:
+        def span(first: int | None) -> str:
+            assert first is not None  # each kind says the offsets it has
             return f"offset {first}" if n == 1 else f"offsets {first} to {first + n - 1}"
 
         if self.kind == "EXTRA":
@@ -93,7 +94,7 @@ class Difference:
             f"{span(self.mirror_offset)} in {', '.join(self.fields)}"
         )
 
-    def as_json(self) -> list:
+    def as_json(self) -> DifferenceJson:
         return [
             self.partition,
             self.kind,
@@ -104,7 +105,7 @@ class Difference:
         ]
 
     @classmethod
-    def of_json(cls, value: list) -> Difference:
+    def of_json(cls, value: DifferenceJson) -> Difference:
         partition, kind, source, mirror, fields, count = value
         return cls(partition, kind, source, mirror, tuple(fields), count)
 
@@ -370,6 +371,7 @@ def compare_windows(
 def _span(d: Difference) -> tuple[int, int]:
     """The offsets a difference covers: the mirror's, or the source's for a record missing."""
     first = d.source_offset if d.kind == "MISSING" else d.mirror_offset
+    assert first is not None  # a record missing has a source offset, any other a mirror's
     return first, first + d.count
 
 
@@ -487,7 +489,7 @@ def sweep(mirror: MirrorTopic) -> None:
     """Compare the next window of each of the mirror's partitions, and keep where it got."""
     ends = read_ends(mirror)
     kept = (mirror.verification or {}).get("partitions", {})
-    state: dict[str, dict] = {}
+    state: dict[str, VerifiedPartition] = {}
     windows = {}
     for p, e in ends.items():
         first = e.first()
@@ -503,7 +505,7 @@ def sweep(mirror: MirrorTopic) -> None:
     found: list[Difference] = []
     outcome = compare_windows(mirror, windows, ends) if windows else {}
     for p, done in outcome.items():
-        state[str(p)].update(source=done.upto.source, mirror=done.upto.mirror)
+        state[str(p)]["source"], state[str(p)]["mirror"] = done.upto.source, done.upto.mirror
         found += done.differences
     mirror.verification = {"at": time.time(), "partitions": state}
     MirrorTopic.objects.filter(pk=mirror.pk).update(verification=mirror.verification)

@@ -33,14 +33,17 @@ import math
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from infra.consuming import Consumed
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import merging, schema_gate, source_readers, translation
+from . import control, merging, schema_gate, source_readers, translation
 
 log = logging.getLogger("spark_jobs.copier")
 
@@ -132,7 +135,7 @@ class Copier:
     """One link's partitions in one slot. `run` is the thread's body; the slot hands it
     assignments (`assign`), asks it to stop (`stop`), and reads `report`."""
 
-    def __init__(self, spec: dict, slot: Slot, number: int):
+    def __init__(self, spec: control.LinkSpec, slot: Slot, number: int):
         self.spec = spec
         self.link_id = spec["link_id"]
         self.slot, self.number = slot, number
@@ -153,20 +156,20 @@ class Copier:
         self.done = False
         self.counters = Counters()
         self.version = -1  # the assignment version applied
-        self.assignment: dict | None = None  # the newest, handed over by the slot
+        self.assignment: control.Assignment | None = None  # the newest, from the slot
         self.woken = threading.Event()  # a new assignment, or the end
         self.empty_polls = 0  # waits in a row that brought no record
         self.stopping = False  # the link left the slot: deliver what is queued and stop
         self.resets, self.retry_at = 0, 0.0
         self.error = ""
         self.failure = ""  # why the copier gave up, once it has
-        self.report: dict = self.reported()
-        self.reported_as: tuple = ()
+        self.report: control.CopierReport = self.reported()
+        self.reported_as: tuple[object, ...] = ()
         self.next_report = self.report_due = 0.0
 
     # --- what the slot calls --------------------------------------------------------------
 
-    def assign(self, assignment: dict) -> None:
+    def assign(self, assignment: control.Assignment) -> None:
         if self.assignment is None or assignment["version"] != self.assignment["version"]:
             self.assignment = assignment
             self.wake()
@@ -226,7 +229,7 @@ class Copier:
             self.apply(assignment)
         return bool(self.cursors)
 
-    def apply(self, assignment: dict) -> None:
+    def apply(self, assignment: control.Assignment) -> None:
         """Take up a new assignment: stop the partitions it leaves out (every record of theirs
         delivered first), start the ones it adds."""
         self.apply_flows([p["flow"] for p in assignment["partitions"] if "flow" in p])
@@ -257,7 +260,7 @@ class Copier:
         self.refresh_report(force=True)
         self.slot.report_soon()  # acknowledge at once
 
-    def apply_flows(self, flows: list[dict]) -> None:
+    def apply_flows(self, flows: list[control.FlowPart]) -> None:
         """Stop the merge flows no longer held here (each ends its transaction first), start
         those new here: each runs in a thread of its own."""
         wanted = {merging.part_key(f): f for f in flows}
@@ -275,7 +278,7 @@ class Copier:
         for flow in stopping:
             flow.thread.join(max(0.0, deadline - time.monotonic()))
 
-    def start(self, parts: list[dict]) -> None:
+    def start(self, parts: list[control.PartitionEntry]) -> None:
         """Start copying `parts`, each from where its mirror partition ends."""
         began = time.monotonic()
         names = [self.writer_name(p["topic_id"], p["partition"]) for p in parts]
@@ -383,9 +386,10 @@ class Copier:
         # Whole milliseconds, rounded up: the client truncates the timeout to them, and a wait
         # cut short of the next report would spin on zero-length polls until it is due.
         wait = math.ceil(max(self.next_report - time.monotonic(), 0) * 1000) / 1000
-        held = [c for c in self.cursors.values() if c.hold is not None] if self.gate else []
-        if held and time.monotonic() - self.holds_checked >= HOLD_CHECK_S:
-            self.release(held)
+        gate = self.gate
+        held = [c for c in self.cursors.values() if c.hold is not None] if gate else []
+        if gate and held and time.monotonic() - self.holds_checked >= HOLD_CHECK_S:
+            self.release(gate, held)
         quiet = self.empty_polls >= QUIET_POLLS and not held
         batch = self.consumer.take(
             BATCH, max(wait, 0.001) if quiet else min(WAIT_S, max(wait, 0.001))
@@ -402,12 +406,16 @@ class Copier:
             self.store(gaps)
         self.write(chosen)
 
-    def choose(self, batch: list) -> tuple[list, list]:
+    def choose(
+        self, batch: list[Consumed]
+    ) -> tuple[list[tuple[Cursor, Consumed]], list[tuple[Cursor, translation.Entry]]]:
         """The records to write, each with its cursor, and the gaps before them to store."""
-        chosen, gaps, gate = [], [], self.gate
+        chosen: list[tuple[Cursor, Consumed]] = []
+        gaps: list[tuple[Cursor, translation.Entry]] = []
+        gate = self.gate
         for msg in batch:
-            if msg.error() is not None:
-                self.note_read_error(msg)
+            if (error := msg.error()) is not None:
+                self.note_read_error(msg, error)
                 continue
             cursor = self.cursors.get((msg.topic(), msg.partition()))
             if cursor is None or cursor.hold is not None:
@@ -417,7 +425,7 @@ class Copier:
                 continue  # already in the destination
             if gate is not None:
                 ids = schema_gate.schema_ids(msg.key(), msg.value())
-                if ids and not ids <= gate.passed and self.held(cursor, offset, ids):
+                if ids and not ids <= gate.passed and self.held(gate, cursor, offset, ids):
                     continue
             if offset != cursor.next_source:
                 gaps.append((cursor, translation.Entry(offset, cursor.dest_next)))
@@ -426,10 +434,10 @@ class Copier:
             chosen.append((cursor, msg))
         return chosen, gaps
 
-    def held(self, cursor: Cursor, offset: int, ids: set[int]) -> bool:
+    def held(self, gate: schema_gate.Gate, cursor: Cursor, offset: int, ids: set[int]) -> bool:
         """Hold the partition at this record if the destination lacks one of its schemas;
         whether it did."""
-        waiting = self.gate.waiting(ids)
+        waiting = gate.waiting(ids)
         if not waiting:
             return False
         cursor.hold = Hold(offset, waiting, int(time.time() * 1000))
@@ -447,12 +455,15 @@ class Copier:
         )
         return True
 
-    def release(self, held: list[Cursor]) -> None:
+    def release(self, gate: schema_gate.Gate, held: list[Cursor]) -> None:
         """Let each held partition go on from the record it held at, once its schemas came."""
         self.holds_checked = time.monotonic()
         for cursor in held:
-            cursor.hold.waiting = self.gate.waiting(set(cursor.hold.waiting))
-            if cursor.hold.waiting:
+            hold = cursor.hold
+            if hold is None:
+                continue
+            hold.waiting = gate.waiting(set(hold.waiting))
+            if hold.waiting:
                 continue
             log.info(
                 "Link %s: %s[%d] goes on from source offset %d: its schemas are in the "
@@ -460,7 +471,7 @@ class Copier:
                 self.link_id,
                 cursor.mirror,
                 cursor.partition,
-                cursor.hold.offset,
+                hold.offset,
             )
             self.unpause([cursor], at=True)
 
@@ -475,7 +486,7 @@ class Copier:
             self.consumer.resume([tp])
             cursor.hold = None
 
-    def write(self, chosen: list) -> None:
+    def write(self, chosen: list[tuple[Cursor, Consumed]]) -> None:
         producer = self.producer or self.new_producer()
         produce, size, started = producer.produce, 0, set()
         for cursor, msg in chosen:
@@ -494,14 +505,16 @@ class Copier:
                 )
             except BufferError:  # the local queue is full: let deliveries drain it
                 self.when_room(
-                    lambda c=cursor, m=msg, v=value, k=key: produce(
-                        c.mirror,
-                        v,
-                        k,
-                        c.partition,
-                        timestamp=m.timestamp()[1],
-                        headers=m.headers(),
-                    )
+                    producer,
+                    partial(
+                        produce,
+                        cursor.mirror,
+                        value,
+                        key,
+                        cursor.partition,
+                        timestamp=msg.timestamp()[1],
+                        headers=msg.headers(),
+                    ),
                 )
         self.counters.records += len(chosen)
         self.counters.bytes += size
@@ -512,11 +525,11 @@ class Copier:
             self.resets, self.error = 0, ""  # copying again: earlier trouble is over
         self.check_deliveries()
 
-    def when_room(self, send) -> None:
+    def when_room(self, producer: Producer, send: Callable[[], None]) -> None:
         """`send()` once the producer's queue has room, stopping as soon as the copier may
         not write."""
         while True:
-            self.producer.poll(0.05)
+            producer.poll(0.05)
             self.check_deliveries()
             if time.monotonic() >= self.next_report:
                 self.refresh_report()
@@ -551,7 +564,7 @@ class Copier:
     def destination_ends(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         return self.destination_admin().offsets(partitions)
 
-    def on_delivery_error(self, err, msg) -> None:
+    def on_delivery_error(self, err: KafkaError, msg: Message) -> None:
         self.counters.errors.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")
 
     def check_deliveries(self) -> None:
@@ -570,13 +583,18 @@ class Copier:
             self.entries = Producer(
                 {**self.spec["destination"], "acks": "all", "enable.idempotence": True}
             )
-        failed = []
+        failed: list[str] = []
+
+        def delivered(err: KafkaError | None, _: Message) -> None:
+            if err is not None:
+                failed.append(err.str())
+
         for cursor, entry in gaps:
             self.entries.produce(
                 translation.TOPIC,
                 key=translation.key(cursor.topic_id, cursor.partition),
                 value=translation.encode(entry),
-                on_delivery=lambda err, _: err and failed.append(err.str()),
+                on_delivery=delivered,
             )
         if self.entries.flush(30) or failed:
             raise translation.StoreFailed(
@@ -586,8 +604,7 @@ class Copier:
         for cursor, entry in gaps:
             cursor.runs.add(entry)
 
-    def note_read_error(self, msg) -> None:
-        err = msg.error()
+    def note_read_error(self, msg: Consumed, err: KafkaError) -> None:
         if err.code() == KafkaError._PARTITION_EOF:
             return
         if err.fatal():
@@ -701,10 +718,10 @@ class Copier:
         self.reported_as, self.report_due = changed, now + again
         self.report = self.reported()
 
-    def reported(self) -> dict:
+    def reported(self) -> control.CopierReport:
         """What the slot reports of this copier (built in the copier's thread, which alone
         changes its cursors)."""
-        partitions = {}
+        partitions: dict[str, control.PartitionReport] = {}
         cursors = list(self.cursors.items())
         if cursors:
             tps = [TopicPartition(c.source, c.partition) for _, c in cursors]

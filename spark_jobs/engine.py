@@ -28,6 +28,8 @@ import uuid
 from collections import deque
 from functools import partial
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 import redis
 
@@ -37,6 +39,9 @@ if __package__ in (None, ""):  # run as a file by spark-submit: import the proje
 from infra.kafka_admin import KafkaAdmin
 from spark_jobs import control, copier, planning, shared_clients, slot, source_watch
 from spark_jobs.link_runner import Destination, LinkRunner, one_line
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
 
 log = logging.getLogger("spark_jobs.engine")  # not __name__: run as __main__
 
@@ -79,15 +84,16 @@ class SlotJob:
 
 
 class Engine:
-    def __init__(self, spec: dict):
+    def __init__(self, spec: control.EngineSpec):
         self.spec = spec
         self.id, self.key = spec["engine"], spec["key"]
         self.pid = os.getpid()
         self.redis = control.client(spec["redis_url"], 2)
-        self.sc = None
+        self.sc: SparkContext | None = None  # once the engine runs
         self.slots: list[SlotJob] = []
-        self.reports: list[dict | None] = []
-        self.raw_reports: list[bytes | None] = []  # as last read: unchanged ones are not parsed
+        self.reports: list[control.SlotReport | None] = []
+        # As last read: unchanged ones are not parsed.
+        self.raw_reports: list[control.Raw | None] = []
         self.runners: dict[str, LinkRunner] = {}
         # Clients shared by the links that reach one cluster with the same settings.
         self.destinations = shared_clients.Shared(Destination)
@@ -103,7 +109,7 @@ class Engine:
     def slot_epochs(self) -> list[str]:
         return [s.epoch if s.running else "" for s in self.slots]
 
-    def slot_reports(self) -> list[dict | None]:
+    def slot_reports(self) -> list[control.SlotReport | None]:
         return list(self.reports)
 
     def slot_troubles(self) -> dict[int, str]:
@@ -136,7 +142,7 @@ class Engine:
         self.sc = spark_context()
         cores = self.sc.defaultParallelism
         count = max(1, int(self.spec.get("tasks") or cores))
-        if self.sc.master.startswith("local") and count > cores:
+        if (self.sc.master or "").startswith("local") and count > cores:
             # Slots beyond the cores would wait forever for one, their partitions uncopied.
             log.warning("%d slots asked, %d cores: running %d", count, cores, cores)
             count = cores
@@ -166,7 +172,7 @@ class Engine:
         except redis.RedisError as exc:
             self.error = f"Redis does not answer: {exc}"
             return
-        wanted = {link.decode(): raw for link, raw in published.items()}
+        wanted = {control.text(link): raw for link, raw in published.items()}
         for link, runner in list(self.runners.items()):
             if not runner.alive:
                 del self.runners[link]
@@ -249,19 +255,25 @@ class Engine:
         there (it deletes it when it stops; it expires once it went silent)."""
         try:
             keys = self.redis.scan_iter(control.slot_report_pattern(self.id, s.number))
-            return any(not key.decode().endswith(f":{s.epoch}") for key in keys)
+            return any(not control.text(key).endswith(f":{s.epoch}") for key in keys)
         except redis.RedisError:
             return True
 
     def launch(self, s: SlotJob) -> None:
-        task_spec = {"engine": self.id, "key": self.key, "redis_url": self.spec["redis_url"]}
+        task_spec: control.SlotSpec = {
+            "engine": self.id,
+            "key": self.key,
+            "redis_url": self.spec["redis_url"],
+        }
         job = partial(slot.run_slots, spec=task_spec, epoch=s.epoch)
-        rdd = self.sc.parallelize([s.number], 1)
+        sc = self.sc
+        assert sc is not None  # slots are launched once Spark runs
+        rdd = sc.parallelize([s.number], 1)
         s.job_error, s.job_started = None, time.monotonic()
 
         def run_job() -> None:
             try:
-                self.sc.setJobGroup(s.epoch, f"copier slot {s.number}", interruptOnCancel=True)
+                sc.setJobGroup(s.epoch, f"copier slot {s.number}", interruptOnCancel=True)
                 rdd.foreachPartition(job)
             except BaseException as exc:  # reported by the loop
                 s.job_error = exc
@@ -282,7 +294,7 @@ class Engine:
             )
             pipe = self.redis.pipeline(transaction=False)
             for s, epoch in zip(self.slots, current, strict=True):
-                if epoch is not None and epoch.decode() != s.epoch:
+                if epoch is not None and control.text(epoch) != s.epoch:
                     raise RuntimeError("another engine took over; this one stops")
                 pipe.set(control.slot_epoch_key(self.id, s.number), s.epoch)
             pipe.execute()
@@ -319,7 +331,7 @@ class Engine:
         deadline = time.monotonic() + copier.DRAIN_S + 10
         while any(s.running for s in self.slots) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if any(s.running for s in self.slots):
+        if self.sc is not None and any(s.running for s in self.slots):
             self.sc.cancelAllJobs()
         for destination in self.destinations.all():
             destination.close()
@@ -331,9 +343,9 @@ class Engine:
     def publish_heartbeat(self, state: str) -> None:
         self.next_beat = time.monotonic() + BEAT_S
         now = time.time()
-        slots = []
+        slots: list[control.SlotBeat] = []
         for s, report in zip(self.slots, self.reports, strict=True):
-            links = (report or {}).get("links", {})
+            links = report["links"] if report else {}
             records = sum(r["records"] for r in links.values())
             size = sum(r["bytes"] for r in links.values())
             s.window.append((now, records, size))
@@ -344,11 +356,11 @@ class Engine:
                     "slot": s.number,
                     "epoch": s.epoch,
                     "state": "running" if s.running else "restarting",
-                    "pid": (report or {}).get("pid"),
+                    "pid": report["pid"] if report else None,
                     "failures": s.failures,
-                    "error": s.error or (report or {}).get("error", ""),
+                    "error": s.error or (report["error"] if report else ""),
                     "records_per_sec": planning.rate(list(s.window), 1),
-                    "consumers": (report or {}).get("consumers", 0),
+                    "consumers": report["consumers"] if report else 0,
                     "links": {
                         link: {
                             "partitions": sorted(r["partitions"]),
@@ -360,13 +372,13 @@ class Engine:
                     },
                 }
             )
-        heartbeat = {
+        heartbeat: control.EngineHeartbeat = {
             "at_ms": int(now * 1000),
             "started_ms": self.started_ms,
             "pid": self.pid,
             "state": state,
             "error": self.error,
-            "master": self.sc.master if self.sc else "",
+            "master": (self.sc.master or "") if self.sc else "",
             "slots": slots,
             "links": {link: r.name for link, r in self.runners.items()},
         }
@@ -380,7 +392,7 @@ def _source_watch(config: dict[str, str]) -> source_watch.SourceWatch:
     return source_watch.SourceWatch(KafkaAdmin(config, timeout=source_watch.TIMEOUT_S))
 
 
-def spark_context():
+def spark_context() -> SparkContext:
     from pyspark import SparkConf, SparkContext
 
     conf = (
@@ -402,10 +414,10 @@ def main() -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    spec = json.loads(os.environ.pop(control.SPEC_ENV))
+    spec: control.EngineSpec = json.loads(os.environ.pop(control.SPEC_ENV))
     engine = Engine(spec)
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> None:
         engine.stopping = True
 
     signal.signal(signal.SIGTERM, stop)

@@ -111,7 +111,7 @@ def _current(archive: Path, sources: list[Path]) -> bool:
 
 
 def submit_command(
-    spec: dict,
+    spec: control.EngineSpec,
     *,
     master: str,
     driver_memory: str = "1g",

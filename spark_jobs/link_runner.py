@@ -16,6 +16,7 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from typing import Protocol
 
 import redis
@@ -46,7 +47,7 @@ class Engine(Protocol):
     def slot_epochs(self) -> list[str]:
         """Each slot's current epoch ("" before its first)."""
 
-    def slot_reports(self) -> list[dict | None]:
+    def slot_reports(self) -> list[control.SlotReport | None]:
         """Each slot's last report in its current epoch (None: none yet)."""
 
     def slot_troubles(self) -> dict[int, str]:
@@ -84,7 +85,7 @@ class Destination:
 
 
 class LinkRunner:
-    def __init__(self, engine: Engine, spec: dict, digest: str):
+    def __init__(self, engine: Engine, spec: control.LinkSpec, digest: str):
         self.engine = engine
         self.spec, self.digest = spec, digest
         self.link_id, self.name = spec["link_id"], spec["link_name"]
@@ -93,12 +94,12 @@ class LinkRunner:
         self.watch = engine.source_watch(spec["source"]).join(self.woken)
         self.destination = engine.destination(spec["destination"])
         self.thread = threading.Thread(target=self.run, name=f"link-{self.name}", daemon=True)
-        self.published: bytes | None = None  # its mirror set as the engine last read it
+        self.published: control.Raw | None = None  # its mirror set as the engine last read it
         self.stopping = False
         self.started_ms = int(time.time() * 1000)
         # The mirror set (mirror -> source topic) and its generation, as published.
         self.mirrors: dict[str, str] = {}
-        self.flows: dict[str, dict] = {}  # merge flow id -> what its copy needs
+        self.flows: dict[str, control.FlowSpec] = {}  # by merge flow id
         self.generation = 0
         self.sets: dict[int, list[str]] = {}  # generation -> its mirrors, until acknowledged
         self.acked = 0  # the generation no copier writes outside of any more
@@ -114,8 +115,11 @@ class LinkRunner:
         self.restarted = time.time()  # when its copiers last (re)started
         self.pending: list[tuple[int, int]] = []  # (generation, version) to acknowledge
         self.handed_out: dict[int, str] = {}  # the assignments last published, by slot
-        self.encodings: dict[int, tuple[tuple, dict, str]] = {}  # see `encoded`
-        self.planned: tuple | None = None
+        # Each slot's assignment as last encoded: what it was made of, and the text (`encoded`).
+        self.encodings: dict[
+            int, tuple[tuple[str, int, str, int], dict[planning.Ident, planning.Entry], str]
+        ] = {}
+        self.planned: tuple[int, dict[str, int]] | None = None
         # Reporting.
         self.counted: planning.Counted = {}
         self.totals = [0, 0]  # records and bytes
@@ -127,7 +131,8 @@ class LinkRunner:
         self.next_beat = 0.0
         self.flowed: dict[str, tuple[int, int]] = {}  # each flow's copied and skipped, last beat
         self.progress = planning.ProgressOf()
-        self.progress_sent = (None, 0.0)  # the progress last sent, and when
+        # The progress last sent, and when.
+        self.progress_sent: tuple[control.MirrorProgress | None, float] = (None, 0.0)
 
     # --- the thread -------------------------------------------------------------------------
 
@@ -138,7 +143,7 @@ class LinkRunner:
         self.stopping = True
         self.woken.set()
 
-    def offer(self, published: bytes | None) -> None:
+    def offer(self, published: control.Raw | None) -> None:
         """The link's mirror set as the engine read it (all links' in one request)."""
         if published is not None and published != self.published:
             self.published = published
@@ -212,7 +217,7 @@ class LinkRunner:
         """Take up the published mirror set (Redis losing it changes nothing)."""
         if self.published is None:
             return
-        published = json.loads(self.published)
+        published: control.MirrorSet = json.loads(self.published)
         mirrors = {m: v["source_topic"] for m, v in published.get("mirrors", {}).items()}
         flows = published.get("flows", {})
         changed = (mirrors, flows) != (self.mirrors, self.flows)
@@ -257,11 +262,13 @@ class LinkRunner:
         self.pending.append((self.generation, self.version))
         self.publish_assignments()
 
-    def entries_for(self, idents: list[planning.Ident]) -> tuple[dict[planning.Ident, dict], bool]:
+    def entries_for(
+        self, idents: list[planning.Ident]
+    ) -> tuple[dict[planning.Ident, planning.Entry], bool]:
         """What a copier needs to start copying each partition (its source topic and stored
         offset runs); False when they cannot be read yet (then none starts, and the next loop
         tries again)."""
-        flows = {
+        flows: dict[planning.Ident, planning.Entry] = {
             i: {"flow": {**self.flows[i[1]], "part": i[2]}} for i in idents if planning.is_flow(i)
         }
         idents = [i for i in idents if not planning.is_flow(i)]
@@ -372,14 +379,14 @@ class LinkRunner:
             pipe.publish(control.slots_wake_channel(self.engine.id), b"")
         return assignments
 
-    def encoded(self, slot: int, held: dict) -> str:
+    def encoded(self, slot: int, held: dict[planning.Ident, planning.Entry]) -> str:
         """A slot's assignment as sent, encoded again only when it changed (at 5,000
         partitions a slot, encoding both each beat was most of an idle driver's work). `held`
         is replaced, or the plan's version raised, whenever it changes."""
         basis = (self.epochs[slot], self.version, self.digest, self.incarnation)
         last = self.encodings.get(slot)
         if last is None or last[0] != basis or last[1] is not held:
-            assignment = {
+            assignment: control.Assignment = {
                 "epoch": basis[0],
                 "version": basis[1],
                 "digest": basis[2],
@@ -435,7 +442,7 @@ class LinkRunner:
         else:
             self.trouble.pop("growth", None)
 
-    def restart_if_stuck(self, reports: list[dict | None]) -> None:
+    def restart_if_stuck(self, reports: list[control.CopierReport | None]) -> None:
         """Behind its source with nothing written for STUCK_S: the link's copiers start
         again (their partitions resume from the destination)."""
         _, behind, last_write, _ = self.progress(reports, self.watch.high_watermarks, self.mirrors)
@@ -476,21 +483,21 @@ class LinkRunner:
 
     # --- reporting ----------------------------------------------------------------------------
 
-    def link_reports(self) -> list[dict | None]:
+    def link_reports(self) -> list[control.CopierReport | None]:
         """What each slot last reported of this link's copier (None: it has none)."""
         return [
-            (report or {}).get("links", {}).get(self.link_id)
+            report["links"].get(self.link_id) if report else None
             for report in self.engine.slot_reports()
         ]
 
-    def slot_failures(self) -> list[dict]:
+    def slot_failures(self) -> list[control.CopierFailures]:
         return [
             failure
             for report in self.engine.slot_reports()
-            if report and (failure := report.get("failures", {}).get(self.link_id))
+            if report and (failure := report["failures"].get(self.link_id))
         ]
 
-    def take_up_acknowledgements(self, reports: list[dict | None]) -> None:
+    def take_up_acknowledgements(self, reports: list[control.CopierReport | None]) -> None:
         """Note the generation every slot has taken up, and forget older mirror sets. While a
         slot restarts, a task of its older epoch may still write: nothing is acknowledged."""
         if self.engine.slots_settled():
@@ -507,7 +514,7 @@ class LinkRunner:
             [(self.mirrors[m], p) for m in self.mirrors for p in range(self.partitions.get(m, 0))],
         )
 
-    def count(self, reports: list[dict | None]) -> bool:
+    def count(self, reports: list[control.CopierReport | None]) -> bool:
         """Add what the copiers wrote since the last beat to the link's totals; whether any
         copier wrote."""
         self.counted, records, size = planning.written_since(self.counted, reports)
@@ -528,7 +535,10 @@ class LinkRunner:
         return "; ".join(dict.fromkeys(e for e in found if e))
 
     def publish_heartbeat(
-        self, state: str, reports: list[dict | None] = (), assignments: bool = False
+        self,
+        state: str,
+        reports: Sequence[control.CopierReport | None] = (),
+        assignments: bool = False,
     ) -> None:
         """Publish the link's heartbeat and each mirror partition's progress (and the slots'
         assignments with them)."""
@@ -538,7 +548,7 @@ class LinkRunner:
             reports, self.watch.high_watermarks, self.mirrors
         )
         moved = self.count(reports)
-        self.window.append((now, *self.totals))
+        self.window.append((now, self.totals[0], self.totals[1]))
         while now - self.window[0][0] > RATE_WINDOW_S:
             self.window.popleft()
         if any(f["given_up"] for f in self.slot_failures()):
@@ -555,7 +565,7 @@ class LinkRunner:
             self.watch.ask()
         busy = moved or behind or error or self.pending or state != "running"
         self.next_beat = time.monotonic() + (BEAT_S if busy else IDLE_BEAT_S)
-        heartbeat = {
+        heartbeat: control.LinkHeartbeat = {
             "at_ms": int(now * 1000),
             "started_ms": self.started_ms,
             "pid": self.engine.pid,

@@ -34,7 +34,8 @@ import threading
 import time
 import zlib
 from collections import deque
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import NotRequired, Protocol, TypedDict
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -42,13 +43,16 @@ from confluent_kafka import (
     Consumer,
     KafkaError,
     KafkaException,
+    Message,
     Producer,
     TopicPartition,
 )
+from confluent_kafka.admin import ClusterMetadata
 
 from infra import consuming
+from infra.consuming import Consumed, Headers
 
-from . import reading
+from . import control, reading
 
 log = logging.getLogger("spark_jobs.merging")
 
@@ -68,11 +72,24 @@ TRANSACTION_TIMEOUT_MS = 30_000
 RATE_WINDOW_S = 10.0  # a holder that died: its open transaction aborted by then
 
 
+# What a flow produces: (topic, value, key, partition, timestamp, headers).
+Record = tuple[str, bytes | None, bytes | None, int, int, Headers | None]
+Delivered = Callable[[KafkaError | None, Message], None]
+
+
 class Slot(Protocol):
     ended: bool
 
     def in_touch(self) -> bool:
         """Whether the slot heard from the control channel recently (else: write nothing)."""
+
+
+class Progress(TypedDict):
+    """How far a source partition of a flow was copied, as `PROGRESS_TOPIC` holds it."""
+
+    next: int  # the source offset copied next
+    checkpoint: NotRequired[Sequence[int] | None]  # one to one: (next, dest), where known
+    at: NotRequired[int]  # when it was committed (ms)
 
 
 class Retry(RuntimeError):
@@ -83,12 +100,12 @@ def transactional_id(flow_id: str, part: int = 0, parts: int = 1) -> str:
     return f"_isthmus-flow-{flow_id}" + (f"-{part}" if parts > 1 else "")
 
 
-def part_key(flow: dict) -> str:
+def part_key(flow: control.FlowPart) -> str:
     """A flow part's key in a slot's report: "<flow id>/<part>"."""
     return f"{flow['id']}/{flow.get('part', 0)}"
 
 
-def part_of(partition: int, flow: dict) -> bool:
+def part_of(partition: int, flow: control.FlowPart) -> bool:
     """Whether the flow part copies this source partition."""
     return partition % flow.get("parts", 1) == flow.get("part", 0)
 
@@ -101,11 +118,12 @@ def progress_partition(flow_id: str, partitions: int = PROGRESS_PARTITIONS) -> i
     return zlib.crc32(flow_id.encode()) % partitions
 
 
-def origin_of(headers: list | None) -> str | None:
+def origin_of(headers: Headers | None) -> str | None:
     """The origin cluster id a record's provenance header names, if it has one."""
     for name, value in headers or ():
         if name == ORIGIN and value:
-            return value.decode(errors="replace").split(",", 1)[0]
+            text = value if isinstance(value, str) else value.decode(errors="replace")
+            return text.split(",", 1)[0]
     return None
 
 
@@ -118,7 +136,9 @@ def provenance_prefix(cluster_id: str, topic: str, partition: int) -> bytes:
     return f"{cluster_id},{topic},{partition},".encode()
 
 
-def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -> dict[int, dict]:
+def read_progress(
+    config: dict[str, str], flow_id: str, timeout: float = 60.0
+) -> dict[int, Progress]:
     """How far each source partition of the flow was copied, as committed: {partition:
     {"next": source offset, "checkpoint": [next, dest] or absent}}. Reads the flow's partition
     of the progress topic, read committed, until its position passes the end it had when the
@@ -141,7 +161,7 @@ def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -
             raise Retry(f"cannot read {PROGRESS_TOPIC}: {topic.error.str()}")
         tp = TopicPartition(PROGRESS_TOPIC, progress_partition(flow_id, len(topic.partitions)))
         low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
-        found: dict[int, dict] = {}
+        found: dict[int, Progress] = {}
         if high <= low:
             return found
         consumer.assign([TopicPartition(tp.topic, tp.partition, low)])
@@ -151,10 +171,13 @@ def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -
             if time.monotonic() > deadline:
                 raise Retry(f"reading {PROGRESS_TOPIC} took over {timeout:.0f} s")
             for msg in consuming.take(consumer, 10_000, 0.2):
-                if msg.error():
-                    raise Retry(f"cannot read {PROGRESS_TOPIC}: {msg.error().str()}")
-                if msg.key() and msg.key().startswith(prefix):
-                    found[int(msg.key()[len(prefix) :])] = json.loads(msg.value())
+                if error := msg.error():
+                    raise Retry(f"cannot read {PROGRESS_TOPIC}: {error.str()}")
+                key, value = msg.key(), msg.value()
+                if key and key.startswith(prefix):
+                    if value is None:
+                        raise Retry(f"{PROGRESS_TOPIC} holds no progress at {key.decode()}")
+                    found[int(key[len(prefix) :])] = json.loads(value)
         return found
     finally:
         consumer.close()
@@ -163,7 +186,7 @@ def read_progress(config: dict[str, str], flow_id: str, timeout: float = 60.0) -
 class FlowCopy:
     """One merge flow, copied by a thread of its own until `stop`."""
 
-    def __init__(self, link_spec: dict, flow: dict, slot: Slot):
+    def __init__(self, link_spec: control.LinkSpec, flow: control.FlowPart, slot: Slot):
         self.source_config, self.destination_config = link_spec["source"], link_spec["destination"]
         self.flow, self.slot = flow, slot
         self.id = flow["id"]
@@ -199,11 +222,21 @@ class FlowCopy:
     def ending(self) -> bool:
         return self.stopping or self.slot.ended
 
-    def report(self) -> dict:
+    def report(self) -> control.FlowReport:
         """What the slot reports of the flow (read from the copier's thread: copies first)."""
         nexts, read, high = dict(self.next), dict(self.read), dict(self.high)
         checkpoints = dict(self.checkpoint)
         one_to_one = self.flow["mapping"] == "one-to-one"
+        partitions: dict[str, control.FlowPartitionReport] = {}
+        for p, n in sorted(nexts.items()):
+            part: control.FlowPartitionReport = {
+                "next": n,
+                "read": read.get(p, n),
+                "source_hw": high.get(p, -1),
+            }
+            if one_to_one:
+                part["checkpoint"], part["others"] = checkpoints.get(p), p in self.others
+            partitions[str(p)] = part
         return {
             "records": self.records,
             "skipped": self.skipped,
@@ -212,19 +245,7 @@ class FlowCopy:
             "latency_ms": self.latency_ms,
             "records_per_sec": self.rate(),
             "error": self.error,
-            "partitions": {
-                str(p): {
-                    "next": n,
-                    "read": read.get(p, n),
-                    "source_hw": high.get(p, -1),
-                    **(
-                        {"checkpoint": checkpoints.get(p), "others": p in self.others}
-                        if one_to_one
-                        else {}
-                    ),
-                }
-                for p, n in sorted(nexts.items())
-            },
+            "partitions": partitions,
         }
 
     # --- the thread ---------------------------------------------------------------------------
@@ -269,7 +290,9 @@ class FlowCopy:
             }
             self.next = {p: v["next"] for p, v in progress.items()}
             self.checkpoint = {
-                p: tuple(v["checkpoint"]) for p, v in progress.items() if v.get("checkpoint")
+                p: (found[0], found[1])
+                for p, v in progress.items()
+                if (found := v.get("checkpoint"))
             }
             self.resumed, self.expected = set(progress), {}
             consumer = Consumer(
@@ -304,11 +327,13 @@ class FlowCopy:
                 consumer.close()
             producer.flush(0)
 
-    def partitions(self, client, topic: str) -> int:
-        found = client.list_topics(topic, timeout=30).topics.get(topic)
-        if found is None or found.error is not None:
-            why = found.error.str() if found is not None else "not found"
-            raise Retry(f"topic {topic}: {why}")
+    def partitions(self, client: Consumer | Producer, topic: str) -> int:
+        metadata: ClusterMetadata = client.list_topics(topic, timeout=30)
+        found = metadata.topics.get(topic)
+        if found is None:
+            raise Retry(f"topic {topic}: not found")
+        if found.error is not None:
+            raise Retry(f"topic {topic}: {found.error.str()}")
         return len(found.partitions)
 
     def assign_new(self, consumer: Consumer, producer: Producer, assigned: set[int]) -> None:
@@ -338,13 +363,13 @@ class FlowCopy:
                 "partition to partition" if self.flow["mapping"] == "one-to-one" else "by key",
             )
 
-    def next_batch(self, consumer: Consumer) -> list:
+    def next_batch(self, consumer: Consumer) -> list[Consumed]:
         """The records fetched so far, up to BATCH, waiting up to WAIT_S for the first only:
         a transaction commits as soon as there is something to copy, so a slow source's
         records are not held back until a batch fills."""
         return [m for m in consuming.take(consumer, BATCH, WAIT_S) if self.readable(m)]
 
-    def readable(self, msg) -> bool:
+    def readable(self, msg: Consumed) -> bool:
         error = msg.error()
         if error is None:
             return True
@@ -352,23 +377,27 @@ class FlowCopy:
             return False
         raise KafkaException(error)
 
-    def transfer(self, producer: Producer, batch: list, where: int) -> None:
+    def transfer(self, producer: Producer, batch: list[Consumed], where: int) -> None:
         """One transaction: the batch's records (but those that came from the destination) and
         how far each source partition now is."""
         flow = self.flow
         failed: list[KafkaError] = []
         landed: dict[int, list[int]] = {}  # destination partition -> offsets of records there
 
-        def delivered(err, msg) -> None:
+        def delivered(err: KafkaError | None, msg: Message) -> None:
             if err is not None:
                 failed.append(err)
             elif msg.topic() == flow["destination"]:
-                landed.setdefault(msg.partition(), []).append(msg.offset())
+                partition, offset = msg.partition(), msg.offset()
+                if partition is not None and offset is not None:  # set, once delivered
+                    landed.setdefault(partition, []).append(offset)
 
         producer.begin_transaction()
         nexts, counts, skipped, size, newest = self.send_records(producer, batch, delivered)
         copied = sum(counts.values())
-        progress = {p: {"next": n, "checkpoint": self.checkpoint.get(p)} for p, n in nexts.items()}
+        progress: dict[int, Progress] = {
+            p: {"next": n, "checkpoint": self.checkpoint.get(p)} for p, n in nexts.items()
+        }
         self.send_progress(producer, progress, where, delivered)
         try:
             producer.commit_transaction(60)
@@ -394,7 +423,7 @@ class FlowCopy:
         self.window.append((time.monotonic(), self.records))
 
     def send_progress(
-        self, producer: Producer, progress: dict[int, dict], where: int, delivered
+        self, producer: Producer, progress: dict[int, Progress], where: int, delivered: Delivered
     ) -> None:
         """How far each source partition is, in the same transaction as its records."""
         at = int(time.time() * 1000)
@@ -404,7 +433,7 @@ class FlowCopy:
             self.when_room(producer, (PROGRESS_TOPIC, record, key, where, 0, None), delivered)
 
     def send_records(
-        self, producer: Producer, batch: list, delivered
+        self, producer: Producer, batch: list[Consumed], delivered: Delivered
     ) -> tuple[dict[int, int], dict[int, int], int, int, int]:
         """Produce the batch's records but those from the destination, each with its
         provenance added and its timestamp (0: none, the producer's clock): (each source
@@ -418,7 +447,7 @@ class FlowCopy:
         produce, prefixes = producer.produce, self.prefixes
         nexts: dict[int, int] = {}
         counts: dict[int, int] = {}
-        held: dict[int, tuple] = {}  # partition -> its latest record, not produced yet
+        held: dict[int, Record] = {}  # partition -> its latest record, not produced yet
         skipped = size = newest = 0
         for msg in batch:
             partition, offset = msg.partition(), msg.offset()
@@ -437,7 +466,7 @@ class FlowCopy:
                 headers = [*headers, here] if headers else [here]
             value, key = msg.value(), msg.key()
             size += (len(value) if value else 0) + (len(key) if key else 0)
-            record = (
+            record: Record = (
                 topic,
                 value,
                 key,
@@ -449,9 +478,10 @@ class FlowCopy:
             counts[partition] = counts.get(partition, 0) + 1
             callback = delivered if one_to_one and first else None
             if one_to_one and not first:
-                record, held[partition] = held.get(partition), record
-                if record is None:
+                earlier, held[partition] = held.get(partition), record
+                if earlier is None:
                     continue  # the partition's second: held until the next comes
+                record = earlier
             try:
                 produce(*record[:4], on_delivery=callback, timestamp=record[4], headers=record[5])
             except BufferError:  # the local queue is full: let deliveries drain it
@@ -466,7 +496,7 @@ class FlowCopy:
         self.prefixes[partition] = made
         return made
 
-    def when_room(self, producer: Producer, record: tuple, callback) -> None:
+    def when_room(self, producer: Producer, record: Record, callback: Delivered | None) -> None:
         """Produce (topic, value, key, partition, timestamp, headers) once there is room."""
         while True:
             try:

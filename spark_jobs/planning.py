@@ -7,10 +7,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from .control import (
+    CopierReport,
+    FlowEntry,
+    FlowReport,
+    FlowSpec,
+    MirrorPartitionProgress,
+    MirrorProgress,
+    PartitionEntry,
+)
+
 # A mirror partition: (mirror topic, its topic id, partition); or a part of a merge flow,
 # copied by one slot: ("flow:" + its name, its id, part) (no topic name holds a colon).
 Ident = tuple[str, str, int]
-Holdings = list[dict[Ident, dict]]  # per slot: the partitions it holds, with their entries
+Entry = PartitionEntry | FlowEntry  # what a copier needs to start copying an Ident
+Holdings = list[dict[Ident, Entry]]  # per slot: the partitions it holds, with their entries
+Reports = list[CopierReport | None]  # per slot: its copier of the link (None: it has none)
 
 
 def wanted_partitions(
@@ -22,7 +34,7 @@ def wanted_partitions(
     }
 
 
-def flow_idents(flow: Mapping) -> list[Ident]:
+def flow_idents(flow: FlowSpec) -> list[Ident]:
     """A flow's parts: each copies the source partitions p with p % parts == part."""
     return [(f"flow:{flow['name']}", flow["id"], part) for part in range(flow.get("parts", 1))]
 
@@ -31,21 +43,22 @@ def is_flow(ident: Ident) -> bool:
     return ident[0].startswith("flow:")
 
 
-def flow_progress(reports: list[dict | None]) -> dict[str, dict]:
+def flow_progress(reports: Reports) -> dict[str, FlowReport]:
     """Each merge flow's report: its parts' (from the slots that hold them) as one."""
-    parts: dict[str, list[dict]] = {}
+    parts: dict[str, list[FlowReport]] = {}
     for report in filter(None, reports):
         for key, part in report.get("flows", {}).items():
             parts.setdefault(key.split("/")[0], []).append(part)
     return {flow_id: _flow_whole(found) for flow_id, found in parts.items()}
 
 
-def _flow_whole(parts: list[dict]) -> dict:
+def _flow_whole(parts: list[FlowReport]) -> FlowReport:
     if len(parts) == 1:
         return parts[0]
-    summed = {k: sum(p.get(k, 0) for p in parts) for k in ("records", "skipped", "bytes")}
     return {
-        **summed,
+        "records": sum(p.get("records", 0) for p in parts),
+        "skipped": sum(p.get("skipped", 0) for p in parts),
+        "bytes": sum(p.get("bytes", 0) for p in parts),
         "records_per_sec": round(sum(p.get("records_per_sec", 0.0) for p in parts), 1),
         "last_write_ms": max(p.get("last_write_ms", 0) for p in parts),
         "latency_ms": max(p.get("latency_ms", -1) for p in parts),
@@ -64,7 +77,7 @@ def assign(
     assigned: Holdings,
     home: Mapping[Ident, int],
     wanted: set[Ident],
-    added: Mapping[Ident, dict],
+    added: Mapping[Ident, Entry],
     others: list[int] | None = None,
 ) -> tuple[Holdings, dict[Ident, int]]:
     """The slots' new holdings, and each partition's slot: a held partition that is still
@@ -84,7 +97,7 @@ def assign(
 
 
 def acknowledged(
-    pending: list[tuple[int, int]], reports: list[dict | None], version: int, acked: int
+    pending: list[tuple[int, int]], reports: Reports, version: int, acked: int
 ) -> tuple[int, list[tuple[int, int]]]:
     """The generation no copier writes outside of any more, and the (generation, version) plans
     still waiting: a plan is taken up once every reporting copier applied its version (a slot
@@ -110,7 +123,7 @@ def grown(
 Counted = dict[tuple[int, str], tuple[int, int]]  # (slot, copier run) -> (records, bytes) seen
 
 
-def written_since(counted: Counted, reports: list[dict | None]) -> tuple[Counted, int, int]:
+def written_since(counted: Counted, reports: Reports) -> tuple[Counted, int, int]:
     """What each copier run has written by its latest report, and the records and bytes added
     since `counted` (a restarted copier's run counts from 0)."""
     now, records, size = dict(counted), 0, 0
@@ -132,16 +145,16 @@ def rate(window: list[tuple[float, int, int]], i: int) -> float:
 
 
 def mirror_progress(
-    reports: list[dict | None],
+    reports: Reports,
     high_watermarks: Mapping[tuple[str, int], int],
     mirrors: Mapping[str, str],
-) -> tuple[dict, bool, int, list[str]]:
+) -> tuple[MirrorProgress, bool, int, list[str]]:
     """From the copiers' reports: per mirror partition its offset run, whether offsets are
     translated, the source's high watermark at the last fetch, how far the source was read
     (past gaps: `read_upto`), the offset read next (`next_source`) and, if it holds for a
     schema, what it waits for (`schema_wait`); whether any partition is behind its source; the
     last write; the copiers' errors."""
-    progress: dict[str, dict[str, dict]] = {}
+    progress: MirrorProgress = {}
     behind, last_write, errors = False, 0, []
     for report in filter(None, reports):
         last_write = max(last_write, report["last_write_ms"])
@@ -149,8 +162,9 @@ def mirror_progress(
             errors.append(f"slot {report['slot']}: {report['error']}")
         for where, p in report["partitions"].items():
             partition, mirror = where.split("/", 1)
-            source_hw = high_watermarks.get((mirrors.get(mirror), int(partition)), -1)
-            progress.setdefault(mirror, {})[partition] = {
+            source = mirrors.get(mirror)
+            source_hw = high_watermarks.get((source, int(partition)), -1) if source else -1
+            entry: MirrorPartitionProgress = {
                 "run": p["run"],
                 "translated": p["translated"],
                 "source_hw": source_hw,
@@ -158,7 +172,8 @@ def mirror_progress(
                 "next_source": p["next_source"],
             }
             if "schema_wait" in p:
-                progress[mirror][partition]["schema_wait"] = p["schema_wait"]
+                entry["schema_wait"] = p["schema_wait"]
+            progress.setdefault(mirror, {})[partition] = entry
             behind = behind or source_hw > p["read_upto"]
     return progress, behind, last_write, errors
 
@@ -169,15 +184,15 @@ class ProgressOf:
     changes (at 10,000 idle partitions, making it each beat was most of the driver's work)."""
 
     def __init__(self) -> None:
-        self.made_from: tuple = ()
-        self.made: tuple[dict, bool, int, list[str]] | None = None
+        self.made_from: tuple[object, ...] = ()
+        self.made: tuple[MirrorProgress, bool, int, list[str]] | None = None
 
     def __call__(
         self,
-        reports: list[dict | None],
+        reports: Reports,
         high_watermarks: Mapping[tuple[str, int], int],
         mirrors: Mapping[str, str],
-    ) -> tuple[dict, bool, int, list[str]]:
+    ) -> tuple[MirrorProgress, bool, int, list[str]]:
         basis = (*reports, high_watermarks, mirrors)
         same = len(basis) == len(self.made_from) and all(
             a is b for a, b in zip(basis, self.made_from, strict=True)
@@ -187,7 +202,7 @@ class ProgressOf:
         return self.made
 
 
-def schema_waits(progress: dict) -> list[int]:
+def schema_waits(progress: MirrorProgress) -> list[int]:
     """The schema ids held partitions wait for (see `schema_gate`)."""
     return sorted(
         {

@@ -17,8 +17,12 @@ import base64
 import json
 import urllib.error
 import urllib.request
+from http.client import HTTPMessage
+from typing import IO, Any, NoReturn
 
 from infra.schema_text import same_schema
+
+from . import control
 
 TIMEOUT_S = 2.0  # a lookup holds the copier's thread: a registry gone quiet must not hold it long
 MAX_ANSWER = 8 * 1024 * 1024  # far beyond any schema
@@ -27,7 +31,15 @@ MAX_ANSWER = 8 * 1024 * 1024  # far beyond any schema
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
     """A registry answers at its own URL: a redirect elsewhere is refused, never followed."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: PLR0913
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: HTTPMessage,
+        newurl: str,
+    ) -> NoReturn:
         raise urllib.error.HTTPError(req.full_url, code, "a redirect, not followed", headers, fp)
 
 
@@ -50,14 +62,14 @@ class Unanswered(Exception):
 class Registry:
     """The one call the gate makes of a registry: the schema an id names."""
 
-    def __init__(self, spec: dict):
+    def __init__(self, spec: control.RegistrySpec):
         self.url = spec["url"].rstrip("/")
         self.headers = {"Accept": "application/vnd.schemaregistry.v1+json"}
         if spec.get("username"):
             pair = f"{spec['username']}:{spec.get('password') or ''}".encode()
             self.headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
 
-    def schema(self, schema_id: int) -> dict | None:
+    def schema(self, schema_id: int) -> dict[str, Any] | None:
         """{"schema", "schemaType", …} of the id, or None if the registry has no such id."""
         # http(s) only: the console keeps no other registry URL (schema_registries.checked).
         url = f"{self.url}/schemas/ids/{schema_id}"
@@ -67,7 +79,8 @@ class Registry:
                 body = resp.read(MAX_ANSWER + 1)
             if len(body) > MAX_ANSWER:
                 raise Unanswered(f"{self.url} answered more than {MAX_ANSWER} bytes")
-            return json.loads(body)
+            found: dict[str, Any] = json.loads(body)
+            return found
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
@@ -79,7 +92,7 @@ class Registry:
 class Gate:
     """The ids a copier may write: checked once each against both registries."""
 
-    def __init__(self, spec: dict):
+    def __init__(self, spec: control.SchemaSpec):
         self.source = Registry(spec["source"])
         self.destination = Registry(spec["destination"])
         self.passed: set[int] = set()

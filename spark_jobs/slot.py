@@ -31,6 +31,7 @@ import redis
 from infra.kafka_admin import KafkaAdmin
 
 from . import control, copier, shared_clients, source_readers
+from .control import Assignment
 
 log = logging.getLogger("spark_jobs.slot")
 
@@ -47,7 +48,7 @@ RESTART_S = [1, 2, 4, 8, 15]  # pauses before a link's failed copier starts agai
 HEALTHY_AFTER_S = 60  # a copier running this long forgives its link's earlier failures
 
 
-def run_slots(slots: Iterator[int], spec: dict, epoch: str) -> None:
+def run_slots(slots: Iterator[int], spec: control.SlotSpec, epoch: str) -> None:
     """The Spark task: run the slot (one per task) until its epoch ends."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -79,19 +80,20 @@ class Running:
 
 
 class SlotTask:
-    def __init__(self, spec: dict, number: int, epoch: str):
+    def __init__(self, spec: control.SlotSpec, number: int, epoch: str):
         self.engine, self.key = spec["engine"], spec["key"]
         self.number, self.epoch = number, epoch
         self.redis = control.client(spec["redis_url"], 1)
         self.copiers: dict[str, Running] = {}
         self.failures: dict[str, Failures] = {}
-        self.wanted: dict[str, dict] = {}  # link -> its assignment in this epoch
-        self.read: dict[bytes, dict] = {}  # each link's assignment as sent, and as parsed
+        self.wanted: dict[str, control.Assignment] = {}  # link -> its assignment in this epoch
+        # Each link's assignment as sent, and as parsed.
+        self.read: dict[control.Raw, control.Assignment] = {}
         self.last_contact = time.monotonic()
         self.ended = False
         self.next_beat = 0.0
         self.tell_engine = False  # a copier applied a new plan: wake the engine with the report
-        self.reported: tuple = ()  # what the last report was made of (see `beat`)
+        self.reported: tuple[object, ...] = ()  # what the last report was made of (see `beat`)
         self.wakeup = control.Wakeup(self.redis, control.slots_wake_channel(self.engine))
         self.readers = source_readers.Readers(f"slot-{number}")
         self.admins = shared_clients.Shared(lambda config: KafkaAdmin(config, timeout=15))
@@ -163,7 +165,7 @@ class SlotTask:
             epoch, assignments = pipe.execute()
         except redis.RedisError:
             return  # copiers stop writing once this has lasted CONTACT_S
-        if epoch is not None and epoch.decode() != self.epoch:
+        if epoch is not None and control.text(epoch) != self.epoch:
             log.info("Slot %d: epoch %s ended", self.number, self.epoch)
             self.ended = True
             return
@@ -171,7 +173,7 @@ class SlotTask:
         # Parsed only when it changed: a link of thousands of partitions sends a long one.
         self.read = {raw: self.read.get(raw) or json.loads(raw) for raw in assignments.values()}
         self.wanted = {
-            link.decode(): self.read[raw]
+            control.text(link): self.read[raw]
             for link, raw in assignments.items()
             if self.read[raw].get("epoch") == self.epoch
         }
@@ -192,13 +194,13 @@ class SlotTask:
         for link, assignment in self.wanted.items():
             failed = self.failures.get(link)
             waiting = failed is not None and (failed.given_up or now < failed.retry_at)
-            if waiting and failed.digest == assignment["digest"]:
+            if failed is not None and waiting and failed.digest == assignment["digest"]:
                 continue
             if link not in self.copiers:
                 self.start(link, assignment, now)
         self.failures = {k: f for k, f in self.failures.items() if k in self.wanted}
 
-    def start(self, link: str, assignment: dict, now: float) -> None:
+    def start(self, link: str, assignment: Assignment, now: float) -> None:
         try:
             published = self.redis.hget(control.links_key(self.engine), link)
         except redis.RedisError:
@@ -258,7 +260,7 @@ class SlotTask:
         partitions' reports took the slot and the engine a few percent of a core each second."""
         self.next_beat = time.monotonic() + BEAT_S
         links = {link: running.copier.report for link, running in self.copiers.items()}
-        failures = {
+        failures: dict[str, control.CopierFailures] = {
             link: {"count": f.count, "error": f.error, "given_up": f.given_up}
             for link, f in self.failures.items()
         }
@@ -270,7 +272,7 @@ class SlotTask:
         sent = time.monotonic()
         try:
             if made_of != self.reported or not self.redis.pexpire(key, BEAT_TTL_MS):
-                report = {
+                report: control.SlotReport = {
                     "epoch": self.epoch,
                     "slot": self.number,
                     "pid": os.getpid(),
@@ -289,5 +291,5 @@ class SlotTask:
             control.wake(self.redis, control.engine_wake_channel(self.engine))
 
 
-def _incarnation(assignment: dict) -> tuple[str, int]:
+def _incarnation(assignment: control.Assignment) -> tuple[str, int]:
     return assignment["digest"], assignment.get("incarnation", 0)

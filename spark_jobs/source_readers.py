@@ -28,10 +28,13 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import ClusterMetadata
 
 from infra import consuming
+from infra.consuming import Consumed
 
 from . import reading, shared_clients
 
@@ -175,7 +178,7 @@ class Reader:
         self.thread.start()
 
     @contextlib.contextmanager
-    def changing(self):
+    def changing(self) -> Iterator[None]:
         """Hold the reader between its consumes, to change or read its partitions."""
         with self.counting:  # `+=` is not atomic between threads
             self.waiting += 1
@@ -270,7 +273,7 @@ class Reader:
             tps = [TopicPartition(*tp) for tp in self.owners]
             self.positions = {(p.topic, p.partition): p.offset for p in self.consumer.position(tps)}
 
-    def read(self, batch: list) -> None:
+    def read(self, batch: list[Consumed]) -> None:
         """Note what a consume returned: positions moved, or the source was quiet."""
         if batch:
             self.noted = 0.0
@@ -278,11 +281,11 @@ class Reader:
         else:
             self.note()
 
-    def hand_over(self, batch: list) -> None:
+    def hand_over(self, batch: list[Consumed]) -> None:
         if len(self.parts) == 1:
             next(iter(self.parts)).put(batch)
             return
-        routed: dict[View, list] = collections.defaultdict(list)
+        routed: dict[View, list[Consumed]] = collections.defaultdict(list)
         owners = self.owners
         for msg in batch:
             view = owners.get((msg.topic(), msg.partition()))
@@ -346,14 +349,14 @@ class View:
         # Its partitions on each reader, changed under that reader's lock: another reader's
         # thread may ask `reads_alone` meanwhile.
         self.on: collections.Counter[Reader] = collections.Counter()
-        self.buffer: collections.deque = collections.deque()
+        self.buffer: collections.deque[Consumed] = collections.deque()
         self.ready = threading.Condition()
         self.failed = ""
         self.woken = False  # see `wake`
 
     # --- what readers call --------------------------------------------------------------------
 
-    def put(self, msgs: list, failed: str = "") -> None:
+    def put(self, msgs: list[Consumed], failed: str = "") -> None:
         with self.ready:
             self.buffer.extend(msgs)
             self.failed = self.failed or failed
@@ -390,10 +393,11 @@ class View:
 
     # --- a consumer's calls -------------------------------------------------------------------
 
-    def list_topics(self, topic: str | None = None, timeout: float = -1):
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         reader = self.readers.first(self.config)
         with reader.changing():
-            return reader.consumer.list_topics(topic, timeout=timeout)
+            found: ClusterMetadata = reader.consumer.list_topics(topic, timeout=timeout)
+        return found
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         by_tp = {(tp.topic, tp.partition): tp for tp in partitions}
@@ -453,7 +457,7 @@ class View:
             self.woken = True
             self.ready.notify_all()
 
-    def take(self, n: int, timeout: float) -> list:
+    def take(self, n: int, timeout: float) -> list[Consumed]:
         """Up to `n` records: those read already, at once; else the first to come within
         `timeout` (its reader's own wait at most, when the copier reads it itself), or none
         once the copier is woken."""
@@ -478,7 +482,7 @@ class View:
             self.incremental_unassign([TopicPartition(*tp) for tp in self.where])
         self.readers.leave(self)
 
-    def _take(self, n: int) -> list:
+    def _take(self, n: int) -> list[Consumed]:
         if self.failed:
             failed, self.failed = self.failed, ""
             raise KafkaException(f"the source reader stopped: {failed}")

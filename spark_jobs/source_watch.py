@@ -31,6 +31,9 @@ QUIET_AFTER_S = 10.0
 # yet (a read that retries can take a minute to fail).
 SILENT_S = 10.0
 
+Counts = dict[str, int]  # source topic -> partitions
+Watermarks = dict[tuple[str, int], int]  # (topic, partition) -> high watermark
+
 
 class Watcher:
     """One link's part of its source's watch: what it wants read, and what was read of it."""
@@ -95,7 +98,7 @@ class SourceWatch:
         self.fetched_at_ms = 0  # when the high watermarks were last read
         self._answered = time.monotonic()  # when the source last answered
         self._changed = time.monotonic()  # when what it answered last changed
-        self._last: tuple[dict, dict] = ({}, {})
+        self._last: tuple[Counts, Watermarks] = ({}, {})
         self._thread = threading.Thread(target=self._run, name="source-watch", daemon=True)
         self._thread.start()
 
@@ -162,7 +165,9 @@ class SourceWatch:
             watcher.take(counts, watermarks)
         return len(partitions)
 
-    def _ends(self, topics: list[str], partitions: list[tuple[str, int]]) -> tuple[dict, dict]:
+    def _ends(
+        self, topics: list[str], partitions: list[tuple[str, int]]
+    ) -> tuple[Counts, Watermarks]:
         # A source topic deleted meanwhile is left out, and its partitions with it.
         counts = {t: info.partitions for t, info in self.admin.describe_topics(topics).items()}
         watermarks = self.admin.offsets([(t, p) for t, p in partitions if t in counts])

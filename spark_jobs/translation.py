@@ -20,8 +20,9 @@ import time
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
+from infra import consuming
 from infra.kafka_admin import kafka_id
 
 TOPIC = "_isthmus-offset-translation"
@@ -94,20 +95,24 @@ def store(config: dict[str, str], entries: list[tuple[str, int, Entry]]) -> None
     """Append (topic id, partition, entry) triples and wait until they are stored."""
     if not entries:
         return
-    errors = []
+    errors: list[KafkaError] = []
+
+    def delivered(err: KafkaError | None, _: Message) -> None:
+        if err is not None:
+            errors.append(err)
+
     producer = Producer({**config, "acks": "all", "enable.idempotence": True})
     for topic_id, partition, entry in entries:
         producer.produce(
-            TOPIC,
-            key=key(topic_id, partition),
-            value=encode(entry),
-            on_delivery=lambda err, _: err and errors.append(err),
+            TOPIC, key=key(topic_id, partition), value=encode(entry), on_delivery=delivered
         )
     if producer.flush(60) or errors:
         raise StoreFailed(f"Could not store offset translation entries in {TOPIC}: {errors}")
 
 
-def load(config: dict[str, str], topic_ids: set[str], timeout: float = 30.0) -> dict:
+def load(
+    config: dict[str, str], topic_ids: set[str], timeout: float = 30.0
+) -> dict[tuple[str, int], Runs]:
     """Every partition's runs for the mirror topics in `topic_ids`: {(topic_id, p): Runs}.
 
     Reads the whole translation topic; a missing topic means no translation yet.
@@ -164,21 +169,28 @@ class Reader:
         self.consumer.assign([TopicPartition(TOPIC, p, self.positions.get(p, 0)) for p in ends])
         deadline = time.monotonic() + self.timeout
         while ends:
-            msg = self.consumer.poll(max(0.0, deadline - time.monotonic()))
+            msg = consuming.poll(self.consumer, max(0.0, deadline - time.monotonic()))
             if msg is None:
                 raise RuntimeError(f"Reading {TOPIC} timed out after {self.timeout:.0f} s.")
-            if msg.error():
-                raise RuntimeError(f"Reading {TOPIC}: {msg.error().str()}")
+            if error := msg.error():
+                raise RuntimeError(f"Reading {TOPIC}: {error.str()}")
             self.positions[msg.partition()] = msg.offset() + 1
             if msg.offset() + 1 >= ends.get(msg.partition(), 0):
                 ends.pop(msg.partition(), None)
-            topic_id, _, partition = msg.key().decode().rpartition("/")
-            # entries written before ids took Kafka's form are keyed by librdkafka's form
-            value = json.loads(msg.value())
-            self.entries.setdefault((kafka_id(topic_id), int(partition)), Runs()).add(
-                Entry(value["source"], value["destination"])
-            )
+            where, entry = _stored(msg)
+            self.entries.setdefault(where, Runs()).add(entry)
         self.consumer.unassign()
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def _stored(msg: consuming.Consumed) -> tuple[tuple[str, int], Entry]:
+    """A stored entry: the mirror partition (topic id, partition) it is of, and the entry."""
+    key, value = msg.key(), msg.value()
+    if key is None or value is None:
+        raise RuntimeError(f"Reading {TOPIC}: a record without a key or a value")
+    topic_id, _, partition = key.decode().rpartition("/")
+    stored = json.loads(value)
+    # entries written before ids took Kafka's form are keyed by librdkafka's form
+    return (kafka_id(topic_id), int(partition)), Entry(stored["source"], stored["destination"])

@@ -58,7 +58,7 @@ _CATEGORIES = {
 
 def link_data(request, link: ClusterLink) -> KafkaLinkData:
     mirrors: list[MirrorTopic] = list(link.mirrors.all())
-    partitions = Counter()
+    partitions: Counter[str] = Counter()
     for mirror in mirrors:
         partitions[_CATEGORIES[mirror.state]] += mirror.num_partitions
     path = f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}"

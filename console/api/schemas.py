@@ -8,6 +8,7 @@ Field descriptions marked *Isthmus* are extensions of Confluent's Kafka REST v3 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -29,8 +30,9 @@ from replication.models import (
 REF = "#/components/schemas/{model}"
 
 
-def one_of(values) -> Any:
-    """A Literal of these values, for a field that takes one of a model's choices."""
+def one_of(values: Iterable[str]) -> Any:
+    """A Literal of these values, for a field that takes one of a model's choices. (Made at run
+    time, so mypy cannot read it: each field typed so says `type: ignore[valid-type]`.)"""
     return Literal[tuple(values)]
 
 
@@ -381,7 +383,7 @@ class KafkaLinkData(Shape):
     )
     cluster_link_id: str = Field(description="The link's UUID in Kafka's URL-safe base64 form.")
     topic_names: list[str] = Field(description="The link's mirror topics.")
-    link_state: one_of(ClusterLink.State.values)
+    link_state: one_of(ClusterLink.State.values)  # type: ignore[valid-type]
     link_error: str = Field(description="NO_ERROR, or why the link is UNAVAILABLE or FAILED.")
     link_error_message: str | None
     tasks: list[LinkTask] = Field(
@@ -484,8 +486,8 @@ class KafkaMirrorData(Shape):
     )
     num_partitions: int
     mirror_lags: list[MirrorLag] = Field(description="Per partition, read from both clusters now.")
-    mirror_status: one_of(MirrorTopic.State.values)
-    mirror_topic_error: one_of(MirrorTopic.Error.values)
+    mirror_status: one_of(MirrorTopic.State.values)  # type: ignore[valid-type]
+    mirror_topic_error: one_of(MirrorTopic.Error.values)  # type: ignore[valid-type]
     state_time_ms: int = Field(
         description="When the mirror entered its state (epoch milliseconds)."
     )
@@ -534,7 +536,7 @@ class MirrorVerification(Shape):
     verification_id: str
     link_name: str
     mirror_topic_name: str
-    state: one_of(Verification.State.values) = Field(
+    state: one_of(Verification.State.values) = Field(  # type: ignore[valid-type]
         description="RUNNING, then IDENTICAL, DIFFERENT or FAILED."
     )
     requested_by: str
@@ -575,7 +577,7 @@ class FlowGroup(Shape):
 
     group_name: str = Field(description="The group on the link's source.")
     destination_group_name: str
-    state: one_of(GroupOffsetSync.State.values)
+    state: one_of(GroupOffsetSync.State.values)  # type: ignore[valid-type]
     offsets: dict[str, int] = Field(description="Destination partition -> offset written.")
     may_repeat: int = Field(
         description="Records the group may read again after it moves, at most (the bound)."
@@ -607,12 +609,12 @@ class MergeFlowData(Shape):
     link_name: str
     source_topic_name: str
     destination_topic_name: str
-    partition_mapping: one_of(MergeFlow.Mapping.values) = Field(
+    partition_mapping: one_of(MergeFlow.Mapping.values) = Field(  # type: ignore[valid-type]
         description="one-to-one: source partition p into partition p; by-key: as Kafka's "
         "default partitioner places the record's key."
     )
     offsets_preserved: Literal[False] = False
-    state: one_of(MergeFlow.State.values)
+    state: one_of(MergeFlow.State.values)  # type: ignore[valid-type]
     records_copied: int = Field(description="By the engine since it (re)started.")
     records_skipped: int = Field(
         description="Left out by the loop rule: they came from the destination cluster."
@@ -637,7 +639,7 @@ class SchemaSubjectData(Shape):
     """*Isthmus*: one subject a link syncs to its destination's schema registry."""
 
     subject: str
-    state: one_of(SchemaSubjectSync.State.values) = Field(
+    state: one_of(SchemaSubjectSync.State.values) = Field(  # type: ignore[valid-type]
         description="IN_STEP: every source version is there under its id and version; "
         "CONFLICT: the destination gives an id to another schema (never overwritten); FAILED: "
         "a registry refused; PROMOTED: its topic was promoted, the subject is writable on the "
@@ -778,7 +780,7 @@ class ApprovalRequest(Shape):
     kind: Literal["IsthmusApprovalRequest"] = "IsthmusApprovalRequest"
     metadata: ResourceMetadata
     id: int = Field(description="The request's id.")
-    action: one_of(ApprovalRequestModel.Action.values)
+    action: one_of(ApprovalRequestModel.Action.values)  # type: ignore[valid-type]
     link_name: str
     mirror_topic_names: list[str]
     force: bool = Field(description="A link deletion that fails the link's mirrors over first.")
@@ -791,7 +793,7 @@ class ApprovalRequest(Shape):
     )
     reason: str
     requester: str
-    state: one_of(ApprovalRequestModel.State.values)
+    state: one_of(ApprovalRequestModel.State.values)  # type: ignore[valid-type]
     approvals_required: int
     approved_by: list[str]
     created_at: datetime
@@ -952,7 +954,7 @@ class CreateMergeFlowRequest(Body):
         None, description="Default: the source topic's name. Made when it does not exist."
     )
     flow_name: str | None = Field(None, description="Default: <link name>.<source topic>.")
-    partition_mapping: one_of(MergeFlow.Mapping.values) | None = Field(
+    partition_mapping: one_of(MergeFlow.Mapping.values) | None = Field(  # type: ignore[valid-type]
         None, description="Default: one-to-one when the partition counts are equal, else by-key."
     )
 

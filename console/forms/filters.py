@@ -68,7 +68,7 @@ FILTER_LISTS = {
 }
 # The words a row's select offers: what the parser takes (its own spelling), the ACL ones as
 # Kafka's enums name them.
-FILTER_CHOICES = {
+FILTER_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
     "groups": {
         "pattern_type": (filters.LITERAL, filters.PREFIXED),
         "filter_type": (filters.INCLUDE, filters.EXCLUDE),

@@ -56,7 +56,7 @@ def confirm(
     form = ConfirmForm(bound(request), name=typed)
     if request.method == "POST":
         if not form.is_valid():  # the name mistyped: the only thing a yes can get wrong
-            messages.error(request, " ".join(form.errors["confirm_name"]))
+            messages.error(request, " ".join(str(e) for e in form.errors["confirm_name"]))
             return redirect(request.path)
         ok = act(request, run, done)
         return redirect(after_url if ok and after_url else back_url)

@@ -303,9 +303,9 @@ def mirror_charts_context(request, mirror: MirrorTopic, now: lag.Reading | None)
     history: that is sampled at a steady pace)."""
     shown = chart_range(request)
     series = history.mirror_series(mirror, shown)
-    if now is not None and now.partitions:
+    if now is not None and (largest := now.largest) is not None:
         series["lag"].append(history.Sample(now.at, now.total))
-        series["max_lag"].append(history.Sample(now.at, now.largest[0]))
+        series["max_lag"].append(history.Sample(now.at, largest[0]))
     return {
         "charts_url": reverse("mirror-charts", args=[mirror.destination.name, mirror.mirror_topic]),
         "charts": [

@@ -4,6 +4,7 @@ provider (single sign-on, OpenID Connect's authorization code flow with PKCE, by
 
 import requests
 from authlib.integrations.django_client import OAuth, OAuthError
+from django import forms
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
@@ -28,7 +29,8 @@ class SignInForm(AuthenticationForm):
 
     def clean_username(self) -> str:
         username = self.cleaned_data["username"]
-        limit = self.fields["username"].max_length
+        field = self.fields["username"]
+        limit = field.max_length if isinstance(field, forms.CharField) else None
         if limit and len(username) > limit:
             raise ValidationError(
                 f"A user name has at most {limit} characters; check what you typed.",
