@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from . import sections
 from .cluster import (
@@ -31,6 +32,9 @@ from .cluster import (
     register_clusters,
 )
 from .report import machine
+
+if TYPE_CHECKING:  # the Django models are imported once Django is set up
+    from replication.models import ClusterLink
 
 RESULTS = WORK / "bulk-failover.json"
 RECORDS = 10
@@ -71,7 +75,7 @@ def run(count: int) -> dict:  # noqa: C901
     admin_user.groups.add(Group.objects.get_or_create(name="admin")[0])
     admin = audit.Actor(user=admin_user, name="bench-admin")
     names = _names(count)
-    links = []
+    links: list[ClusterLink] = []
 
     def remove() -> None:
         for each in links:

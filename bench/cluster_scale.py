@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -206,7 +208,9 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
         caught_s = time.monotonic() - began
         log(f"Isthmus: every partition copied {caught_s:.1f} s after the link")
         result = {"made_seconds": round(made_s, 1), "caught_up_seconds": round(caught_s, 1)}
-        return {**result, **_idle(streams.engine_status().pid), **_console(link, len(wanted))}
+        pid = streams.engine_status().pid
+        assert pid is not None  # the engine runs: it copied
+        return {**result, **_idle(pid), **_console(link, len(wanted))}
     finally:
         stop.set()
         for thread in threads:
@@ -257,14 +261,15 @@ def _at_scale(link) -> dict[str, float]:
         "dashboard": "/",
         "/metrics": "/metrics",
     }
-    timed = {name: _median(lambda p=path: _get(client, p)) for name, path in pages.items()}
+    timed = {name: _median(partial(_get, client, path)) for name, path in pages.items()}
 
     server = create_server(application, host="127.0.0.1", port=0, threads=4)
     threading.Thread(target=server.run, daemon=True).start()
     token = create_token(audit.Actor.system("bench"), admin, "bench")[1]
     env = {
         **os.environ,
-        "ISTHMUS_URL": f"http://127.0.0.1:{server.effective_port}",
+        # waitress's stubs leave out the port a TCP server binds (effective_port).
+        "ISTHMUS_URL": f"http://127.0.0.1:{server.effective_port}",  # type: ignore[union-attr]
         "ISTHMUS_TOKEN": token,
     }
     describe = [str(ROOT / "bin" / "kafka-mirrors"), "--describe", "--links", link.name]
@@ -387,7 +392,9 @@ def section(results: list[dict]) -> str:
                 f"**{'met' if rss <= IDLE_RSS else 'missed'}** ({rss / 2**30:.2f} GiB)."
             )
     first = results[0]
-    console = next((r["isthmus_at_scale_ms"] for r in results if "isthmus_at_scale_ms" in r), {})
+    console: dict[str, Any] = next(
+        (r["isthmus_at_scale_ms"] for r in results if "isthmus_at_scale_ms" in r), {}
+    )
     when = ", ".join(sorted({r["when"] for r in results}))
     return f"""## A cluster mirrored by prefix
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+from typing import Any
 
 from . import perf, report
 from .catchup import SETTLE_SECONDS, CopyResult
@@ -16,7 +17,7 @@ from .report import ISTHMUS, MM2, Results, mib
 # commit d95afc0, on this machine: 1 GiB / 8 partitions / 1 KiB records, one producer-perf-test
 # as the raw limit, latency at 2,000 records/s. Its CPU was sampled every 0.5 s per process
 # (last seen), its memory is summed PSS. Kept here so that every generated document has it.
-BEFORE = {
+BEFORE: dict[str, Any] = {
     "run": "2026-11-22 20:30 UTC, commit d95afc0",
     "rows": [
         # engine, records/s, CPU s in copy time (1.00 GiB), p50 ms, p99 ms, start->first s, PSS MiB

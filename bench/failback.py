@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from . import sections
 from .cluster import (
@@ -32,6 +33,9 @@ from .cluster import (
     log,
     register_clusters,
 )
+
+if TYPE_CHECKING:  # the Django models are imported once Django is set up
+    from replication.models import ClusterLink
 
 TOPIC, PARTITIONS, RECORD = "bench.failback", 4, 1024
 RESULTS = WORK / "failback.json"
@@ -87,7 +91,8 @@ def main() -> int:  # noqa: C901
     records = args.size_mb * 1024 * 1024 // RECORD
     changed, stray = records // 100, records // 1000
     clusters = register_clusters(actor)
-    quarantine, links = [], []
+    quarantine: list[str] = []
+    links: list[ClusterLink] = []
 
     def remove() -> None:
         for each in links:

@@ -11,12 +11,14 @@ import shutil
 import subprocess
 import time
 import uuid
+from typing import cast
 
 import psutil
 import redis
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from cryptography.fernet import Fernet
 
+from infra.consuming import Consumed
 from spark_jobs import control, launch, merging, translation
 
 from . import cluster, procs
@@ -42,15 +44,14 @@ class Engine:
         self.forget()
         work = cluster.WORK / self.tag
         shutil.rmtree(work, ignore_errors=True)
-        spec = {
+        spec: control.EngineSpec = {
             "engine": self.engine,
             "key": self.key,
             "redis_url": cluster.REDIS_URL,
             "work_dir": str(work),
+            "tasks": self.tasks or None,
             "fresh": True,  # the bench's earlier engine was stopped with its whole group
         }
-        if self.tasks:
-            spec["tasks"] = self.tasks
         argv, env = launch.submit_command(spec, master=MASTER, driver_memory=DRIVER_MEMORY)
         self.proc = subprocess.Popen(
             argv,
@@ -127,7 +128,7 @@ class Engine:
         """Every key of the engine and its links (mirror sets, heartbeats, epochs,
         assignments), so a run never starts from what an earlier one left. Only while it does
         not run."""
-        links = [link.decode() for link in self.redis.hkeys(control.links_key(self.engine))]
+        links = [control.text(link) for link in self.redis.hkeys(control.links_key(self.engine))]
         keys = [*self.redis.scan_iter(control.engine_pattern(self.engine))]
         for link in links:
             keys += self.redis.scan_iter(f"isthmus:stream:{link}:*")
@@ -186,9 +187,11 @@ class Isthmus:
     def add_mirrors(self, mirrors: dict[str, str]) -> None:
         """A new mirror set with a higher generation: the running engine picks it up."""
         self.mirrors.update(mirrors)
+        assert self.engine is not None  # started
         self.engine.set_mirrors(LINK_ID, self.mirrors)
 
     def heartbeat(self) -> control.LinkHeartbeat | control.EngineHeartbeat | None:
+        assert self.engine is not None  # started
         self.reported_tasks = self.engine.slots() or self.reported_tasks
         return self.engine.heartbeat(LINK_ID)
 
@@ -290,9 +293,11 @@ class IsthmusFlows(Isthmus):
             # position passes only with a later fetch: the record before it is the last.
             if all(tp.offset >= stable[(tp.topic, tp.partition)] - 1 for tp in positions):
                 break
-            for msg in self.reader.consume(100, 0.1):
+            for msg in cast("list[Consumed]", self.reader.consume(100, 0.1)):
                 if msg.error() is None:
-                    origin = dict(msg.headers() or [])[merging.ORIGIN].decode().split(",")
+                    header = dict(msg.headers() or [])[merging.ORIGIN]
+                    assert isinstance(header, bytes)  # as a consumer hands it over
+                    origin = header.decode().split(",")
                     found[(msg.topic(), msg.partition())] = int(origin[3]) + 1
         return found
 

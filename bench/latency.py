@@ -98,11 +98,11 @@ class Receiver(threading.Thread):
                     continue
                 now_ms = time.time() * 1000
                 for msg in [first, *self.consumer.consume(num_messages=10_000, timeout=0)]:
-                    if msg.error():
-                        self.error = msg.error().str()
+                    if error := msg.error():
+                        self.error = error.str()
                         continue
                     self.received += 1
-                    mark = msg.value()[:1]
+                    mark = (msg.value() or b"")[:1]
                     if mark != WARMUP:
                         self.latencies.setdefault(mark, []).append(now_ms - msg.timestamp()[1])
         finally:

@@ -165,7 +165,7 @@ def _aggregate(args: argparse.Namespace) -> dict:
 
     def done(names: dict[str, str]) -> bool:
         ends = cluster.end_offsets(DESTINATION, dict.fromkeys(names.values(), partitions))
-        got = {}
+        got: dict[str, int] = {}
         for (topic, _), end in ends.items():
             got[topic] = got.get(topic, 0) + end
         return all(got.get(names[s], 0) >= want[s] for s in sources)
@@ -238,7 +238,9 @@ def run(args: argparse.Namespace) -> dict:
                 engine.add_link(_link(added), _mirrors(topics[added]))
                 added += 1
             mirrors = [_mirror(s) for i in range(n) for s in topics[i]]
-            took = _until(lambda m=mirrors: _landed(m, RECORDS), COPY_TIMEOUT_S, "copying", proc)
+            took = _until(
+                functools.partial(_landed, mirrors, RECORDS), COPY_TIMEOUT_S, "copying", proc
+            )
             idle = _idle(proc, args.idle)
             log(
                 f"Isthmus, {n} link(s): copied in {took:.1f} s; {idle['rss'] >> 20} MiB, "
@@ -252,7 +254,7 @@ def run(args: argparse.Namespace) -> dict:
             engine.add_link(_link(link), _mirrors(topics[link][:1]))
             firsts.append(
                 _until(
-                    lambda t=topics[link][0]: _landed([_mirror(t)]),
+                    functools.partial(_landed, [_mirror(topics[link][0])]),
                     60,
                     "a new link's first record",
                     proc,

@@ -23,6 +23,7 @@ import sys
 import time
 
 from . import catchup, cluster, latency, run, sections
+from .engine import Engine
 from .isthmus import IsthmusFlows
 from .mm2 import MirrorMaker2
 
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     size = args.record_size
     records = args.size_mb * 2**20 // size
     clients = os.cpu_count() or 1
-    engines = [MirrorMaker2(), IsthmusFlows()]
+    engines: list[Engine] = [MirrorMaker2(), IsthmusFlows()]
     group = f"bench-flow-consumer-perf-{os.getpid()}"
     _cleanup(engines)
     started = time.strftime("%Y-%m-%d %H:%M %Z")

@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from . import catchup, cluster, document, latency, perf, procs, report, sections
@@ -36,7 +37,7 @@ LIMIT = f"{cluster.PREFIX}limit"
 LATENCY = f"{cluster.PREFIX}latency"
 ADDED = f"{cluster.PREFIX}added"  # the source of the mirror added to a running engine
 MANY = f"{cluster.PREFIX}many"
-ENGINES = {"mm2": MirrorMaker2, "isthmus": Isthmus}
+ENGINES: dict[str, Callable[[int | None], Engine]] = {"mm2": MirrorMaker2, "isthmus": Isthmus}
 
 
 def _rates(text: str) -> list[int]:

@@ -245,10 +245,13 @@ class Soak:
     def worst_lag(self, mirrors) -> int | None:
         from replication import lag
 
-        readings = [lag.latest_of(m) for m in mirrors]
-        if any(r is None or not r.partitions for r in readings):
-            return None
-        return max(r.largest[0] for r in readings)
+        largest = []
+        for m in mirrors:
+            reading = lag.latest_of(m)
+            if reading is None or (found := reading.largest) is None:
+                return None
+            largest.append(found[0])
+        return max(largest)
 
     def run(self) -> dict:
         mirrors = self.set_up()

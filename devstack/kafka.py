@@ -107,7 +107,7 @@ def credentials(var_dir: Path) -> dict[str, str]:
 
     ISTHMUS_ADMIN_PASSWORD and ISTHMUS_REPLICATOR_PASSWORD take precedence (containers).
     """
-    from_env = {u: os.environ.get(f"ISTHMUS_{u.upper()}_PASSWORD") for u in SASL_USERS}
+    from_env = {u: os.environ.get(f"ISTHMUS_{u.upper()}_PASSWORD") or "" for u in SASL_USERS}
     if all(from_env.values()):
         return from_env
 

@@ -17,6 +17,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -145,10 +146,10 @@ class Stack:
                 name=broker.name,
                 address=f"127.0.0.1:{broker.plaintext_port} (SASL 127.0.0.1:{broker.sasl_port})",
                 ports=(broker.plaintext_port, broker.sasl_port, broker.controller_port),
-                prepare=lambda broker=broker: kafka.format_storage(broker, var),
-                command=lambda broker=broker: kafka.broker_command(broker, var),
-                env=lambda broker=broker: kafka.broker_env(broker, var),
-                ready=lambda broker=broker: _kafka_ready(broker, var),
+                prepare=partial(kafka.format_storage, broker, var),
+                command=partial(kafka.broker_command, broker, var),
+                env=partial(kafka.broker_env, broker, var),
+                ready=partial(_kafka_ready, broker, var),
                 # A node restarted beside five others and a running engine on two cores has
                 # been seen to take 93 s (its logs loaded, its metadata replayed).
                 start_timeout=180,
@@ -186,9 +187,9 @@ class Stack:
                 address=each.url,
                 ports=(each.port,),
                 command=registry.command,
-                env=lambda each=each: registry.env(each, self.postgres),
-                ready=lambda each=each: registry.ready(each),
-                prepare=lambda each=each: registry.prepare(each, self.postgres),
+                env=partial(registry.env, each, self.postgres),
+                ready=partial(registry.ready, each),
+                prepare=partial(registry.prepare, each, self.postgres),
             )
             for each in registry.REGISTRIES
         ]
@@ -355,7 +356,7 @@ class Stack:
         result = []
         for part in self.select(names):
             running = processes.read_pidfile(self.pidfile(part.name))
-            healthy = running is not None and processes.wait_for(part.ready, 0)
+            healthy = running is not None and bool(processes.wait_for(part.ready, 0))
             result.append(
                 PartStatus(part.name, part.address, running.pid if running else None, healthy)
             )

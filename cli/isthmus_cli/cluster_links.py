@@ -96,6 +96,7 @@ def filter_configs(args) -> dict[str, tuple[str, str]]:
         if key in found:
             raise CliError(f"Give {found[key][0]} or {flag}, not both: each sets {key}.")
         value = _value(args, flag)
+        assert value is not None  # (a flag given)
         if from_file:
             path, value = value, read_text(value, f"{key} JSON").strip()
             if not value:

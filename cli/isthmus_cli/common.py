@@ -17,13 +17,14 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+# (isthmus_cli._infra exists only in the tools' own install: mypy checks infra itself.)
 try:  # installed alone (pip install ./cli), the tools carry infra/ inside as isthmus_cli._infra
-    from isthmus_cli._infra import kafka_admin
-    from isthmus_cli._infra.client_config import librdkafka_config
+    from isthmus_cli._infra import kafka_admin  # type: ignore[import-not-found]
+    from isthmus_cli._infra.client_config import librdkafka_config  # type: ignore[import-not-found]
 except ModuleNotFoundError:  # with the server, infra/ is its own package
     from infra import kafka_admin
     from infra.client_config import librdkafka_config
@@ -77,7 +78,13 @@ def inert_answer(value: Any) -> Any:
     return value
 
 
-def run(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
+class Main(Protocol):
+    """A tool's main: its arguments (None: the command line's), and its exit status."""
+
+    def __call__(self, argv: list[str] | None = None) -> int: ...
+
+
+def run(main: Main) -> Main:
     """Wrap a tool's main: errors go to stderr with a non-zero exit status."""
 
     def wrapped(argv: list[str] | None = None) -> int:
@@ -421,7 +428,7 @@ class Session:
                 )
         return "/".join([self.links, link, *parts])
 
-    def mirror_links(self, links: list[str] = ()) -> dict[str, str]:
+    def mirror_links(self, links: Sequence[str] = ()) -> dict[str, str]:
         """Each mirror topic's link (of `links` only, if given), from the link list: no lag
         is read for this."""
         return {

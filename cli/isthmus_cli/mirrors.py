@@ -8,6 +8,7 @@ import sys
 import time
 import urllib.parse
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 
 from isthmus_cli.common import (
@@ -161,7 +162,7 @@ def _mirrors(session: Session, links: list[str]) -> list[dict]:
     return found
 
 
-def _links_of(session: Session, topics: list[str], links: list[str] = ()) -> dict[str, str]:
+def _links_of(session: Session, topics: list[str], links: Sequence[str] = ()) -> dict[str, str]:
     """The link of each of `topics`, which must all be mirror topics (of `links`, if given)."""
     link_of = session.mirror_links(links)
     missing = [t for t in topics if t not in link_of]

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+from functools import partial
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_admin import KafkaAdminError, TopicInfo
 from spark_jobs import merging
 
 from .. import links, merge_flows, read_only
 from ..connections import cluster_admin
-from ..models import ClusterLink, GroupOffsetSync
+from ..models import ClusterLink, GroupOffsetSync, KafkaCluster
 from . import clients
 from .runner import Context, Scenario, Step, StepFailed, wait_for
 from .share_data import ON_DESTINATION, ON_SOURCE, create_link_with
@@ -42,6 +43,10 @@ def _written(side: str) -> list[bytes]:
     ]
 
 
+def _describe_topic(cluster: KafkaCluster, topic: str) -> TopicInfo:
+    return cluster_admin(cluster).describe_topic(topic)
+
+
 def create_topics(c: Context) -> str:
     for cluster, topics in ((c.source, ["topic", "topic2"]), (c.destination, ["topic"])):
         admin = cluster_admin(cluster)
@@ -49,9 +54,7 @@ def create_topics(c: Context) -> str:
             admin.create_topic(c.names[key], 1, None, {})
     for cluster in (c.source, c.destination):
         wait_for(
-            lambda cluster=cluster: clients.quietly(
-                lambda: cluster_admin(cluster).describe_topic(c.names["topic"])
-            ),
+            partial(clients.quietly, partial(_describe_topic, cluster, c.names["topic"])),
             15,
             f"{c.names['topic']} on {cluster.name}",
             lambda: "no such topic",
@@ -186,7 +189,7 @@ def resume_on_dc2(c: Context) -> str:
     def synced() -> GroupOffsetSync | None:
         found = c.link.group_syncs.filter(group=c.names["group"]).first()
         ok = found is not None and found.state == GroupOffsetSync.State.IN_STEP
-        return found if ok and key in found.offsets else None
+        return found if found is not None and ok and key in found.offsets else None
 
     row = wait_for(
         synced,

@@ -9,6 +9,7 @@ import time
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from django.conf import settings
 
+from infra import consuming
 from infra.kafka_admin import KafkaAdminError
 
 from .runner import StepFailed
@@ -68,12 +69,12 @@ def read_partitions(config: dict[str, str], topic: str, partitions: int) -> list
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(ended) < partitions:
-            msg = consumer.poll(1.0)
+            msg = consuming.poll(consumer, 1.0)
             if msg is None:
                 continue
-            if msg.error():
-                if msg.error().code() != KafkaError._PARTITION_EOF:
-                    raise StepFailed("records", msg.error().str())
+            if error := msg.error():
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise StepFailed("records", error.str())
                 ended.add(msg.partition())
                 continue
             records.append((msg.partition(), msg.offset(), msg.value(), msg.headers() or []))
@@ -103,17 +104,17 @@ def consume_as_group(
         consumer.subscribe([topic])
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (count is None or len(values) < count):
-            msg = consumer.poll(1.0)
+            msg = consuming.poll(consumer, 1.0)
             if msg is None:
                 continue
-            if msg.error():
-                if msg.error().code() != KafkaError._PARTITION_EOF:
-                    raise StepFailed("records", msg.error().str())
+            if error := msg.error():
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise StepFailed("records", error.str())
                 ended.add(msg.partition())
                 if count is None and len(ended) == partitions:
                     break
                 continue
-            values.append(msg.value())
+            values.append(msg.value() or b"")
         if values:
             consumer.commit(asynchronous=False)
     finally:

@@ -116,10 +116,11 @@ def truncate_and_restore(c: Context) -> str:
 
 def _both(c: Context) -> tuple[list, list]:
     """Each cluster's (partition, offset, value) of every record of the topic."""
-    return tuple(
+    source, destination = (
         [r[:3] for r in clients.read_partitions(clients.ordinary(x), c.names["topic"], PARTITIONS)]
         for x in (c.source, c.destination)
     )
+    return source, destination
 
 
 def _same_on_both(c: Context, count: int) -> str:

@@ -19,6 +19,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -36,9 +37,9 @@ log = logging.getLogger(__name__)
 class StepFailed(Exception):
     """A step's check did not hold: what was expected, and what was seen instead."""
 
-    def __init__(self, expected: str, seen: str):
+    def __init__(self, expected: str, seen: object):
         super().__init__(f"Expected {expected}; saw {seen}.")
-        self.expected, self.seen = expected, seen
+        self.expected, self.seen = expected, str(seen)
 
 
 @dataclass
@@ -50,8 +51,15 @@ class Context:
     source: KafkaCluster
     destination: KafkaCluster
     names: dict[str, str]
-    link: ClusterLink | None = None
-    kept: dict[str, object] = field(default_factory=dict)
+    made: ClusterLink | None = None  # the run's link, once its first step made it
+    kept: dict[str, Any] = field(default_factory=dict)  # JSON, as the run stores it
+
+    @property
+    def link(self) -> ClusterLink:
+        """The run's link, for the steps after the one that makes it."""
+        if self.made is None:
+            raise StepFailed("the run's link", "none: the step that makes it did not")
+        return self.made
 
 
 @dataclass(frozen=True)
@@ -162,6 +170,7 @@ def claim(run: ScenarioRun, how: str, actor: audit.Actor) -> ScenarioRun:
             raise conflict("The run is busy with a step; wait until it is done.")
         raise conflict(f"The run has ended ({run.status}); start a new one.")
     if how == RETRY:
+        assert failed is not None  # (refused above otherwise)
         _finish(failed, ScenarioStep.Status.PENDING, "")
     audit.record(
         actor,
@@ -233,7 +242,7 @@ def _context(run: ScenarioRun, actor: audit.Actor) -> Context:
         source=KafkaCluster.objects.get(name=run.names["source cluster"]),
         destination=destination,
         names=run.names,
-        link=ClusterLink.objects.filter(
+        made=ClusterLink.objects.filter(
             destination=destination, name=run.names.get("link", "")
         ).first(),
         kept=dict(run.kept),

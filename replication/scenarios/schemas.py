@@ -45,7 +45,11 @@ def _users(version: int) -> list[dict]:
     genders = ("FEMALE", "MALE", "OTHER")
     users = []
     for i in range(RECORDS):
-        user = {"userid": f"User_{i}", "regionid": f"Region_{i % 9 + 1}", "gender": genders[i % 3]}
+        user: dict[str, str | int] = {
+            "userid": f"User_{i}",
+            "regionid": f"Region_{i % 9 + 1}",
+            "gender": genders[i % 3],
+        }
         if version == 2:
             user["registertime"] = 1_500_000_000_000 + i
         users.append(user)
@@ -123,8 +127,8 @@ def consume_as_it_evolves(c: Context) -> str:
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
-            if msg.error():
-                raise StepFailed("records", msg.error().str())
+            if error := msg.error():
+                raise StepFailed("records", error.str())
             try:
                 read.append(deserialize(msg.value(), context))
             except Exception as exc:  # what the deserializer says: the schema was missing
@@ -154,6 +158,7 @@ def consume_as_it_evolves(c: Context) -> str:
 def same_ids(c: Context) -> str:
     subject = f"{c.names['topic']}-value"
     source, destination = c.source.schema_registry(), c.destination.schema_registry()
+    assert source is not None and destination is not None  # the scenario's clusters have one
     try:
         here = [source.version(subject, v) for v in source.versions(subject)]
         there = [destination.version(subject, v) for v in destination.versions(subject)]

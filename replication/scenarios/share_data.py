@@ -59,7 +59,7 @@ def create_link(c: Context) -> str:
 
 def create_link_with(c: Context, configs: dict[str, str]) -> str:
     """The run's link from the source cluster, over its registered connection."""
-    c.link = links.create_link(c.actor, c.destination, c.names["link"], configs, source=c.source)
+    c.made = links.create_link(c.actor, c.destination, c.names["link"], configs, source=c.source)
     cluster_id = cluster_admin(c.source).describe_cluster().cluster_id
     if c.link.source_cluster_id != cluster_id:
         raise StepFailed(f"a link to cluster {cluster_id}", c.link.source_cluster_id)
@@ -199,7 +199,7 @@ def cleanup(c: Context) -> list[str]:
     """Remove the run's link and topics; returns what could not be removed."""
     left = []
     link = (
-        c.link
+        c.made
         or ClusterLink.objects.filter(destination=c.destination, name=c.names["link"]).first()
     )
     if link is not None:

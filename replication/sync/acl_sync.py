@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from enum import Enum
 
 from confluent_kafka.admin import AclBinding
 
@@ -39,11 +40,16 @@ def enabled(link: ClusterLink) -> bool:
     return link.config("acl.sync.enable") == "true"
 
 
+def _name(value: Enum | str | int) -> str:
+    """An ACL enum's name (confluent-kafka's stubs allow text or a number there too)."""
+    return value.name if isinstance(value, Enum) else str(value)
+
+
 def describe(binding: AclBinding) -> str:
     """An ACL in the words of `kafka-acls --list`."""
     return (
-        f"{binding.permission_type.name} {binding.principal} {binding.operation.name} from host "
-        f"{binding.host} on {binding.restype.name} {binding.resource_pattern_type.name} "
+        f"{_name(binding.permission_type)} {binding.principal} {_name(binding.operation)} from "
+        f"host {binding.host} on {_name(binding.restype)} {_name(binding.resource_pattern_type)} "
         f"{binding.name!r}"
     )
 

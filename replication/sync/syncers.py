@@ -68,7 +68,7 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
     destination = destination_admin(link)
     _follow_topics(link, now, source, destination, metadata_due, configs_due)
     # Each marked as run before it runs: one that fails waits its interval, not a second.
-    for due, stamp, syncer, work in (
+    for due, stamp, syncer, sync in (
         (
             offsets_due,
             "offsets_synced_at",
@@ -80,7 +80,7 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
     ):
         if due:
             ClusterLink.objects.filter(pk=link.pk).update(**{stamp: now})
-            _run(link, syncer, work)
+            _run(link, syncer, sync)
     if waited:
         _run(link, SCHEMAS, lambda: schema_links.sync_link_schemas(link, waited))
 

@@ -123,6 +123,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"The command-line tools use {path}.")
                 return
         admin = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
+        assert admin is not None  # made by this command's first step
         actor = audit.Actor.system("setup_demo")
         for stale in admin.api_tokens.filter(name=CLI_TOKEN_NAME):
             revoke_token(actor, stale)
