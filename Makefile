@@ -108,6 +108,7 @@ lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-logo
+	$(VENV)/bin/mypy
 
 format:
 	$(VENV)/bin/ruff format .
