@@ -12,6 +12,9 @@ Whoever writes something the engine's loop (`engine_wake_channel`) or the slots'
 every second regardless, so a message lost (Redis restarting) only delays, and an idle engine
 wakes once a second instead of five times.
 
+What each key holds is a TypedDict below (`MirrorSet`, `Assignment`, `SlotReport`,
+`LinkHeartbeat`, ...): both ends build and read the same shapes.
+
 Redis holds nothing that cannot be rebuilt: the console republishes links and mirror sets every
 few seconds, the engine its epochs and assignments every loop, and a slot finds where each
 partition stands from the destination cluster.
@@ -39,7 +42,8 @@ SPEC_ENV = "ISTHMUS_ENGINE_SPEC"
 
 # --- what the keys hold ----------------------------------------------------------------------
 # The shapes of the JSON values, defined once for both ends (TypedDicts of the standard library:
-# executors have nothing else). The console writes the first few, the engine the rest.
+# executors have nothing else). The console writes the engine's settings, the link specs and the
+# mirror sets; the engine, its slots and their copiers write the rest.
 
 
 class EngineSpec(TypedDict):
