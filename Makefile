@@ -18,20 +18,19 @@ WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
 # sync's do).
 # (Not the schema links': the registries keep schemas in PostgreSQL then, and a second sync of
 # a subject with references answers one fewer subject there; to be looked into.)
+# On PostgreSQL beside the fast tier: the integration tests of what the database itself decides
+# (concurrent writes racing for one object, a burst of API calls) and its devstack part.
 POSTGRES_TESTS := tests/unit tests/db --ignore=tests/db/test_schema_links.py \
-	tests/integration/test_api.py \
 	tests/integration/test_races.py tests/integration/test_api_burst.py \
-	tests/integration/test_approvals.py tests/integration/test_links.py \
-	tests/integration/test_audit_required.py tests/integration/test_devstack.py \
-	tests/integration/test_offset_sync.py
+	tests/integration/test_devstack.py
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
 	test-faults lint format bench soak docs
 
 help:
 	@echo "make demo    set up, start the embedded stack and the console on http://127.0.0.1:8000"
-	@echo "make test    set up and run the tests (starts the clusters if they are not running),"
-	@echo "             then the domain and API tests again on PostgreSQL (make test-postgres)"
+	@echo "make test    set up and run the tests (starts the clusters if they are not running):"
+	@echo "             the Kafka tier on SQLite, the fast tier on PostgreSQL (make test-postgres)"
 	@echo "make test-faults  the fault tests on three-broker clusters (a stack of their own)"
 	@echo "make down    stop everything 'make demo' started"
 	@echo "make status  show each part of the stack"
@@ -122,14 +121,15 @@ format:
 docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-# The whole suite on SQLite, then the domain and API tests on the devstack's PostgreSQL; each in
-# parallel workers, then the tests that stop shared brokers or Redis alone (tests/suite.py).
+# The Kafka tier on SQLite (with the tests that stop shared brokers or Redis beside, on a stack
+# of their own), then the fast tier, measured by coverage.py, and the database's own
+# integration tests on the devstack's PostgreSQL (tests/suite.py).
 test: setup setup-postgres lint
-	ISTHMUS_DB=sqlite $(PY) -m tests.suite
+	ISTHMUS_DB=sqlite $(PY) -m tests.suite --tiers kafka
 	$(MAKE) --no-print-directory test-postgres
 
 test-postgres: setup-postgres
-	ISTHMUS_DB=postgres ISTHMUS_TEST_COVERAGE=1 $(PY) -m tests.suite $(POSTGRES_TESTS)
+	ISTHMUS_DB=postgres $(PY) -m tests.suite --coverage $(POSTGRES_TESTS)
 
 # Brokers killed and restarted under running mirrors, on two three-broker clusters of their own
 # (ports shifted by 2000, state in var/faults-stack/), started and stopped by the session.

@@ -1,22 +1,23 @@
-"""`make test`'s runner. The tests that stop brokers or Redis (marked `serial`) run one after
-another on a second stack of their own (ports shifted by ISTHMUS_DEVSTACK_PORT_OFFSET, state in
-var/serial-stack/), so no other test, and no `make demo` running beside, sees their outages.
-(On two stacks at once, beside the others on 2 cores, two of them did not see their engine copy
-within minutes.)
-Beside them, on the embedded stack (which starts once for all of them), the others run in
-parallel workers (pytest-xdist, a module to a worker). With ISTHMUS_TEST_COVERAGE set, the fast
-tier (tests/unit and tests/db, no cluster) runs first under coverage.py, which reports the line
-coverage of the cutover and mirror modules, then the tests that need the clusters, Spark or
-Chromium (marked `kafka`): `make test` does so on its PostgreSQL run, which has the whole fast
-tier. Each stack stops at the end if it was not up before.
+"""`make test`'s runner, by tiers. The fast tier (tests/unit and tests/db: no cluster) runs
+in parallel workers (pytest-xdist, a module to a worker), with --coverage under coverage.py,
+which reports the line coverage of the cutover and mirror modules. The Kafka tier (the tests
+marked `kafka`: clusters, Spark, Chromium) runs in parallel workers on the embedded stack,
+which starts once for all of them. Beside it, the tests that stop brokers or Redis (marked
+`serial`) run one after another on a second stack of their own (ports shifted by
+ISTHMUS_DEVSTACK_PORT_OFFSET, state in var/serial-stack/), so no other test, and no
+`make demo` running beside, sees their outages. (On two stacks at once, beside the others on
+2 cores, two of them did not see their engine copy within minutes.) Each stack stops at the
+end if it was not up before.
 
-    python -m tests.suite [pytest arguments, e.g. the test files to run]
+    python -m tests.suite [--tiers fast,kafka] [--coverage] [pytest arguments, e.g. files]
 
+`make test` runs the Kafka tier on SQLite and the fast tier on PostgreSQL, each once.
 ISTHMUS_TEST_WORKERS sets the number of parallel workers (default 2).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -38,14 +39,34 @@ COVERED = [
 ]
 
 
-def main(args: list[str]) -> int:
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.suite")
+    parser.add_argument("--tiers", default="fast,kafka", help="fast, kafka or both (default)")
+    parser.add_argument("--coverage", action="store_true", help="measure the fast tier")
+    options, args = parser.parse_known_args(argv)
+    tiers = set(options.tiers.split(","))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     django.setup()
+    pytest = [sys.executable, "-m", "pytest", *args]
+    parallel = [*pytest, "-n", os.environ.get("ISTHMUS_TEST_WORKERS", "2"), "--dist=loadfile"]
+    codes = []
+    if "fast" in tiers:
+        measured = COVERAGE if options.coverage else []
+        codes.append(subprocess.call([*parallel, "-m", "not kafka", *measured]))
+        if options.coverage and codes[-1] == 0:
+            subprocess.call([sys.executable, "-m", "coverage", "report", *COVERED])
+    if "kafka" in tiers:
+        codes += _kafka_tier(pytest, parallel)
+    failed = (rc for rc in codes if rc not in (0, NO_TESTS_COLLECTED))
+    return next(failed, 0)
+
+
+def _kafka_tier(pytest: list[str], parallel: list[str]) -> list[int]:
+    """The Kafka tier in parallel workers, and beside it the serial tests on a stack of their
+    own; their return codes."""
     from devstack.stack import Stack
     from tests.shared_stack import parts_of, shared_stack
 
-    pytest = [sys.executable, "-m", "pytest", *args]
-    workers = os.environ.get("ISTHMUS_TEST_WORKERS", "2")
     serial_var = settings.VAR_DIR / "serial-stack"
     serial_env = {
         **os.environ,
@@ -62,20 +83,11 @@ def main(args: list[str]) -> int:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        parallel = [*pytest, "-n", workers, "--dist=loadfile"]
-        fast = 0
-        if os.environ.get("ISTHMUS_TEST_COVERAGE"):  # the fast tier first, measured
-            fast = subprocess.call([*parallel, "-m", "not kafka", *COVERAGE])
-            if fast == 0:
-                subprocess.call([sys.executable, "-m", "coverage", "report", *COVERED])
-            slow = subprocess.call([*parallel, "-m", "kafka and not serial and not faults"])
-        else:  # the fast tests fill the gaps where the others wait on brokers
-            slow = subprocess.call([*parallel, "-m", "not serial and not faults"])
+        slow = subprocess.call([*parallel, "-m", "kafka and not serial and not faults"])
         alone.wait()
     print(f"\nThe tests that stop brokers or Redis, on a stack of their own ({serial_log}):")
     print(Path(serial_log).read_text(errors="replace"), flush=True)
-    failed = (rc for rc in (fast, slow, alone.returncode) if rc not in (0, NO_TESTS_COLLECTED))
-    return next(failed, 0)
+    return [slow, alone.returncode]
 
 
 if __name__ == "__main__":
