@@ -20,7 +20,7 @@ WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
 # a subject with references answers one fewer subject there; to be looked into.)
 # On PostgreSQL beside the fast tier: the integration tests of what the database itself decides
 # (concurrent writes racing for one object, a burst of API calls) and its devstack part.
-POSTGRES_TESTS := tests/unit tests/db --ignore=tests/db/test_schema_links.py \
+POSTGRES_TESTS := tests/unit tests/db \
 	tests/integration/test_races.py tests/integration/test_api_burst.py \
 	tests/integration/test_devstack.py
 

@@ -77,6 +77,11 @@ class SubjectSync:
         return not self.conflicts and not self.error
 
 
+# Versions as registries gave them alone, by (registry, subject, number, id): see Snapshot.whole.
+_WHOLE: dict[tuple[str, str, int, int | None], SchemaVersion] = {}
+WHOLE_KEPT = 10_000
+
+
 class Snapshot:
     """A registry as one run reads it: every version of every subject, soft-deleted ones too,
     in two listings (a few requests, whatever the number of subjects). What the run writes is
@@ -88,7 +93,7 @@ class Snapshot:
         # Compatibility levels an earlier run gave its subjects: not read again while the
         # source's stays the same (a promote checks them: `_make_writable`).
         self.levels = levels or {}
-        self.read: dict[tuple[str, int], SchemaVersion] = {}
+        self.read: dict[tuple[str, str, int, int | None], SchemaVersion] = {}
         self.every: dict[str, dict[int, SchemaVersion]] = {}
         self.by_id: dict[int, SchemaVersion] = {}
         for version in registry.listing(deleted=True):
@@ -113,10 +118,19 @@ class Snapshot:
 
     def whole(self, subject: str, number: int) -> SchemaVersion:
         """A version as the registry gives it alone: some registries' listings leave the
-        references out (AxonOps on PostgreSQL does), and a version is registered with them."""
-        key = (subject, number)
+        references out (AxonOps on PostgreSQL does), and a version is registered with them.
+        One the listing has is read once per process (a version never changes; its id tells
+        it from one registered anew under the same number after a delete for good)."""
+        listed = self.every.get(subject, {}).get(number)
+        key = (self.registry.url, subject, number, listed.id if listed else None)
+        if listed is not None and key in _WHOLE:
+            return _WHOLE[key]
         if key not in self.read:
             self.read[key] = self.registry.version(subject, number, deleted=True)
+            if listed is not None:
+                if len(_WHOLE) >= WHOLE_KEPT:
+                    _WHOLE.clear()
+                _WHOLE[key] = self.read[key]
         return self.read[key]
 
     def confirm(self, subject: str) -> tuple[list[int], list[int]]:
@@ -135,7 +149,7 @@ def referenced(source: Snapshot, subjects: list[str]) -> list[str]:
             return
         seen.add(subject)
         for number in source.versions(subject)[0]:
-            for ref in source.version(subject, number).references:
+            for ref in source.whole(subject, number).references:  # (listings may lack them)
                 visit(ref.subject)
         ordered.append(subject)
 
