@@ -10,9 +10,11 @@ import binascii
 import json
 from collections.abc import Callable
 from functools import wraps
+from typing import NoReturn, cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -21,7 +23,7 @@ from console.access import CHOOSING_PASSWORD, POLICY, can
 from console.api.schemas import Error, respond
 from replication import audit, text
 from replication.errors import ReplicationError
-from replication.models import KafkaCluster
+from replication.models import ApiToken, KafkaCluster
 from replication.tokens import authenticate, is_token
 
 # HTTP status -> the v3 envelope's error_code (40002 is Kafka REST's "invalid request").
@@ -61,6 +63,14 @@ def no_content() -> HttpResponse:
     return HttpResponse(status=204)
 
 
+class ApiRequest(HttpRequest):
+    """A request as the API sees it once `endpoint` let it in: the API token it came with (None
+    for a browser session) and the cluster its root serves (None under /kafka/v3)."""
+
+    api_token: ApiToken | None
+    cluster_root: KafkaCluster | None
+
+
 class _CsrfCheck(CsrfViewMiddleware):
     """Django's own CSRF check, reporting why it refused instead of answering."""
 
@@ -68,13 +78,18 @@ class _CsrfCheck(CsrfViewMiddleware):
         return reason
 
 
-_CSRF = _CsrfCheck(lambda _: HttpResponse())
+def _checked_view(request: HttpRequest) -> HttpResponse:
+    """What the CSRF check is asked about: a view that is not exempt."""
+    return HttpResponse()
+
+
+_CSRF = _CsrfCheck(_checked_view)
 
 
 def _csrf_failure(request: HttpRequest) -> str | None:
     """Why a session-authenticated call fails the CSRF check, if it does."""
     _CSRF.process_request(request)
-    return _CSRF.process_view(request, None, (), {})
+    return cast("str | None", _CSRF.process_view(request, _checked_view, (), {}))  # (_reject)
 
 
 def _basic_credentials(value: str) -> tuple[str, str]:
@@ -87,7 +102,7 @@ def _basic_credentials(value: str) -> tuple[str, str]:
     return username, password
 
 
-def _refuse_credentials(request: HttpRequest, claimed: str, message: str) -> None:
+def _refuse_credentials(request: HttpRequest, claimed: str, message: str) -> NoReturn:
     """A call with credentials that do not hold: audited (by whom it claimed to be), then 401."""
     audit.refused(
         audit.Actor(
@@ -102,7 +117,7 @@ def _refuse_credentials(request: HttpRequest, claimed: str, message: str) -> Non
     raise ApiError(401, message)
 
 
-def _authenticate(request: HttpRequest) -> None:
+def _authenticate(request: ApiRequest) -> None:
     """A bearer token, Basic with the user's name and one of their API tokens as the password
     (as Confluent's tools and `curl -u` send), or the browser session with its CSRF check."""
     scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
@@ -152,7 +167,7 @@ def _check_session(request: HttpRequest) -> None:
         raise ApiError(403, message)
 
 
-def _enter_root(request: HttpRequest, kwargs: dict) -> None:
+def _enter_root(request: ApiRequest, kwargs: dict) -> None:
     """Under a cluster's own root (/kafka/<name>/v3/…), only that cluster is served."""
     request.cluster_root = None
     name = kwargs.pop("cluster_root", None)
@@ -185,7 +200,7 @@ def _refuse_repeated_parameters(request: HttpRequest) -> None:
         )
 
 
-def root_clusters(request: HttpRequest):
+def root_clusters(request: ApiRequest) -> QuerySet[KafkaCluster]:
     """The clusters the request's root serves: its own cluster, or all of them."""
     if request.cluster_root is not None:
         return KafkaCluster.objects.filter(pk=request.cluster_root.pk)
