@@ -51,160 +51,167 @@ def _reader(config: dict[str, str], group: str, committed: bool = True) -> Consu
     )
 
 
-def copy_range(
-    config: dict[str, str],
-    topic: str,
-    partition: int,
-    start: int,
-    end: int,
-    target: str,
-    more_headers: Callable[[int, int], Headers] = lambda offset, timestamp: [],
-    timeout_s: float = 60,
-    progress: Callable[[], None] = lambda: None,
-) -> tuple[int, int]:
-    """Copy the committed records of `topic`[`partition`] at offsets `start` <= o < `end` into
-    `target`[`partition`], in order, once each (idempotent producer, all in-sync replicas);
-    `more_headers(offset, timestamp)` adds headers to each; `progress()` is called before each
-    record and at least every second while waiting (it may raise to stop the copy). Returns
-    (records, bytes) copied."""
-    if end <= start:
-        return 0, 0
-    consumer = _reader(config, f"isthmus-copy-{topic}-{partition}")
-    producer = Producer({**config, "enable.idempotence": True, "acks": "all", "linger.ms": 20})
-    failures: list[KafkaError] = []
-    records = size = 0
-    try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        position, waited_since = start, time.monotonic()
-        while position < end:
-            progress()  # (cheap: the caller's lease asks Redis at most once a second)
-            msg = consuming.poll(consumer, 1.0)
-            if msg is None:
-                if time.monotonic() - waited_since > timeout_s:
-                    raise RuntimeError(
-                        f"no record of {topic}[{partition}] at offset {position} within "
-                        f"{timeout_s:.0f} s"
-                    )
-                continue
-            waited_since = time.monotonic()
-            if error := msg.error():
-                if error.code() == KafkaError._PARTITION_EOF:
-                    break  # the rest was transaction markers or compacted away
-                raise KafkaException(error)
-            if msg.offset() >= end:
-                break
-            position = msg.offset() + 1
-            _, timestamp = msg.timestamp()
-            producer.produce(
-                target,
-                key=msg.key(),
-                value=msg.value(),
-                partition=partition,
-                timestamp=timestamp,
-                headers=[*(msg.headers() or []), *more_headers(msg.offset(), timestamp)],
-                on_delivery=partial(_note_failure, failures),
-            )
-            producer.poll(0)
-            records += 1
-            size += len(msg.key() or b"") + len(msg.value() or b"")
-        if producer.flush(timeout_s) or failures:
-            raise KafkaException(failures[0] if failures else KafkaError(KafkaError._TIMED_OUT))
-    finally:
-        consumer.close()
-    return records, size
+class Records:
+    """Record-level work on one cluster, by its client config: what
+    `replication.connections.records` gives the domain (the database tests choose an in-memory
+    one with the setting ISTHMUS_KAFKA_RECORDS)."""
 
+    def __init__(self, config: dict[str, str]):
+        self.config = config
 
-def placeholders(
-    config: dict[str, str],
-    topic: str,
-    partition: int,
-    count: int,
-    progress: Callable[[], None] = lambda: None,
-) -> None:
-    """Write `count` empty records (an empty key, so a compacted topic takes them too) to
-    `topic`[`partition`]: deleted right after, they only move its offsets on, so the records
-    written next land at the offsets they must have. `progress()` as in `copy_range`."""
-    if count <= 0:
-        return
-    producer = Producer(
-        {
-            **config,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 20,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.messages": 1_000_000,
-        }
-    )
-    failures: list[KafkaError] = []
-    for i in range(count):
-        while True:
-            try:
+    def copy_range(
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        target: str,
+        more_headers: Callable[[int, int], Headers] = lambda offset, timestamp: [],
+        timeout_s: float = 60,
+        progress: Callable[[], None] = lambda: None,
+    ) -> tuple[int, int]:
+        """Copy the committed records of `topic`[`partition`] at offsets `start` <= o < `end` into
+        `target`[`partition`], in order, once each (idempotent producer, all in-sync replicas);
+        `more_headers(offset, timestamp)` adds headers to each; `progress()` is called before each
+        record and at least every second while waiting (it may raise to stop the copy). Returns
+        (records, bytes) copied."""
+        if end <= start:
+            return 0, 0
+        consumer = _reader(self.config, f"isthmus-copy-{topic}-{partition}")
+        producer = Producer(
+            {**self.config, "enable.idempotence": True, "acks": "all", "linger.ms": 20}
+        )
+        failures: list[KafkaError] = []
+        records = size = 0
+        try:
+            consumer.assign([TopicPartition(topic, partition, start)])
+            position, waited_since = start, time.monotonic()
+            while position < end:
+                progress()  # (cheap: the caller's lease asks Redis at most once a second)
+                msg = consuming.poll(consumer, 1.0)
+                if msg is None:
+                    if time.monotonic() - waited_since > timeout_s:
+                        raise RuntimeError(
+                            f"no record of {topic}[{partition}] at offset {position} within "
+                            f"{timeout_s:.0f} s"
+                        )
+                    continue
+                waited_since = time.monotonic()
+                if error := msg.error():
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        break  # the rest was transaction markers or compacted away
+                    raise KafkaException(error)
+                if msg.offset() >= end:
+                    break
+                position = msg.offset() + 1
+                _, timestamp = msg.timestamp()
                 producer.produce(
-                    topic,
-                    key=b"",
+                    target,
+                    key=msg.key(),
+                    value=msg.value(),
                     partition=partition,
+                    timestamp=timestamp,
+                    headers=[*(msg.headers() or []), *more_headers(msg.offset(), timestamp)],
                     on_delivery=partial(_note_failure, failures),
                 )
-                break
-            except BufferError:  # the local queue is full: let deliveries drain it
-                producer.poll(0.1)
-        if i % 10_000 == 0:
-            producer.poll(0)
-            progress()
-    if producer.flush(60) or failures:
-        raise KafkaException(failures[0] if failures else KafkaError(KafkaError._TIMED_OUT))
+                producer.poll(0)
+                records += 1
+                size += len(msg.key() or b"") + len(msg.value() or b"")
+            if producer.flush(timeout_s) or failures:
+                raise KafkaException(failures[0] if failures else KafkaError(KafkaError._TIMED_OUT))
+        finally:
+            consumer.close()
+        return records, size
 
+    def placeholders(
+        self,
+        topic: str,
+        partition: int,
+        count: int,
+        progress: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Write `count` empty records (an empty key, so a compacted topic takes them too) to
+        `topic`[`partition`]: deleted right after, they only move its offsets on, so the records
+        written next land at the offsets they must have. `progress()` as in `copy_range`."""
+        if count <= 0:
+            return
+        producer = Producer(
+            {
+                **self.config,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 20,
+                "batch.size": 1_000_000,
+                "queue.buffering.max.messages": 1_000_000,
+            }
+        )
+        failures: list[KafkaError] = []
+        for i in range(count):
+            while True:
+                try:
+                    producer.produce(
+                        topic,
+                        key=b"",
+                        partition=partition,
+                        on_delivery=partial(_note_failure, failures),
+                    )
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.1)
+            if i % 10_000 == 0:
+                producer.poll(0)
+                progress()
+        if producer.flush(60) or failures:
+            raise KafkaException(failures[0] if failures else KafkaError(KafkaError._TIMED_OUT))
 
-def holds_records(
-    config: dict[str, str], topic: str, partition: int, start: int, end: int, timeout_s: float = 30
-) -> bool:
-    """Whether `topic`[`partition`] holds a committed record at an offset `start` <= o < `end`
-    (transaction markers and aborted records are not records)."""
-    if end <= start:
-        return False
-    consumer = _reader(config, f"isthmus-check-{topic}-{partition}")
-    try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            msg = consuming.poll(consumer, 1.0)
-            if msg is None:
-                continue
-            if error := msg.error():
-                if error.code() == KafkaError._PARTITION_EOF:
-                    return False
-                raise KafkaException(error)
-            return msg.offset() < end
-        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"reading {topic}[{partition}]"))
-    finally:
-        consumer.close()
-
-
-def read_head(
-    config: dict[str, str], topic: str, partitions: int, limit: int, timeout_s: float = 30
-) -> list[Consumed]:
-    """Up to `limit` committed records of `topic` from the start of each of its `partitions`
-    (confluent-kafka messages), in partition and offset order."""
-    consumer = _reader(config, f"isthmus-read-{topic}")
-    found: list[Consumed] = []
-    ended: set[int] = set()
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        deadline = time.monotonic() + timeout_s
-        while len(ended) < partitions and len(found) < limit and time.monotonic() < deadline:
-            msg = consuming.poll(consumer, 1.0)
-            if msg is None:
-                continue
-            if error := msg.error():
-                if error.code() != KafkaError._PARTITION_EOF:
+    def holds_records(
+        self, topic: str, partition: int, start: int, end: int, timeout_s: float = 30
+    ) -> bool:
+        """Whether `topic`[`partition`] holds a committed record at an offset `start` <= o < `end`
+        (transaction markers and aborted records are not records)."""
+        if end <= start:
+            return False
+        consumer = _reader(self.config, f"isthmus-check-{topic}-{partition}")
+        try:
+            consumer.assign([TopicPartition(topic, partition, start)])
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                msg = consuming.poll(consumer, 1.0)
+                if msg is None:
+                    continue
+                if error := msg.error():
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        return False
                     raise KafkaException(error)
-                ended.add(msg.partition())
-                continue
-            found.append(msg)
-    finally:
-        consumer.close()
-    return sorted(found, key=lambda m: (m.partition(), m.offset()))
+                return msg.offset() < end
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"reading {topic}[{partition}]"))
+        finally:
+            consumer.close()
+
+    def read_head(
+        self, topic: str, partitions: int, limit: int, timeout_s: float = 30
+    ) -> list[Consumed]:
+        """Up to `limit` committed records of `topic` from the start of each of its `partitions`
+        (confluent-kafka messages), in partition and offset order."""
+        consumer = _reader(self.config, f"isthmus-read-{topic}")
+        found: list[Consumed] = []
+        ended: set[int] = set()
+        try:
+            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+            deadline = time.monotonic() + timeout_s
+            while len(ended) < partitions and len(found) < limit and time.monotonic() < deadline:
+                msg = consuming.poll(consumer, 1.0)
+                if msg is None:
+                    continue
+                if error := msg.error():
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(error)
+                    ended.add(msg.partition())
+                    continue
+                found.append(msg)
+        finally:
+            consumer.close()
+        return sorted(found, key=lambda m: (m.partition(), m.offset()))
 
 
 @dataclass(frozen=True)
@@ -275,37 +282,3 @@ def read_ranges(
     finally:
         consumer.close()
     return found
-
-
-class Records:
-    """The record-level calls above on one cluster, by its client config: what
-    `replication.connections.records` gives the domain (the database tests choose an in-memory
-    one with the setting ISTHMUS_KAFKA_RECORDS)."""
-
-    def __init__(self, config: dict[str, str]):
-        self.config = config
-
-    def copy_range(
-        self,
-        topic: str,
-        partition: int,
-        start: int,
-        end: int,
-        target: str,
-        more_headers: Callable[[int, int], Headers] = lambda offset, timestamp: [],
-        progress: Callable[[], None] = lambda: None,
-    ) -> tuple[int, int]:
-        return copy_range(
-            self.config, topic, partition, start, end, target, more_headers, progress=progress
-        )
-
-    def placeholders(
-        self, topic: str, partition: int, count: int, progress: Callable[[], None] = lambda: None
-    ) -> None:
-        placeholders(self.config, topic, partition, count, progress)
-
-    def holds_records(self, topic: str, partition: int, start: int, end: int) -> bool:
-        return holds_records(self.config, topic, partition, start, end)
-
-    def read_head(self, topic: str, partitions: int, limit: int) -> list[Consumed]:
-        return read_head(self.config, topic, partitions, limit)

@@ -123,15 +123,12 @@ class Snapshot:
         it from one registered anew under the same number after a delete for good)."""
         listed = self.every.get(subject, {}).get(number)
         key = (self.registry.url, subject, number, listed.id if listed else None)
-        if listed is not None and key in _WHOLE:
-            return _WHOLE[key]
-        if key not in self.read:
-            self.read[key] = self.registry.version(subject, number, deleted=True)
-            if listed is not None:
-                if len(_WHOLE) >= WHOLE_KEPT:
-                    _WHOLE.clear()
-                _WHOLE[key] = self.read[key]
-        return self.read[key]
+        kept = _WHOLE if listed is not None else self.read
+        if key not in kept:
+            if len(kept) >= WHOLE_KEPT:
+                kept.clear()
+            kept[key] = self.registry.version(subject, number, deleted=True)
+        return kept[key]
 
     def confirm(self, subject: str) -> tuple[list[int], list[int]]:
         """The subject's versions as the registry says now."""

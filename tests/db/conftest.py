@@ -13,7 +13,7 @@ from django.test import override_settings
 
 from devstack import kafka, registry
 from replication import translations
-from replication.models import ClusterLink, KafkaCluster, MergeFlow
+from replication.models import ClusterLink, KafkaCluster, MergeFlow, MirrorTopic
 from tests import memory_kafka
 from tests.shared_stack import shared_stack
 
@@ -86,6 +86,32 @@ def make_link(registered_clusters):
             name or f"link-{uuid.uuid4().hex[:8]}",
             {"bootstrap.servers": kafka.SOURCE.bootstrap, **(configs or {})},
         )
+
+    return make
+
+
+@pytest.fixture
+def memory_mirror(bidirectional, make_topic, topic_name, memory_clusters):
+    """A mirror of a new source topic over a new bidirectional link: (the link's half into the
+    destination, the mirror). Each partition holds `records` on both clusters: no engine copies
+    here, so the destination's own records stand for the copy."""
+
+    def make(
+        records: int = 0,
+        partitions: int = 1,
+        topic_configs: dict[str, str] | None = None,
+        **link_configs: str,
+    ) -> tuple[ClusterLink, MirrorTopic]:
+        from replication import audit
+        from replication.mirrors import create_mirror
+
+        make_topic(kafka.SOURCE, topic_name, partitions, **(topic_configs or {}))
+        link = bidirectional(**link_configs)
+        mirror = create_mirror(audit.Actor.system("tests"), link, topic_name)
+        for cluster in (memory_clusters["source"], memory_clusters["destination"]):
+            for p in range(partitions):
+                cluster.produce(topic_name, p, records)
+        return link, mirror
 
     return make
 

@@ -70,7 +70,7 @@ def test_a_lagging_promote_is_refused_by_partition_and_a_caught_up_one_stops_the
     [refused] = promote.stop_mirrors(_admin(users), link, [topic_name], promote.PROMOTE)
 
     assert refused.status == 409 and "partition 0 lags 151 records" in refused.error
-    assert "partition 1 lags 1 record." in refused.error.replace("record,", "record.")
+    assert "partition 1 lags 1 record." in refused.error
     assert _state(mirror) == State.ACTIVE
     event = AuditEvent.objects.get(action="mirror.promote", result="refused")
     assert event.message == refused.error and event.actor_name == "admin"

@@ -82,7 +82,7 @@ def quarantined(monkeypatch) -> MirrorTopic:
         state=MirrorTopic.State.ACTIVE,
         stop_report={"kind": restore.KIND, "actor": "admin", "quarantine": "orders.quarantine-1"},
     )
-    monkeypatch.setattr(kafka_copy, "read_head", lambda *args, **kwargs: RECORDS)
+    monkeypatch.setattr(kafka_copy.Records, "read_head", lambda *args, **kwargs: RECORDS)
     return mirror
 
 

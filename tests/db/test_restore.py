@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from devstack import kafka
 from replication import audit, promote, restore
 from replication.errors import ReplicationError
 from replication.links import peer_of
-from replication.mirrors import create_mirror
 from replication.models import AuditEvent, MirrorTopic
 from tests import memory_kafka
 
@@ -22,18 +20,13 @@ State = MirrorTopic.State
 
 
 @pytest.fixture
-def failed_over(bidirectional, make_topic, topic_name, memory_clusters):
+def failed_over(memory_mirror, topic_name):
     """A 2-partition topic of `records` per partition on the source, mirrored over a
     bidirectional link, copied, then failed over: (the link's half into the source, where the
-    restore runs). The engine does not run here: the copy is the destination's own records."""
+    restore runs)."""
 
-    def make(records: int = 5, **link_configs: str):
-        make_topic(kafka.SOURCE, topic_name, 2, **{"retention.ms": "86400000"})
-        link = bidirectional(**link_configs)
-        create_mirror(ACTOR, link, topic_name)
-        for cluster in (memory_clusters["source"], memory_clusters["destination"]):
-            for p in (0, 1):
-                cluster.produce(topic_name, p, records)
+    def make(records: int = 5):
+        link, _ = memory_mirror(records, 2, {"retention.ms": "86400000"})
         (outcome,) = promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
         assert outcome.state == State.STOPPED, outcome.error
         return peer_of(link)
@@ -163,9 +156,7 @@ def test_each_stored_step_is_redone_by_the_next_worker_after_one_died_in_it(
     assert source.topics[topic_name].configs["retention.ms"] == "86400000"
 
 
-def test_a_restore_is_refused_clearly_where_it_cannot_run(
-    failed_over, bidirectional, topic_name, memory_clusters, make_topic
-):
+def test_a_restore_is_refused_clearly_where_it_cannot_run(failed_over, topic_name, memory_clusters):
     peer = failed_over(records=2)
     outcomes = restore.check(peer, [topic_name, "never-mirrored"])
     assert [o.status for o in outcomes] == [200, 404]

@@ -6,14 +6,19 @@ checks are tests/integration/test_reverse.py, on real brokers."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from django.utils import timezone
 
 from devstack import kafka
 from replication import audit, reverse
 from replication.errors import ReplicationError
 from replication.links import peer_of
+from replication.mirror_states import move
 from replication.mirrors import create_mirror, pause_mirror
-from replication.models import AuditEvent, MirrorTopic
+from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.sync import syncers
 
 ACTOR = audit.Actor.system("tests")
 State = MirrorTopic.State
@@ -136,13 +141,9 @@ def test_a_reverse_fences_the_source_where_it_ends_and_swaps_the_two_sides_at_th
 
 
 def test_a_fence_written_past_is_detected_at_the_swap_and_everything_is_put_back(
-    bidirectional, make_topic, topic_name, memory_clusters
+    memory_mirror, topic_name, memory_clusters
 ):
-    make_topic(kafka.SOURCE, topic_name)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    for cluster in (memory_clusters["source"], memory_clusters["destination"]):
-        cluster.produce(topic_name, 0, 5)
+    link, mirror = memory_mirror(records=5)
     reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START)
     reverse.finish(link)  # caught up: its writer told to stop
     memory_clusters["source"].produce(topic_name, 0, 3)  # a super user writes past the fence
@@ -158,17 +159,9 @@ def test_a_fence_written_past_is_detected_at_the_swap_and_everything_is_put_back
 
 
 def test_a_reverse_whose_worker_died_before_the_fence_is_fenced_and_finished_by_the_next(
-    bidirectional, make_topic, topic_name, memory_clusters
+    memory_mirror, topic_name, memory_clusters
 ):
-    from django.utils import timezone
-
-    from replication.mirror_states import move
-
-    make_topic(kafka.SOURCE, topic_name)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    for cluster in (memory_clusters["source"], memory_clusters["destination"]):
-        cluster.produce(topic_name, 0, 4)
+    link, mirror = memory_mirror(records=4)
     # What a worker killed right after the state change leaves: no fence, no fence offsets.
     pending = {"kind": reverse.START, "prior_state": "ACTIVE", "actor": "tests", "note": ""}
     pending["requested_at"] = timezone.now().isoformat()
@@ -185,12 +178,10 @@ def test_a_reverse_whose_worker_died_before_the_fence_is_fenced_and_finished_by_
 
 
 def test_a_mirror_that_cannot_catch_up_is_put_back_and_its_source_unfenced(
-    bidirectional, make_topic, topic_name, memory_clusters, settings
+    memory_mirror, topic_name, memory_clusters, settings
 ):
     settings.STOP_TIMEOUT_S = 0
-    make_topic(kafka.SOURCE, topic_name)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
+    link, mirror = memory_mirror()
     memory_clusters["source"].produce(topic_name, 0, 5)  # and no engine copies them
 
     (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
@@ -203,11 +194,9 @@ def test_a_mirror_that_cannot_catch_up_is_put_back_and_its_source_unfenced(
 
 
 def test_a_gap_of_transaction_markers_past_the_mirrors_end_is_not_waited_for(
-    bidirectional, make_topic, topic_name, memory_clusters
+    memory_mirror, topic_name, memory_clusters
 ):
-    make_topic(kafka.SOURCE, topic_name)
-    link = bidirectional()
-    mirror = create_mirror(ACTOR, link, topic_name)
+    link, mirror = memory_mirror()
     source = memory_clusters["source"]
     source.produce(topic_name, 0, 6)
     source.compact(topic_name, 0, [4, 5])  # a commit marker and an aborted record: no records
@@ -223,28 +212,18 @@ def test_a_gap_of_transaction_markers_past_the_mirrors_end_is_not_waited_for(
 
 
 def test_consumer_offsets_follow_the_new_direction_after_a_reverse(
-    bidirectional, make_topic, topic_name, memory_clusters
+    memory_mirror, topic_name, memory_clusters
 ):
-    import json
-
-    from django.utils import timezone
-
-    from replication.models import ClusterLink
-    from replication.sync import syncers
-
     group = "reversed-group"
-    make_topic(kafka.SOURCE, topic_name, 2)
     filters = {"groupFilters": [{"name": group, "patternType": "LITERAL", "filterType": "INCLUDE"}]}
-    link = bidirectional(
+    link, _ = memory_mirror(
+        records=20,
+        partitions=2,
         **{
             "consumer.offset.sync.enable": "true",
             "consumer.offset.group.filters": json.dumps(filters),
-        }
+        },
     )
-    create_mirror(ACTOR, link, topic_name)
-    for cluster in (memory_clusters["source"], memory_clusters["destination"]):
-        cluster.produce(topic_name, 0, 20)
-        cluster.produce(topic_name, 1, 20)
     (outcome,) = reverse.reverse_mirrors(ACTOR, link, [topic_name], reverse.START, wait=True)
     assert outcome.error == ""
     peer = peer_of(link)
