@@ -63,11 +63,15 @@ def run(count: int) -> dict:  # noqa: C901
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from replication import approvals, audit, lag, read_only, streams
-    from replication.connections import cluster_admin
-    from replication.links import create_link
-    from replication.mirrors import create_mirrors
+    from replication.actions import approvals
+    from replication.core import read_only
+    from replication.engine import streams
+    from replication.governance import audit
+    from replication.kafka.connections import cluster_admin
     from replication.models import MirrorTopic
+    from replication.observe import lag
+    from replication.topics.links import create_link
+    from replication.topics.mirrors import create_mirrors
 
     system = audit.Actor.system("bench")
     clusters = register_clusters(system)

@@ -222,7 +222,7 @@ def register_clusters(actor) -> dict:
     from django.conf import settings
 
     from devstack import kafka
-    from replication.clusters import register_cluster
+    from replication.kafka.clusters import register_cluster
 
     clusters = {}
     for node in kafka.NODES:

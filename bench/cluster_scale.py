@@ -157,11 +157,13 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
     from django.db import close_old_connections
     from django.utils import timezone
 
-    from replication import audit, read_only, streams
-    from replication.connections import cluster_admin
-    from replication.links import create_link
+    from replication.core import read_only
+    from replication.engine import streams
+    from replication.governance import audit
+    from replication.kafka.connections import cluster_admin
     from replication.models import ClusterLink
     from replication.sync import syncers
+    from replication.topics.links import create_link
     from spark_jobs import control
 
     system = audit.Actor.system("bench")
@@ -245,10 +247,11 @@ def _at_scale(link) -> dict[str, float]:
     from waitress.server import create_server
 
     from console.wsgi import application
-    from replication import audit, offset_sync
-    from replication.connections import destination_admin, source_admin
+    from replication.governance import audit
+    from replication.governance.tokens import create_token
+    from replication.kafka.connections import destination_admin, source_admin
     from replication.sync import acl_sync, syncers
-    from replication.tokens import create_token
+    from replication.topics import offset_sync
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]  # the test client's
     admin = get_user_model().objects.create_superuser("bench-admin", password=None)

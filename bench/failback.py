@@ -3,8 +3,8 @@
 A topic of `--size-mb` (1 GiB by default, 1 KiB records, 4 partitions) on the source, mirrored
 over a bidirectional link: that first copy is exactly what a full re-copy costs, so it is timed
 as the baseline. Then a failover; the new primary takes 1 % more, the old primary 0.1 % that the
-mirror never got; and a truncate-and-restore of the old primary (`replication.restore`, as the
-console runs it), timed until the restored mirror has caught up. Bytes are counted where they
+mirror never got; and a truncate-and-restore of the old primary (`replication.cutover.restore`,
+as the console runs it), timed until the restored mirror has caught up. Bytes are counted where they
 move: across (from the promoted cluster, by the restored mirror's stream) and within the old
 primary's own cluster (set aside and put back). Its own database (var/bench/failback.sqlite3),
 so it runs beside `make demo`. Writes var/bench/failback.json and its section of
@@ -43,8 +43,8 @@ RESULTS = WORK / "failback.json"
 
 def _copied(link, mirror, timeout: float = 900) -> float:
     """Supervise `link`'s stream, as the beat does, until `mirror` has lag 0; the seconds."""
-    from replication import streams
-    from replication.lag import describe_mirror
+    from replication.engine import streams
+    from replication.observe.lag import describe_mirror
 
     started = time.monotonic()
     while time.monotonic() - started < timeout:
@@ -61,7 +61,7 @@ def _copied(link, mirror, timeout: float = 900) -> float:
 def _across(link, records: int) -> int:
     """Bytes (keys and values) the link's stream copied from its source cluster, once its
     heartbeat counts the `records` it copied (it reports every few seconds)."""
-    from replication import redis_channel
+    from replication.core import redis_channel
     from spark_jobs import control
 
     deadline = time.monotonic() + 60
@@ -82,10 +82,13 @@ def main() -> int:  # noqa: C901
     args = parser.parse_args()
     ensure_stack()
     django_on_own_database("failback.sqlite3")
-    from replication import audit, promote, read_only, restore, streams
-    from replication.connections import cluster_admin
-    from replication.links import create_link, peer_of
-    from replication.mirrors import create_mirror
+    from replication.core import read_only
+    from replication.cutover import promote, restore
+    from replication.engine import streams
+    from replication.governance import audit
+    from replication.kafka.connections import cluster_admin
+    from replication.topics.links import create_link, peer_of
+    from replication.topics.mirrors import create_mirror
 
     actor = audit.Actor.system("bench")
     records = args.size_mb * 1024 * 1024 // RECORD

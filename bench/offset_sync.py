@@ -2,7 +2,7 @@
 
 1,000 consumer groups on the source, each with committed offsets on every partition of one of
 20 topics of 10 partitions (200 mirror partitions, 10,000 committed offsets), over one link
-with offset sync on. Times three runs of the syncer (`replication.offset_sync.sync_offsets`,
+with offset sync on. Times three runs of the syncer (`replication.topics.offset_sync.sync_offsets`,
 as the syncer calls it) and counts the Admin API requests each makes:
 
 1. the first run: every group is new to the destination, all 10,000 offsets are written;
@@ -63,11 +63,12 @@ def main() -> int:  # noqa: C901
 
     import infra.kafka_admin
     from devstack import kafka
-    from replication import audit, offset_sync
-    from replication.connections import destination_admin, source_admin
-    from replication.links import create_link
-    from replication.mirrors import create_mirror
+    from replication.governance import audit
+    from replication.kafka.connections import destination_admin, source_admin
     from replication.models import GroupOffsetSync
+    from replication.topics import offset_sync
+    from replication.topics.links import create_link
+    from replication.topics.mirrors import create_mirror
 
     actor = audit.Actor.system("bench")
     configs = {n.name: kafka.sasl_client_config(n, settings.VAR_DIR) for n in kafka.NODES}

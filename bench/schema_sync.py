@@ -68,10 +68,11 @@ def main() -> int:  # noqa: C901
 
     from devstack import registry
     from infra.schema_registry import Reference, SchemaRegistry, SchemaVersion
-    from replication import audit, schema_links
-    from replication.links import create_link
+    from replication.governance import audit
     from replication.models import ClusterLink, SchemaSubjectSync
-    from replication.schema_registries import RegistryAccess, set_schema_registry
+    from replication.schemas import schema_links
+    from replication.schemas.schema_registries import RegistryAccess, set_schema_registry
+    from replication.topics.links import create_link
 
     actor = audit.Actor.system("bench")
     prefix = f"bench_schemas_{int(time.time())}"

@@ -117,7 +117,7 @@ class Soak:
         from django.conf import settings
 
         from devstack.stack import Stack
-        from replication import audit
+        from replication.governance import audit
 
         self.args = args
         self.stack = Stack(settings.VAR_DIR)
@@ -133,11 +133,11 @@ class Soak:
 
         from devstack import kafka
         from infra.kafka_admin import KafkaAdmin
-        from replication.clusters import register_cluster
-        from replication.errors import ReplicationError
-        from replication.links import create_link
-        from replication.mirrors import create_mirror
+        from replication.core.errors import ReplicationError
+        from replication.kafka.clusters import register_cluster
         from replication.models import ClusterLink, KafkaCluster
+        from replication.topics.links import create_link
+        from replication.topics.mirrors import create_mirror
 
         if settings.DEVSTACK_BROKERS != 3:
             log("Note: one-broker clusters (ISTHMUS_DEVSTACK_BROKERS=3 is what make soak runs)")
@@ -201,7 +201,7 @@ class Soak:
         return f"{broker.name} killed with kill -9, started again 5 s later"
 
     def kill_engine(self) -> str:
-        from replication import streams
+        from replication.engine import streams
 
         status = streams.engine_status()
         if status.pid is None:
@@ -222,8 +222,8 @@ class Soak:
         return "Redis restarted"
 
     def pause_link(self) -> str:
-        from replication.links import pause_link, resume_link
         from replication.models import ClusterLink
+        from replication.topics.links import pause_link, resume_link
 
         link = self.random.choice(list(ClusterLink.objects.filter(name__startswith="soak-")))
         pause_link(self.actor, link)
@@ -243,7 +243,7 @@ class Soak:
     # --- the run ------------------------------------------------------------------------------
 
     def worst_lag(self, mirrors) -> int | None:
-        from replication import lag
+        from replication.observe import lag
 
         largest = []
         for m in mirrors:
@@ -300,7 +300,7 @@ class Soak:
         return self.faults
 
     def catch_up(self, mirrors) -> float:
-        from replication import lag
+        from replication.observe import lag
 
         started = time.monotonic()
         while time.monotonic() - started < 900:
@@ -311,8 +311,8 @@ class Soak:
         raise RuntimeError("the mirrors did not catch up within 15 minutes of the end")
 
     def verify(self, mirrors, producers, caught_up_s: float, seconds: float) -> dict:
-        from replication import verification
         from replication.models import MirrorTopic, Verification
+        from replication.observe import verification
 
         outcome = []
         for mirror in mirrors:
@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         results = soak.run()
     finally:
         if not args.keep:
-            from replication import streams
+            from replication.engine import streams
 
             streams.stop_engine()
             soak.stack.down(echo=log)

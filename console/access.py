@@ -1,6 +1,6 @@
 """The access policy at the console's door: every view is wrapped in `require(action)` or
 marked `public`; a test checks that no URL escapes this. Who may do what is decided in
-`replication.policy`, for the console, the API, the CLI and the approval rules alike.
+`replication.governance.policy`, for the console, the API, the CLI and the approval rules alike.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from replication import audit, notifications
-from replication.approvals import pending_count
-from replication.policy import EVERYONE, POLICY, ROLES, can, roles_of
+from replication.actions.approvals import pending_count
+from replication.governance import audit, notifications
+from replication.governance.policy import EVERYONE, POLICY, ROLES, can, roles_of
 
 __all__ = [
     "CHOOSING_PASSWORD",

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from replication.history import RANGES, Sample
+from replication.observe.history import RANGES, Sample
 
 WIDTH, HEIGHT = 640, 150
 LEFT, RIGHT, TOP, BOTTOM = 56, 8, 8, 22  # margins for the axes' labels

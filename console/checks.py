@@ -42,7 +42,7 @@ def keys_present(app_configs, **kwargs) -> list[Error]:
 @register
 def sign_on_roles(app_configs, **kwargs) -> list[Error]:
     """Every provider group must map to a role that exists."""
-    from replication.policy import ROLES
+    from replication.governance.policy import ROLES
 
     wrong = {g: r for g, r in settings.OIDC_ROLES.items() if r not in ROLES}
     if not wrong:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from replication.text import escaped
+from replication.core.text import escaped
 
 
 class OneLineFor4xx(logging.Filter):

@@ -19,7 +19,7 @@ from django.forms.utils import ErrorDict
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from replication import audit
+from replication.governance import audit
 
 
 class ThrottlingBackend(AxesStandaloneBackend):

@@ -62,7 +62,7 @@ TLS_FILES_DIR = Path(os.environ.get("ISTHMUS_TLS_DIR", VAR_DIR / "tls")).resolve
 def _key_from_env_or_file(env_name: str, filename: str) -> str:
     """A key from the environment, or the one `manage.py init_var` generated into var/. Until
     then it is empty: Django refuses an empty SECRET_KEY where one is needed, and
-    replication.crypto an empty encryption key, each saying to run init_var."""
+    replication.core.crypto an empty encryption key, each saying to run init_var."""
     return os.environ.get(env_name) or _var_file(filename)
 
 
@@ -284,8 +284,8 @@ REDIS_URL = os.environ.get("REDIS_URL", f"redis://127.0.0.1:{_devstack_port(6380
 # How long a promote or failover waits for the link's stream to stop writing the mirror
 # before it gives up and leaves the mirror as it was.
 STOP_TIMEOUT_S = _env_number("ISTHMUS_STOP_TIMEOUT_S", 90, minimum=1)
-# Notifications to requesters (replication/notifications.py): the console always; a webhook and
-# e-mail only when configured.
+# Notifications to requesters (replication/governance/notifications.py): the console always;
+# a webhook and e-mail only when configured.
 CONSOLE_URL = os.environ.get("ISTHMUS_CONSOLE_URL", "http://127.0.0.1:8000").rstrip("/")
 NOTIFY_WEBHOOK_URL = os.environ.get("ISTHMUS_NOTIFY_WEBHOOK_URL", "").strip()
 if NOTIFY_WEBHOOK_URL and not re.match(r"https?://", NOTIFY_WEBHOOK_URL):
@@ -297,7 +297,8 @@ EMAIL_HOST_PASSWORD = os.environ.get("ISTHMUS_EMAIL_PASSWORD", "")
 EMAIL_USE_TLS = _env_bool("ISTHMUS_EMAIL_TLS")
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = os.environ.get("ISTHMUS_EMAIL_FROM", "isthmus@localhost")
-# Single sign-on (replication/single_sign_on.py); console/checks.py checks the roles named.
+# Single sign-on (replication/governance/single_sign_on.py); console/checks.py checks the
+# roles named.
 OIDC_ISSUER = os.environ.get("ISTHMUS_OIDC_ISSUER", "").strip()
 OIDC_CLIENT_ID = os.environ.get("ISTHMUS_OIDC_CLIENT_ID", "").strip()
 OIDC_CLIENT_SECRET = os.environ.get("ISTHMUS_OIDC_CLIENT_SECRET", "")
@@ -372,13 +373,13 @@ CELERY_BEAT_SCHEDULE = {
     # Every mirror's lag, read from both clusters (the one source the pages and /metrics show).
     "sample-lags": {
         "task": "replication.tasks.sample_lags",
-        "schedule": timedelta(seconds=10),  # replication.history.SAMPLE_S
+        "schedule": timedelta(seconds=10),  # replication.observe.history.SAMPLE_S
         "options": {"expires": 5},
     },
     # Every following mirror compared a window further with its source, record by record.
     "verify-mirrors": {
         "task": "replication.tasks.verify_mirrors",
-        "schedule": timedelta(seconds=30),  # replication.verification.ROUND_S
+        "schedule": timedelta(seconds=30),  # replication.observe.verification.ROUND_S
         "options": {"expires": 25},
     },
     # Approval requests that expired or went stale end (approvals.settle_all_due).
@@ -409,16 +410,16 @@ ISTHMUS_ORDINARY_BOOTSTRAP = dict(
 ISTHMUS_CLUSTER_CONTROL = os.environ.get(
     "ISTHMUS_CLUSTER_CONTROL", "devstack.control.EmbeddedClusters"
 )
-# What answers the console's Kafka admin calls (`replication.connections`): a class taking
+# What answers the console's Kafka admin calls (`replication.kafka.connections`): a class taking
 # (client config, timeout=) with infra.kafka_admin.KafkaAdmin's methods. The database tests
 # choose an in-memory Kafka here (tests/memory_kafka.py).
 ISTHMUS_KAFKA_ADMIN = os.environ.get("ISTHMUS_KAFKA_ADMIN", "infra.kafka_admin.KafkaAdmin")
-# And what reads the mirrors' offset translation for the console (`replication.translations`).
+# And what reads the mirrors' offset translation for the console (`replication.kafka.translations`).
 ISTHMUS_TRANSLATION_READER = os.environ.get(
     "ISTHMUS_TRANSLATION_READER", "spark_jobs.translation.Reader"
 )
 # And what copies and reads records on one cluster for a truncate-and-restore or a reverse
-# (`replication.connections.records`): a class taking (client config) with
+# (`replication.kafka.connections.records`): a class taking (client config) with
 # infra.kafka_copy.Records's methods.
 ISTHMUS_KAFKA_RECORDS = os.environ.get("ISTHMUS_KAFKA_RECORDS", "infra.kafka_copy.Records")
 # How the topics, links and groups of a scenario run started without a tag are named:

@@ -313,7 +313,7 @@ def _without_client_noise(detail: str) -> str:
 
 class AdminCalls:
     """The admin calls made of other calls, alike for every admin at the seam
-    (`replication.connections`): this module's KafkaAdmin and the tests' in-memory one."""
+    (`replication.kafka.connections`): this module's KafkaAdmin and the tests' in-memory one."""
 
     # What each admin answers itself.
 

@@ -53,7 +53,7 @@ def _reader(config: dict[str, str], group: str, committed: bool = True) -> Consu
 
 class Records:
     """Record-level work on one cluster, by its client config: what
-    `replication.connections.records` gives the domain (the database tests choose an in-memory
+    `replication.kafka.connections.records` gives the domain (the database tests choose an in-memory
     one with the setting ISTHMUS_KAFKA_RECORDS)."""
 
     def __init__(self, config: dict[str, str]):

@@ -4,20 +4,16 @@ import logging
 
 from celery import shared_task
 
-from . import (
-    approvals,
-    audit,
-    lag,
-    notifications,
-    redis_channel,
-    schema_registries,
-    streams,
-    verification,
-)
-from .clusters import probe_clusters
-from .models import ClusterLink, Notification, ScenarioRun
-from .scenarios import registry, runner
-from .sync import syncers
+from replication.actions import approvals
+from replication.core import redis_channel
+from replication.engine import streams
+from replication.governance import audit, notifications
+from replication.kafka.clusters import probe_clusters
+from replication.models import ClusterLink, Notification, ScenarioRun
+from replication.observe import lag, verification
+from replication.scenarios import registry, runner
+from replication.schemas import schema_registries
+from replication.sync import syncers
 
 log = logging.getLogger(__name__)
 

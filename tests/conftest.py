@@ -149,7 +149,7 @@ def devstack(stack, request):
         finally:
             # After every other session fixture (the Celery worker) and before the clusters
             # go down, failed tests or not.
-            from replication import translations
+            from replication.kafka import translations
 
             translations.close_readers()
             _report(request, "removed at the end of the session", leftovers.sweep(LEDGER))
@@ -262,8 +262,8 @@ def api(users):
     """A client of the JSON API with an API token of the user of `role`."""
     from django.test import Client
 
-    from replication import audit
-    from replication.tokens import create_token
+    from replication.governance import audit
+    from replication.governance.tokens import create_token
 
     def as_role(role: str):
         name = f"{role} token {uuid.uuid4().hex[:6]}"
@@ -275,8 +275,8 @@ def api(users):
 
 @pytest.fixture
 def tokens(users):
-    from replication import audit
-    from replication.tokens import create_token
+    from replication.governance import audit
+    from replication.governance.tokens import create_token
 
     return {
         role: create_token(audit.Actor.system("tests"), user, "cli")[1]
@@ -289,10 +289,10 @@ def tokens(users):
 
 @pytest.fixture
 def registered_clusters(db, devstack):
-    from replication import audit
-    from replication.clusters import register_cluster
+    from replication.governance import audit
+    from replication.kafka.clusters import register_cluster
     from replication.models import KafkaCluster
-    from replication.schema_registries import RegistryAccess
+    from replication.schemas.schema_registries import RegistryAccess
 
     clusters = {}
     for node in kafka.NODES:
@@ -323,9 +323,10 @@ def make_link(registered_clusters, topic_name):
     destination, ACLs and all: those the database knows, and any topic named after the test's
     `topic_name` (a mirror a forced link delete turned into an ordinary topic, say).
     """
-    from replication import audit, streams
-    from replication.links import create_link
+    from replication.engine import streams
+    from replication.governance import audit
     from replication.models import ClusterLink, MirrorTopic
+    from replication.topics.links import create_link
 
     before = {*ClusterLink.objects.values_list("pk", flat=True)}
     made = []
@@ -355,8 +356,8 @@ def make_link(registered_clusters, topic_name):
 @pytest.fixture
 def mirror_of(make_link, make_topic, topic_name):
     """A fresh paused link with a mirror of an empty source topic."""
-    from replication import audit
-    from replication.mirrors import create_mirror
+    from replication.governance import audit
+    from replication.topics.mirrors import create_mirror
 
     def make(suffix: str):
         topic = make_topic(kafka.SOURCE, f"{topic_name}-{suffix}")
@@ -372,7 +373,8 @@ def own_engine(monkeypatch):
     with settings of its own, or a stand-in process as the engine. The session's Celery worker
     never sees its links (uncommitted): they run on this engine alone. Stopped and removed
     afterwards."""
-    from replication import redis_channel, streams
+    from replication.core import redis_channel
+    from replication.engine import streams
     from spark_jobs import control
 
     owner = f"{streams._owner()}-{uuid.uuid4().hex[:8]}"
@@ -388,8 +390,8 @@ def own_engine(monkeypatch):
 def bidirectional(registered_clusters, make_link, topic_name):
     """A bidirectional link between the two registered clusters: its half into the destination
     (the `make_link` fixture cleans both halves up)."""
-    from replication import audit
-    from replication.links import create_link
+    from replication.governance import audit
+    from replication.topics.links import create_link
 
     def make(**configs: str):
         return create_link(
@@ -407,8 +409,8 @@ def bidirectional(registered_clusters, make_link, topic_name):
 def copied_mirror(bidirectional, make_topic, topic_name):
     """`records` written to a new 2-partition topic on the source, mirrored over a new
     bidirectional link and copied: (the link's half into the destination, the mirror)."""
-    from replication import audit
-    from replication.mirrors import create_mirror
+    from replication.governance import audit
+    from replication.topics.mirrors import create_mirror
     from tests.kafka_clients import ordinary, write_numbered, write_transactions
     from tests.mirror_checks import run_until_copied
 
@@ -555,11 +557,13 @@ def world(users, registered_clusters, make_link, make_topic, topic_name):
     """A link (paused), its mirror and a merge flow, a pending request, a user `victim`, a token,
     a source topic no mirror follows, a scenario run: what the console's routes are walked
     with."""
-    from replication import approvals, audit, merge_flows, mirrors
-    from replication import users as user_admin
+    from replication.actions import approvals
+    from replication.governance import audit
+    from replication.governance import users as user_admin
+    from replication.governance.tokens import create_token
     from replication.models import ClusterLink, Verification
     from replication.scenarios import registry, runner
-    from replication.tokens import create_token
+    from replication.topics import merge_flows, mirrors
     from tests.url_routes import World
 
     setup = audit.Actor.system("tests")

@@ -1,4 +1,4 @@
-"""An in-memory Kafka at the seams of `replication.connections`: clusters with topics
+"""An in-memory Kafka at the seams of `replication.kafka.connections`: clusters with topics
 (partitions, log start and end offsets, configs), ACLs, consumer groups and an id, answering
 the same calls `infra.kafka_admin.KafkaAdmin` answers, in the same words where a caller reads
 them (unreachable, no such topic, no authorizer, a group in use); and the records of their

@@ -15,11 +15,13 @@ from devstack import kafka
 from infra import consuming
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from infra.processes import wait_for
-from replication import audit, read_only, streams
-from replication.clusters import register_cluster
-from replication.lag import describe_mirror
-from replication.links import create_link
+from replication.core import read_only
+from replication.engine import streams
+from replication.governance import audit
+from replication.kafka.clusters import register_cluster
 from replication.models import AuditEvent, ClusterLink, KafkaCluster, MirrorTopic
+from replication.observe.lag import describe_mirror
+from replication.topics.links import create_link
 from spark_jobs import translation
 from tests import leftovers
 from tests.conftest import admin_config

@@ -48,7 +48,7 @@ class CliError(Exception):
 # characters escaped, Python-style (`\x1b`, `\n`, `\u202e`): an ESC or BEL would act on the
 # terminal (retitle it, clear it), a line break would forge a line of its own, and a
 # bidirectional override would reorder what a line says. The console refuses them now, but
-# older data may hold them. The bidi controls are the server's (replication.text), repeated
+# older data may hold them. The bidi controls are the server's (replication.core.text), repeated
 # here because the tools import nothing of the server. Backslashes stay as they are, so text
 # reads as it was typed.
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"

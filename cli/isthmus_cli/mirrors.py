@@ -21,7 +21,7 @@ from isthmus_cli.common import (
     run,
 )
 
-# As the server's mirror state machine groups them (replication.mirror_states.STOPPING); the
+# As the server's mirror state machine groups them (replication.states.mirror_states.STOPPING); the
 # tools are a client and import nothing of the server.
 STOPPING = ("PENDING_STOPPED", "STOPPED")
 

@@ -8,7 +8,8 @@ from django.urls import reverse
 from console.api import schemas
 from console.api.base import ApiError, cluster, endpoint, field, json_body, self_url
 from console.api.schemas import respond
-from replication import approvals, audit
+from replication.actions import approvals
+from replication.governance import audit
 from replication.models import ApprovalRequest
 
 BASE = "/kafka/v3/clusters/{cluster_id}/approval-requests"

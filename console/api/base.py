@@ -21,10 +21,11 @@ from django.views.decorators.csrf import csrf_exempt
 
 from console.access import CHOOSING_PASSWORD, POLICY, can
 from console.api.schemas import Error, respond
-from replication import audit, text
-from replication.errors import ReplicationError
+from replication.core import text
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.governance.tokens import authenticate, is_token
 from replication.models import ApiToken, KafkaCluster
-from replication.tokens import authenticate, is_token
 
 # HTTP status -> the v3 envelope's error_code (40002 is Kafka REST's "invalid request").
 ERROR_CODES = {

@@ -1,7 +1,7 @@
 """Kafka REST v3's read paths of a registered cluster's topics (with partitions and configs),
 consumer groups (with consumers and lag) and ACLs, in Confluent's shapes, so that Confluent's
 tools (`confluent kafka topic list --url …`) inspect mirror topics through Isthmus. Reads only,
-with the cluster's registered connection (`replication.inspection`)."""
+with the cluster's registered connection (`replication.kafka.inspection`)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from console.api.schemas import (
     Relationship,
     respond,
 )
-from replication import inspection
-from replication.errors import not_found
+from replication.core.errors import not_found
+from replication.kafka import inspection
 from replication.models import MirrorTopic
 
 

@@ -16,16 +16,11 @@ from console.api.schemas import (
     ReplicatorImport,
     respond,
 )
-from replication import (
-    approvals,
-    audit,
-    flow_offsets,
-    merge_flows,
-    offset_sync,
-    replicator_import,
-)
-from replication.links import get_link
+from replication.actions import approvals, replicator_import
+from replication.governance import audit
 from replication.models import ApprovalRequest, MergeFlow
+from replication.topics import flow_offsets, merge_flows, offset_sync
+from replication.topics.links import get_link
 
 
 def flow_data(request, flow: MergeFlow, found: merge_flows.FlowStatus) -> MergeFlowData:

@@ -28,15 +28,19 @@ from console.api.schemas import (
     respond,
 )
 from infra.kafka_admin import kafka_uuid
-from replication import approvals, audit, link_configs, schema_links, streams
-from replication.links import (
+from replication.actions import approvals
+from replication.core import link_configs
+from replication.engine import streams
+from replication.governance import audit
+from replication.models import ClusterLink, MirrorTopic
+from replication.schemas import schema_links
+from replication.topics.links import (
     alter_link_configs,
     create_link,
     describe_link_configs,
     get_link,
     list_links,
 )
-from replication.models import ClusterLink, MirrorTopic
 
 BASE = "/kafka/v3/clusters/{cluster_id}/links"
 

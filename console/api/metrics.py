@@ -3,7 +3,7 @@
 from django.http import HttpResponse
 
 from console.api.base import endpoint
-from replication.metrics import prometheus_text
+from replication.overview.metrics import prometheus_text
 
 
 @endpoint(GET="console.view")

@@ -26,18 +26,16 @@ from console.api.schemas import (
     StopMirrorData,
     respond,
 )
-from replication import approvals, audit, bulk, restore, verification
-from replication.errors import ReplicationError
-from replication.lag import MirrorStatus, describe_mirror, describe_mirrors
-from replication.links import get_link
-from replication.mirrors import (
-    create_mirror,
-    get_mirror,
-    list_mirrors,
-    records_lost,
-)
+from replication.actions import approvals, bulk
+from replication.actions.operations import OPERATIONS
+from replication.core.errors import ReplicationError
+from replication.cutover import restore
+from replication.governance import audit
 from replication.models import MirrorTopic
-from replication.operations import OPERATIONS
+from replication.observe import verification
+from replication.observe.lag import MirrorStatus, describe_mirror, describe_mirrors
+from replication.topics.links import get_link
+from replication.topics.mirrors import create_mirror, get_mirror, list_mirrors, records_lost
 
 # The mirror actions of the API, by the name after the colon.
 ACTIONS = bulk.SWITCHES

@@ -26,7 +26,8 @@ from console.access import POLICY, ROLES
 from console.api import routes
 from console.api import schemas as S  # short: the tables below name many
 from console.api.base import CHALLENGE, ERROR_CODES, endpoint
-from replication import inspection, link_configs
+from replication.core import link_configs
+from replication.kafka import inspection
 from replication.models import ApprovalRequest, MirrorTopic
 
 JSON = "application/json"

@@ -16,7 +16,7 @@ from django.http import JsonResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
-from replication import link_configs
+from replication.core import link_configs
 from replication.models import ApprovalRequest as ApprovalRequestModel
 from replication.models import (
     ClusterLink,

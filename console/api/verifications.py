@@ -12,10 +12,11 @@ from console.api.schemas import (
     VerifiedRange,
     respond,
 )
-from replication import audit, verification
-from replication.links import get_link
-from replication.mirrors import get_mirror
+from replication.governance import audit
 from replication.models import Verification
+from replication.observe import verification
+from replication.topics.links import get_link
+from replication.topics.mirrors import get_mirror
 
 SHOWN = 20  # the newest verifications a mirror lists
 

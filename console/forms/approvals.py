@@ -39,5 +39,5 @@ class ApprovalPolicyForm(forms.Form):
     admin_may_override = forms.BooleanField(required=False, label="An admin may act at once")
 
 
-# Plain text behind a select: `replication.users` checks usernames, emails and roles, says
-# what is wrong (naming the roles) and audits the refusal.
+# Plain text behind a select: `replication.governance.users` checks usernames, emails and roles,
+# says what is wrong (naming the roles) and audits the refusal.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from replication.models import NAME_VALIDATOR
-from replication.schema_registries import MAX_PASSWORD, RegistryAccess
+from replication.schemas.schema_registries import MAX_PASSWORD, RegistryAccess
 
 
 class SchemaRegistryForm(forms.Form):

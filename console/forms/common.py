@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from replication.clusters import parse_properties
+from replication.kafka.clusters import parse_properties
 
 
 class PropertiesField(forms.CharField):

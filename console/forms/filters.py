@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from replication import filters, link_configs
+from replication.core import filters, link_configs
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from replication.policy import ROLES
+from replication.governance.policy import ROLES
 
 ROLE_SELECT = forms.Select(choices=[(role, role) for role in ROLES])
 

@@ -2,7 +2,7 @@
 
 from django import template
 
-from replication.text import escaped
+from replication.core.text import escaped
 
 register = template.Library()
 

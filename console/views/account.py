@@ -11,9 +11,9 @@ from django.views.decorators.cache import never_cache
 from console.access import CHOOSING_PASSWORD, require, roles_of, while_choosing_password
 from console.forms.account import ChoosePasswordForm, TokenForm
 from console.views.actions import bound, confirm
-from replication import audit, notifications, users
-from replication.errors import FieldProblems, ReplicationError
-from replication.tokens import create_token, revoke_token
+from replication.core.errors import FieldProblems, ReplicationError
+from replication.governance import audit, notifications, users
+from replication.governance.tokens import create_token, revoke_token
 
 NEW_TOKEN_KEY = "new_api_token"  # noqa: S105 (a session key)
 

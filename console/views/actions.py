@@ -6,8 +6,8 @@ from django.http import HttpRequest, QueryDict
 from django.shortcuts import redirect, render
 
 from console.forms.common import ConfirmForm
-from replication import audit
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 
 
 def bound(request: HttpRequest) -> QueryDict | None:

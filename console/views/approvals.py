@@ -13,10 +13,13 @@ from console.forms.approvals import ApprovalPolicyForm, RejectForm, StopForm
 from console.views.actions import bound, form_errors
 from console.views.links import find_link, link_url
 from console.views.mirrors import chosen, find_mirror, mirror_url
-from replication import approvals, audit, links, promote
-from replication.errors import ReplicationError
+from replication.actions import approvals
+from replication.actions.operations import OPERATIONS
+from replication.core.errors import ReplicationError
+from replication.cutover import link_deletion, promote
+from replication.governance import audit
 from replication.models import ApprovalRequest
-from replication.operations import OPERATIONS
+from replication.topics import links
 
 Action = ApprovalRequest.Action
 LISTED = 20  # mirror topics named on the delete page; beyond, how many more
@@ -171,7 +174,7 @@ def link_delete(request, destination, name):
                 messages.success(request, f"Deleted cluster link {link.name}.")
                 return redirect("links")
             return after_asking(request, submission, reverse("links"), f"deleting link {link.name}")
-    live = links.live_mirrors(link)
+    live = link_deletion.live_mirrors(link)
     named = [*live.values_list("mirror_topic", flat=True)[:LISTED]]
     count = live.count()
     return render(

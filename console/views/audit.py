@@ -20,9 +20,9 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from console.access import require
-from replication import audit
+from replication.core.text import escaped
+from replication.governance import audit
 from replication.models import AuditEvent
-from replication.text import escaped
 
 PAGE_SIZE = 100
 CSV_HEADER = [

@@ -6,8 +6,9 @@ from console.access import require
 from console.forms.clusters import ClusterForm, SchemaRegistryForm
 from console.views.actions import bound
 from infra.kafka_admin import KafkaAdminError
-from replication import audit, dashboard, schema_registries
-from replication.clusters import (
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.kafka.clusters import (
     cluster_links,
     cluster_topics,
     parse_client_config,
@@ -15,8 +16,9 @@ from replication.clusters import (
     probe_clusters,
     register_cluster,
 )
-from replication.errors import ReplicationError
 from replication.models import KafkaCluster
+from replication.overview import dashboard
+from replication.schemas import schema_registries
 
 
 def find_cluster(name: str) -> KafkaCluster:

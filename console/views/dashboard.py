@@ -4,7 +4,7 @@ from django.shortcuts import render
 
 from console.access import require
 from console.views.links import with_source_names
-from replication.dashboard import overview
+from replication.overview.dashboard import overview
 
 
 @require("console.view")

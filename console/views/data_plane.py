@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from console.access import require
-from replication import streams
+from replication.engine import streams
 
 
 @require("console.view")

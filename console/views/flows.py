@@ -14,17 +14,12 @@ from console.views.actions import bound, confirm
 from console.views.approvals import after_asking
 from console.views.clusters import find_cluster
 from console.views.links import chart_range, find_link, link_url
-from replication import (
-    approvals,
-    audit,
-    flow_offsets,
-    history,
-    merge_flows,
-    offset_sync,
-    replicator_import,
-)
-from replication.errors import ReplicationError
+from replication.actions import approvals, replicator_import
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.models import ApprovalRequest, MergeFlow
+from replication.observe import history
+from replication.topics import flow_offsets, merge_flows, offset_sync
 
 Action = ApprovalRequest.Action
 

@@ -3,8 +3,8 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from console.access import can, public
-from replication.clusters import probe_clusters
-from replication.redis_channel import ping as redis_ping
+from replication.core.redis_channel import ping as redis_ping
+from replication.kafka.clusters import probe_clusters
 
 
 @public

@@ -16,9 +16,10 @@ from console.forms.filters import (
     filter_editors,
 )
 from console.views.links import find_link, link_url
-from replication import audit, links
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.sync import filter_preview
+from replication.topics import links
 
 PREVIEWS = {
     "groups": filter_preview.preview_groups,

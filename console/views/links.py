@@ -11,20 +11,16 @@ from console.forms.filters import filter_editors
 from console.forms.links import LinkConfigForm, LinkForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
-from replication import (
-    audit,
-    dashboard,
-    history,
-    lag,
-    links,
-    offset_sync,
-    schema_links,
-    streams,
-)
-from replication.clusters import probe_cluster
-from replication.errors import FieldProblems, ReplicationError
+from replication.core.errors import FieldProblems, ReplicationError
+from replication.engine import streams
+from replication.governance import audit
+from replication.kafka.clusters import probe_cluster
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
+from replication.observe import history, lag
+from replication.overview import dashboard
+from replication.schemas import schema_links
 from replication.sync import acl_sync, auto_mirrors, syncers
+from replication.topics import links, offset_sync
 
 
 def find_link(destination: str, name: str) -> ClusterLink:

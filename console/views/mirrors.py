@@ -17,21 +17,16 @@ from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import chart_range, find_link, link_url, with_lags
 from infra.kafka_admin import KafkaAdminError
-from replication import (
-    audit,
-    bulk,
-    history,
-    lag,
-    mirrors,
-    offset_sync,
-    restore,
-    streams,
-    verification,
-)
-from replication.errors import ReplicationError
-from replication.mirror_states import FOLLOWING
+from replication.actions import bulk
+from replication.core.errors import ReplicationError
+from replication.core.text import escaped
+from replication.cutover import restore
+from replication.engine import streams
+from replication.governance import audit
 from replication.models import MirrorTopic
-from replication.text import escaped
+from replication.observe import history, lag, verification
+from replication.states.mirror_states import FOLLOWING
+from replication.topics import mirrors, offset_sync
 
 
 def find_mirror(destination: str, topic: str) -> MirrorTopic:

@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console.access import require
-from replication import audit
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.models import ScenarioRun, ScenarioStep
 from replication.scenarios import registry, runner
 from replication.tasks import run_scenario

@@ -12,8 +12,10 @@ from console.forms.links import PromoteSubjectsForm
 from console.views.actions import bound
 from console.views.approvals import after_asking
 from console.views.links import find_link
-from replication import approvals, audit, schema_links
-from replication.errors import ReplicationError
+from replication.actions import approvals
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.schemas import schema_links
 
 
 @require("link.manage")

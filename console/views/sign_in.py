@@ -16,8 +16,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from console.access import CHOOSING_PASSWORD, public
-from replication import audit, single_sign_on, users
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit, single_sign_on, users
 
 NEXT = "sign_on_next"
 

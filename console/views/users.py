@@ -1,5 +1,6 @@
 """Admins manage users: make them, set their role, disable and enable them, reset their
-passwords. The rules (one role each, at least one active admin) live in `replication.users`."""
+passwords. The rules (one role each, at least one active admin) live in
+`replication.governance.users`."""
 
 from django.contrib import messages
 from django.contrib.auth import update_session_auth_hash
@@ -11,8 +12,8 @@ from django.views.decorators.cache import never_cache
 from console.access import require
 from console.forms.users import RoleForm, UserForm
 from console.views.actions import confirm
-from replication import audit, users
-from replication.errors import FieldProblems, ReplicationError
+from replication.core.errors import FieldProblems, ReplicationError
+from replication.governance import audit, users
 
 NEW_PASSWORD_KEY = "new_user_password"  # noqa: S105 (a session key)
 

@@ -10,8 +10,9 @@ from console.access import require
 from console.forms.mirrors import VerifyForm
 from console.views.actions import bound
 from console.views.mirrors import find_mirror, mirror_url
-from replication import audit, verification
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.observe import verification
 
 
 @require("mirror.manage")

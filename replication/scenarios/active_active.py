@@ -14,14 +14,15 @@ import json
 from functools import partial
 
 from infra.kafka_admin import KafkaAdminError, TopicInfo
+from replication.core import read_only
+from replication.cutover import link_deletion
+from replication.kafka.connections import cluster_admin
+from replication.models import ClusterLink, GroupOffsetSync, KafkaCluster
+from replication.scenarios import clients
+from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
+from replication.scenarios.share_data import ON_DESTINATION, ON_SOURCE, create_link_with
+from replication.topics import links, merge_flows
 from spark_jobs import merging
-
-from .. import links, merge_flows, read_only
-from ..connections import cluster_admin
-from ..models import ClusterLink, GroupOffsetSync, KafkaCluster
-from . import clients
-from .runner import Context, Scenario, Step, StepFailed, wait_for
-from .share_data import ON_DESTINATION, ON_SOURCE, create_link_with
 
 RECORDS = 30  # written to topic1 on each side, and to topic2 on dc1
 READ_FIRST = 40  # of topic1's 60 on dc1, by the group before it moves
@@ -223,7 +224,7 @@ def cleanup(c: Context) -> list[str]:
         half = ClusterLink.objects.filter(destination=cluster, name=c.names["link"]).first()
         if half is not None:
             try:
-                links.delete_link(c.actor, half, force=True)
+                link_deletion.delete_link(c.actor, half, force=True)
             except Exception as exc:  # (say it, and go on with the rest)
                 left.append(f"link {half.name} on {cluster.name}: {exc}")
     for cluster, keys in ((c.source, ["topic", "topic2"]), (c.destination, ["topic", "replica"])):

@@ -11,8 +11,7 @@ from django.conf import settings
 
 from infra import consuming
 from infra.kafka_admin import KafkaAdminError
-
-from .runner import StepFailed
+from replication.scenarios.runner import StepFailed
 
 
 def ordinary(cluster) -> dict[str, str]:

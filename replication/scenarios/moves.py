@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from .. import links, mirrors, promote
-from ..connections import cluster_admin
-from ..models import MirrorTopic
-from . import clients
-from .clusters import cluster_control
-from .runner import Context, Scenario, Step, StepFailed, wait_for
-from .share_data import ON_DESTINATION, ON_SOURCE, cleanup, create_link_with
+from replication.cutover import promote
+from replication.kafka.connections import cluster_admin
+from replication.models import MirrorTopic
+from replication.scenarios import clients
+from replication.scenarios.clusters import cluster_control
+from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
+from replication.scenarios.share_data import ON_DESTINATION, ON_SOURCE, cleanup, create_link_with
+from replication.topics import links, mirrors
 
 RECORDS, READ_FIRST, PARTITIONS = 100, 60, 2
 

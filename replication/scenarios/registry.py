@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ..errors import not_found
-from .active_active import ACTIVE_ACTIVE
-from .moves import DISASTER_RECOVERY, MIGRATION
-from .round_trip import DR_ROUND_TRIP
-from .runner import Scenario
-from .schemas import SCHEMA_LINKING
-from .share_data import SHARE_DATA
-from .swap import SWAP
+from replication.core.errors import not_found
+from replication.scenarios.active_active import ACTIVE_ACTIVE
+from replication.scenarios.moves import DISASTER_RECOVERY, MIGRATION
+from replication.scenarios.round_trip import DR_ROUND_TRIP
+from replication.scenarios.runner import Scenario
+from replication.scenarios.schemas import SCHEMA_LINKING
+from replication.scenarios.share_data import SHARE_DATA
+from replication.scenarios.swap import SWAP
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s

@@ -7,11 +7,11 @@ to the source. Across the whole trip the group reads every record once."""
 
 from __future__ import annotations
 
-from .. import links, restore, reverse
-from ..connections import cluster_admin
-from ..models import MirrorTopic
-from . import clients
-from .moves import (
+from replication.cutover import restore, reverse
+from replication.kafka.connections import cluster_admin
+from replication.models import MirrorTopic
+from replication.scenarios import clients
+from replication.scenarios.moves import (
     CREATE_AND_FILL,
     FAIL_OVER,
     LOSE_SOURCE,
@@ -25,9 +25,10 @@ from .moves import (
     _names,
     recovering,
 )
-from .runner import Context, Scenario, Step, StepFailed, wait_for
-from .share_data import ON_DESTINATION, ON_SOURCE, create_link_with
-from .swap import cleanup_both
+from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
+from replication.scenarios.share_data import ON_DESTINATION, ON_SOURCE, create_link_with
+from replication.scenarios.swap import cleanup_both
+from replication.topics import links
 
 WRITTEN_THERE = [f"dc2-{i}".encode() for i in range(20)]
 NEVER_MIRRORED = [f"stray-{i}".encode() for i in range(10)]

@@ -26,10 +26,9 @@ from django.utils import timezone
 
 from infra import processes
 from infra.kafka_admin import KafkaAdminError
-
-from .. import audit
-from ..errors import ReplicationError, conflict, not_found
-from ..models import ClusterLink, KafkaCluster, ScenarioRun, ScenarioStep
+from replication.core.errors import ReplicationError, conflict, not_found
+from replication.governance import audit
+from replication.models import ClusterLink, KafkaCluster, ScenarioRun, ScenarioStep
 
 log = logging.getLogger(__name__)
 

@@ -16,13 +16,13 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from infra.schema_registry import SchemaRegistryError
-
-from .. import mirrors, schema_links
-from ..models import KafkaCluster, SchemaSubjectSync
-from . import clients, share_data
-from .runner import Context, Scenario, Step, StepFailed, wait_for
-from .share_data import ON_DESTINATION, ON_SOURCE, create_link_with
-from .share_data import cleanup as cleanup_link_and_topic
+from replication.models import KafkaCluster, SchemaSubjectSync
+from replication.scenarios import clients, share_data
+from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
+from replication.scenarios.share_data import ON_DESTINATION, ON_SOURCE, create_link_with
+from replication.scenarios.share_data import cleanup as cleanup_link_and_topic
+from replication.schemas import schema_links
+from replication.topics import mirrors
 
 RECORDS = 10  # of each version of the schema
 USERS_V1 = """{"type": "record", "name": "users", "namespace": "isthmus.scenario",

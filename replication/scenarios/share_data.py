@@ -11,12 +11,14 @@ import contextlib
 from confluent_kafka import KafkaError
 
 from infra.kafka_admin import KafkaAdminError
-
-from .. import lag, links, mirrors, promote, read_only
-from ..connections import cluster_admin
-from ..models import ClusterLink, MirrorTopic
-from . import clients
-from .runner import Context, Scenario, Step, StepFailed, wait_for
+from replication.core import read_only
+from replication.cutover import link_deletion, promote
+from replication.kafka.connections import cluster_admin
+from replication.models import ClusterLink, MirrorTopic
+from replication.observe import lag
+from replication.scenarios import clients
+from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
+from replication.topics import links, mirrors
 
 MESSAGES = [b"first", b"second", b"third"]
 RETENTION = "123456890"
@@ -204,7 +206,7 @@ def cleanup(c: Context) -> list[str]:
     )
     if link is not None:
         try:
-            links.delete_link(c.actor, link, force=True)
+            link_deletion.delete_link(c.actor, link, force=True)
         except Exception as exc:  # (say it, and go on with the topics)
             left.append(f"link {link.name}: {exc}")
     for cluster in (c.source, c.destination):

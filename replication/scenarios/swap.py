@@ -5,12 +5,19 @@ throughout."""
 
 from __future__ import annotations
 
-from .. import links, reverse
-from ..connections import cluster_admin
-from ..models import ClusterLink, MirrorTopic
-from . import clients
-from .runner import Context, Scenario, Step, StepFailed, wait_for
-from .share_data import ON_DESTINATION, ON_SOURCE, cleanup, create_link_with, create_mirror
+from replication.cutover import link_deletion, reverse
+from replication.kafka.connections import cluster_admin
+from replication.models import ClusterLink, MirrorTopic
+from replication.scenarios import clients
+from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
+from replication.scenarios.share_data import (
+    ON_DESTINATION,
+    ON_SOURCE,
+    cleanup,
+    create_link_with,
+    create_mirror,
+)
+from replication.topics import links
 
 BEFORE = [f"on-prem {i}".encode() for i in range(20)]
 BURST = [f"cloud {i}".encode() for i in range(10)]
@@ -129,7 +136,7 @@ def cleanup_both(c: Context) -> list[str]:
     peer = ClusterLink.objects.filter(destination=c.source, name=c.names["link"]).first()
     if peer is not None:
         try:
-            links.delete_link(c.actor, peer, force=True)
+            link_deletion.delete_link(c.actor, peer, force=True)
         except Exception as exc:  # (say it, and go on with the rest)
             left.append(f"link {peer.name} on {c.source.name}: {exc}")
     return left + cleanup(c)

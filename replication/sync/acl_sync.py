@@ -20,10 +20,10 @@ from enum import Enum
 from confluent_kafka.admin import AclBinding
 
 from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin, KafkaAdminError, exact_filter
-
-from .. import audit, filters, read_only
-from ..errors import ReplicationError
-from ..models import ClusterLink, MirrorTopic
+from replication.core import filters, read_only
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.models import ClusterLink, MirrorTopic
 
 log = logging.getLogger(__name__)
 _SYNCER = audit.Actor.system("ACL sync")

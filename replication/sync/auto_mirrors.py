@@ -17,10 +17,11 @@ from __future__ import annotations
 import logging
 
 from infra.kafka_admin import KafkaAdmin
-
-from .. import audit, filters, mirrors
-from ..errors import ReplicationError
-from ..models import ClusterLink
+from replication.core import filters
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.models import ClusterLink
+from replication.topics import mirrors
 
 log = logging.getLogger(__name__)
 ACTOR = audit.Actor.system("auto-create")

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from confluent_kafka.admin import AclBinding
 
 from infra.kafka_admin import AuthorizerDisabled, KafkaAdminError
-
-from .. import filters, mirrors
-from ..connections import source_admin
-from ..errors import ReplicationError
-from ..models import ClusterLink
+from replication.core import filters
+from replication.core.errors import ReplicationError
+from replication.kafka.connections import source_admin
+from replication.models import ClusterLink
+from replication.topics import mirrors
 
 LIMIT = 200
 

@@ -17,13 +17,15 @@ from datetime import datetime
 from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
-
-from .. import links, mirrors, offset_sync, read_only, schema_links, streams
-from ..connections import destination_admin, source_admin
-from ..errors import ReplicationError
-from ..mirror_states import SYNCED
-from ..models import ClusterLink, MirrorTopic
-from . import acl_sync, auto_mirrors
+from replication.core import read_only
+from replication.core.errors import ReplicationError
+from replication.engine import streams
+from replication.kafka.connections import destination_admin, source_admin
+from replication.models import ClusterLink, MirrorTopic
+from replication.schemas import schema_links
+from replication.states.mirror_states import SYNCED
+from replication.sync import acl_sync, auto_mirrors
+from replication.topics import links, mirrors, offset_sync
 
 log = logging.getLogger(__name__)
 

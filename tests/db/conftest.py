@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 
 from devstack import kafka, registry
-from replication import translations
+from replication.kafka import translations
 from replication.models import ClusterLink, KafkaCluster, MergeFlow, MirrorTopic
 from tests import memory_kafka
 from tests.shared_stack import shared_stack
@@ -45,9 +45,9 @@ def memory_clusters(light_stack):
 def registered_clusters(db, memory_clusters):
     """The in-memory clusters registered as `make demo` registers the devstack's, each with
     its schema registry."""
-    from replication import audit
-    from replication.clusters import register_cluster
-    from replication.schema_registries import RegistryAccess
+    from replication.governance import audit
+    from replication.kafka.clusters import register_cluster
+    from replication.schemas.schema_registries import RegistryAccess
 
     return {
         node.name: register_cluster(
@@ -76,8 +76,8 @@ def make_topic(memory_clusters):
 @pytest.fixture
 def make_link(registered_clusters):
     """Links from the source (over PLAINTEXT, as in the tutorial) into the destination."""
-    from replication import audit
-    from replication.links import create_link
+    from replication.governance import audit
+    from replication.topics.links import create_link
 
     def make(configs: dict[str, str] | None = None, name: str | None = None) -> ClusterLink:
         return create_link(
@@ -102,8 +102,8 @@ def memory_mirror(bidirectional, make_topic, topic_name, memory_clusters):
         topic_configs: dict[str, str] | None = None,
         **link_configs: str,
     ) -> tuple[ClusterLink, MirrorTopic]:
-        from replication import audit
-        from replication.mirrors import create_mirror
+        from replication.governance import audit
+        from replication.topics.mirrors import create_mirror
 
         make_topic(kafka.SOURCE, topic_name, partitions, **(topic_configs or {}))
         link = bidirectional(**link_configs)

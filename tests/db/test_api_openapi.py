@@ -15,9 +15,11 @@ from urllib.parse import urlencode
 from console.api.base import ERROR_CODES
 from console.api.openapi import SPEC
 from devstack import kafka
-from replication import approvals, audit, merge_flows
+from replication.actions import approvals
+from replication.governance import audit
+from replication.governance.tokens import create_token
 from replication.models import MirrorTopic, Verification
-from replication.tokens import create_token
+from replication.topics import merge_flows
 from tests import schema_checks
 from tests.url_routes import api_routes
 

@@ -14,7 +14,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from replication import approvals, audit
+from replication.actions import approvals
+from replication.governance import audit
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
 
 ROLES = ("viewer", "operator", "approver", "admin")

@@ -12,9 +12,9 @@ from django.urls import reverse
 
 from console.access import ROLES
 from console.views.audit import FORMULA_STARTS
-from replication import audit
+from replication.core.text import control_characters
+from replication.governance import audit
 from replication.models import AuditEvent
-from replication.text import control_characters
 
 pytestmark = pytest.mark.db
 

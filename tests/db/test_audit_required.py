@@ -11,10 +11,10 @@ import pytest
 from django.test import Client
 
 from devstack import kafka
-from replication import audit
-from replication.mirrors import create_mirror
+from replication.governance import audit
+from replication.governance.tokens import create_token
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
-from replication.tokens import create_token
+from replication.topics.mirrors import create_mirror
 from tests import audit_trail
 
 TRAIL_DOWN = "the audit disk is full"

@@ -13,10 +13,10 @@ import pytest
 from django.utils import timezone
 
 from devstack import kafka
-from replication.links import alter_link_configs
-from replication.mirrors import delete_mirror
 from replication.models import ClusterLink, MirrorTopic
 from replication.sync import auto_mirrors, syncers
+from replication.topics.links import alter_link_configs
+from replication.topics.mirrors import delete_mirror
 from tests.mirror_checks import (
     ACTOR,
 )

@@ -5,11 +5,11 @@ import pytest
 from django.urls import reverse
 
 from devstack import kafka
-from replication import audit
-from replication.clusters import register_cluster
-from replication.errors import ReplicationError
-from replication.mirrors import create_mirror
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.kafka.clusters import register_cluster
 from replication.models import AuditEvent, KafkaCluster
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 
 

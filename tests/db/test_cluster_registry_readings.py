@@ -15,11 +15,12 @@ from django.conf import settings
 from django.urls import reverse
 
 from infra.kafka_admin import ClusterDescription
-from replication import clusters as clusters_domain
-from replication import schema_registries, tasks
-from replication.clusters import ClusterHealth
+from replication import tasks
+from replication.kafka import clusters as clusters_domain
+from replication.kafka.clusters import ClusterHealth
 from replication.models import AuditEvent, KafkaCluster
-from replication.schema_registries import RegistryHealth
+from replication.schemas import schema_registries
+from replication.schemas.schema_registries import RegistryHealth
 from tests.hostile_registry import redirect, registry, send_json, serve, trickle
 
 pytestmark = pytest.mark.django_db

@@ -33,7 +33,8 @@ from django.urls import resolve
 from django.urls.exceptions import Resolver404
 
 from devstack import kafka
-from replication import audit
+from replication.governance import audit
+from replication.governance.policy import can
 from replication.models import (
     ApiToken,
     ApprovalRequest,
@@ -43,7 +44,6 @@ from replication.models import (
     MirrorTopic,
     ScenarioRun,
 )
-from replication.policy import can
 from tests.url_routes import World, console_routes, params, url
 
 SETUP = audit.Actor.system("tests")

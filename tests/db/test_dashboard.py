@@ -10,10 +10,11 @@ import pytest
 from django.urls import reverse
 
 from devstack import kafka
-from replication import approvals, audit
-from replication.mirror_states import move
-from replication.mirrors import create_mirror
+from replication.actions import approvals
+from replication.governance import audit
 from replication.models import MirrorTopic
+from replication.states.mirror_states import move
+from replication.topics.mirrors import create_mirror
 
 pytestmark = [pytest.mark.django_db]
 

@@ -13,11 +13,11 @@ from django.test import Client
 
 from console.middleware import MESSAGE as NUL_REFUSED
 from devstack import kafka
-from replication import audit
-from replication.errors import ReplicationError
-from replication.mirrors import create_mirror
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.governance.tokens import create_token
 from replication.models import AuditEvent, MirrorTopic
-from replication.tokens import create_token
+from replication.topics.mirrors import create_mirror
 from tests import leftovers
 
 TARGET_LIMIT = AuditEvent._meta.get_field("target").max_length

@@ -13,7 +13,7 @@ from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from django.urls import reverse
 
 from console.forms.filters import FILTER_CHOICES, MAX_ROWS
-from replication import filters
+from replication.core import filters
 from replication.models import AuditEvent, ClusterLink
 
 GROUPS = "consumer.offset.group.filters"

@@ -11,11 +11,12 @@ from django.urls import reverse
 
 from devstack import kafka
 from infra.kafka_admin import AuthorizerDisabled
-from replication import audit, filters
-from replication.errors import ReplicationError
-from replication.mirrors import create_mirror
+from replication.core import filters
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink
 from replication.sync import filter_preview
+from replication.topics.mirrors import create_mirror
 from tests import leftovers
 
 

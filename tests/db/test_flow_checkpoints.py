@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from replication import flow_offsets
-from replication.merge_flows import FlowStatus
 from replication.models import FlowCheckpoint, MergeFlow
+from replication.topics import flow_offsets
+from replication.topics.merge_flows import FlowStatus
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from replication import audit, merge_flows
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.models import AuditEvent, MergeFlow
+from replication.topics import merge_flows
 
 pytestmark = pytest.mark.django_db
 

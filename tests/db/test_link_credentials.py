@@ -14,10 +14,10 @@ import pytest
 from django.urls import reverse
 
 from devstack import kafka
-from replication import audit
-from replication.errors import FieldProblems
-from replication.links import create_link
+from replication.core.errors import FieldProblems
+from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink
+from replication.topics.links import create_link
 
 ACTOR = audit.Actor.system("tests")
 

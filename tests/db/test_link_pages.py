@@ -4,9 +4,9 @@ real brokers: tests/integration/test_link_pages.py)."""
 from django.urls import reverse
 
 from devstack import kafka
-from replication import audit
-from replication.mirrors import create_mirror
+from replication.governance import audit
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
+from replication.topics.mirrors import create_mirror
 
 
 def detail_url(link):

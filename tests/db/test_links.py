@@ -4,9 +4,10 @@ SASL logins and forced deletes on real brokers: tests/integration/test_links.py)
 import pytest
 
 from devstack import kafka
-from replication import audit
-from replication.errors import ReplicationError
-from replication.links import (
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.topics.links import (
     alter_link_configs,
     create_link,
     describe_link_configs,
@@ -15,8 +16,7 @@ from replication.links import (
     pause_link,
     resume_link,
 )
-from replication.mirrors import create_mirror
-from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.topics.mirrors import create_mirror
 
 ACTOR = audit.Actor.system("tests")
 

@@ -12,9 +12,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from replication import audit
+from replication.governance import audit
+from replication.governance.tokens import create_token
 from replication.models import AuditEvent
-from replication.tokens import create_token
 
 pytestmark = [pytest.mark.db, pytest.mark.django_db]
 

@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from replication import audit
-from replication import users as user_admin
-from replication.errors import FieldProblems
+from replication.core.errors import FieldProblems
+from replication.governance import audit
+from replication.governance import users as user_admin
 from replication.models import AuditEvent
 
 pytestmark = pytest.mark.db

@@ -12,9 +12,10 @@ from django.urls import reverse
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import approvals, audit
-from replication.links import create_link
+from replication.actions import approvals
+from replication.governance import audit
 from replication.models import MirrorTopic
+from replication.topics.links import create_link
 from tests.conftest import admin_config
 
 

@@ -7,14 +7,10 @@ import pytest
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, TopicNotFound
 from infra.processes import wait_for
-from replication import audit
-from replication.errors import ReplicationError
-from replication.mirrors import (
-    create_mirror,
-    delete_mirror,
-    pause_mirror,
-)
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.models import AuditEvent, MirrorTopic
+from replication.topics.mirrors import create_mirror, delete_mirror, pause_mirror
 from tests.conftest import admin_config
 from tests.kafka_clients import acls_on
 

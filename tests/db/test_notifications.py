@@ -15,7 +15,8 @@ from aiosmtpd.controller import Controller
 from django.urls import reverse
 from django.utils import timezone
 
-from replication import approvals, audit, notifications, stale_requests
+from replication.actions import approvals
+from replication.governance import audit, notifications, stale_requests
 from replication.models import ApprovalRequest, ClusterLink, KafkaCluster, Notification
 
 pytestmark = [pytest.mark.db, pytest.mark.django_db]

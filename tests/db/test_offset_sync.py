@@ -1,6 +1,6 @@
-"""Consumer offset sync's decisions (replication.offset_sync), on in-memory clusters: which groups
-are synced, to which offset (identical, translated, or the mirror's end for a group ahead of the
-copy), what is left alone (a group running on the destination, one not selected) and what is not
+"""Consumer offset sync's decisions (replication.topics.offset_sync), on in-memory clusters: which
+groups are synced, to which offset (identical, translated, or the mirror's end for a group ahead of
+the copy), what is left alone (a group running on the destination, one not selected) and what is not
 written twice. That a consumer then resumes exactly where it stopped, record by record, is
 tests/integration/test_offset_sync.py, on real brokers."""
 
@@ -12,10 +12,11 @@ import pytest
 from django.utils import timezone
 
 from devstack import kafka
-from replication import audit, offset_sync
-from replication.connections import cluster_admin, source_admin
-from replication.mirrors import create_mirror
+from replication.governance import audit
+from replication.kafka.connections import cluster_admin, source_admin
 from replication.models import GroupOffsetSync
+from replication.topics import offset_sync
+from replication.topics.mirrors import create_mirror
 from spark_jobs.translation import Entry, Runs
 
 ACTOR = audit.Actor.system("tests")

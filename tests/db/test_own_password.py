@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from replication import audit
-from replication import users as accounts
+from replication.governance import audit
+from replication.governance import users as accounts
 from replication.models import AuditEvent, OneTimePassword
 from tests.url_routes import api_routes
 

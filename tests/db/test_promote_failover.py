@@ -14,9 +14,11 @@ from django.test import override_settings
 
 from devstack import kafka
 from infra import processes
-from replication import audit, promote, streams
-from replication.mirrors import create_mirror, pause_mirror
+from replication.cutover import promote
+from replication.engine import streams
+from replication.governance import audit
 from replication.models import AuditEvent, MirrorTopic
+from replication.topics.mirrors import create_mirror, pause_mirror
 
 State = MirrorTopic.State
 
@@ -32,7 +34,7 @@ def _state(mirror: MirrorTopic) -> str:
 def test_a_pause_racing_a_failure_does_not_overwrite_it(
     db, make_link, make_topic, topic_name, users
 ):
-    from replication.mirrors import fail_mirror
+    from replication.topics.mirrors import fail_mirror
 
     make_topic(kafka.SOURCE, topic_name, partitions=1)
     link = make_link()

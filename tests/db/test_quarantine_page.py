@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from infra import kafka_copy
-from replication import restore
+from replication.cutover import restore
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
 
 pytestmark = [pytest.mark.db, pytest.mark.django_db]

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from replication import audit, promote, restore
-from replication.errors import ReplicationError
-from replication.links import peer_of
+from replication.core.errors import ReplicationError
+from replication.cutover import promote, restore
+from replication.governance import audit
 from replication.models import AuditEvent, MirrorTopic
+from replication.topics.links import peer_of
 from tests import memory_kafka
 
 ACTOR = audit.Actor.system("tests")

@@ -12,13 +12,14 @@ import pytest
 from django.utils import timezone
 
 from devstack import kafka
-from replication import audit, reverse
-from replication.errors import ReplicationError
-from replication.links import peer_of
-from replication.mirror_states import move
-from replication.mirrors import create_mirror, pause_mirror
+from replication.core.errors import ReplicationError
+from replication.cutover import reverse
+from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.states.mirror_states import move
 from replication.sync import syncers
+from replication.topics.links import peer_of
+from replication.topics.mirrors import create_mirror, pause_mirror
 
 ACTOR = audit.Actor.system("tests")
 State = MirrorTopic.State

@@ -4,10 +4,10 @@ leaves exactly one audit event naming that role's user and the result. The clust
 memory (tests/memory_kafka.py): what is checked is the policy, the audit and the state each
 action leaves, none of which needs a broker.
 
-What each role may do is read from `replication.policy.POLICY` (through `can`), and so is whether
-an allowed promote, failover or link deletion runs at once or waits as a PENDING approval request
-(the link's approval policy, and request.override): the tables below name actions, never roles,
-so the matrix follows the policy. The completeness tests tie the tables to the policy, to
+What each role may do is read from `replication.governance.policy.POLICY` (through `can`), and so is
+whether an allowed promote, failover or link deletion runs at once or waits as a PENDING approval
+request (the link's approval policy, and request.override): the tables below name actions, never
+roles, so the matrix follows the policy. The completeness tests tie the tables to the policy, to
 console/urls.py, to console/api/urls.py and to the tools' own options, so a new action or route
 cannot slip by.
 
@@ -53,18 +53,12 @@ from isthmus_cli import merge_flows as cli_merge_flows
 from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
 from isthmus_cli import schema_links as cli_schema_links
-from replication import (
-    approvals,
-    audit,
-    links,
-    merge_flows,
-    mirrors,
-    promote,
-    replicator_import,
-    restore,
-)
-from replication import users as user_admin
-from replication.mirror_states import FOLLOWING, PROMOTABLE
+from replication.actions import approvals, replicator_import
+from replication.cutover import promote, restore
+from replication.governance import audit
+from replication.governance import users as user_admin
+from replication.governance.policy import POLICY, ROLES, can
+from replication.governance.tokens import create_token
 from replication.models import (
     ApiToken,
     Approval,
@@ -78,9 +72,9 @@ from replication.models import (
     SchemaSubjectSync,
     Verification,
 )
-from replication.policy import POLICY, ROLES, can
 from replication.scenarios import registry, runner
-from replication.tokens import create_token
+from replication.states.mirror_states import FOLLOWING, PROMOTABLE
+from replication.topics import links, merge_flows, mirrors
 from tests.conftest import ROOT
 from tests.memory_kafka import MemoryAdmin
 from tests.url_routes import api_routes

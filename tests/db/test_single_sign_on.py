@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from replication import audit, single_sign_on
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit, single_sign_on
+from replication.governance.users import role_of
 from replication.models import AuditEvent, ExternalIdentity
-from replication.users import role_of
 
 pytestmark = [pytest.mark.db, pytest.mark.django_db]
 

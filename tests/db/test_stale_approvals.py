@@ -17,10 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.urls import reverse
 
-from replication import approvals, audit, links, mirrors
-from replication import users as accounts
+from replication.actions import approvals
+from replication.cutover import link_deletion
+from replication.governance import audit
+from replication.governance import users as accounts
+from replication.governance.tokens import create_token
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
-from replication.tokens import create_token
+from replication.topics import mirrors
 
 SUPERSEDED = ApprovalRequest.State.SUPERSEDED
 
@@ -160,7 +163,7 @@ def test_deleting_the_link_supersedes_its_pending_requests_and_approving_answers
         actors["operator"], mirror.link, "delete-link", reason="retire", force=True
     ).request
     link = mirror.link
-    links.delete_link(actors["admin"], link, force=True)
+    link_deletion.delete_link(actors["admin"], link, force=True)
     assert not ClusterLink.objects.filter(pk=link.pk).exists()
     promote_request.refresh_from_db()
     delete_request.refresh_from_db()

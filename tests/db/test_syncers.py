@@ -13,16 +13,17 @@ import pytest
 from django.utils import timezone
 
 from devstack import kafka
-from replication import audit, read_only
-from replication.links import pause_link
-from replication.mirrors import (
+from replication.core import read_only
+from replication.governance import audit
+from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.sync import syncers
+from replication.topics.links import pause_link
+from replication.topics.mirrors import (
     create_mirror,
     note_records_lost,
     records_lost,
     source_missing,
 )
-from replication.models import AuditEvent, ClusterLink, MirrorTopic
-from replication.sync import syncers
 from tests import memory_kafka
 
 ACTOR = audit.Actor.system("tests")

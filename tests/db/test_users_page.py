@@ -12,11 +12,11 @@ from django.test import Client
 from django.urls import reverse
 
 from console.access import ROLES
-from replication import audit
-from replication import users as user_admin
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.governance import users as user_admin
+from replication.governance.tokens import create_token
 from replication.models import ApiToken, AuditEvent
-from replication.tokens import create_token
 from tests import audit_trail
 
 pytestmark = pytest.mark.db
@@ -318,7 +318,7 @@ def test_nothing_changes_when_the_audit_trail_cannot_be_written(admin, users, tr
     assert refused in page and "nothing was changed" in page
     assert fresh("operator").is_active
     # Past the up-front probe too: the event is written in the change's own transaction.
-    with mock.patch("replication.audit.ensure_writable"):
+    with mock.patch("replication.governance.audit.ensure_writable"):
         page = post(admin, "user-role", "operator", {"role": "viewer"}).content.decode()
         assert refused in page and "nothing was changed" in page
         assert user_admin.role_of(fresh("operator")) == "operator"

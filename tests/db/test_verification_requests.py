@@ -13,9 +13,10 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from replication import audit, verification
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink, KafkaCluster, MirrorTopic, Verification
+from replication.observe import verification
 
 ACTOR = audit.Actor(name="tests")
 State = MirrorTopic.State

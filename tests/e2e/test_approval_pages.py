@@ -9,9 +9,9 @@ from playwright.sync_api import expect
 
 from devstack import kafka
 from infra.processes import wait_for
-from replication import audit
-from replication.mirrors import create_mirror
+from replication.governance import audit
 from replication.models import ClusterLink, Notification
+from replication.topics.mirrors import create_mirror
 from tests.e2e.conftest import approve_as_approver, screenshot, signed_in
 from tests.kafka_clients import produce
 

@@ -3,7 +3,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from replication import audit
+from replication.governance import audit
 from replication.models import AuditEvent
 
 pytestmark = pytest.mark.e2e
@@ -45,8 +45,8 @@ def test_an_approvals_trail_is_found_by_its_topic_and_break_glass_by_its_flag(
     browser, login, live_server, celery_worker, users, make_link, make_topic, topic_name
 ):
     from devstack import kafka
-    from replication import approvals
-    from replication.mirrors import create_mirror
+    from replication.actions import approvals
+    from replication.topics.mirrors import create_mirror
 
     link = make_link({"cluster.link.paused": "true"})
     create_mirror(audit.Actor.system("tests"), link, make_topic(kafka.SOURCE, topic_name))

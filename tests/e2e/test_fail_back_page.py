@@ -9,9 +9,10 @@ import pytest
 from playwright.sync_api import expect
 
 from devstack import kafka
-from replication import audit, promote
-from replication.mirrors import create_mirror
+from replication.cutover import promote
+from replication.governance import audit
 from replication.models import MirrorTopic
+from replication.topics.mirrors import create_mirror
 from tests import leftovers
 from tests.e2e.conftest import approve_as_approver, screenshot
 from tests.kafka_clients import produce

@@ -10,9 +10,10 @@ from playwright.sync_api import expect
 
 from devstack import kafka
 from infra.processes import wait_for
-from replication import audit, history
-from replication.links import resume_link
-from replication.mirrors import create_mirror
+from replication.governance import audit
+from replication.observe import history
+from replication.topics.links import resume_link
+from replication.topics.mirrors import create_mirror
 from tests.e2e.conftest import screenshot
 
 pytestmark = pytest.mark.e2e

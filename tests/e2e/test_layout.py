@@ -6,8 +6,8 @@ refuses (an inline script or handler), which Chromium reports on the console."""
 
 import pytest
 
-from replication import audit
-from replication.mirrors import create_mirror
+from replication.governance import audit
+from replication.topics.mirrors import create_mirror
 from tests.url_routes import console_routes, url
 
 pytestmark = pytest.mark.e2e

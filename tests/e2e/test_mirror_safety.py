@@ -10,8 +10,8 @@ from playwright.sync_api import expect
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import audit
-from replication.mirrors import create_mirror
+from replication.governance import audit
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.kafka_clients import produce
 

@@ -8,10 +8,11 @@ import pytest
 from playwright.sync_api import expect
 
 from devstack import kafka
-from replication import approvals, audit
-from replication.mirrors import create_mirror
+from replication.actions import approvals
+from replication.governance import audit
+from replication.governance.users import role_of
 from replication.models import AuditEvent, ExternalIdentity
-from replication.users import role_of
+from replication.topics.mirrors import create_mirror
 
 pytestmark = pytest.mark.e2e
 

@@ -14,9 +14,10 @@ from django.conf import settings
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
-from replication import streams, verification
-from replication.mirrors import create_mirror
+from replication.engine import streams
 from replication.models import Verification
+from replication.observe import verification
+from replication.topics.mirrors import create_mirror
 from spark_jobs import copier
 from tests import leftovers
 from tests.conftest import admin_config

@@ -20,8 +20,9 @@ import redis
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
-from replication import merge_flows, streams
-from replication.redis_channel import client
+from replication.core.redis_channel import client
+from replication.engine import streams
+from replication.topics import merge_flows
 from spark_jobs import control, merging
 from tests.conftest import admin_config
 from tests.faults.conftest import in_sync, leader

@@ -11,9 +11,9 @@ import pytest
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import streams
-from replication.links import get_link
-from replication.mirrors import get_mirror
+from replication.engine import streams
+from replication.topics.links import get_link
+from replication.topics.mirrors import get_mirror
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.integration.test_cli import ok

@@ -29,13 +29,13 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import EVERY_ACL, KafkaAdmin, KafkaAdminError, exact_filter
-from replication import filters, read_only
-from replication.connections import destination_admin, source_admin
-from replication.errors import ReplicationError
-from replication.links import alter_link_configs, create_link
-from replication.mirrors import create_mirror
+from replication.core import filters, read_only
+from replication.core.errors import ReplicationError
+from replication.kafka.connections import destination_admin, source_admin
 from replication.models import AuditEvent, ClusterLink
 from replication.sync import acl_sync, syncers
+from replication.topics.links import alter_link_configs, create_link
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, produce
 from tests.leftovers import MARK, unique_name

@@ -16,12 +16,12 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import filters
-from replication.errors import ReplicationError
-from replication.links import peer_of
-from replication.mirrors import create_mirror
+from replication.core import filters
+from replication.core.errors import ReplicationError
 from replication.models import ClusterLink
 from replication.sync import filter_preview, syncers
+from replication.topics.links import peer_of
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.kafka_clients import ordinary, write_numbered
 from tests.mirror_checks import ACTOR, read_all, run_until_copied

@@ -31,9 +31,10 @@ from devstack import kafka
 from devstack.stack import Stack
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from infra.processes import wait_for
-from replication import audit, read_only
+from replication.core import read_only
+from replication.governance import audit
+from replication.governance.tokens import create_token
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink, MirrorTopic
-from replication.tokens import create_token
 from tests import leftovers
 from tests.conftest import TEST_REDIS_URL, _database_url_for_worker, admin_config, stop_process
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on

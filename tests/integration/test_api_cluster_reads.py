@@ -13,9 +13,9 @@ from django.test import Client
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import audit
-from replication.mirrors import create_mirror
-from replication.tokens import create_token
+from replication.governance import audit
+from replication.governance.tokens import create_token
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.kafka_clients import produce
 

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from devstack import kafka
-from replication import approvals
+from replication.actions import approvals
 from replication.models import ApprovalRequest, AuditEvent, ClusterLink
 from tests.db.test_approvals import _post, _state, _url
 from tests.mirror_checks import eventually

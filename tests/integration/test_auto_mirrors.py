@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication.links import alter_link_configs
-from replication.mirrors import delete_mirror
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from replication.sync import syncers
+from replication.topics.links import alter_link_configs
+from replication.topics.mirrors import delete_mirror
 from tests.conftest import admin_config
 from tests.db.test_auto_mirrors import auto, mirrored, refresh, topic_filters
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, commit_offsets
@@ -232,7 +232,7 @@ def test_automatic_mirrors_beyond_one_request_are_each_handed_to_the_engine_once
             (sorted(running.values_list("mirror_topic", flat=True)), destination_topics())
         )
 
-    monkeypatch.setattr("replication.streams.publish_now", publish_now)
+    monkeypatch.setattr("replication.engine.streams.publish_now", publish_now)
     refresh(link)
     assert mirrored(link) == {t: t for t in topics}
     assert len(handed) > 1, handed

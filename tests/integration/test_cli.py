@@ -12,7 +12,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from isthmus_cli.replica_status import COLUMNS, MIRROR_COLUMNS
-from replication import audit, read_only
+from replication.core import read_only
+from replication.governance import audit
 from replication.models import ClusterLink, MirrorTopic
 from tests import leftovers
 from tests.conftest import admin_config
@@ -386,7 +387,7 @@ def test_the_console_and_token_can_come_from_a_command_config_file(
 def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to_approve(
     typed, demo_topic
 ):
-    from replication import promote
+    from replication.cutover import promote
 
     ok(typed(CREATE_LINK))
     mirror = f"kafka-mirrors --create --mirror-topic {DEMO} --link demo-link"
@@ -441,8 +442,8 @@ def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to
 def test_a_truncate_and_restore_dry_run_prints_per_partition_what_is_set_aside_and_copied(
     typed, bidirectional, make_topic, topic_name
 ):
-    from replication import promote
-    from replication.mirrors import create_mirror
+    from replication.cutover import promote
+    from replication.topics.mirrors import create_mirror
     from tests.mirror_checks import run_until_copied
 
     actor = audit.Actor.system("tests")

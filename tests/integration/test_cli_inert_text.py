@@ -10,9 +10,9 @@ import subprocess
 import pytest
 from django.utils import timezone
 
-from replication import audit
+from replication.governance import audit
+from replication.governance.tokens import create_token
 from replication.models import ApprovalRequest
-from replication.tokens import create_token
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration

@@ -5,9 +5,9 @@ from django.db import connection
 from django.urls import reverse
 
 from devstack import kafka
-from replication import audit
-from replication.clusters import register_cluster
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.kafka.clusters import register_cluster
 from replication.models import AuditEvent, KafkaCluster
 from tests.conftest import admin_config
 

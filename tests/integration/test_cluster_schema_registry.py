@@ -13,10 +13,11 @@ from django.urls import reverse
 
 from devstack import kafka, registry
 from infra.schema_registry import MODES
-from replication import audit, schema_registries
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.models import AuditEvent, KafkaCluster
-from replication.schema_registries import RegistryAccess, set_schema_registry
+from replication.schemas import schema_registries
+from replication.schemas.schema_registries import RegistryAccess, set_schema_registry
 
 pytestmark = pytest.mark.integration
 

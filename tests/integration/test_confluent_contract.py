@@ -15,9 +15,9 @@ from django.test import Client
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import audit
-from replication.mirrors import create_mirror
-from replication.tokens import create_token
+from replication.governance import audit
+from replication.governance.tokens import create_token
+from replication.topics.mirrors import create_mirror
 from tests import schema_checks
 from tests.conftest import admin_config
 

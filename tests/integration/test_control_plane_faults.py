@@ -13,9 +13,9 @@ import uuid
 import psutil
 import pytest
 
-from replication import streams
-from replication.mirrors import create_mirror
+from replication.engine import streams
 from replication.models import ClusterLink
+from replication.topics.mirrors import create_mirror
 from tests.conftest import start_celery_worker, stop_process
 from tests.integration.test_stream_failures import _copied, _source_topic
 from tests.kafka_clients import keep_producing

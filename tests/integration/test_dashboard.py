@@ -11,8 +11,8 @@ from confluent_kafka import Producer
 from django.urls import reverse
 
 from devstack import kafka
-from replication import history, lag
-from replication.mirrors import create_mirror
+from replication.observe import history, lag
+from replication.topics.mirrors import create_mirror
 from tests.db.test_dashboard import SETUP, _page
 from tests.mirror_checks import run_until_copied
 

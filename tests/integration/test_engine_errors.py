@@ -16,8 +16,8 @@ from django.urls import reverse
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import read_pidfile, wait_for
-from replication import streams
-from replication.mirrors import create_mirror
+from replication.engine import streams
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.mirror_checks import ACTOR, eventually, run_until_copied
 

@@ -14,8 +14,9 @@ from django.urls import reverse
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import redis_channel, streams
-from replication.mirrors import create_mirror
+from replication.core import redis_channel
+from replication.engine import streams
+from replication.topics.mirrors import create_mirror
 from spark_jobs import control
 from tests.conftest import admin_config
 from tests.mirror_checks import ACTOR, assert_exact_copy, eventually, run_until_copied

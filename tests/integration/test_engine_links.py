@@ -16,9 +16,10 @@ from confluent_kafka import Producer
 
 from devstack import kafka
 from infra import processes
-from replication import redis_channel, streams
-from replication.links import delete_link
-from replication.mirrors import create_mirror
+from replication.core import redis_channel
+from replication.cutover.link_deletion import delete_link
+from replication.engine import streams
+from replication.topics.mirrors import create_mirror
 from spark_jobs import control
 from tests.mirror_checks import ACTOR, assert_exact_copy, caught_up, eventually, run_until_copied
 

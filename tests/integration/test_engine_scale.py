@@ -17,10 +17,10 @@ from django.utils import timezone
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import streams
-from replication.mirrors import create_mirror, pause_mirror
+from replication.engine import streams
 from replication.models import MirrorTopic
 from replication.sync import syncers
+from replication.topics.mirrors import create_mirror, pause_mirror
 from tests.conftest import admin_config
 from tests.integration.test_mirror_control import Watcher, Writer
 from tests.mirror_checks import ACTOR, assert_exact_copy, committed_link

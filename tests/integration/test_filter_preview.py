@@ -22,7 +22,7 @@ from confluent_kafka.admin import (
 from devstack import kafka
 from infra.kafka_admin import EVERY_ACL, KafkaAdmin
 from infra.processes import wait_for
-from replication import filters
+from replication.core import filters
 from replication.sync import filter_preview
 from tests import leftovers
 from tests.db.test_filter_preview import acl_filter, acl_filters, link, names, prefix, source_topics  # noqa: F401 (fixtures)

@@ -12,9 +12,10 @@ from confluent_kafka import KafkaError
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, TopicNotFound, kafka_id
 from infra.processes import wait_for
-from replication import audit, read_only
-from replication.mirrors import create_mirror
+from replication.core import read_only
+from replication.governance import audit
 from replication.models import MirrorTopic
+from replication.topics.mirrors import create_mirror
 from spark_jobs import translation
 from tests import leftovers
 from tests.conftest import ROOT, admin_config

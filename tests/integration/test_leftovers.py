@@ -16,7 +16,8 @@ from devstack import kafka
 from infra import processes
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import read_only, streams
+from replication.core import read_only
+from replication.engine import streams
 from spark_jobs import control
 from tests import leftovers
 from tests.conftest import TEST_REDIS_URL, admin_config

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from devstack import kafka
-from replication.clusters import register_cluster
-from replication.errors import FieldProblems, ReplicationError
-from replication.links import alter_link_configs, create_link
+from replication.core.errors import FieldProblems, ReplicationError
+from replication.kafka.clusters import register_cluster
 from replication.models import ClusterLink
+from replication.topics.links import alter_link_configs, create_link
 from tests.conftest import admin_config
 from tests.db.test_link_credentials import (
     ACTOR,

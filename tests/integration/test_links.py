@@ -4,15 +4,15 @@ import pytest
 
 from devstack import kafka
 from infra.processes import wait_for
-from replication.errors import ReplicationError
-from replication.links import (
+from replication.core.errors import ReplicationError
+from replication.cutover.link_deletion import delete_link
+from replication.models import AuditEvent, ClusterLink
+from replication.topics.links import (
     alter_link_configs,
     create_link,
-    delete_link,
     describe_link_configs,
 )
-from replication.mirrors import create_mirror
-from replication.models import AuditEvent, ClusterLink
+from replication.topics.mirrors import create_mirror
 from tests import leftovers
 from tests.db.test_links import ACTOR
 from tests.kafka_clients import produce

@@ -22,21 +22,16 @@ from django.utils import timezone
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import (
-    flow_offsets,
-    history,
-    lag,
-    merge_flows,
-    metrics,
-    offset_sync,
-    replicator_import,
-    streams,
-)
-from replication.connections import destination_admin, source_admin
-from replication.errors import ReplicationError
-from replication.links import peer_of
-from replication.mirrors import create_mirror
+from replication.actions import replicator_import
+from replication.core.errors import ReplicationError
+from replication.engine import streams
+from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, GroupOffsetSync
+from replication.observe import history, lag
+from replication.overview import metrics
+from replication.topics import flow_offsets, merge_flows, offset_sync
+from replication.topics.links import peer_of
+from replication.topics.mirrors import create_mirror
 from spark_jobs import merging
 from tests import leftovers
 from tests.conftest import admin_config
@@ -359,7 +354,7 @@ def test_a_flows_progress_is_read_while_another_flow_keeps_its_partition_busy(
     of the progress topic: it must not wait for a moment when nobody writes."""
     from confluent_kafka import Producer
 
-    from replication.connections import cluster_admin
+    from replication.kafka.connections import cluster_admin
 
     merge_flows.ensure_progress_topic(cluster_admin(registered_clusters["destination"]))
     ours, busy = "flow-under-test", "busy-neighbour"

@@ -3,9 +3,10 @@
 import pytest
 
 from devstack import kafka
-from replication import audit, lag
-from replication.mirrors import create_mirror
-from replication.tokens import create_token
+from replication.governance import audit
+from replication.governance.tokens import create_token
+from replication.observe import lag
+from replication.topics.mirrors import create_mirror
 from tests.kafka_clients import produce
 
 pytestmark = pytest.mark.integration

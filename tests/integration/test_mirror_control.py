@@ -13,10 +13,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
 from infra.processes import wait_for
-from replication import streams
-from replication.lag import describe_mirror
-from replication.mirrors import create_mirror, pause_mirror
-from replication.redis_channel import client
+from replication.core.redis_channel import client
+from replication.engine import streams
+from replication.observe.lag import describe_mirror
+from replication.topics.mirrors import create_mirror, pause_mirror
 from spark_jobs import control
 from tests.conftest import admin_config
 from tests.mirror_checks import ACTOR, assert_exact_copy, committed_link, run_until_copied

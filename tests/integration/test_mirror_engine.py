@@ -18,10 +18,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import streams
-from replication.lag import describe_mirror
-from replication.links import alter_link_configs
-from replication.mirrors import create_mirror
+from replication.engine import streams
+from replication.observe.lag import describe_mirror
+from replication.topics.links import alter_link_configs
+from replication.topics.mirrors import create_mirror
 from spark_jobs.translation import Entry
 from tests import leftovers
 from tests.conftest import admin_config

@@ -15,16 +15,16 @@ from confluent_kafka.admin import (
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication.errors import ReplicationError
-from replication.lag import describe_mirror, describe_mirrors
-from replication.mirrors import (
+from replication.core.errors import ReplicationError
+from replication.models import AuditEvent, MirrorTopic
+from replication.observe.lag import describe_mirror, describe_mirrors
+from replication.topics.mirrors import (
     create_mirror,
     create_mirrors,
     list_mirrors,
     pause_mirror,
     resume_mirror,
 )
-from replication.models import AuditEvent, MirrorTopic
 from tests.conftest import admin_config
 from tests.db.test_mirrors import ACTOR, destination_admin, nothing_left_of
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, consume_all, produce, run_tool

@@ -22,13 +22,15 @@ from django.utils import timezone
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import metrics, offset_sync, promote
-from replication.connections import destination_admin, source_admin
-from replication.links import alter_link_configs
-from replication.mirrors import create_mirror
+from replication.cutover import promote
+from replication.governance.tokens import create_token
+from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, GroupOffsetSync, MirrorTopic
+from replication.overview import metrics
 from replication.sync import syncers
-from replication.tokens import create_token
+from replication.topics import offset_sync
+from replication.topics.links import alter_link_configs
+from replication.topics.mirrors import create_mirror
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.integration.test_mirror_engine import CASES as ENGINE_CASES

@@ -13,11 +13,12 @@ import pytest
 from django.urls import reverse
 
 from devstack import kafka
-from replication import promote, streams
-from replication.links import resume_link
-from replication.mirrors import create_mirror
+from replication.core.redis_channel import client
+from replication.cutover import promote
+from replication.engine import streams
 from replication.models import AuditEvent
-from replication.redis_channel import client
+from replication.topics.links import resume_link
+from replication.topics.mirrors import create_mirror
 from spark_jobs import control
 from tests.db.test_promote_failover import State, _admin, _state
 from tests.kafka_clients import acls_on, produce

@@ -26,10 +26,13 @@ from django.urls import reverse
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, TopicNotFound
 from infra.processes import wait_for
-from replication import audit, mirrors, read_only
-from replication.mirrors import create_mirror
+from replication.core import read_only
+from replication.cutover import link_deletion
+from replication.governance import audit
+from replication.governance.tokens import create_token
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
-from replication.tokens import create_token
+from replication.topics import mirrors
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.kafka_clients import acls_on
 
@@ -86,8 +89,8 @@ def test_a_mirror_made_while_its_link_is_being_deleted_is_not_deleted_with_it(
 ):
     from unittest import mock
 
-    from replication import links, promote
-    from replication.errors import ReplicationError
+    from replication.core.errors import ReplicationError
+    from replication.cutover import promote
 
     actor = audit.Actor.system("tests")
     link = make_link({"cluster.link.paused": "true"})
@@ -104,7 +107,7 @@ def test_a_mirror_made_while_its_link_is_being_deleted_is_not_deleted_with_it(
         mock.patch.object(promote, "stop_mirrors", fail_over_then_someone_adds_a_mirror),
         pytest.raises(ReplicationError, match="was added to link .* meanwhile"),
     ):
-        links.delete_link(actor, link, force=True)
+        link_deletion.delete_link(actor, link, force=True)
     assert ClusterLink.objects.filter(pk=link.pk).exists()
     assert MirrorTopic.objects.get(mirror_topic=late_topic).state == MirrorTopic.State.LINK_PAUSED
 

@@ -12,10 +12,11 @@ from django.urls import reverse
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import lag, streams
-from replication.mirrors import create_mirror, pause_mirror
+from replication.core.redis_channel import client
+from replication.engine import streams
 from replication.models import AuditEvent, MirrorTopic
-from replication.redis_channel import client
+from replication.observe import lag
+from replication.topics.mirrors import create_mirror, pause_mirror
 from tests.conftest import admin_config
 from tests.kafka_clients import produce
 from tests.mirror_checks import ACTOR, run_until_copied

@@ -17,9 +17,12 @@ import pytest
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import read_pidfile, wait_for
-from replication import audit, promote, redis_channel, restore, streams
-from replication.links import peer_of
+from replication.core import redis_channel
+from replication.cutover import promote, restore
+from replication.engine import streams
+from replication.governance import audit
 from replication.models import MirrorTopic
+from replication.topics.links import peer_of
 from spark_jobs import control
 from tests import leftovers
 from tests.conftest import admin_config, start_celery_worker, stop_process

@@ -9,10 +9,10 @@ import pytest
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication import reverse
-from replication.links import peer_of
-from replication.mirrors import create_mirror
+from replication.cutover import reverse
 from replication.models import AuditEvent
+from replication.topics.links import peer_of
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.db.test_reverse import ACTOR, State
 from tests.kafka_clients import ordinary, write_numbered, write_refused

@@ -14,12 +14,13 @@ from django.core.management import CommandError, call_command
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.schema_registry import SUBJECT_NOT_FOUND, SchemaRegistryError
-from replication import merge_flows, streams
-from replication.audit import Actor
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.engine import streams
+from replication.governance.audit import Actor
 from replication.models import AuditEvent, ClusterLink, ScenarioRun, ScenarioStep
 from replication.scenarios import runner
 from replication.scenarios.runner import Scenario, Step, StepFailed
+from replication.topics import merge_flows
 from spark_jobs import merging
 from tests import leftovers
 from tests.conftest import admin_config

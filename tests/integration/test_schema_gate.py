@@ -21,12 +21,14 @@ from django.utils import timezone
 
 from devstack import kafka, registry
 from infra.schema_registry import SchemaRegistry, SchemaRegistryError, SchemaVersion
-from replication import metrics, promote, restore, reverse, streams
-from replication.lag import describe_mirror
-from replication.links import peer_of
-from replication.mirrors import create_mirror
+from replication.cutover import promote, restore, reverse
+from replication.engine import streams
 from replication.models import AuditEvent, ClusterLink, SchemaSubjectSync
+from replication.observe.lag import describe_mirror
+from replication.overview import metrics
 from replication.sync import syncers
+from replication.topics.links import peer_of
+from replication.topics.mirrors import create_mirror
 from tests.kafka_clients import produce
 from tests.mirror_checks import ACTOR, assert_exact_copy, eventually, read_all, run_until_copied
 from tests.registries import DESTINATION, SOURCE, optional_ints, unique_name

@@ -13,11 +13,12 @@ from django.utils import timezone
 
 from devstack import kafka, registry
 from infra.schema_registry import SchemaRegistry, SchemaVersion
-from replication import approvals, audit
-from replication.errors import ReplicationError
-from replication.mirrors import create_mirror
+from replication.actions import approvals
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink, KafkaCluster, SchemaSubjectSync
 from replication.sync import syncers
+from replication.topics.mirrors import create_mirror
 from tests.registries import DESTINATION, SOURCE, optional_ints, unique_name
 
 pytestmark = pytest.mark.integration

@@ -6,8 +6,8 @@ from django.core.management import call_command
 
 from devstack import registry
 from isthmus_cli.common import read_properties
+from replication.governance.tokens import authenticate
 from replication.models import ApiToken, KafkaCluster
-from replication.tokens import authenticate
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
-from replication import streams
-from replication.mirrors import create_mirror
+from replication.engine import streams
 from replication.models import ClusterLink
+from replication.topics.mirrors import create_mirror
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import ACTOR, run_until_copied

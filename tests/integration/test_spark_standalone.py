@@ -30,7 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
 from infra import processes
-from replication.mirrors import create_mirror
+from replication.topics.mirrors import create_mirror
 from spark_jobs import launch
 from tests import leftovers
 from tests.conftest import admin_config

@@ -18,8 +18,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from infra.processes import read_pidfile
-from replication import streams
-from replication.mirrors import create_mirror
+from replication.engine import streams
+from replication.topics.mirrors import create_mirror
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.kafka_clients import keep_producing

@@ -11,11 +11,13 @@ import pytest
 from confluent_kafka import Producer
 
 from devstack import kafka
-from replication import audit, redis_channel, streams
-from replication.lag import describe_mirror
-from replication.links import pause_link
-from replication.mirrors import create_mirror, pause_mirror, resume_mirror
+from replication.core import redis_channel
+from replication.engine import streams
+from replication.governance import audit
 from replication.models import ClusterLink, MirrorTopic
+from replication.observe.lag import describe_mirror
+from replication.topics.links import pause_link
+from replication.topics.mirrors import create_mirror, pause_mirror, resume_mirror
 from spark_jobs import control
 from tests.mirror_checks import assert_exact_copy, caught_up, eventually, run_until_copied
 

@@ -14,9 +14,9 @@ from confluent_kafka.admin import AdminClient
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import audit
-from replication.mirrors import create_mirror
+from replication.governance import audit
 from replication.models import AuditEvent, MirrorTopic
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.kafka_clients import run_tool
 

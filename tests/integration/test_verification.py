@@ -16,9 +16,10 @@ from django.urls import reverse
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication import streams, verification
-from replication.mirrors import create_mirror
+from replication.engine import streams
 from replication.models import AuditEvent, MirrorTopic, Verification
+from replication.observe import verification
+from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.integration.test_cli import ok
 from tests.kafka_clients import write_numbered, write_transactions

@@ -3,7 +3,7 @@ to a round number above their peak; a gap in the samples breaks the line; old sa
 of the range; the axes carry UTC clock times and values."""
 
 from console.charts import HEIGHT, LEFT, PLOT_W, TOP, WIDTH, chart
-from replication.history import RANGES, SAMPLE_S, Sample
+from replication.observe.history import RANGES, SAMPLE_S, Sample
 
 NOW = 1_000_000.0  # 13:46:40 UTC
 BOTTOM = HEIGHT - 22

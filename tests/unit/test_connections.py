@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replication import connections
+from replication.kafka import connections
 
 
 @pytest.fixture(autouse=True)

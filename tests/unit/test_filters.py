@@ -7,8 +7,8 @@ import json
 import pytest
 from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-from replication import filters, link_configs
-from replication.errors import ReplicationError
+from replication.core import filters, link_configs
+from replication.core.errors import ReplicationError
 
 GROUPS = json.dumps(
     {

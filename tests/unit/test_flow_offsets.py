@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from replication.flow_offsets import translate
+from replication.topics.flow_offsets import translate
 
 MARKER = None  # a commit marker: takes an offset, holds no record
 

@@ -7,8 +7,8 @@ import pytest
 
 from infra.client_config import librdkafka_config
 from infra.kafka_admin import ConfigValue
-from replication import link_configs, topic_configs
-from replication.errors import ReplicationError
+from replication.core import link_configs, topic_configs
+from replication.core.errors import ReplicationError
 
 JAAS = (
     "org.apache.kafka.common.security.scram.ScramLoginModule required "

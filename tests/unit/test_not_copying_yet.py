@@ -1,7 +1,7 @@
 """Why a mirror says "starting", in words, with how long it takes."""
 
+from replication.engine.streams import StreamStatus, not_copying_yet
 from replication.models import ClusterLink
-from replication.streams import StreamStatus, not_copying_yet
 
 
 def _words(link_state: str = "ACTIVE", **stream) -> str:

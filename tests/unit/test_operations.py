@@ -1,8 +1,9 @@
-"""The table of actions that may need approval (replication/operations.py) covers them all."""
+"""The table of actions that may need approval (replication/actions/operations.py)
+covers them all."""
 
+from replication.actions.operations import OPERATIONS
+from replication.governance.policy import POLICY
 from replication.models import ApprovalRequest
-from replication.operations import OPERATIONS
-from replication.policy import POLICY
 
 
 def test_every_action_has_an_operation():

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from replication.errors import ReplicationError
-from replication.replicator_import import parse, renamed, selected
+from replication.actions.replicator_import import parse, renamed, selected
+from replication.core.errors import ReplicationError
 
 SEED = {  # the seed's dc1-to-dc2 topic2 connector, as Connect's REST API takes it
     "name": "replicator-dc1-to-dc2-topic2",

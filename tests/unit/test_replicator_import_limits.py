@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from replication.errors import ReplicationError
-from replication.replicator_import import parse, selected
-from replication.text import json_document
+from replication.actions.replicator_import import parse, selected
+from replication.core.errors import ReplicationError
+from replication.core.text import json_document
 
 
 @pytest.mark.parametrize(

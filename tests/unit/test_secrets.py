@@ -1,9 +1,9 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from replication.clusters import parse_client_config
-from replication.crypto import encrypt, is_sensitive
-from replication.errors import ReplicationError
+from replication.core.crypto import encrypt, is_sensitive
+from replication.core.errors import ReplicationError
+from replication.kafka.clusters import parse_client_config
 from replication.models import KafkaCluster
 
 

@@ -1,7 +1,8 @@
-"""The record-by-record comparison of a mirror with its source (replication.verification)."""
+"""The record-by-record comparison of a mirror with its source
+(replication.observe.verification)."""
 
 from infra.kafka_copy import Record
-from replication.verification import Difference, Position, compare, fold, unseen
+from replication.observe.verification import Difference, Position, compare, fold, unseen
 
 
 def record(offset: int, value: str, timestamp: int = 1000, **kw) -> Record:

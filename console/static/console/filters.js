@@ -13,7 +13,7 @@
   if (window.isthmusFilterEditors) return; // the script tag comes again with each page part
   window.isthmusFilterEditors = true;
 
-  var MAX_BYTES = 256 * 1024; // replication.filters.MAX_JSON
+  var MAX_BYTES = 256 * 1024; // replication.core.filters.MAX_JSON
 
   function say(form, text) {
     var box = form.querySelector("[data-client-error]");

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from devstack.stack import Stack, StackError
 from infra.processes import PortInUse
-from replication import streams
+from replication.engine import streams
 
 
 class Command(BaseCommand):

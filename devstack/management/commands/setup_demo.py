@@ -10,12 +10,12 @@ from django.db import transaction
 
 from devstack import kafka, registry
 from isthmus_cli.common import TOKEN_KEY, URL_KEY, read_properties
-from replication import audit
-from replication.clusters import register_cluster, set_link_principal
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
+from replication.governance.tokens import authenticate, create_token, revoke_token
+from replication.kafka.clusters import register_cluster, set_link_principal
 from replication.models import KafkaCluster, OneTimePassword
-from replication.schema_registries import RegistryAccess, set_schema_registry
-from replication.tokens import authenticate, create_token, revoke_token
+from replication.schemas.schema_registries import RegistryAccess, set_schema_registry
 
 CLI_TOKEN_NAME = "make demo: command-line tools"  # noqa: S105 (a name, not a secret)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from replication import audit
-from replication.errors import ReplicationError
+from replication.core.errors import ReplicationError
+from replication.governance import audit
 from replication.models import ScenarioStep
 from replication.scenarios import registry, runner
 

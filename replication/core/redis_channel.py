@@ -1,0 +1,100 @@
+"""The Redis connection shared by the console and the streams (control and progress channel)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import redis
+from django.conf import settings
+
+from replication.core.errors import conflict, unavailable
+
+_clients: dict[str, redis.Redis] = {}
+
+
+def client() -> redis.Redis:
+    """The process's client of REDIS_URL. One per process, so its connections are pooled: a
+    page that reads the reports of 50 links opens no connection per read (each new connection
+    costs a handshake, and redis-py reads its own package metadata for it). The pool drops
+    connections that broke, and starts afresh in a forked child."""
+    url = settings.REDIS_URL
+    found = _clients.get(url)
+    if found is None:
+        found = _clients[url] = redis.Redis.from_url(
+            url, socket_timeout=2, socket_connect_timeout=2
+        )
+    return found
+
+
+def ping() -> dict:
+    try:
+        client().ping()
+        return {"ok": True}
+    except redis.RedisError as exc:
+        return {"ok": False, "error": f"Redis at {settings.REDIS_URL} does not answer: {exc}"}
+
+
+@contextmanager
+def held(name: str, hold_s: float, *, wait: float | None = None) -> Iterator[bool]:
+    """The one kind of lock shared by every process: yields whether it was taken, at once or
+    (given `wait`) within `wait` seconds. It expires after `hold_s` should its holder die. A
+    Redis that does not answer raises redis.RedisError."""
+    lock = client().lock(f"isthmus:{name}", timeout=hold_s)
+    acquired = lock.acquire(blocking=wait is not None, blocking_timeout=wait)
+    try:
+        yield acquired
+    finally:
+        _release(lock, acquired)
+
+
+@contextmanager
+def lease(name: str, hold_s: float) -> Iterator[Callable[[], None] | None]:
+    """A lock for long work, held while its holder shows it is alive: yields `renew`, to call
+    often (it asks Redis at most once a second and raises RuntimeError once the lock was lost
+    to another holder), or None when another holds it. A holder that dies frees it within
+    `hold_s`, so the next one goes on soon, not after the longest the work could take."""
+    lock = client().lock(f"isthmus:{name}", timeout=hold_s)
+    acquired = lock.acquire(blocking=False)
+    renewed = [time.monotonic()]
+
+    def renew() -> None:
+        if time.monotonic() - renewed[0] < 1:
+            return
+        try:
+            lock.reacquire()
+        except redis.exceptions.LockError as exc:
+            raise RuntimeError(f"another worker took over {name}") from exc
+        renewed[0] = time.monotonic()
+
+    try:
+        yield renew if acquired else None
+    finally:
+        _release(lock, acquired)
+
+
+def _release(lock, acquired: bool) -> None:
+    if acquired:
+        with contextlib.suppress(redis.RedisError):  # expired meanwhile: nothing to free
+            lock.release()
+
+
+@contextmanager
+def only_one(name: str, busy: str, *, hold_s: float = 600) -> Iterator[None]:
+    """Run the block in one request at a time: another one meanwhile is refused with `busy`
+    (409), not queued."""
+    lock = client().lock(f"isthmus:only-one:{name}", timeout=hold_s)
+    try:
+        acquired = lock.acquire(blocking=False)
+    except redis.RedisError as exc:
+        raise unavailable(
+            f"Redis at {settings.REDIS_URL} does not answer ({exc}); nothing was changed."
+        ) from exc
+    try:
+        if not acquired:
+            raise conflict(busy)
+        yield
+    finally:
+        _release(lock, acquired)

@@ -1,0 +1,399 @@
+"""A mirror's lag, from one source of truth: the source's end offset less the mirror's, per
+partition, read from both clusters. Every reading is kept in Redis as the mirror's latest
+(`isthmus:lag:<link id>`, a hash by mirror topic), whoever made it: the beat samples every
+mirror with a source every `history.SAMPLE_S` seconds, whether its link's stream runs or not,
+and a page or API call that reads the clusters now stores what it read. The mirror page's
+table and chart, the lists, the overview and `/metrics` all show these readings, so they agree.
+
+The stream's own report only adds what the clusters cannot say: where offsets are translated
+(a mirror started above offset 0, or gaps in the source), and how far the stream has read past
+records that compaction or transactions removed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from django.utils import timezone
+
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from replication.core.errors import ReplicationError
+from replication.core.redis_channel import client
+from replication.engine import streams
+from replication.kafka.connections import destination_admin, source_admin
+from replication.models import ClusterLink, MergeFlow, MirrorTopic
+from replication.observe import history
+from replication.states.mirror_states import FOLLOWING
+from replication.topics import flow_offsets, merge_flows
+from replication.topics import mirrors as mirrors_domain
+from spark_jobs.control import MirrorPartitionProgress, SchemaWait, text
+
+log = logging.getLogger(__name__)
+State = MirrorTopic.State
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    partition: int
+    state: str
+    dest_log_end_offset: int
+    source_high_watermark: int
+    # From the link's stream: the source high watermark at its last fetch, how long ago that
+    # was, and the partition's current offset run (source offset S went to destination D).
+    last_fetch_source_high_watermark: int = -1
+    time_since_last_fetch_ms: int = -1
+    run: tuple[int, int] = (0, 0)
+    translated: bool = False
+    read_upto: int = -1  # source offsets the stream has read past (gaps included)
+    next_source: int = -1  # the source offset the stream reads next
+    source_log_start: int = -1
+    # No report of the stream, but its last one said the offsets are the source's.
+    known_identical: bool = False
+    schema_wait: str = ""  # why it holds at a record until its schema reaches the destination
+
+    @property
+    def offset_mode(self) -> str:
+        """IDENTICAL while destination offsets equal source offsets, else TRANSLATED."""
+        return "TRANSLATED" if self.translated else "IDENTICAL"
+
+    @property
+    def lag(self) -> int:
+        """Source records not yet in the mirror: the source's end less the source offset the
+        mirror's end stands for (through the offset run), so records that compaction or
+        transactions removed from the source count until the mirror is past them. How far the
+        stream read past such gaps counts only once all it had read is in the mirror: before
+        that, what it read is in flight, not copied."""
+        if self.source_high_watermark < 0 or self.dest_log_end_offset < 0:
+            return -1
+        copied = self._copied
+        if self.next_source >= 0 and copied >= self.next_source:
+            copied = max(copied, self.read_upto)
+        return max(0, self.source_high_watermark - copied)
+
+    @property
+    def _copied(self) -> int:
+        """The source offset the mirror's end stands for, through the offset run."""
+        return self.run[0] + (self.dest_log_end_offset - self.run[1])
+
+    @property
+    def lost(self) -> tuple[int, int] | None:
+        """Source offsets [first, end) the source deleted (retention outran replication) before
+        the stream copied or even read them; None when none were, or when it cannot be told
+        (offsets translated, and no report of the stream to map them by)."""
+        if self.source_log_start < 0 or self.dest_log_end_offset < 0:
+            return None
+        if self.next_source < 0 and not self.known_identical:
+            return None
+        reached = max(self._copied, self.read_upto)  # read, but not yet written, is in flight
+        return (reached, self.source_log_start) if self.source_log_start > reached else None
+
+
+@dataclass(frozen=True)
+class MirrorStatus:
+    mirror: MirrorTopic
+    partitions: list[PartitionStatus] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    # Paused, but the link's stream has not let go of it yet: for a few seconds it may still
+    # copy what it had fetched.
+    letting_go: bool = False
+    at: float = 0.0  # when it was read, in seconds since the epoch
+
+    @property
+    def schema_waits(self) -> list[str]:
+        return [p.schema_wait for p in self.partitions if p.schema_wait]
+
+    @property
+    def max_lag(self) -> int:
+        return max((p.lag for p in self.partitions), default=-1)
+
+    @property
+    def total_lag(self) -> int:
+        """The sum over the partitions read on both ends (-1 when none was)."""
+        known = [p.lag for p in self.partitions if p.lag >= 0]
+        return sum(known) if known else -1
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A mirror's lag as last read from both clusters (kept in Redis)."""
+
+    at: float
+    # partition: (lag, source end, mirror end, offsets translated); partitions one end did
+    # not answer for are left out
+    partitions: dict[int, tuple[int, int, int, bool]]
+    errors: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return sum(p[0] for p in self.partitions.values())
+
+    @property
+    def largest(self) -> tuple[int, int] | None:
+        """(lag, partition) of the partition furthest behind."""
+        return max(((p[0], n) for n, p in self.partitions.items()), default=None)
+
+
+def describe_mirror(mirror: MirrorTopic) -> MirrorStatus:
+    return describe_mirrors([mirror])[0]
+
+
+def describe_mirrors(
+    mirrors: Iterable[MirrorTopic], *, verifying: bool = False
+) -> list[MirrorStatus]:
+    """Per partition of each mirror: the destination's log end offset and the source's high
+    watermark, read from the clusters now, and the lag between them; each reading is stored as
+    the mirror's latest. `verifying` (the beat's sample) reads the source's log starts too, and
+    the mirrors' last readings, so that `PartitionStatus.lost` can tell.
+
+    A few requests per cluster end serve all the mirrors on it (`_read_ends`); an end that did
+    not answer is not asked again, so a source that is down costs one timeout, not one per
+    mirror."""
+    mirrors = list(mirrors)
+    at = time.time()
+    errors: dict[int, list[str]] = {m.pk: [] for m in mirrors}
+    dest = _read_ends(
+        "Destination",
+        mirrors,
+        lambda m: m.destination_id,
+        destination_admin,
+        lambda m: m.mirror_topic,
+        errors,
+    )
+    with_source = [m for m in mirrors if m.state != State.STOPPED]
+    source = _read_ends(
+        "Source",
+        with_source,
+        lambda m: m.link_id,
+        source_admin,
+        lambda m: m.source_topic,
+        errors,
+        starts=verifying,
+    )
+    reports: dict[int, streams.Progress] = {}
+    stored: dict[int, dict[str, Reading]] = {}
+    statuses = []
+    now_ms = int(at * 1000)
+    for mirror in mirrors:
+        if mirror.link_id not in reports:
+            reports[mirror.link_id] = streams.progress(mirror.link)
+        report = reports[mirror.link_id]
+        if verifying and mirror.link_id not in stored:  # the offsets' mode, unreported
+            stored[mirror.link_id] = latest(mirror.link)
+        before = stored.get(mirror.link_id, {}).get(mirror.mirror_topic)
+        following = mirror.state in FOLLOWING
+        reported = report.partitions.get(mirror.mirror_topic, {}) if following else {}
+        dest_offsets = dest.get(mirror.pk, {})
+        source_offsets = source.get(mirror.pk, {})
+        since_fetch = now_ms - report.fetched_at_ms if report.fetched_at_ms else -1
+        statuses.append(
+            MirrorStatus(
+                mirror,
+                [
+                    _partition_status(
+                        mirror,
+                        p,
+                        dest_offsets.get(p, -1),
+                        source_offsets.get(p, -1),
+                        reported.get(str(p)),
+                        since_fetch,
+                        before is not None
+                        and p in before.partitions
+                        and not before.partitions[p][3],
+                    )
+                    for p in range(len(dest_offsets) or mirror.num_partitions)
+                ],
+                errors[mirror.pk],
+                letting_go=mirror.state in (State.PAUSED, State.LINK_PAUSED)
+                and mirror.mirror_topic in report.writing,
+                at=at,
+            )
+        )
+    store(statuses)
+    return statuses
+
+
+def _read_ends(
+    side: str,
+    mirrors: list[MirrorTopic],
+    end_of: Callable[[MirrorTopic], int],
+    connect: Callable[[ClusterLink], KafkaAdmin],
+    topic_of: Callable[[MirrorTopic], str],
+    errors: dict[int, list[str]],
+    *,
+    starts: bool = False,
+) -> dict[int, dict]:
+    """Per mirror (by pk), each partition's end offset on one side (with `starts`, its
+    (end, log start)): per cluster end, one request for the topics' partitions as they are now
+    (a source may have grown them before the mirror did) and one for their ends (and one for
+    their starts)."""
+    by_end: dict[int, list[MirrorTopic]] = {}
+    for mirror in mirrors:
+        by_end.setdefault(end_of(mirror), []).append(mirror)
+    found: dict[int, dict] = {}
+    for group in by_end.values():
+        try:
+            admin = connect(group[0].link)
+            topics = admin.describe_topics(topic_of(m) for m in group)
+            partitions = [
+                (name, p) for name, info in topics.items() for p in range(info.partitions)
+            ]
+            # Each partition's end, or with `starts` (end, log start).
+            offsets: dict[tuple[str, int], Any] = admin.offsets(partitions)
+            if starts:  # (end, log start)
+                first = admin.offsets(partitions, "earliest")
+                offsets = {tp: (end, first.get(tp, -1)) for tp, end in offsets.items()}
+        except (ReplicationError, KafkaAdminError) as exc:
+            for mirror in group:
+                errors[mirror.pk].append(f"{side}: {exc}")
+            continue
+        for mirror in group:
+            topic = topic_of(mirror)
+            if topic not in topics:
+                errors[mirror.pk].append(
+                    f"{side}: Could not describe topic {topic!r}: no such topic."
+                )
+                continue
+            found[mirror.pk] = {p: o for (t, p), o in offsets.items() if t == topic}
+    return found
+
+
+def _partition_status(
+    mirror: MirrorTopic,
+    partition: int,
+    dest_end: int,
+    source: int | tuple[int, int],
+    reported: MirrorPartitionProgress | None,
+    since_fetch_ms: int,
+    known_identical: bool,
+) -> PartitionStatus:
+    source_hw, log_start = source if isinstance(source, tuple) else (source, -1)
+    common = (partition, mirror.state, dest_end, source_hw)
+    if reported is None:  # the stream has not reported this partition (yet, or any more)
+        return PartitionStatus(*common, source_log_start=log_start, known_identical=known_identical)
+    return PartitionStatus(
+        *common,
+        source_log_start=log_start,
+        last_fetch_source_high_watermark=reported["source_hw"],
+        time_since_last_fetch_ms=since_fetch_ms if reported["source_hw"] >= 0 else -1,
+        run=(reported["run"][0], reported["run"][1]),
+        translated=reported["translated"],
+        read_upto=reported["read_upto"],
+        next_source=reported.get("next_source", -1),
+        schema_wait=_schema_wait(partition, reported.get("schema_wait")),
+    )
+
+
+def _schema_wait(partition: int, wait: SchemaWait | None) -> str:
+    """A held partition (see spark_jobs.schema_gate) in words."""
+    if not wait:
+        return ""
+    ids = wait["ids"]
+    named = ", ".join(ids)
+    return (
+        f"Partition {partition} holds at source offset {wait['offset']} until the destination's "
+        f"schema registry has schema id{'s' if len(ids) > 1 else ''} {named} "
+        f"({'; '.join(dict.fromkeys(ids.values()))}). The schema sync brings "
+        f"{'them' if len(ids) > 1 else 'it'} within seconds; a conflict waits until it is "
+        "resolved on the destination's registry."
+    )
+
+
+# --- the store ----------------------------------------------------------------------------
+
+
+def _key(link_id) -> str:
+    return f"isthmus:lag:{link_id}"
+
+
+KEEP_S = 24 * 3600  # a link nobody samples any more (deleted) loses its readings after a day
+
+
+def reading(status: MirrorStatus) -> Reading:
+    return Reading(
+        status.at,
+        {
+            p.partition: (p.lag, p.source_high_watermark, p.dest_log_end_offset, p.translated)
+            for p in status.partitions
+            if p.lag >= 0
+        },
+        tuple(status.errors),
+    )
+
+
+def store(statuses: list[MirrorStatus]) -> None:
+    """Keep each mirror's reading as its latest (a stopped mirror has none: nothing to copy)."""
+    pipe = client().pipeline()
+    for s in statuses:
+        key, mirror = _key(s.mirror.link.link_id), s.mirror.mirror_topic
+        if s.mirror.state == State.STOPPED:
+            pipe.hdel(key, mirror)
+            continue
+        r = reading(s)
+        value = {"at": round(r.at, 1), "partitions": r.partitions, "errors": r.errors}
+        pipe.hset(key, mirror, json.dumps(value))
+        pipe.expire(key, KEEP_S)
+    try:
+        pipe.execute()
+    except redis.RedisError as exc:  # the pages still show what they read
+        log.warning("Could not keep the lag just read: %s", exc)
+
+
+def latest(link: ClusterLink) -> dict[str, Reading]:
+    """Each of the link's mirrors' latest reading, by mirror topic. One Redis read."""
+    try:
+        raw = client().hgetall(_key(link.link_id))
+    except redis.RedisError:
+        return {}
+    return {text(mirror): _reading_of(value) for mirror, value in raw.items()}
+
+
+def latest_of(mirror: MirrorTopic) -> Reading | None:
+    """One mirror's latest reading (None: not read yet). One Redis read of it alone."""
+    try:
+        raw = client().hget(_key(mirror.link.link_id), mirror.mirror_topic)
+    except redis.RedisError:
+        return None
+    return _reading_of(raw) if raw is not None else None
+
+
+def _reading_of(value: bytes | str) -> Reading:
+    r = json.loads(value)
+    return Reading(
+        r["at"], {int(p): tuple(v) for p, v in r["partitions"].items()}, tuple(r["errors"])
+    )
+
+
+def sample_all() -> None:
+    """The beat's sample: every mirror that has a source, read from both clusters now and
+    stored, whether its link's stream runs or not; source records deleted before the mirror
+    copied them noted (`mirrors.note_records_lost`); then a point of each link's and mirror's
+    history (none for a mirror neither end answered for: its chart shows a gap)."""
+    now = time.time()
+    mirrors = MirrorTopic.objects.exclude(state=State.STOPPED).select_related(
+        "link", "link__destination", "destination"
+    )
+    lags: dict[int, dict[str, tuple[int, int] | None]] = {}
+    for s in describe_mirrors(mirrors, verifying=True):
+        lost = {p.partition: p.lost for p in s.partitions if p.lost is not None}
+        if lost:
+            mirrors_domain.note_records_lost(s.mirror, lost)
+        known = s.total_lag >= 0
+        lags.setdefault(s.mirror.link_id, {})[s.mirror.mirror_topic] = (
+            (s.total_lag, s.max_lag) if known else None
+        )
+    flowing = set(MergeFlow.objects.values_list("link_id", flat=True))
+    for link in ClusterLink.objects.select_related("destination"):
+        flows = None
+        if link.pk in flowing:
+            by_name = merge_flows.statuses(link)
+            flows = {flow: by_name[flow.name] for flow in link.flows.all()}
+            for flow, found in flows.items():
+                flow_offsets.record_checkpoints(flow, found, timezone.now())
+        history.record(link, lags.get(link.pk, {}), now, flows)
+    if flowing:
+        flow_offsets.thin(timezone.now())

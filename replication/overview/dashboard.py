@@ -1,0 +1,187 @@
+"""What the console's home page shows: each link with its mirrors counted by state, its worst
+lag and its throughput; the mirrors in trouble first; requests waiting for approval; recent
+audit events. Read from the database, from what the links' streams last reported and from each
+mirror's latest lag reading (`lag.latest`) in Redis, never from the clusters, so the page is
+quick however many links there are and whichever cluster is down (the clusters' reachability
+is loaded into the page separately)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Case, Count, Q, When
+
+from replication.actions.approvals import list_requests
+from replication.engine.streams import StreamStatus, status
+from replication.models import (
+    ApprovalRequest,
+    AuditEvent,
+    ClusterLink,
+    KafkaCluster,
+    MergeFlow,
+    MirrorTopic,
+)
+from replication.observe import lag, verification
+from replication.states.mirror_states import FOLLOWING
+from replication.topics import merge_flows
+from replication.topics.mirrors import records_lost, source_missing
+
+State = MirrorTopic.State
+TROUBLE = (State.FAILED, State.SOURCE_UNAVAILABLE)
+
+
+@dataclass(frozen=True)
+class Lag:
+    """The largest lag last read among a link's mirrors, and where."""
+
+    records: int
+    mirror: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class LinkSummary:
+    link: ClusterLink
+    stream: StreamStatus
+    mirrors_by_state: dict[str, int]
+    worst_lag: Lag | None  # None: no mirror read yet
+    troubled: int  # mirrors FAILED, SOURCE_UNAVAILABLE or with an error
+
+
+@dataclass(frozen=True)
+class Overview:
+    clusters: int
+    links: list[LinkSummary]
+    troubled_mirrors: list[MirrorTopic]
+    pending_requests: list[ApprovalRequest]
+    recent_events: list[AuditEvent]
+    mirrors_by_state: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def mirrors(self) -> int:
+        return sum(self.mirrors_by_state.values())
+
+    @property
+    def records_per_sec(self) -> float:
+        return round(sum(s.stream.records_per_sec for s in self.links), 1)
+
+    @property
+    def worst_lag(self) -> tuple[LinkSummary, Lag] | None:
+        lags = [(s, s.worst_lag) for s in self.links if s.worst_lag is not None]
+        return max(lags, key=lambda pair: pair[1].records, default=None)
+
+
+@dataclass(frozen=True)
+class MirrorLag:
+    """A mirror's lag as last read."""
+
+    total: int
+    largest: int
+
+
+def link_summaries(links: list[ClusterLink] | None = None) -> list[LinkSummary]:
+    """Each link (all, by name, when None) with its mirrors by state, worst lag and stream:
+    one query for the counts, one for the mirrors that follow (their lag), one for the links
+    with merge flows (theirs, from each such link's heartbeat), whatever the number of mirrors."""
+    if links is None:
+        links = list(ClusterLink.objects.select_related("destination").order_by("name"))
+    mirrors = MirrorTopic.objects.filter(link__in=links)
+    counts: dict[int, dict[str, int]] = {link.pk: {} for link in links}
+    for row in mirrors.values("link_id", "state").annotate(n=Count("pk")).order_by("state"):
+        counts[row["link_id"]][row["state"]] = row["n"]
+    following: dict[int, list[str]] = {link.pk: [] for link in links}
+    for link_id, name in mirrors.filter(state__in=FOLLOWING).values_list("link_id", "mirror_topic"):
+        following[link_id].append(name)
+    flowing = set(MergeFlow.objects.filter(link__in=links).values_list("link_id", flat=True))
+    troubled = dict(
+        mirrors.filter(_TROUBLED)
+        .values("link_id")
+        .annotate(n=Count("pk"))
+        .values_list("link_id", "n")
+    )
+    return [
+        LinkSummary(
+            link=link,
+            stream=status(link),
+            mirrors_by_state=counts[link.pk],
+            worst_lag=_worst_lag(link, following[link.pk], link.pk in flowing),
+            troubled=troubled.get(link.pk, 0),
+        )
+        for link in links
+    ]
+
+
+def mirror_lags(mirrors: list[MirrorTopic]) -> dict[int, MirrorLag]:
+    """Per mirror (by pk) that has been read: its total and largest partition lag. One Redis
+    read per link; a mirror left out has not been read yet."""
+    found = {}
+    readings: dict[int, dict[str, lag.Reading]] = {}
+    for mirror in mirrors:
+        if mirror.state not in FOLLOWING:
+            continue
+        if mirror.link_id not in readings:
+            readings[mirror.link_id] = lag.latest(mirror.link)
+        reading = readings[mirror.link_id].get(mirror.mirror_topic)
+        if reading is not None and (largest := reading.largest) is not None:
+            found[mirror.pk] = MirrorLag(reading.total, largest[0])
+    return found
+
+
+def overview(events: int = 10, troubled: int = 50) -> Overview:
+    """The home page's numbers; at most `troubled` of the mirrors in trouble are listed."""
+    summaries = link_summaries()
+    # Links in trouble first (a FAILED link, or troubled mirrors), then by name.
+    summaries.sort(key=lambda s: (s.link.state != ClusterLink.State.FAILED, not s.troubled))
+    by_state = MirrorTopic.objects.values("state").annotate(n=Count("pk")).order_by("state")
+    in_trouble = list(
+        MirrorTopic.objects.filter(_TROUBLED)
+        .select_related("link", "destination")
+        .order_by(Case(When(state=State.FAILED, then=0), default=1), "state_time")[:troubled]
+    )
+    for mirror in in_trouble:  # what is wrong, in words
+        mirror.trouble = (
+            mirror.action_error
+            or mirror.error_message
+            or source_missing(mirror)
+            or records_lost(mirror)
+            or verification.trouble(mirror)
+            or "The link cannot reach the source cluster."
+        )
+    return Overview(
+        clusters=KafkaCluster.objects.count(),
+        links=summaries,
+        troubled_mirrors=in_trouble,
+        pending_requests=list(list_requests(states=[ApprovalRequest.State.PENDING])[:10]),
+        recent_events=list(AuditEvent.objects.order_by("-at", "-pk")[:events]),
+        mirrors_by_state={row["state"]: row["n"] for row in by_state},
+    )
+
+
+# A mirror in trouble: FAILED, its source unreachable or its source topic gone, no longer an
+# exact copy, or with an error to show.
+_TROUBLED = (
+    Q(state__in=TROUBLE)
+    | Q(source_missing_since__isnull=False)
+    | ~Q(records_lost={})
+    | Q(differing_records__gt=0)
+    | ~Q(error_message="")
+    | ~Q(action_error="")
+)
+
+
+def _worst_lag(link: ClusterLink, following: list[str], flows: bool) -> Lag | None:
+    """The largest lag among the mirrors named and the link's merge flows, as last read."""
+    readings = lag.latest(link) if following else {}
+    found = [
+        Lag(largest[0], mirror, largest[1])
+        for mirror in following
+        if (reading := readings.get(mirror)) is not None
+        and (largest := reading.largest) is not None
+    ]
+    if flows:
+        found += [
+            Lag(p["lag"], f"flow {name}", partition)
+            for name, status in merge_flows.statuses(link).items()
+            for partition, p in status.partitions.items()
+        ]
+    return max(found, key=lambda worst: worst.records, default=None)

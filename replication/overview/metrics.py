@@ -1,0 +1,259 @@
+"""Prometheus metrics: each link's state, stream and syncers, each mirror partition's offsets
+and lag (its latest reading, `lag.latest`, as every page shows it: a scrape asks no cluster),
+and what verification found."""
+
+from __future__ import annotations
+
+import time
+
+from django.db.models import Count
+from django.utils import timezone
+
+from replication.engine import streams
+from replication.models import (
+    ClusterLink,
+    GroupOffsetSync,
+    MergeFlow,
+    MirrorTopic,
+    SchemaSubjectSync,
+)
+from replication.observe import lag, verification
+from replication.schemas import schema_links
+from replication.topics import merge_flows
+
+_HELP = {
+    "isthmus_link_state": ("gauge", "1 for the link's current state."),
+    "isthmus_link_stream_running": ("gauge", "1 while the link's stream is running."),
+    "isthmus_link_stream_records_per_second": ("gauge", "Records the stream copied per second."),
+    "isthmus_link_stream_bytes_per_second": ("gauge", "Bytes the stream copied per second."),
+    "isthmus_link_stream_failures": ("gauge", "The engine's failures in a row."),
+    "isthmus_engine_running": ("gauge", "1 while the engine (the Spark application) runs."),
+    "isthmus_engine_resident_bytes": (
+        "gauge",
+        "Resident memory of the engine's processes on this machine.",
+    ),
+    "isthmus_engine_links": ("gauge", "Links the engine runs."),
+    "isthmus_engine_slot_running": ("gauge", "1 while the copier slot's task runs."),
+    "isthmus_engine_slot_records_per_second": ("gauge", "Records the slot copied per second."),
+    "isthmus_engine_slot_failures": ("gauge", "The slot's failures in a row."),
+    "isthmus_engine_slot_source_consumers": (
+        "gauge",
+        "Consumers of source clusters the slot holds (links reading one source alike share one).",
+    ),
+    "isthmus_engine_slot_partitions": ("gauge", "Mirror partitions of a link the slot copies."),
+    "isthmus_engine_slot_queued_records": (
+        "gauge",
+        "Records of a link the slot has queued for the destination.",
+    ),
+    "isthmus_link_sync_problem": (
+        "gauge",
+        "1 while a syncer (consumer offsets, ACLs, auto-create, schemas) cannot do its work.",
+    ),
+    "isthmus_link_offset_sync_groups": (
+        "gauge",
+        "Consumer groups by offset sync state (IN_STEP, BEHIND_MIRROR, SKIPPED, FAILED).",
+    ),
+    "isthmus_link_offset_sync_age_seconds": (
+        "gauge",
+        "Seconds since the link's consumer offsets were last synced.",
+    ),
+    "isthmus_link_acl_sync_age_seconds": ("gauge", "Seconds since the link's ACLs were synced."),
+    "isthmus_link_schema_sync_age_seconds": (
+        "gauge",
+        "Seconds since the link's last whole schema sync run.",
+    ),
+    "isthmus_link_schema_subjects": (
+        "gauge",
+        "Schema subjects the link syncs, by state (IN_STEP, CONFLICT, FAILED, PROMOTED).",
+    ),
+    "isthmus_mirror_partition_schema_wait_seconds": (
+        "gauge",
+        "Seconds the mirror partition has held at a record whose schema the destination's "
+        "registry lacks.",
+    ),
+    "isthmus_flow_state": ("gauge", "1 for the merge flow's current state."),
+    "isthmus_flow_records_copied": ("gauge", "Records the merge flow copied since it started."),
+    "isthmus_flow_records_skipped": (
+        "gauge",
+        "Records the merge flow left out: they came from its destination cluster (the loop rule).",
+    ),
+    "isthmus_flow_records_per_second": ("gauge", "Records the merge flow copies per second."),
+    "isthmus_flow_latency_seconds": (
+        "gauge",
+        "Commit time less the timestamp of the newest record the merge flow copied.",
+    ),
+    "isthmus_flow_partition_lag": ("gauge", "Source records the merge flow has not copied yet."),
+    "isthmus_mirror_partition_lag": ("gauge", "Source records not yet in the mirror partition."),
+    "isthmus_mirror_partition_dest_log_end_offset": ("gauge", "The mirror partition's end."),
+    "isthmus_mirror_partition_source_high_watermark": ("gauge", "The source partition's end."),
+    "isthmus_mirror_partition_offsets_translated": (
+        "gauge",
+        "1 where the mirror's offsets differ from the source's (translated), else 0.",
+    ),
+    "isthmus_mirror_records_lost": (
+        "gauge",
+        "Source records deleted (by retention) before the mirror copied them: it is not an "
+        "exact copy.",
+    ),
+    "isthmus_mirror_differing_records": (
+        "gauge",
+        "Records verification found differing from the source (extra, missing, changed or at "
+        "the wrong offset): it is not an exact copy.",
+    ),
+    "isthmus_mirror_partition_verified_offset": (
+        "gauge",
+        "The source offset up to which every record of the mirror partition was compared.",
+    ),
+    "isthmus_mirror_verified_age_seconds": (
+        "gauge",
+        "Seconds since the mirror was last compared with its source (every 30 s).",
+    ),
+    "isthmus_mirror_lag_read_age_seconds": (
+        "gauge",
+        "Seconds since the mirror's lag was last read from both clusters (every 10 s).",
+    ),
+}
+
+
+def _labels(**labels: object) -> str:
+    def quoted(value: object) -> str:
+        return str(value).replace("\\", "\\\\").replace('"', '\\"')
+
+    return "{" + ",".join(f'{k}="{quoted(v)}"' for k, v in labels.items()) + "}"
+
+
+def _engine(add) -> None:
+    engine = streams.engine_status()
+    add("isthmus_engine_running", int(engine.state == "RUNNING"))
+    add("isthmus_engine_resident_bytes", engine.rss_bytes)
+    add("isthmus_engine_links", engine.links)
+    for slot in engine.slots:
+        add("isthmus_engine_slot_running", int(slot.state == "running"), slot=slot.number)
+        add("isthmus_engine_slot_records_per_second", slot.records_per_sec, slot=slot.number)
+        add("isthmus_engine_slot_failures", slot.failures, slot=slot.number)
+        add("isthmus_engine_slot_source_consumers", slot.consumers, slot=slot.number)
+        for part in slot.links:
+            ids = {"slot": slot.number, "link": part.link}
+            add("isthmus_engine_slot_partitions", len(part.partitions), **ids)
+            add("isthmus_engine_slot_queued_records", part.queued, **ids)
+
+
+def prometheus_text() -> str:
+    """The metrics in Prometheus' text exposition format."""
+    samples: dict[str, list[str]] = {name: [] for name in _HELP}
+
+    def add(name: str, value: float, **labels: object) -> None:
+        samples[name].append(f"{name}{_labels(**labels)} {value:g}")
+
+    for link in ClusterLink.objects.select_related("destination"):
+        ids = {"link": link.name, "destination": link.destination.name}
+        add("isthmus_link_state", 1, **ids, state=link.state)
+        stream = streams.status(link)
+        add("isthmus_link_stream_running", int(stream.state == "RUNNING"), **ids)
+        add("isthmus_link_stream_records_per_second", stream.records_per_sec, **ids)
+        add("isthmus_link_stream_bytes_per_second", stream.bytes_per_sec, **ids)
+        add("isthmus_link_stream_failures", stream.failures, **ids)
+        for syncer in link.sync_problems:
+            add("isthmus_link_sync_problem", 1, **ids, syncer=syncer)
+        if schema_links.enabled(link):
+            _schema_waits(add, link, ids)
+        now = timezone.now()
+        for name, at in (
+            ("isthmus_link_offset_sync_age_seconds", link.offsets_synced_at),
+            ("isthmus_link_acl_sync_age_seconds", link.acls_synced_at),
+            ("isthmus_link_schema_sync_age_seconds", link.schemas_synced_at),
+        ):
+            if at is not None:
+                add(name, round((now - at).total_seconds(), 1), **ids)
+    _engine(add)
+    _by_state(add, "isthmus_link_offset_sync_groups", GroupOffsetSync)
+    _by_state(add, "isthmus_link_schema_subjects", SchemaSubjectSync)
+    _mirror_lags(add)
+    _flows(add)
+    lines = []
+    for name, (kind, text) in _HELP.items():
+        lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples[name]]
+    return "\n".join(lines) + "\n"
+
+
+def _flows(add) -> None:
+    """Each merge flow's state and what the engine last said of it (a heartbeat read per link)."""
+    statuses: dict[int, dict[str, merge_flows.FlowStatus]] = {}
+    for flow in MergeFlow.objects.select_related("link", "destination"):
+        ids = {"flow": flow.name, "link": flow.link.name, "destination": flow.destination.name}
+        add("isthmus_flow_state", 1, **ids, state=flow.state)
+        if flow.link_id not in statuses:
+            statuses[flow.link_id] = merge_flows.statuses(flow.link)
+        found = statuses[flow.link_id][flow.name]
+        add("isthmus_flow_records_copied", found.records, **ids)
+        add("isthmus_flow_records_skipped", found.skipped, **ids)
+        add("isthmus_flow_records_per_second", found.records_per_sec, **ids)
+        if found.latency_ms >= 0:
+            add("isthmus_flow_latency_seconds", found.latency_ms / 1000, **ids)
+        for partition, reading in found.partitions.items():
+            add("isthmus_flow_partition_lag", reading["lag"], **ids, partition=partition)
+
+
+def _by_state(add, name: str, model) -> None:
+    """A link's rows of `model` (per group, per subject) counted by state."""
+    rows = model.objects.values("link__name", "link__destination__name", "state")
+    for row in rows.annotate(n=Count("id")).order_by():
+        add(
+            name,
+            row["n"],
+            link=row["link__name"],
+            destination=row["link__destination__name"],
+            state=row["state"],
+        )
+
+
+def _schema_waits(add, link: ClusterLink, ids: dict) -> None:
+    """Each mirror partition of the link held for a schema (what the engine last said)."""
+    now_ms = time.time() * 1000
+    for mirror, partitions in streams.progress(link).partitions.items():
+        for partition, reading in partitions.items():
+            if wait := reading.get("schema_wait"):
+                seconds = round(max(0, now_ms - wait["since_ms"]) / 1000, 1)
+                add(
+                    "isthmus_mirror_partition_schema_wait_seconds",
+                    seconds,
+                    **ids,
+                    mirror=mirror,
+                    partition=partition,
+                )
+
+
+def _mirror_lags(add) -> None:
+    """Each mirror partition's latest lag reading, and how old it is."""
+    now = time.time()
+    readings: dict[int, dict[str, lag.Reading]] = {}
+    mirrors = MirrorTopic.objects.exclude(state=MirrorTopic.State.STOPPED).select_related(
+        "link", "destination"
+    )
+    for mirror in mirrors.order_by("link__name", "mirror_topic"):
+        ids = {
+            "link": mirror.link.name,
+            "destination": mirror.destination.name,
+            "mirror": mirror.mirror_topic,
+        }
+        lost = sum(end - first for first, end in (mirror.records_lost or {}).values())
+        add("isthmus_mirror_records_lost", lost, **ids)
+        add("isthmus_mirror_differing_records", mirror.differing_records, **ids)
+        if mirror.verification:
+            add(
+                "isthmus_mirror_verified_age_seconds", round(now - mirror.verification["at"]), **ids
+            )
+        for partition, (_, upto) in verification.verified(mirror).items():
+            add("isthmus_mirror_partition_verified_offset", upto, **ids, partition=partition)
+        if mirror.link_id not in readings:
+            readings[mirror.link_id] = lag.latest(mirror.link)
+        reading = readings[mirror.link_id].get(mirror.mirror_topic)
+        if reading is None:
+            continue  # not read yet
+        add("isthmus_mirror_lag_read_age_seconds", round(now - reading.at, 1), **ids)
+        for partition, (behind, source_end, mirror_end, translated) in reading.partitions.items():
+            at = {**ids, "partition": partition}
+            add("isthmus_mirror_partition_lag", behind, **at)
+            add("isthmus_mirror_partition_dest_log_end_offset", mirror_end, **at)
+            add("isthmus_mirror_partition_source_high_watermark", source_end, **at)
+            add("isthmus_mirror_partition_offsets_translated", int(translated), **at)

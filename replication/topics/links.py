@@ -1,0 +1,494 @@
+"""Cluster links: create, list, alter configs, pause, resume, delete; and the link's own state
+changes made by the availability check. One function per state change."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from infra.client_config import librdkafka_config
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from replication.core import crypto, link_configs
+from replication.core.errors import FieldProblems, ReplicationError, conflict, not_found
+from replication.governance import audit
+from replication.kafka.connections import connect
+from replication.models import NAME_VALIDATOR, ClusterLink, KafkaCluster, MirrorTopic
+from replication.states import link_states
+from replication.states.mirror_states import move_all
+
+log = logging.getLogger(__name__)
+
+State = ClusterLink.State
+
+
+def get_link(destination: KafkaCluster, name: str) -> ClusterLink:
+    link = ClusterLink.objects.filter(destination=destination, name=name).first()
+    if link is None:
+        raise not_found(
+            f"No cluster link named {name!r} on cluster {destination.name}. "
+            "List the links to see their names."
+        )
+    return link
+
+
+def list_links(destination: KafkaCluster | None = None) -> QuerySet[ClusterLink]:
+    """Links with their mirror topics, optionally only those into `destination`."""
+    links = ClusterLink.objects.select_related("destination").prefetch_related("mirrors")
+    return links.filter(destination=destination) if destination else links
+
+
+def snapshot(link: ClusterLink) -> dict:
+    """What the audit trail keeps of a link: no secret values."""
+    return {
+        "state": link.state,
+        "source_cluster_id": link.source_cluster_id,
+        "configs": crypto.masked(link.configs, link.secret_configs),
+    }
+
+
+def _check_source(config: dict[str, str], expected_id: str | None) -> str:
+    """Reach the source with the link's credentials; return its cluster id.
+
+    The link must be able to describe the cluster and list its topics.
+    """
+    admin: KafkaAdmin = connect(librdkafka_config(config))
+    try:
+        cluster_id = admin.describe_cluster().cluster_id
+        admin.list_topic_names()
+    except KafkaAdminError as exc:
+        raise ReplicationError(
+            f"The link cannot reach its source. {exc} Nothing was changed."
+        ) from exc
+    if expected_id and cluster_id != expected_id:
+        raise conflict(
+            f"bootstrap.servers reaches cluster {cluster_id}, not the expected source cluster "
+            f"{expected_id}. Check bootstrap.servers. Nothing was changed."
+        )
+    return cluster_id
+
+
+def create_link(
+    actor: audit.Actor,
+    destination: KafkaCluster,
+    name: str,
+    configs: dict[str, str],
+    *,
+    source_cluster_id: str | None = None,
+    validate_only: bool = False,
+    validate_link: bool = True,
+    source: KafkaCluster | None = None,
+) -> ClusterLink:
+    """Create a link into `destination` from the source that `configs` connect to, or from the
+    registered cluster `source` (its address and link principal; `configs` may add settings,
+    not change the connection).
+
+    With link.mode=BIDIRECTIONAL the source must be a registered cluster (`source`, or the one
+    `source_cluster_id` names), and the link's other half, the same name from `destination`
+    into the source, is made with it: the same settings (but its prefix is
+    `remote.cluster.link.prefix` when given), each half connecting with the other cluster's
+    registered link principal.
+
+    With `validate_link` (the default) the source must answer with the link's credentials and,
+    if `source_cluster_id` is given, be that cluster; without it the id must be given.
+    With `validate_only` nothing is saved and the unsaved link is returned.
+    """
+    with audit.refusals(actor, "link.create", f"link {name} on {destination.name}"):
+        if source is None and _bidirectional(configs):
+            source = _registered_source(source_cluster_id)
+        typed = configs
+        if source is not None:
+            configs = link_configs.bound_to_cluster(source, typed)
+            source_cluster_id = source.cluster_id
+        clean = _checked(destination, name, configs)
+        peer_clean = _peer_configs(destination, source, name, typed, clean)
+        source_cluster_id = _source_id(
+            destination, clean, peer_clean, source_cluster_id, validate_link
+        )
+        made = [_new_link(name, destination, source_cluster_id, clean)]
+        if peer_clean is not None:
+            assert source is not None  # a bidirectional link's source is registered
+            made.append(_new_link(name, source, destination.cluster_id, peer_clean))
+        if validate_only:
+            return made[0]
+        try:
+            with transaction.atomic():
+                for link in made:
+                    link.save()
+        except IntegrityError as exc:
+            raise conflict(f"A cluster link named {name!r} already exists.") from exc
+    for link in made:
+        target = f"link {name} on {link.destination.name}"
+        audit.record(actor, "link.create", target, after=snapshot(link))
+        log.info("Created cluster link %s from %s into %s", name, link.source_cluster_id, link)
+    return made[0]
+
+
+def _source_id(
+    destination: KafkaCluster,
+    clean: dict[str, str],
+    peer_clean: dict[str, str] | None,
+    source_cluster_id: str | None,
+    validate_link: bool,
+) -> str:
+    """The source's cluster id: asked of the source itself with the link's credentials (and
+    the other half's source, `destination`, with its own) when `validate_link`, else as given."""
+    if validate_link:
+        source_cluster_id = _check_source(clean, source_cluster_id)
+        if peer_clean is not None:
+            _check_source(peer_clean, destination.cluster_id)
+    elif not source_cluster_id:
+        raise ReplicationError("Without link validation the source cluster id must be given.")
+    if source_cluster_id == destination.cluster_id:
+        raise ReplicationError(
+            f"The source is cluster {destination.name} itself; "
+            "a link copies between two different clusters."
+        )
+    return source_cluster_id
+
+
+def _bidirectional(configs: dict[str, str]) -> bool:
+    return str(configs.get("link.mode", "")).strip().upper() == "BIDIRECTIONAL"
+
+
+def _registered_source(cluster_id: str | None) -> KafkaCluster:
+    source = KafkaCluster.objects.filter(cluster_id=cluster_id).first() if cluster_id else None
+    if source is None:
+        raise ReplicationError(
+            "A bidirectional link joins two registered clusters (each half reads the other "
+            "with its registered link principal): register the other cluster first, then give "
+            "its id as the source cluster id. Nothing was changed."
+        )
+    return source
+
+
+def _peer_configs(
+    destination: KafkaCluster,
+    source: KafkaCluster | None,
+    name: str,
+    typed: dict[str, str],
+    clean: dict[str, str],
+) -> dict[str, str] | None:
+    """The other half's configs, for a bidirectional link (else None): the same settings,
+    connecting to `destination` with its registered link principal, but with the prefixes
+    the other way round (its cluster.link.prefix is this half's remote.cluster.link.prefix)
+    and so are the schema contexts (it syncs from the context this half syncs into)."""
+    if clean.get("link.mode") != "BIDIRECTIONAL":
+        return None
+    assert source is not None  # a bidirectional link's source is registered (create_link)
+    settings = {k: v for k, v in typed.items() if k not in link_configs.CONNECTION_KEYS}
+    prefixes = ("cluster.link.prefix", "remote.cluster.link.prefix")
+    mine, theirs = (settings.pop(k, None) for k in prefixes)
+    for key, value in zip(prefixes, (theirs if theirs is not None else mine, mine), strict=True):
+        if value is not None:
+            settings[key] = value
+    contexts = ("schema.context", "schema.source.context")
+    into, out_of = (settings.pop(k, None) for k in contexts)
+    for key, value in zip(contexts, (out_of, into), strict=True):
+        if value is not None:
+            settings[key] = value
+    return _checked(source, name, link_configs.bound_to_cluster(destination, settings))
+
+
+def _new_link(
+    name: str, destination: KafkaCluster, source_cluster_id: str, clean: dict[str, str]
+) -> ClusterLink:
+    paused = clean.get("cluster.link.paused") == "true"
+    link = ClusterLink(
+        name=name,
+        destination=destination,
+        source_cluster_id=source_cluster_id,
+        state=State.PAUSED if paused else State.ACTIVE,
+    )
+    link.set_configs(clean)
+    return link
+
+
+def peer_of(link: ClusterLink) -> ClusterLink:
+    """The other half of a bidirectional link: the link of the same name on its source
+    cluster, reading from its destination. Refused, saying why, for any other link."""
+    if link.config("link.mode") != "BIDIRECTIONAL":
+        raise ReplicationError(
+            f"Cluster link {link.name!r} is not bidirectional (link.mode "
+            f"{link.config('link.mode')}); reverse operations need a bidirectional link, as in "
+            "Confluent's Cluster Linking. Create one with link.mode=BIDIRECTIONAL between the "
+            "two registered clusters. Nothing was changed."
+        )
+    peer = (
+        ClusterLink.objects.select_related("destination")
+        .filter(
+            name=link.name,
+            destination__cluster_id=link.source_cluster_id,
+            source_cluster_id=link.destination.cluster_id,
+        )
+        .first()
+    )
+    if peer is None:
+        raise not_found(
+            f"The other half of bidirectional link {link.name!r}, on cluster "
+            f"{link.source_cluster_id}, is gone; create it again with link.mode=BIDIRECTIONAL. "
+            "Nothing was changed."
+        )
+    return peer
+
+
+def _checked(destination: KafkaCluster, name: str, configs: dict[str, str]) -> dict[str, str]:
+    """The new link's configs, normalised, once its name and configs are right; else every
+    problem at once (FieldProblems: "name", "configs"), before the source is asked anything."""
+    problems: dict[str, ReplicationError] = {}
+    try:
+        _check_new_name(destination, name)
+    except ReplicationError as exc:
+        problems["name"] = exc
+    try:
+        clean = link_configs.validate(configs)
+    except ReplicationError as exc:
+        problems["configs"] = exc
+    if problems:
+        raise FieldProblems(problems)
+    return clean
+
+
+def _check_new_name(destination: KafkaCluster, name: str) -> None:
+    try:
+        NAME_VALIDATOR(name)
+    except ValidationError as exc:
+        raise ReplicationError(f"Invalid link name {name!r}: {exc.messages[0]}") from exc
+    if name == "-":
+        raise ReplicationError("A link cannot be named '-': the API uses it for every link.")
+    if ClusterLink.objects.filter(destination=destination, name=name).exists():
+        raise conflict(f"A cluster link named {name!r} already exists on {destination.name}.")
+
+
+def describe_link_configs(link: ClusterLink) -> list[link_configs.ConfigEntry]:
+    return link_configs.describe(link.configs, link.secret_configs)
+
+
+def alter_link_configs(
+    actor: audit.Actor,
+    link: ClusterLink,
+    to_set: dict[str, str],
+    to_delete: Sequence[str] = (),
+    *,
+    validate_only: bool = False,
+) -> ClusterLink:
+    """Set and delete (reset to default) link configs; all or nothing.
+
+    New connection settings must still reach the link's source cluster. Setting
+    cluster.link.paused pauses or resumes the link.
+    """
+    with audit.refusals(actor, "link.alter_configs", f"link {link.name}"):
+        if not to_set and not to_delete:
+            raise ReplicationError(
+                "Nothing to change: give configs to set (key=value) or names to reset."
+            )
+        problems = _change_problems(link, to_set, to_delete)
+        if problems:
+            raise ReplicationError(" ".join(problems))
+        names = [*to_set, *to_delete]
+        clean = _merged_configs(link, to_set, to_delete)
+        if any(link_configs.KEYS[n].connection for n in names):
+            _check_source(clean, link.source_cluster_id)
+        if validate_only:
+            return link
+        # One change, one event: pausing or resuming by the config is part of it.
+        with transaction.atomic():
+            # The link as it is now, locked (its row on PostgreSQL; on SQLite the IMMEDIATE
+            # transaction holds the write lock): what this request read before may be stale.
+            # Merged into the stored configs, a concurrent change of another key is kept, not
+            # overwritten; a link deleted meanwhile is refused, not "saved" into nothing.
+            fresh = ClusterLink.objects.select_for_update().filter(pk=link.pk).first()
+            if fresh is None:
+                raise not_found(f"Cluster link {link.name!r} was deleted meanwhile.")
+            link.configs, link.secret_configs = fresh.configs, fresh.secret_configs
+            link.state = fresh.state
+            clean = _merged_configs(link, to_set, to_delete)
+            was_paused = link.state == State.PAUSED
+            wants_paused = clean.pop("cluster.link.paused", "false") == "true"
+            if was_paused:  # pause_link and resume_link own this key
+                clean["cluster.link.paused"] = "true"
+            before = snapshot(link)
+            link.set_configs(clean)
+            link.save(update_fields=["configs", "secret_configs"])
+            if wants_paused and not was_paused:
+                _pause(link)
+            elif was_paused and not wants_paused:
+                _resume(link)
+            audit.record(
+                actor,
+                "link.alter_configs",
+                f"link {link.name}",
+                before=before,
+                after=snapshot(link),
+                in_change=True,
+            )
+    return link
+
+
+def _change_problems(
+    link: ClusterLink, to_set: dict[str, str], to_delete: Sequence[str]
+) -> list[str]:
+    """What is wrong with a config change before it is checked against the source: keys set
+    at creation or read-only, unknown names to reset, a connection changed without the
+    credentials it would send."""
+    problems = []
+    for name in [*to_set, *to_delete]:
+        key = link_configs.KEYS.get(name)
+        if key is None:
+            continue  # validate() names it later, with the list of valid keys
+        if key.immutable:
+            problems.append(f"{name} is set when the link is created and cannot be changed.")
+        elif key.read_only:
+            problems.append(f"{name} is read-only.")
+    unknown = [n for n in to_delete if n not in link_configs.KEYS]
+    if unknown:
+        problems.append(
+            f"Unknown link config {', '.join(map(repr, unknown))}. "
+            f"Valid link configs: {', '.join(link_configs.KEYS)}."
+        )
+    if "bootstrap.servers" in to_delete:
+        problems.append("bootstrap.servers cannot be deleted: the link needs its source.")
+    both = sorted(set(to_set) & set(to_delete))
+    if both:
+        problems.append(
+            f"{', '.join(both)} {'is' if len(both) == 1 else 'are'} both set and reset in one "
+            "change: set a value, or reset to the default, not both."
+        )
+    changing = sorted(
+        k
+        for k in [*to_set, *to_delete]
+        if k in link_configs.CONNECTION_KEYS
+        and not crypto.is_sensitive(k)
+        and to_set.get(k) != link.configs.get(k)
+    )
+    if changing and link.secret_configs.keys() - to_set.keys():
+        # Otherwise the stored secrets could be sent to a host that merely claims the id,
+        # or in the clear (security.protocol, sasl.mechanism).
+        problems.append(
+            f"Changing {', '.join(changing)} of a link with credentials needs the "
+            f"credentials again: set {', '.join(sorted(link.secret_configs))} in the same "
+            "change."
+        )
+    return problems
+
+
+def _merged_configs(
+    link: ClusterLink, to_set: dict[str, str], to_delete: Iterable[str]
+) -> dict[str, str]:
+    """The link's configs with `to_set` set and `to_delete` reset, checked (the changed values
+    in full, the others as stored)."""
+    merged = {**link.all_configs(), **to_set}
+    for name in to_delete:
+        merged.pop(name, None)
+    return link_configs.validate(merged, changed=[*to_set, *to_delete])
+
+
+def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
+    """Pause the whole link: its running mirrors show LINK_PAUSED."""
+    return _change(actor, link, "link.pause", _pause)
+
+
+def resume_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:
+    """Resume a paused link, or retry a failed one; its mirrors run again unless paused on
+    their own."""
+    return _change(actor, link, "link.resume", _resume)
+
+
+def _change(actor: audit.Actor, link: ClusterLink, action: str, change) -> ClusterLink:
+    """Make `change` to the link and record it, in one transaction; a refusal is audited."""
+    target = f"link {link.name}"
+    with audit.refusals(actor, action, target), transaction.atomic():
+        before = snapshot(link)
+        change(link)
+        audit.record(actor, action, target, before=before, after=snapshot(link), in_change=True)
+    return link
+
+
+def _pause(link: ClusterLink) -> None:
+    """The link PAUSED and its mirrors LINK_PAUSED (in the caller's transaction)."""
+    if link.state == State.PAUSED:
+        raise conflict(f"Cluster link {link.name!r} is already paused.")
+    link_states.move(
+        link, "pause", State.PAUSED, configs={**link.configs, "cluster.link.paused": "true"}
+    )
+    move_all(link.mirrors.all(), "link-pause", MirrorTopic.State.LINK_PAUSED)
+    log.info("Paused cluster link %s", link.name)
+
+
+def _resume(link: ClusterLink) -> None:
+    """The link ACTIVE and its mirrors running again (in the caller's transaction)."""
+    link_states.move(
+        link,
+        "resume",
+        State.ACTIVE,
+        configs={k: v for k, v in link.configs.items() if k != "cluster.link.paused"},
+        error_code="NO_ERROR",
+        error_message="",
+        availability_failures=0,
+        availability_checked_at=None,
+    )
+    _restore_running(link, "link-resume")
+    log.info("Resumed cluster link %s", link.name)
+
+
+def _restore_running(link: ClusterLink, event: str) -> None:
+    """Mirrors held by the link run again, or stay paused if a user paused them."""
+    move_all(link.mirrors.filter(paused=True), event, MirrorTopic.State.PAUSED)
+    move_all(link.mirrors.all(), event, MirrorTopic.State.ACTIVE)
+
+
+# State changes made by the availability check. --------------------------------------------
+
+_LINK_ERRORS = {
+    "_AUTHENTICATION": "AUTHENTICATION_ERROR",
+    "_RESOLVE": "UNRESOLVABLE_BOOTSTRAP_ERROR",
+    "_TRANSPORT": "BOOTSTRAP_TCP_CONNECTION_FAILED_ERROR",
+    "_ALL_BROKERS_DOWN": "BOOTSTRAP_TCP_CONNECTION_FAILED_ERROR",
+    "_TIMED_OUT": "TIMEOUT_ERROR",
+}
+
+
+def link_error_code(exc: Exception) -> str:
+    from confluent_kafka import KafkaError
+
+    code = getattr(exc, "code", None)
+    for name, link_error in _LINK_ERRORS.items():
+        if code == getattr(KafkaError, name):
+            return link_error
+    return "UNKNOWN"
+
+
+def mark_unavailable(link: ClusterLink, error_code: str, message: str) -> bool:
+    """The source failed too many checks: the link is UNAVAILABLE, its mirrors
+    SOURCE_UNAVAILABLE. Only an ACTIVE link changes; returns whether it did."""
+    return link_states.system_change(
+        link,
+        "source-lost",
+        State.UNAVAILABLE,
+        by="availability check",
+        action="link.unavailable",
+        message=message,
+        failed=True,
+        then=lambda found: move_all(
+            found.mirrors.all(), "source-lost", MirrorTopic.State.SOURCE_UNAVAILABLE
+        ),
+        error_code=error_code,
+        error_message=message,
+    )
+
+
+def mark_available(link: ClusterLink) -> bool:
+    """The source answers again: the link is ACTIVE and its mirrors run as before."""
+    return link_states.system_change(
+        link,
+        "source-back",
+        State.ACTIVE,
+        by="availability check",
+        action="link.available",
+        then=lambda found: _restore_running(found, "source-back"),
+        error_code="NO_ERROR",
+        error_message="",
+    )
