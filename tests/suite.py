@@ -34,7 +34,14 @@ COVERED = [
     "--include="
     + ",".join(
         f"replication/{name}.py"
-        for name in ("mirrors", "links", "promote", "reverse", "restore", "offset_sync")
+        for name in (
+            "topics/mirrors",
+            "topics/links",
+            "cutover/promote",
+            "cutover/reverse",
+            "cutover/restore",
+            "topics/offset_sync",
+        )
     )
 ]
 
