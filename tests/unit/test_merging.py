@@ -7,7 +7,7 @@ import pytest
 
 from replication.errors import ReplicationError
 from replication.merge_flows import _mapping
-from spark_jobs import merging, planning
+from spark_jobs import flow_copy, merging, planning
 
 
 def test_the_origin_is_read_from_the_provenance_header_and_nothing_else():
@@ -111,7 +111,7 @@ def test_a_batch_keeps_order_per_partition_and_only_each_partitions_ends_report_
         "source_cluster_id": "dc1",
         "destination_cluster_id": "dc2",
     }
-    copy = merging.FlowCopy({"source": {}, "destination": {}}, flow, slot=None)
+    copy = flow_copy.FlowCopy({"source": {}, "destination": {}}, flow, slot=None)
     back = [(merging.ORIGIN, b"dc2,topic1,0,9,1")]  # written on dc2 first: never copied back
     batch = [_Record(0, 5), _Record(1, 7), _Record(0, 6), _Record(0, 7, back), _Record(0, 8)]
     batch += [_Record(2, 3), _Record(0, 9, [("h", b"x")])]
