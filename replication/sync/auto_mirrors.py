@@ -4,8 +4,8 @@ metadata refresh (within `metadata.max.age.ms`).
 
 Never mirrored automatically: internal topics (`filters.internal_topic`: Kafka's, Schema
 Registry's, Confluent's services', MirrorMaker 2's, Isthmus's own), a source topic that is
-itself a mirror fed from the link's destination (the loop rule, `mirrors.mirrored_back`: with
-automatic mirrors both ways between two clusters, nothing comes back), and a source topic whose
+itself a mirror fed from the link's destination (the loop rule, `mirror_checks.mirrored_back`:
+with automatic mirrors both ways between two clusters, nothing comes back), and a source topic whose
 mirror a user deleted (through Isthmus or on the destination itself) while only a `*` or a
 PREFIXED include selects it. A LITERAL INCLUDE of the topic's own name brings it back, and so
 does creating its mirror by hand. (Cluster Linking re-creates such a mirror unless the topic is
@@ -21,7 +21,7 @@ from replication.core import filters
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.models import ClusterLink
-from replication.topics import mirrors
+from replication.topics import mirror_checks, mirrors
 
 log = logging.getLogger(__name__)
 ACTOR = audit.Actor.system("auto-create")
@@ -45,7 +45,7 @@ def wanted(link: ClusterLink, source_topics: set[str]) -> list[str]:
             '[{"name": "orders.", "patternType": "PREFIXED", "filterType": "INCLUDE"}]}.'
         )
     mirrored = set(link.mirrors.values_list("source_topic", flat=True))
-    mirrored |= set(mirrors.mirrored_back(link))
+    mirrored |= set(mirror_checks.mirrored_back(link))
     declined = set(link.declined_topics)
     return [
         topic

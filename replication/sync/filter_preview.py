@@ -21,7 +21,7 @@ from replication.core import filters
 from replication.core.errors import ReplicationError
 from replication.kafka.connections import source_admin
 from replication.models import ClusterLink
-from replication.topics import mirrors
+from replication.topics import mirror_checks
 
 LIMIT = 200
 
@@ -110,7 +110,7 @@ def preview_topics(link: ClusterLink, topic_filters: Sequence[filters.NameFilter
         raise _source_did_not_answer(link, exc) from exc
     chosen = {t for t in topics if filters.selected(topic_filters, t)}
     internal = {t for t in chosen if filters.internal_topic(t)}
-    back = mirrors.mirrored_back(link)
+    back = mirror_checks.mirrored_back(link)
     looping = sorted((t, back[t]) for t in chosen - internal if t in back)
     kept = chosen - internal - set(back)
     mirrored = set(link.mirrors.values_list("source_topic", flat=True))

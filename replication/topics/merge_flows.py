@@ -27,7 +27,7 @@ from replication.governance import audit
 from replication.kafka.connections import destination_admin, source_admin, unreachable
 from replication.models import NAME_VALIDATOR, ClusterLink, MergeFlow, MirrorTopic
 from replication.states.mirror_states import Transition
-from replication.topics.mirrors import TOPIC_NAME, source_topic_missing
+from replication.topics.mirror_checks import TOPIC_NAME, source_topic_missing
 from spark_jobs import control, merging
 
 log = logging.getLogger(__name__)

@@ -6,12 +6,12 @@ A mirror is made read-only first (ACLs, then the topic, so no one can write to i
 and nothing half-made is left behind when a step fails. All or nothing (the console, the API,
 a script's many topics): one refused topic refuses the whole request, before anything is made.
 Automatic mirrors take each topic on its own: a refused one is named and the others are made.
+What is checked before anything is made, and how, is `mirror_checks`'s.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,19 +19,19 @@ from datetime import datetime
 from confluent_kafka import KafkaError
 from django.db import IntegrityError, transaction
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, NewTopicSpec, topic_batches
-from replication.core import filters, read_only, topic_configs
+from infra.kafka_admin import KafkaAdmin, KafkaAdminError, topic_batches
+from replication.core import read_only
 from replication.core.errors import ReplicationError, conflict, not_found
 from replication.engine import streams
 from replication.governance import audit
-from replication.kafka.connections import destination_admin, source_admin, unreachable
+from replication.kafka.connections import destination_admin, source_admin
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from replication.states.mirror_states import move_all, running_state, snapshot
+from replication.topics.mirror_checks import Plan, Request, checked_plans, topic_exists, topic_spec
 from spark_jobs import translation
 
 log = logging.getLogger(__name__)
 
-TOPIC_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,249}")
 # A new topic can take a moment to show in every broker's metadata (seconds on a busy machine).
 TOPIC_WAIT_S = 15.0
 PARTITION_WAIT_S = 0.01  # more for each partition still to appear (see _wait_for_topics)
@@ -43,38 +43,6 @@ class Created:
 
     mirrors: list[MirrorTopic] = field(default_factory=list)
     refused: dict[str, ReplicationError] = field(default_factory=dict)
-
-
-@dataclass
-class _Request:
-    """One creation: the link, each source topic's mirror name, the settings for all of them,
-    and what is refused so far, by source topic."""
-
-    link: ClusterLink
-    names: dict[str, str]
-    replication_factor: int | None
-    overrides: dict[str, str]
-    each_on_its_own: bool
-    refused: dict[str, ReplicationError] = field(default_factory=dict)
-
-    def target(self, topic: str) -> str:
-        return f"mirror {self.names[topic]} on link {self.link.name}"
-
-    def refuse(self, topics: list[str], error: ReplicationError) -> list[_Plan]:
-        for topic in topics:
-            self.refused[topic] = error
-        return []
-
-    @property
-    def undone(self) -> bool:
-        """Whether the request as a whole is refused (all or none, and one refused)."""
-        return bool(self.refused) and not self.each_on_its_own
-
-
-@dataclass
-class _Plan:
-    mirror: MirrorTopic
-    configs: dict[str, str]
 
 
 def create_mirror(
@@ -126,9 +94,9 @@ def create_mirrors(
     if not source_topics:
         return Created()
     names = {t: (names or {}).get(t) or link.prefix + t for t in source_topics}
-    request = _Request(link, names, replication_factor, dict(configs or {}), each_on_its_own)
+    request = Request(link, names, replication_factor, dict(configs or {}), each_on_its_own)
     audit.ensure_writable()
-    plans = _plans(request, source_topics)
+    plans = checked_plans(request, source_topics)
     if validate_only or request.undone:
         _refuse(actor, request)
         if request.undone:
@@ -145,7 +113,7 @@ def create_mirrors(
     return Created([p.mirror for p in made], request.refused)
 
 
-def _create(actor: audit.Actor, request: _Request, plans: list[_Plan]) -> list[_Plan]:
+def _create(actor: audit.Actor, request: Request, plans: list[Plan]) -> list[Plan]:
     """Make these mirrors and hand them to the engine; the ones made (none when an
     all-or-nothing request was refused)."""
     link = request.link
@@ -170,14 +138,14 @@ def _create(actor: audit.Actor, request: _Request, plans: list[_Plan]) -> list[_
     return plans
 
 
-def _per_request(request: _Request, plans: list[_Plan]) -> list[list[_Plan]]:
+def _per_request(request: Request, plans: list[Plan]) -> list[list[Plan]]:
     """`plans` in the batches the destination's controller takes in one request each."""
     by_name = {p.mirror.mirror_topic: p for p in plans}
-    specs = [_spec(p, request.replication_factor) for p in plans]
+    specs = [topic_spec(p, request.replication_factor) for p in plans]
     return [[by_name[spec.name] for spec in batch] for batch in topic_batches(specs)]
 
 
-def _refuse(actor: audit.Actor, request: _Request) -> None:
+def _refuse(actor: audit.Actor, request: Request) -> None:
     """Audit each refused topic as its own refused (or, when a cluster failed it, failed)
     creation."""
     for topic, error in request.refused.items():
@@ -201,213 +169,10 @@ def _all_refused(topics: list[str], refused: dict[str, ReplicationError]) -> Rep
     )
 
 
-# Checking: the request, then both clusters, each in one request for all the topics. --------
-
-
-def _plans(request: _Request, topics: list[str]) -> list[_Plan]:
-    """The unsaved mirrors and the configs they get, as both clusters say now (the source is
-    the link's, has the topic, and the destination would take the mirror: its dry run)."""
-    link, names, refused = request.link, request.names, request.refused
-    asked = _requests(request, topics)
-    if not asked:
-        return []
-    destination, source = destination_admin(link), source_admin(link)
-    try:
-        existing = destination.list_topic_names()
-    except KafkaAdminError as exc:
-        return request.refuse(asked, unreachable("destination", exc))
-    try:
-        _check_source_is_the_links(link, source)
-    except ReplicationError as exc:
-        return request.refuse(asked, exc)
-    for topic in asked:
-        if names[topic] in existing:
-            refused[topic] = _topic_exists(link, names[topic])
-    asked = [t for t in asked if t not in refused]
-    try:
-        plans = _as_the_source_has_them(request, source, asked)
-    except KafkaAdminError as exc:
-        return request.refuse(asked, unreachable("source", exc))
-    specs = [_spec(p, request.replication_factor) for p in plans]
-    try:
-        failed = destination.create_topics(specs, validate_only=True)
-    except KafkaAdminError as exc:
-        return request.refuse(asked, unreachable("destination", exc))
-    for plan in plans:
-        name, error = plan.mirror.mirror_topic, failed.get(plan.mirror.mirror_topic)
-        if error is not None:
-            refused[plan.mirror.source_topic] = (
-                _topic_exists(link, name)  # made since the look above
-                if error.code == KafkaError.TOPIC_ALREADY_EXISTS
-                else ReplicationError(
-                    f"{link.destination.name} would refuse mirror topic {name!r}: {error}"
-                )
-            )
-    return [p for p in plans if p.mirror.source_topic not in refused]
-
-
-def _requests(request: _Request, topics: list[str]) -> list[str]:
-    """The topics whose request holds (each asked once), before any cluster is asked."""
-    link = request.link
-    back = mirrored_back(link)
-    taken = dict(
-        MirrorTopic.objects.filter(
-            destination=link.destination, mirror_topic__in=request.names.values()
-        )
-        .select_related("link")
-        .values_list("mirror_topic", "link__name")
-    )
-    seen: set[str] = set()
-    for topic in topics:
-        try:
-            if topic in seen:
-                raise ReplicationError(f"Source topic {topic!r} is named twice; name it once.")
-            seen.add(topic)
-            _check_request(request, topic, back, taken)
-        except ReplicationError as exc:
-            request.refused[topic] = exc
-    return [t for t in dict.fromkeys(topics) if t not in request.refused]
-
-
-def _as_the_source_has_them(
-    request: _Request, source: KafkaAdmin, topics: list[str]
-) -> list[_Plan]:
-    """A mirror of each topic with the source's partitions and the configs its classes call
-    for; a topic the source lacks is refused."""
-    link = request.link
-    described = source.describe_topics(topics)
-    source_configs = source.topics_configs([t for t in topics if t in described])
-    plans = []
-    for topic in topics:
-        if topic not in described:
-            request.refused[topic] = source_topic_missing(link, topic)
-            continue
-        wanted = topic_configs.desired(
-            source_configs[topic], link.config("topic.config.sync.include"), request.overrides
-        )
-        mirror = MirrorTopic(
-            link=link,
-            destination=link.destination,
-            source_topic=topic,
-            mirror_topic=request.names[topic],
-            source_topic_id=described[topic].topic_id,
-            num_partitions=described[topic].partitions,
-            config_overrides=request.overrides,
-        )
-        plans.append(_Plan(mirror, wanted))
-    return plans
-
-
-def _spec(plan: _Plan, replication_factor: int | None) -> NewTopicSpec:
-    m = plan.mirror
-    return NewTopicSpec(m.mirror_topic, m.num_partitions, replication_factor, plan.configs)
-
-
-def _check_request(
-    request: _Request, source_topic: str, back: dict[str, str], taken: dict[str, str]
-) -> None:
-    """What can be refused before asking a cluster: names, the link's state, the settings."""
-    link, name, replication_factor = (
-        request.link,
-        request.names[source_topic],
-        request.replication_factor,
-    )
-    expected = link.prefix + source_topic
-    if not TOPIC_NAME.fullmatch(source_topic):
-        raise ReplicationError(
-            f"Invalid source topic name {source_topic!r}: use 1-249 letters, digits, "
-            "'.', '_' or '-'."
-        )
-    if name != expected:
-        raise ReplicationError(
-            f"A mirror topic is named after its source topic"
-            f"{' with the link prefix ' + repr(link.prefix) if link.prefix else ''}: "
-            f"expected {expected!r}, not {name!r}."
-        )
-    if len(name) > 249:
-        raise ReplicationError(f"Mirror topic name {name!r} is longer than 249 characters.")
-    if filters.internal_topic(source_topic):
-        raise ReplicationError(
-            f"{source_topic!r} is an internal topic (of Kafka, a schema registry, Confluent's "
-            "services, MirrorMaker 2 or Isthmus), kept by each cluster for itself; it cannot "
-            "be mirrored. Consumer offsets travel with consumer.offset.sync.enable, schemas "
-            "with schema.sync.enable."
-        )
-    if link.state == ClusterLink.State.FAILED:
-        raise conflict(
-            f"Cluster link {link.name!r} has FAILED ({link.error_message}); "
-            "fix it before adding mirrors."
-        )
-    # Kafka's protocol carries it as a 16-bit number
-    if replication_factor is not None and not 1 <= replication_factor <= 32767:
-        raise ReplicationError("The replication factor must be a whole number from 1 to 32767.")
-    topic_configs.check_overrides(request.overrides)
-    if name in taken:
-        raise conflict(
-            f"Topic {name!r} is already a mirror topic of link {taken[name]!r} "
-            f"on {link.destination.name}."
-        )
-    if source_topic in back:
-        raise conflict(
-            f"Source topic {source_topic!r} is {back[source_topic]}: mirroring it would copy "
-            f"{link.destination.name}'s own records back to it. Read {link.destination.name}'s "
-            "topic itself there. Nothing was changed."
-        )
-
-
-def mirrored_back(link: ClusterLink) -> dict[str, str]:
-    """The topics on the link's source that are themselves mirrors fed from its destination
-    (over any link the other way: a bidirectional link's other half, or a link of its own),
-    each with the words that say so. Mirroring one over `link` would copy the destination's
-    own records back to it, and with automatic mirrors both ways, again and again under ever
-    longer names: the loop rule of active-active (docs/user-guide.md, "Active-active"). A
-    promoted or failed over mirror (STOPPED) is an ordinary topic written on the source now,
-    and may be mirrored.
-    """
-    found = MirrorTopic.objects.filter(
-        destination__cluster_id=link.source_cluster_id,
-        link__source_cluster_id=link.destination.cluster_id,
-    ).exclude(state=MirrorTopic.State.STOPPED)
-    return {
-        m.mirror_topic: f"a mirror of {link.destination.name}'s topic {m.source_topic} over "
-        f"link {m.link.name}"
-        for m in found.select_related("link")
-    }
-
-
-def source_topic_missing(link: ClusterLink, topic: str) -> ReplicationError:
-    return not_found(
-        f"Source topic {topic!r} does not exist on the source cluster "
-        f"{link.source_cluster_id}. Create it there first, or check the name."
-    )
-
-
-def _check_source_is_the_links(link: ClusterLink, source: KafkaAdmin) -> None:
-    """The link's address must still reach the cluster the link was made for: a source
-    rebuilt, or an address now pointing elsewhere, would mirror another cluster's topic."""
-    try:
-        answering = source.describe_cluster().cluster_id
-    except KafkaAdminError as exc:
-        raise unreachable("source", exc) from exc
-    if answering != link.source_cluster_id:
-        raise conflict(
-            f"Link {link.name!r}'s source address now reaches cluster {answering}, not the "
-            f"source it was made for ({link.source_cluster_id}); no mirror was created. Check "
-            "the link's bootstrap.servers, or make a new link to the cluster that answers."
-        )
-
-
-def _topic_exists(link: ClusterLink, name: str) -> ReplicationError:
-    return conflict(
-        f"Topic {name!r} already exists on {link.destination.name}. Delete it first "
-        "(for example after a promote), or mirror into another cluster."
-    )
-
-
 # Making them: the rows (which reserve the names), then ACLs, topics and starts in bulk. -----
 
 
-def _reserve(request: _Request, plans: list[_Plan]) -> list[_Plan]:
+def _reserve(request: Request, plans: list[Plan]) -> list[Plan]:
     """Save the mirrors' rows, which reserve their names, before the destination is touched;
     the link's row locked, so a deletion of the link cannot take these mirrors along."""
     link, saved = request.link, []
@@ -449,7 +214,7 @@ class _Made:
     infos: dict = field(default_factory=dict)
 
 
-def _provision(request: _Request, plans: list[_Plan]) -> list[_Plan]:
+def _provision(request: Request, plans: list[Plan]) -> list[Plan]:
     """Make the read-only topics and pin where each starts; a topic that fails is undone
     (every step this call made for it, and only those) and its mirror forgotten; all of them
     are when the creation is all or nothing."""
@@ -480,7 +245,7 @@ def _provision(request: _Request, plans: list[_Plan]) -> list[_Plan]:
 
 
 def _make(
-    link: ClusterLink, admin: KafkaAdmin, plans: list[_Plan], replication_factor: int | None
+    link: ClusterLink, admin: KafkaAdmin, plans: list[Plan], replication_factor: int | None
 ) -> _Made:
     """ACLs first, then the topics, then where each starts: one request each for all."""
     names = [p.mirror.mirror_topic for p in plans]
@@ -489,7 +254,7 @@ def _make(
         done.had = read_only.present_all(admin, names)
         done.enforced = read_only.enforce_all(admin, names)
         done.made = set(names)
-        done.failed = dict(admin.create_topics([_spec(p, replication_factor) for p in plans]))
+        done.failed = dict(admin.create_topics([topic_spec(p, replication_factor) for p in plans]))
         for name, exc in done.failed.items():
             if isinstance(exc, KafkaAdminError) and exc.code == KafkaError.TOPIC_ALREADY_EXISTS:
                 done.made.discard(name)  # someone made a topic of the name since: theirs
@@ -511,11 +276,11 @@ def _make(
     return done
 
 
-def _failure(link: ClusterLink, plan: _Plan, failed: dict[str, Exception]) -> ReplicationError:
+def _failure(link: ClusterLink, plan: Plan, failed: dict[str, Exception]) -> ReplicationError:
     name = plan.mirror.mirror_topic
     exc = failed[name]
     if isinstance(exc, KafkaAdminError) and exc.code == KafkaError.TOPIC_ALREADY_EXISTS:
-        return _topic_exists(link, name)
+        return topic_exists(link, name)
     if isinstance(exc, _WithTheOthers):
         return ReplicationError(
             f"Creating mirror topic {name!r} was undone with the others of its request.", 503
@@ -529,7 +294,7 @@ class _WithTheOthers(Exception):
 
 def _undo(
     admin: KafkaAdmin,
-    plans: list[_Plan],
+    plans: list[Plan],
     made: set[str],
     had: dict[str, frozenset[read_only.Rule]] | None,
 ) -> None:
@@ -572,7 +337,7 @@ def _wait_for_topics(admin: KafkaAdmin, partitions: dict[str, int]) -> dict:
 
 
 def _pin_starts(
-    link: ClusterLink, source: KafkaAdmin, admin: KafkaAdmin, plans: list[_Plan], infos: dict
+    link: ClusterLink, source: KafkaAdmin, admin: KafkaAdmin, plans: list[Plan], infos: dict
 ) -> None:
     """Mirrors that start at the latest offset or at a time (mirror.start.offset.spec) record,
     per partition, the source offset each starts from now, as its first offset translation

@@ -1,7 +1,8 @@
 """Mirror topics: create, list, describe, pause, resume, fail over, delete; and the state
 changes the syncers make. One function per state change.
 
-Creating them is `mirror_creation`'s (one or a thousand at once, in bulk requests).
+Creating them is `mirror_creation`'s (one or a thousand at once, in bulk requests), what is
+checked first `mirror_checks`'s.
 """
 
 from __future__ import annotations
@@ -20,13 +21,11 @@ from replication.governance import audit, stale_requests
 from replication.kafka.connections import destination_admin, source_admin, unreachable
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
 from replication.states.mirror_states import FOLLOWING, move, running_state, snapshot
+from replication.topics.mirror_checks import mirrored_back
 from replication.topics.mirror_creation import (  # noqa: F401 (create_mirror, create_mirrors: their callers' door)
-    TOPIC_NAME,
     create_mirror,
     create_mirrors,
-    mirrored_back,
     note_declined,
-    source_topic_missing,
 )
 
 log = logging.getLogger(__name__)
