@@ -25,7 +25,7 @@ from replication.models import ClusterLink, MirrorTopic
 from replication.schemas import schema_links
 from replication.states.mirror_states import SYNCED
 from replication.sync import acl_sync, auto_mirrors
-from replication.topics import links, mirrors, offset_sync
+from replication.topics import link_availability, mirrors, offset_sync
 
 log = logging.getLogger(__name__)
 
@@ -181,13 +181,15 @@ def check_source(link: ClusterLink, now: datetime, source: KafkaAdmin | None = N
             exc,
         )
         if failures >= threshold:
-            links.mark_unavailable(link, links.link_error_code(exc), str(exc))
+            link_availability.mark_unavailable(
+                link, link_availability.link_error_code(exc), str(exc)
+            )
         return
     ClusterLink.objects.filter(pk=link.pk).update(
         availability_failures=0, availability_checked_at=now
     )
     if link.state == ClusterLink.State.UNAVAILABLE:
-        links.mark_available(link)
+        link_availability.mark_available(link)
 
 
 def refresh_metadata(

@@ -1,5 +1,5 @@
-"""Cluster links: create, list, alter configs, pause, resume, delete; and the link's own state
-changes made by the availability check. One function per state change."""
+"""Cluster links: create, list, alter configs, pause, resume, delete. One function per state
+change; those the availability check makes are `link_availability`'s."""
 
 from __future__ import annotations
 
@@ -430,65 +430,11 @@ def _resume(link: ClusterLink) -> None:
         availability_failures=0,
         availability_checked_at=None,
     )
-    _restore_running(link, "link-resume")
+    restore_running(link, "link-resume")
     log.info("Resumed cluster link %s", link.name)
 
 
-def _restore_running(link: ClusterLink, event: str) -> None:
+def restore_running(link: ClusterLink, event: str) -> None:
     """Mirrors held by the link run again, or stay paused if a user paused them."""
     move_all(link.mirrors.filter(paused=True), event, MirrorTopic.State.PAUSED)
     move_all(link.mirrors.all(), event, MirrorTopic.State.ACTIVE)
-
-
-# State changes made by the availability check. --------------------------------------------
-
-_LINK_ERRORS = {
-    "_AUTHENTICATION": "AUTHENTICATION_ERROR",
-    "_RESOLVE": "UNRESOLVABLE_BOOTSTRAP_ERROR",
-    "_TRANSPORT": "BOOTSTRAP_TCP_CONNECTION_FAILED_ERROR",
-    "_ALL_BROKERS_DOWN": "BOOTSTRAP_TCP_CONNECTION_FAILED_ERROR",
-    "_TIMED_OUT": "TIMEOUT_ERROR",
-}
-
-
-def link_error_code(exc: Exception) -> str:
-    from confluent_kafka import KafkaError
-
-    code = getattr(exc, "code", None)
-    for name, link_error in _LINK_ERRORS.items():
-        if code == getattr(KafkaError, name):
-            return link_error
-    return "UNKNOWN"
-
-
-def mark_unavailable(link: ClusterLink, error_code: str, message: str) -> bool:
-    """The source failed too many checks: the link is UNAVAILABLE, its mirrors
-    SOURCE_UNAVAILABLE. Only an ACTIVE link changes; returns whether it did."""
-    return link_states.system_change(
-        link,
-        "source-lost",
-        State.UNAVAILABLE,
-        by="availability check",
-        action="link.unavailable",
-        message=message,
-        failed=True,
-        then=lambda found: move_all(
-            found.mirrors.all(), "source-lost", MirrorTopic.State.SOURCE_UNAVAILABLE
-        ),
-        error_code=error_code,
-        error_message=message,
-    )
-
-
-def mark_available(link: ClusterLink) -> bool:
-    """The source answers again: the link is ACTIVE and its mirrors run as before."""
-    return link_states.system_change(
-        link,
-        "source-back",
-        State.ACTIVE,
-        by="availability check",
-        action="link.available",
-        then=lambda found: _restore_running(found, "source-back"),
-        error_code="NO_ERROR",
-        error_message="",
-    )

@@ -7,12 +7,12 @@ from devstack import kafka
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
+from replication.topics.link_availability import mark_unavailable
 from replication.topics.links import (
     alter_link_configs,
     create_link,
     describe_link_configs,
     list_links,
-    mark_unavailable,
     pause_link,
     resume_link,
 )
