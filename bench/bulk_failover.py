@@ -65,7 +65,7 @@ def run(count: int) -> dict:  # noqa: C901
 
     from replication.actions import approvals
     from replication.core import read_only
-    from replication.engine import streams
+    from replication.engine import supervise
     from replication.governance import audit
     from replication.kafka.connections import cluster_admin
     from replication.models import MirrorTopic
@@ -83,8 +83,8 @@ def run(count: int) -> dict:  # noqa: C901
 
     def remove() -> None:
         for each in links:
-            streams.stop(each)
-        streams.stop_engine()
+            supervise.stop(each)
+        supervise.stop_engine()
         destination = cluster_admin(clusters["destination"])
         for name in names:
             read_only.lift(destination, name)
@@ -115,7 +115,7 @@ def run(count: int) -> dict:  # noqa: C901
         def copied() -> bool:
             return all(s.max_lag == 0 for s in lag.describe_mirrors(mirrors))
 
-        copy_s = _until(copied, 900, "the copy", lambda: streams.supervise(link))
+        copy_s = _until(copied, 900, "the copy", lambda: supervise.supervise(link))
         log(f"Copied in {copy_s:.1f} s; failing all {count} over in one action")
         started = time.monotonic()
         submission = approvals.submit(admin, link, "failover", names, "bench: the region is lost")
@@ -130,7 +130,7 @@ def run(count: int) -> dict:  # noqa: C901
 
         def move_on() -> None:  # as the Celery task (twice a second) and the beat do
             approvals.finish_stops(link)
-            streams.supervise(link)
+            supervise.supervise(link)
 
         _until(stopped, 600, "every mirror STOPPED", move_on)
         failover_s = time.monotonic() - started

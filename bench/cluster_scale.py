@@ -157,8 +157,8 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
     from django.db import close_old_connections
     from django.utils import timezone
 
-    from replication.core import read_only
-    from replication.engine import streams
+    from replication.core import read_only, redis_channel
+    from replication.engine import process, status, supervise
     from replication.governance import audit
     from replication.kafka.connections import cluster_admin
     from replication.models import ClusterLink
@@ -185,10 +185,10 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
 
     # No link an earlier run stopped midway left in the engine (its database is gone; the
     # beat's forget_deleted_links would take it out only at its second round).
-    streams.client().delete(control.links_key(streams.engine_id()))
+    redis_channel.client().delete(control.links_key(process.engine_id()))
     # Warm, as the worker starts it with the stack (settings.ENGINE_LAZY off).
-    streams.supervise_engine()
-    _until(lambda: streams.engine_status().state == "RUNNING", "the engine's start")
+    supervise.supervise_engine()
+    _until(lambda: status.engine_status().state == "RUNNING", "the engine's start")
     began = time.monotonic()
     link = create_link(
         system,
@@ -199,7 +199,7 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
     )
     threads = [
         threading.Thread(target=beat, args=(lambda k: syncers.sync_link(k, timezone.now()), 1.0)),
-        threading.Thread(target=beat, args=(streams.supervise, 2.0)),
+        threading.Thread(target=beat, args=(supervise.supervise, 2.0)),
     ]
     for thread in threads:
         thread.start()
@@ -210,7 +210,7 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
         caught_s = time.monotonic() - began
         log(f"Isthmus: every partition copied {caught_s:.1f} s after the link")
         result = {"made_seconds": round(made_s, 1), "caught_up_seconds": round(caught_s, 1)}
-        pid = streams.engine_status().pid
+        pid = status.engine_status().pid
         assert pid is not None  # the engine runs: it copied
         return {**result, **_idle(pid), **_console(link, len(wanted))}
     finally:
@@ -221,8 +221,8 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
             log(f"{len(failures)} beat failures, first: {failures[0]}")
         destination = cluster_admin(clusters["destination"])
         for each in ClusterLink.objects.all():
-            streams.stop(each)
-        streams.stop_engine()
+            supervise.stop(each)
+        supervise.stop_engine()
         for name in names:
             read_only.lift(destination, name)
         cluster.delete_topics(DESTINATION, names)

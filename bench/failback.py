@@ -43,12 +43,12 @@ RESULTS = WORK / "failback.json"
 
 def _copied(link, mirror, timeout: float = 900) -> float:
     """Supervise `link`'s stream, as the beat does, until `mirror` has lag 0; the seconds."""
-    from replication.engine import streams
+    from replication.engine import supervise
     from replication.observe.lag import describe_mirror
 
     started = time.monotonic()
     while time.monotonic() - started < timeout:
-        streams.supervise(link)
+        supervise.supervise(link)
         status = describe_mirror(mirror)
         if status.partitions and all(
             p.lag == 0 and p.last_fetch_source_high_watermark >= 0 for p in status.partitions
@@ -84,7 +84,7 @@ def main() -> int:  # noqa: C901
     django_on_own_database("failback.sqlite3")
     from replication.core import read_only
     from replication.cutover import promote, restore
-    from replication.engine import streams
+    from replication.engine import supervise
     from replication.governance import audit
     from replication.kafka.connections import cluster_admin
     from replication.topics.links import create_link, peer_of
@@ -99,8 +99,8 @@ def main() -> int:  # noqa: C901
 
     def remove() -> None:
         for each in links:
-            streams.stop(each)
-        streams.stop_engine()  # its own (its own database): nothing else runs on it
+            supervise.stop(each)
+        supervise.stop_engine()  # its own (its own database): nothing else runs on it
         for cluster in clusters.values():  # the fence and the mirrors' ACLs too
             read_only.lift(cluster_admin(cluster), TOPIC)
         delete_topics(SOURCE, [TOPIC, *quarantine])
@@ -126,7 +126,7 @@ def main() -> int:  # noqa: C901
         full_bytes = _across(link, records)
         log(f"Copied {full_bytes:,} bytes in {full_seconds:.1f} s; failing over")
         promote.stop_mirrors(actor, link, [TOPIC], promote.FAILOVER, wait=True)
-        streams.stop(link)
+        supervise.stop(link)
         fill(DESTINATION, [TOPIC], changed, RECORD)  # the new primary's
         fill(SOURCE, [TOPIC], stray, RECORD)  # what the mirror never got
         log(f"{changed:,} records on the new primary, {stray:,} on the old; restoring")

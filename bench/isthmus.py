@@ -87,7 +87,7 @@ class Engine:
         flows: dict[str, control.FlowSpec] | None = None,
     ) -> None:
         """The link's mirror set (mirror name -> source name) and merge flows (by id, as
-        `streams.flow_spec` makes them), as `streams.publish` writes them."""
+        `publish.flow_spec` makes them), as `publish.publish` writes them."""
         self.generation += 1
         mirror_set: control.MirrorSet = {
             "mirrors": {m: {"source_topic": s} for m, s in mirrors.items()},

@@ -201,9 +201,9 @@ class Soak:
         return f"{broker.name} killed with kill -9, started again 5 s later"
 
     def kill_engine(self) -> str:
-        from replication.engine import streams
+        from replication.engine import status as stream_status
 
-        status = streams.engine_status()
+        status = stream_status.engine_status()
         if status.pid is None:
             return "the engine was not running (nothing killed)"
         os.killpg(os.getpgid(status.pid), signal.SIGKILL)
@@ -427,9 +427,9 @@ def main(argv: list[str] | None = None) -> int:
         results = soak.run()
     finally:
         if not args.keep:
-            from replication.engine import streams
+            from replication.engine import supervise
 
-            streams.stop_engine()
+            supervise.stop_engine()
             soak.stack.down(echo=log)
     WORK.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))

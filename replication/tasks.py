@@ -6,7 +6,7 @@ from celery import shared_task
 
 from replication.actions import approvals
 from replication.core import redis_channel
-from replication.engine import streams
+from replication.engine import supervise
 from replication.governance import audit, notifications
 from replication.kafka.clusters import probe_clusters
 from replication.models import ClusterLink, Notification, ScenarioRun
@@ -46,7 +46,7 @@ def sync_links() -> None:
 def supervise_streams() -> None:
     """Start, restart and stop the links' streams and finish promotes and failovers whose
     streams stopped writing; one run at a time."""
-    _one_at_a_time("supervise-streams", streams.supervise_all)
+    _one_at_a_time("supervise-streams", supervise.supervise_all)
     approvals.finish_all_stops()
 
 

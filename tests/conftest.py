@@ -323,7 +323,7 @@ def make_link(registered_clusters, topic_name):
     destination, ACLs and all: those the database knows, and any topic named after the test's
     `topic_name` (a mirror a forced link delete turned into an ordinary topic, say).
     """
-    from replication.engine import streams
+    from replication.engine import supervise
     from replication.governance import audit
     from replication.models import ClusterLink, MirrorTopic
     from replication.topics.links import create_link
@@ -345,7 +345,7 @@ def make_link(registered_clusters, topic_name):
     known = before | {link.pk for link in made if link.pk is not None}  # None: deleted
     made += ClusterLink.objects.exclude(pk__in=known)
     for link in made:
-        streams.stop(link)  # first, so no stream writes a mirror while it is deleted
+        supervise.stop(link)  # first, so no stream writes a mirror while it is deleted
     # The mirrors of the links it made (not those of a module's committed link beside it).
     mirrors = MirrorTopic.objects.filter(link__in=[link.pk for link in made])
     named = {*mirrors.values_list("mirror_topic", flat=True)}
@@ -374,16 +374,16 @@ def own_engine(monkeypatch):
     never sees its links (uncommitted): they run on this engine alone. Stopped and removed
     afterwards."""
     from replication.core import redis_channel
-    from replication.engine import streams
+    from replication.engine import process, supervise
     from spark_jobs import control
 
-    owner = f"{streams._owner()}-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(streams, "_owner", lambda: owner)
-    yield streams.engine_id()
-    streams.stop_engine()
+    owner = f"{process._owner()}-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(process, "_owner", lambda: owner)
+    yield process.engine_id()
+    supervise.stop_engine()
     r = redis_channel.client()
-    r.delete(*r.keys(control.engine_pattern(streams.engine_id())), streams._seen_key())
-    shutil.rmtree(streams.engine_folder(), ignore_errors=True)
+    r.delete(*r.keys(control.engine_pattern(process.engine_id())), process.seen_key())
+    shutil.rmtree(process.engine_folder(), ignore_errors=True)
 
 
 @pytest.fixture

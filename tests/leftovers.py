@@ -165,20 +165,20 @@ class Ledger:
 
     @property
     def engine(self) -> str:
-        from replication.engine import streams
+        from replication.engine import process
 
-        return streams.engine_id(self.test_database)
+        return process.engine_id(self.test_database)
 
     def stream_folders(self) -> list[Path]:
         """The folder of the tests' console's engine."""
-        from replication.engine import streams
+        from replication.engine import process
 
-        folder = streams.engine_folder(self.test_database)
+        folder = process.engine_folder(self.test_database)
         return [folder] if folder.exists() else []
 
     def redis_keys(self, owned: Owned) -> list[tuple[str, bytes]]:
         patterns = [f"isthmus:stream:{link}:*" for link in self.links] + ["*itest-*"]
-        # The links the supervisor of the tests' console saw (replication.engine.streams._seen_key).
+        # The links the supervisor of the tests' console saw (replication.engine.process.seen_key).
         seen = f"isthmus:streams-seen:{self.test_database}".encode()
         found = []
         for url in self.redis_urls:

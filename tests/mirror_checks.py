@@ -16,7 +16,7 @@ from infra import consuming
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from infra.processes import wait_for
 from replication.core import read_only
-from replication.engine import streams
+from replication.engine import process, supervise
 from replication.governance import audit
 from replication.kafka.clusters import register_cluster
 from replication.models import AuditEvent, ClusterLink, KafkaCluster, MirrorTopic
@@ -134,7 +134,7 @@ def run_until_copied(link: ClusterLink, mirrors: list[MirrorTopic], timeout: flo
     statuses = []
 
     def copied() -> bool:
-        streams.supervise(link)
+        supervise.supervise(link)
         statuses[:] = [describe_mirror(m) for m in mirrors]
         return all(
             s.partitions
@@ -144,7 +144,7 @@ def run_until_copied(link: ClusterLink, mirrors: list[MirrorTopic], timeout: flo
         )
 
     if not wait_for(copied, timeout, 1, ignore=()):
-        log = streams.log_file()
+        log = process.log_file()
         tail = log.read_text()[-3000:] if log.exists() else "no log"
         raise AssertionError(f"not copied in {timeout} s: {statuses}\n{tail}")
 
@@ -182,7 +182,7 @@ def committed_link(
         try:
             yield link
         finally:
-            streams.stop(link)
+            supervise.stop(link)
             for node in kafka.NODES:
                 admin = KafkaAdmin(admin_config(node), timeout=10)
                 for topic in topics:

@@ -30,7 +30,7 @@ from console.api.schemas import (
 from infra.kafka_admin import kafka_uuid
 from replication.actions import approvals
 from replication.core import link_configs
-from replication.engine import streams
+from replication.engine import status
 from replication.governance import audit
 from replication.models import ClusterLink, MirrorTopic
 from replication.schemas import schema_links
@@ -66,7 +66,7 @@ def link_data(request, link: ClusterLink) -> KafkaLinkData:
     for mirror in mirrors:
         partitions[_CATEGORIES[mirror.state]] += mirror.num_partitions
     path = f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}"
-    stream = streams.status(link)
+    stream = status.status(link)
     return KafkaLinkData(
         metadata=self_url(request, path),
         source_cluster_id=link.source_cluster_id,

@@ -7,10 +7,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from console.access import require
-from replication.engine import streams
+from replication.engine import status
 
 
 @require("console.view")
 @require_GET
 def data_plane(request):
-    return render(request, "data_plane.html", {"engine": streams.engine_status()})
+    return render(request, "data_plane.html", {"engine": status.engine_status()})

@@ -12,7 +12,7 @@ from console.forms.links import LinkConfigForm, LinkForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from replication.core.errors import FieldProblems, ReplicationError
-from replication.engine import streams
+from replication.engine import status as stream_status
 from replication.governance import audit
 from replication.kafka.clusters import probe_cluster
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
@@ -104,7 +104,7 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
             "mirrors": with_lags(link.mirrors.select_related("link", "destination")),
             "flows": link.flows.select_related("destination"),
             "destination_health": probe_cluster(link.destination),
-            "stream": streams.status(link),
+            "stream": stream_status.status(link),
             "pending_requests": link.approval_requests.filter(state="PENDING"),
             "config_form": config_form,
             "filter_editors": filter_editors(link),
@@ -186,7 +186,11 @@ def link_charts(request, destination, name):
     """The link's throughput and lag over the range chosen (the page polls this)."""
     link = find_link(destination, name)
     # The refresh also brings the stream's state, further up the page (out of band).
-    context = {**link_charts_context(request, link), "stream": streams.status(link), "oob": True}
+    context = {
+        **link_charts_context(request, link),
+        "stream": stream_status.status(link),
+        "oob": True,
+    }
     return render(request, "_charts.html", context)
 
 

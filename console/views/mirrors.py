@@ -21,7 +21,7 @@ from replication.actions import bulk
 from replication.core.errors import ReplicationError
 from replication.core.text import escaped
 from replication.cutover import restore
-from replication.engine import streams
+from replication.engine import status as stream_status
 from replication.governance import audit
 from replication.models import MirrorTopic
 from replication.observe import history, lag, verification
@@ -158,7 +158,9 @@ def mirror_detail(request, destination, topic):
             "verifications": []
             if request.htmx
             else [(v, verification.outcome(v)) for v in mirror.verifications.all()[:5]],
-            "not_copying_yet": streams.not_copying_yet(mirror.link, streams.status(mirror.link)),
+            "not_copying_yet": stream_status.not_copying_yet(
+                mirror.link, stream_status.status(mirror.link)
+            ),
             # A refresh also brings the heading's state badge (out of band).
             "oob": bool(request.htmx),
             # The charts end at the reading the table shows; a refresh brings them out of band.

@@ -6,7 +6,7 @@ disaster way: the same without those checks, so it works with the source cluster
 records the lag it left behind.
 
 Both go through PENDING_STOPPED: the mirror leaves its link's mirror set, and only once the
-link's stream acknowledges that it no longer writes the mirror (`streams.stopped_writing`) are
+link's stream acknowledges that it no longer writes the mirror (`publish.stopped_writing`) are
 the stop offsets read and the read-only ACLs lifted, making it STOPPED. A stop that cannot
 finish (no acknowledgement in time, the destination refusing) puts the mirror back as it was,
 with the error on it.
@@ -32,7 +32,7 @@ from infra.kafka_admin import KafkaAdminError
 from replication.core import read_only
 from replication.core.errors import ReplicationError, unavailable
 from replication.core.redis_channel import client
-from replication.engine import streams
+from replication.engine import publish
 from replication.governance import audit, stale_requests
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, MirrorTopic, PartitionValues, PendingStop, StopReport
@@ -328,7 +328,7 @@ def _begin(
     }
     try:
         r = client()
-        with streams.control_lock(link, wait=30) as locked:
+        with publish.control_lock(link, wait=30) as locked:
             if not locked:
                 raise unavailable("The link's stream supervisor is busy; try again in a minute.")
             lost = {}
@@ -347,7 +347,7 @@ def _begin(
                         lost[mirror.pk] = str(exc)
             mirrors = [mirror for mirror in mirrors if mirror.pk not in lost]
             try:
-                generation = streams.publish(link, r)
+                generation = publish.publish(link, r)
             except redis.RedisError:
                 with transaction.atomic():
                     for mirror in mirrors:
@@ -377,14 +377,14 @@ def finish_pending_stops(link: ClusterLink) -> None:
     )
     if not stopping.exists():
         return
-    with streams.control_lock(link, wait=10) as locked:
+    with publish.control_lock(link, wait=10) as locked:
         if not locked:
             return
         ready = []
         for mirror in stopping.select_related("link", "destination"):
             pending = mirror.pending_stop or {}
             generation = pending.get("generation")
-            if generation is not None and streams.stopped_writing(
+            if generation is not None and publish.stopped_writing(
                 link, mirror.mirror_topic, generation
             ):
                 ready.append(mirror)
@@ -512,7 +512,7 @@ def record_put_back(
     """A stop (or reverse) that could not finish, once the mirror is back: its stream told, the
     log and the audit trail say why."""
     with contextlib.suppress(redis.RedisError):  # else the supervisor publishes it within seconds
-        streams.publish(mirror.link, client())
+        publish.publish(mirror.link, client())
     log.error("%s of mirror topic %s did not finish: %s", pending.get("kind"), mirror, message)
     audit.record(
         audit.Actor.system(pending.get("kind", "promote")),

@@ -44,7 +44,7 @@ from replication.core import read_only, redis_channel
 from replication.core.errors import ReplicationError, conflict, not_found, unavailable
 from replication.core.redis_channel import client
 from replication.cutover.promote import TopicOutcome, carry_out, one_by_one
-from replication.engine import streams
+from replication.engine import publish
 from replication.governance import audit
 from replication.kafka import translations
 from replication.kafka.connections import cluster_admin, records, source_admin
@@ -441,7 +441,7 @@ def _become_mirror(mirror: MirrorTopic) -> None:
             "records_to_copy": pending.get("to_copy", {}),
         },
     )
-    streams.publish(mirror.link, client())
+    publish.publish(mirror.link, client())
     audit.record(
         audit.Actor.system(KIND),
         "mirror.restored",

@@ -46,7 +46,7 @@ from replication.cutover.promote import (
     record_put_back,
     stop_report,
 )
-from replication.engine import streams
+from replication.engine import publish
 from replication.governance import audit, stale_requests
 from replication.kafka import translations
 from replication.kafka.connections import cluster_admin, destination_admin, records, source_admin
@@ -191,7 +191,7 @@ def finish(link: ClusterLink) -> None:
     )
     if not reversing.exists():
         return
-    with streams.control_lock(link, wait=10) as locked:
+    with publish.control_lock(link, wait=10) as locked:
         if not locked:
             return
         for mirror in reversing.select_related("link", "link__destination"):
@@ -228,7 +228,7 @@ def _step(mirror: MirrorTopic) -> None:
             )
         return
     generation = pending.get("generation")
-    if generation is not None and streams.stopped_writing(
+    if generation is not None and publish.stopped_writing(
         mirror.link, mirror.mirror_topic, generation
     ):
         _swap(mirror)
@@ -243,7 +243,7 @@ def _step(mirror: MirrorTopic) -> None:
 def _stop_writer(mirror: MirrorTopic) -> None:
     """The mirror holds every record of its fenced source: it leaves the link's mirror set."""
     move(mirror, "synchronized", State.PENDING_STOPPED)
-    generation = streams.publish(mirror.link, client())
+    generation = publish.publish(mirror.link, client())
     pending: PendingStop = {**mirror.pending(), "generation": generation}
     MirrorTopic.objects.filter(pk=mirror.pk).update(pending_stop=pending)
     mirror.pending_stop = pending
@@ -304,7 +304,7 @@ def _swap(mirror: MirrorTopic) -> None:
         )
     read_only.lift(destination, mirror.mirror_topic)
     schema_links.release_subjects([mirror], audit.Actor.system(pending["kind"]))
-    streams.publish(peer, client())
+    publish.publish(peer, client())
     _record_swap(mirror, reversed_mirror, before)
     _sync_groups_back(peer, reversed_mirror)
 
@@ -344,7 +344,7 @@ def _translate_back(
             back.add(translation.Entry(held[p], end))
         entries += [(topic_id, p, e) for e in back.entries]
     if entries:
-        streams.ensure_translation_topic(source)
+        publish.ensure_translation_topic(source)
         translation.store(links.peer_of(mirror.link).destination.connection_config(), entries)
 
 

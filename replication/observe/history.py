@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import redis
 
 from replication.core.redis_channel import client
-from replication.engine.streams import status
+from replication.engine.status import status
 from replication.models import ClusterLink, MergeFlow, MirrorTopic
 from replication.topics.merge_flows import FlowStatus
 

@@ -24,7 +24,7 @@ from django.utils import timezone
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from replication.core.errors import ReplicationError
 from replication.core.redis_channel import client
-from replication.engine import streams
+from replication.engine import status
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, MergeFlow, MirrorTopic
 from replication.observe import history
@@ -174,13 +174,13 @@ def describe_mirrors(
         errors,
         starts=verifying,
     )
-    reports: dict[int, streams.Progress] = {}
+    reports: dict[int, status.Progress] = {}
     stored: dict[int, dict[str, Reading]] = {}
     statuses = []
     now_ms = int(at * 1000)
     for mirror in mirrors:
         if mirror.link_id not in reports:
-            reports[mirror.link_id] = streams.progress(mirror.link)
+            reports[mirror.link_id] = status.progress(mirror.link)
         report = reports[mirror.link_id]
         if verifying and mirror.link_id not in stored:  # the offsets' mode, unreported
             stored[mirror.link_id] = latest(mirror.link)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from django.db.models import Case, Count, Q, When
 
 from replication.actions.approvals import list_requests
-from replication.engine.streams import StreamStatus, status
+from replication.engine.status import StreamStatus, status
 from replication.models import (
     ApprovalRequest,
     AuditEvent,

@@ -9,7 +9,7 @@ import time
 from django.db.models import Count
 from django.utils import timezone
 
-from replication.engine import streams
+from replication.engine import status
 from replication.models import (
     ClusterLink,
     GroupOffsetSync,
@@ -123,7 +123,7 @@ def _labels(**labels: object) -> str:
 
 
 def _engine(add) -> None:
-    engine = streams.engine_status()
+    engine = status.engine_status()
     add("isthmus_engine_running", int(engine.state == "RUNNING"))
     add("isthmus_engine_resident_bytes", engine.rss_bytes)
     add("isthmus_engine_links", engine.links)
@@ -148,7 +148,7 @@ def prometheus_text() -> str:
     for link in ClusterLink.objects.select_related("destination"):
         ids = {"link": link.name, "destination": link.destination.name}
         add("isthmus_link_state", 1, **ids, state=link.state)
-        stream = streams.status(link)
+        stream = status.status(link)
         add("isthmus_link_stream_running", int(stream.state == "RUNNING"), **ids)
         add("isthmus_link_stream_records_per_second", stream.records_per_sec, **ids)
         add("isthmus_link_stream_bytes_per_second", stream.bytes_per_sec, **ids)
@@ -210,7 +210,7 @@ def _by_state(add, name: str, model) -> None:
 def _schema_waits(add, link: ClusterLink, ids: dict) -> None:
     """Each mirror partition of the link held for a schema (what the engine last said)."""
     now_ms = time.time() * 1000
-    for mirror, partitions in streams.progress(link).partitions.items():
+    for mirror, partitions in status.progress(link).partitions.items():
         for partition, reading in partitions.items():
             if wait := reading.get("schema_wait"):
                 seconds = round(max(0, now_ms - wait["since_ms"]) / 1000, 1)

@@ -19,7 +19,7 @@ from django.utils import timezone
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
 from replication.core import read_only
 from replication.core.errors import ReplicationError
-from replication.engine import streams
+from replication.engine import status
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, MirrorTopic
 from replication.schemas import schema_links
@@ -116,7 +116,7 @@ def _syncers_due(link: ClusterLink, now: datetime) -> tuple[bool, bool, bool, li
     schemas_due = schema_links.enabled(link) and _due(
         link.schemas_synced_at, link.int_config("schema.sync.ms"), now
     )
-    waited = schema_links.enabled(link) and not schemas_due and streams.schema_waits(link)
+    waited = schema_links.enabled(link) and not schemas_due and status.schema_waits(link)
     return offsets_due, acls_due, schemas_due, waited or []
 
 

@@ -22,7 +22,7 @@ from django.db import IntegrityError, transaction
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError, topic_batches
 from replication.core import read_only
 from replication.core.errors import ReplicationError, conflict, not_found
-from replication.engine import streams
+from replication.engine import publish
 from replication.governance import audit
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
@@ -121,7 +121,7 @@ def _create(actor: audit.Actor, request: Request, plans: list[Plan]) -> list[Pla
     if request.undone or not plans:
         return []
     note_declined(link, [p.mirror.source_topic for p in plans], False)
-    streams.publish_now(link)  # copying starts now, not at the beat's next round
+    publish.publish_now(link)  # copying starts now, not at the beat's next round
     for plan in plans:
         mirror = plan.mirror
         audit.record(
@@ -352,7 +352,7 @@ def _pin_starts(
         at_ms = int(datetime.fromisoformat(spec).timestamp() * 1000)
         found = source.offsets(partitions, at_ms)
         starts = {tp: offset if offset >= 0 else starts[tp] for tp, offset in found.items()}
-    streams.ensure_translation_topic(admin)
+    publish.ensure_translation_topic(admin)
     ids = {p.mirror.source_topic: infos[p.mirror.mirror_topic].topic_id for p in plans}
     translation.store(
         link.destination.connection_config(),

@@ -26,7 +26,7 @@ from datetime import datetime
 from infra.kafka_admin import GroupOffsets, KafkaAdmin
 from replication.core import filters
 from replication.core.errors import ReplicationError
-from replication.engine import streams
+from replication.engine import status as stream_status
 from replication.kafka import translations
 from replication.models import ClusterLink, GroupOffsetSync, MirrorTopic
 from replication.topics import flow_offsets
@@ -320,7 +320,7 @@ def _read_upto(link: ClusterLink) -> dict[str, int]:
     included: {"mirror topic/partition": source offset}."""
     return {
         f"{topic}/{partition}": report.get("read_upto", -1)
-        for topic, partitions in streams.progress(link).partitions.items()
+        for topic, partitions in stream_status.progress(link).partitions.items()
         for partition, report in partitions.items()
     }
 

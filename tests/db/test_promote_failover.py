@@ -15,7 +15,7 @@ from django.test import override_settings
 from devstack import kafka
 from infra import processes
 from replication.cutover import promote
-from replication.engine import streams
+from replication.engine import process
 from replication.governance import audit
 from replication.models import AuditEvent, MirrorTopic
 from replication.topics.mirrors import create_mirror, pause_mirror
@@ -151,7 +151,7 @@ def test_a_stop_the_engine_does_not_acknowledge_leaves_the_mirror_read_only_as_i
     mirror = create_mirror(_admin(users), link, topic_name)
     pause_mirror(_admin(users), mirror)
     # An "engine" that runs but never reports: it could still be writing.
-    pidfile = streams._pidfile()
+    pidfile = process.pidfile()
     processes.start(
         ["sleep", "300"], pidfile=pidfile, logfile=tmp_path / "log", env={}, cwd=tmp_path
     )

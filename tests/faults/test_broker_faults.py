@@ -14,7 +14,7 @@ from django.conf import settings
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
-from replication.engine import streams
+from replication.engine import supervise
 from replication.models import Verification
 from replication.observe import verification
 from replication.topics.mirrors import create_mirror
@@ -46,7 +46,7 @@ def _mirrored(topic: str, partitions: int = PARTITIONS) -> int:
 
 def _copying_past(link, topic: str, records: int) -> None:
     def past() -> bool:
-        streams.supervise(link)
+        supervise.supervise(link)
         return _mirrored(topic) > records
 
     eventually(past, 240, f"the mirror holding more than {records} records")
@@ -116,7 +116,7 @@ def test_two_destination_brokers_down_the_copy_waits_loses_nothing_and_resumes(
         # One broker left: fewer in-sync replicas than min.insync.replicas (and no controller
         # quorum). The stream goes on trying while the source is written.
         for _ in range(15):
-            streams.supervise(link)
+            supervise.supervise(link)
             time.sleep(1)
         for broker in down:
             stack.up([broker.name], echo=lambda _: None)

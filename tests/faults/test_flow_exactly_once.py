@@ -21,7 +21,7 @@ import redis
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from replication.core.redis_channel import client
-from replication.engine import streams
+from replication.engine import supervise
 from replication.topics import merge_flows
 from spark_jobs import control, merging
 from tests.conftest import admin_config
@@ -56,7 +56,7 @@ def _checkpoints(link, stop: threading.Event, found: set) -> None:
 
 def _past(link, topic: str, records: int, working: bool = True) -> int:
     def more() -> int:
-        streams.supervise(link)
+        supervise.supervise(link)
         written = _written(topic)
         ready = written > records and (not working or "task worker" in _targets(link))
         return written if ready else 0
@@ -77,7 +77,7 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
     merge_flows.create_flow(ACTOR, link, source, into)
 
     def running() -> bool:
-        streams.supervise(link)
+        supervise.supervise(link)
         return "task worker" in _targets(link)
 
     eventually(running, 240, "the engine running the flow")  # before the source is written
@@ -107,7 +107,7 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
     found = []
 
     def all_copied() -> bool:
-        streams.supervise(link)
+        supervise.supervise(link)
         found[:] = read_all(kafka.DESTINATION.bootstrap, into)  # read_committed
         return len(found) >= records
 

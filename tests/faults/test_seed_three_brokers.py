@@ -11,7 +11,7 @@ import pytest
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from replication.engine import streams
+from replication.engine import supervise
 from replication.topics.links import get_link
 from replication.topics.mirrors import get_mirror
 from tests import leftovers
@@ -108,7 +108,7 @@ def test_the_three_broker_demo_runs_as_written(typed, registered_clusters, tmp_p
         stdin="\n".join(lines) + "\n",
     )
     mirror = get_mirror(registered_clusters["destination"], TOPIC, link)
-    streams.supervise(link)
+    supervise.supervise(link)
     run_until_copied(link, [mirror])
     consumer_config = tmp_path / "consumer.properties"
     consumer_config.write_text("sasl.mechanism=PLAIN\n")

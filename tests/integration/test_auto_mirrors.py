@@ -232,7 +232,7 @@ def test_automatic_mirrors_beyond_one_request_are_each_handed_to_the_engine_once
             (sorted(running.values_list("mirror_topic", flat=True)), destination_topics())
         )
 
-    monkeypatch.setattr("replication.engine.streams.publish_now", publish_now)
+    monkeypatch.setattr("replication.engine.publish.publish_now", publish_now)
     refresh(link)
     assert mirrored(link) == {t: t for t in topics}
     assert len(handed) > 1, handed

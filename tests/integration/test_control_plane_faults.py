@@ -13,7 +13,7 @@ import uuid
 import psutil
 import pytest
 
-from replication.engine import streams
+from replication.engine import status
 from replication.models import ClusterLink
 from replication.topics.mirrors import create_mirror
 from tests.conftest import start_celery_worker, stop_process
@@ -64,7 +64,7 @@ def test_killing_the_worker_and_beat_and_restarting_redis_mid_copy_keeps_the_cop
             eventually(lambda: caught_up(mirror), 240, "the copy catching up by itself")
             link.refresh_from_db()
             assert link.state == ClusterLink.State.ACTIVE
-            assert streams.status(link).state == "RUNNING"
+            assert status.status(link).state == "RUNNING"
             assert len(assert_exact_copy(topic, topic)) == 300_000
     finally:
         stop_process(worker)

@@ -16,7 +16,7 @@ from django.urls import reverse
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import read_pidfile, wait_for
-from replication.engine import streams
+from replication.engine import process, status, supervise
 from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.mirror_checks import ACTOR, eventually, run_until_copied
@@ -44,7 +44,7 @@ def _until_shown(client, link, words: str, timeout: float) -> str:
     does)."""
 
     def shown() -> str:
-        streams.supervise(link)
+        supervise.supervise(link)
         page = _page(client, link)
         return page if words in page else ""
 
@@ -53,7 +53,7 @@ def _until_shown(client, link, words: str, timeout: float) -> str:
 
 def _slot_workers() -> list[psutil.Process]:
     """The Python workers running the engine's copier slots (forked by PySpark's daemon)."""
-    running = read_pidfile(streams._pidfile())
+    running = read_pidfile(process.pidfile())
     if running is None:
         return []
     jvm = psutil.Process(running.pid)
@@ -98,7 +98,7 @@ def test_an_engine_that_fails_as_it_starts_says_why_on_the_link_page(
     create_mirror(ACTOR, link, topic_name)
     page = _until_shown(client_as("viewer"), link, "System memory 1 must be at least", 120)
     assert "RESTARTING" in page and "spark.driver.memory" in page
-    assert streams.status(link).failures >= 1
+    assert status.status(link).failures >= 1
 
 
 def test_a_mirror_topic_that_cannot_grow_with_its_source_says_so_on_the_link_page(
@@ -114,4 +114,4 @@ def test_a_mirror_topic_that_cannot_grow_with_its_source_says_so_on_the_link_pag
     KafkaAdmin(admin_config(kafka.SOURCE)).create_partitions(topic_name, 2)
     page = _until_shown(client_as("viewer"), link, "cannot read the mirror topics' partitions", 30)
     assert topic_name in page
-    assert wait_for(lambda: streams.status(link).state == "RUNNING", 10)  # the others copy on
+    assert wait_for(lambda: status.status(link).state == "RUNNING", 10)  # the others copy on

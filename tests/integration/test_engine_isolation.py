@@ -15,7 +15,7 @@ from django.urls import reverse
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from replication.core import redis_channel
-from replication.engine import streams
+from replication.engine import process, status, supervise
 from replication.topics.mirrors import create_mirror
 from spark_jobs import control
 from tests.conftest import admin_config
@@ -85,9 +85,9 @@ def _copier_runs(link) -> dict[int, str]:
 
 def _slot_reports() -> list[dict | None]:
     r = redis_channel.client()
-    heartbeat = control.read_json(r, control.engine_heartbeat_key(streams.engine_id())) or {}
+    heartbeat = control.read_json(r, control.engine_heartbeat_key(process.engine_id())) or {}
     keys = [
-        control.slot_report_key(streams.engine_id(), s["slot"], s["epoch"])
+        control.slot_report_key(process.engine_id(), s["slot"], s["epoch"])
         for s in heartbeat.get("slots", [])
     ]
     return [control.read_json(r, key) for key in keys]
@@ -118,7 +118,7 @@ def test_a_link_to_a_stopped_cluster_and_one_with_a_wrong_password_never_delay_a
     for name, configs in broken.items():
         links[name].set_configs(configs)
         links[name].save()
-        streams.supervise(links[name])
+        supervise.supervise(links[name])
     for name in broken:
         _write(topics[name], 100, 50)
 
@@ -130,7 +130,7 @@ def test_a_link_to_a_stopped_cluster_and_one_with_a_wrong_password_never_delay_a
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # the beat's rounds, meanwhile
         for link in links.values():
-            streams.supervise(link)
+            supervise.supervise(link)
         time.sleep(1)
     busy.done.set()
     busy.join()
@@ -138,8 +138,8 @@ def test_a_link_to_a_stopped_cluster_and_one_with_a_wrong_password_never_delay_a
     assert busy.longest_stall < 1.0, f"the busy link stalled {busy.longest_stall:.2f} s"
     assert _copier_runs(links["busy"]) == runs_before, "the busy link's copiers restarted"
     assert [r["epoch"] for r in _slot_reports() if r] == epochs_before, "a slot restarted"
-    assert streams.status(links["busy"]).state == "RUNNING"
-    down, denied = streams.status(links["down"]), streams.status(links["denied"])
+    assert status.status(links["busy"]).state == "RUNNING"
+    down, denied = status.status(links["down"]), status.status(links["denied"])
     assert "source cluster" in down.error, down
     assert "uthentication" in denied.error, denied
     run_until_copied(links["busy"], [mirrors["busy"]], timeout=60)

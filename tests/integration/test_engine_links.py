@@ -18,7 +18,8 @@ from devstack import kafka
 from infra import processes
 from replication.core import redis_channel
 from replication.cutover.link_deletion import delete_link
-from replication.engine import streams
+from replication.engine import process as engine_process
+from replication.engine import status, supervise
 from replication.topics.mirrors import create_mirror
 from spark_jobs import control
 from tests.mirror_checks import ACTOR, assert_exact_copy, caught_up, eventually, run_until_copied
@@ -45,7 +46,7 @@ def _write(topic: str) -> None:
 
 def _engine_links() -> int:
     heartbeat = control.read_json(
-        redis_channel.client(), control.engine_heartbeat_key(streams.engine_id())
+        redis_channel.client(), control.engine_heartbeat_key(engine_process.engine_id())
     )
     return len((heartbeat or {}).get("links", {}))
 
@@ -92,7 +93,7 @@ def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_
         _write(topic)
     first = make_link()
     run_until_copied(first, [create_mirror(ACTOR, first, topics[0])], timeout=180)
-    pid = streams.status(first).pid
+    pid = status.status(first).pid
     before, threads_before = _settled(pid)
     names_before = _thread_names(pid)
 
@@ -103,29 +104,29 @@ def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_
 
     def all_copied() -> bool:
         for link in links:
-            streams.supervise(link)
+            supervise.supervise(link)
         return all(caught_up(m) for m in mirrors)
 
     eventually(all_copied, 120, f"{LINKS} new links copying")
     with ThreadPoolExecutor(8) as pool:  # reading is what takes the time here
         copies = list(pool.map(lambda t: assert_exact_copy(t, t), topics))
     assert [len(c) for c in copies] == [RECORDS] * len(topics)
-    assert {streams.status(link).pid for link in [first, *links]} == {pid}, "the engine restarted"
+    assert {status.status(link).pid for link in [first, *links]} == {pid}, "the engine restarted"
     # The links read one source alike: each slot reads it through one consumer, not one a link.
-    slots = streams.engine_status().slots
+    slots = status.engine_status().slots
     assert slots and all(slot.consumers == 1 for slot in slots if slot.links), slots
     full, threads_full = _settled(pid)
 
     for link in links:
         delete_link(ACTOR, link, force=True)
-        streams.stop(link)  # as the beat does for a link gone
+        supervise.stop(link)  # as the beat does for a link gone
     eventually(lambda: _engine_links() == 1, 60, "the deleted links leaving the engine")
     after, threads_after = _settled(pid)
     grew = full - before
     print(
         f"engine RSS {before >> 20} MiB, {full >> 20} with {LINKS} more links, {after >> 20} after"
     )
-    assert streams.status(first).pid == pid
+    assert status.status(first).pid == pid
     assert after - before < max(grew // 2, 64 << 20), (before, full, after)
     # What each link held is released: its threads (and its producer's) are gone again.
     assert threads_full > threads_before + 3 * LINKS, (threads_before, threads_full)
@@ -134,5 +135,5 @@ def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_
         threads_full,
         threads_after,
         _thread_names(pid) - names_before,
-        streams.engine_status().slots,
+        status.engine_status().slots,
     )

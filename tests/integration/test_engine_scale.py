@@ -17,7 +17,7 @@ from django.utils import timezone
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication.engine import streams
+from replication.engine import supervise
 from replication.models import MirrorTopic
 from replication.sync import syncers
 from replication.topics.mirrors import create_mirror, pause_mirror
@@ -96,7 +96,7 @@ def test_a_thousand_partitions_are_mirrored_by_prefix_in_bulk_and_copied_exactly
         destination = KafkaAdmin(admin_config(kafka.DESTINATION), 30)
 
         def copied() -> bool:
-            streams.supervise(link)
+            supervise.supervise(link)
             found, _ = destination.readable_offsets(wanted)  # new leaders: some not yet
             return found == wanted
 
@@ -114,7 +114,7 @@ def test_a_thousand_partitions_are_mirrored_by_prefix_in_bulk_and_copied_exactly
         time.sleep(1)
         create_mirror(ACTOR, link, added)
         paused = pause_mirror(ACTOR, MirrorTopic.objects.get(mirror_topic=names[0]))
-        streams.supervise(link)
+        supervise.supervise(link)
         time.sleep(3)
         watcher.done.set()
         busy_writer.done.set()
@@ -128,7 +128,7 @@ def test_a_thousand_partitions_are_mirrored_by_prefix_in_bulk_and_copied_exactly
         )
 
         def busy_copied() -> bool:
-            streams.supervise(link)
+            supervise.supervise(link)
             return _end(busy) == busy_writer.written
 
         assert wait_for(busy_copied, 60, 0.5, ignore=()), "the busy mirror did not catch up"

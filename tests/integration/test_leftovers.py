@@ -17,7 +17,7 @@ from infra import processes
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
 from replication.core import read_only
-from replication.engine import streams
+from replication.engine import process
 from spark_jobs import control
 from tests import leftovers
 from tests.conftest import TEST_REDIS_URL, admin_config
@@ -82,7 +82,7 @@ def test_the_sweep_removes_what_a_session_made_and_nothing_else(devstack, tmp_pa
     names = {ours, users, others, f"{ours}-group", f"{users}-group", f"{others}-group"}
     r = redis.Redis.from_url(TEST_REDIS_URL)
     other_link_key = f"isthmus:stream:{uuid.uuid4()}:mirrors"
-    folder = streams.engine_folder(session.test_database)
+    folder = process.engine_folder(session.test_database)
     engine_key = control.links_key(session.engine)
     try:
         for node in kafka.NODES:

@@ -24,7 +24,7 @@ from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from replication.actions import replicator_import
 from replication.core.errors import ReplicationError
-from replication.engine import streams
+from replication.engine import supervise
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, GroupOffsetSync
 from replication.observe import history, lag
@@ -48,7 +48,7 @@ def copied(links: list, node: kafka.KafkaNode, topic: str, count: int, timeout: 
 
     def done() -> bool:
         for link in links:
-            streams.supervise(link)
+            supervise.supervise(link)
         found[:] = read_all(node.bootstrap, topic)
         return len(found) >= count
 
@@ -159,7 +159,7 @@ def test_one_topic_copied_both_ways_holds_each_record_once_on_each_side(
         assert len(records) == 6000 and set(keys.values()) == {1}, node.name
     # Still so once the flows have gone on a while: nothing came back.
     for link in links:
-        streams.supervise(link)
+        supervise.supervise(link)
     for node in (kafka.SOURCE, kafka.DESTINATION):
         assert len(read_all(node.bootstrap, topic_name)) == 6000
 

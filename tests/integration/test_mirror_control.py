@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack import kafka
 from infra.processes import wait_for
 from replication.core.redis_channel import client
-from replication.engine import streams
+from replication.engine import publish, status
 from replication.observe.lag import describe_mirror
 from replication.topics.mirrors import create_mirror, pause_mirror
 from spark_jobs import control
@@ -107,17 +107,17 @@ def test_adding_and_pausing_a_mirror_reaches_the_tasks_at_once_and_other_mirrors
         time.sleep(1)
 
         mirror = create_mirror(ACTOR, link, added)
-        generation = streams.publish(link, client())  # as the beat would, at its next tick
+        generation = publish.publish(link, client())  # as the beat would, at its next tick
         first_record = _until(lambda: _end(added, 2) > 0, 10, "the new mirror's first record")
         # Its heartbeat names the mirrors its tasks write: the new one, a beat later.
-        _until(lambda: added in streams.progress(link).writing, 5, "the heartbeat naming it")
+        _until(lambda: added in status.progress(link).writing, 5, "the heartbeat naming it")
 
         pause_mirror(ACTOR, mirror)
         # Until the application lets go of it, the mirror's page says "pausing".
         letting_go_at_first = describe_mirror(mirror).letting_go
-        generation = streams.publish(link, client())
+        generation = publish.publish(link, client())
         stopped = _until(
-            lambda: streams.stopped_writing(link, added, generation), 10, "letting go of it"
+            lambda: publish.stopped_writing(link, added, generation), 10, "letting go of it"
         )
         held = _end(added, 2)
         time.sleep(2)

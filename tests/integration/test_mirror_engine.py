@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication.engine import streams
+from replication.engine import supervise
 from replication.observe.lag import describe_mirror
 from replication.topics.links import alter_link_configs
 from replication.topics.mirrors import create_mirror
@@ -183,7 +183,7 @@ def engine(devstack, django_db_setup, django_db_blocker):
         grower.start()
         try:
             while grower.is_alive():
-                streams.supervise(link)
+                supervise.supervise(link)
                 time.sleep(1)
             run_until_copied(link, list(mirrors.values()))
         finally:

@@ -15,7 +15,7 @@ from django.urls import reverse
 from devstack import kafka
 from replication.core.redis_channel import client
 from replication.cutover import promote
-from replication.engine import streams
+from replication.engine import status
 from replication.models import AuditEvent
 from replication.topics.links import resume_link
 from replication.topics.mirrors import create_mirror
@@ -46,7 +46,7 @@ def _write(topic: str, first: int, count: int, partitions: int = 2) -> None:
 
 def _went_round(link, since_ms: float) -> bool:
     heartbeat = control.read_json(client(), control.heartbeat_key(str(link.link_id))) or {}
-    return streams.status(link).state == "STOPPED" or heartbeat.get("at_ms", 0) > since_ms
+    return status.status(link).state == "STOPPED" or heartbeat.get("at_ms", 0) > since_ms
 
 
 def _heartbeat(link) -> dict:

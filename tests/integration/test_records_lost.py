@@ -13,7 +13,7 @@ from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
 from replication.core.redis_channel import client
-from replication.engine import streams
+from replication.engine import publish
 from replication.models import AuditEvent, MirrorTopic
 from replication.observe import lag
 from replication.topics.mirrors import create_mirror, pause_mirror
@@ -41,8 +41,8 @@ def test_a_paused_mirror_whose_source_deletes_what_it_did_not_copy_says_exactly_
     mirror, copied = (create_mirror(ACTOR, link, t) for t in (topic_name, kept))
     run_until_copied(link, [mirror, copied])
     pause_mirror(ACTOR, mirror)
-    generation = streams.publish(link, client())  # as the beat would, at its next tick
-    assert wait_for(lambda: streams.stopped_writing(link, topic_name, generation), 30)
+    generation = publish.publish(link, client())  # as the beat would, at its next tick
+    assert wait_for(lambda: publish.stopped_writing(link, topic_name, generation), 30)
     _write(topic_name, 5)  # offsets 5-9: never copied
     time.sleep(0.3)
     _write(topic_name, 5)  # 10-14, in a segment of their own: the others' close

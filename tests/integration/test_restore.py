@@ -19,7 +19,7 @@ from infra.kafka_admin import KafkaAdmin
 from infra.processes import read_pidfile, wait_for
 from replication.core import redis_channel
 from replication.cutover import promote, restore
-from replication.engine import streams
+from replication.engine import process
 from replication.governance import audit
 from replication.models import MirrorTopic
 from replication.topics.links import peer_of
@@ -157,7 +157,7 @@ def test_kill_9_of_the_worker_in_each_restore_step_and_of_the_stream_after_ends_
     # exactly.
     def copying_delta():
         held = sum(source.end_offsets(topic_name, 2).values())
-        running = read_pidfile(streams._pidfile())
+        running = read_pidfile(process.pidfile())
         return running if records < held < records + delta else None
 
     running = wait_for(copying_delta, 240, 0.05)

@@ -15,7 +15,7 @@ from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.schema_registry import SUBJECT_NOT_FOUND, SchemaRegistryError
 from replication.core.errors import ReplicationError
-from replication.engine import streams
+from replication.engine import supervise
 from replication.governance.audit import Actor
 from replication.models import AuditEvent, ClusterLink, ScenarioRun, ScenarioStep
 from replication.scenarios import runner
@@ -306,7 +306,7 @@ def test_kafkas_console_consumer_prints_a_merged_records_origin(
     merge_flows.create_flow(Actor.system("tests"), link, topic_name, f"{topic_name}.copy")
 
     def printed() -> str:
-        streams.supervise(link)
+        supervise.supervise(link)
         shown = run_tool(
             "kafka-console-consumer",
             "--bootstrap-server",

@@ -22,7 +22,7 @@ from django.utils import timezone
 from devstack import kafka, registry
 from infra.schema_registry import SchemaRegistry, SchemaRegistryError, SchemaVersion
 from replication.cutover import promote, restore, reverse
-from replication.engine import streams
+from replication.engine import supervise
 from replication.models import AuditEvent, ClusterLink, SchemaSubjectSync
 from replication.observe.lag import describe_mirror
 from replication.overview import metrics
@@ -46,7 +46,7 @@ def framed(schema_id: int, payload: bytes) -> bytes:
 
 def beat(link: ClusterLink) -> None:
     """One round of what the beat does for the link: supervise its stream, run due syncers."""
-    streams.supervise(link)
+    supervise.supervise(link)
     link.refresh_from_db()
     syncers.sync_link(link, timezone.now())
 
@@ -63,7 +63,7 @@ def copied_over(link: ClusterLink, bootstrap: str, topic: str, count: int):
 
 
 def waits(mirror) -> list[str]:
-    streams.supervise(mirror.link)
+    supervise.supervise(mirror.link)
     return describe_mirror(mirror).schema_waits
 
 

@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
-from replication.engine import streams
+from replication.engine import status, supervise
 from replication.models import ClusterLink
 from replication.topics.mirrors import create_mirror
 from tests import leftovers
@@ -63,8 +63,8 @@ def test_a_local_engine_listens_on_loopback_only(own_engine, make_link, settings
     # Copied: the driver's context, its block manager and the copiers' Python workers are all
     # up, so every socket the engine will open is open.
     run_until_copied(link, [create_mirror(ACTOR, link, topic)], timeout=120)
-    pid = streams.status(link).pid
-    assert pid, streams.status(link)
+    pid = status.status(link).pid
+    assert pid, status.status(link)
     listening = _listening(pid)
     assert any(name == "java" for _, _, name in listening), listening  # the driver's RPC
     assert all(_loopback(address) for address, _, _ in listening), listening
@@ -78,8 +78,8 @@ def test_a_standalone_master_without_the_shared_secret_fails_the_link_saying_wha
     topic = _topic_with_records()
     link = make_link()
     create_mirror(ACTOR, link, topic)
-    streams.supervise(link)
+    supervise.supervise(link)
     link.refresh_from_db()
     assert link.state == ClusterLink.State.FAILED
     assert "set ISTHMUS_SPARK_AUTH_SECRET" in link.error_message, link.error_message
-    assert streams.status(link).pid is None  # nothing was started
+    assert status.status(link).pid is None  # nothing was started

@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from infra.processes import read_pidfile
-from replication.engine import streams
+from replication.engine import process, supervise
 from replication.topics.mirrors import create_mirror
 from tests import leftovers
 from tests.conftest import admin_config
@@ -57,7 +57,7 @@ def _copied(topic: str, partitions: int = 4) -> int:
 
 
 def _stream(link):
-    return read_pidfile(streams._pidfile())
+    return read_pidfile(process.pidfile())
 
 
 def _wait_for_more(link, topic: str, than: int, working: bool = False) -> int:
@@ -65,7 +65,7 @@ def _wait_for_more(link, topic: str, than: int, working: bool = False) -> int:
     if `working`, its copier tasks are up); return how many."""
 
     def more() -> int:
-        streams.supervise(link)
+        supervise.supervise(link)
         running, copied = _stream(link), _copied(topic)
         ready = running and copied > than and (not working or "task worker" in _targets(link))
         return copied if ready else 0
@@ -76,7 +76,7 @@ def _wait_for_more(link, topic: str, than: int, working: bool = False) -> int:
 @pytest.fixture
 def quick_restarts(monkeypatch):
     # Short pauses between restarts.
-    monkeypatch.setattr(streams, "BACKOFF_S", [1, 1, 1, 1, 1])
+    monkeypatch.setattr(supervise, "BACKOFF_S", [1, 1, 1, 1, 1])
 
 
 def _targets(link) -> dict[str, list[psutil.Process]]:
@@ -100,7 +100,7 @@ def _targets(link) -> dict[str, list[psutil.Process]]:
 def _kill(link, what: str) -> None:
 
     def found() -> list[psutil.Process]:
-        streams.supervise(link)
+        supervise.supervise(link)
         return _targets(link).get(what, [])  # none while a job is being relaunched, say
 
     def killed() -> bool:

@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 
 from devstack import kafka
 from replication.core import redis_channel
-from replication.engine import streams
+from replication.engine import process, status, supervise
 from replication.governance import audit
 from replication.models import ClusterLink, MirrorTopic
 from replication.observe.lag import describe_mirror
@@ -49,13 +49,13 @@ def test_the_beat_runs_the_stream_and_follows_pauses_without_touching_other_mirr
     mirrors = [create_mirror(ACTOR, link, t) for t in (first, second)]
 
     eventually(lambda: all(caught_up(m) for m in mirrors), 180, "copying both mirrors")
-    assert streams.status(link).state == "RUNNING"
+    assert status.status(link).state == "RUNNING"
 
     paused = pause_mirror(ACTOR, mirrors[0])
     # The beat tells the stream, whose heartbeat then no longer names the paused mirror.
     eventually(
         lambda: (
-            streams.status(link).state == "RUNNING" and first not in streams.progress(link).writing
+            status.status(link).state == "RUNNING" and first not in status.progress(link).writing
         ),
         30,
         "the stream letting go of the paused mirror",
@@ -71,7 +71,7 @@ def test_the_beat_runs_the_stream_and_follows_pauses_without_touching_other_mirr
         assert len(assert_exact_copy(topic, topic)) == 1500
 
     pause_link(ACTOR, ClusterLink.objects.get(pk=link.pk))
-    eventually(lambda: streams.status(link).state == "STOPPED", 30, "stopping the stream")
+    eventually(lambda: status.status(link).state == "STOPPED", 30, "stopping the stream")
 
 
 def test_a_link_that_is_gone_leaves_the_engine_and_one_never_seen_is_left(devstack, own_engine):
@@ -83,9 +83,9 @@ def test_a_link_that_is_gone_leaves_the_engine_and_one_never_seen_is_left(devsta
     def published() -> set[str]:
         return {link.decode() for link in r.hkeys(control.links_key(own_engine))}
 
-    streams.forget_deleted_links({gone, kept})  # a first round sees two links
+    supervise.forget_deleted_links({gone, kept})  # a first round sees two links
     assert published() == {gone, unseen, kept}
-    streams.forget_deleted_links({kept})  # the next: `gone` was deleted
+    supervise.forget_deleted_links({kept})  # the next: `gone` was deleted
     assert published() == {unseen, kept}  # `unseen`: not committed yet
 
 
@@ -97,14 +97,14 @@ def test_stopping_the_engine_lets_its_links_leave_and_its_slots_end_before_spark
     link = make_link()
     mirror = create_mirror(ACTOR, link, topic_name)
     run_until_copied(link, [mirror], timeout=180)
-    logged = streams.log_file().read_text(errors="replace")
+    logged = process.log_file().read_text(errors="replace")
 
-    assert streams.stop_engine() is not None  # it waits for the whole engine to be gone
+    assert supervise.stop_engine() is not None  # it waits for the whole engine to be gone
     engine = control.read_json(redis_channel.client(), control.engine_heartbeat_key(own_engine))
     heartbeat = control.read_json(redis_channel.client(), control.heartbeat_key(str(link.link_id)))
     assert engine["state"] == "stopped", engine  # it ended its run itself, not killed
     assert heartbeat["state"] == "stopped", heartbeat
-    log = streams.log_file().read_text(errors="replace")[len(logged) :]
+    log = process.log_file().read_text(errors="replace")[len(logged) :]
     assert f"Link {link.name}: left the engine" in log
     assert "Python worker exited unexpectedly" not in log  # no slot was cut off by Spark
 
@@ -116,14 +116,14 @@ def test_the_engine_starts_warm_before_any_link_and_a_first_link_copies_on_it(
     user's first link finds it running: the link's first records land on that same engine
     (no second start)."""
     settings.ENGINE_LAZY = False
-    streams.supervise_engine()
-    eventually(lambda: streams.engine_status().state == "RUNNING", 120, "the engine's start")
-    warm = streams.engine_status().pid
+    supervise.supervise_engine()
+    eventually(lambda: status.engine_status().state == "RUNNING", 120, "the engine's start")
+    warm = status.engine_status().pid
 
     make_topic(kafka.SOURCE, topic_name)
     _write(topic_name, 0, 10)
     link = make_link()
     mirror = create_mirror(ACTOR, link, topic_name)
     run_until_copied(link, [mirror], timeout=60)
-    assert streams.engine_status().pid == warm
+    assert status.engine_status().pid == warm
     assert len(assert_exact_copy(topic_name, topic_name)) == 10

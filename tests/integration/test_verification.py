@@ -16,7 +16,7 @@ from django.urls import reverse
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
-from replication.engine import streams
+from replication.engine import supervise
 from replication.models import AuditEvent, MirrorTopic, Verification
 from replication.observe import verification
 from replication.topics.mirrors import create_mirror
@@ -34,7 +34,7 @@ def _ends(topic: str) -> dict[int, int]:
 
 def _copy_until(link, topic: str, ends: dict[int, int]) -> None:
     def there() -> bool:
-        streams.supervise(link)
+        supervise.supervise(link)
         return _ends(topic) == ends
 
     assert wait_for(there, 120, 0.5), _ends(topic)

@@ -1,6 +1,6 @@
 """Why a mirror says "starting", in words, with how long it takes."""
 
-from replication.engine.streams import StreamStatus, not_copying_yet
+from replication.engine.status import StreamStatus, not_copying_yet
 from replication.models import ClusterLink
 
 

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from devstack.stack import Stack, StackError
 from infra.processes import PortInUse
-from replication.engine import streams
+from replication.engine import process, status, supervise
 
 
 class Command(BaseCommand):
@@ -24,7 +24,7 @@ class Command(BaseCommand):
                 stack.up(parts, echo=self.stdout.write)
             elif action == "down":
                 if not parts:  # the engine first: it writes to the clusters and Redis
-                    pid = streams.stop_engine()
+                    pid = supervise.stop_engine()
                     if pid is not None:
                         self.stdout.write(f"stopped the engine (pid {pid})")
                 stack.down(parts, echo=self.stdout.write)
@@ -45,9 +45,9 @@ class Command(BaseCommand):
             pid = str(row.pid) if row.pid else "-"
             self.stdout.write(f"{row.name:<20} {row.state:<10} {pid:>8}  {row.address}")
         if not parts:
-            engine = streams.engine_status()
+            engine = status.engine_status()
             pid = str(engine.pid) if engine.pid else "-"
-            where = f"{engine.links} link(s), log {streams.log_file()}"
+            where = f"{engine.links} link(s), log {process.log_file()}"
             self.stdout.write(f"{'engine':<20} {engine.state.lower():<10} {pid:>8}  {where}")
         if any(row.state != "healthy" for row in rows):
             raise CommandError("Some parts are not healthy.")

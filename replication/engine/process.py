@@ -1,0 +1,97 @@
+"""This console's engine (the Spark application in `spark_jobs/`), as the supervisor, the
+publishing of links and the status pages all need it: which engine it is (`engine_id`), where
+it keeps its files, the key that seals its link specs, the Redis keys the supervisor keeps,
+whether its process runs, which links its heartbeat says it runs, and waking it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from pathlib import Path
+from typing import TypedDict
+
+import redis
+from django.conf import settings
+
+from infra import processes
+from spark_jobs import control
+
+HEARTBEAT_TIMEOUT_S = 30  # an engine silent this long is hung
+ENGINE_FRESH_S = 5  # an engine heartbeat this recent tells which links it runs
+
+
+def engine_id(owner: str | None = None) -> str:
+    """This console's engine (or that of the console whose database is `owner`): one per
+    database of links, so a test run beside `make demo` has its own."""
+    return hashlib.sha256((owner or _owner()).encode()).hexdigest()[:12]
+
+
+def _owner() -> str:
+    return str(settings.DATABASES["default"]["NAME"])
+
+
+def engine_folder(owner: str | None = None) -> Path:
+    """Where the engine keeps its files: its pid file and log, the code shipped to executors,
+    a standalone master's secret file."""
+    return settings.STREAM_DIR / f"engine-{engine_id(owner)}"
+
+
+def pidfile() -> Path:
+    return engine_folder() / "engine.pid"
+
+
+def log_file() -> Path:
+    return engine_folder() / "engine.log"
+
+
+def engine_key() -> str:
+    """The key that seals each link's spec in Redis, derived from the console's own key, so
+    both ends know it and nothing stores it."""
+    mac = hmac.new(settings.ENCRYPTION_KEY.encode(), b"isthmus engine link specs", hashlib.sha256)
+    return base64.urlsafe_b64encode(mac.digest()).decode()
+
+
+def supervision_key() -> str:
+    return f"isthmus:engine:{engine_id()}:supervision"
+
+
+def supervision(r: redis.Redis) -> Supervision:
+    found: Supervision | None = control.read_json(r, supervision_key())
+    return found or {}
+
+
+def seen_key() -> str:
+    """The links this console's supervisor saw at its last round."""
+    return f"isthmus:streams-seen:{_owner()}"
+
+
+class Supervision(TypedDict, total=False):
+    """What the supervisor keeps of the engine (`supervision_key`)."""
+
+    failures: int  # in a row
+    error: str  # the last failure's
+    retry_at: float  # no start before then
+    started: float  # when it last started
+    pid: int  # of that start
+
+
+def running() -> processes.Running | None:
+    """The engine process, if it runs."""
+    return processes.read_pidfile(pidfile())
+
+
+def wake_engine(r: redis.Redis) -> None:
+    """Have the engine read its links and mirror sets now, not at its next round."""
+    control.wake(r, control.engine_wake_channel(engine_id()))
+
+
+def engine_links(r: redis.Redis) -> dict[str, str] | None:
+    """The links the engine runs (id -> name), as its heartbeat says; None when that heartbeat
+    is older than ENGINE_FRESH_S (then nobody knows)."""
+    engine = control.engine_heartbeat(r, engine_id())
+    if time.time() - engine.get("at_ms", 0) / 1000 >= ENGINE_FRESH_S:
+        return None
+    return engine.get("links", {})

@@ -1,0 +1,252 @@
+"""Stream supervision: one engine (the Spark application in `spark_jobs/`) copies the mirrors
+of every link of this console. This module tells it which links and mirrors to run (through
+`publish`), starts it with the first link and keeps it running, watches its heartbeat and each
+link's, and fails a link the engine cannot run.
+
+Celery beat calls `supervise_all` every couple of seconds. An engine that dies or stops beating
+is restarted after a growing pause; after `MAX_FAILURES` failures in a row the links it runs are
+FAILED with its last error. A link the engine keeps failing on (its copiers fail again and
+again) is FAILED alone, the others go on. What the engine knows lives in Redis and in the
+destination clusters, so losing a worker, the beat or Redis loses no data.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import redis
+from django.conf import settings
+
+from infra import processes
+from replication.core import redis_channel
+from replication.core.redis_channel import client
+from replication.engine import process, publish
+from replication.models import ClusterLink
+from replication.states import link_states
+from spark_jobs import control, launch
+
+log = logging.getLogger(__name__)
+
+STARTUP_TIMEOUT_S = 180  # time to start Spark and send the first heartbeat
+HEALTHY_AFTER_S = 60  # running this long without trouble forgives earlier failures
+BACKOFF_S = [5, 10, 20, 40, 80]
+MAX_FAILURES = len(BACKOFF_S) + 1
+STOP_WAIT_S = 60  # the longest `stop` waits for the engine to let go of a link
+
+
+def supervise_all() -> None:
+    known = set()
+    r = client()
+    for link in ClusterLink.objects.select_related("destination"):
+        known.add(str(link.link_id))
+        try:
+            _supervise_link(link, r)
+        except Exception:  # one broken link must not stop the others
+            log.exception("Supervising the stream of cluster link %s failed", link.name)
+    forget_deleted_links(known)
+    supervise_engine()
+
+
+def forget_deleted_links(known: set[str]) -> None:
+    """Take out of the engine each link that was here at an earlier round and is gone. One
+    never seen is left alone: its link may not be committed yet (a request still running)."""
+    r = client()
+    seen_key = process.seen_key()
+    try:
+        seen = {control.text(link) for link in r.smembers(seen_key)}
+        pipe = r.pipeline()
+        pipe.delete(seen_key)
+        if known:
+            pipe.sadd(seen_key, *known)
+        pipe.execute()
+        gone = list(seen - known)
+        if gone:
+            log.info("Taking deleted cluster link(s) %s out of the engine", ", ".join(gone))
+            r.hdel(control.links_key(process.engine_id()), *gone)
+            process.wake_engine(r)
+    except redis.RedisError:
+        return  # at the next round
+
+
+def supervise(link: ClusterLink, now: float | None = None) -> None:
+    """Bring the engine in line with the link's mirrors, as the beat does: tell it what to
+    run, and start it if it does not run."""
+    _supervise_link(link, client())
+    supervise_engine(now)
+
+
+def _supervise_link(link: ClusterLink, r: redis.Redis) -> None:
+    with publish.control_lock(link) as acquired:
+        if not acquired:  # another worker is on it
+            return
+        mirrors, flows = publish.wanted_mirrors(link), publish.wanted_flows(link)
+        publish.publish_set(link, r, mirrors, flows)
+        run = bool(mirrors or flows)
+        heartbeat = control.link_heartbeat(r, str(link.link_id))
+        if run and heartbeat.get("state") == "failed":
+            fail_link(link, f"The engine cannot run the link: {heartbeat.get('error')}")
+            run = False
+        publish.publish_link(link, r, run)
+
+
+def supervise_engine(now: float | None = None) -> None:
+    """Start the engine (warm before the first link, unless ENGINE_LAZY: then with the first
+    link that has mirrors to run), and keep it: restart it (after a pause) when it dies or
+    hangs."""
+    with redis_channel.held(f"engine:{process.engine_id()}:supervisor", 120) as acquired:
+        if acquired:  # else another worker is on it
+            _supervise_engine(client(), now or time.time())
+
+
+def _supervise_engine(r: redis.Redis, now: float) -> None:
+    record = process.supervision(r) or {"failures": 0}
+    links = r.hlen(control.links_key(process.engine_id()))
+    if record.get("failures", 0) >= MAX_FAILURES and links:
+        record = {"failures": 0}  # a link resumed after the engine failed them: a fresh start
+    heartbeat = control.engine_heartbeat(r, process.engine_id())
+    if process.running():
+        trouble = _trouble(heartbeat, record, now)
+        if trouble:
+            log.warning("The engine %s; restarting it", trouble)
+            processes.stop(process.pidfile())
+            _note_failure(r, record, trouble, now)
+        elif record.get("failures") and now - record.get("started", now) > HEALTHY_AFTER_S:
+            # Earlier failures are forgiven; what it runs as is kept (see `start_engine`).
+            control.write_json(
+                r,
+                process.supervision_key(),
+                {"started": record.get("started"), "pid": record.get("pid")},
+            )
+        return
+    if process.pidfile().exists():  # it was running and is gone
+        process.pidfile().unlink()
+        if heartbeat.get("state") != "stopped":
+            error = heartbeat.get("error") or f"it exited; see {process.log_file()}"
+            log.warning("The engine died: %s", error)
+            if not _note_failure(r, record, error, now):
+                return
+    if now < record.get("retry_at", 0) or (settings.ENGINE_LAZY and not links):
+        return
+    if record.get("failures", 0) >= MAX_FAILURES:
+        return  # it failed its links: it starts again when one is resumed
+    start_engine(r, record, now)
+
+
+def _trouble(heartbeat: control.EngineHeartbeat, record: process.Supervision, now: float) -> str:
+    started = record.get("started", now)
+    beat = heartbeat.get("at_ms", 0) / 1000
+    if beat < started:  # nothing heard from this run of the engine yet
+        if now - started > STARTUP_TIMEOUT_S:
+            return f"sent no heartbeat within {STARTUP_TIMEOUT_S} s of starting"
+        return ""
+    if now - beat > process.HEARTBEAT_TIMEOUT_S:
+        return f"sent no heartbeat for {now - beat:.0f} s"
+    return ""
+
+
+def _note_failure(r: redis.Redis, record: process.Supervision, error: str, now: float) -> bool:
+    """Count a failure; returns whether the engine may be started again (after a pause)."""
+    failures = record.get("failures", 0) + 1
+    record["failures"], record["error"] = failures, error
+    if failures >= MAX_FAILURES:
+        control.write_json(r, process.supervision_key(), record)
+        _fail_engine_links(r, f"The engine failed {failures} times in a row: {error}")
+        return False
+    record["retry_at"] = now + BACKOFF_S[failures - 1]
+    control.write_json(r, process.supervision_key(), record)
+    return True
+
+
+def _fail_engine_links(r: redis.Redis, message: str) -> None:
+    """Every link the engine was to run is FAILED with the reason, and taken out of it."""
+    links = [control.text(link) for link in r.hkeys(control.links_key(process.engine_id()))]
+    for link in ClusterLink.objects.filter(link_id__in=links):
+        fail_link(link, message)
+    if links:
+        r.hdel(control.links_key(process.engine_id()), *links)
+
+
+def start_engine(r: redis.Redis, record: process.Supervision, now: float) -> None:
+    """Start the engine (the links it runs are already in Redis)."""
+    spec: control.EngineSpec = {
+        "engine": process.engine_id(),
+        "key": process.engine_key(),
+        "redis_url": settings.REDIS_URL,
+        "work_dir": str(process.engine_folder()),
+        "tasks": settings.STREAM_TASKS,
+        # Its copier tasks may start without waiting out those of an earlier engine: there are
+        # none when no engine ran here before, or the last one ran on this machine and nothing
+        # of its process session is left.
+        "fresh": launch.is_local(settings.SPARK_MASTER)
+        and (
+            not process.engine_folder().exists()
+            or ("pid" in record and not processes.session_alive(record["pid"]))
+        ),
+    }
+    try:
+        argv, env = launch.submit_command(
+            spec,
+            master=settings.SPARK_MASTER,
+            conf=settings.SPARK_CONF,
+            auth_secret=settings.SPARK_AUTH_SECRET,
+        )
+    except launch.LaunchRefused as exc:
+        # Retrying cannot help until the operator changes the settings: the links show why.
+        _fail_engine_links(r, f"The engine cannot start: {exc}")
+        return
+    process.engine_folder().mkdir(parents=True, exist_ok=True)
+    pid = processes.start(
+        argv, pidfile=process.pidfile(), logfile=process.log_file(), env=env, cwd=launch.ROOT
+    )
+    record["started"], record["retry_at"], record["pid"] = now, 0, pid
+    control.write_json(r, process.supervision_key(), record)
+    log.info("Started the engine (pid %d)", pid)
+
+
+def stop_engine() -> int | None:
+    """Stop the engine (its links' copiers deliver what they queued first); returns its pid,
+    None when it was not running."""
+    return processes.stop(
+        process.pidfile(),
+        timeout=60,
+        ends_the_rest=lambda proc: launch.is_engine_driver(proc.cmdline()),
+    )
+
+
+def stop(link: ClusterLink) -> None:
+    """Take the link out of the engine, and wait until the copiers it ran have stopped
+    writing (a beat that adds it again meanwhile starts it anew: that is not waited for)."""
+    link_id = str(link.link_id)
+    r = client()
+    asked_ms = int(time.time() * 1000)
+    r.hdel(control.links_key(process.engine_id()), link_id)
+    process.wake_engine(r)
+    deadline = time.monotonic() + STOP_WAIT_S
+    while process.running() is not None and time.monotonic() < deadline:
+        heartbeat = control.link_heartbeat(r, link_id)
+        runs = process.engine_links(r)
+        if (
+            heartbeat.get("state") == "stopped"
+            or heartbeat.get("started_ms", 0) > asked_ms
+            or (runs is not None and link_id not in runs)
+        ):
+            return
+        time.sleep(0.2)
+
+
+def fail_link(link: ClusterLink, message: str) -> bool:
+    """The engine cannot run the link: the link is FAILED with the last error, until someone
+    resumes it. Only an ACTIVE link changes; returns whether it did. (Here, not in
+    topics/links.py: the engine sits below topics in the domain's layers.)"""
+    return link_states.system_change(
+        link,
+        "fail",
+        ClusterLink.State.FAILED,
+        by="stream supervisor",
+        action="link.failed",
+        message=message,
+        failed=True,
+        error_code="STREAM_FAILED",
+        error_message=message,
+    )
