@@ -45,7 +45,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from infra.consuming import Consumed
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import control, flow_copy, merging, schema_gate, source_readers, translation
+from . import flow_copy, merging, payloads, schema_gate, source_readers, translation
 from .copier_clients import AdminFactory, DestinationAdmin, ProducerFactory, SourceFactory
 from .cursors import Cursor, Holds, choose, reports, unpause
 from .mirror_writer import CONTACT_S, DRAIN_S, Counters, Fenced, MirrorWriter
@@ -104,7 +104,7 @@ class Copier:
 
     def __init__(
         self,
-        spec: control.LinkSpec,
+        spec: payloads.LinkSpec,
         slot: Slot,
         number: int,
         *,
@@ -133,20 +133,20 @@ class Copier:
         )
         self.done = False
         self.version = -1  # the assignment version applied
-        self.assignment: control.Assignment | None = None  # the newest, from the slot
+        self.assignment: payloads.Assignment | None = None  # the newest, from the slot
         self.woken = threading.Event()  # a new assignment, or the end
         self.empty_polls = 0  # waits in a row that brought no record
         self.stopping = False  # the link left the slot: deliver what is queued and stop
         self.resets, self.retry_at = 0, 0.0
         self.error = ""
         self.failure = ""  # why the copier gave up, once it has
-        self.report: control.CopierReport = self.reported()
+        self.report: payloads.CopierReport = self.reported()
         self.reported_as: tuple[object, ...] = ()
         self.next_report = self.report_due = 0.0
 
     # --- what the slot calls --------------------------------------------------------------
 
-    def assign(self, assignment: control.Assignment) -> None:
+    def assign(self, assignment: payloads.Assignment) -> None:
         if self.assignment is None or assignment["version"] != self.assignment["version"]:
             self.assignment = assignment
             self.wake()
@@ -215,7 +215,7 @@ class Copier:
             self.apply(assignment)
         return bool(self.cursors)
 
-    def apply(self, assignment: control.Assignment) -> None:
+    def apply(self, assignment: payloads.Assignment) -> None:
         """Take up a new assignment: stop the partitions it leaves out (every record of theirs
         delivered first), start the ones it adds."""
         self.apply_flows([p["flow"] for p in assignment["partitions"] if "flow" in p])
@@ -246,7 +246,7 @@ class Copier:
         self.refresh_report(force=True)
         self.slot.report_soon()  # acknowledge at once
 
-    def apply_flows(self, flows: list[control.FlowPart]) -> None:
+    def apply_flows(self, flows: list[payloads.FlowPart]) -> None:
         """Stop the merge flows no longer held here (each ends its transaction first), start
         those new here: each runs in a thread of its own."""
         wanted = {merging.part_key(f): f for f in flows}
@@ -264,7 +264,7 @@ class Copier:
         for flow in stopping:
             flow.thread.join(max(0.0, deadline - time.monotonic()))
 
-    def start(self, parts: list[control.PartitionEntry]) -> None:
+    def start(self, parts: list[payloads.PartitionEntry]) -> None:
         """Start copying `parts`, each from where its mirror partition ends."""
         began = time.monotonic()
         names = [self.writer_name(p["topic_id"], p["partition"]) for p in parts]
@@ -417,7 +417,7 @@ class Copier:
         self.reported_as, self.report_due = changed, now + again
         self.report = self.reported()
 
-    def reported(self) -> control.CopierReport:
+    def reported(self) -> payloads.CopierReport:
         """What the slot reports of this copier (built in the copier's thread, which alone
         changes its cursors)."""
         busy = self.cursors or self.flows

@@ -18,8 +18,8 @@ from confluent_kafka import KafkaError, TopicPartition
 from infra.consuming import Consumed
 
 from . import schema_gate, translation
-from .control import PartitionReport
 from .copier_clients import Source
+from .payloads import PartitionReport
 
 log = logging.getLogger("spark_jobs.copier")  # its lines are the copier's
 

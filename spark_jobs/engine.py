@@ -37,7 +37,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: import the proje
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from infra.kafka_admin import KafkaAdmin
-from spark_jobs import control, copier, planning, shared_clients, slot, source_watch
+from spark_jobs import control, copier, payloads, planning, shared_clients, slot, source_watch
 from spark_jobs.link_runner import Destination, LinkRunner, one_line
 
 if TYPE_CHECKING:
@@ -84,14 +84,14 @@ class SlotJob:
 
 
 class Engine:
-    def __init__(self, spec: control.EngineSpec):
+    def __init__(self, spec: payloads.EngineSpec):
         self.spec = spec
         self.id, self.key = spec["engine"], spec["key"]
         self.pid = os.getpid()
         self.redis = control.client(spec["redis_url"], 2)
         self.sc: SparkContext | None = None  # once the engine runs
         self.slots: list[SlotJob] = []
-        self.reports: list[control.SlotReport | None] = []
+        self.reports: list[payloads.SlotReport | None] = []
         # As last read: unchanged ones are not parsed.
         self.raw_reports: list[control.Raw | None] = []
         self.runners: dict[str, LinkRunner] = {}
@@ -109,7 +109,7 @@ class Engine:
     def slot_epochs(self) -> list[str]:
         return [s.epoch if s.running else "" for s in self.slots]
 
-    def slot_reports(self) -> list[control.SlotReport | None]:
+    def slot_reports(self) -> list[payloads.SlotReport | None]:
         return list(self.reports)
 
     def slot_troubles(self) -> dict[int, str]:
@@ -260,7 +260,7 @@ class Engine:
             return True
 
     def launch(self, s: SlotJob) -> None:
-        task_spec: control.SlotSpec = {
+        task_spec: payloads.SlotSpec = {
             "engine": self.id,
             "key": self.key,
             "redis_url": self.spec["redis_url"],
@@ -343,7 +343,7 @@ class Engine:
     def publish_heartbeat(self, state: str) -> None:
         self.next_beat = time.monotonic() + BEAT_S
         now = time.time()
-        slots: list[control.SlotBeat] = []
+        slots: list[payloads.SlotBeat] = []
         for s, report in zip(self.slots, self.reports, strict=True):
             links = report["links"] if report else {}
             records = sum(r["records"] for r in links.values())
@@ -372,7 +372,7 @@ class Engine:
                     },
                 }
             )
-        heartbeat: control.EngineHeartbeat = {
+        heartbeat: payloads.EngineHeartbeat = {
             "at_ms": int(now * 1000),
             "started_ms": self.started_ms,
             "pid": self.pid,
@@ -414,7 +414,7 @@ def main() -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    spec: control.EngineSpec = json.loads(os.environ.pop(control.SPEC_ENV))
+    spec: payloads.EngineSpec = json.loads(os.environ.pop(control.SPEC_ENV))
     engine = Engine(spec)
 
     def stop(signum: int, frame: FrameType | None) -> None:

@@ -27,7 +27,7 @@ from confluent_kafka.admin import ClusterMetadata
 from infra import consuming
 from infra.consuming import Consumed, Headers
 
-from . import control, reading
+from . import payloads, reading
 from .merging import (
     ORIGIN,
     PROGRESS_TOPIC,
@@ -67,7 +67,7 @@ class Slot(Protocol):
 class FlowCopy:
     """One merge flow, copied by a thread of its own until `stop`."""
 
-    def __init__(self, link_spec: control.LinkSpec, flow: control.FlowPart, slot: Slot):
+    def __init__(self, link_spec: payloads.LinkSpec, flow: payloads.FlowPart, slot: Slot):
         self.source_config, self.destination_config = link_spec["source"], link_spec["destination"]
         self.flow, self.slot = flow, slot
         self.id = flow["id"]
@@ -103,14 +103,14 @@ class FlowCopy:
     def ending(self) -> bool:
         return self.stopping or self.slot.ended
 
-    def report(self) -> control.FlowReport:
+    def report(self) -> payloads.FlowReport:
         """What the slot reports of the flow (read from the copier's thread: copies first)."""
         nexts, read, high = dict(self.next), dict(self.read), dict(self.high)
         checkpoints = dict(self.checkpoint)
         one_to_one = self.flow["mapping"] == "one-to-one"
-        partitions: dict[str, control.FlowPartitionReport] = {}
+        partitions: dict[str, payloads.FlowPartitionReport] = {}
         for p, n in sorted(nexts.items()):
-            part: control.FlowPartitionReport = {
+            part: payloads.FlowPartitionReport = {
                 "next": n,
                 "read": read.get(p, n),
                 "source_hw": high.get(p, -1),

@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from . import control
+from . import control, payloads
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_SCRIPT = ROOT / "spark_jobs" / "engine.py"  # the driver spark-submit runs
@@ -111,7 +111,7 @@ def _current(archive: Path, sources: list[Path]) -> bool:
 
 
 def submit_command(
-    spec: control.EngineSpec,
+    spec: payloads.EngineSpec,
     *,
     master: str,
     driver_memory: str = "1g",

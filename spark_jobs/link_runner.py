@@ -23,7 +23,7 @@ import redis
 
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 
-from . import control, planning, source_watch, translation
+from . import control, payloads, planning, source_watch, translation
 
 log = logging.getLogger("spark_jobs.link_runner")
 
@@ -47,7 +47,7 @@ class Engine(Protocol):
     def slot_epochs(self) -> list[str]:
         """Each slot's current epoch ("" before its first)."""
 
-    def slot_reports(self) -> list[control.SlotReport | None]:
+    def slot_reports(self) -> list[payloads.SlotReport | None]:
         """Each slot's last report in its current epoch (None: none yet)."""
 
     def slot_troubles(self) -> dict[int, str]:
@@ -85,7 +85,7 @@ class Destination:
 
 
 class LinkRunner:
-    def __init__(self, engine: Engine, spec: control.LinkSpec, digest: str):
+    def __init__(self, engine: Engine, spec: payloads.LinkSpec, digest: str):
         self.engine = engine
         self.spec, self.digest = spec, digest
         self.link_id, self.name = spec["link_id"], spec["link_name"]
@@ -99,7 +99,7 @@ class LinkRunner:
         self.started_ms = int(time.time() * 1000)
         # The mirror set (mirror -> source topic) and its generation, as published.
         self.mirrors: dict[str, str] = {}
-        self.flows: dict[str, control.FlowSpec] = {}  # by merge flow id
+        self.flows: dict[str, payloads.FlowSpec] = {}  # by merge flow id
         self.generation = 0
         self.sets: dict[int, list[str]] = {}  # generation -> its mirrors, until acknowledged
         self.acked = 0  # the generation no copier writes outside of any more
@@ -132,7 +132,7 @@ class LinkRunner:
         self.flowed: dict[str, tuple[int, int]] = {}  # each flow's copied and skipped, last beat
         self.progress = planning.ProgressOf()
         # The progress last sent, and when.
-        self.progress_sent: tuple[control.MirrorProgress | None, float] = (None, 0.0)
+        self.progress_sent: tuple[payloads.MirrorProgress | None, float] = (None, 0.0)
 
     # --- the thread -------------------------------------------------------------------------
 
@@ -217,7 +217,7 @@ class LinkRunner:
         """Take up the published mirror set (Redis losing it changes nothing)."""
         if self.published is None:
             return
-        published: control.MirrorSet = json.loads(self.published)
+        published: payloads.MirrorSet = json.loads(self.published)
         mirrors = {m: v["source_topic"] for m, v in published.get("mirrors", {}).items()}
         flows = published.get("flows", {})
         changed = (mirrors, flows) != (self.mirrors, self.flows)
@@ -386,7 +386,7 @@ class LinkRunner:
         basis = (self.epochs[slot], self.version, self.digest, self.incarnation)
         last = self.encodings.get(slot)
         if last is None or last[0] != basis or last[1] is not held:
-            assignment: control.Assignment = {
+            assignment: payloads.Assignment = {
                 "epoch": basis[0],
                 "version": basis[1],
                 "digest": basis[2],
@@ -442,7 +442,7 @@ class LinkRunner:
         else:
             self.trouble.pop("growth", None)
 
-    def restart_if_stuck(self, reports: list[control.CopierReport | None]) -> None:
+    def restart_if_stuck(self, reports: list[payloads.CopierReport | None]) -> None:
         """Behind its source with nothing written for STUCK_S: the link's copiers start
         again (their partitions resume from the destination)."""
         _, behind, last_write, _ = self.progress(reports, self.watch.high_watermarks, self.mirrors)
@@ -483,21 +483,21 @@ class LinkRunner:
 
     # --- reporting ----------------------------------------------------------------------------
 
-    def link_reports(self) -> list[control.CopierReport | None]:
+    def link_reports(self) -> list[payloads.CopierReport | None]:
         """What each slot last reported of this link's copier (None: it has none)."""
         return [
             report["links"].get(self.link_id) if report else None
             for report in self.engine.slot_reports()
         ]
 
-    def slot_failures(self) -> list[control.CopierFailures]:
+    def slot_failures(self) -> list[payloads.CopierFailures]:
         return [
             failure
             for report in self.engine.slot_reports()
             if report and (failure := report["failures"].get(self.link_id))
         ]
 
-    def take_up_acknowledgements(self, reports: list[control.CopierReport | None]) -> None:
+    def take_up_acknowledgements(self, reports: list[payloads.CopierReport | None]) -> None:
         """Note the generation every slot has taken up, and forget older mirror sets. While a
         slot restarts, a task of its older epoch may still write: nothing is acknowledged."""
         if self.engine.slots_settled():
@@ -514,7 +514,7 @@ class LinkRunner:
             [(self.mirrors[m], p) for m in self.mirrors for p in range(self.partitions.get(m, 0))],
         )
 
-    def count(self, reports: list[control.CopierReport | None]) -> bool:
+    def count(self, reports: list[payloads.CopierReport | None]) -> bool:
         """Add what the copiers wrote since the last beat to the link's totals; whether any
         copier wrote."""
         self.counted, records, size = planning.written_since(self.counted, reports)
@@ -537,7 +537,7 @@ class LinkRunner:
     def publish_heartbeat(
         self,
         state: str,
-        reports: Sequence[control.CopierReport | None] = (),
+        reports: Sequence[payloads.CopierReport | None] = (),
         assignments: bool = False,
     ) -> None:
         """Publish the link's heartbeat and each mirror partition's progress (and the slots'
@@ -565,7 +565,7 @@ class LinkRunner:
             self.watch.ask()
         busy = moved or behind or error or self.pending or state != "running"
         self.next_beat = time.monotonic() + (BEAT_S if busy else IDLE_BEAT_S)
-        heartbeat: control.LinkHeartbeat = {
+        heartbeat: payloads.LinkHeartbeat = {
             "at_ms": int(now * 1000),
             "started_ms": self.started_ms,
             "pid": self.engine.pid,

@@ -41,7 +41,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from infra import consuming
 from infra.consuming import Headers
 
-from . import control
+from . import payloads
 
 PROGRESS_TOPIC = "_isthmus-flow-progress"
 # A flow is copied in parts, each by a slot of its own where there are enough: part k copies the
@@ -69,12 +69,12 @@ def transactional_id(flow_id: str, part: int = 0, parts: int = 1) -> str:
     return f"_isthmus-flow-{flow_id}" + (f"-{part}" if parts > 1 else "")
 
 
-def part_key(flow: control.FlowPart) -> str:
+def part_key(flow: payloads.FlowPart) -> str:
     """A flow part's key in a slot's report: "<flow id>/<part>"."""
     return f"{flow['id']}/{flow.get('part', 0)}"
 
 
-def part_of(partition: int, flow: control.FlowPart) -> bool:
+def part_of(partition: int, flow: payloads.FlowPart) -> bool:
     """Whether the flow part copies this source partition."""
     return partition % flow.get("parts", 1) == flow.get("part", 0)
 

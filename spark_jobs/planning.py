@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .control import (
+from .payloads import (
     CopierReport,
     FlowEntry,
     FlowReport,

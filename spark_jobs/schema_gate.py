@@ -22,7 +22,7 @@ from typing import IO, Any, NoReturn
 
 from infra.schema_text import same_schema
 
-from . import control
+from . import payloads
 
 TIMEOUT_S = 2.0  # a lookup holds the copier's thread: a registry gone quiet must not hold it long
 MAX_ANSWER = 8 * 1024 * 1024  # far beyond any schema
@@ -62,7 +62,7 @@ class Unanswered(Exception):
 class Registry:
     """The one call the gate makes of a registry: the schema an id names."""
 
-    def __init__(self, spec: control.RegistrySpec):
+    def __init__(self, spec: payloads.RegistrySpec):
         self.url = spec["url"].rstrip("/")
         self.headers = {"Accept": "application/vnd.schemaregistry.v1+json"}
         if spec.get("username"):
@@ -92,7 +92,7 @@ class Registry:
 class Gate:
     """The ids a copier may write: checked once each against both registries."""
 
-    def __init__(self, spec: control.SchemaSpec):
+    def __init__(self, spec: payloads.SchemaSpec):
         self.source = Registry(spec["source"])
         self.destination = Registry(spec["destination"])
         self.passed: set[int] = set()

@@ -30,8 +30,8 @@ import redis
 
 from infra.kafka_admin import KafkaAdmin
 
-from . import control, copier, shared_clients, source_readers
-from .control import Assignment
+from . import control, copier, payloads, shared_clients, source_readers
+from .payloads import Assignment
 
 log = logging.getLogger("spark_jobs.slot")
 
@@ -48,7 +48,7 @@ RESTART_S = [1, 2, 4, 8, 15]  # pauses before a link's failed copier starts agai
 HEALTHY_AFTER_S = 60  # a copier running this long forgives its link's earlier failures
 
 
-def run_slots(slots: Iterator[int], spec: control.SlotSpec, epoch: str) -> None:
+def run_slots(slots: Iterator[int], spec: payloads.SlotSpec, epoch: str) -> None:
     """The Spark task: run the slot (one per task) until its epoch ends."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -80,15 +80,15 @@ class Running:
 
 
 class SlotTask:
-    def __init__(self, spec: control.SlotSpec, number: int, epoch: str):
+    def __init__(self, spec: payloads.SlotSpec, number: int, epoch: str):
         self.engine, self.key = spec["engine"], spec["key"]
         self.number, self.epoch = number, epoch
         self.redis = control.client(spec["redis_url"], 1)
         self.copiers: dict[str, Running] = {}
         self.failures: dict[str, Failures] = {}
-        self.wanted: dict[str, control.Assignment] = {}  # link -> its assignment in this epoch
+        self.wanted: dict[str, payloads.Assignment] = {}  # link -> its assignment in this epoch
         # Each link's assignment as sent, and as parsed.
-        self.read: dict[control.Raw, control.Assignment] = {}
+        self.read: dict[control.Raw, payloads.Assignment] = {}
         self.last_contact = time.monotonic()
         self.ended = False
         self.next_beat = 0.0
@@ -260,7 +260,7 @@ class SlotTask:
         partitions' reports took the slot and the engine a few percent of a core each second."""
         self.next_beat = time.monotonic() + BEAT_S
         links = {link: running.copier.report for link, running in self.copiers.items()}
-        failures: dict[str, control.CopierFailures] = {
+        failures: dict[str, payloads.CopierFailures] = {
             link: {"count": f.count, "error": f.error, "given_up": f.given_up}
             for link, f in self.failures.items()
         }
@@ -272,7 +272,7 @@ class SlotTask:
         sent = time.monotonic()
         try:
             if made_of != self.reported or not self.redis.pexpire(key, BEAT_TTL_MS):
-                report: control.SlotReport = {
+                report: payloads.SlotReport = {
                     "epoch": self.epoch,
                     "slot": self.number,
                     "pid": os.getpid(),
@@ -291,5 +291,5 @@ class SlotTask:
             control.wake(self.redis, control.engine_wake_channel(self.engine))
 
 
-def _incarnation(assignment: control.Assignment) -> tuple[str, int]:
+def _incarnation(assignment: payloads.Assignment) -> tuple[str, int]:
     return assignment["digest"], assignment.get("incarnation", 0)
