@@ -38,7 +38,9 @@ if __package__ in (None, ""):  # run as a file by spark-submit: import the proje
 
 from infra.kafka_admin import KafkaAdmin
 from spark_jobs import control, copier, payloads, planning, shared_clients, slot, source_watch
-from spark_jobs.link_runner import Destination, LinkRunner, one_line
+from spark_jobs.failures import one_line
+from spark_jobs.link_runner import LinkRunner
+from spark_jobs.mirror_topics import Destination
 
 if TYPE_CHECKING:
     from pyspark import SparkContext

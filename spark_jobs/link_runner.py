@@ -6,24 +6,29 @@ every second.
 Everything that can wait on one of the link's clusters happens in this thread (or in its
 source watch's), so a link whose source is down or whose credentials are wrong holds up no
 other link.
+
+This module is the thread: it follows the mirror set, plans, acknowledges and reports. What it
+knows of the mirror topics on the destination, and reads there before a partition starts, is
+`mirror_topics`; how its assignments reach the slots' hashes, `slot_assignments`. Its clients
+come from factories (the engine's shared ones by default).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import redis
+from confluent_kafka import Producer
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
-
-from . import control, payloads, planning, source_watch, translation
+from . import control, mirror_topics, payloads, planning, slot_assignments, source_watch
+from .copier_clients import ProducerFactory
+from .failures import one_line
 
 log = logging.getLogger("spark_jobs.link_runner")
 
@@ -60,7 +65,7 @@ class Engine(Protocol):
     def slot_loads(self, besides: str) -> list[int]:
         """How many partitions each slot holds for links other than `besides`."""
 
-    def destination(self, config: dict[str, str]) -> Destination:
+    def destination(self, config: dict[str, str]) -> mirror_topics.Destination:
         """The admin client and translation reader the links into one cluster share."""
 
     def source_watch(self, config: dict[str, str]) -> source_watch.SourceWatch:
@@ -68,31 +73,33 @@ class Engine(Protocol):
         settings share."""
 
 
-class Destination:
-    """A destination cluster's clients, shared by the links into it."""
-
-    def __init__(self, config: dict[str, str]):
-        self.admin = KafkaAdmin(config, timeout=15)
-        self.reader = translation.Reader(config)
-        self.lock = threading.Lock()  # the reader serves one runner at a time
-
-    def runs(self, topic_ids: set[str]) -> dict[tuple[str, int], translation.Runs]:
-        with self.lock:
-            return self.reader.runs(topic_ids)
-
-    def close(self) -> None:
-        self.reader.close()
-
-
 class LinkRunner:
-    def __init__(self, engine: Engine, spec: payloads.LinkSpec, digest: str):
+    def __init__(
+        self,
+        engine: Engine,
+        spec: payloads.LinkSpec,
+        digest: str,
+        *,
+        destination: Callable[[dict[str, str]], mirror_topics.Destination] | None = None,
+        watch: Callable[[dict[str, str]], source_watch.SourceWatch] | None = None,
+        producer: ProducerFactory = Producer,
+    ):
         self.engine = engine
         self.spec, self.digest = spec, digest
         self.link_id, self.name = spec["link_id"], spec["link_name"]
         # Its mirror set or its source changed, a slot started, or the end.
         self.woken = threading.Event()
-        self.watch = engine.source_watch(spec["source"]).join(self.woken)
-        self.destination = engine.destination(spec["destination"])
+        self.watch = (watch or engine.source_watch)(spec["source"]).join(self.woken)
+        # What is wrong, by where it went wrong; each is shown until that step succeeds.
+        self.trouble: dict[str, str] = {}
+        self.topics = mirror_topics.MirrorTopics(
+            self.name,
+            spec["destination"],
+            (destination or engine.destination)(spec["destination"]),
+            self.watch,
+            self.trouble,
+            producer,
+        )
         self.thread = threading.Thread(target=self.run, name=f"link-{self.name}", daemon=True)
         self.published: control.Raw | None = None  # its mirror set as the engine last read it
         self.stopping = False
@@ -103,8 +110,6 @@ class LinkRunner:
         self.generation = 0
         self.sets: dict[int, list[str]] = {}  # generation -> its mirrors, until acknowledged
         self.acked = 0  # the generation no copier writes outside of any more
-        self.partitions: dict[str, int] = {}  # mirror -> partitions
-        self.topic_ids: dict[str, str] = {}  # mirror -> its id on the destination
         # What the slots hold of this link.
         slots = len(engine.slot_epochs())
         self.epochs = [""] * slots  # the slot epoch each slot's holdings were planned for
@@ -114,19 +119,12 @@ class LinkRunner:
         self.incarnation = 0  # raised to start the link's copiers again
         self.restarted = time.time()  # when its copiers last (re)started
         self.pending: list[tuple[int, int]] = []  # (generation, version) to acknowledge
-        self.handed_out: dict[int, str] = {}  # the assignments last published, by slot
-        # Each slot's assignment as last encoded: what it was made of, and the text (`encoded`).
-        self.encodings: dict[
-            int, tuple[tuple[str, int, str, int], dict[planning.Ident, planning.Entry], str]
-        ] = {}
+        self.handout = slot_assignments.Handout(engine.id, self.link_id, self.name, self.trouble)
         self.planned: tuple[int, dict[str, int]] | None = None
         # Reporting.
         self.counted: planning.Counted = {}
         self.totals = [0, 0]  # records and bytes
         self.window: deque[tuple[float, int, int]] = deque()
-        # What is wrong, by where it went wrong; each is shown until that step succeeds.
-        self.trouble: dict[str, str] = {}
-        self.electing = False  # partitions wait for their new leader: plan again soon
         self.failed = ""  # why the link cannot run: the console fails it
         self.next_beat = 0.0
         self.flowed: dict[str, tuple[int, int]] = {}  # each flow's copied and skipped, last beat
@@ -181,7 +179,7 @@ class LinkRunner:
             # beat, not every loop; partitions whose new leader is being elected, every loop.
             busy = (
                 self.pending
-                or self.electing
+                or self.topics.electing
                 or (self.planned is None and "start" not in self.trouble)
             )
             self.woken.wait(LOOP_S if busy else max(0.0, self.next_beat - time.monotonic()))
@@ -205,7 +203,7 @@ class LinkRunner:
             if self.acked != acked:
                 self.next_beat = 0.0
         if time.monotonic() >= self.next_beat:
-            self.grow_mirror_topics()
+            self.topics.grow(self.mirrors)
             reports = self.link_reports()
             self.take_up_acknowledgements(reports)
             self.tell_watch()
@@ -225,10 +223,7 @@ class LinkRunner:
             self.mirrors, self.flows = mirrors, flows
             self.generation = published.get("generation", 0)
             self.sets[self.generation] = sorted(mirrors)
-            for gone in set(self.partitions) - set(mirrors):
-                self.partitions.pop(gone, None)
-                self.topic_ids.pop(gone, None)
-                self.trouble.pop(f"mirror {gone}", None)
+            self.topics.forget(set(self.topics.partitions) - set(mirrors))
             self.tell_watch()
 
     def take_back_restarted_slots(self) -> None:
@@ -245,17 +240,18 @@ class LinkRunner:
     def plan(self) -> None:
         """Hand the slots the link's partitions anew when the mirror set or a topic's
         partitions changed: a new plan version for the slots to apply and acknowledge."""
-        if (self.generation, self.partitions) == self.planned:
+        topics = self.topics
+        if (self.generation, topics.partitions) == self.planned:
             return
-        self.learn_mirror_topics()
-        wanted = planning.wanted_partitions(self.mirrors, self.topic_ids, self.partitions)
+        topics.learn(self.mirrors)
+        wanted = planning.wanted_partitions(self.mirrors, topics.topic_ids, topics.partitions)
         wanted |= {i for flow in self.flows.values() for i in planning.flow_idents(flow)}
         added, ready = self.entries_for(planning.not_held(self.assigned, wanted))
         self.assigned, self.home = planning.assign(
             self.assigned, self.home, wanted, added, self.engine.slot_loads(self.link_id)
         )
         if ready:
-            self.planned = (self.generation, dict(self.partitions))
+            self.planned = (self.generation, dict(topics.partitions))
         # Each plan is a version the slots acknowledge, even when it moves nothing: that is
         # how the generation it serves gets acknowledged.
         self.version += 1
@@ -265,182 +261,26 @@ class LinkRunner:
     def entries_for(
         self, idents: list[planning.Ident]
     ) -> tuple[dict[planning.Ident, planning.Entry], bool]:
-        """What a copier needs to start copying each partition (its source topic and stored
-        offset runs); False when they cannot be read yet (then none starts, and the next loop
-        tries again)."""
+        """What a copier needs to start copying each partition or flow part; False when they
+        cannot be read yet (then no partition starts, and the next loop tries again)."""
         flows: dict[planning.Ident, planning.Entry] = {
             i: {"flow": {**self.flows[i[1]], "part": i[2]}} for i in idents if planning.is_flow(i)
         }
         idents = [i for i in idents if not planning.is_flow(i)]
         if not idents:
             return flows, True
-        began = time.monotonic()
-        try:
-            runs, waiting = self.runs_for(idents)
-        except (KafkaAdminError, translation.StoreFailed, RuntimeError) as exc:
-            # The source or the destination down, say.
-            self.trouble["start"] = f"cannot start {len(idents)} partition(s) yet: {exc}"
-            log.warning("Link %s: %s", self.name, self.trouble["start"])
-            return flows, False  # the flows start meanwhile
-        self.electing = bool(waiting)
-        if waiting:
-            # New partitions whose leader is not elected yet: the others start now, these at
-            # the next loop.
-            (mirror, partition), why = min(waiting.items())
-            self.trouble["start"] = (
-                f"{len(waiting)} partition(s) cannot start yet ({mirror}[{partition}]: {why})"
-            )
-        else:
-            self.trouble.pop("start", None)
-        idents = [i for i in idents if (i[0], i[2]) not in waiting]
-        if idents:
-            log.info(
-                "Link %s: handing out %d partition(s) of %d topic(s) (prepared in %.2f s)",
-                self.name,
-                len(idents),
-                len({m for m, _, _ in idents}),
-                time.monotonic() - began,
-            )
-        return flows | {
-            (mirror, topic_id, p): {
-                "mirror": mirror,
-                "source": self.mirrors[mirror],
-                "topic_id": topic_id,
-                "partition": p,
-                "runs": [[e.source, e.destination] for e in runs[mirror, topic_id, p].entries],
-            }
-            for mirror, topic_id, p in idents
-        }, not waiting
-
-    def learn_mirror_topics(self) -> None:
-        """Note the id and partitions of each mirror topic new to the set, from the
-        destination, in one request; one it does not show is tried again at the next plan."""
-        new = [m for m in self.mirrors if m not in self.topic_ids]
-        if not new:
-            return
-        try:
-            found = self.destination.admin.describe_topics(new)
-        except KafkaAdminError as exc:  # copied once it is back
-            found, why = {}, str(exc)
-        else:
-            why = "not on the destination (yet)"
-        for mirror in new:
-            info = found.get(mirror)
-            if info is None:
-                self.trouble[f"mirror {mirror}"] = f"mirror topic {mirror}: {why}"
-                continue
-            self.trouble.pop(f"mirror {mirror}", None)
-            # A new mirror has its source's partitions, so its copy starts without waiting
-            # for the source; partitions the source gains are added by `grow_mirror_topics`.
-            self.topic_ids[mirror] = info.topic_id
-            self.partitions[mirror] = max(self.partitions.get(mirror, 0), info.partitions)
-
-    def runs_for(
-        self, idents: list[planning.Ident]
-    ) -> tuple[dict[planning.Ident, translation.Runs], dict[tuple[str, int], str]]:
-        """The stored offset runs of partitions about to start, and why each (mirror,
-        partition) whose mirror partition has no leader yet cannot start now. A partition with
-        nothing copied yet whose source starts above offset 0 gets its first entry now, so its
-        lag and translation are right before its first record."""
-        stored = self.destination.runs({i[1] for i in idents})
-        ends, waiting = self.destination.admin.readable_offsets([(m, p) for m, _, p in idents])
-        idents = [i for i in idents if (i[0], i[2]) in ends]
-        runs, pins = {}, []
-        fresh = [i for i in idents if ends[i[0], i[2]] == 0 and not stored.get((i[1], i[2]))]
-        if fresh and (problem := self.watch.problem()):  # asking would hold the loop
-            raise KafkaAdminError(f"the source cluster does not answer: {problem}")
-        starts = self.watch.admin.offsets([(self.mirrors[m], p) for m, _, p in fresh], "earliest")
-        for mirror, topic_id, p in idents:
-            found = stored.get((topic_id, p), translation.Runs())
-            start = starts.get((self.mirrors[mirror], p), 0)
-            if start > 0:
-                found.add(translation.Entry(start, 0))
-                pins.append((topic_id, p, translation.Entry(start, 0)))
-            runs[mirror, topic_id, p] = found
-        translation.store(self.spec["destination"], pins)
-        return runs, waiting
+        entries, ready = self.topics.entries_for(idents, self.mirrors)
+        return flows | entries, ready  # the flows start meanwhile
 
     def publish_assignments(self) -> None:
         """Hand each started slot its partitions; the slots wake when they changed."""
         pipe = self.engine.redis.pipeline(transaction=False)
-        self.send(pipe, self.queue_assignments(pipe))
+        self.handout.send(pipe, self.queue_assignments(pipe))
 
     def queue_assignments(self, pipe: redis.client.Pipeline) -> dict[int, str]:
-        """Add each started slot's partitions to `pipe`, and a wake when they changed; what
-        is handed out once it is sent."""
-        assignments = {
-            slot: self.encoded(slot, held)
-            for slot, held in enumerate(self.assigned)
-            if self.epochs[slot]  # else the slot has not started yet
-        }
-        for slot, assignment in assignments.items():
-            pipe.hset(control.slot_assignment_key(self.engine.id, slot), self.link_id, assignment)
-        if assignments != self.handed_out:
-            pipe.publish(control.slots_wake_channel(self.engine.id), b"")
-        return assignments
-
-    def encoded(self, slot: int, held: dict[planning.Ident, planning.Entry]) -> str:
-        """A slot's assignment as sent, encoded again only when it changed (at 5,000
-        partitions a slot, encoding both each beat was most of an idle driver's work). `held`
-        is replaced, or the plan's version raised, whenever it changes."""
-        basis = (self.epochs[slot], self.version, self.digest, self.incarnation)
-        last = self.encodings.get(slot)
-        if last is None or last[0] != basis or last[1] is not held:
-            assignment: payloads.Assignment = {
-                "epoch": basis[0],
-                "version": basis[1],
-                "digest": basis[2],
-                "incarnation": basis[3],
-                "partitions": list(held.values()),
-            }
-            last = self.encodings[slot] = (basis, held, json.dumps(assignment))
-        return last[2]
-
-    def send(self, pipe: redis.client.Pipeline, handing: dict[int, str] | None) -> bool:
-        """Send what `pipe` holds; `handing`: the assignments in it. Whether it was sent."""
-        try:
-            pipe.execute()
-        except redis.RedisError as exc:
-            log.warning("Link %s: cannot report to Redis: %s", self.name, exc)
-            if handing is not None:
-                self.trouble["redis"] = f"Redis does not answer: {exc}"
-            return False
-        if handing is not None:
-            self.trouble.pop("redis", None)
-            self.handed_out = handing
-        return True
-
-    def grow_mirror_topics(self) -> None:
-        """Give each mirror topic the partitions its source has gained, before copying them."""
-        # The source down: grown when it is back.
-        grown = planning.grown(self.mirrors, self.watch.counts, self.partitions)
-        if not grown:
-            return
-        try:
-            mirrored = self.destination.admin.partition_counts(list(grown))
-        except KafkaAdminError as exc:  # grown at a later loop
-            self.trouble["growth"] = f"cannot read the mirror topics' partitions: {exc}"
-            return
-        problems = []
-        for mirror, wanted in grown.items():
-            if wanted > mirrored[mirror]:
-                try:
-                    self.destination.admin.create_partitions(mirror, wanted)
-                except KafkaAdminError as exc:
-                    problems.append(f"cannot grow mirror topic {mirror} to {wanted}: {exc}")
-                    continue
-                log.info(
-                    "Link %s: grew mirror topic %s from %d to %d partitions, as its source",
-                    self.name,
-                    mirror,
-                    mirrored[mirror],
-                    wanted,
-                )
-            self.partitions[mirror] = max(wanted, mirrored[mirror])
-        if problems:
-            self.trouble["growth"] = "; ".join(problems)
-        else:
-            self.trouble.pop("growth", None)
+        """Add each started slot's partitions to `pipe` (`Handout.queue`)."""
+        plan = (self.version, self.digest, self.incarnation)
+        return self.handout.queue(pipe, self.assigned, self.epochs, plan)
 
     def restart_if_stuck(self, reports: list[payloads.CopierReport | None]) -> None:
         """Behind its source with nothing written for STUCK_S: the link's copiers start
@@ -463,16 +303,7 @@ class LinkRunner:
     def leave(self) -> None:
         """The link left the engine: its copiers deliver what they queued and stop; then the
         heartbeat says it writes nothing."""
-        try:
-            pipe = self.engine.redis.pipeline(transaction=False)
-            for slot in range(len(self.assigned)):
-                pipe.hdel(control.slot_assignment_key(self.engine.id, slot), self.link_id)
-            pipe.publish(control.slots_wake_channel(self.engine.id), b"")
-            pipe.execute()
-        except redis.RedisError:
-            log.warning(
-                "Link %s: cannot take its partitions back: Redis does not answer", self.name
-            )
+        self.handout.take_back(self.engine.redis, len(self.assigned))
         deadline = time.monotonic() + LEAVE_S
         while any(self.link_reports()) and time.monotonic() < deadline:
             self.publish_heartbeat("stopping")
@@ -511,7 +342,11 @@ class LinkRunner:
         """Which source partitions to read: those of the mirror set."""
         self.watch.watch(
             sorted(set(self.mirrors.values())),
-            [(self.mirrors[m], p) for m in self.mirrors for p in range(self.partitions.get(m, 0))],
+            [
+                (self.mirrors[m], p)
+                for m in self.mirrors
+                for p in range(self.topics.partitions.get(m, 0))
+            ],
         )
 
     def count(self, reports: list[payloads.CopierReport | None]) -> bool:
@@ -591,35 +426,8 @@ class LinkRunner:
         if resend:
             pipe.set(control.progress_key(self.link_id), json.dumps(progress))
         pipe.set(control.heartbeat_key(self.link_id), json.dumps(heartbeat))
-        if self.send(pipe, handing) and resend:
+        if self.handout.send(pipe, handing) and resend:
             self.progress_sent = (progress, now)
 
     def holdings(self) -> list[int]:
         return [len(held) for held in self.assigned]
-
-
-_JAVA_ERROR = re.compile(r"^: (?:[a-z]\w*\.)+[A-Z]\w*: (?:\[\w+\] )?(.*)$")
-
-
-def one_line(error: BaseException) -> str:
-    """A failure in one line: the Python error of a task, else the Java exception's own
-    message, not the JVM's trace."""
-    text = str(error)
-    if "Python worker exited unexpectedly" in text:
-        return "a copier slot's Python worker died (killed, or out of memory)"
-    lines = text.splitlines()
-    python = (
-        "RuntimeError:",
-        "KafkaException:",
-        "Exception:",
-        "ModuleNotFoundError:",
-        "ImportError:",
-    )
-    for line in lines:
-        if line.startswith(python):
-            return line
-    for i, line in enumerate(lines):
-        if java := _JAVA_ERROR.match(line):  # Py4J: ": org.apache.X: [CLASS] message", then more
-            more = [m.strip() for m in lines[i + 1 : i + 3] if m.strip() and not m.startswith("\t")]
-            return re.sub(r"\s*SQLSTATE: \w+", "", " ".join([java[1], *more]))
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__

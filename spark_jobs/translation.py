@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import time
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
@@ -91,8 +93,13 @@ class Runs:
         return offset
 
 
-def store(config: dict[str, str], entries: list[tuple[str, int, Entry]]) -> None:
-    """Append (topic id, partition, entry) triples and wait until they are stored."""
+def store(
+    config: dict[str, str],
+    entries: list[tuple[str, int, Entry]],
+    producer: Callable[[dict[str, Any]], Producer] = Producer,
+) -> None:
+    """Append (topic id, partition, entry) triples and wait until they are stored (by a
+    producer `producer` makes: tests may give a fake)."""
     if not entries:
         return
     errors: list[KafkaError] = []
@@ -101,12 +108,12 @@ def store(config: dict[str, str], entries: list[tuple[str, int, Entry]]) -> None
         if err is not None:
             errors.append(err)
 
-    producer = Producer({**config, "acks": "all", "enable.idempotence": True})
+    writer = producer({**config, "acks": "all", "enable.idempotence": True})
     for topic_id, partition, entry in entries:
-        producer.produce(
+        writer.produce(
             TOPIC, key=key(topic_id, partition), value=encode(entry), on_delivery=delivered
         )
-    if producer.flush(60) or errors:
+    if writer.flush(60) or errors:
         raise StoreFailed(f"Could not store offset translation entries in {TOPIC}: {errors}")
 
 

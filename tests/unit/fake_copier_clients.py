@@ -10,10 +10,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from infra.kafka_admin import PartitionReplicas
 from spark_jobs import copier
 
 TP = tuple[str, int]
@@ -227,9 +227,8 @@ class Admin:
     def offsets(self, partitions: list[TP], at: str | int = "latest") -> dict[TP, int]:
         return {(t, p): self.destination.end(t, p) for t, p in partitions}
 
-    def partition_replicas(self, topic: str) -> list[PartitionReplicas]:
-        ids = list(range(self.destination.replicas))
-        return [PartitionReplicas(0, 0, ids, ids, 0, 0, 0)]
+    def partition_replicas(self, topic: str) -> list[SimpleNamespace]:
+        return [SimpleNamespace(partition=0, replicas=list(range(self.destination.replicas)))]
 
     def broker_configs(self, names: list[str]) -> dict[str, str | None]:
         return dict.fromkeys(names)
