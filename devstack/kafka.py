@@ -193,7 +193,7 @@ def server_properties(broker: Broker, var_dir: Path) -> str:
         "share.coordinator.state.topic.min.isr": in_sync,
         "group.initial.rebalance.delay.ms": "0",
         # A follower that stops fetching leaves the in-sync set after 10 s, not 30: a copier
-        # taking over from one that did not end cleanly waits this long (copier.settle_s).
+        # taking over from one that did not end cleanly waits this long (MirrorWriter.settle_s).
         "replica.lag.time.max.ms": "10000",
         # Retention applies within seconds, not 5 minutes: so a tiny retention shows at once
         # (the verification tests, and whoever tries it on the demo).
