@@ -51,7 +51,6 @@ RETRY_S = [1, 2, 4, 8, 15]
 TRANSACTION_TIMEOUT_MS = 30_000
 RATE_WINDOW_S = 10.0  # a holder that died: its open transaction aborted by then
 
-
 # What a flow produces: (topic, value, key, partition, timestamp, headers).
 Record = tuple[str, bytes | None, bytes | None, int, int, Headers | None]
 Delivered = Callable[[KafkaError | None, Message], None]
