@@ -312,16 +312,16 @@ class Soak:
 
     def verify(self, mirrors, producers, caught_up_s: float, seconds: float) -> dict:
         from replication.models import MirrorTopic, Verification
-        from replication.observe import verification
+        from replication.observe import verification_requests, verification_sweep
 
         outcome = []
         for mirror in mirrors:
             mirror = MirrorTopic.objects.get(pk=mirror.pk)
-            found = verification.start(self.actor, mirror)
-            verification.run(found.pk)
+            found = verification_requests.start(self.actor, mirror)
+            verification_requests.run(found.pk)
             found = Verification.objects.get(pk=found.pk)
             mirror.refresh_from_db()
-            checked = verification.verified(mirror)
+            checked = verification_sweep.verified(mirror)
             outcome.append(
                 {
                     "mirror": mirror.mirror_topic,
@@ -329,13 +329,13 @@ class Soak:
                     "records": found.total,
                     "verification": found.state,
                     "identical": found.identical,
-                    "outcome": verification.outcome(found),
+                    "outcome": verification_requests.outcome(found),
                     "differing_records": mirror.differing_records,
                     "records_lost": mirror.records_lost,
                     "background_checked": sum(to - first for first, to in checked.values()),
                 }
             )
-            log(f"{mirror.mirror_topic}: {verification.outcome(found)}")
+            log(f"{mirror.mirror_topic}: {verification_requests.outcome(found)}")
         return {
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             **machine(),

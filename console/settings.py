@@ -379,7 +379,7 @@ CELERY_BEAT_SCHEDULE = {
     # Every following mirror compared a window further with its source, record by record.
     "verify-mirrors": {
         "task": "replication.tasks.verify_mirrors",
-        "schedule": timedelta(seconds=30),  # replication.observe.verification.ROUND_S
+        "schedule": timedelta(seconds=30),  # replication.observe.verification_sweep.ROUND_S
         "options": {"expires": 25},
     },
     # Approval requests that expired or went stale end (approvals.settle_all_due).

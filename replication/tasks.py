@@ -10,7 +10,7 @@ from replication.engine import supervise
 from replication.governance import audit, notifications
 from replication.kafka.clusters import probe_clusters
 from replication.models import ClusterLink, Notification, ScenarioRun
-from replication.observe import lag, verification
+from replication.observe import lag, verification_requests, verification_sweep
 from replication.scenarios import registry, runner
 from replication.schemas import schema_registries
 from replication.sync import syncers
@@ -67,16 +67,16 @@ def refresh_schema_registries() -> None:
 def verify_mirrors() -> None:
     """Compare the next records of every following mirror with its source; settle the
     verifications whose worker stopped."""
-    verification.settle_abandoned()
+    verification_requests.settle_abandoned()
     with redis_channel.lease("verify-mirrors", hold_s=30) as renew:
         if renew is not None:
-            verification.sweep_all(renew=renew)
+            verification_sweep.sweep_all(renew=renew)
 
 
 @shared_task  # both on settings.VERIFY_QUEUE
 def verify_mirror(pk: int) -> None:
     """Run a verification asked for (kafka-mirrors --verify, the API, the mirror page)."""
-    verification.run(pk)
+    verification_requests.run(pk)
 
 
 @shared_task(bind=True)

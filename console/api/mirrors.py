@@ -32,7 +32,7 @@ from replication.core.errors import ReplicationError
 from replication.cutover import restore
 from replication.governance import audit
 from replication.models import MirrorTopic
-from replication.observe import verification
+from replication.observe import mirror_differences, verification_sweep
 from replication.observe.lag import MirrorStatus, describe_mirror, describe_mirrors
 from replication.topics.links import get_link
 from replication.topics.mirrors import create_mirror, get_mirror, list_mirrors, records_lost
@@ -47,7 +47,7 @@ STOPS = tuple(str(action) for action, op in OPERATIONS.items() if op.names_mirro
 def lags_data(partitions, verified: dict[int, tuple[int, int]] | None = None) -> list[MirrorLag]:
     """Each partition's lag as Kafka REST's MirrorLag, with Isthmus's extensions: the
     destination log end offset, the source high watermark, the time since the last fetch, and
-    how far the background verification got (`verified`, from `verification.verified`)."""
+    how far the background verification got (`verified`, from `verification_sweep.verified`)."""
     verified = verified or {}
     return [
         MirrorLag(
@@ -91,16 +91,16 @@ def mirror_data(request, status: MirrorStatus) -> KafkaMirrorData:
         source_topic_name=mirror.source_topic,
         source_topic_id=mirror.source_topic_id,
         num_partitions=len(status.partitions) or mirror.num_partitions,
-        mirror_lags=lags_data(status.partitions, verification.verified(mirror)),
+        mirror_lags=lags_data(status.partitions, verification_sweep.verified(mirror)),
         mirror_status=mirror.state,
         mirror_topic_error=mirror.mirror_error,
         state_time_ms=int(mirror.state_time.timestamp() * 1000),
         mirror_state_transition_errors=transition_errors,
         read_only_enforced=mirror.read_only_enforced,
         status_errors=status.errors,
-        verified=verification.summary(mirror),
+        verified=verification_sweep.summary(mirror),
         differing_records=mirror.differing_records,
-        differences=verification.differences(mirror),
+        differences=mirror_differences.differences(mirror),
         records_lost=records_lost(mirror),
     )
 

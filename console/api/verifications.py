@@ -14,7 +14,7 @@ from console.api.schemas import (
 )
 from replication.governance import audit
 from replication.models import Verification
-from replication.observe import verification
+from replication.observe import mirror_differences, verification_requests
 from replication.topics.links import get_link
 from replication.topics.mirrors import get_mirror
 
@@ -49,9 +49,9 @@ def verification_data(request, found: Verification) -> MirrorVerification:
         compared=found.checked,
         identical_records=found.identical,
         differing_records=found.differing_records,
-        differences=verification.differences(found),
+        differences=mirror_differences.differences(found),
         notes=found.notes,
-        outcome=verification.outcome(found),
+        outcome=verification_requests.outcome(found),
         error_message=found.error or None,
         started_at=found.started_at.isoformat(),
         finished_at=found.finished_at.isoformat() if found.finished_at else None,
@@ -75,7 +75,7 @@ def verify(request, cluster_id, link_name):
     first, end = field(body, "from_offset", int), field(body, "to_offset", int)
     # Every mirror found and checked before any starts: one refused, none is started.
     chosen = [get_mirror(link.destination, name, link) for name in names]
-    started = verification.start_all(audit.Actor.from_request(request), chosen, first, end)
+    started = verification_requests.start_all(audit.Actor.from_request(request), chosen, first, end)
     return respond(_list(request, started), status=202)
 
 
@@ -90,4 +90,4 @@ def verifications(request, cluster_id, link_name, mirror_topic_name):
 def verification_detail(request, cluster_id, link_name, mirror_topic_name, verification_id):
     destination = cluster(cluster_id)
     mirror = get_mirror(destination, mirror_topic_name, get_link(destination, link_name))
-    return respond(verification_data(request, verification.get(mirror, verification_id)))
+    return respond(verification_data(request, verification_requests.get(mirror, verification_id)))

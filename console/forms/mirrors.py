@@ -7,7 +7,7 @@ import re
 from django import forms
 
 from console.forms.common import PropertiesField
-from replication.observe.verification import MAX_OFFSET
+from replication.observe.verification_requests import MAX_OFFSET
 
 MAX_MIRRORS_AT_ONCE = 100
 

@@ -24,7 +24,13 @@ from replication.cutover import restore
 from replication.engine import status as stream_status
 from replication.governance import audit
 from replication.models import MirrorTopic
-from replication.observe import history, lag, verification
+from replication.observe import (
+    history,
+    lag,
+    mirror_differences,
+    verification_requests,
+    verification_sweep,
+)
 from replication.states.mirror_states import FOLLOWING
 from replication.topics import mirrors, offset_sync
 
@@ -131,7 +137,7 @@ def mirror_detail(request, destination, topic):
     mirror = find_mirror(destination, topic)
     template = "mirrors/detail.html#partitions" if request.htmx else "mirrors/detail.html"
     status = lag.describe_mirror(mirror)
-    verified = verification.verified(mirror)
+    verified = verification_sweep.verified(mirror)
     pending = [
         r
         for r in mirror.link.approval_requests.filter(state="PENDING")
@@ -148,8 +154,8 @@ def mirror_detail(request, destination, topic):
             "bidirectional": mirror.link.config("link.mode") == "BIDIRECTIONAL",
             "source_missing": mirrors.source_missing(mirror),
             "records_lost": mirrors.records_lost(mirror),
-            "differences": verification.differences(mirror),
-            "verified": verification.summary(mirror),
+            "differences": mirror_differences.differences(mirror),
+            "verified": verification_sweep.summary(mirror),
             "partition_rows": [
                 (p, verified[p.partition][1] if p.partition in verified else None)
                 for p in status.partitions
@@ -157,7 +163,7 @@ def mirror_detail(request, destination, topic):
             "following": mirror.state in FOLLOWING,
             "verifications": []
             if request.htmx
-            else [(v, verification.outcome(v)) for v in mirror.verifications.all()[:5]],
+            else [(v, verification_requests.outcome(v)) for v in mirror.verifications.all()[:5]],
             "not_copying_yet": stream_status.not_copying_yet(
                 mirror.link, stream_status.status(mirror.link)
             ),

@@ -12,7 +12,7 @@ from console.views.actions import bound
 from console.views.mirrors import find_mirror, mirror_url
 from replication.core.errors import ReplicationError
 from replication.governance import audit
-from replication.observe import verification
+from replication.observe import mirror_differences, verification_requests
 
 
 @require("mirror.manage")
@@ -21,7 +21,7 @@ def mirror_verify(request, destination, topic):
     form = VerifyForm(bound(request))
     if request.method == "POST" and form.is_valid():
         try:
-            found = verification.start(
+            found = verification_requests.start(
                 audit.Actor.from_request(request),
                 mirror,
                 form.cleaned_data["from_offset"],
@@ -41,7 +41,7 @@ def mirror_verify(request, destination, topic):
 def mirror_verification(request, destination, topic, pk):
     mirror = find_mirror(destination, topic)
     try:
-        found = verification.get(mirror, pk)
+        found = verification_requests.get(mirror, pk)
     except ReplicationError as exc:
         raise Http404(str(exc)) from exc
     template = "mirrors/verification.html"
@@ -51,8 +51,8 @@ def mirror_verification(request, destination, topic, pk):
         {
             "mirror": mirror,
             "found": found,
-            "outcome": verification.outcome(found),
-            "differences": verification.differences(found),
+            "outcome": verification_requests.outcome(found),
+            "differences": mirror_differences.differences(found),
             "back_url": mirror_url(mirror),
         },
     )

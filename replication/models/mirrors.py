@@ -68,13 +68,14 @@ VerifiedPartition = TypedDict("VerifiedPartition", {"from": int, "source": int, 
 
 
 class VerificationState(TypedDict, total=False):
-    """How far the background verification (verification.py) got ({} before its first round)."""
+    """How far the background verification (verification_sweep.py) got ({} before its first
+    round)."""
 
     at: float  # time.time() of its last round
     partitions: dict[str, VerifiedPartition]
 
 
-# A difference found, as `verification.Difference.as_json` writes it (and `of_json` reads):
+# A difference found, as `record_matching.Difference.as_json` writes it (and `of_json` reads):
 # [partition, kind, source offset, mirror offset, fields, count].
 DifferenceJson = list[Any]
 
@@ -144,7 +145,7 @@ class MirrorTopic(models.Model):
     records_lost: models.JSONField[RecordsLost, RecordsLost] = models.JSONField(
         default=dict, blank=True
     )
-    # The background verification (verification.py).
+    # The background verification (verification_sweep.py).
     verification: models.JSONField[VerificationState, VerificationState] = models.JSONField(
         default=dict, blank=True
     )

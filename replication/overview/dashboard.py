@@ -21,7 +21,7 @@ from replication.models import (
     MergeFlow,
     MirrorTopic,
 )
-from replication.observe import lag, verification
+from replication.observe import lag, mirror_differences
 from replication.states.mirror_states import FOLLOWING
 from replication.topics import merge_flows
 from replication.topics.mirrors import records_lost, source_missing
@@ -144,7 +144,7 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
             or mirror.error_message
             or source_missing(mirror)
             or records_lost(mirror)
-            or verification.trouble(mirror)
+            or mirror_differences.trouble(mirror)
             or "The link cannot reach the source cluster."
         )
     return Overview(

@@ -17,7 +17,7 @@ from replication.models import (
     MirrorTopic,
     SchemaSubjectSync,
 )
-from replication.observe import lag, verification
+from replication.observe import lag, verification_sweep
 from replication.schemas import schema_links
 from replication.topics import merge_flows
 
@@ -243,7 +243,7 @@ def _mirror_lags(add) -> None:
             add(
                 "isthmus_mirror_verified_age_seconds", round(now - mirror.verification["at"]), **ids
             )
-        for partition, (_, upto) in verification.verified(mirror).items():
+        for partition, (_, upto) in verification_sweep.verified(mirror).items():
             add("isthmus_mirror_partition_verified_offset", upto, **ids, partition=partition)
         if mirror.link_id not in readings:
             readings[mirror.link_id] = lag.latest(mirror.link)

@@ -16,7 +16,7 @@ from django.urls import reverse
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink, KafkaCluster, MirrorTopic, Verification
-from replication.observe import verification
+from replication.observe import verification_requests
 
 ACTOR = audit.Actor(name="tests")
 State = MirrorTopic.State
@@ -26,7 +26,7 @@ State = MirrorTopic.State
 def handed_over(monkeypatch) -> list[int]:
     """The verifications handed to a worker (after their transaction committed)."""
     found: list[int] = []
-    monkeypatch.setattr(verification, "_hand_over", lambda started: found.extend(started))
+    monkeypatch.setattr(verification_requests, "_hand_over", lambda started: found.extend(started))
     return found
 
 
@@ -84,8 +84,8 @@ def test_the_domain_refuses_them_too(link, handed_over):
         with pytest.raises(
             ReplicationError, match="must be an offset from 0 to 9223372036854775807"
         ):
-            verification.start(ACTOR, chosen, first, end)
-    assert verification.start(ACTOR, chosen, 0, 2**63 - 1).to_offset == 2**63 - 1
+            verification_requests.start(ACTOR, chosen, first, end)
+    assert verification_requests.start(ACTOR, chosen, 0, 2**63 - 1).to_offset == 2**63 - 1
 
 
 @pytest.mark.django_db
@@ -134,7 +134,7 @@ def test_a_second_verification_of_a_mirror_is_refused_409_naming_the_running_one
 @pytest.mark.django_db
 def test_the_verify_page_shows_the_refusal(client_as, link, handed_over):
     chosen = mirror(link, "orders")
-    running = verification.start(ACTOR, chosen)
+    running = verification_requests.start(ACTOR, chosen)
     url = reverse("mirror-verify", args=[link.destination.name, chosen.mirror_topic])
     response = client_as("operator").post(url, {"from_offset": "0"})
     assert response.status_code == 200
@@ -147,21 +147,21 @@ def test_two_requests_at_once_start_one_verification(link, handed_over, monkeypa
     chosen = mirror(link, "orders")
     # Each request waits a moment between finding no verification running and making its
     # own: without the lock, both would find none and both would start.
-    checked = verification._refusal
+    checked = verification_requests._refusal
 
     def slow(*args):
         found = checked(*args)
         time.sleep(0.3)
         return found
 
-    monkeypatch.setattr(verification, "_refusal", slow)
+    monkeypatch.setattr(verification_requests, "_refusal", slow)
     together = threading.Barrier(2)
     outcomes: list[object] = []
 
     def ask() -> None:
         try:
             together.wait()
-            outcomes.append(verification.start(ACTOR, chosen))
+            outcomes.append(verification_requests.start(ACTOR, chosen))
         except ReplicationError as exc:
             outcomes.append(exc)
         finally:
@@ -187,7 +187,7 @@ def test_two_requests_at_once_start_one_verification(link, handed_over, monkeypa
 def test_verifying_by_pattern_starts_all_or_none(client_as, link, handed_over):
     for name in ("orders.a", "orders.b", "orders.c", "orders.d"):
         mirror(link, name)
-    busy = verification.start(ACTOR, MirrorTopic.objects.get(mirror_topic="orders.c"))
+    busy = verification_requests.start(ACTOR, MirrorTopic.objects.get(mirror_topic="orders.c"))
     client = client_as("operator")
     refused = api_verify(client, link, {"mirror_topic_name_pattern": "orders\\..*"})
     assert refused.status_code == 409

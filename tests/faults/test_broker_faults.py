@@ -16,7 +16,7 @@ from devstack import kafka
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
 from replication.engine import supervise
 from replication.models import Verification
-from replication.observe import verification
+from replication.observe import verification_requests
 from replication.topics.mirrors import create_mirror
 from spark_jobs import copier
 from tests import leftovers
@@ -54,10 +54,10 @@ def _copying_past(link, topic: str, records: int) -> None:
 
 def _verified_identical(mirror) -> None:
     """The console's own verification of the whole mirror finds every record identical."""
-    found = verification.start(ACTOR, mirror)
-    verification.run(found.pk)
+    found = verification_requests.start(ACTOR, mirror)
+    verification_requests.run(found.pk)
     found = Verification.objects.get(pk=found.pk)
-    assert found.state == Verification.State.IDENTICAL, verification.outcome(found)
+    assert found.state == Verification.State.IDENTICAL, verification_requests.outcome(found)
     assert found.identical == found.total
 
 

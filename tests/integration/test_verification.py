@@ -18,7 +18,7 @@ from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
 from replication.engine import supervise
 from replication.models import AuditEvent, MirrorTopic, Verification
-from replication.observe import verification
+from replication.observe import mirror_differences, verification_sweep
 from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.integration.test_cli import ok
@@ -50,12 +50,12 @@ def test_a_record_a_super_user_writes_into_a_mirror_is_found_and_shown_everywher
     mirror = create_mirror(ACTOR, link, topic_name)
     run_until_copied(link, [mirror])
 
-    verification.sweep(mirror)  # as the beat does every 30 s
+    verification_sweep.sweep(mirror)  # as the beat does every 30 s
     mirror.refresh_from_db()
-    assert verification.verified(mirror) == {0: (0, 50), 1: (0, 50)}
+    assert verification_sweep.verified(mirror) == {0: (0, 50), 1: (0, 50)}
     assert mirror.differing_records == 0
     assert "Identical to its source up to offset 50 in every partition" in (
-        verification.summary(mirror)
+        verification_sweep.summary(mirror)
     )
 
     # A super user writes past the read-only rule; the copy goes on one offset later.
@@ -65,14 +65,14 @@ def test_a_record_a_super_user_writes_into_a_mirror_is_found_and_shown_everywher
     write_numbered(source, topic_name, 100, 20)  # 10 more a partition
     _copy_until(link, topic_name, {0: 61, 1: 60})
 
-    verification.sweep(mirror)
+    verification_sweep.sweep(mirror)
     mirror.refresh_from_db()
     extra = "partition 0: the mirror holds 1 record its source does not have, at mirror offset 50"
     moved = "partition 0: source offsets 50 to 59 at mirror offsets 51 to 60"
-    said = verification.differences(mirror)
+    said = mirror_differences.differences(mirror)
     assert [s.split(" (")[0] for s in said[:1]] == [extra] and said[1].startswith(moved)
     assert mirror.differing_records == 11
-    assert verification.verified(mirror)[1] == (0, 60)  # the other partition is fine
+    assert verification_sweep.verified(mirror)[1] == (0, 60)  # the other partition is fine
 
     page = client_as("viewer").get(reverse("mirror-detail", args=["destination", topic_name]))
     html = page.content.decode()
@@ -168,10 +168,10 @@ def test_an_untouched_mirror_with_translated_offsets_verifies_identical_through_
     assert sorted(audited.values_list("result", flat=True)) == ["ok", "refused"]
 
     # The background rounds agree, and the page says so.
-    verification.sweep(mirror)
+    verification_sweep.sweep(mirror)
     mirror = MirrorTopic.objects.get(pk=mirror.pk)
     assert mirror.differing_records == 0
-    assert verification.verified(mirror) == {0: (0, 65), 1: (0, 65)}
+    assert verification_sweep.verified(mirror) == {0: (0, 65), 1: (0, 65)}
     html = (
         client_as("viewer")
         .get(reverse("mirror-detail", args=["destination", topic_name]))

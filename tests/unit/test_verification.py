@@ -1,8 +1,9 @@
 """The record-by-record comparison of a mirror with its source
-(replication.observe.verification)."""
+(replication.observe.record_matching, mirror_differences.unseen)."""
 
 from infra.kafka_copy import Record
-from replication.observe.verification import Difference, Position, compare, fold, unseen
+from replication.observe.mirror_differences import unseen
+from replication.observe.record_matching import Difference, Position, compare, fold
 
 
 def record(offset: int, value: str, timestamp: int = 1000, **kw) -> Record:
