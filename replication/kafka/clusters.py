@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 
 from infra.client_config import librdkafka_config
 from infra.kafka_admin import KafkaAdminError
-from replication.core import crypto, link_configs
+from replication.core import crypto, link_config_validation, link_config_values, link_configs
 from replication.core.errors import ReplicationError, conflict
 from replication.governance import audit
 from replication.kafka.connections import cluster_admin, connect
@@ -73,12 +73,12 @@ def parse_client_config(text: str) -> dict[str, str]:
         if (
             not crypto.is_sensitive(key)
             and _INTEGER.fullmatch(value)
-            and (len(value.lstrip("+-")) > 19 or abs(int(value)) > link_configs.JAVA_LONG_MAX)
+            and (len(value.lstrip("+-")) > 19 or abs(int(value)) > link_config_values.JAVA_LONG_MAX)
         ):
             shown = value if len(value) <= 24 else f"{value[:20]}… ({len(value)} digits)"
             raise ReplicationError(
                 f"{key}={shown} is beyond any number a client config takes (a 64-bit integer, "
-                f"at most {link_configs.JAVA_LONG_MAX}); give the value the property's own "
+                f"at most {link_config_values.JAVA_LONG_MAX}); give the value the property's own "
                 "range allows."
             )
     return config
@@ -162,7 +162,7 @@ def _checked_brokers(bootstrap_servers: str) -> str:
     if not bootstrap_servers:
         raise ReplicationError("bootstrap.servers is required, e.g. broker1:9092,broker2:9092.")
     try:  # as Kafka reads it: librdkafka alone would take "localhost" as localhost:9092
-        return link_configs.check_brokers(bootstrap_servers)
+        return link_config_values.check_brokers(bootstrap_servers)
     except ValueError as exc:
         raise ReplicationError(f"bootstrap.servers {exc}.") from exc
 
@@ -223,7 +223,7 @@ def _checked_link_principal(cluster: KafkaCluster, link_config: dict[str, str]) 
             f"ssl.*), not {', '.join(other)}."
         )
     try:
-        clean = link_configs.validate(
+        clean = link_config_validation.validate(
             {"bootstrap.servers": cluster.bootstrap_servers, **link_config}
         )
     except ReplicationError as exc:

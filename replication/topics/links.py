@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 
 from infra.client_config import librdkafka_config
 from infra.kafka_admin import KafkaAdmin, KafkaAdminError
-from replication.core import crypto, link_configs
+from replication.core import crypto, link_config_validation, link_configs, link_credentials
 from replication.core.errors import FieldProblems, ReplicationError, conflict, not_found
 from replication.governance import audit
 from replication.kafka.connections import connect
@@ -101,7 +101,7 @@ def create_link(
             source = _registered_source(source_cluster_id)
         typed = configs
         if source is not None:
-            configs = link_configs.bound_to_cluster(source, typed)
+            configs = link_credentials.bound_to_cluster(source, typed)
             source_cluster_id = source.cluster_id
         clean = _checked(destination, name, configs)
         peer_clean = _peer_configs(destination, source, name, typed, clean)
@@ -190,7 +190,7 @@ def _peer_configs(
     for key, value in zip(contexts, (out_of, into), strict=True):
         if value is not None:
             settings[key] = value
-    return _checked(source, name, link_configs.bound_to_cluster(destination, settings))
+    return _checked(source, name, link_credentials.bound_to_cluster(destination, settings))
 
 
 def _new_link(
@@ -244,7 +244,7 @@ def _checked(destination: KafkaCluster, name: str, configs: dict[str, str]) -> d
     except ReplicationError as exc:
         problems["name"] = exc
     try:
-        clean = link_configs.validate(configs)
+        clean = link_config_validation.validate(configs)
     except ReplicationError as exc:
         problems["configs"] = exc
     if problems:
@@ -383,7 +383,7 @@ def _merged_configs(
     merged = {**link.all_configs(), **to_set}
     for name in to_delete:
         merged.pop(name, None)
-    return link_configs.validate(merged, changed=[*to_set, *to_delete])
+    return link_config_validation.validate(merged, changed=[*to_set, *to_delete])
 
 
 def pause_link(actor: audit.Actor, link: ClusterLink) -> ClusterLink:

@@ -7,7 +7,7 @@ import json
 import pytest
 from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-from replication.core import filters, link_configs
+from replication.core import filters, link_config_validation
 from replication.core.errors import ReplicationError
 
 GROUPS = json.dumps(
@@ -193,7 +193,7 @@ ALL_ACLS = json.dumps(
 
 
 def test_link_configs_store_filters_normalised_and_say_which_key_is_wrong():
-    clean = link_configs.validate(
+    clean = link_config_validation.validate(
         {**BASE, "consumer.offset.group.filters": '{"groupFilters":[{"name":"*"}]}'}
     )
     assert (
@@ -203,7 +203,7 @@ def test_link_configs_store_filters_normalised_and_say_which_key_is_wrong():
     with pytest.raises(
         ReplicationError, match=r"auto.create.mirror.topics.filters entry 1 of topicFilters"
     ):
-        link_configs.validate(
+        link_config_validation.validate(
             {**BASE, "auto.create.mirror.topics.filters": '{"topicFilters":[{"name":1}]}'}
         )
 
@@ -230,12 +230,12 @@ def test_link_configs_store_filters_normalised_and_say_which_key_is_wrong():
 )
 def test_sync_configs_that_do_not_fit_are_refused(configs, said):
     with pytest.raises(ReplicationError) as caught:
-        link_configs.validate({**BASE, **configs})
+        link_config_validation.validate({**BASE, **configs})
     assert said in str(caught.value)
 
 
 def test_sync_configs_that_fit_are_accepted():
-    clean = link_configs.validate(
+    clean = link_config_validation.validate(
         {
             **BASE,
             "acl.sync.enable": "TRUE",

@@ -7,7 +7,7 @@ import pytest
 
 from infra.client_config import librdkafka_config
 from infra.kafka_admin import ConfigValue
-from replication.core import link_configs, topic_configs
+from replication.core import link_config_validation, topic_configs
 from replication.core.errors import ReplicationError
 
 JAAS = (
@@ -18,7 +18,7 @@ JAAS = (
 
 def test_a_jaas_login_becomes_librdkafka_credentials(settings):
     ca = str(Path(settings.TLS_FILES_DIR) / "ca.pem")
-    config = link_configs.validate(
+    config = link_config_validation.validate(
         {
             "bootstrap.servers": "b:9096",
             "security.protocol": "sasl_ssl",
@@ -58,11 +58,11 @@ def test_a_jaas_login_becomes_librdkafka_credentials(settings):
 )
 def test_configs_that_do_not_fit_together_are_refused(configs, expected):
     with pytest.raises(ReplicationError, match=expected):
-        link_configs.validate({"bootstrap.servers": "b:9092", **configs})
+        link_config_validation.validate({"bootstrap.servers": "b:9092", **configs})
 
 
 def test_good_values_are_normalised():
-    config = link_configs.validate(
+    config = link_config_validation.validate(
         {
             "bootstrap.servers": " b:9092 ",
             "cluster.link.paused": "TRUE",
@@ -135,7 +135,7 @@ def test_server_files_outside_the_tls_directory_are_refused_alike_whether_or_not
     """The answer is the same for a file that exists and one that does not: link configs
     cannot be used to find out what is on the console's machine."""
     with pytest.raises(ReplicationError) as refused:
-        link_configs.validate(
+        link_config_validation.validate(
             {
                 "bootstrap.servers": "b:9093",
                 "security.protocol": "SSL",
@@ -150,7 +150,7 @@ def test_server_files_outside_the_tls_directory_are_refused_alike_whether_or_not
 
 
 def test_a_file_in_the_tls_directory_is_named_by_its_full_path(settings):
-    config = link_configs.validate(
+    config = link_config_validation.validate(
         {
             "bootstrap.servers": "b:9093",
             "security.protocol": "SSL",
@@ -162,9 +162,9 @@ def test_a_file_in_the_tls_directory_is_named_by_its_full_path(settings):
 
 def test_changing_one_config_leaves_stored_values_of_older_rules_alone():
     stored = {"bootstrap.servers": "old-host-without-port", "metadata.max.age.ms": "5000"}
-    clean = link_configs.validate(
+    clean = link_config_validation.validate(
         {**stored, "metadata.max.age.ms": "6000"}, changed=["metadata.max.age.ms"]
     )
     assert clean == {"bootstrap.servers": "old-host-without-port", "metadata.max.age.ms": "6000"}
     with pytest.raises(ReplicationError, match="not host:port"):
-        link_configs.validate(stored, changed=["bootstrap.servers"])
+        link_config_validation.validate(stored, changed=["bootstrap.servers"])
