@@ -15,7 +15,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from infra.schema_registry import SchemaRegistryError
+from infra.registry_http import SchemaRegistryError
 from replication.models import KafkaCluster, SchemaSubjectSync
 from replication.scenarios import clients, share_data
 from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for

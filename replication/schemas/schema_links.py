@@ -38,12 +38,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from infra.schema_registry import (
-    SUBJECT_NOT_FOUND,
-    SchemaRegistry,
-    SchemaRegistryError,
-    SchemaVersion,
-)
+from infra.registry_http import SchemaRegistryError
+from infra.schema_registry import SUBJECT_NOT_FOUND, SchemaRegistry, SchemaVersion
 from infra.schema_text import same_schema
 from replication.core.errors import ReplicationError, conflict
 from replication.governance import audit

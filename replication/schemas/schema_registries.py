@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 import redis
 
-from infra.schema_registry import SchemaRegistry, SchemaRegistryError
+from infra.registry_http import SchemaRegistryError
+from infra.schema_registry import SchemaRegistry
 from replication.core import crypto, text
 from replication.core.errors import ReplicationError
 from replication.core.redis_channel import client

@@ -11,11 +11,11 @@ import json
 import pytest
 
 from devstack import registry
+from infra.registry_http import SchemaRegistryError
 from infra.schema_registry import (
     REFUSED_BY_MODE,
     Reference,
     SchemaRegistry,
-    SchemaRegistryError,
     SchemaVersion,
 )
 from replication.schemas.schema_links import sync_subjects

@@ -13,7 +13,8 @@ from django.core.management import CommandError, call_command
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
-from infra.schema_registry import SUBJECT_NOT_FOUND, SchemaRegistryError
+from infra.registry_http import SchemaRegistryError
+from infra.schema_registry import SUBJECT_NOT_FOUND
 from replication.core.errors import ReplicationError
 from replication.engine import supervise
 from replication.governance.audit import Actor

@@ -20,7 +20,8 @@ from django.urls import reverse as url_of
 from django.utils import timezone
 
 from devstack import kafka, registry
-from infra.schema_registry import SchemaRegistry, SchemaRegistryError, SchemaVersion
+from infra.registry_http import SchemaRegistryError
+from infra.schema_registry import SchemaRegistry, SchemaVersion
 from replication.cutover import promote, restore, reverse
 from replication.engine import supervise
 from replication.models import AuditEvent, ClusterLink, SchemaSubjectSync

@@ -14,12 +14,12 @@ import pytest
 
 from devstack import registry
 from devstack.stack import Stack
+from infra.registry_http import SchemaRegistryError
 from infra.schema_registry import (
     REFUSED_BY_MODE,
     SUBJECT_NOT_FOUND,
     Reference,
     SchemaRegistry,
-    SchemaRegistryError,
     SchemaVersion,
 )
 from tests.registries import DESTINATION, SOURCE, unique_name

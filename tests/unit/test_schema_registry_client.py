@@ -1,4 +1,4 @@
-"""The schema registry client's one door (infra/schema_registry.py) against a server a
+"""The schema registry client's one door (infra/registry_http.py) against a server a
 registry's owner controls: no redirect is followed, an answer takes no longer than the
 deadline however it is trickled and is no larger than MAX_ANSWER, only what Confluent's API
 defines is taken from it (a mode, a bounded and inert error message), and credentials outside
@@ -12,8 +12,9 @@ import unicodedata
 
 import pytest
 
-from infra import schema_registry
-from infra.schema_registry import MAX_SAID, SchemaRegistry, SchemaRegistryError
+from infra import registry_http
+from infra.registry_http import MAX_SAID, SchemaRegistryError
+from infra.schema_registry import SchemaRegistry
 from tests.hostile_registry import redirect as redirect_to
 from tests.hostile_registry import registry, send_json, serve, trickle
 
@@ -95,7 +96,7 @@ def test_an_answer_trickled_a_byte_at_a_time_ends_at_the_deadline(headers):
 
 
 def test_an_answer_larger_than_the_limit_is_refused(monkeypatch):
-    monkeypatch.setattr(schema_registry, "MAX_ANSWER", 10_000)
+    monkeypatch.setattr(registry_http, "MAX_ANSWER", 10_000)
 
     def unsized(handler):  # no Content-Length: only reading tells
         handler.send_response(200)
