@@ -2,7 +2,7 @@
 
 1,000 subjects on the source's registry, each with two versions (2,000 schemas), the first of
 every tenth subject referenced by another subject's. One link syncs them
-(`schema.subjects=<prefix>*`). Times three runs of the syncer (`schema_links.sync_link_schemas`,
+(`schema.subjects=<prefix>*`). Times three runs of the syncer (`link_schema_sync.sync_link_schemas`,
 as the syncers call it), with the HTTP requests each makes to each registry and the CPU time the
 console's process spent:
 
@@ -70,7 +70,7 @@ def main() -> int:  # noqa: C901
     from infra.schema_registry import Reference, SchemaRegistry, SchemaVersion
     from replication.governance import audit
     from replication.models import ClusterLink, SchemaSubjectSync
-    from replication.schemas import schema_links
+    from replication.schemas import link_schema_sync
     from replication.schemas.schema_registries import RegistryAccess, set_schema_registry
     from replication.topics.links import create_link
 
@@ -117,7 +117,7 @@ def main() -> int:  # noqa: C901
             link = ClusterLink.objects.get(pk=link.pk)
             Counting.calls.clear()
             cpu, started = time.process_time(), time.monotonic()
-            done = schema_links.sync_link_schemas(link)
+            done = link_schema_sync.sync_link_schemas(link)
             seconds, cpu = time.monotonic() - started, time.process_time() - cpu
             registered = sum(len(d.registered) for d in done)
             by_registry: Counter[str] = Counter()

@@ -3,7 +3,7 @@ names a schema (Confluent's wire format: a zero byte, then the schema id in four
 key or value) only once the destination's registry holds that id as the source's does. Until
 then the record's partition holds at that record, and the copier says which ids it waits for;
 the console's schema syncer brings them across within about a second (see
-`replication.schemas.schema_links`) and the partition goes on from the record it held at.
+`replication.schemas.link_schema_sync`) and the partition goes on from the record it held at.
 
 Bytes that only look framed (a zero byte that is not the wire format) name an id the source's
 registry does not have: those pass, as does every id once checked.

@@ -4,7 +4,7 @@ approvals.py keeps a request's life cycle (submit, approve, reject, withdraw, ex
 supersede, execute, settle) and looks up here what differs by action: what the requester must
 still be allowed to do, what the action names, its dry run, how it runs and how an approved run
 settles. The work itself stays in the cutover modules (promote, reverse, restore, links,
-merge_flows, schema_links); the functions here only call them. A new action is its
+merge_flows, subject_promotion); the functions here only call them. A new action is its
 ApprovalRequest.Action, one row here, an action in policy.py if it needs one, a route and its
 template.
 """
@@ -19,7 +19,7 @@ from replication.cutover import link_deletion, promote, restore, reverse
 from replication.cutover.promote import TopicOutcome
 from replication.governance import audit
 from replication.models import ApprovalRequest, ClusterLink, MirrorTopic
-from replication.schemas import schema_links
+from replication.schemas import subject_promotion
 from replication.states.mirror_states import FOLLOWING
 from replication.topics import merge_flows
 
@@ -233,7 +233,9 @@ def _delete_flow(actor: audit.Actor, asked: Asked, note: str, validate_only: boo
 def _promote_subjects(actor: audit.Actor, asked: Asked, note: str, validate_only: bool) -> Ran:
     subjects = asked.params["subjects"]
     return Ran(
-        done=schema_links.promote_subjects(actor, asked.link, subjects, validate_only=validate_only)
+        done=subject_promotion.promote_subjects(
+            actor, asked.link, subjects, validate_only=validate_only
+        )
     )
 
 

@@ -37,7 +37,7 @@ from replication.governance import audit, stale_requests
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, MirrorTopic, PartitionValues, PendingStop, StopReport
 from replication.observe.lag import MirrorStatus, PartitionStatus, describe_mirrors
-from replication.schemas import schema_links
+from replication.schemas import subject_promotion
 from replication.states.mirror_states import FAILABLE_OVER, FOLLOWING, PROMOTABLE, move
 from replication.topics import offset_sync
 from replication.topics.mirrors import running_state, snapshot, stopped_already, sync_from_source
@@ -450,7 +450,7 @@ def _complete(mirrors: list[MirrorTopic]) -> None:
             kind,
             mirror.stop_offsets,
         )
-        schema_links.release_subjects([mirror], audit.Actor.system(kind))
+        subject_promotion.release_subjects([mirror], audit.Actor.system(kind))
 
 
 def stop_report(

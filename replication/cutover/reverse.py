@@ -51,7 +51,7 @@ from replication.governance import audit, stale_requests
 from replication.kafka import translations
 from replication.kafka.connections import cluster_admin, destination_admin, records, source_admin
 from replication.models import ClusterLink, MirrorTopic, PendingStop
-from replication.schemas import schema_links
+from replication.schemas import subject_promotion
 from replication.states.mirror_states import move
 from replication.topics import links, offset_sync
 from replication.topics.mirrors import running_state, snapshot
@@ -303,7 +303,7 @@ def _swap(mirror: MirrorTopic) -> None:
             paused=False,
         )
     read_only.lift(destination, mirror.mirror_topic)
-    schema_links.release_subjects([mirror], audit.Actor.system(pending["kind"]))
+    subject_promotion.release_subjects([mirror], audit.Actor.system(pending["kind"]))
     publish.publish(peer, client())
     _record_swap(mirror, reversed_mirror, before)
     _sync_groups_back(peer, reversed_mirror)

@@ -49,7 +49,7 @@ class GroupOffsetSync(models.Model):
 
 class SchemaSubjectSync(models.Model):
     """How a schema subject stands on the destination's registry, by the schema syncer
-    (schema_links.py): its versions under the source's ids, or what stopped it."""
+    (link_schema_sync.py): its versions under the source's ids, or what stopped it."""
 
     class State(models.TextChoices):
         IN_STEP = "IN_STEP"  # every version of the source's is there, same id and version

@@ -21,7 +21,7 @@ from replication.scenarios import clients, share_data
 from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
 from replication.scenarios.share_data import ON_DESTINATION, ON_SOURCE, create_link_with
 from replication.scenarios.share_data import cleanup as cleanup_link_and_topic
-from replication.schemas import schema_links
+from replication.schemas import subject_sync
 from replication.topics import mirrors
 
 RECORDS = 10  # of each version of the schema
@@ -171,7 +171,7 @@ def same_ids(c: Context) -> str:
             f"{subject} versions 1 and 2 under the same ids on both registries",
             f"dc1: {ids}, dc2: {[(v.version, v.id) for v in there]}",
         )
-    if mode != schema_links.IMPORT:
+    if mode != subject_sync.IMPORT:
         raise StepFailed(f"{subject} in IMPORT mode on dc2", mode)
     row = wait_for(
         lambda: SchemaSubjectSync.objects.filter(

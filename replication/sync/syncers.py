@@ -22,7 +22,7 @@ from replication.core.errors import ReplicationError
 from replication.engine import status
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, MirrorTopic
-from replication.schemas import schema_links
+from replication.schemas import link_schema_sync, schema_links
 from replication.states.mirror_states import SYNCED
 from replication.sync import acl_sync, auto_mirrors
 from replication.topics import link_availability, mirrors, offset_sync
@@ -78,13 +78,18 @@ def sync_link(link: ClusterLink, now: datetime) -> None:
             lambda: offset_sync.sync_offsets(link, now, source, destination),
         ),
         (acls_due, "acls_synced_at", ACLS, lambda: acl_sync.sync_acls(link, source, destination)),
-        (schemas_due, "schemas_synced_at", SCHEMAS, lambda: schema_links.sync_link_schemas(link)),
+        (
+            schemas_due,
+            "schemas_synced_at",
+            SCHEMAS,
+            lambda: link_schema_sync.sync_link_schemas(link),
+        ),
     ):
         if due:
             ClusterLink.objects.filter(pk=link.pk).update(**{stamp: now})
             _run(link, syncer, sync)
     if waited:
-        _run(link, SCHEMAS, lambda: schema_links.sync_link_schemas(link, waited))
+        _run(link, SCHEMAS, lambda: link_schema_sync.sync_link_schemas(link, waited))
 
 
 def _follow_topics(

@@ -1,4 +1,4 @@
-"""Schema linking's sync (replication/schemas/schema_links.py) between the stack's two real
+"""Schema linking's sync (replication/schemas/subject_sync.py) between the stack's two real
 registries: ids and versions identical on both sides for Avro, Protobuf and JSON Schema with
 references, soft and permanent deletes followed, a conflicting id reported and left untouched, the
 destination's synced subjects closed to producers' own registrations, and a second sync that
@@ -18,7 +18,7 @@ from infra.schema_registry import (
     SchemaRegistry,
     SchemaVersion,
 )
-from replication.schemas.schema_links import sync_subjects
+from replication.schemas.subject_sync import sync_subjects
 from tests.registries import DESTINATION, SOURCE, optional_ints, unique_name
 
 

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import replace
 
 from infra.schema_registry import Reference, SchemaVersion
-from replication.schemas.schema_links import Snapshot, sync_read
+from replication.schemas.subject_sync import Snapshot, sync_read
 
 
 class Registry:
