@@ -1,6 +1,6 @@
 """The OpenAPI document of the JSON API, served at /kafka/v3/openapi.json, built from the routes:
 every path, method, path parameter and access-policy action from routes.py and each view's
-`@endpoint`, every schema from the pydantic models of schemas.py. Written here is only what the
+`@endpoint`, every schema from the pydantic models of schemas/. Written here is only what the
 code cannot say: each operation's id and words, query parameters, the models it takes and
 answers, its own errors (OPERATIONS); tests/unit/test_openapi_routes.py checks it against them.
 

@@ -1,0 +1,252 @@
+"""Every body the JSON API sends or takes, defined once.
+
+The views build their answers from these models (`respond`), and the OpenAPI document takes
+its schemas from them (`components`), so the two cannot drift apart. A field an answer does not
+declare is refused when the answer is built (`extra="forbid"`), not sent undocumented.
+Field descriptions marked *Isthmus* are extensions of Confluent's Kafka REST v3 shapes.
+
+This package is the API's one door to its schemas: the views and `openapi.py` import every
+model (and `respond`) from here, and `ANSWERS` and `BODIES` below list those the document
+describes. Each area's models are defined in a module of its own: `common` (what every body is
+made of), `clusters` (clusters and Kafka REST's read paths), `links`, `mirrors`,
+`verifications`, `flows`, `approvals` (promote, failover and approval requests) and `bodies`
+(what requests send).
+"""
+
+from __future__ import annotations
+
+from pydantic.json_schema import models_json_schema
+
+from console.api.schemas.approvals import (
+    ApprovalRequest,
+    ApprovalRequestList,
+    PartitionTruncation,
+    RequestTopicOutcome,
+    StopMirrorData,
+    StopMirrorsResult,
+)
+from console.api.schemas.bodies import (
+    AlterConfigBatchEntry,
+    AlterLinkConfigBatchRequest,
+    AlterMirrorsRequest,
+    Body,
+    CreateLinkRequest,
+    CreateMergeFlowRequest,
+    CreateMirrorTopicRequest,
+    ImportReplicatorRequest,
+    PromoteSubjectsRequest,
+    RejectRequest,
+    StopMirrorsRequest,
+    UpdateLinkConfigRequest,
+    VerifyMirrorsRequest,
+)
+from console.api.schemas.clusters import (
+    ClusterRelated,
+    ConfigSynonym,
+    KafkaAcl,
+    KafkaAclList,
+    KafkaCluster,
+    KafkaClusterList,
+    KafkaConsumer,
+    KafkaConsumerGroup,
+    KafkaConsumerGroupLagSummary,
+    KafkaConsumerGroupList,
+    KafkaConsumerLag,
+    KafkaConsumerLagList,
+    KafkaConsumerList,
+    KafkaPartition,
+    KafkaPartitionList,
+    KafkaReplica,
+    KafkaReplicaList,
+    KafkaTopic,
+    KafkaTopicConfig,
+    KafkaTopicConfigList,
+    KafkaTopicList,
+)
+from console.api.schemas.common import (
+    REF,
+    ConfigNameValue,
+    Error,
+    OpenApiDocument,
+    Relationship,
+    ResourceCollectionMetadata,
+    ResourceMetadata,
+    Shape,
+    one_of,
+    respond,
+)
+from console.api.schemas.flows import (
+    FlowConsumerOffsets,
+    FlowGroup,
+    FlowPartition,
+    MergeFlowData,
+    MergeFlowDataList,
+    PlannedFlow,
+    ReplicatorImport,
+)
+from console.api.schemas.links import (
+    CategoryCount,
+    KafkaLinkConfigData,
+    KafkaLinkConfigDataList,
+    KafkaLinkData,
+    KafkaLinkDataList,
+    LinkStream,
+    LinkTask,
+    LinkTaskError,
+    SchemaSubjectData,
+    SchemaSyncData,
+)
+from console.api.schemas.mirrors import (
+    AlterMirrorsData,
+    AlterMirrorsResult,
+    KafkaMirrorData,
+    KafkaMirrorDataList,
+    MirrorLag,
+    MirrorStateTransitionError,
+)
+from console.api.schemas.verifications import (
+    MirrorVerification,
+    MirrorVerificationList,
+    VerifiedRange,
+)
+
+__all__ = [
+    "ANSWERS",
+    "AlterConfigBatchEntry",
+    "AlterLinkConfigBatchRequest",
+    "AlterMirrorsData",
+    "AlterMirrorsRequest",
+    "AlterMirrorsResult",
+    "ApprovalRequest",
+    "ApprovalRequestList",
+    "BODIES",
+    "Body",
+    "CategoryCount",
+    "ClusterRelated",
+    "ConfigNameValue",
+    "ConfigSynonym",
+    "CreateLinkRequest",
+    "CreateMergeFlowRequest",
+    "CreateMirrorTopicRequest",
+    "Error",
+    "FlowConsumerOffsets",
+    "FlowGroup",
+    "FlowPartition",
+    "ImportReplicatorRequest",
+    "KafkaAcl",
+    "KafkaAclList",
+    "KafkaCluster",
+    "KafkaClusterList",
+    "KafkaConsumer",
+    "KafkaConsumerGroup",
+    "KafkaConsumerGroupLagSummary",
+    "KafkaConsumerGroupList",
+    "KafkaConsumerLag",
+    "KafkaConsumerLagList",
+    "KafkaConsumerList",
+    "KafkaLinkConfigData",
+    "KafkaLinkConfigDataList",
+    "KafkaLinkData",
+    "KafkaLinkDataList",
+    "KafkaMirrorData",
+    "KafkaMirrorDataList",
+    "KafkaPartition",
+    "KafkaPartitionList",
+    "KafkaReplica",
+    "KafkaReplicaList",
+    "KafkaTopic",
+    "KafkaTopicConfig",
+    "KafkaTopicConfigList",
+    "KafkaTopicList",
+    "LinkStream",
+    "LinkTask",
+    "LinkTaskError",
+    "MergeFlowData",
+    "MergeFlowDataList",
+    "MirrorLag",
+    "MirrorStateTransitionError",
+    "MirrorVerification",
+    "MirrorVerificationList",
+    "OpenApiDocument",
+    "PartitionTruncation",
+    "PlannedFlow",
+    "PromoteSubjectsRequest",
+    "REF",
+    "RejectRequest",
+    "Relationship",
+    "ReplicatorImport",
+    "RequestTopicOutcome",
+    "ResourceCollectionMetadata",
+    "ResourceMetadata",
+    "SchemaSubjectData",
+    "SchemaSyncData",
+    "Shape",
+    "StopMirrorData",
+    "StopMirrorsRequest",
+    "StopMirrorsResult",
+    "UpdateLinkConfigRequest",
+    "VerifiedRange",
+    "VerifyMirrorsRequest",
+    "components",
+    "one_of",
+    "respond",
+]
+
+ANSWERS = (
+    Error,
+    OpenApiDocument,
+    KafkaCluster,
+    KafkaClusterList,
+    KafkaLinkData,
+    KafkaLinkDataList,
+    KafkaLinkConfigData,
+    KafkaLinkConfigDataList,
+    SchemaSyncData,
+    KafkaMirrorData,
+    KafkaMirrorDataList,
+    MirrorVerification,
+    MirrorVerificationList,
+    MergeFlowData,
+    MergeFlowDataList,
+    ReplicatorImport,
+    AlterMirrorsResult,
+    StopMirrorsResult,
+    ApprovalRequest,
+    ApprovalRequestList,
+    KafkaTopic,
+    KafkaTopicList,
+    KafkaPartition,
+    KafkaPartitionList,
+    KafkaReplicaList,
+    KafkaTopicConfig,
+    KafkaTopicConfigList,
+    KafkaConsumerGroup,
+    KafkaConsumerGroupList,
+    KafkaConsumerList,
+    KafkaConsumerLag,
+    KafkaConsumerLagList,
+    KafkaConsumerGroupLagSummary,
+    KafkaAclList,
+)
+BODIES = (
+    CreateLinkRequest,
+    UpdateLinkConfigRequest,
+    AlterLinkConfigBatchRequest,
+    CreateMirrorTopicRequest,
+    AlterMirrorsRequest,
+    StopMirrorsRequest,
+    VerifyMirrorsRequest,
+    CreateMergeFlowRequest,
+    ImportReplicatorRequest,
+    PromoteSubjectsRequest,
+    RejectRequest,
+)
+
+
+def components() -> dict[str, dict]:
+    """The JSON Schema of every answer and body, by model name, for the OpenAPI document."""
+    _, schemas = models_json_schema(
+        [(m, "serialization") for m in ANSWERS] + [(m, "validation") for m in BODIES],
+        ref_template=REF,
+    )
+    return schemas["$defs"]
