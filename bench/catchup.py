@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 
 from . import cluster, procs
 from .engine import Engine

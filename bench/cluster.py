@@ -14,7 +14,9 @@ from pathlib import Path
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, NewTopicSpec
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
+from infra.kafka_topics import NewTopicSpec
 
 from .rdproduce import send
 

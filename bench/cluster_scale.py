@@ -30,7 +30,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 
 from . import cluster, mm2, procs, sections
 from .cluster import DESTINATION, ROOT, SOURCE, WORK, log

@@ -28,7 +28,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 from spark_jobs import translation
 
 from . import cluster, document, mm2, procs, sections

@@ -24,7 +24,7 @@ import sys
 import time
 from collections import Counter
 
-from infra.kafka_admin import acl_filter, exact_filter
+from infra.kafka_acls import acl_filter, exact_filter
 
 from . import sections
 from .cluster import WORK, django_on_own_database, log, register_clusters

@@ -43,7 +43,8 @@ from typing import Protocol
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from infra.consuming import Consumed
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 
 from . import flow_copy, merging, payloads, schema_gate, source_readers, translation
 from .copier_clients import AdminFactory, DestinationAdmin, ProducerFactory, SourceFactory

@@ -13,7 +13,7 @@ from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import ClusterMetadata
 
 from infra.consuming import Consumed
-from infra.kafka_admin import PartitionReplicas
+from infra.kafka_topics import PartitionReplicas
 
 # A producer from its settings (callbacks among them, hence Any).
 ProducerFactory = Callable[[dict[str, Any]], Producer]

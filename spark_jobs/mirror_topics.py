@@ -16,7 +16,9 @@ from typing import Protocol
 
 from confluent_kafka import Producer
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicInfo
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
+from infra.kafka_topics import TopicInfo
 
 from . import planning, source_watch, translation
 from .copier_clients import ProducerFactory

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 
 from . import translation
 from .copier_clients import DestinationAdmin, ProducerFactory

@@ -18,7 +18,8 @@ from __future__ import annotations
 import threading
 import time
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, Unreachable
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError, Unreachable
 
 TIMEOUT_S = 15.0  # of its admin's requests
 EVERY_S = 1.0  # while the source changes

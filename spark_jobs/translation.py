@@ -25,7 +25,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from infra import consuming
-from infra.kafka_admin import kafka_id
+from infra.kafka_topics import kafka_id
 
 TOPIC = "_isthmus-offset-translation"
 

@@ -22,7 +22,8 @@ from confluent_kafka.admin import (
 )
 
 from devstack import kafka
-from infra.kafka_admin import COORDINATOR_LOADING, acl_filter
+from infra.kafka_acls import acl_filter
+from infra.kafka_groups import COORDINATOR_LOADING
 from tests.conftest import ROOT, admin_config
 
 READ_ONLY_ACLS = {

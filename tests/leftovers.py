@@ -47,7 +47,7 @@ from django.conf import settings
 
 from devstack import kafka
 from infra import processes
-from infra.kafka_admin import acl_filter, exact_filter
+from infra.kafka_acls import acl_filter, exact_filter
 
 STALE_AFTER_S = 12 * 3600
 _MARK = re.compile(r"itest-([0-9a-f]{8})[0-9a-f]{4}")

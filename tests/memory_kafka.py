@@ -28,25 +28,18 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from infra.kafka_admin import (
-    AdminCalls,
-    AuthorizerDisabled,
-    ClusterDescription,
+from infra.kafka_admin import AdminCalls, ClusterDescription, kafka_uuid
+from infra.kafka_copy import Headers, Record
+from infra.kafka_errors import AuthorizerDisabled, KafkaAdminError, TopicNotFound, Unreachable
+from infra.kafka_groups import GroupDetail, GroupMember, GroupOffsets
+from infra.kafka_topics import (
     ConfigDetail,
     ConfigValue,
-    GroupDetail,
-    GroupMember,
-    GroupOffsets,
-    KafkaAdminError,
     NewTopicSpec,
     PartitionReplicas,
     TopicDetail,
     TopicInfo,
-    TopicNotFound,
-    Unreachable,
-    kafka_uuid,
 )
-from infra.kafka_copy import Headers, Record
 from spark_jobs.translation import Runs
 
 # Every topic config a stock Kafka 4 broker describes, with its default: a topic shows them all.

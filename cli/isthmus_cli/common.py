@@ -23,13 +23,13 @@ from typing import Any, Protocol
 
 # (isthmus_cli._infra exists only in the tools' own install: mypy checks infra itself.)
 try:  # installed alone (pip install ./cli), the tools carry infra/ inside as isthmus_cli._infra
-    from isthmus_cli._infra import kafka_admin  # type: ignore[import-not-found]
+    from isthmus_cli._infra import kafka_admin, kafka_errors  # type: ignore[import-not-found]
     from isthmus_cli._infra.client_config import librdkafka_config  # type: ignore[import-not-found]
 except ModuleNotFoundError:  # with the server, infra/ is its own package
-    from infra import kafka_admin
+    from infra import kafka_admin, kafka_errors
     from infra.client_config import librdkafka_config
 
-KafkaAdmin, KafkaAdminError = kafka_admin.KafkaAdmin, kafka_admin.KafkaAdminError
+KafkaAdmin, KafkaAdminError = kafka_admin.KafkaAdmin, kafka_errors.KafkaAdminError
 
 # librdkafka logs every failed connection attempt (many a second while a cluster is down); the
 # tools report one clear error instead, so its log lines go nowhere.

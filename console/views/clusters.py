@@ -5,7 +5,7 @@ from django.shortcuts import redirect, render
 from console.access import require
 from console.forms.clusters import ClusterForm, SchemaRegistryForm
 from console.views.actions import bound
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.kafka.clusters import (

@@ -16,11 +16,11 @@ from console.forms.mirrors import MirrorForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from console.views.links import chart_range, find_link, link_url, with_lags
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 from replication.actions import bulk
 from replication.core.errors import ReplicationError
 from replication.core.text import escaped
-from replication.cutover import restore
+from replication.cutover import restore_quarantine
 from replication.engine import status as stream_status
 from replication.governance import audit
 from replication.models import MirrorTopic
@@ -228,10 +228,10 @@ def mirror_quarantine(request, destination, topic):
     """The records a restore of the mirror set aside, for an admin to review before deleting
     them: each with where it was on the topic before."""
     mirror = find_mirror(destination, topic)
-    name, records, error = restore.quarantine_of(mirror), [], ""
+    name, records, error = restore_quarantine.quarantine_of(mirror), [], ""
     if name:
         try:
-            records = restore.read_quarantine(mirror, QUARANTINE_SHOWN)
+            records = restore_quarantine.read_quarantine(mirror, QUARANTINE_SHOWN)
         except ReplicationError as exc:
             error = str(exc)
     return render(
@@ -258,7 +258,7 @@ def _shown(data: bytes | None, null: str = "null") -> str:
 HEADERS_SHOWN = 20
 
 
-def _headers(record: restore.Quarantined) -> list[str]:
+def _headers(record: restore_quarantine.Quarantined) -> list[str]:
     """A quarantined record's headers as `name: value` lines, inert as its key and value (a
     producer's are kept as they were: any bytes, or null)."""
     if record.headers_unreadable:
@@ -275,7 +275,7 @@ def _headers(record: restore.Quarantined) -> list[str]:
 @require("mirror.delete")
 def mirror_quarantine_delete(request, destination, topic):
     mirror = find_mirror(destination, topic)
-    name = restore.quarantine_of(mirror)
+    name = restore_quarantine.quarantine_of(mirror)
     if not name and request.method != "POST":
         raise Http404(f"Mirror topic {topic!r} has no quarantine topic left.")
     return confirm(
@@ -284,7 +284,7 @@ def mirror_quarantine_delete(request, destination, topic):
         verb="delete",
         explanation=f"The records a restore of {mirror.mirror_topic} set aside are deleted from "
         f"{mirror.destination.name} for good. Review them first.",
-        run=lambda actor: restore.delete_quarantine(actor, mirror),
+        run=lambda actor: restore_quarantine.delete_quarantine(actor, mirror),
         done=f"Deleted quarantine topic {name}.",
         back_url=reverse("mirror-quarantine", args=[destination, topic]),
         after_url=mirror_url(mirror),

@@ -20,7 +20,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin, KafkaAdminError, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import AuthorizerDisabled, KafkaAdminError, TopicNotFound
 from infra.processes import wait_for
 
 Rule = tuple[AclOperation, AclPermissionType]

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from infra.kafka_admin import ConfigValue
+from infra.kafka_topics import ConfigValue
 from replication.core.errors import ReplicationError
 
 STRICTLY_MIRRORED = frozenset(

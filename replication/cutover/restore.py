@@ -23,32 +23,34 @@ Each step is stored on the mirror, so a worker killed at any point leaves work t
 `finish` redoes: in step 1 T is intact and fenced, and the copies are made again from scratch; in
 step 2 the holding topic is complete (checked before the step is entered) and T is made anew
 from it again. Until the end T is read-only: no client writes a half-restored topic.
+
+The plan (the dry run) is `restore_plan`'s; the quarantine's review and deletion
+`restore_quarantine`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaException
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError, TopicNotFound
 from infra.processes import wait_for
 from replication.core import read_only, redis_channel
-from replication.core.errors import ReplicationError, conflict, not_found, unavailable
+from replication.core.errors import ReplicationError, conflict
 from replication.core.redis_channel import client
-from replication.cutover.promote import TopicOutcome, carry_out, one_by_one
+from replication.cutover.promote import carry_out, one_by_one
+from replication.cutover.restore_plan import RestoreOutcome, check, shared_offsets
 from replication.engine import publish
 from replication.governance import audit
 from replication.kafka import translations
 from replication.kafka.connections import cluster_admin, records, source_admin
-from replication.models import AuditEvent, ClusterLink, MirrorTopic, PendingStop, StopReport
+from replication.models import AuditEvent, ClusterLink, MirrorTopic, PendingStop
 from replication.states.mirror_states import move
 from replication.topics import links
 from replication.topics.mirrors import running_state, snapshot
@@ -61,20 +63,6 @@ State = MirrorTopic.State
 QUARANTINE = "{topic}.quarantine-{stamp}"
 HOLDING = "{topic}.restore-prefix"
 LEASE_S = 10
-
-
-@dataclass
-class RestoreOutcome(TopicOutcome):
-    """A topic's truncate-and-restore, in Confluent's words: per partition the offset it was
-    truncated to and how many records that set aside (into `quarantine`)."""
-
-    partitions: list[dict] = field(default_factory=list)
-    quarantine: str = ""
-    bytes_copied_within_cluster: int = 0  # once restored: set aside and put back, locally
-
-    @property
-    def messages_truncated(self) -> int:
-        return sum(p["messages_truncated"] for p in self.partitions)
 
 
 def truncate_and_restore(
@@ -130,94 +118,6 @@ def _settle(started: list[MirrorTopic], outcomes: list[RestoreOutcome]) -> None:
             action="mirror.restore_failed", target=f"mirror {mirror.mirror_topic}"
         ).last()
         outcome.error, outcome.status = (failed.message if failed else "It was given up."), 409
-
-
-def check(link: ClusterLink, names: list[str]) -> list[RestoreOutcome]:
-    """The dry run: per topic, what would be truncated and set aside, partition by partition."""
-    peer = links.peer_of(link)
-    if link.config("cluster.link.prefix"):
-        raise ReplicationError(
-            f"Cluster link {link.name!r} names its mirrors with a prefix; truncate-and-restore "
-            "needs a link without one. Nothing was changed."
-        )
-    admin = cluster_admin(link.destination)
-    return [_plan(link, peer, admin, name) for name in names]
-
-
-def _plan(link: ClusterLink, peer: ClusterLink, admin: KafkaAdmin, name: str) -> RestoreOutcome:
-    outcome = RestoreOutcome(name)
-    failed_over = peer.mirrors.filter(mirror_topic=name, source_topic=name).first()
-    if failed_over is None or failed_over.state != State.STOPPED:
-        outcome.error, outcome.status = (
-            f"Topic {name!r} on {link.destination.name} is not the source of a mirror that "
-            f"link {peer.name!r} failed over or promoted: truncate-and-restore is the way back "
-            "after a failover.",
-            404 if failed_over is None else 409,
-        )
-        return outcome
-    if link.mirrors.filter(mirror_topic=name).exists():
-        outcome.error, outcome.status = f"Topic {name!r} is already a mirror of {link.name!r}.", 409
-        return outcome
-    try:
-        partitions = admin.describe_topic(name).partitions
-        starts = admin.start_offsets(name, partitions)
-        ends = admin.end_offsets(name, partitions)
-    except KafkaAdminError as exc:
-        outcome.error, outcome.status = f"Topic {name!r} cannot be read: {exc}", 503
-        return outcome
-    try:
-        promoted = cluster_admin(peer.destination).end_offsets(name, partitions)
-    except KafkaAdminError as exc:
-        outcome.error, outcome.status = (
-            f"The promoted topic {name!r} on {peer.destination.name} cannot be read: {exc}",
-            503,
-        )
-        return outcome
-    stopped = {int(p): o for p, o in (failed_over.stop_offsets or {}).items()}
-    outcome.error = _refusal(name, partitions, stopped)
-    outcome.status = 409 if outcome.error else 200
-    if outcome.error:
-        return outcome
-    try:
-        shared = _shared(translations.of_topic(peer.destination, name), stopped)
-    except (KafkaAdminError, ReplicationError) as exc:  # each says what it could not read
-        outcome.error, outcome.status = str(exc), 503
-        return outcome
-    for p in range(partitions):
-        first, point = shared[p]
-        point = min(point, ends[p])
-        never = max(min(first, ends[p]) - starts[p], 0)  # older than the mirror's first record
-        outcome.partitions.append(
-            {
-                "partition_id": p,
-                "offset_truncated_to": point,
-                "messages_truncated": ends[p] - point + never,
-                "records_to_copy": max(promoted.get(p, 0) - stopped[p], 0),
-            }
-        )
-    outcome.state = State.STOPPED
-    return outcome
-
-
-def _shared(
-    runs: dict[int, translation.Runs], stopped: dict[int, int]
-) -> dict[int, tuple[int, int]]:
-    """Per partition, the old primary's offsets [first, point) of the records the promoted
-    topic got from it: its first copied record, and the first it did not copy."""
-    shared = {}
-    for p, end in stopped.items():
-        r = runs.get(p, translation.Runs())
-        shared[p] = (r.upto(0).next_source(0), r.upto(end).next_source(end))
-    return shared
-
-
-def _refusal(name: str, partitions: int, stopped: dict) -> str:
-    if len(stopped) != partitions:
-        return (
-            f"Topic {name!r} has {partitions} partitions, its failed-over mirror {len(stopped)}: "
-            "the partitions must be the same on both sides."
-        )
-    return ""
 
 
 def _start(
@@ -312,7 +212,7 @@ def _set_up(mirror: MirrorTopic, renew: Callable[[], None]) -> None:
     failed_over = MirrorTopic.objects.get(pk=pending["failed_over"])
     stopped = _by_partition(failed_over.stop_offsets)
     runs = translations.of_topic(failed_over.destination, name)
-    shared = _shared(runs, stopped)
+    shared = shared_offsets(runs, stopped)
     holding, quarantine = HOLDING.format(topic=name), pending["quarantine"]
     for topic in (holding, quarantine):
         _make_empty(admin, topic, n, renew)
@@ -473,104 +373,3 @@ def _abandon(mirror: MirrorTopic, message: str) -> None:
         message=message,
     )
     log.error("Truncate-and-restore of %s given up: %s", mirror.mirror_topic, message)
-
-
-# The quarantine, reviewed and deleted. -------------------------------------------------------
-
-
-Header = tuple[str, bytes | None]
-
-
-@dataclass(frozen=True)
-class Quarantined:
-    """A record a restore set aside, and where it was in the topic (`offset` None when the
-    record does not say, as one the restore did not write would not), with its headers as it
-    holds them (a value may be any bytes, or null: a producer's are copied as they were)."""
-
-    partition: int
-    offset: int | None
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[Header, ...] = ()
-    headers_unreadable: bool = False  # a header's name is not UTF-8: the client cannot read it
-
-
-def quarantine_of(mirror: MirrorTopic) -> str:
-    """The quarantine topic a restore of `mirror` left on its cluster; "" if none is left."""
-    report = mirror.stop_report or {}
-    if report.get("kind") != KIND or report.get("quarantine_deleted_at"):
-        return ""
-    return report.get("quarantine", "")
-
-
-def _left_quarantine(mirror: MirrorTopic) -> str:
-    name = quarantine_of(mirror)
-    if not name:
-        raise not_found(f"Mirror topic {mirror.mirror_topic!r} has no quarantine topic left.")
-    return name
-
-
-def read_quarantine(mirror: MirrorTopic, limit: int = 200) -> list[Quarantined]:
-    """Its first `limit` records, each with its partition, offset and timestamp on the topic
-    before the restore."""
-    name = _left_quarantine(mirror)
-    try:
-        found = records(mirror.destination).read_head(name, mirror.num_partitions, limit)
-    except KafkaException as exc:
-        raise unavailable(f"Quarantine topic {name!r} cannot be read: {exc}") from exc
-    return [_quarantined(msg) for msg in found]
-
-
-def _quarantined(msg) -> Quarantined:
-    try:
-        headers: tuple[Header, ...] = tuple(msg.headers() or ())
-        unreadable = False
-    except UnicodeDecodeError:  # confluent-kafka decodes the names, and gives up on one
-        headers, unreadable = (), True
-    return Quarantined(
-        partition=_origin_number(headers, "partition", msg.partition()),
-        offset=_origin_number(headers, "offset", None),
-        timestamp=_origin_number(headers, "timestamp", msg.timestamp()[1]),
-        key=msg.key(),
-        value=msg.value(),
-        headers=headers,
-        headers_unreadable=unreadable,
-    )
-
-
-def _origin_number(headers: tuple[Header, ...], name: str, default):
-    """The number the restore wrote in header `isthmus.origin.<name>`, else `default`. The
-    restore adds its own after the headers the record carried, so the last of that name is
-    its; an earlier one (or a last one that is not a number: null, not UTF-8, anything) is a
-    producer's, and read as no number rather than trusted or failed on."""
-    values = [v for k, v in headers if k == f"isthmus.origin.{name}"]
-    last = values[-1] if values else None
-    if isinstance(last, bytes) and _NUMBER.fullmatch(last):
-        return int(last)
-    return default
-
-
-_NUMBER = re.compile(rb"-?[0-9]{1,19}")  # an offset, partition or timestamp: 64 bits at most
-
-
-def delete_quarantine(actor: audit.Actor, mirror: MirrorTopic) -> None:
-    """Delete the quarantine once an admin has reviewed it (audited; the report keeps that
-    it was deleted, when and by whom)."""
-    target = f"mirror {mirror.mirror_topic}"
-    with audit.refusals(actor, "mirror.quarantine_delete", target):
-        name = _left_quarantine(mirror)
-        try:
-            with contextlib.suppress(TopicNotFound):  # deleted by other means: as wanted
-                cluster_admin(mirror.destination).delete_topic(name)
-        except KafkaAdminError as exc:
-            raise unavailable(f"Quarantine topic {name!r} could not be deleted: {exc}") from exc
-    report: StopReport = {
-        **(mirror.stop_report or {}),
-        "quarantine_deleted_at": timezone.now().isoformat(),
-        "quarantine_deleted_by": actor.name,
-    }
-    mirror.stop_report = report
-    MirrorTopic.objects.filter(pk=mirror.pk).update(stop_report=report)
-    audit.record(actor, "mirror.quarantine_delete", target, message=f"Deleted {name}.")
-    log.info("Quarantine %s of %s deleted by %s", name, mirror.mirror_topic, actor.name)

@@ -34,18 +34,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 from replication.core import read_only
 from replication.core.errors import ReplicationError, unavailable
 from replication.core.redis_channel import client
-from replication.cutover.promote import (
-    TopicOutcome,
-    carry_out,
-    one_by_one,
-    outcomes_for,
-    record_put_back,
-    stop_report,
-)
+from replication.cutover.promote import TopicOutcome, carry_out, one_by_one, outcomes_for
+from replication.cutover.stop_batches import record_put_back, stop_report
 from replication.engine import publish
 from replication.governance import audit, stale_requests
 from replication.kafka import translations

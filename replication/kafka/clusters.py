@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from infra.client_config import librdkafka_config
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 from replication.core import crypto, link_config_validation, link_config_values, link_configs
 from replication.core.errors import ReplicationError, conflict
 from replication.governance import audit

@@ -17,8 +17,9 @@ import time
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from infra.kafka_admin import InvalidClientConfig, KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
 from infra.kafka_copy import Records
+from infra.kafka_errors import InvalidClientConfig, KafkaAdminError
 from replication.core.errors import ReplicationError, unavailable
 from replication.models import ClusterLink, KafkaCluster
 

@@ -16,15 +16,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from infra.kafka_admin import (
-    AuthorizerDisabled,
-    ConfigDetail,
-    GroupDetail,
-    KafkaAdmin,
-    KafkaAdminError,
-    TopicDetail,
-    TopicNotFound,
-)
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import AuthorizerDisabled, KafkaAdminError, TopicNotFound
+from infra.kafka_groups import GroupDetail
+from infra.kafka_topics import ConfigDetail, TopicDetail
 from replication.core.errors import ReplicationError, not_found
 from replication.kafka.connections import cluster_admin, unreachable
 from replication.models import KafkaCluster

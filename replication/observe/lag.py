@@ -21,7 +21,8 @@ from typing import Any
 import redis
 from django.utils import timezone
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 from replication.core.errors import ReplicationError
 from replication.core.redis_channel import client
 from replication.engine import status

@@ -14,7 +14,7 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 from replication.core.errors import ReplicationError, conflict, not_found
 from replication.governance import audit
 from replication.models import MirrorTopic, Verification

@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 from replication.core.errors import ReplicationError
 from replication.models import MirrorTopic, VerifiedPartition
 from replication.observe.mirror_differences import note_differences

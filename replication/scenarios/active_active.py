@@ -13,7 +13,8 @@ import contextlib
 import json
 from functools import partial
 
-from infra.kafka_admin import KafkaAdminError, TopicInfo
+from infra.kafka_errors import KafkaAdminError
+from infra.kafka_topics import TopicInfo
 from replication.core import read_only
 from replication.cutover import link_deletion
 from replication.kafka.connections import cluster_admin

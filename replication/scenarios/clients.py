@@ -10,7 +10,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from django.conf import settings
 
 from infra import consuming
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 from replication.scenarios.runner import StepFailed
 
 

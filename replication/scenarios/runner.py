@@ -25,7 +25,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from infra import processes
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 from replication.core.errors import ReplicationError, conflict, not_found
 from replication.governance import audit
 from replication.models import ClusterLink, KafkaCluster, ScenarioRun, ScenarioStep

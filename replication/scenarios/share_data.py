@@ -10,7 +10,7 @@ import contextlib
 
 from confluent_kafka import KafkaError
 
-from infra.kafka_admin import KafkaAdminError
+from infra.kafka_errors import KafkaAdminError
 from replication.core import read_only
 from replication.cutover import link_deletion, promote
 from replication.kafka.connections import cluster_admin

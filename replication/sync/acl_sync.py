@@ -19,7 +19,9 @@ from enum import Enum
 
 from confluent_kafka.admin import AclBinding
 
-from infra.kafka_admin import AuthorizerDisabled, KafkaAdmin, KafkaAdminError, exact_filter
+from infra.kafka_acls import exact_filter
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import AuthorizerDisabled, KafkaAdminError
 from replication.core import filters, read_only
 from replication.core.errors import ReplicationError
 from replication.governance import audit

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AclBinding
 
-from infra.kafka_admin import AuthorizerDisabled, KafkaAdminError
+from infra.kafka_errors import AuthorizerDisabled, KafkaAdminError
 from replication.core import filters
 from replication.core.errors import ReplicationError
 from replication.kafka.connections import source_admin

@@ -16,7 +16,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError, TopicNotFound
 from replication.core import read_only
 from replication.core.errors import ReplicationError
 from replication.engine import status

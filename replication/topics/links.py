@@ -11,7 +11,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from infra.client_config import librdkafka_config
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 from replication.core import crypto, link_config_validation, link_configs, link_credentials
 from replication.core.errors import FieldProblems, ReplicationError, conflict, not_found
 from replication.governance import audit

@@ -19,7 +19,8 @@ import redis
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError, TopicNotFound
 from replication.core import filters, read_only
 from replication.core.errors import ReplicationError, conflict, not_found
 from replication.core.redis_channel import client

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, NewTopicSpec
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
+from infra.kafka_topics import NewTopicSpec
 from replication.core import filters, topic_configs
 from replication.core.errors import ReplicationError, conflict, not_found
 from replication.kafka.connections import destination_admin, source_admin, unreachable

@@ -19,7 +19,9 @@ from datetime import datetime
 from confluent_kafka import KafkaError
 from django.db import IntegrityError, transaction
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, topic_batches
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
+from infra.kafka_topics import topic_batches
 from replication.core import read_only
 from replication.core.errors import ReplicationError, conflict, not_found
 from replication.engine import publish

@@ -14,7 +14,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import QuerySet
 
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError, TopicNotFound
 from replication.core import filters, read_only, topic_configs
 from replication.core.errors import ReplicationError, conflict, not_found
 from replication.governance import audit, stale_requests

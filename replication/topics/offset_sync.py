@@ -23,7 +23,8 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from infra.kafka_admin import GroupOffsets, KafkaAdmin
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_groups import GroupOffsets
 from replication.core import filters
 from replication.core.errors import ReplicationError
 from replication.engine import status as stream_status

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from devstack import kafka
-from infra.kafka_admin import AuthorizerDisabled
+from infra.kafka_errors import AuthorizerDisabled
 from replication.core import filters
 from replication.core.errors import ReplicationError
 from replication.governance import audit

@@ -5,7 +5,8 @@ tests/integration/test_mirrors.py)."""
 import pytest
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import TopicNotFound
 from infra.processes import wait_for
 from replication.core.errors import ReplicationError
 from replication.governance import audit

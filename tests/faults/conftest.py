@@ -11,7 +11,8 @@ from django.conf import settings
 from devstack import kafka
 from devstack.stack import Stack
 from infra import processes
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 from tests.conftest import admin_config
 from tests.integration.conftest import typed  # noqa: F401 (the seed's commands, typed)
 from tests.mirror_checks import eventually

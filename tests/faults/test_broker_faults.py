@@ -13,7 +13,8 @@ import redis
 from django.conf import settings
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 from replication.engine import supervise
 from replication.models import Verification
 from replication.observe import verification_requests

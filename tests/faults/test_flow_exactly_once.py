@@ -19,7 +19,8 @@ import pytest
 import redis
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 from replication.core.redis_channel import client
 from replication.engine import supervise
 from replication.topics import merge_flows

@@ -28,7 +28,9 @@ from confluent_kafka.admin import (
 from django.utils import timezone
 
 from devstack import kafka
-from infra.kafka_admin import EVERY_ACL, KafkaAdmin, KafkaAdminError, exact_filter
+from infra.kafka_acls import EVERY_ACL, exact_filter
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 from replication.core import filters, read_only
 from replication.core.errors import ReplicationError
 from replication.kafka.connections import destination_admin, source_admin

@@ -29,7 +29,8 @@ from django.conf import settings
 
 from devstack import kafka
 from devstack.stack import Stack
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 from infra.processes import wait_for
 from replication.core import read_only
 from replication.governance import audit

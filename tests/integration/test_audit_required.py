@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import TopicNotFound
 from replication.models import AuditEvent, MirrorTopic
 from tests.conftest import admin_config
 from tests.db.test_audit_required import _post, _refused, admin_api, trail  # noqa: F401 (fixtures)

@@ -221,7 +221,7 @@ def test_automatic_mirrors_beyond_one_request_are_each_handed_to_the_engine_once
 ):
     # Two topics of 2 partitions (3 records each, and a config or so) per controller request:
     # the first request's mirrors must reach the engine before the second request is sent.
-    monkeypatch.setattr("infra.kafka_admin.MAX_RECORDS_PER_REQUEST", 9)
+    monkeypatch.setattr("infra.kafka_topics.MAX_RECORDS_PER_REQUEST", 9)
     topics = [make_topic(kafka.SOURCE, f"{topic_name}-{n}", partitions=2) for n in "abcd"]
     link = make_link(auto((f"{topic_name}-", "PREFIXED", "INCLUDE")))
     handed = []

@@ -20,7 +20,8 @@ from confluent_kafka.admin import (
 )
 
 from devstack import kafka
-from infra.kafka_admin import EVERY_ACL, KafkaAdmin
+from infra.kafka_acls import EVERY_ACL
+from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
 from replication.core import filters
 from replication.sync import filter_preview

@@ -10,7 +10,9 @@ import pytest
 from confluent_kafka import KafkaError
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, TopicNotFound, kafka_id
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import TopicNotFound
+from infra.kafka_topics import kafka_id
 from infra.processes import wait_for
 from replication.core import read_only
 from replication.governance import audit

@@ -24,7 +24,8 @@ from django.test import Client
 from django.urls import reverse
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, TopicNotFound
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import TopicNotFound
 from infra.processes import wait_for
 from replication.core import read_only
 from replication.cutover import link_deletion

@@ -16,7 +16,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin, KafkaAdminError
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError
 from infra.processes import read_pidfile
 from replication.engine import process, supervise
 from replication.topics.mirrors import create_mirror

@@ -8,14 +8,9 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import TopicPartition
 
-from infra.kafka_admin import (
-    MAX_RECORDS_PER_REQUEST,
-    KafkaAdmin,
-    KafkaAdminError,
-    NewTopicSpec,
-    Unreachable,
-    topic_batches,
-)
+from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import KafkaAdminError, Unreachable
+from infra.kafka_topics import MAX_RECORDS_PER_REQUEST, NewTopicSpec, topic_batches
 
 OFFSET_INVALID = -1001
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from infra.kafka_admin import _without_client_noise, connection_words
+from infra.kafka_errors import _without_client_noise, connection_words
 
 WAITED = "Failed while waiting for controller: Local: Timed out; last connection error: "
 

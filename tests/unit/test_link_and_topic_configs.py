@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from infra.client_config import librdkafka_config
-from infra.kafka_admin import ConfigValue
+from infra.kafka_topics import ConfigValue
 from replication.core import link_config_validation, topic_configs
 from replication.core.errors import ReplicationError
 

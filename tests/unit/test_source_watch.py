@@ -8,7 +8,7 @@ import threading
 import time
 from types import SimpleNamespace
 
-from infra.kafka_admin import KafkaAdminError, Unreachable
+from infra.kafka_errors import KafkaAdminError, Unreachable
 from spark_jobs import source_watch
 
 
