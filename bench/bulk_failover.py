@@ -63,7 +63,7 @@ def run(count: int) -> dict:  # noqa: C901
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from replication.actions import approvals
+    from replication.actions import approvals, request_runs
     from replication.core import read_only
     from replication.engine import supervise
     from replication.governance import audit
@@ -129,7 +129,7 @@ def run(count: int) -> dict:  # noqa: C901
             return left == 0
 
         def move_on() -> None:  # as the Celery task (twice a second) and the beat do
-            approvals.finish_stops(link)
+            request_runs.finish_stops(link)
             supervise.supervise(link)
 
         _until(stopped, 600, "every mirror STOPPED", move_on)

@@ -382,7 +382,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": timedelta(seconds=30),  # replication.observe.verification_sweep.ROUND_S
         "options": {"expires": 25},
     },
-    # Approval requests that expired or went stale end (approvals.settle_all_due).
+    # Approval requests that expired or went stale end (request_runs.settle_all_due).
     "expire-requests": {
         "task": "replication.tasks.expire_requests",
         "schedule": timedelta(seconds=60),

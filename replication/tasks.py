@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from replication.actions import approvals
+from replication.actions import approvals, request_runs
 from replication.core import redis_channel
 from replication.engine import supervise
 from replication.governance import audit, notifications
@@ -47,7 +47,7 @@ def supervise_streams() -> None:
     """Start, restart and stop the links' streams and finish promotes and failovers whose
     streams stopped writing; one run at a time."""
     _one_at_a_time("supervise-streams", supervise.supervise_all)
-    approvals.finish_all_stops()
+    request_runs.finish_all_stops()
 
 
 @shared_task
@@ -84,19 +84,19 @@ def finish_stops(self, link_pk: int) -> None:
     """Finish a link's promotes and failovers as soon as its stream stops writing them: checks
     twice a second, without holding the worker in between."""
     link = ClusterLink.objects.filter(pk=link_pk).first()
-    if link is not None and approvals.finish_stops(link):
+    if link is not None and request_runs.finish_stops(link):
         self.apply_async((link_pk,), countdown=0.5)
 
 
 @shared_task
 def execute_request(request_pk: int) -> None:
     """Run an approval request that got its approvals."""
-    approvals.execute(approvals.get_request(request_pk))
+    request_runs.execute(approvals.get_request(request_pk))
 
 
 @shared_task
 def expire_requests() -> None:
-    approvals.settle_all_due()
+    request_runs.settle_all_due()
 
 
 @shared_task  # on settings.SCENARIO_QUEUE

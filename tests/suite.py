@@ -37,9 +37,13 @@ COVERED = [
         for name in (
             "topics/mirrors",
             "topics/links",
+            "topics/link_availability",
             "cutover/promote",
+            "cutover/stop_batches",
             "cutover/reverse",
             "cutover/restore",
+            "cutover/restore_plan",
+            "cutover/restore_quarantine",
             "topics/offset_sync",
         )
     )

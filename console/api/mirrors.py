@@ -29,7 +29,7 @@ from console.api.schemas import (
 from replication.actions import approvals, bulk
 from replication.actions.operations import OPERATIONS
 from replication.core.errors import ReplicationError
-from replication.cutover import restore
+from replication.cutover import restore_plan
 from replication.governance import audit
 from replication.models import MirrorTopic
 from replication.observe import mirror_differences, verification_sweep
@@ -205,7 +205,7 @@ def _stop_data(request, link, outcome, by_partition: bool) -> StopMirrorData:
         mirror_status=outcome.state,
         mirror_lags=lags_data(outcome.lags),
     )
-    if isinstance(outcome, restore.RestoreOutcome):  # Confluent's names for what it cut
+    if isinstance(outcome, restore_plan.RestoreOutcome):  # Confluent's names for what it cut
         data.messages_truncated = outcome.messages_truncated
         data.quarantine_topic_name = outcome.quarantine or None
         if by_partition:

@@ -16,7 +16,7 @@ from console.views.mirrors import chosen, find_mirror, mirror_url
 from replication.actions import approvals
 from replication.actions.operations import OPERATIONS
 from replication.core.errors import ReplicationError
-from replication.cutover import link_deletion, promote
+from replication.cutover import link_deletion, promote, stop_batches
 from replication.governance import audit
 from replication.models import ApprovalRequest
 from replication.topics import links
@@ -113,7 +113,7 @@ def mirror_stop(request, destination, topic, action):
             "form": form,
             "acts_at_once": approvals.acts_at_once(request.user, link),
             "may_break_glass": _may_break_glass(request, action),
-            "reverse": action in promote.REVERSES,
+            "reverse": action in stop_batches.REVERSES,
             "restore": action == Action.TRUNCATE_AND_RESTORE,
         },
     )

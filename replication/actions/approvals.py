@@ -8,7 +8,8 @@ requester said yes (the link's policy: 0-3 approvals, default 1). It can be reje
 reason, withdrawn by its requester, and it expires. An admin acts at once where the link's
 policy allows it (an override) and may break glass on a failover whatever the policy. Every
 step is audited. What differs by action (its dry run, how it runs and settles) is looked up in
-operations.OPERATIONS.
+operations.OPERATIONS. Running an approved request, settling it and ending one that expired or
+went stale are `request_runs`'s.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from replication.actions.operations import OPERATIONS, Asked
+from replication.actions.request_runs import asked_of, move, settle_all_due, settle_due, snapshot
 from replication.core import text
 from replication.core.errors import ReplicationError, conflict, not_found
 from replication.cutover import promote
-from replication.governance import audit, notifications, policy, stale_requests
-from replication.models import Approval, ApprovalRequest, ClusterLink, MirrorTopic
+from replication.governance import audit, policy
+from replication.models import Approval, ApprovalRequest, ClusterLink
 
 log = logging.getLogger(__name__)
 
@@ -179,37 +181,18 @@ def acts_at_once(user, link: ClusterLink) -> bool:
     )
 
 
-def _asked(request: ApprovalRequest) -> Asked:
-    """The action as `request` keeps it, on its link (which the caller checked is there)."""
-    assert request.link is not None  # for the type checker
-    return Asked(request.link, request.action, request.topics, request.params, request.force)
-
-
 def plan_now(request: ApprovalRequest) -> list[promote.TopicOutcome]:
     """A pending request's dry run as things stand now, for its approvers to see beside the one
     made when it was asked (a refusal of the whole is raised)."""
     if request.link is None:
         raise not_found(f"Link {request.link_name} was deleted.")
-    return OPERATIONS[request.action].plan(_asked(request))
+    return OPERATIONS[request.action].plan(asked_of(request))
 
 
 def preview(link: ClusterLink, action: str, topics: list[str]) -> list[promote.TopicOutcome]:
     """What a promote, failover, reverse or restore of `topics` would do now, per topic (a
     refusal of the whole, a one-way link for a reverse say, is raised)."""
     return OPERATIONS[action].plan(Asked(link, action, topics))
-
-
-def snapshot(request: ApprovalRequest) -> dict:
-    return {
-        "id": request.pk,
-        "action": request.action,
-        "link": request.link_name,
-        "topics": request.topics,
-        **OPERATIONS[request.action].recorded(request.params),
-        "state": request.state,
-        "approvals": [a.approver_name for a in request.approvals.all()] if request.pk else [],
-        "approvals_required": request.approvals_required,
-    }
 
 
 def get_request(pk: int | str) -> ApprovalRequest:
@@ -221,7 +204,7 @@ def get_request(pk: int | str) -> ApprovalRequest:
         raise not_found(
             f"There is no approval request {pk}. List the requests to see them."
         ) from None
-    _settle_due(request)
+    settle_due(request)
     return request
 
 
@@ -239,22 +222,6 @@ def pending_count() -> int:
     ).count()
 
 
-def _move(request: ApprovalRequest, sources: list[str], to: str, **fields) -> bool:
-    """A conditional state change of a request; False if it was no longer in `sources`."""
-    now = timezone.now()
-    changed = ApprovalRequest.objects.filter(pk=request.pk, state__in=sources).update(
-        state=to, state_time=now, **fields
-    )
-    if changed:
-        request.state, request.state_time = to, now
-        for name, value in fields.items():
-            setattr(request, name, value)
-        notifications.tell_requester(request)
-    else:
-        request.refresh_from_db()
-    return bool(changed)
-
-
 def _open_or_refuse(request: ApprovalRequest, verb: str) -> None:
     """Refused unless the request still waits. Call it inside a transaction: it reads the
     request afresh with its row locked (on SQLite the transaction holds the write lock), so of
@@ -270,30 +237,6 @@ def _open_or_refuse(request: ApprovalRequest, verb: str) -> None:
         raise conflict(f"Request {request.pk} is {request.state}; it cannot be {verb} any more.")
 
 
-def _settle_due(request: ApprovalRequest) -> None:
-    """Expire the request if it is due, supersede it if it went stale (each kept whatever the
-    caller does next)."""
-    _expire_if_due(request)
-    if request.state == RState.PENDING and (why := stale_reason(request)):
-        stale_requests.end(request, why, [RState.PENDING])
-
-
-def stale_reason(request: ApprovalRequest) -> str:
-    """Why the request can no longer run as asked ("" if it can): its link is gone, or its
-    requester no longer has the authority to ask for it (disabled, deleted, another role).
-    `request` as just read, with its requester (a deleted link or user is NULL there)."""
-    if request.link_id is None:
-        return f"link {request.link_name} was deleted"
-    user = request.requester
-    if user is None:
-        return f"the account of {request.requester_name}, who asked, was deleted"
-    if not user.is_active:
-        return f"{request.requester_name}, who asked, was disabled"
-    if not policy.can(user, OPERATIONS[request.action].requested_as):
-        return f"{request.requester_name}, who asked, no longer has a role that may ask for it"
-    return ""
-
-
 def approve(actor: audit.Actor, request: ApprovalRequest) -> ApprovalRequest:
     """One approver says yes; with enough approvals the request runs (as a Celery task)."""
     target = f"request {request.pk}"
@@ -305,14 +248,14 @@ def approve(actor: audit.Actor, request: ApprovalRequest) -> ApprovalRequest:
                 f"You asked for request {request.pk} yourself; someone else must approve it.",
                 403,
             )
-        _settle_due(request)
+        settle_due(request)
         with transaction.atomic():
             _open_or_refuse(request, "approved")
             if request.approvals.filter(approver=actor.user).exists():
                 raise conflict(f"You approved request {request.pk} already.")
             Approval.objects.create(request=request, approver=actor.user, approver_name=actor.name)
             if request.approvals.count() >= request.approvals_required:
-                _move(request, [RState.PENDING], RState.APPROVED, progress="Starting")
+                move(request, [RState.PENDING], RState.APPROVED, progress="Starting")
                 transaction.on_commit(
                     lambda: current_app.send_task("replication.tasks.execute_request", [request.pk])
                 )
@@ -326,10 +269,10 @@ def reject(actor: audit.Actor, request: ApprovalRequest, reason: str) -> Approva
         if not policy.can(actor.user, "request.approve"):
             raise ReplicationError("Only an approver or an admin may reject a request.", 403)
         why = _reason(reason, "rejecting")
-        _settle_due(request)
+        settle_due(request)
         with transaction.atomic():
             _open_or_refuse(request, "rejected")
-            _move(
+            move(
                 request,
                 [RState.PENDING],
                 RState.REJECTED,
@@ -345,132 +288,12 @@ def withdraw(actor: audit.Actor, request: ApprovalRequest) -> ApprovalRequest:
     with audit.refusals(actor, "request.withdraw", target):
         if actor.user is None or actor.user.pk != request.requester_id:
             raise ReplicationError("Only the person who asked may withdraw a request.", 403)
-        _settle_due(request)
+        settle_due(request)
         with transaction.atomic():
             _open_or_refuse(request, "withdrawn")
-            _move(request, [RState.PENDING], RState.WITHDRAWN, decided_by=actor.name)
+            move(request, [RState.PENDING], RState.WITHDRAWN, decided_by=actor.name)
     audit.record(actor, "request.withdraw", target, after=snapshot(request))
     return request
-
-
-def _expire_if_due(request: ApprovalRequest) -> None:
-    due = request.state == RState.PENDING and request.expires_at <= timezone.now()
-    if due and _move(request, [RState.PENDING], RState.EXPIRED):
-        audit.record(
-            audit.Actor.system("approvals"),
-            "request.expire",
-            f"request {request.pk}",
-            after=snapshot(request),
-        )
-
-
-def settle_all_due() -> None:
-    """Expire or supersede each pending request that is due: one read of them all, with their
-    requesters and roles (the overview and the approvals list call this on every view)."""
-    pending = ApprovalRequest.objects.filter(state=RState.PENDING).select_related("requester")
-    for request in pending.prefetch_related("requester__groups"):
-        _settle_due(request)
-
-
-def execute(request: ApprovalRequest) -> None:
-    """Run an approved request as its requester, naming the approvers in the audit trail."""
-    if request.state != RState.APPROVED:
-        return
-    approvers = ", ".join(a.approver_name for a in request.approvals.all())
-    actor = audit.Actor(
-        user=request.requester,
-        name=f"{request.requester_name} (approved by {approvers})"[:150],
-    )
-    note = f"Request {request.pk}, approved by {approvers}. Reason: {request.reason}"
-    # Run only with the requester's live authority, on a link that is still there.
-    why = stale_reason(request)
-    if why:
-        stale_requests.end(request, why, [RState.APPROVED])
-        return
-    operation = OPERATIONS[request.action]
-    try:
-        ran = operation.run(actor, _asked(request), note, False)
-        if not operation.done_states:  # done when it returns
-            _finish(request, RState.EXECUTED, [], ran.done)
-            return
-    except ReplicationError as exc:
-        _finish(request, RState.FAILED, [], str(exc))
-        return
-    request.result = [o.as_dict() for o in ran.outcomes]
-    ApprovalRequest.objects.filter(pk=request.pk).update(
-        result=request.result, progress="Waiting for the link's stream to stop writing"
-    )
-    settle(request)
-
-
-def settle(request: ApprovalRequest) -> None:
-    """An approved cutover is done once none of its topics is under way (promote.UNDER_WAY)."""
-    if request.state != RState.APPROVED or not request.result:
-        return
-    started = [r["mirror_topic"] for r in request.result if not r["error"]]
-    now = {
-        name: (state, error)
-        for name, state, error in MirrorTopic.objects.filter(
-            destination=request.destination, mirror_topic__in=started
-        ).values_list("mirror_topic", "state", "action_error")
-    }
-    if any(state in promote.UNDER_WAY for state, _ in now.values()):
-        return
-    operation = OPERATIONS[request.action]
-    wanted = operation.done_states
-    result = []
-    for entry in request.result:
-        name = entry["mirror_topic"]
-        state, error = now.get(name, (entry["state"], "It was given up; see the audit trail."))
-        error = entry["error"] or ("" if state in wanted else error)
-        result.append({**entry, "state": state, "error": error or ""})
-    done = [r["mirror_topic"] for r in result if r["state"] in wanted]
-    _finish(
-        request,
-        RState.EXECUTED if len(done) == len(result) else RState.FAILED,
-        result,
-        f"{operation.done_word}: {', '.join(done) or 'none'}.",
-    )
-
-
-def finish_stops(link: ClusterLink) -> bool:
-    """Finish the link's promotes and failovers whose writer stopped, and the approved requests
-    they settle. Returns whether some mirror of the link still waits to stop."""
-    # Each cutover module's finish, once, in the table's order.
-    finishes = [op.finish for op in OPERATIONS.values() if op.finish is not None]
-    for finish in dict.fromkeys(finishes):
-        finish(link)
-    for request in link.approval_requests.filter(state=RState.APPROVED):
-        settle(request)
-    return link.mirrors.filter(state__in=promote.UNDER_WAY).exists()
-
-
-def finish_all_stops() -> None:
-    """The same for every link with a mirror waiting to stop (the supervisor's backstop, for a
-    stop whose own task was lost with its worker)."""
-    pending = ClusterLink.objects.filter(mirrors__state__in=promote.UNDER_WAY)
-    for link in pending.distinct():
-        finish_stops(link)
-
-
-def _finish(request: ApprovalRequest, state: str, result: list, progress: str) -> None:
-    if _move(
-        request,
-        [RState.APPROVED],
-        state,
-        result=result or request.result,
-        progress=progress[:400],
-    ):
-        audit.record(
-            audit.Actor.system("approvals"),
-            "request.done",
-            f"request {request.pk}",
-            result=audit.AuditEvent.Result.OK
-            if state == RState.EXECUTED
-            else audit.AuditEvent.Result.FAILED,
-            after=snapshot(request),
-            message=progress,
-        )
 
 
 def set_policy(

@@ -1,7 +1,7 @@
 """What each action that may need approval is, in one table: `OPERATIONS[action]`.
 
-approvals.py keeps a request's life cycle (submit, approve, reject, withdraw, expire,
-supersede, execute, settle) and looks up here what differs by action: what the requester must
+approvals.py and request_runs.py keep a request's life cycle (submit, approve, reject, withdraw;
+expire, supersede, execute, settle) and look up here what differs by action: what the requester must
 still be allowed to do, what the action names, its dry run, how it runs and how an approved run
 settles. The work itself stays in the cutover modules (promote, reverse, restore, links,
 merge_flows, subject_promotion); the functions here only call them. A new action is its
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from replication.cutover import link_deletion, promote, restore, reverse
+from replication.cutover import link_deletion, promote, restore, restore_plan, reverse, stop_batches
 from replication.cutover.promote import TopicOutcome
 from replication.governance import audit
 from replication.models import ApprovalRequest, ClusterLink, MirrorTopic
@@ -159,7 +159,7 @@ def _reverse_plan(asked: Asked) -> list[TopicOutcome]:
 
 
 def _restore_plan(asked: Asked) -> list[TopicOutcome]:
-    return list(restore.check(asked.link, asked.topics))
+    return list(restore_plan.check(asked.link, asked.topics))
 
 
 def _forced_failovers(asked: Asked) -> list[TopicOutcome]:
@@ -253,7 +253,7 @@ _PROMOTE = Operation(
     run=_stop,
     done_states=_STOPPED,
     done_word="Stopped",
-    finish=promote.finish_pending_stops,
+    finish=stop_batches.finish_pending_stops,
 )
 _REVERSE = replace(_PROMOTE, plan=_reverse_plan, run=_reverse, finish=reverse.finish)
 

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from infra import kafka_copy
-from replication.cutover import restore
+from replication.cutover import restore, restore_quarantine
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
 
 pytestmark = [pytest.mark.db, pytest.mark.django_db]
@@ -87,7 +87,7 @@ def quarantined(monkeypatch) -> MirrorTopic:
 
 
 def test_origin_headers_a_producer_wrote_are_read_as_no_number_not_failed_on(quarantined):
-    found = restore.read_quarantine(quarantined)
+    found = restore_quarantine.read_quarantine(quarantined)
     assert [(r.partition, r.offset, r.timestamp) for r in found] == [
         (1, 5, 1700),  # the restore's own, added last, count
         (0, None, 1000),  # the message's own partition and timestamp; no offset known

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from replication.core.errors import ReplicationError
-from replication.cutover import promote, restore
+from replication.cutover import promote, restore, restore_plan, restore_quarantine
 from replication.governance import audit
 from replication.models import AuditEvent, MirrorTopic
 from replication.topics.links import peer_of
@@ -80,15 +80,15 @@ def test_a_restore_sets_the_divergent_records_aside_and_makes_the_topic_anew_at_
     assert report["messages_truncated"] == {"0": 0, "1": 3}
     assert [p["records_to_copy"] for p in outcome.partitions] == [4, 0]
     assert AuditEvent.objects.filter(action="mirror.restored", result="ok").count() == 1
-    assert restore.quarantine_of(restored) == outcome.quarantine
+    assert restore_quarantine.quarantine_of(restored) == outcome.quarantine
 
-    restore.delete_quarantine(ACTOR, restored)
+    restore_quarantine.delete_quarantine(ACTOR, restored)
 
     assert outcome.quarantine not in source.topics
     restored.refresh_from_db()
-    assert restore.quarantine_of(restored) == ""
+    assert restore_quarantine.quarantine_of(restored) == ""
     with pytest.raises(ReplicationError, match="has no quarantine topic left"):
-        restore.delete_quarantine(ACTOR, restored)
+        restore_quarantine.delete_quarantine(ACTOR, restored)
 
 
 def test_records_retention_took_since_the_copy_leave_the_restored_log_starting_after_them(
@@ -159,18 +159,18 @@ def test_each_stored_step_is_redone_by_the_next_worker_after_one_died_in_it(
 
 def test_a_restore_is_refused_clearly_where_it_cannot_run(failed_over, topic_name, memory_clusters):
     peer = failed_over(records=2)
-    outcomes = restore.check(peer, [topic_name, "never-mirrored"])
+    outcomes = restore_plan.check(peer, [topic_name, "never-mirrored"])
     assert [o.status for o in outcomes] == [200, 404]
     assert "is not the source of a mirror that link" in outcomes[1].error
     assert "the way back after a failover" in outcomes[1].error
 
     memory_clusters["destination"].down = True
-    (unread,) = restore.check(peer, [topic_name])
+    (unread,) = restore_plan.check(peer, [topic_name])
     assert unread.status == 503 and "The promoted topic" in unread.error
     memory_clusters["destination"].down = False
 
     restore.truncate_and_restore(ACTOR, peer, [topic_name], wait=True)
-    (again,) = restore.check(peer, [topic_name])
+    (again,) = restore_plan.check(peer, [topic_name])
     assert (
         again.status == 409
         and again.error == f"Topic {topic_name!r} is already a mirror of {peer.name!r}."
@@ -180,7 +180,7 @@ def test_a_restore_is_refused_clearly_where_it_cannot_run(failed_over, topic_nam
 def test_a_prefixed_link_cannot_restore(bidirectional, topic_name):
     peer = peer_of(bidirectional(**{"cluster.link.prefix": "dc1."}))
     with pytest.raises(ReplicationError, match="needs a link without one"):
-        restore.check(peer, [topic_name])
+        restore_plan.check(peer, [topic_name])
 
 
 def test_the_api_and_the_console_dry_run_a_truncate_and_restore_in_confluents_words(

@@ -54,7 +54,7 @@ from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
 from isthmus_cli import schema_links as cli_schema_links
 from replication.actions import approvals, replicator_import
-from replication.cutover import promote, restore
+from replication.cutover import promote, restore, restore_quarantine
 from replication.governance import audit
 from replication.governance import users as user_admin
 from replication.governance.policy import POLICY, ROLES, can
@@ -420,7 +420,7 @@ def a_topic_to_restore(w: World, user, allowed: bool) -> Target:
 
 def a_quarantine_to_delete(w: World, user, allowed: bool) -> Target:
     """A restored mirror's quarantine; a fresh one where it would be deleted."""
-    left = [m for m in w.link.mirrors.order_by("pk") if restore.quarantine_of(m)]
+    left = [m for m in w.link.mirrors.order_by("pk") if restore_quarantine.quarantine_of(m)]
     mirror = w.quarantined() if allowed or not left else left[0]
     return Target(link=w.link, mirror=mirror)
 
@@ -875,7 +875,7 @@ CONSOLE = [
             c,
             "mirror-quarantine-delete",
             mirror_args(t),
-            {"confirm_name": restore.quarantine_of(t.mirror)},
+            {"confirm_name": restore_quarantine.quarantine_of(t.mirror)},
         ),
     ),
     Row(

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.urls import reverse
 
-from replication.actions import approvals
+from replication.actions import approvals, request_runs
 from replication.cutover import link_deletion
 from replication.governance import audit
 from replication.governance import users as accounts
@@ -87,7 +87,7 @@ def test_an_approved_request_is_not_run_once_its_requester_is_disabled(actors, m
     assert request.state == ApprovalRequest.State.APPROVED
     accounts.disable(actors["admin"], actors["operator"].user)
 
-    approvals.execute(approvals.get_request(request.pk))
+    request_runs.execute(approvals.get_request(request.pk))
 
     request.refresh_from_db()
     assert request.state == SUPERSEDED and "was disabled" in request.decision_reason
@@ -147,7 +147,7 @@ def test_another_executed_request_supersedes_a_pending_one_on_the_same_mirror(ac
     first = _ask(actors, mirror)
     second = _ask(actors, mirror, "failover")
     approvals.approve(actors["approver"], first)
-    approvals.execute(approvals.get_request(first.pk))
+    request_runs.execute(approvals.get_request(first.pk))
     second.refresh_from_db()
     assert second.state == SUPERSEDED and "promoted" in second.decision_reason
     with pytest.raises(Exception, match="superseded"):

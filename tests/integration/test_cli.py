@@ -387,7 +387,7 @@ def test_the_console_and_token_can_come_from_a_command_config_file(
 def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to_approve(
     typed, demo_topic
 ):
-    from replication.cutover import promote
+    from replication.cutover import stop_batches
 
     ok(typed(CREATE_LINK))
     mirror = f"kafka-mirrors --create --mirror-topic {DEMO} --link demo-link"
@@ -429,7 +429,7 @@ def test_the_tutorial_promote_prints_its_lines_and_an_operator_gets_a_request_to
     def stopped() -> str | None:
         # The worker's part, done here too: a test worker may or may not be running, and
         # with one, its beat may have started the link's stream, which must stop writing first.
-        promote.finish_pending_stops(ClusterLink.objects.get())
+        stop_batches.finish_pending_stops(ClusterLink.objects.get())
         [line] = ok(typed(describe))
         return line if "State: STOPPED" in line else None
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from devstack import kafka, registry
 from infra.schema_registry import SchemaRegistry, SchemaVersion
-from replication.actions import approvals
+from replication.actions import approvals, request_runs
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink, KafkaCluster, SchemaSubjectSync
@@ -198,7 +198,7 @@ def test_synced_subjects_are_made_writable_on_the_destination_once_approved(
     assert there.mode(common) == "IMPORT"  # nothing yet: it waits for an approver
 
     approvals.approve(audit.Actor(user=users["approver"], name="approver"), asked)
-    approvals.execute(approvals.get_request(asked.pk))
+    request_runs.execute(approvals.get_request(asked.pk))
 
     assert approvals.get_request(asked.pk).state == "EXECUTED"
     assert there.mode(common) == "READWRITE"

@@ -1,0 +1,121 @@
+"""The quarantine a truncate-and-restore leaves on the old primary: the records it set aside
+(what the promoted topic lacks), read back for an admin's review with where each was in the
+topic before the restore (from the headers the restore wrote), and deleted once reviewed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from django.utils import timezone
+
+from infra.kafka_errors import KafkaAdminError, TopicNotFound
+from replication.core.errors import not_found, unavailable
+from replication.cutover.restore import KIND
+from replication.governance import audit
+from replication.kafka.connections import cluster_admin, records
+from replication.models import MirrorTopic, StopReport
+
+log = logging.getLogger(__name__)
+
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """A record a restore set aside, and where it was in the topic (`offset` None when the
+    record does not say, as one the restore did not write would not), with its headers as it
+    holds them (a value may be any bytes, or null: a producer's are copied as they were)."""
+
+    partition: int
+    offset: int | None
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    headers_unreadable: bool = False  # a header's name is not UTF-8: the client cannot read it
+
+
+def quarantine_of(mirror: MirrorTopic) -> str:
+    """The quarantine topic a restore of `mirror` left on its cluster; "" if none is left."""
+    report = mirror.stop_report or {}
+    if report.get("kind") != KIND or report.get("quarantine_deleted_at"):
+        return ""
+    return report.get("quarantine", "")
+
+
+def _left_quarantine(mirror: MirrorTopic) -> str:
+    name = quarantine_of(mirror)
+    if not name:
+        raise not_found(f"Mirror topic {mirror.mirror_topic!r} has no quarantine topic left.")
+    return name
+
+
+def read_quarantine(mirror: MirrorTopic, limit: int = 200) -> list[Quarantined]:
+    """Its first `limit` records, each with its partition, offset and timestamp on the topic
+    before the restore."""
+    name = _left_quarantine(mirror)
+    try:
+        found = records(mirror.destination).read_head(name, mirror.num_partitions, limit)
+    except KafkaException as exc:
+        raise unavailable(f"Quarantine topic {name!r} cannot be read: {exc}") from exc
+    return [_quarantined(msg) for msg in found]
+
+
+def _quarantined(msg) -> Quarantined:
+    try:
+        headers: tuple[Header, ...] = tuple(msg.headers() or ())
+        unreadable = False
+    except UnicodeDecodeError:  # confluent-kafka decodes the names, and gives up on one
+        headers, unreadable = (), True
+    return Quarantined(
+        partition=_origin_number(headers, "partition", msg.partition()),
+        offset=_origin_number(headers, "offset", None),
+        timestamp=_origin_number(headers, "timestamp", msg.timestamp()[1]),
+        key=msg.key(),
+        value=msg.value(),
+        headers=headers,
+        headers_unreadable=unreadable,
+    )
+
+
+def _origin_number(headers: tuple[Header, ...], name: str, default):
+    """The number the restore wrote in header `isthmus.origin.<name>`, else `default`. The
+    restore adds its own after the headers the record carried, so the last of that name is
+    its; an earlier one (or a last one that is not a number: null, not UTF-8, anything) is a
+    producer's, and read as no number rather than trusted or failed on."""
+    values = [v for k, v in headers if k == f"isthmus.origin.{name}"]
+    last = values[-1] if values else None
+    if isinstance(last, bytes) and _NUMBER.fullmatch(last):
+        return int(last)
+    return default
+
+
+_NUMBER = re.compile(rb"-?[0-9]{1,19}")  # an offset, partition or timestamp: 64 bits at most
+
+
+def delete_quarantine(actor: audit.Actor, mirror: MirrorTopic) -> None:
+    """Delete the quarantine once an admin has reviewed it (audited; the report keeps that
+    it was deleted, when and by whom)."""
+    target = f"mirror {mirror.mirror_topic}"
+    with audit.refusals(actor, "mirror.quarantine_delete", target):
+        name = _left_quarantine(mirror)
+        try:
+            with contextlib.suppress(TopicNotFound):  # deleted by other means: as wanted
+                cluster_admin(mirror.destination).delete_topic(name)
+        except KafkaAdminError as exc:
+            raise unavailable(f"Quarantine topic {name!r} could not be deleted: {exc}") from exc
+    report: StopReport = {
+        **(mirror.stop_report or {}),
+        "quarantine_deleted_at": timezone.now().isoformat(),
+        "quarantine_deleted_by": actor.name,
+    }
+    mirror.stop_report = report
+    MirrorTopic.objects.filter(pk=mirror.pk).update(stop_report=report)
+    audit.record(actor, "mirror.quarantine_delete", target, message=f"Deleted {name}.")
+    log.info("Quarantine %s of %s deleted by %s", name, mirror.mirror_topic, actor.name)
