@@ -19,9 +19,9 @@ own. So the rules differ (docs/mirror-engine.md, "Merge flows"):
 - The loop rule: a record whose origin is the destination cluster is never copied there.
 - Partitions: one to one when the flow says so (equal counts when it was created), else by the
   record's key as Java's default partitioner would (murmur2; a record without a key anywhere).
-- Checkpoints, for consumer offset sync (replication/flow_offsets.py): with one-to-one mapping,
-  the flow keeps per source partition an exact pair `(next, dest)`: every record copied from
-  below `next` lies below `dest` in the same destination partition, and every later one at or
+- Checkpoints, for consumer offset sync (replication/topics/flow_offsets.py): with one-to-one
+  mapping, the flow keeps per source partition an exact pair `(next, dest)`: every record copied
+  from below `next` lies below `dest` in the same destination partition, and every later one at or
   above it. Delivery reports give `dest` once a transaction commits (its commit flushes them),
   so the pair written with the progress is the one before the transaction: older, still exact.
   A destination partition where others wrote between the flow's records is reported

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from replication.errors import ReplicationError
-from replication.merge_flows import _mapping
+from replication.core.errors import ReplicationError
+from replication.topics.merge_flows import _mapping
 from spark_jobs import flow_copy, merging, planning
 
 
