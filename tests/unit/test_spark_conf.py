@@ -45,7 +45,7 @@ def test_the_launcher_passes_them_after_its_own_so_they_win(tmp_path):
     assert _confs(argv) == [
         "spark.pyspark.python=/venv/bin/python",
         "spark.pyspark.driver.python=/venv/bin/python",
-        "spark.driver.extraJavaOptions=-Xms32m -XX:+UseSerialGC",
+        f"spark.driver.extraJavaOptions={launch.DRIVER_JAVA_OPTIONS}",
         "spark.authenticate=true",
         "spark.network.crypto.enabled=true",
         "spark.pyspark.python=./env/bin/python",  # spark-submit keeps the last value
