@@ -124,16 +124,19 @@ docs: $(VENV)/.installed
 # The Kafka tier on SQLite (with the tests that stop shared brokers or Redis beside, on a stack
 # of their own), then the fast tier, measured by coverage.py, and the database's own
 # integration tests on the devstack's PostgreSQL (tests/suite.py).
+# The tests' brokers compile with C1 alone (devstack/kafka.py, JVM_OPTIONS): a third less CPU to
+# start, and in their first minutes, where the tests' stacks spend their lives.
+TEST_BROKERS := ISTHMUS_KAFKA_OPTS=-XX:TieredStopAtLevel=1
 test: setup setup-postgres lint
-	ISTHMUS_DB=sqlite $(PY) -m tests.suite --tiers kafka
+	$(TEST_BROKERS) ISTHMUS_DB=sqlite $(PY) -m tests.suite --tiers kafka
 	$(MAKE) --no-print-directory test-postgres
 
 test-postgres: setup-postgres
-	ISTHMUS_DB=postgres $(PY) -m tests.suite --coverage $(POSTGRES_TESTS)
+	$(TEST_BROKERS) ISTHMUS_DB=postgres $(PY) -m tests.suite --coverage $(POSTGRES_TESTS)
 
 # Brokers killed and restarted under running mirrors, on two three-broker clusters of their own
 # (ports shifted by 2000, state in var/faults-stack/), started and stopped by the session.
-FAULTS_ENV := ISTHMUS_DB=sqlite ISTHMUS_DEVSTACK_BROKERS=3 ISTHMUS_DEVSTACK_PORT_OFFSET=2000 \
+FAULTS_ENV := $(TEST_BROKERS) ISTHMUS_DB=sqlite ISTHMUS_DEVSTACK_BROKERS=3 ISTHMUS_DEVSTACK_PORT_OFFSET=2000 \
 	ISTHMUS_VAR_DIR=$(CURDIR)/var/faults-stack
 test-faults: setup
 	$(FAULTS_ENV) $(PY) manage.py init_var -v 0

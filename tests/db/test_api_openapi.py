@@ -12,6 +12,8 @@ import json
 import re
 from urllib.parse import urlencode
 
+import pytest
+
 from console.api.base import ERROR_CODES
 from console.api.openapi import SPEC
 from devstack import kafka
@@ -203,6 +205,7 @@ MALFORMED = [
 WRONG_VALUES = [None, 0, -1, 2**64, True, "", "\n", "x" * 10_000, [], {}, [None], {"a": [1]}]
 
 
+@pytest.mark.no_cover  # a walk of every route's answers, untraced (test_console_malformed.py)
 def test_no_route_answers_500_or_html_to_a_malformed_request(
     client, users, registered_clusters, make_link, make_topic, topic_name
 ):
