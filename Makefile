@@ -12,17 +12,13 @@ export PATH := $(CURDIR)/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 # database"); unset, it is SQLite in var/.
 export ISTHMUS_DB
 WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
-# The tests that `make test` runs a second time, on PostgreSQL: the fast tier (tests/unit,
-# tests/db: no cluster), measured by coverage.py, and the integration tests that lean on the
-# database (transactions, locks, races, constraints); few of them start the engine (offset
-# sync's do).
-# (Not the schema links': the registries keep schemas in PostgreSQL then, and a second sync of
-# a subject with references answers one fewer subject there; to be looked into.)
-# On PostgreSQL beside the fast tier: the integration tests of what the database itself decides
-# (concurrent writes racing for one object, a burst of API calls) and its devstack part.
-POSTGRES_TESTS := tests/unit tests/db \
-	tests/integration/test_races.py tests/integration/test_api_burst.py \
+# What `make test` runs on PostgreSQL: the fast tier (tests/unit, tests/db: no cluster), measured
+# by coverage.py, and the integration tests of what the database itself decides (concurrent
+# writes racing for one object, a burst of API calls) and of its devstack part. Each test runs
+# once: the Kafka tier on SQLite leaves these out.
+POSTGRES_ONLY := tests/integration/test_races.py tests/integration/test_api_burst.py \
 	tests/integration/test_devstack.py
+POSTGRES_TESTS := tests/unit tests/db $(POSTGRES_ONLY)
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
 	test-faults lint format bench soak docs
@@ -128,7 +124,8 @@ docs: $(VENV)/.installed
 # start, and in their first minutes, where the tests' stacks spend their lives.
 TEST_BROKERS := ISTHMUS_KAFKA_OPTS=-XX:TieredStopAtLevel=1
 test: setup setup-postgres lint
-	$(TEST_BROKERS) ISTHMUS_DB=sqlite $(PY) -m tests.suite --tiers kafka
+	$(TEST_BROKERS) ISTHMUS_DB=sqlite $(PY) -m tests.suite --tiers kafka \
+		$(addprefix --ignore=,$(POSTGRES_ONLY))
 	$(MAKE) --no-print-directory test-postgres
 
 test-postgres: setup-postgres
