@@ -117,16 +117,16 @@ format:
 docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-# The Kafka tier on SQLite (with the tests that stop shared brokers or Redis beside, on a stack
-# of their own), then the fast tier, measured by coverage.py, and the database's own
-# integration tests on the devstack's PostgreSQL (tests/suite.py).
+# The Kafka tier on SQLite, and beside it the tests that stop shared brokers or Redis (on a
+# stack of their own) and, on the CPU it leaves idle, the fast tier, measured by coverage.py,
+# with the database's own integration tests on the devstack's PostgreSQL (tests/suite.py).
+# `make test-postgres` runs that last part alone.
 # The tests' brokers compile with C1 alone (devstack/kafka.py, JVM_OPTIONS): a third less CPU to
 # start, and in their first minutes, where the tests' stacks spend their lives.
 TEST_BROKERS := ISTHMUS_KAFKA_OPTS=-XX:TieredStopAtLevel=1
 test: setup setup-postgres lint
 	$(TEST_BROKERS) ISTHMUS_DB=sqlite $(PY) -m tests.suite --tiers kafka \
-		$(addprefix --ignore=,$(POSTGRES_ONLY))
-	$(MAKE) --no-print-directory test-postgres
+		$(addprefix --ignore=,$(POSTGRES_ONLY)) $(addprefix --postgres-beside=,$(POSTGRES_TESTS))
 
 test-postgres: setup-postgres
 	$(TEST_BROKERS) ISTHMUS_DB=postgres $(PY) -m tests.suite --coverage $(POSTGRES_TESTS)

@@ -9,9 +9,14 @@ ISTHMUS_DEVSTACK_PORT_OFFSET, state in var/serial-stack/), so no other test, and
 2 cores, two of them did not see their engine copy within minutes.) Each stack stops at the
 end if it was not up before.
 
-    python -m tests.suite [--tiers fast,kafka] [--coverage] [pytest arguments, e.g. files]
+    python -m tests.suite [--tiers fast,kafka] [--coverage] [--without-serial]
+                          [--postgres-beside PATH ...] [pytest arguments, e.g. files]
 
-`make test` runs the Kafka tier on SQLite and the fast tier on PostgreSQL, each once.
+`make test` runs the Kafka tier on SQLite and, beside it (--postgres-beside), the fast tier and
+the integration tests of what the database decides on PostgreSQL, each test once. The Kafka
+tier leaves half the CPU idle, waiting on brokers and engines (of 1,190 s of CPU in a 15-minute
+`make test`, 800 went to its 11 minutes): the PostgreSQL run takes that, at a lower priority
+(nice 10), once the stack it shares is up, with a Redis database of its own.
 ISTHMUS_TEST_WORKERS sets the number of parallel workers (default 2).
 """
 
@@ -27,6 +32,8 @@ import django
 from django.conf import settings
 
 NO_TESTS_COLLECTED = 5
+BESIDE_NICENESS = "10"
+BESIDE_REDIS_DB = "12"  # and 11: the Kafka tier's workers take 15 and 14 (tests/conftest.py)
 SERIAL_PORT_OFFSET = "1000"  # Kafka on 10092/10093, Redis on 7380, PostgreSQL on 6433
 # The fast tier's line coverage of the domain (into .coverage), and the modules it reports.
 COVERAGE = ["--cov=replication", "--cov-report="]
@@ -54,6 +61,16 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.suite")
     parser.add_argument("--tiers", default="fast,kafka", help="fast, kafka or both (default)")
     parser.add_argument("--coverage", action="store_true", help="measure the fast tier")
+    parser.add_argument(
+        "--postgres-beside",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="tests to run on PostgreSQL beside the Kafka tier, as --coverage runs them",
+    )
+    parser.add_argument(
+        "--without-serial", action="store_true", help="leave out the tests marked serial"
+    )
     options, args = parser.parse_known_args(argv)
     tiers = set(options.tiers.split(","))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
@@ -67,38 +84,59 @@ def main(argv: list[str]) -> int:
         if options.coverage and codes[-1] == 0:
             subprocess.call([sys.executable, "-m", "coverage", "report", *COVERED])
     if "kafka" in tiers:
-        codes += _kafka_tier(pytest, parallel)
+        serial = not options.without_serial
+        codes += _kafka_tier(pytest, parallel, serial, options.postgres_beside)
     failed = (rc for rc in codes if rc not in (0, NO_TESTS_COLLECTED))
     return next(failed, 0)
 
 
-def _kafka_tier(pytest: list[str], parallel: list[str]) -> list[int]:
+def _kafka_tier(
+    pytest: list[str], parallel: list[str], serial: bool, beside: list[str]
+) -> list[int]:
     """The Kafka tier in parallel workers, and beside it the serial tests on a stack of their
-    own; their return codes."""
+    own (unless not `serial`) and the `beside` tests on PostgreSQL; their return codes."""
     from devstack.stack import Stack
     from tests.shared_stack import parts_of, shared_stack
 
-    serial_var = settings.VAR_DIR / "serial-stack"
-    serial_env = {
+    serial_log = settings.VAR_DIR / "serial-stack" / "pytest.log"
+    postgres_log = settings.VAR_DIR / "postgres-beside.log"
+    stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
+    with shared_stack(stack, parts_of(stack)):
+        alone = _serial_beside(pytest, serial_log) if serial else None
+        postgres = _postgres_beside(beside, postgres_log) if beside else None
+        codes = [subprocess.call([*parallel, "-m", "kafka and not serial and not faults"])]
+        codes += [process.wait() for process in (alone, postgres) if process]
+    for process, log, what in (
+        (alone, serial_log, "The tests that stop brokers or Redis, on a stack of their own"),
+        (postgres, postgres_log, "On PostgreSQL, beside the others"),
+    ):
+        if process:
+            print(f"\n{what} ({log}):\n{log.read_text(errors='replace')}", flush=True)
+    return codes
+
+
+def _serial_beside(pytest: list[str], log: Path) -> subprocess.Popen:
+    """The tests marked serial, one after another on a stack of their own (ports shifted, state
+    in var/serial-stack/). Their output goes to `log`."""
+    env = {
         **os.environ,
         "ISTHMUS_DEVSTACK_PORT_OFFSET": SERIAL_PORT_OFFSET,
-        "ISTHMUS_VAR_DIR": str(serial_var),
+        "ISTHMUS_VAR_DIR": str(log.parent),
     }
-    subprocess.run([sys.executable, "manage.py", "init_var", "-v", "0"], env=serial_env, check=True)
-    serial_log = serial_var / "pytest.log"
-    stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
-    with shared_stack(stack, parts_of(stack)), open(serial_log, "w") as log:
-        alone = subprocess.Popen(
-            [*pytest, "-m", "serial and not faults"],
-            env=serial_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        slow = subprocess.call([*parallel, "-m", "kafka and not serial and not faults"])
-        alone.wait()
-    print(f"\nThe tests that stop brokers or Redis, on a stack of their own ({serial_log}):")
-    print(Path(serial_log).read_text(errors="replace"), flush=True)
-    return [slow, alone.returncode]
+    subprocess.run([sys.executable, "manage.py", "init_var", "-v", "0"], env=env, check=True)
+    with open(log, "w") as out:
+        command = [*pytest, "-m", "serial and not faults"]
+        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _postgres_beside(paths: list[str], log: Path) -> subprocess.Popen:
+    """This suite again, on PostgreSQL, at a lower priority: its fast tier under coverage, then
+    its Kafka tests. Its output goes to `log`."""
+    env = {**os.environ, "ISTHMUS_DB": "postgres", "ISTHMUS_TEST_REDIS_DB": BESIDE_REDIS_DB}
+    command = ["nice", "-n", BESIDE_NICENESS, sys.executable, "-m", "tests.suite"]
+    command += ["--coverage", "--without-serial"]
+    with open(log, "w") as out:
+        return subprocess.Popen([*command, *paths], env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 if __name__ == "__main__":
