@@ -118,8 +118,9 @@ docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # The Kafka tier on SQLite, and beside it the tests that stop shared brokers or Redis (on a
-# stack of their own) and, on the CPU it leaves idle, the fast tier, measured by coverage.py,
-# with the database's own integration tests on the devstack's PostgreSQL (tests/suite.py).
+# stack of their own) and, at the lowest priority on the CPU it leaves idle, the fast tier,
+# measured by coverage.py, with the database's own integration tests on the devstack's
+# PostgreSQL (tests/suite.py).
 # `make test-postgres` runs that last part alone.
 # The tests' brokers compile with C1 alone (devstack/kafka.py, JVM_OPTIONS): a third less CPU to
 # start, and in their first minutes, where the tests' stacks spend their lives.
