@@ -12,12 +12,13 @@ end if it was not up before.
     python -m tests.suite [--tiers fast,kafka] [--coverage] [--without-serial]
                           [--postgres-beside PATH ...] [pytest arguments, e.g. files]
 
-`make test` runs the Kafka tier on SQLite and, beside it (--postgres-beside), the fast tier and
-the integration tests of what the database decides on PostgreSQL, each test once. The Kafka
-tier leaves half the CPU idle, waiting on brokers and engines (of 1,190 s of CPU in a 15-minute
-`make test`, 800 went to its 11 minutes): the PostgreSQL run takes that at the lowest priority
-(nice 19; at nice 10 a busy link's copy stood still 3 s in the engine isolation test), once the
-stack it shares is up, with Redis databases of its own.
+`make test` runs the Kafka tier on SQLite and, beside it (--postgres-beside), the fast tier on
+PostgreSQL under coverage, then, once the Kafka tier is done, the integration tests of what the
+database decides, there too: each test once. The Kafka tier leaves half the CPU idle, waiting
+on brokers and engines (of 1,190 s of CPU in a 15-minute `make test`, 800 went to its 11
+minutes): the fast tier takes that at the lowest priority (nice 19; at nice 10, and with the
+database's integration tests beside, a busy link's copy stood still 3 s in the engine
+isolation test), once the stack it shares is up, with Redis databases of its own.
 ISTHMUS_TEST_WORKERS sets the number of parallel workers (default 2).
 """
 
@@ -104,14 +105,20 @@ def _kafka_tier(
     stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
     with shared_stack(stack, parts_of(stack)):
         alone = _serial_beside(pytest, serial_log) if serial else None
-        postgres = _postgres_beside(beside, postgres_log) if beside else None
+        postgres = _on_postgres(beside, "fast", postgres_log, BESIDE_NICENESS) if beside else None
         codes = [subprocess.call([*parallel, "-m", "kafka and not serial and not faults"])]
-        codes += [process.wait() for process in (alone, postgres) if process]
-    for process, log, what in (
+        if postgres:
+            # Its Kafka tests at the usual priority, once the Kafka tier is done: they time
+            # the console's answers, and the Kafka tier's own tests time the engine's.
+            codes.append(postgres.wait())
+            codes.append(_on_postgres(beside, "kafka", postgres_log).wait())
+        if alone:
+            codes.append(alone.wait())
+    for ran, log, what in (
         (alone, serial_log, "The tests that stop brokers or Redis, on a stack of their own"),
         (postgres, postgres_log, "On PostgreSQL, beside the others"),
     ):
-        if process:
+        if ran:
             print(f"\n{what} ({log}):\n{log.read_text(errors='replace')}", flush=True)
     return codes
 
@@ -130,13 +137,13 @@ def _serial_beside(pytest: list[str], log: Path) -> subprocess.Popen:
         return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def _postgres_beside(paths: list[str], log: Path) -> subprocess.Popen:
-    """This suite again, on PostgreSQL, at a lower priority: its fast tier under coverage, then
-    its Kafka tests. Its output goes to `log`."""
+def _on_postgres(paths: list[str], tier: str, log: Path, nice: str = "0") -> subprocess.Popen:
+    """This suite again on PostgreSQL, one tier of `paths` (the fast one under coverage, or the
+    Kafka one without the serial tests), its output appended to `log`."""
     env = {**os.environ, "ISTHMUS_DB": "postgres", "ISTHMUS_TEST_REDIS_DB": BESIDE_REDIS_DB}
-    command = ["nice", "-n", BESIDE_NICENESS, sys.executable, "-m", "tests.suite"]
-    command += ["--coverage", "--without-serial"]
-    with open(log, "w") as out:
+    command = ["nice", "-n", nice, sys.executable, "-m", "tests.suite", "--tiers", tier]
+    command += ["--coverage"] if tier == "fast" else ["--without-serial"]
+    with open(log, "w" if tier == "fast" else "a") as out:
         return subprocess.Popen([*command, *paths], env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
