@@ -71,16 +71,45 @@ def _stack() -> Stack:
     return Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
 
 
+# Each tier's longest modules (measured in `make test`: the Kafka tier's take a minute or more of
+# a worker each), run first: each worker takes the next module when it is done with one (in
+# this order: tests/suite.py turns off xdist's own, by number of tests), so a long module taken
+# last would leave the other worker idle for its length at the end.
+LONGEST_FIRST = [
+    f"tests/{name}.py"
+    for name in (
+        "integration/test_merge_flows",
+        "integration/test_engine_links",
+        "integration/test_restore",
+        "integration/test_stream_supervision",
+        "integration/test_engine_errors",
+        "integration/test_offset_sync",
+        "integration/test_scenarios",
+        "integration/test_spark_standalone",
+        "db/test_console_malformed",
+        "db/test_role_matrix",
+        "db/test_api_openapi",
+    )
+]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test of tests/integration, tests/e2e and tests/faults `kafka` (they use the
     clusters, Spark or Chromium), so `pytest -m "not kafka"` runs the unit and database-only
-    tests (tests/unit, tests/db) for quick work; and those of tests/faults `faults` too."""
+    tests (tests/unit, tests/db) for quick work; and those of tests/faults `faults` too. The
+    longest modules go first (LONGEST_FIRST), the rest in their order."""
     slow = [ROOT / "tests" / name for name in ("integration", "e2e", "faults")]
     for item in items:
         if any(Path(item.path).is_relative_to(folder) for folder in slow):
             item.add_marker(pytest.mark.kafka)
         if Path(item.path).is_relative_to(slow[2]):
             item.add_marker(pytest.mark.faults)
+
+    def rank(item: pytest.Item) -> int:
+        where = Path(item.path).relative_to(ROOT).as_posix()
+        return LONGEST_FIRST.index(where) if where in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each module's tests stay together and in order
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -78,7 +78,9 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     django.setup()
     pytest = [sys.executable, "-m", "pytest", *args]
-    parallel = [*pytest, "-n", os.environ.get("ISTHMUS_TEST_WORKERS", "2"), "--dist=loadfile"]
+    workers = os.environ.get("ISTHMUS_TEST_WORKERS", "2")
+    # A module to a worker, in the order tests/conftest.py gives them (the longest first).
+    parallel = [*pytest, "-n", workers, "--dist=loadfile", "--no-loadscope-reorder"]
     codes = []
     if "fast" in tiers:
         measured = COVERAGE if options.coverage else []
