@@ -164,6 +164,19 @@ class MemoryCluster:
         self.translation: dict[tuple[str, int], Runs] = {}
         self.lock = threading.RLock()
 
+    def acls_on(self, topic: str) -> set[tuple[str, str]]:
+        """The (operation, permission) pairs granted to User:* on `topic`, as
+        tests.kafka_clients.acls_on reads them from a broker."""
+        with self.lock:
+            return {
+                (b.operation.name, b.permission_type.name)
+                for b in self.acls
+                if b.principal == "User:*"
+                and b.restype == ResourceType.TOPIC
+                and b.resource_pattern_type == ResourcePatternType.LITERAL
+                and b.name == topic
+            }
+
     # What a test does to a cluster (as a producer or a consumer would). ------------------
 
     def produce(self, topic: str, partition: int = 0, count: int = 1, at_ms: int = 0) -> None:
@@ -206,6 +219,12 @@ def add_cluster(bootstrap: str, **options) -> MemoryCluster:
     with _registry_lock:
         _clusters[bootstrap] = cluster = MemoryCluster(bootstrap, **options)
     return cluster
+
+
+def cluster(bootstrap: str) -> MemoryCluster:
+    """The in-memory cluster reached at `bootstrap`: what a test checks it holds."""
+    with _registry_lock:
+        return _clusters[bootstrap]
 
 
 def clear() -> None:

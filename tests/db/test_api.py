@@ -14,7 +14,7 @@ from replication.governance import audit
 from replication.governance.tokens import create_token
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from replication.topics.mirrors import create_mirror
-from tests.kafka_clients import acls_on
+from tests import memory_kafka
 
 
 @pytest.fixture
@@ -286,7 +286,7 @@ def test_deleting_a_link_with_mirrors_needs_force(
     assert admin.delete(f"{links_url}/{link.name}?force=true").status_code == 204
     assert not ClusterLink.objects.filter(pk=link.pk).exists()
     # Forced: the mirror was failed over first, so the topic is left writable.
-    assert acls_on(kafka.DESTINATION, topic_name) == set()
+    assert memory_kafka.cluster(kafka.DESTINATION.bootstrap).acls_on(topic_name) == set()
 
 
 # Mirrors -------------------------------------------------------------------------------------

@@ -11,12 +11,11 @@ from django.test import Client
 from django.urls import reverse
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin
 from replication.actions import approvals
 from replication.governance import audit
 from replication.models import MirrorTopic
 from replication.topics.links import create_link
-from tests.conftest import admin_config
+from tests import memory_kafka
 
 
 @pytest.fixture
@@ -70,7 +69,7 @@ def test_a_mirror_on_a_link_whose_address_reaches_another_cluster_is_refused(
     message = answer.json()["message"]
     assert "AAAAAAAAAAAAAAAAAAAAAA" in message and "no mirror was created" in message
     assert not MirrorTopic.objects.exists()
-    assert topic not in KafkaAdmin(admin_config(kafka.DESTINATION)).list_topic_names()
+    assert topic not in memory_kafka.cluster(kafka.DESTINATION.bootstrap).topics
 
 
 @pytest.mark.parametrize("action", ["pause", "resume"])

@@ -5,31 +5,22 @@ tests/integration/test_mirrors.py)."""
 import pytest
 
 from devstack import kafka
-from infra.kafka_admin import KafkaAdmin
-from infra.kafka_errors import TopicNotFound
 from infra.processes import wait_for
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.models import AuditEvent, MirrorTopic
 from replication.topics.mirrors import create_mirror, delete_mirror, pause_mirror
-from tests.conftest import admin_config
-from tests.kafka_clients import acls_on
+from tests import memory_kafka
 
 ACTOR = audit.Actor.system("tests")
 
 
-def destination_admin() -> KafkaAdmin:
-    return KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10)
-
-
 def nothing_left_of(topic: str) -> bool:
-    try:
-        destination_admin().describe_topic(topic)
-        return False
-    except TopicNotFound:
-        pass
+    """No topic, no ACL of the mirror on the (in-memory) destination, and no row of it."""
+    destination = memory_kafka.cluster(kafka.DESTINATION.bootstrap)
     return (
-        not acls_on(kafka.DESTINATION, topic)
+        topic not in destination.topics
+        and not destination.acls_on(topic)
         and not MirrorTopic.objects.filter(mirror_topic=topic).exists()
     )
 

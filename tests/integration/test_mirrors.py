@@ -14,6 +14,7 @@ from confluent_kafka.admin import (
 
 from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
+from infra.kafka_errors import TopicNotFound
 from infra.processes import wait_for
 from replication.core.errors import ReplicationError
 from replication.models import AuditEvent, MirrorTopic
@@ -26,11 +27,28 @@ from replication.topics.mirrors import (
     resume_mirror,
 )
 from tests.conftest import admin_config
-from tests.db.test_mirrors import ACTOR, destination_admin, nothing_left_of
+from tests.db.test_mirrors import ACTOR
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, consume_all, produce, run_tool
 from tests.mirror_checks import topic_gone
 
 pytestmark = pytest.mark.integration
+
+
+def destination_admin() -> KafkaAdmin:
+    return KafkaAdmin(admin_config(kafka.DESTINATION), timeout=10)
+
+
+def nothing_left_of(topic: str) -> bool:
+    """No topic, no ACL of the mirror on the destination broker, and no row of it."""
+    try:
+        destination_admin().describe_topic(topic)
+        return False
+    except TopicNotFound:
+        pass
+    return (
+        not acls_on(kafka.DESTINATION, topic)
+        and not MirrorTopic.objects.filter(mirror_topic=topic).exists()
+    )
 
 
 def test_a_mirror_copies_partitions_and_configs_by_class(make_link, make_topic, topic_name):
