@@ -57,7 +57,8 @@ def _test_database_name() -> str:
 LEDGER = leftovers.Ledger(_test_database_name(), [TEST_REDIS_URL, settings.REDIS_URL])
 
 
-# What the fast tier (`-m "not kafka"`) uses of the stack: its clusters are in memory.
+# What the fast tier (`-m "not kafka"`) uses of the stack, beside its database: its clusters
+# are in memory.
 FAST_TIER_PARTS = ["source-registry", "destination-registry", "redis"]
 
 
@@ -70,7 +71,10 @@ def pytest_configure(config: pytest.Config) -> None:
         held = contextlib.ExitStack()
         stack = _stack()
         fast = config.getoption("markexpr", "") == "not kafka"
-        held.enter_context(shared_stack(stack, FAST_TIER_PARTS if fast else parts_of(stack)))
+        # PostgreSQL too, here once: each worker making it anew would race the others.
+        database = ["postgres"] if stack.postgres else []
+        parts = database + FAST_TIER_PARTS if fast else parts_of(stack)
+        held.enter_context(shared_stack(stack, parts))
         config.add_cleanup(held.close)
 
 
