@@ -57,11 +57,6 @@ def _test_database_name() -> str:
 LEDGER = leftovers.Ledger(_test_database_name(), [TEST_REDIS_URL, settings.REDIS_URL])
 
 
-# What the fast tier (`-m "not kafka"`) uses of the stack, beside its database: its clusters
-# are in memory.
-FAST_TIER_PARTS = ["source-registry", "destination-registry", "redis"]
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """With pytest-xdist's workers, the clusters and Redis are started once, here in the
     controlling process, for all of them (and stopped at the end if they were not up before);
@@ -70,11 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if getattr(config, "workerinput", None) is None and config.getoption("numprocesses", None):
         held = contextlib.ExitStack()
         stack = _stack()
-        fast = config.getoption("markexpr", "") == "not kafka"
         # PostgreSQL too, here once: each worker making it anew would race the others.
-        database = ["postgres"] if stack.postgres else []
-        parts = database + FAST_TIER_PARTS if fast else parts_of(stack)
-        held.enter_context(shared_stack(stack, parts))
+        fast = config.getoption("markexpr", "") == "not kafka"
+        held.enter_context(shared_stack(stack, parts_of(stack, fast_tier=fast)))
         config.add_cleanup(held.close)
 
 

@@ -11,10 +11,16 @@ from devstack.stack import Stack
 SHARED_PARTS = ["source", "destination", "source-registry", "destination-registry", "redis"]
 
 
-def parts_of(stack: Stack) -> list[str]:
-    """Every part the tests share: the clusters and their schema registries, Redis, and the
-    PostgreSQL the test database is made on (with ISTHMUS_DB=postgres)."""
-    return (["postgres"] if stack.postgres else []) + SHARED_PARTS
+# What the fast tier (`-m "not kafka"`) uses: its clusters are in memory.
+FAST_TIER_PARTS = ["source-registry", "destination-registry", "redis"]
+
+
+def parts_of(stack: Stack, fast_tier: bool = False) -> list[str]:
+    """Every part the tests share (or, for the fast tier alone, what it uses): the clusters and
+    their schema registries, Redis, and the PostgreSQL the test database is made on (with
+    ISTHMUS_DB=postgres)."""
+    database = ["postgres"] if stack.postgres else []
+    return database + (FAST_TIER_PARTS if fast_tier else SHARED_PARTS)
 
 
 @contextmanager

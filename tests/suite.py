@@ -139,11 +139,13 @@ def _serial_beside(pytest: list[str], log: Path) -> subprocess.Popen:
         return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def _on_postgres(paths: list[str], tier: str, log: Path, nice: str = "0") -> subprocess.Popen:
+def _on_postgres(paths: list[str], tier: str, log: Path, nice: str = "") -> subprocess.Popen:
     """This suite again on PostgreSQL, one tier of `paths` (the fast one under coverage, or the
-    Kafka one without the serial tests), its output appended to `log`."""
+    Kafka one without the serial tests), at niceness `nice` if given, its output appended to
+    `log`."""
     env = {**os.environ, "ISTHMUS_DB": "postgres", "ISTHMUS_TEST_REDIS_DB": BESIDE_REDIS_DB}
-    command = ["nice", "-n", nice, sys.executable, "-m", "tests.suite", "--tiers", tier]
+    command = ["nice", "-n", nice] if nice else []
+    command += [sys.executable, "-m", "tests.suite", "--tiers", tier]
     command += ["--coverage"] if tier == "fast" else ["--without-serial"]
     with open(log, "w" if tier == "fast" else "a") as out:
         return subprocess.Popen([*command, *paths], env=env, stdout=out, stderr=subprocess.STDOUT)
