@@ -121,19 +121,18 @@ def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_
         delete_link(ACTOR, link, force=True)
         supervise.stop(link)  # as the beat does for a link gone
     eventually(lambda: _engine_links() == 1, 60, "the deleted links leaving the engine")
-    after, threads_after = _settled(pid)
+    after, _ = _settled(pid)
     grew = full - before
     print(
         f"engine RSS {before >> 20} MiB, {full >> 20} with {LINKS} more links, {after >> 20} after"
     )
     assert status.status(first).pid == pid
     assert after - before < max(grew // 2, 64 << 20), (before, full, after)
-    # What each link held is released: its threads (and its producer's) are gone again.
+    # What each link held is released: its threads (and its producer's) are gone again. A
+    # client closing or the JVM's idle compiler and reaper threads go within a minute; a leak
+    # (about six threads a link) never does.
     assert threads_full > threads_before + 3 * LINKS, (threads_before, threads_full)
-    assert threads_after <= threads_before + 5, (
-        threads_before,
-        threads_full,
-        threads_after,
-        _thread_names(pid) - names_before,
-        status.engine_status().slots,
-    )
+    if not processes.wait_for(lambda: _threads(pid) <= threads_before + 5, 60, ignore=()):
+        raise AssertionError(
+            (threads_before, threads_full, _threads(pid), _thread_names(pid) - names_before)
+        )
