@@ -58,6 +58,13 @@ class ClusterLink(models.Model):
     admin_may_override = models.BooleanField(
         default=True, help_text="An admin may act without approval (recorded as an override)."
     )
+    # The recovery point objective: how far behind in seconds (the age of the oldest source
+    # record not yet mirrored) its mirrors may fall; none: no target. While one is further
+    # behind, `rpo_breached_at` says since when (observe/rpo.py tells the operators once).
+    rpo_target_seconds = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(31_536_000)]
+    )
+    rpo_breached_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
