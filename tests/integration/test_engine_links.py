@@ -1,11 +1,13 @@
 """Links come and go in one engine: twenty links created one after the other each copy their
 mirror exactly, without a restart of the engine, and when they are deleted its memory comes
-back near where it was."""
+back near where it was. Once it copies, every socket the engine opens is on loopback only
+(issue 23: nothing listens beyond what it must)."""
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import ipaddress
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -83,6 +85,26 @@ def _settled(pid: int) -> tuple[int, int]:
     return min(s[0] for s in samples), min(s[1] for s in samples)
 
 
+def _listening(pid: int) -> list[tuple[str, int, str]]:
+    """(address, port, process name) of every listening socket of `pid` and its descendants."""
+    root = psutil.Process(pid)
+    found = []
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            for conn in proc.net_connections(kind="inet"):
+                if conn.status == psutil.CONN_LISTEN:
+                    found.append((conn.laddr.ip, conn.laddr.port, proc.name()))
+        except psutil.NoSuchProcess:
+            pass  # a Python worker that just ended
+    return found
+
+
+def _loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    mapped = getattr(ip, "ipv4_mapped", None)  # ::ffff:127.0.0.1 on a dual-stack socket
+    return (mapped or ip).is_loopback
+
+
 def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_they_go(
     own_engine, make_link, make_topic, topic_name
 ):
@@ -94,6 +116,10 @@ def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_
     first = make_link()
     run_until_copied(first, [create_mirror(ACTOR, first, topics[0])], timeout=180)
     pid = status.status(first).pid
+    # Copied: the driver's context, its block manager and the copiers' Python workers are up.
+    listening = _listening(pid)
+    assert any(name == "java" for _, _, name in listening), listening  # the driver's RPC
+    assert all(_loopback(address) for address, _, _ in listening), listening
     before, threads_before = _settled(pid)
     names_before = _thread_names(pid)
 
