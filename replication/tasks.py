@@ -8,7 +8,7 @@ from replication.actions import approvals, request_runs
 from replication.core import redis_channel
 from replication.engine import supervise
 from replication.governance import audit, notifications
-from replication.kafka.clusters import probe_clusters
+from replication.kafka import reachability
 from replication.models import ClusterLink, Notification, ScenarioRun
 from replication.observe import lag, verification_requests, verification_sweep
 from replication.scenarios import registry, runner
@@ -20,9 +20,10 @@ log = logging.getLogger(__name__)
 
 @shared_task
 def refresh_clusters() -> dict[str, dict]:
-    """Probe every registered cluster and log the ones that are unreachable or changed."""
+    """Probe every registered cluster, keep whether each answers (for the overview, the link
+    pages and /metrics) and log the ones that are unreachable or changed."""
     report = {}
-    for health in probe_clusters():
+    for health in reachability.refresh():
         if health.error:
             log.warning("Cluster %s: %s", health.cluster.name, health.error)
         report[health.cluster.name] = health.as_dict()

@@ -18,6 +18,7 @@ from replication.kafka.clusters import probe_cluster
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
 from replication.observe import history, lag
 from replication.overview import dashboard
+from replication.overview.unreachable import survey
 from replication.schemas import schema_links
 from replication.sync import acl_sync, auto_mirrors, syncers
 from replication.topics import links, offset_sync
@@ -104,6 +105,7 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
             "mirrors": with_lags(link.mirrors.select_related("link", "destination")),
             "flows": link.flows.select_related("destination"),
             "destination_health": probe_cluster(link.destination),
+            "unreachable": survey([link]).marks[link.pk],
             "stream": stream_status.status(link),
             "pending_requests": link.approval_requests.filter(state="PENDING"),
             "config_form": config_form,

@@ -1,9 +1,10 @@
 """What the console's home page shows: each link with its mirrors counted by state, its worst
 lag and its throughput; the mirrors in trouble first; requests waiting for approval; recent
-audit events. Read from the database, from what the links' streams last reported and from each
-mirror's latest lag reading (`lag.latest`) in Redis, never from the clusters, so the page is
-quick however many links there are and whichever cluster is down (the clusters' reachability
-is loaded into the page separately)."""
+audit events; the clusters that do not answer, and the links they stop. Read from the database,
+from what the links' streams last reported, from each mirror's latest lag reading
+(`lag.latest`) and from the clusters' latest reachability (`unreachable.survey`) in Redis, never
+from the clusters, so the page is quick however many links there are and whichever cluster is
+down."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from replication.models import (
     MirrorTopic,
 )
 from replication.observe import lag, mirror_differences
+from replication.overview.unreachable import Cluster, survey
 from replication.states.mirror_states import FOLLOWING
 from replication.topics import merge_flows
 from replication.topics.mirrors import records_lost, source_missing
@@ -46,6 +48,7 @@ class LinkSummary:
     mirrors_by_state: dict[str, int]
     worst_lag: Lag | None  # None: no mirror read yet
     troubled: int  # mirrors FAILED, SOURCE_UNAVAILABLE or with an error
+    unreachable: list[str] = field(default_factory=list)  # its ends that do not answer, in words
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Overview:
     pending_requests: list[ApprovalRequest]
     recent_events: list[AuditEvent]
     mirrors_by_state: dict[str, int] = field(default_factory=dict)
+    unreachable: list[Cluster] = field(default_factory=list)
 
     @property
     def mirrors(self) -> int:
@@ -79,12 +83,17 @@ class MirrorLag:
     largest: int
 
 
-def link_summaries(links: list[ClusterLink] | None = None) -> list[LinkSummary]:
-    """Each link (all, by name, when None) with its mirrors by state, worst lag and stream:
+def link_summaries(
+    links: list[ClusterLink] | None = None, marks: dict[int, list[str]] | None = None
+) -> list[LinkSummary]:
+    """Each link (all, by name, when None) with its mirrors by state, worst lag, stream and
+    the ends that do not answer (`marks`, from `unreachable.survey`, surveyed here when None):
     one query for the counts, one for the mirrors that follow (their lag), one for the links
     with merge flows (theirs, from each such link's heartbeat), whatever the number of mirrors."""
     if links is None:
-        links = list(ClusterLink.objects.select_related("destination").order_by("name"))
+        links = _all_links()
+    if marks is None:
+        marks = survey(links).marks
     mirrors = MirrorTopic.objects.filter(link__in=links)
     counts: dict[int, dict[str, int]] = {link.pk: {} for link in links}
     for row in mirrors.values("link_id", "state").annotate(n=Count("pk")).order_by("state"):
@@ -106,6 +115,7 @@ def link_summaries(links: list[ClusterLink] | None = None) -> list[LinkSummary]:
             mirrors_by_state=counts[link.pk],
             worst_lag=_worst_lag(link, following[link.pk], link.pk in flowing),
             troubled=troubled.get(link.pk, 0),
+            unreachable=marks.get(link.pk, []),
         )
         for link in links
     ]
@@ -129,12 +139,24 @@ def mirror_lags(mirrors: list[MirrorTopic]) -> dict[int, MirrorLag]:
 
 def overview(events: int = 10, troubled: int = 50) -> Overview:
     """The home page's numbers; at most `troubled` of the mirrors in trouble are listed."""
-    summaries = link_summaries()
-    # Links in trouble first (a FAILED link, or troubled mirrors), then by name.
-    summaries.sort(key=lambda s: (s.link.state != ClusterLink.State.FAILED, not s.troubled))
+    links = _all_links()
+    reached = survey(links)
+    summaries = link_summaries(links, reached.marks)
+    # Links in trouble first (a FAILED link, an end that does not answer, troubled mirrors),
+    # then by name.
+    summaries.sort(
+        key=lambda s: (
+            s.link.state != ClusterLink.State.FAILED and not s.unreachable,
+            not s.troubled,
+        )
+    )
+    # A mirror whose link cannot reach one of its clusters is not copying: in trouble too
+    # (not one promoted, which no longer needs its link).
+    cut_off = [pk for pk, marks in reached.marks.items() if marks]
+    cut_off_q = Q(link__in=cut_off) & ~Q(state=State.STOPPED)
     by_state = MirrorTopic.objects.values("state").annotate(n=Count("pk")).order_by("state")
     in_trouble = list(
-        MirrorTopic.objects.filter(_TROUBLED)
+        MirrorTopic.objects.filter(_TROUBLED | cut_off_q)
         .select_related("link", "destination")
         .order_by(Case(When(state=State.FAILED, then=0), default=1), "state_time")[:troubled]
     )
@@ -145,6 +167,7 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
             or source_missing(mirror)
             or records_lost(mirror)
             or mirror_differences.trouble(mirror)
+            or _cut_off(reached.marks.get(mirror.link_id))
             or "The link cannot reach the source cluster."
         )
     return Overview(
@@ -154,7 +177,20 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
         pending_requests=list(list_requests(states=[ApprovalRequest.State.PENDING])[:10]),
         recent_events=list(AuditEvent.objects.order_by("-at", "-pk")[:events]),
         mirrors_by_state={row["state"]: row["n"] for row in by_state},
+        unreachable=reached.unreachable,
     )
+
+
+def _all_links() -> list[ClusterLink]:
+    return list(ClusterLink.objects.select_related("destination").order_by("name"))
+
+
+def _cut_off(marks: list[str] | None) -> str:
+    """What stops a mirror's link, in words ("": nothing of its clusters)."""
+    if not marks:
+        return ""
+    said = " and ".join(marks)
+    return f"Not copying: the link's {said}."
 
 
 # A mirror in trouble: FAILED, its source unreachable or its source topic gone, no longer an

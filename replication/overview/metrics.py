@@ -1,6 +1,8 @@
 """Prometheus metrics: each link's state, stream and syncers, each mirror partition's offsets
 and lag (its latest reading, `lag.latest`, as every page shows it: a scrape asks no cluster),
-and what verification found."""
+what verification found, whether each cluster answers (`unreachable.survey`, as the overview
+shows it) and the requests waiting for approval. `monitoring/` holds alert rules and a
+dashboard on these names: a test fails when one they use is gone."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from django.utils import timezone
 
 from replication.engine import status
 from replication.models import (
+    ApprovalRequest,
     ClusterLink,
     GroupOffsetSync,
     MergeFlow,
@@ -18,6 +21,7 @@ from replication.models import (
     SchemaSubjectSync,
 )
 from replication.observe import lag, verification_sweep
+from replication.overview.unreachable import survey
 from replication.schemas import schema_links
 from replication.topics import merge_flows
 
@@ -112,6 +116,16 @@ _HELP = {
         "gauge",
         "Seconds since the mirror's lag was last read from both clusters (every 10 s).",
     ),
+    "isthmus_cluster_reachable": (
+        "gauge",
+        "1 while the cluster answers (the console's probe every 30 s, or its links' availability "
+        "checks), 0 while it does not; absent until it was first probed.",
+    ),
+    "isthmus_approvals_pending": ("gauge", "Requests waiting for approval, by action."),
+    "isthmus_approval_oldest_pending_seconds": (
+        "gauge",
+        "Seconds the oldest request still waiting for approval has waited (0: none waits).",
+    ),
 }
 
 
@@ -170,6 +184,8 @@ def prometheus_text() -> str:
     _by_state(add, "isthmus_link_schema_subjects", SchemaSubjectSync)
     _mirror_lags(add)
     _flows(add)
+    _clusters(add)
+    _approvals(add)
     lines = []
     for name, (kind, text) in _HELP.items():
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples[name]]
@@ -257,3 +273,23 @@ def _mirror_lags(add) -> None:
             add("isthmus_mirror_partition_dest_log_end_offset", mirror_end, **at)
             add("isthmus_mirror_partition_source_high_watermark", source_end, **at)
             add("isthmus_mirror_partition_offsets_translated", int(translated), **at)
+
+
+def _clusters(add) -> None:
+    """Whether each cluster the console knows answers, as the overview says (no cluster asked)."""
+    links = list(ClusterLink.objects.select_related("destination"))
+    for cluster in survey(links).clusters:
+        if cluster.reachable is not None:
+            add("isthmus_cluster_reachable", int(cluster.reachable), cluster=cluster.name)
+
+
+def _approvals(add) -> None:
+    """Requests waiting for approval by action (every action, 0 included: a series that comes
+    and goes breaks alerts on it), and how long the oldest has waited."""
+    pending = ApprovalRequest.objects.filter(state=ApprovalRequest.State.PENDING)
+    counts = dict(pending.values("action").annotate(n=Count("pk")).values_list("action", "n"))
+    for action in ApprovalRequest.Action.values:
+        add("isthmus_approvals_pending", counts.get(action, 0), action=action)
+    oldest = pending.order_by("created_at").values_list("created_at", flat=True).first()
+    waited = (timezone.now() - oldest).total_seconds() if oldest is not None else 0
+    add("isthmus_approval_oldest_pending_seconds", round(max(0.0, waited), 1))
