@@ -89,32 +89,13 @@ def test_a_link_that_is_gone_leaves_the_engine_and_one_never_seen_is_left(devsta
     assert published() == {unseen, kept}  # `unseen`: not committed yet
 
 
-def test_stopping_the_engine_lets_its_links_leave_and_its_slots_end_before_spark_stops(
-    own_engine, make_link, make_topic, topic_name
-):
-    make_topic(kafka.SOURCE, topic_name)
-    _write(topic_name, 0, 10)
-    link = make_link()
-    mirror = create_mirror(ACTOR, link, topic_name)
-    run_until_copied(link, [mirror], timeout=180)
-    logged = process.log_file().read_text(errors="replace")
-
-    assert supervise.stop_engine() is not None  # it waits for the whole engine to be gone
-    engine = control.read_json(redis_channel.client(), control.engine_heartbeat_key(own_engine))
-    heartbeat = control.read_json(redis_channel.client(), control.heartbeat_key(str(link.link_id)))
-    assert engine["state"] == "stopped", engine  # it ended its run itself, not killed
-    assert heartbeat["state"] == "stopped", heartbeat
-    log = process.log_file().read_text(errors="replace")[len(logged) :]
-    assert f"Link {link.name}: left the engine" in log
-    assert "Python worker exited unexpectedly" not in log  # no slot was cut off by Spark
-
-
-def test_the_engine_starts_warm_before_any_link_and_a_first_link_copies_on_it(
+def test_the_engine_starts_warm_a_first_link_copies_on_it_and_it_stops_after_its_links_leave(
     own_engine, settings, make_link, make_topic, topic_name
 ):
     """Without ISTHMUS_ENGINE_LAZY the supervision starts the engine with no link at all, so a
     user's first link finds it running: the link's first records land on that same engine
-    (no second start)."""
+    (no second start). Stopping the engine lets its links leave and its slots end before
+    Spark stops."""
     settings.ENGINE_LAZY = False
     supervise.supervise_engine()
     eventually(lambda: status.engine_status().state == "RUNNING", 120, "the engine's start")
@@ -127,3 +108,13 @@ def test_the_engine_starts_warm_before_any_link_and_a_first_link_copies_on_it(
     run_until_copied(link, [mirror], timeout=60)
     assert status.engine_status().pid == warm
     assert len(assert_exact_copy(topic_name, topic_name)) == 10
+    logged = process.log_file().read_text(errors="replace")
+
+    assert supervise.stop_engine() is not None  # it waits for the whole engine to be gone
+    engine = control.read_json(redis_channel.client(), control.engine_heartbeat_key(own_engine))
+    heartbeat = control.read_json(redis_channel.client(), control.heartbeat_key(str(link.link_id)))
+    assert engine["state"] == "stopped", engine  # it ended its run itself, not killed
+    assert heartbeat["state"] == "stopped", heartbeat
+    log = process.log_file().read_text(errors="replace")[len(logged) :]
+    assert f"Link {link.name}: left the engine" in log
+    assert "Python worker exited unexpectedly" not in log  # no slot was cut off by Spark
