@@ -8,14 +8,27 @@ from django.urls import reverse
 from console.api import schemas
 from console.api.base import ApiError, cluster, endpoint, field, json_body, self_url
 from console.api.schemas import respond
+from console.object_urls import with_urls
 from replication.actions import approvals
+from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.models import ApprovalRequest
 
 BASE = "/kafka/v3/clusters/{cluster_id}/approval-requests"
 
 
-def request_data(request, found: ApprovalRequest) -> schemas.ApprovalRequest:
+def _plan(request, plan: dict) -> schemas.RequestPlan:
+    return schemas.RequestPlan(**with_urls(plan, request.build_absolute_uri))
+
+
+def request_data(request, found: ApprovalRequest, *, live: bool = False) -> schemas.ApprovalRequest:
+    """The request as the API answers it; `live` (its own GET) adds the plan read now."""
+    now, now_error = None, ""
+    if live and found.state == ApprovalRequest.State.PENDING:
+        try:
+            now = _plan(request, dict(approvals.plan_now(found)))
+        except ReplicationError as exc:
+            now_error = str(exc)
     return schemas.ApprovalRequest(
         metadata=self_url(
             request, f"{BASE.format(cluster_id=found.destination.cluster_id)}/{found.pk}"
@@ -38,6 +51,9 @@ def request_data(request, found: ApprovalRequest) -> schemas.ApprovalRequest:
         decision_reason=found.decision_reason,
         progress=found.progress,
         plan=[schemas.RequestTopicOutcome(**entry) for entry in found.plan],
+        plan_at_request=_plan(request, found.plan_at_request) if found.plan_at_request else None,
+        plan_now=now,
+        plan_now_error=now_error,
         result=[schemas.RequestTopicOutcome(**entry) for entry in found.result],
         console_url=request.build_absolute_uri(reverse("approval-detail", args=[found.pk])),
     )
@@ -87,7 +103,7 @@ def request_list(request, cluster_id):
 
 @endpoint(GET="console.view")
 def request_detail(request, cluster_id, request_id):
-    return respond(request_data(request, _found(cluster_id, request_id)))
+    return respond(request_data(request, _found(cluster_id, request_id), live=True))
 
 
 @endpoint(POST="request.approve")

@@ -7,7 +7,7 @@ from django import template
 register = template.Library()
 
 _TONES = {
-    "ok": {"ACTIVE", "EXECUTED", "PASSED", "IN_STEP"},
+    "ok": {"ACTIVE", "EXECUTED", "PASSED", "IN_STEP", "QUIET"},
     "warn": {
         "PAUSED",
         "LINK_PAUSED",
@@ -22,6 +22,7 @@ _TONES = {
         "BEHIND_MIRROR",
         "BEHIND_FLOW",
         "SKIPPED",
+        "WRITING",  # producers still write a topic an approval request would stop mirroring
     },
     "bad": {"FAILED", "UNAVAILABLE", "SOURCE_UNAVAILABLE", "CONFLICT"},
     "plain": {

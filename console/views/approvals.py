@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from console.access import can, require
 from console.forms.approvals import ApprovalPolicyForm, RejectForm, StopForm
+from console.object_urls import with_urls
 from console.views.actions import bound, form_errors
 from console.views.links import find_link, link_url
 from console.views.mirrors import chosen, find_mirror, mirror_url
@@ -250,29 +251,36 @@ def _find(pk: int) -> ApprovalRequest:
         raise Http404(str(exc)) from exc
 
 
+def _plan_now(found: ApprovalRequest) -> tuple[dict | None, str]:
+    """While it waits, what approving would do now (lags change; mirrors come and go; producers
+    stop), beside what it would have done when asked: (the plan, or None with why not)."""
+    if found.state != ApprovalRequest.State.PENDING:
+        return None, ""
+    try:
+        return with_urls(dict(approvals.plan_now(found))), ""
+    except ReplicationError as exc:
+        return None, str(exc)
+
+
 @require("console.view")
 def approval_detail(request, pk):
     found = _find(pk)
-    template = "approvals/detail.html#live" if request.htmx else "approvals/detail.html"
-    # While it waits, what it would do now (lags change; mirrors come and go), beside what it
-    # would have done when asked.
-    now, now_error = None, ""
-    if found.state == ApprovalRequest.State.PENDING:
-        try:
-            now = [o.as_dict() for o in approvals.plan_now(found)]
-        except ReplicationError as exc:
-            now_error = str(exc)
-    return render(
-        request,
-        template,
-        {
-            "req": found,
-            "now": now,
-            "now_error": now_error,
-            "reject_form": RejectForm(),
-            "mine": request.user.pk == found.requester_id,
-        },
-    )
+    context = {
+        "req": found,
+        "at_request": with_urls(found.plan_at_request) if found.plan_at_request else None,
+        "topics_shown": not OPERATIONS[found.action].takes_params,
+        "reject_form": RejectForm(),
+        "mine": request.user.pk == found.requester_id,
+    }
+    # The page's live part (its state and progress) every 2 s; the plan now, which reads both
+    # clusters, on its own every 15 s.
+    if request.htmx and request.GET.get("part") == "plan":
+        context["now"], context["now_error"] = _plan_now(found)
+        return render(request, "approvals/detail.html#plan-now", context)
+    if request.htmx:
+        return render(request, "approvals/detail.html#live", context)
+    context["now"], context["now_error"] = _plan_now(found)
+    return render(request, "approvals/detail.html", context)
 
 
 def _decide(request, pk, operation, done: str, form=None):

@@ -25,6 +25,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from replication.actions import plans
 from replication.actions.operations import OPERATIONS, Asked
 from replication.actions.request_runs import asked_of, move, settle_all_due, settle_due, snapshot
 from replication.core import text
@@ -126,6 +127,8 @@ def submit(
         reason = _reason(reason, "the request")
         if validate_only:
             return submission
+        # Made before the transaction: it reads the clusters (consumer groups, end offsets).
+        plan = plans.build(asked, outcomes)
         with transaction.atomic():
             # The link's row locked: deleted meanwhile (by an admin acting at once, say), the
             # request is refused clearly instead of failing on its missing link.
@@ -145,6 +148,7 @@ def submit(
                 expires_at=timezone.now() + timedelta(seconds=settings.APPROVAL_REQUEST_TTL_S),
                 force=force,
                 plan=[o.as_dict() for o in outcomes],
+                plan_at_request=plan,
             )
         submission.request = request
     audit.record(actor, f"request.{action}", target, after=snapshot(request), message=reason)
@@ -181,12 +185,13 @@ def acts_at_once(user, link: ClusterLink) -> bool:
     )
 
 
-def plan_now(request: ApprovalRequest) -> list[promote.TopicOutcome]:
-    """A pending request's dry run as things stand now, for its approvers to see beside the one
+def plan_now(request: ApprovalRequest) -> plans.Plan:
+    """A pending request's plan as things stand now, for its approvers to see beside the one
     made when it was asked (a refusal of the whole is raised)."""
     if request.link is None:
         raise not_found(f"Link {request.link_name} was deleted.")
-    return OPERATIONS[request.action].plan(asked_of(request))
+    asked = asked_of(request)
+    return plans.build(asked, OPERATIONS[request.action].plan(asked))
 
 
 def preview(link: ClusterLink, action: str, topics: list[str]) -> list[promote.TopicOutcome]:

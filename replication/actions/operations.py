@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
+from replication.actions import plan_words
+from replication.actions.asked import Asked, Params
 from replication.cutover import link_deletion, promote, restore, restore_plan, reverse, stop_batches
 from replication.cutover.promote import TopicOutcome
 from replication.governance import audit
@@ -24,19 +25,6 @@ from replication.states.mirror_states import FOLLOWING
 from replication.topics import merge_flows
 
 Action = ApprovalRequest.Action
-Params = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Asked:
-    """An action as asked for (or as an approval request keeps it): what the table's
-    functions act on. `topics` and `params` as `Operation.params` and submit left them."""
-
-    link: ClusterLink
-    action: str
-    topics: list[str] = field(default_factory=list)
-    params: Params = field(default_factory=dict)
-    force: bool = False
 
 
 @dataclass
@@ -71,6 +59,9 @@ class Operation:
     plan: Callable[[Asked], list[TopicOutcome]]
     # Run it (or, validating, check that it could run) as `actor`, with the audit trail's note.
     run: Callable[[audit.Actor, Asked, str, bool], Ran]
+    # What it does in words: the clusters, the direction, each topic's fate, which topics'
+    # producers and consumer groups matter, the objects it names (plans.py's plan).
+    explain: Callable[[Asked], plan_words.Explained]
     # Its dry run first runs it validate-only: its plan does not say whether it could run.
     validated_by_running: bool = False
     # Whether a topic's refusal in the plan refuses the request (a forced link deletion's plan
@@ -251,11 +242,18 @@ _PROMOTE = Operation(
     target=_mirrors_target,
     plan=_stop_plan,
     run=_stop,
+    explain=plan_words.promote_words,
     done_states=_STOPPED,
     done_word="Stopped",
     finish=stop_batches.finish_pending_stops,
 )
-_REVERSE = replace(_PROMOTE, plan=_reverse_plan, run=_reverse, finish=reverse.finish)
+_REVERSE = replace(
+    _PROMOTE,
+    plan=_reverse_plan,
+    run=_reverse,
+    finish=reverse.finish,
+    explain=plan_words.reverse_words,
+)
 
 _CREATE_FLOW = Operation(
     requested_as="flow.manage",
@@ -265,13 +263,14 @@ _CREATE_FLOW = Operation(
     target=_flow_target,
     plan=_no_plan,
     run=_create_flow,
+    explain=plan_words.create_flow_words,
     validated_by_running=True,
     recorded=_flow_recorded,
 )
 
 OPERATIONS: dict[str, Operation] = {
     Action.PROMOTE: _PROMOTE,
-    Action.FAILOVER: replace(_PROMOTE, break_glass=True),
+    Action.FAILOVER: replace(_PROMOTE, break_glass=True, explain=plan_words.failover_words),
     Action.DELETE_LINK: Operation(
         requested_as="link.delete",
         names_mirrors=False,
@@ -280,6 +279,7 @@ OPERATIONS: dict[str, Operation] = {
         target=_link_target,
         plan=_forced_failovers,
         run=_delete_link,
+        explain=plan_words.delete_link_words,
         validated_by_running=True,
         plan_errors_refuse=False,
     ),
@@ -289,13 +289,19 @@ OPERATIONS: dict[str, Operation] = {
         _PROMOTE,
         plan=_restore_plan,
         run=_restore,
+        explain=plan_words.restore_words,
         done_states=FOLLOWING,  # a restore ends with a mirror again
         done_word="Restored",
         finish=restore.finish,
         on_old_source=True,
     ),
     Action.CREATE_FLOW: _CREATE_FLOW,
-    Action.DELETE_FLOW: replace(_CREATE_FLOW, params=_flow_to_delete, run=_delete_flow),
+    Action.DELETE_FLOW: replace(
+        _CREATE_FLOW,
+        params=_flow_to_delete,
+        run=_delete_flow,
+        explain=plan_words.delete_flow_words,
+    ),
     Action.PROMOTE_SUBJECTS: Operation(
         requested_as="mirror.stop",  # as a promote: producers move to the destination
         names_mirrors=False,
@@ -304,6 +310,7 @@ OPERATIONS: dict[str, Operation] = {
         target=_subjects_target,
         plan=_no_plan,
         run=_promote_subjects,
+        explain=plan_words.promote_subjects_words,
         validated_by_running=True,
         recorded=_params_recorded,
     ),

@@ -61,6 +61,10 @@ class ApprovalRequest(models.Model):
     expires_at = models.DateTimeField()
     # The dry run at request time (per topic: what would happen, the lag per partition).
     plan = models.JSONField(default=list, blank=True)
+    # What approving would do, as it was when asked (actions.plans.Plan: the action in words,
+    # the clusters and direction, the dry run, producers, consumer groups); {}: asked before
+    # plans were kept.
+    plan_at_request = models.JSONField(default=dict, blank=True)
     # Per topic outcome once run; `progress` says what it is doing while it runs.
     result = models.JSONField(default=list, blank=True)
     progress = models.CharField(max_length=400, blank=True)

@@ -28,7 +28,7 @@ from replication.core.redis_channel import client
 from replication.engine import status
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, MergeFlow, MirrorTopic
-from replication.observe import history
+from replication.observe import history, topic_ends
 from replication.states.mirror_states import FOLLOWING
 from replication.topics import flow_offsets, merge_flows
 from replication.topics import mirrors as mirrors_domain
@@ -338,6 +338,15 @@ def store(statuses: list[MirrorStatus]) -> None:
         value = {"at": round(r.at, 1), "partitions": r.partitions, "errors": r.errors}
         pipe.hset(key, mirror, json.dumps(value))
         pipe.expire(key, KEEP_S)
+        # The source's ends over time: whether producers still write it (approval plans).
+        ends = {p.partition: p.source_high_watermark for p in s.partitions}
+        topic_ends.keep(
+            pipe,
+            s.mirror.link.source_cluster_id,
+            s.mirror.source_topic,
+            {p: end for p, end in ends.items() if end >= 0},
+            s.at,
+        )
     try:
         pipe.execute()
     except redis.RedisError as exc:  # the pages still show what they read

@@ -62,6 +62,77 @@ class RequestTopicOutcome(Shape):
     lags: dict[str, int] = Field(description="Each partition's lag, by partition number.")
 
 
+class PlannedPartition(Shape):
+    """*Isthmus*: a truncate-and-restore's partition in its plan."""
+
+    partition_id: int
+    offset_truncated_to: int
+    messages_truncated: int = Field(description="Records past the offset, set aside.")
+    records_to_copy: int = Field(description="Records copied across from the promoted topic.")
+
+
+class PlannedTopic(RequestTopicOutcome):
+    """*Isthmus*: one topic's dry run in a plan."""
+
+    partitions: list[PlannedPartition] = Field(
+        description="truncate-and-restore: per partition; empty for the other actions."
+    )
+
+
+class PlannedProducers(Shape):
+    """*Isthmus*: whether producers still write a topic the action concerns: its end offsets
+    over about the last minute, as the lag sampler and the plans read them."""
+
+    cluster: str
+    topic: str
+    state: Literal["WRITING", "QUIET", "UNKNOWN"]
+    records: int = Field(description="Records written over watched_s; -1: not read yet.")
+    watched_s: int
+    words: str
+
+
+class PlannedGroup(Shape):
+    """*Isthmus*: a consumer group with offsets on a topic the action concerns, on one
+    cluster, and whether the link's consumer offset sync has it."""
+
+    group: str
+    cluster: str
+    topic: str
+    sync: str = Field(
+        description="IN_STEP, BEHIND_MIRROR, BEHIND_FLOW, SKIPPED, FAILED (the syncer's last "
+        "word), SELECTED (not synced yet), NOT_SELECTED, SYNC_OFF; on the link's destination "
+        "COPY (a source group's synced copy) or OWN."
+    )
+    words: str
+
+
+class PlannedObject(Shape):
+    """*Isthmus*: an object the plan names, with its page in the console."""
+
+    kind: Literal["cluster", "link", "mirror", "flow"]
+    name: str
+    cluster: str = Field(description="The cluster it is on (a link's or mirror's destination).")
+    link: str = Field(description="A flow's, link's or mirror's link; empty for a cluster.")
+    url: Url
+
+
+class RequestPlan(Shape):
+    """*Isthmus*: what approving a request does, in words and numbers: the same plan the
+    request's page and `kafka-mirrors --describe-request` show."""
+
+    read_at: datetime
+    summary: str
+    source_cluster: str
+    destination_cluster: str
+    direction: str
+    effects: list[str]
+    topics: list[PlannedTopic]
+    producers: list[PlannedProducers]
+    groups: list[PlannedGroup]
+    problems: list[str] = Field(description="What could not be read for it.")
+    objects: list[PlannedObject]
+
+
 class ApprovalRequest(Shape):
     """*Isthmus*: a promote, failover, link deletion, merge flow creation or deletion, or
     schema subjects made writable, waiting for (or done after) approval."""
@@ -91,6 +162,15 @@ class ApprovalRequest(Shape):
     decision_reason: str
     progress: str
     plan: list[RequestTopicOutcome] = Field(description="The dry run made when it was asked.")
+    plan_at_request: RequestPlan | None = Field(
+        description="What approving would do, as it was when asked (null: asked before plans "
+        "were kept)."
+    )
+    plan_now: RequestPlan | None = Field(
+        description="What approving would do now, read afresh: on a pending request's own "
+        "answer (null in lists, once decided, or when it cannot be read: see plan_now_error)."
+    )
+    plan_now_error: str = Field(description="Why plan_now could not be made; empty otherwise.")
     result: list[RequestTopicOutcome] = Field(description="What it did, once it ran.")
     console_url: Url = Field(description="The request's page in the console.")
 
