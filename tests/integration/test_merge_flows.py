@@ -140,9 +140,9 @@ def test_one_topic_copied_both_ways_holds_each_record_once_on_each_side(
         merge_flows.create_flow(ACTOR, link, topic_name)
     links = [into_destination, into_source]
 
-    # Both sides write for a minute while both flows run.
+    # Both sides write for a while (20 s) while both flows run.
     writers = [
-        threading.Thread(target=keep_producing, args=(topic_name, 3000, 2, 60), daemon=True),
+        threading.Thread(target=keep_producing, args=(topic_name, 3000, 2, 20), daemon=True),
         threading.Thread(
             target=write_numbered,
             args=(ordinary(kafka.DESTINATION), topic_name, 100_000, 3000),
