@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import sys
 import time
-import urllib.parse
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
+from isthmus_cli.approval_requests import requests
 from isthmus_cli.common import (
     CliError,
     Session,
@@ -372,41 +372,6 @@ def _follow(session: Session, running: dict[str, str]) -> dict[str, dict]:
         if len(done) == len(running):
             return {topic: done[topic] for topic in running}
         time.sleep(POLL_S)
-
-
-def requests(session: Session, args) -> None:
-    """Approve, reject, withdraw, show or list approval requests."""
-    base = f"/clusters/{session.cluster_id}/approval-requests"
-    if args.list_requests:
-        for r in session.call("GET", base, state="PENDING,APPROVED")["data"]:
-            print(_request_line(r))
-        return
-    verb, pk = next(
-        (v, getattr(args, v.replace("-", "_")))
-        for v in ("approve", "reject", "withdraw", "describe-request")
-        if getattr(args, v.replace("-", "_"))
-    )
-    path = f"{base}/{urllib.parse.quote(pk, safe='')}"
-    if verb == "describe-request":
-        found = session.call("GET", path)
-    else:
-        body = {"reason": args.reason} if verb == "reject" else None
-        found = session.call("POST", f"{path}:{verb}", body)
-    print(_request_line(found))
-    for topic in found["result"] or []:
-        print(
-            f"    Topic: {topic['mirror_topic']}  State: {topic['state']}  "
-            f"Error: {topic['error'] or '-'}"
-        )
-
-
-def _request_line(r: dict) -> str:
-    return (
-        f"Request: {r['id']}  Action: {r['action']}  Link: {r['link_name']}  "
-        f"Topics: [{', '.join(r['mirror_topic_names'])}]  State: {r['state']}  "
-        f"Approvals: {len(r['approved_by'])}/{r['approvals_required']}  "
-        f"Requester: {r['requester']}  Reason: {r['reason']}"
-    )
 
 
 @run

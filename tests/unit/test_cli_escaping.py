@@ -12,8 +12,8 @@ import urllib.error
 import pytest
 
 from isthmus_cli import common
+from isthmus_cli.approval_requests import request_line
 from isthmus_cli.common import CliError, Console, inert, inert_answer
-from isthmus_cli.mirrors import _request_line
 
 HOSTILE = "cut-over\x1b]0;owned\x07\x1b[2J"
 
@@ -79,7 +79,7 @@ def test_the_console_client_hands_every_command_inert_answers(monkeypatch):
     }
     body = json.dumps(request).encode()
     monkeypatch.setattr(common.urllib.request, "urlopen", lambda *a, **k: _Answer(body))
-    line = _request_line(Console("http://console", "token").call("GET", "/x"))
+    line = request_line(Console("http://console", "token").call("GET", "/x"))
     assert raw_controls(line) == []
     assert line.endswith(
         "Requester: operator\\u202e  "
