@@ -2,19 +2,21 @@
 topic on the same cluster, each record's key, value, headers and timestamp kept
 (truncate-and-restore's local copies: the quarantine, and the prefix it keeps), placeholders
 that move a new partition's offsets on, whether a range holds any committed record (a reverse
-over transaction markers), the first records of a topic (a quarantine reviewed), and ranges of
-many partitions read at once (a mirror compared with its source)."""
+over transaction markers), the first records of a topic (a quarantine reviewed), the timestamp of
+the record at an offset of many partitions at once (a mirror's lag in time), and ranges of many
+partitions read at once (a mirror compared with its source)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 from functools import partial
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
     TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
     Consumer,
     KafkaError,
     KafkaException,
@@ -188,6 +190,36 @@ class Records:
         finally:
             consumer.close()
 
+    def first_timestamps(
+        self, positions: dict[tuple[str, int], int], timeout_s: float = 5
+    ) -> dict[tuple[str, int], int | None]:
+        """The timestamp (epoch ms) of the first committed record at or after the offset of each
+        (topic, partition) in `positions`, all read by one consumer that fetches little more than
+        that record of each: None where no committed record follows the offset (transaction
+        markers, aborted or compacted records), -1 where the record carries no timestamp (an
+        old message format). A partition not answered within `timeout_s` is left out."""
+        found: dict[tuple[str, int], int | None] = {}
+        if not positions:
+            return found
+        # A broker still returns a whole first batch, however small the bound.
+        consumer = _reader({**self.config, "max.partition.fetch.bytes": "4096"}, "isthmus-lag")
+        waiting = dict(positions)
+        try:
+            consumer.assign([TopicPartition(t, p, o) for (t, p), o in waiting.items()])
+            deadline = time.monotonic() + timeout_s
+            while waiting and (left := deadline - time.monotonic()) > 0:
+                for tp, msg in _taken(consumer, waiting, len(waiting), min(left, 1.0)):
+                    if msg is None:
+                        found[tp] = None
+                    else:
+                        kind, timestamp = msg.timestamp()
+                        found[tp] = -1 if kind == TIMESTAMP_NOT_AVAILABLE else timestamp
+                    consumer.pause([TopicPartition(*tp)])
+                    del waiting[tp]
+        finally:
+            consumer.close()
+        return found
+
     def read_head(
         self, topic: str, partitions: int, limit: int, timeout_s: float = 30
     ) -> list[Consumed]:
@@ -212,6 +244,24 @@ class Records:
         finally:
             consumer.close()
         return sorted(found, key=lambda m: (m.partition(), m.offset()))
+
+
+def _taken(
+    consumer: Consumer, wanted: Container[tuple[str, int]], n: int, wait: float
+) -> Iterator[tuple[tuple[str, int], Consumed | None]]:
+    """What the consumer holds now (`consuming.take`) of the partitions still `wanted`, each
+    (topic, partition) with its record, or with None where the partition reached its end; any
+    other error raised."""
+    for msg in consuming.take(consumer, n, wait):
+        tp = (msg.topic(), msg.partition())
+        if tp not in wanted:
+            continue
+        if error := msg.error():
+            if error.code() != KafkaError._PARTITION_EOF:
+                raise KafkaException(error)
+            yield tp, None
+        else:
+            yield tp, msg
 
 
 @dataclass(frozen=True)
@@ -254,16 +304,8 @@ def read_ranges(
                         f"than {timeout_s:.0f} s",
                     )
                 )
-            for msg in consuming.take(consumer, 1000, 1.0):
-                tp = (msg.topic(), msg.partition())
-                if tp not in wanted:
-                    continue
-                if error := msg.error():
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(error)
-                    del wanted[tp]
-                    continue
-                if msg.offset() >= wanted[tp][1]:
+            for tp, msg in _taken(consumer, wanted, 1000, 1.0):
+                if msg is None or msg.offset() >= wanted[tp][1]:
                     del wanted[tp]
                     continue
                 kind, timestamp = msg.timestamp()

@@ -3,7 +3,7 @@
 the same calls `infra.kafka_admin.KafkaAdmin` answers, in the same words where a caller reads
 them (unreachable, no such topic, no authorizer, a group in use); and the records of their
 partitions, for `infra.kafka_copy.Records`'s calls (a truncate-and-restore's local copies, a
-reverse's look past its fence).
+reverse's look past its fence, the timestamps a mirror's lag in time is read from).
 
 The database tests (tests/db) choose it with the settings ISTHMUS_KAFKA_ADMIN and
 ISTHMUS_KAFKA_RECORDS (the `memory_clusters` fixture), to check refusals, state changes,
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -180,12 +181,12 @@ class MemoryCluster:
     # What a test does to a cluster (as a producer or a consumer would). ------------------
 
     def produce(self, topic: str, partition: int = 0, count: int = 1, at_ms: int = 0) -> None:
-        """`count` more records at the end of the partition (at `at_ms`, if given)."""
+        """`count` more records at the end of the partition, stamped `at_ms` if given, else now
+        (as a producer's clock stamps them)."""
         with self.lock:
             log = self.topics[topic].partitions[partition]
             for offset in range(log.end, log.end + count):
-                if at_ms:
-                    log.timestamps[offset] = at_ms
+                log.timestamps[offset] = at_ms or int(time.time() * 1000)
             log.end += count
 
     def join(self, group: str, topic: str, partition: int = 0) -> None:
@@ -696,6 +697,19 @@ class MemoryRecords:
         with cluster.lock:
             log = self._log(cluster, topic, partition, f"read {topic!r}")
             return any(log.record(o) is not None for o in range(start, end))
+
+    def first_timestamps(
+        self, positions: dict[tuple[str, int], int], timeout_s: float = 5
+    ) -> dict[tuple[str, int], int | None]:
+        cluster = self.admin.reached("read the oldest records not yet mirrored")
+        found: dict[tuple[str, int], int | None] = {}
+        with cluster.lock:
+            for (topic, partition), offset in positions.items():
+                log = self._log(cluster, topic, partition, f"read {topic!r}")
+                first = (log.record(o) for o in range(max(offset, log.start), log.end))
+                record = next((r for r in first if r is not None), None)
+                found[topic, partition] = None if record is None else record.timestamp
+        return found
 
     def read_head(self, topic: str, partitions: int, limit: int) -> list[_Message]:
         cluster = self.admin.reached(f"read {topic!r}")

@@ -3,7 +3,10 @@ run or failed. Each is kept for the console (the navigation bar counts the unrea
 /notifications/ lists them), and sent out by a Celery task where the operator configured it:
 a JSON POST to ISTHMUS_NOTIFY_WEBHOOK_URL (its `text` field is what chat tools show), and an
 e-mail to the requester's address through ISTHMUS_EMAIL_HOST. A slow or failing endpoint holds
-up nothing: the task tries three times, then the notification says it failed."""
+up nothing: the task tries three times, then the notification says it failed.
+
+What concerns the links themselves (a link's RPO target breached, and met again) is told to every
+operator and admin (`tell_operators`): each in the console and by e-mail, the webhook once."""
 
 from __future__ import annotations
 
@@ -15,10 +18,13 @@ import urllib.request
 
 from celery import current_app
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from replication.governance.policy import POLICY
 from replication.models import ApprovalRequest, Notification
 
 log = logging.getLogger(__name__)
@@ -75,25 +81,60 @@ def tell_requester(request: ApprovalRequest) -> Notification | None:
         event=f"request.{request.state.lower()}",
         text=text[:2000],
     )
+    _send_later(notification)
+    return notification
+
+
+# A notification whose webhook post another one made (`tell_operators`): "with notification 12".
+_WITH = "with notification "
+
+
+def tell_operators(event: str, text: str) -> list[Notification]:
+    """Tell every active user who may promote or fail over (operators, admins) `text`: each in
+    the console and by e-mail; the webhook is posted once, with the first of them."""
+    roles = POLICY["mirror.stop"]
+    users = (
+        get_user_model()
+        .objects.filter(is_active=True)
+        .filter(Q(is_superuser=True) | Q(groups__name__in=roles))
+        .distinct()
+        .order_by("pk")
+    )
+    told: list[Notification] = []
+    for user in users:
+        delivery = {"webhook": f"{_WITH}{told[0].pk}"} if told else {}
+        told.append(
+            Notification.objects.create(user=user, event=event, text=text[:2000], delivery=delivery)
+        )
+        _send_later(told[-1])
+    return told
+
+
+def _send_later(notification: Notification) -> None:
+    """Sent by the task once the caller's transaction commits, where the operator configured a
+    webhook or e-mail."""
     if settings.NOTIFY_WEBHOOK_URL or settings.EMAIL_HOST:
         transaction.on_commit(
             lambda: current_app.send_task("replication.tasks.send_notification", [notification.pk])
         )
-    return notification
 
 
 def send(notification: Notification) -> bool:
     """Send it by webhook and e-mail, as configured; record how each went. Returns whether all
     of it went (the task tries again while not)."""
     delivery = dict(notification.delivery)
-    if settings.NOTIFY_WEBHOOK_URL and delivery.get("webhook") != "sent":
+    if settings.NOTIFY_WEBHOOK_URL and not _done(delivery.get("webhook")):
         delivery["webhook"] = _post(notification)
     email = notification.user.email
     if settings.EMAIL_HOST and email and delivery.get("email") != "sent":
         delivery["email"] = _mail(notification, email)
     notification.delivery = delivery
     notification.save(update_fields=["delivery"])
-    return all(v == "sent" for v in delivery.values())
+    return all(_done(v) for v in delivery.values())
+
+
+def _done(outcome: str | None) -> bool:
+    return outcome is not None and (outcome == "sent" or outcome.startswith(_WITH))
 
 
 def _post(notification: Notification) -> str:

@@ -41,6 +41,11 @@ def records(cluster: KafkaCluster) -> Records:
     return import_string(settings.ISTHMUS_KAFKA_RECORDS)(cluster.connection_config())
 
 
+def source_records(link: ClusterLink) -> Records:
+    """Record-level calls on a link's source, through the link's own credentials."""
+    return import_string(settings.ISTHMUS_KAFKA_RECORDS)(link.source_client_config())
+
+
 IDLE_S = 300
 MAX_CLIENTS = 32
 _clients: dict[tuple, tuple[KafkaAdmin, float]] = {}  # key: (pid, class, config, timeout)

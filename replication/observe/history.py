@@ -1,5 +1,6 @@
 """A history of each link's throughput and lag, each mirror's lag and each merge flow's lag,
-throughput and latency, for the console's charts, kept in Redis as bounded lists in two
+throughput and latency, for the console's charts (lag in records, and the largest lag in
+seconds: the recovery point), kept in Redis as bounded lists in two
 resolutions: a point every SAMPLE_S seconds for the last hour, and a point every COARSE_S
 seconds for the last day (the largest lag within it, the mean throughput). The lag points are
 `lag.sample_all`'s readings of both clusters, taken whether the link's stream runs or not; a
@@ -32,6 +33,7 @@ DEFAULT_RANGE = "15m"
 _COARSE: dict[str, Callable[[list[float]], float]] = {
     "lag": max,
     "max_lag": max,
+    "max_lag_s": max,
     "latency_s": max,
     "records_per_sec": lambda v: round(sum(v) / len(v), 1),
 }
@@ -57,24 +59,30 @@ def _flow_key(flow: MergeFlow) -> str:
 
 def record(
     link: ClusterLink,
-    lags: dict[str, tuple[int, int] | None],
+    lags: dict[str, tuple[int, int, int] | None],
     now: float | None = None,
     flows: dict[MergeFlow, FlowStatus] | None = None,
 ) -> None:
-    """A point of the link (records copied per second, its mirrors' total lag), of each
-    mirror in `lags` (its total and largest partition lag; None: not read), and of each merge
-    flow in `flows` the engine reports (its lag, records per second and latency)."""
+    """A point of the link (records copied per second, its mirrors' total lag and largest lag
+    in time), of each mirror in `lags` (its total and largest partition lag, and its largest
+    lag in time in ms, -1 unknown; None: not read), and of each merge flow in `flows` the engine
+    reports (its lag, records per second and latency)."""
     now = time.time() if now is None else now
     stream = status(link)
     t = math.floor(now * 10) / 10  # never after `now`: a chart drawn at once still shows it
     known = [lag for lag in lags.values() if lag is not None]
     link_point: dict = {"t": t, "records_per_sec": stream.records_per_sec}
     if known or not lags:
-        link_point["lag"] = sum(total for total, _ in known)
+        link_point["lag"] = sum(lag[0] for lag in known)
+    if times := [lag[2] for lag in known if lag[2] >= 0]:
+        link_point["max_lag_s"] = max(times) / 1000
     points = {_link_key(link): link_point}
     for mirror, lag in lags.items():
         if lag is not None:
-            points[_mirror_key(link, mirror)] = {"t": t, "lag": lag[0], "max_lag": lag[1]}
+            point = {"t": t, "lag": lag[0], "max_lag": lag[1]}
+            if lag[2] >= 0:
+                point["max_lag_s"] = lag[2] / 1000
+            points[_mirror_key(link, mirror)] = point
     for flow, found in (flows or {}).items():
         if found.partitions:
             point = {"t": t, "lag": found.lag, "records_per_sec": found.records_per_sec}
@@ -123,13 +131,16 @@ def _coarsen(r: redis.Redis, keys: list[str], now: float) -> None:
 
 
 def link_series(link: ClusterLink, shown: str = DEFAULT_RANGE) -> dict[str, list[Sample]]:
-    """{"records_per_sec": [...], "lag": [...]}, oldest first, over the range `shown`."""
-    return _series(_link_key(link), ("records_per_sec", "lag"), shown)
+    """{"records_per_sec": [...], "lag": [...], "max_lag_s": [...]}, oldest first, over the
+    range `shown`."""
+    return _series(_link_key(link), ("records_per_sec", "lag", "max_lag_s"), shown)
 
 
 def mirror_series(mirror: MirrorTopic, shown: str = DEFAULT_RANGE) -> dict[str, list[Sample]]:
-    """{"lag": [...], "max_lag": [...]}, oldest first, over the range `shown`."""
-    return _series(_mirror_key(mirror.link, mirror.mirror_topic), ("lag", "max_lag"), shown)
+    """{"lag": [...], "max_lag": [...], "max_lag_s": [...]}, oldest first, over the range
+    `shown`."""
+    names = ("lag", "max_lag", "max_lag_s")
+    return _series(_mirror_key(mirror.link, mirror.mirror_topic), names, shown)
 
 
 def flow_series(flow: MergeFlow, shown: str = DEFAULT_RANGE) -> dict[str, list[Sample]]:

@@ -7,7 +7,8 @@ table and chart, the lists, the overview and `/metrics` all show these readings,
 
 The stream's own report only adds what the clusters cannot say: where offsets are translated
 (a mirror started above offset 0, or gaps in the source), and how far the stream has read past
-records that compaction or transactions removed."""
+records that compaction or transactions removed. The lag in time (the age of the oldest source
+record not yet mirrored) is kept beside the lag in records: `lag_times` says how it is read."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 from django.utils import timezone
@@ -28,7 +29,7 @@ from replication.core.redis_channel import client
 from replication.engine import status
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, MergeFlow, MirrorTopic
-from replication.observe import history, topic_ends
+from replication.observe import history, lag_times, rpo, topic_ends
 from replication.states.mirror_states import FOLLOWING
 from replication.topics import flow_offsets, merge_flows
 from replication.topics import mirrors as mirrors_domain
@@ -56,6 +57,10 @@ class PartitionStatus:
     # No report of the stream, but its last one said the offsets are the source's.
     known_identical: bool = False
     schema_wait: str = ""  # why it holds at a record until its schema reaches the destination
+    # The lag in time (lag_times): the timestamp of the oldest source record the mirror does not
+    # hold yet, and its age when read (-1: unknown; 0 caught up).
+    oldest_timestamp: int = -1
+    lag_ms: int = -1
 
     @property
     def offset_mode(self) -> str:
@@ -75,6 +80,12 @@ class PartitionStatus:
         if self.next_source >= 0 and copied >= self.next_source:
             copied = max(copied, self.read_upto)
         return max(0, self.source_high_watermark - copied)
+
+    @property
+    def first_missing(self) -> int:
+        """The source offset of the oldest record the mirror does not hold yet (-1: it holds
+        them all, or the lag is unknown)."""
+        return self.source_high_watermark - self.lag if self.lag > 0 else -1
 
     @property
     def _copied(self) -> int:
@@ -120,13 +131,29 @@ class MirrorStatus:
 
 
 @dataclass(frozen=True)
+    @property
+    def max_lag_ms(self) -> int:
+        """The largest known lag in time of its partitions (-1: none known)."""
+        return lag_times.largest(p.lag_ms for p in self.partitions)
+
+
+class PartitionReading(NamedTuple):
+    """A partition's lag as read (kept in Redis as a JSON list)."""
+
+    lag: int
+    source_end: int
+    mirror_end: int
+    translated: bool
+    lag_ms: int = -1  # its lag in time; -1 unknown
+    first_missing: int = -1  # the source offset of the oldest record not yet mirrored
+    oldest_timestamp: int = -1  # that record's timestamp (lag_times), -1 not read
+
 class Reading:
     """A mirror's lag as last read from both clusters (kept in Redis)."""
 
     at: float
-    # partition: (lag, source end, mirror end, offsets translated); partitions one end did
-    # not answer for are left out
-    partitions: dict[int, tuple[int, int, int, bool]]
+    # partitions one end did not answer for are left out
+    partitions: dict[int, PartitionReading]
     errors: tuple[str, ...] = ()
 
     @property
@@ -135,6 +162,11 @@ class Reading:
 
     @property
     def largest(self) -> tuple[int, int] | None:
+    @property
+    def max_lag_ms(self) -> int:
+        """The largest known lag in time of its partitions (-1: none known)."""
+        return lag_times.largest(p.lag_ms for p in self.partitions.values())
+
         """(lag, partition) of the partition furthest behind."""
         return max(((p[0], n) for n, p in self.partitions.items()), default=None)
 
@@ -148,8 +180,9 @@ def describe_mirrors(
 ) -> list[MirrorStatus]:
     """Per partition of each mirror: the destination's log end offset and the source's high
     watermark, read from the clusters now, and the lag between them; each reading is stored as
-    the mirror's latest. `verifying` (the beat's sample) reads the source's log starts too, and
-    the mirrors' last readings, so that `PartitionStatus.lost` can tell.
+    the mirror's latest, with each partition's lag in time (`lag_times.fill`, from the last
+    readings). `verifying` (the beat's sample) reads the source's log starts too, so that
+    `PartitionStatus.lost` can tell, and the timestamps the lag in time needs.
 
     A few requests per cluster end serve all the mirrors on it (`_read_ends`); an end that did
     not answer is not asked again, so a source that is down costs one timeout, not one per
@@ -183,7 +216,7 @@ def describe_mirrors(
         if mirror.link_id not in reports:
             reports[mirror.link_id] = status.progress(mirror.link)
         report = reports[mirror.link_id]
-        if verifying and mirror.link_id not in stored:  # the offsets' mode, unreported
+        if mirror.link_id not in stored:  # the offsets' mode, unreported; the lag in time
             stored[mirror.link_id] = latest(mirror.link)
         before = stored.get(mirror.link_id, {}).get(mirror.mirror_topic)
         following = mirror.state in FOLLOWING
@@ -202,9 +235,10 @@ def describe_mirrors(
                         source_offsets.get(p, -1),
                         reported.get(str(p)),
                         since_fetch,
-                        before is not None
+                        verifying
+                        and before is not None
                         and p in before.partitions
-                        and not before.partitions[p][3],
+                        and not before.partitions[p].translated,
                     )
                     for p in range(len(dest_offsets) or mirror.num_partitions)
                 ],
@@ -216,6 +250,7 @@ def describe_mirrors(
         )
     store(statuses)
     return statuses
+    statuses = lag_times.fill(statuses, stored, read=verifying)
 
 
 def _read_ends(
@@ -318,7 +353,15 @@ def reading(status: MirrorStatus) -> Reading:
     return Reading(
         status.at,
         {
-            p.partition: (p.lag, p.source_high_watermark, p.dest_log_end_offset, p.translated)
+            p.partition: PartitionReading(
+                p.lag,
+                p.source_high_watermark,
+                p.dest_log_end_offset,
+                p.translated,
+                p.lag_ms,
+                p.first_missing,
+                p.oldest_timestamp,
+            )
             for p in status.partitions
             if p.lag >= 0
         },
@@ -374,36 +417,41 @@ def latest_of(mirror: MirrorTopic) -> Reading | None:
 def _reading_of(value: bytes | str) -> Reading:
     r = json.loads(value)
     return Reading(
-        r["at"], {int(p): tuple(v) for p, v in r["partitions"].items()}, tuple(r["errors"])
+        r["at"],
+        {int(p): PartitionReading(*v) for p, v in r["partitions"].items()},
+        tuple(r["errors"]),
     )
 
 
 def sample_all() -> None:
     """The beat's sample: every mirror that has a source, read from both clusters now and
-    stored, whether its link's stream runs or not; source records deleted before the mirror
-    copied them noted (`mirrors.note_records_lost`); then a point of each link's and mirror's
+    stored, whether its link's stream runs or not, with its lag in time; source records deleted
+    before the mirror copied them noted (`mirrors.note_records_lost`); each link's mirrors
+    checked against its RPO target (`rpo.note`); then a point of each link's and mirror's
     history (none for a mirror neither end answered for: its chart shows a gap)."""
     now = time.time()
     mirrors = MirrorTopic.objects.exclude(state=State.STOPPED).select_related(
         "link", "link__destination", "destination"
     )
-    lags: dict[int, dict[str, tuple[int, int] | None]] = {}
+    lags: dict[int, dict[str, tuple[int, int, int] | None]] = {}
     for s in describe_mirrors(mirrors, verifying=True):
         lost = {p.partition: p.lost for p in s.partitions if p.lost is not None}
         if lost:
             mirrors_domain.note_records_lost(s.mirror, lost)
         known = s.total_lag >= 0
         lags.setdefault(s.mirror.link_id, {})[s.mirror.mirror_topic] = (
-            (s.total_lag, s.max_lag) if known else None
+            (s.total_lag, s.max_lag, s.max_lag_ms) if known else None
         )
     flowing = set(MergeFlow.objects.values_list("link_id", flat=True))
     for link in ClusterLink.objects.select_related("destination"):
         flows = None
         if link.pk in flowing:
+        link_lags = lags.get(link.pk, {})
+        rpo.note(link, {m: lag[2] if lag else -1 for m, lag in link_lags.items()})
             by_name = merge_flows.statuses(link)
             flows = {flow: by_name[flow.name] for flow in link.flows.all()}
             for flow, found in flows.items():
                 flow_offsets.record_checkpoints(flow, found, timezone.now())
-        history.record(link, lags.get(link.pk, {}), now, flows)
+        history.record(link, link_lags, now, flows)
     if flowing:
         flow_offsets.thin(timezone.now())

@@ -69,7 +69,7 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
     samples = history.FINE_KEEP + 5
     for i in range(samples):
         lag_now = 7 if i == samples - 40 else 0
-        history.record(link, {topic_name: (lag_now, lag_now)}, now - (samples - i) * 10)
+        history.record(link, {topic_name: (lag_now, lag_now, -1)}, now - (samples - i) * 10)
     series = history.link_series(link, "1h")
     assert len(series["lag"]) == history.FINE_KEEP
     assert series["lag"][-1].value == 0
