@@ -129,8 +129,6 @@ class MirrorStatus:
         known = [p.lag for p in self.partitions if p.lag >= 0]
         return sum(known) if known else -1
 
-
-@dataclass(frozen=True)
     @property
     def max_lag_ms(self) -> int:
         """The largest known lag in time of its partitions (-1: none known)."""
@@ -148,6 +146,8 @@ class PartitionReading(NamedTuple):
     first_missing: int = -1  # the source offset of the oldest record not yet mirrored
     oldest_timestamp: int = -1  # that record's timestamp (lag_times), -1 not read
 
+
+@dataclass(frozen=True)
 class Reading:
     """A mirror's lag as last read from both clusters (kept in Redis)."""
 
@@ -161,12 +161,12 @@ class Reading:
         return sum(p[0] for p in self.partitions.values())
 
     @property
-    def largest(self) -> tuple[int, int] | None:
-    @property
     def max_lag_ms(self) -> int:
         """The largest known lag in time of its partitions (-1: none known)."""
         return lag_times.largest(p.lag_ms for p in self.partitions.values())
 
+    @property
+    def largest(self) -> tuple[int, int] | None:
         """(lag, partition) of the partition furthest behind."""
         return max(((p[0], n) for n, p in self.partitions.items()), default=None)
 
@@ -248,9 +248,9 @@ def describe_mirrors(
                 at=at,
             )
         )
+    statuses = lag_times.fill(statuses, stored, read=verifying)
     store(statuses)
     return statuses
-    statuses = lag_times.fill(statuses, stored, read=verifying)
 
 
 def _read_ends(
@@ -444,10 +444,10 @@ def sample_all() -> None:
         )
     flowing = set(MergeFlow.objects.values_list("link_id", flat=True))
     for link in ClusterLink.objects.select_related("destination"):
-        flows = None
-        if link.pk in flowing:
         link_lags = lags.get(link.pk, {})
         rpo.note(link, {m: lag[2] if lag else -1 for m, lag in link_lags.items()})
+        flows = None
+        if link.pk in flowing:
             by_name = merge_flows.statuses(link)
             flows = {flow: by_name[flow.name] for flow in link.flows.all()}
             for flow, found in flows.items():
