@@ -14,6 +14,7 @@ from console.views import (
     link_filters,
     links,
     mirrors,
+    rpo,
     scenarios,
     schemas,
     sign_in,
@@ -72,6 +73,7 @@ urlpatterns = [
     ),
     path(LINK + "cutover/<str:action>/", approvals.link_mirrors_stop, name="link-mirrors-stop"),
     path(LINK + "approval-policy/", approvals.link_policy, name="link-approval-policy"),
+    path(LINK + "rpo-target/", rpo.link_rpo_target, name="link-rpo-target"),
     path(LINK + "mirrors/new/", mirrors.mirror_create, name="mirror-create"),
     path(LINK + "new-flow/", flows.flow_create, name="flow-create"),
     path(

@@ -208,7 +208,7 @@ def describe(session: Session, args) -> None:
                 f"DestLogEndOffset: {lag['dest_log_end_offset']}  "
                 f"LastFetchSourceHighWatermark: {lag['last_source_fetch_offset']}  "
                 f"Lag: {lag['lag']}  TimeSinceLastFetchMs: {lag['time_since_last_fetch_ms']}  "
-                f"OffsetMode: {lag['offset_mode']}"
+                f"OffsetMode: {lag['offset_mode']}  LagMs: {lag.get('lag_ms', -1)}"
             )
         if args.include_verification:
             print(f"    Verification: {mirror['verified'] or 'not compared with its source yet'}")

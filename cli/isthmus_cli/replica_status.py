@@ -1,7 +1,8 @@
 """kafka-replica-status: each replica of the destination's topics, read from the cluster itself;
 with --include-linked also each mirror partition's replica over its link (the leader that
-fetches it, with its lag from the console), and with --include-mirror each mirror partition's
-state from the console."""
+fetches it, with its lag from the console: LastCaughtUpLagMs is its lag in time, the age of
+the oldest source record it does not hold yet, -1 unknown), and with --include-mirror each mirror
+partition's state from the console."""
 
 from __future__ import annotations
 
@@ -73,10 +74,12 @@ def _rows(session: Session, topic: str, mirror: dict | None, args) -> Iterator[l
             yield _cells(row + _mirror_cells(p, mirror, lag, args))
         if args.include_linked and mirror is not None and lag is not None:
             # The replica over the link: the leader fetching from the source, caught up when
-            # its lag is 0, its time lag the time since the stream last fetched.
+            # its lag is 0. As a follower's, its caught-up lag is how long ago it last held
+            # every record (the age of the oldest it lacks), its fetch lag the time since the
+            # stream last fetched.
             since = lag["time_since_last_fetch_ms"]
             row = [topic, p.partition, p.leader, mirror["link_name"], "true", "false", "true"]
-            row += [_bool(lag["lag"] >= 0), _bool(lag["lag"] == 0), since, since]
+            row += [_bool(lag["lag"] >= 0), _bool(lag["lag"] == 0), lag.get("lag_ms", -1), since]
             row += [p.log_start_offset, p.log_end_offset]
             yield _cells(row + _mirror_cells(p, mirror, lag, args))
 

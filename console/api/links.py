@@ -88,6 +88,8 @@ def link_data(request, link: ClusterLink) -> KafkaLinkData:
             failures=stream.failures,
             error=stream.error,
         ),
+        rpo_target_seconds=link.rpo_target_seconds,
+        rpo_breached_since=link.rpo_breached_at,
     )
 
 

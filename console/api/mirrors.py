@@ -45,14 +45,16 @@ STOPS = tuple(str(action) for action, op in OPERATIONS.items() if op.names_mirro
 
 
 def lags_data(partitions, verified: dict[int, tuple[int, int]] | None = None) -> list[MirrorLag]:
-    """Each partition's lag as Kafka REST's MirrorLag, with Isthmus's extensions: the
-    destination log end offset, the source high watermark, the time since the last fetch, and
+    """Each partition's lag as Kafka REST's MirrorLag, with Isthmus's extensions: the lag in
+    time, the destination log end offset, the source high watermark, the time since the last
+    fetch, and
     how far the background verification got (`verified`, from `verification_sweep.verified`)."""
     verified = verified or {}
     return [
         MirrorLag(
             partition=p.partition,
             lag=p.lag,
+            lag_ms=p.lag_ms,
             last_source_fetch_offset=p.last_fetch_source_high_watermark,
             dest_log_end_offset=p.dest_log_end_offset,
             source_high_watermark=p.source_high_watermark,
@@ -92,6 +94,8 @@ def mirror_data(request, status: MirrorStatus) -> KafkaMirrorData:
         source_topic_id=mirror.source_topic_id,
         num_partitions=len(status.partitions) or mirror.num_partitions,
         mirror_lags=lags_data(status.partitions, verification_sweep.verified(mirror)),
+        max_lag_ms=status.max_lag_ms,
+        rpo_target_seconds=mirror.link.rpo_target_seconds,
         mirror_status=mirror.state,
         mirror_topic_error=mirror.mirror_error,
         state_time_ms=int(mirror.state_time.timestamp() * 1000),

@@ -148,6 +148,7 @@ EXAMPLES: dict[type[BaseModel], dict] = {
         {"name": "bootstrap.servers", "value": "source-broker:9092"},
         {"name": "metadata.max.age.ms", "value": "5000"}]},
     S.UpdateLinkConfigRequest: {"value": "60000"},
+    S.SetRpoTargetRequest: {"rpo_target_seconds": 60},
     S.AlterLinkConfigBatchRequest: {"data": [
         {"name": "metadata.max.age.ms", "value": "60000"},
         {"name": "topic.config.sync.include", "operation": "DELETE"}]},
@@ -263,6 +264,12 @@ OPERATIONS: dict[str, Op] = {
                               body=S.UpdateLinkConfigRequest, errors=ELSEWHERE),
     "DELETE link-config": Op("deleteKafkaLinkConfig", "Reset a link config to its default",
                                  {204: None}, errors=ELSEWHERE),
+    "PUT link-rpo-target": Op(
+        "setLinkRpoTarget", "Set the link's RPO target" + ISTHMUS, {204: None},
+        "How far behind in time its mirrors may fall; the beat's lag sample tells the operators "
+        "once when one falls further behind, and once when all are back within it. The link's "
+        "rpo_target_seconds and each mirror's lag_ms show where they stand.",
+        S.SetRpoTargetRequest),
     "POST link-schemas-sync": Op(
         "syncSchemasNow", "Sync the link's schemas now" + ISTHMUS, {202: S.SchemaSyncData},
         "Asked for: a whole run starts within a second.",

@@ -16,7 +16,7 @@ from replication.engine import status as stream_status
 from replication.governance import audit
 from replication.kafka.clusters import probe_cluster
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
-from replication.observe import history, lag
+from replication.observe import history, lag, lag_times
 from replication.overview import dashboard
 from replication.overview.unreachable import survey
 from replication.schemas import schema_links
@@ -213,12 +213,15 @@ def link_charts_context(request, link) -> dict:
     if readings:  # now: the mirrors' latest readings, as the lists and the overview show them
         at = max(r.at for r in readings)
         series["lag"].append(history.Sample(at, sum(r.total for r in readings)))
+        if (worst := lag_times.largest(r.max_lag_ms for r in readings)) >= 0:
+            series["max_lag_s"].append(history.Sample(at, worst / 1000))
     return {
         "charts_url": reverse("link-charts", args=[link.destination.name, link.name]),
         "charts_poll": True,
         "charts": [
             chart("Copied", "records/s", series["records_per_sec"], shown),
             chart("Lag", "records", series["lag"], shown),
+            chart("Lag in time", "seconds", series["max_lag_s"], shown),
         ],
         "chart_ranges": RANGE_WORDS.items(),
         "shown": shown,

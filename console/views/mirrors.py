@@ -309,11 +309,14 @@ def mirror_charts_context(request, mirror: MirrorTopic, now: lag.Reading | None)
     if now is not None and (largest := now.largest) is not None:
         series["lag"].append(history.Sample(now.at, now.total))
         series["max_lag"].append(history.Sample(now.at, largest[0]))
+        if now.max_lag_ms >= 0:
+            series["max_lag_s"].append(history.Sample(now.at, now.max_lag_ms / 1000))
     return {
         "charts_url": reverse("mirror-charts", args=[mirror.destination.name, mirror.mirror_topic]),
         "charts": [
             chart("Lag", "records", series["lag"], shown),
             chart("Largest partition lag", "records", series["max_lag"], shown),
+            chart("Lag in time", "seconds", series["max_lag_s"], shown),
         ],
         "chart_ranges": RANGE_WORDS.items(),
         "shown": shown,

@@ -22,7 +22,7 @@ from replication.models import (
     MergeFlow,
     MirrorTopic,
 )
-from replication.observe import lag, mirror_differences
+from replication.observe import lag, lag_times, mirror_differences, rpo
 from replication.overview.unreachable import Cluster, survey
 from replication.states.mirror_states import FOLLOWING
 from replication.topics import merge_flows
@@ -48,6 +48,9 @@ class LinkSummary:
     mirrors_by_state: dict[str, int]
     worst_lag: Lag | None  # None: no mirror read yet
     troubled: int  # mirrors FAILED, SOURCE_UNAVAILABLE or with an error
+    # The largest lag in time of its mirrors (ms, -1 unknown), and those over its RPO target.
+    worst_lag_ms: int = -1
+    over_rpo: dict[str, int] = field(default_factory=dict)
     unreachable: list[str] = field(default_factory=list)  # its ends that do not answer, in words
 
 
@@ -70,6 +73,10 @@ class Overview:
         return round(sum(s.stream.records_per_sec for s in self.links), 1)
 
     @property
+    def worst_lag_ms(self) -> int:
+        return lag_times.largest(s.worst_lag_ms for s in self.links)
+
+    @property
     def worst_lag(self) -> tuple[LinkSummary, Lag] | None:
         lags = [(s, s.worst_lag) for s in self.links if s.worst_lag is not None]
         return max(lags, key=lambda pair: pair[1].records, default=None)
@@ -81,6 +88,7 @@ class MirrorLag:
 
     total: int
     largest: int
+    max_lag_ms: int = -1  # its largest lag in time; -1 unknown
 
 
 def link_summaries(
@@ -108,13 +116,21 @@ def link_summaries(
         .annotate(n=Count("pk"))
         .values_list("link_id", "n")
     )
+    readings = {link.pk: lag.latest(link) for link in links if following[link.pk]}
+    times = {
+        link.pk: {m: r.max_lag_ms for m, r in readings.get(link.pk, {}).items()} for link in links
+    }
     return [
         LinkSummary(
             link=link,
             stream=status(link),
             mirrors_by_state=counts[link.pk],
-            worst_lag=_worst_lag(link, following[link.pk], link.pk in flowing),
+            worst_lag=_worst_lag(
+                link, following[link.pk], readings.get(link.pk, {}), link.pk in flowing
+            ),
             troubled=troubled.get(link.pk, 0),
+            worst_lag_ms=lag_times.largest(times[link.pk].values()),
+            over_rpo=rpo.over_target(link, times[link.pk]),
             unreachable=marks.get(link.pk, []),
         )
         for link in links
@@ -133,7 +149,7 @@ def mirror_lags(mirrors: list[MirrorTopic]) -> dict[int, MirrorLag]:
             readings[mirror.link_id] = lag.latest(mirror.link)
         reading = readings[mirror.link_id].get(mirror.mirror_topic)
         if reading is not None and (largest := reading.largest) is not None:
-            found[mirror.pk] = MirrorLag(reading.total, largest[0])
+            found[mirror.pk] = MirrorLag(reading.total, largest[0], reading.max_lag_ms)
     return found
 
 
@@ -170,6 +186,7 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
             or _cut_off(reached.marks.get(mirror.link_id))
             or "The link cannot reach the source cluster."
         )
+    in_trouble += _over_rpo(summaries, {m.pk for m in in_trouble})[: troubled - len(in_trouble)]
     return Overview(
         clusters=KafkaCluster.objects.count(),
         links=summaries,
@@ -179,6 +196,30 @@ def overview(events: int = 10, troubled: int = 50) -> Overview:
         mirrors_by_state={row["state"]: row["n"] for row in by_state},
         unreachable=reached.unreachable,
     )
+
+
+def _over_rpo(summaries: list[LinkSummary], listed: set[int]) -> list[MirrorTopic]:
+    """The mirrors further behind in time than their link's RPO target, not listed yet, each
+    with what is wrong in words."""
+    behind = {(s.link.pk, m): ms for s in summaries for m, ms in s.over_rpo.items()}
+    if not behind:
+        return []
+    links = {pk for pk, _ in behind}
+    found = []
+    for mirror in (
+        MirrorTopic.objects.filter(link__in=links, mirror_topic__in={m for _, m in behind})
+        .exclude(pk__in=listed)
+        .select_related("link", "destination")
+        .order_by("mirror_topic")
+    ):
+        ms = behind.get((mirror.link_id, mirror.mirror_topic))
+        if ms is not None:
+            mirror.trouble = (
+                f"{rpo.seconds(ms)} behind its source, over the link's RPO target of "
+                f"{mirror.link.rpo_target_seconds} s."
+            )
+            found.append(mirror)
+    return found
 
 
 def _all_links() -> list[ClusterLink]:
@@ -205,9 +246,10 @@ _TROUBLED = (
 )
 
 
-def _worst_lag(link: ClusterLink, following: list[str], flows: bool) -> Lag | None:
+def _worst_lag(
+    link: ClusterLink, following: list[str], readings: dict[str, lag.Reading], flows: bool
+) -> Lag | None:
     """The largest lag among the mirrors named and the link's merge flows, as last read."""
-    readings = lag.latest(link) if following else {}
     found = [
         Lag(largest[0], mirror, largest[1])
         for mirror in following

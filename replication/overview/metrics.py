@@ -88,6 +88,15 @@ _HELP = {
     ),
     "isthmus_flow_partition_lag": ("gauge", "Source records the merge flow has not copied yet."),
     "isthmus_mirror_partition_lag": ("gauge", "Source records not yet in the mirror partition."),
+    "isthmus_mirror_partition_lag_seconds": (
+        "gauge",
+        "The age of the oldest source record not yet in the mirror partition (0: it holds "
+        "every record; no sample while unknown).",
+    ),
+    "isthmus_link_rpo_target_seconds": (
+        "gauge",
+        "How far behind in time the link's mirrors may fall (no sample: no target).",
+    ),
     "isthmus_mirror_partition_dest_log_end_offset": ("gauge", "The mirror partition's end."),
     "isthmus_mirror_partition_source_high_watermark": ("gauge", "The source partition's end."),
     "isthmus_mirror_partition_offsets_translated": (
@@ -167,6 +176,8 @@ def prometheus_text() -> str:
         add("isthmus_link_stream_records_per_second", stream.records_per_sec, **ids)
         add("isthmus_link_stream_bytes_per_second", stream.bytes_per_sec, **ids)
         add("isthmus_link_stream_failures", stream.failures, **ids)
+        if link.rpo_target_seconds is not None:
+            add("isthmus_link_rpo_target_seconds", link.rpo_target_seconds, **ids)
         for syncer in link.sync_problems:
             add("isthmus_link_sync_problem", 1, **ids, syncer=syncer)
         if schema_links.enabled(link):
@@ -267,9 +278,12 @@ def _mirror_lags(add) -> None:
         if reading is None:
             continue  # not read yet
         add("isthmus_mirror_lag_read_age_seconds", round(now - reading.at, 1), **ids)
-        for partition, (behind, source_end, mirror_end, translated) in reading.partitions.items():
+        for partition, p in reading.partitions.items():
+            behind, source_end, mirror_end, translated = p[:4]
             at = {**ids, "partition": partition}
             add("isthmus_mirror_partition_lag", behind, **at)
+            if p.lag_ms >= 0:
+                add("isthmus_mirror_partition_lag_seconds", p.lag_ms / 1000, **at)
             add("isthmus_mirror_partition_dest_log_end_offset", mirror_end, **at)
             add("isthmus_mirror_partition_source_high_watermark", source_end, **at)
             add("isthmus_mirror_partition_offsets_translated", int(translated), **at)

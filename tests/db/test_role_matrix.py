@@ -795,6 +795,14 @@ CONSOLE = [
         lambda c, w, t: post(c, "link-approval-policy", link_args(t), {"approvals_required": 1}),
     ),
     Row(
+        "link RPO target",
+        "link-rpo-target",
+        ("link.manage",),
+        "link.rpo_target",
+        a_link_of_its_own,
+        lambda c, w, t: post(c, "link-rpo-target", link_args(t), {"rpo_target_seconds": 90}),
+    ),
+    Row(
         "mirror create",
         "mirror-create",
         ("mirror.manage",),
@@ -1162,6 +1170,14 @@ API = [
             link_url(w, t, "/configs:alter"),
             {"data": [{"name": CONFIG, "value": t.name}]},
         ),
+    ),
+    Row(
+        "link RPO target",
+        (LINK_PATH + "/rpo-target", "PUT"),
+        ("link.manage",),
+        "link.rpo_target",
+        a_link_of_its_own,
+        lambda c, w, t: call(c, "PUT", link_url(w, t, "/rpo-target"), {"rpo_target_seconds": 90}),
     ),
     Row(
         "link config set",
@@ -1675,8 +1691,8 @@ def fingerprint() -> tuple:
             )
         ),
         sorted(
-            (name, state, json.dumps(configs, sort_keys=True), required, override, synced)
-            for name, state, configs, required, override, synced in (
+            (name, state, json.dumps(configs, sort_keys=True), required, override, synced, rpo)
+            for name, state, configs, required, override, synced, rpo in (
                 ClusterLink.objects.values_list(
                     "name",
                     "state",
@@ -1684,6 +1700,7 @@ def fingerprint() -> tuple:
                     "approvals_required",
                     "admin_may_override",
                     "schemas_synced_at",
+                    "rpo_target_seconds",
                 )
             )
         ),

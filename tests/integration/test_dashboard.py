@@ -77,7 +77,7 @@ def test_the_overview_shows_a_copying_link_caught_up_with_what_it_copies(
     assert 11 <= len(day) <= 13 and max(s.value for s in day) == 7
     charts = client.get(reverse("link-charts", args=[link.destination.name, link.name]))
     text = charts.content.decode()
-    assert text.count("<polyline") == 2 and 'hx-trigger="every 10s"' in text
+    assert text.count("<polyline") == 3 and 'hx-trigger="every 10s"' in text
     # Refreshing the charts refreshes the stream's state up the page; the mirror's partition
     # table its heading's state badge.
     assert '<dd id="stream" hx-swap-oob="true" data-state="RUNNING">RUNNING' in text

@@ -61,6 +61,15 @@ class UpdateLinkConfigRequest(Body):
     value: str
 
 
+class SetRpoTargetRequest(Body):
+    """*Isthmus*: the link's recovery point objective."""
+
+    rpo_target_seconds: int | None = Field(
+        description="How far behind in time (the age of the oldest source record not yet "
+        "mirrored) its mirrors may fall, in whole seconds from 1 to a year; null for none."
+    )
+
+
 class AlterConfigBatchEntry(Body):
     """One config to set (with a value) or to reset (operation DELETE)."""
 

@@ -4,6 +4,7 @@ category), its configs, and its schema sync with each subject's state.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
@@ -84,6 +85,17 @@ class KafkaLinkData(Shape):
         description="Mirror partitions by state category; categories with none are left out."
     )
     stream: LinkStream
+    rpo_target_seconds: int | None = Field(
+        None,
+        description="*Isthmus*: how far behind in time its mirrors may fall (the age of the "
+        "oldest source record not yet mirrored, each mirror's max_lag_ms); null: no target. "
+        "Set with PUT …/rpo-target.",
+    )
+    rpo_breached_since: datetime | None = Field(
+        None,
+        description="*Isthmus*: since when a mirror has been further behind than the target "
+        "(as the lag sample every 10 s found); null while none is.",
+    )
 
 
 class KafkaLinkDataList(Shape):

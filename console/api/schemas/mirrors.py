@@ -29,6 +29,13 @@ class MirrorLag(Shape):
     lag: int = Field(
         description="Source high watermark minus the mirror's log end offset; -1 unknown."
     )
+    lag_ms: int = Field(
+        -1,
+        description="*Isthmus*: the lag in time, the partition's recovery point: the age in "
+        "milliseconds of the oldest source record not yet in the mirror, from its timestamp; 0 "
+        "when the mirror holds every record; -1 unknown (not read yet: the lag sample reads it "
+        "every 10 s; or the record's timestamp is missing or more than a minute ahead).",
+    )
     last_source_fetch_offset: int = Field(
         description="The source high watermark at the last fetch; -1 until the stream reports it."
     )
@@ -74,6 +81,14 @@ class KafkaMirrorData(Shape):
     )
     num_partitions: int
     mirror_lags: list[MirrorLag] = Field(description="Per partition, read from both clusters now.")
+    max_lag_ms: int = Field(
+        -1,
+        description="*Isthmus*: the largest lag_ms of its partitions (-1: none known): the "
+        "mirror's recovery point.",
+    )
+    rpo_target_seconds: int | None = Field(
+        None, description="*Isthmus*: its link's RPO target in seconds; null: none."
+    )
     mirror_status: one_of(MirrorTopic.State.values)  # type: ignore[valid-type]
     mirror_topic_error: one_of(MirrorTopic.Error.values)  # type: ignore[valid-type]
     state_time_ms: int = Field(
