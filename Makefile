@@ -19,6 +19,13 @@ WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
 POSTGRES_ONLY := tests/integration/test_races.py tests/integration/test_api_burst.py \
 	tests/integration/test_devstack.py
 POSTGRES_TESTS := tests/unit tests/db $(POSTGRES_ONLY)
+# Swagger UI, which draws the console's API reference page (/api/) from its OpenAPI document:
+# npm's swagger-ui-dist at a pinned version, its package checked against the sha256 below and
+# served by the console itself, so the page needs no network at run time. A new version: change
+# both lines (sha256sum of the .tgz that `npm pack swagger-ui-dist@<version>` writes).
+SWAGGER_UI        := 5.35.0
+SWAGGER_UI_SHA256 := 1b8e891893404ea4c3558b6a87e2a3e494e7eedba41168c2ece5800a391a6ea6
+SWAGGER_UI_DIR    := console/static/vendor/swagger-ui
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
 	test-faults lint format bench soak docs
@@ -32,7 +39,7 @@ help:
 	@echo "make status  show each part of the stack"
 
 setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched .cache/bin/schema-registry \
-	$(if $(WANT_POSTGRES),setup-postgres)
+	$(SWAGGER_UI_DIR)/.fetched-$(SWAGGER_UI) $(if $(WANT_POSTGRES),setup-postgres)
 	@$(PY) manage.py init_var -v 0
 
 # Debian packages the stack needs, installed only when missing.
@@ -43,6 +50,7 @@ system-packages:
 	command -v mvn >/dev/null          || missing="$$missing maven"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	[ -x /usr/bin/chromium ]           || missing="$$missing chromium"; \
+	command -v npm >/dev/null          || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && \
@@ -69,6 +77,17 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# Swagger UI (SWAGGER_UI above), unpacked into console/static/vendor/ (not in git).
+$(SWAGGER_UI_DIR)/.fetched-$(SWAGGER_UI):
+	rm -rf $(SWAGGER_UI_DIR) .cache/swagger-ui && mkdir -p $(SWAGGER_UI_DIR) .cache/swagger-ui
+	cd .cache/swagger-ui && npm pack --silent swagger-ui-dist@$(SWAGGER_UI) >/dev/null
+	@echo "$(SWAGGER_UI_SHA256)  .cache/swagger-ui/swagger-ui-dist-$(SWAGGER_UI).tgz" | sha256sum -c --quiet \
+	  || { echo "swagger-ui-dist $(SWAGGER_UI) from npm is not the package pinned here (sha256)."; exit 1; }
+	tar xzf .cache/swagger-ui/swagger-ui-dist-$(SWAGGER_UI).tgz -C $(SWAGGER_UI_DIR) --strip-components=1 \
+	  package/swagger-ui-bundle.js package/swagger-ui.css package/LICENSE package/NOTICE
+	rm -rf .cache/swagger-ui
 	touch $@
 
 # Apache Kafka 4.x (broker, tools, MirrorMaker 2), from Maven Central.

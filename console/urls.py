@@ -4,6 +4,7 @@ from console.access import public
 from console.api import metrics
 from console.views import (
     account,
+    api_reference,
     approvals,
     audit,
     clusters,
@@ -43,6 +44,7 @@ urlpatterns = [
     path("account/password/", account.account_password, name="account-password"),
     path("account/notifications/", account.notification_list, name="notifications"),
     path("account/tokens/<int:pk>/revoke/", account.token_revoke, name="token-revoke"),
+    path("api/", api_reference.api_reference, name="api-reference"),
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/new/", clusters.cluster_create, name="cluster-create"),
     path("clusters/<str:name>/", clusters.cluster_detail, name="cluster-detail"),
