@@ -36,7 +36,13 @@ ISTHMUS_OIDC_ISSUER, ISTHMUS_OIDC_CLIENT_ID, ISTHMUS_OIDC_CLIENT_SECRET  single 
                   there); default off
 ISTHMUS_OIDC_ROLES  the provider's groups mapped to roles, group=role,group=role
 ISTHMUS_OIDC_GROUPS_CLAIM (groups), ISTHMUS_OIDC_NAME  the ID token claim that lists the
-                  groups; the provider's name on the sign-in button
+                  groups (a dotted path reaches into nested claims: realm_access.roles); the
+                  provider's name on the sign-in button
+ISTHMUS_OIDC_SCOPES  the scopes asked for, space- or comma-separated; default
+                  "openid profile email" (add the one that puts groups in the ID token, if the
+                  provider has one)
+ISTHMUS_OIDC_USERNAME_CLAIM  the claim that names the user here; default preferred_username
+                  (without it: the e-mail, else the subject)
 ISTHMUS_EMAIL_HOST, ISTHMUS_EMAIL_PORT (25), ISTHMUS_EMAIL_USER, ISTHMUS_EMAIL_PASSWORD,
 ISTHMUS_EMAIL_TLS (1: STARTTLS), ISTHMUS_EMAIL_FROM  the mail server that e-mails requesters
                   their notifications (to the address on their account); default none
@@ -305,9 +311,22 @@ OIDC_CLIENT_SECRET = os.environ.get("ISTHMUS_OIDC_CLIENT_SECRET", "")
 OIDC_GROUPS_CLAIM = os.environ.get("ISTHMUS_OIDC_GROUPS_CLAIM", "groups").strip()
 OIDC_NAME = os.environ.get("ISTHMUS_OIDC_NAME", "single sign-on").strip()
 OIDC_ROLES = dict(item.split("=", 1) for item in _env_list("ISTHMUS_OIDC_ROLES", "") if "=" in item)
+_OIDC_SCOPES = os.environ.get("ISTHMUS_OIDC_SCOPES", "openid profile email")
+OIDC_SCOPES = _OIDC_SCOPES.replace(",", " ").split()  # space- or comma-separated
+OIDC_USERNAME_CLAIM = os.environ.get("ISTHMUS_OIDC_USERNAME_CLAIM", "preferred_username").strip()
 if OIDC_ISSUER and not (OIDC_CLIENT_ID and re.match(r"https?://", OIDC_ISSUER)):
     raise ImproperlyConfigured(
         "ISTHMUS_OIDC_ISSUER must be an http(s) URL, with ISTHMUS_OIDC_CLIENT_ID set too."
+    )
+if OIDC_ISSUER and "openid" not in OIDC_SCOPES:
+    raise ImproperlyConfigured(
+        "ISTHMUS_OIDC_SCOPES must include openid (OpenID Connect's own scope, without which "
+        f"the provider sends no ID token); it is {' '.join(OIDC_SCOPES)!r}."
+    )
+if not (OIDC_GROUPS_CLAIM and OIDC_USERNAME_CLAIM):
+    raise ImproperlyConfigured(
+        "ISTHMUS_OIDC_GROUPS_CLAIM and ISTHMUS_OIDC_USERNAME_CLAIM name claims of the ID token; "
+        "leave them unset for the defaults (groups, preferred_username)."
     )
 # How long an approval request waits for its approvals before it expires.
 APPROVAL_REQUEST_TTL_S = _env_number("ISTHMUS_APPROVAL_REQUEST_TTL_S", 24 * 3600, minimum=60)

@@ -12,7 +12,7 @@ from console.access import CHOOSING_PASSWORD, require, roles_of, while_choosing_
 from console.forms.account import ChoosePasswordForm, TokenForm
 from console.views.actions import bound, confirm
 from replication.core.errors import FieldProblems, ReplicationError
-from replication.governance import audit, notifications, users
+from replication.governance import audit, notifications, single_sign_on, users
 from replication.governance.tokens import create_token, revoke_token
 
 NEW_TOKEN_KEY = "new_api_token"  # noqa: S105 (a session key)
@@ -44,6 +44,7 @@ def account(request):
             "roles": sorted(roles_of(request.user)),
             "tokens": request.user.api_tokens.all(),
             "api_url": request.build_absolute_uri("/")[:-1],
+            "signed_on": single_sign_on.identity(request.user),
         },
     )
 

@@ -76,7 +76,7 @@ def _client(found: single_sign_on.Provider):
         client_id=found.client_id,
         client_secret=found.client_secret,
         server_metadata_url=found.discovery_url,
-        client_kwargs={"scope": "openid profile email", "code_challenge_method": "S256"},
+        client_kwargs={"scope": found.scope, "code_challenge_method": "S256"},
     )
 
 

@@ -5,12 +5,14 @@ role away here at the next sign-in. Local accounts stay for break-glass: a provi
 becomes one of them, even with the same name.
 
 The console's view does the protocol (authorization code with PKCE, the ID token's signature,
-issuer, audience and nonce checked by Authlib); this module decides who that is here."""
+issuer, audience and nonce checked by Authlib, asking for ISTHMUS_OIDC_SCOPES); this module
+decides who that is here: the name from ISTHMUS_OIDC_USERNAME_CLAIM, the groups from
+ISTHMUS_OIDC_GROUPS_CLAIM. docs/single-sign-on.md is the guide."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -31,8 +33,15 @@ class Provider:
     issuer: str
     client_id: str
     client_secret: str
-    groups_claim: str
+    groups_claim: str  # a claim's name, or a dotted path into nested claims (realm_access.roles)
     roles: dict[str, str]  # the provider's group -> an Isthmus role
+    scopes: tuple[str, ...] = ("openid", "profile", "email")
+    username_claim: str = "preferred_username"
+
+    @property
+    def scope(self) -> str:
+        """The scopes as the authorization request names them."""
+        return " ".join(self.scopes)
 
     @property
     def discovery_url(self) -> str:
@@ -50,7 +59,43 @@ def provider() -> Provider | None:
         settings.OIDC_CLIENT_SECRET,
         settings.OIDC_GROUPS_CLAIM,
         settings.OIDC_ROLES,
+        tuple(settings.OIDC_SCOPES),
+        settings.OIDC_USERNAME_CLAIM,
     )
+
+
+def claim(claims: dict, name: str) -> Any:
+    """The claim `name`, or None. A name with dots that no claim has is a path into nested
+    claims (Keycloak's `realm_access.roles`); a claim named with dots (Auth0's namespaced
+    `https://example.com/groups`) is taken whole first."""
+    if name in claims:
+        return claims[name]
+    found: Any = claims
+    for part in name.split("."):
+        if not isinstance(found, dict) or part not in found:
+            return None
+        found = found[part]
+    return found
+
+
+def groups_of(found: Provider, claims: dict) -> list[str]:
+    """The provider's groups in the ID token: a list, or one group as a string."""
+    value = claim(claims, found.groups_claim)
+    if value is None or value == "":
+        return []
+    return [str(g) for g in value] if isinstance(value, list) else [str(value)]
+
+
+def name_of(found: Provider, claims: dict) -> str:
+    """The user's name here: the username claim, else the e-mail, else the subject."""
+    value = claim(claims, found.username_claim)
+    named = value if isinstance(value, str) and value.strip() else None
+    return str(named or claims.get("email") or claims.get("sub", ""))[:150]
+
+
+def identity(user) -> ExternalIdentity | None:
+    """How `user` signs in through the provider, or None for a local account."""
+    return ExternalIdentity.objects.filter(user=user).first()
 
 
 def role_for(groups: list[str], roles: dict[str, str]) -> str:
@@ -64,22 +109,15 @@ def sign_in(found: Provider, claims: dict, actor: audit.Actor) -> User:
     its role set from the provider's groups each time. Refused (and audited) when no group
     maps to a role, or when the name is a local account's."""
     subject = str(claims.get("sub", ""))
-    name = str(claims.get("preferred_username") or claims.get("email") or subject)[:150]
-    groups = claims.get(found.groups_claim) or []
-    groups = [str(g) for g in groups] if isinstance(groups, list) else [str(groups)]
+    name = name_of(found, claims)
+    groups = groups_of(found, claims)
     who = audit.Actor(name=f"{name} (single sign-on)", address=actor.address)
     with audit.refusals(who, "account.login", "console"):
         if not subject:
             raise ReplicationError("The identity provider's answer names nobody (no 'sub').")
         role = role_for(groups, found.roles)
         if not role:
-            shown = ", ".join(groups[:20]) or "none"
-            raise ReplicationError(
-                f"None of your groups at {found.name} ({shown}) gives an Isthmus role, so you "
-                "cannot sign in. Ask an admin to map one of them (ISTHMUS_OIDC_ROLES), or to "
-                "add you to a mapped group.",
-                403,
-            )
+            raise ReplicationError(_no_role(found, groups), 403)
         user = _user(found, subject, name, groups, claims)
         if not user.is_active:
             raise ReplicationError(
@@ -97,6 +135,22 @@ def sign_in(found: Provider, claims: dict, actor: audit.Actor) -> User:
         message=f"single sign-on through {found.name}",
     )
     return user
+
+
+def _no_role(found: Provider, groups: list[str]) -> str:
+    if not groups:  # most often the claim is not in the ID token at all: say where to look
+        return (
+            f"{found.name} sent no groups in the ID token's {found.groups_claim!r} claim, so no "
+            "Isthmus role can be given and you cannot sign in. Ask an admin to check that the "
+            "provider puts your groups in that claim (ISTHMUS_OIDC_GROUPS_CLAIM), for the scopes "
+            f"asked for ({found.scope}: ISTHMUS_OIDC_SCOPES)."
+        )
+    shown = ", ".join(groups[:20])
+    return (
+        f"None of your groups at {found.name} ({shown}) gives an Isthmus role, so you "
+        "cannot sign in. Ask an admin to map one of them (ISTHMUS_OIDC_ROLES), or to "
+        "add you to a mapped group."
+    )
 
 
 def _user(found: Provider, subject: str, name: str, groups: list[str], claims: dict) -> User:

@@ -1,6 +1,7 @@
-"""Single sign-on in Chromium against a real OpenID Connect provider: a provider group maps to
-the approver role, whose holder approves a request; a user whose groups map to no role is
-refused, saying why; local accounts still sign in beside it."""
+"""Single sign-on in Chromium against a real OpenID Connect provider: a provider group, in the
+claim and for the scope configured, maps to the approver role, whose holder approves a request;
+a user whose groups map to no role is refused, saying why; local accounts still sign in beside
+it."""
 
 import re
 
@@ -24,6 +25,10 @@ def sign_on(settings, identity_provider):
     settings.OIDC_CLIENT_SECRET = "isthmus-secret"  # noqa: S105 (the test provider's)
     settings.OIDC_NAME = "Test IdP"
     settings.OIDC_ROLES = {"kafka-approvers": "approver", "kafka-operators": "operator"}
+    # The provider sends groups for the `groups` scope only, here as Keycloak nests them: both
+    # settings must reach it for anyone to be given a role.
+    settings.OIDC_SCOPES = ["openid", "profile", "email", "groups"]
+    settings.OIDC_GROUPS_CLAIM = "realm_access.roles"
 
 
 def _through_the_provider(page, url: str, name: str) -> None:
@@ -51,6 +56,10 @@ def test_a_provider_group_gives_the_approver_role_whose_holder_approves_a_reques
     assert not identity.user.has_usable_password()  # the provider's only
     login = AuditEvent.objects.filter(action="account.login", actor_name="alice").get()
     assert login.message == "single sign-on through Test IdP"
+    # No password here: the account page says so, and makes the CLI's tokens as for anyone.
+    page.goto(f"{live_server.url}/account/")
+    expect(page.locator("#signed-on")).to_contain_text("kafka-approvers")
+    expect(page.locator("#change-password")).to_have_count(0)
 
     page.goto(f"{live_server.url}/approvals/{asked.request.pk}/")
     page.locator("#approve").click()

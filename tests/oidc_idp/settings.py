@@ -45,5 +45,10 @@ OAUTH2_PROVIDER = {
     "OIDC_RSA_PRIVATE_KEY": Path(os.environ["IDP_KEY"]).read_text(),
     "PKCE_REQUIRED": True,
     "OAUTH2_VALIDATOR_CLASS": "tests.oidc_idp.validator.GroupsValidator",
-    "SCOPES": {"openid": "OpenID Connect", "profile": "Profile", "email": "E-mail"},
+    "SCOPES": {
+        "openid": "OpenID Connect",
+        "profile": "Profile",
+        "email": "E-mail",
+        "groups": "Groups",
+    },
 }
