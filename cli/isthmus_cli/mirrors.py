@@ -93,6 +93,12 @@ def _arguments(argv):
         "offset (default: what the mirror has copied)",
     )
     p.add_argument(
+        "--include-actions",
+        action="store_true",
+        help="--describe: also the actions each mirror offers now, why the others cannot run, "
+        "and, for a stopped topic that is the primary, where its mirror is",
+    )
+    p.add_argument(
         "--include-verification",
         action="store_true",
         help="--describe: also what the background verification found",
@@ -202,6 +208,8 @@ def describe(session: Session, args) -> None:
         )
         if args.pending_stopped_only:
             continue
+        if args.include_actions:
+            _print_standing(mirror)
         for lag in mirror["mirror_lags"]:
             print(
                 f"    Partition: {lag['partition']}  State: {mirror['mirror_status']}  "
@@ -218,6 +226,23 @@ def describe(session: Session, args) -> None:
                 print(f"    Records lost: {mirror['records_lost']}")
         for problem in mirror["status_errors"]:
             print(f"    Warning: {problem}", file=sys.stderr)
+
+
+def _print_standing(mirror: dict) -> None:
+    """Isthmus: where a primary's mirror is, the actions that can run now, and why the others
+    cannot (the console offers the same)."""
+    other = mirror.get("mirrored_by")
+    if other:
+        print(
+            f"    Primary: mirrored by {other['mirror_topic_name']} on {other['cluster_name']} "
+            f"over link {other['link_name']} ({other['mirror_status']})"
+        )
+    actions = mirror.get("actions", [])
+    available = [a["action"] for a in actions if a["available"]]
+    print(f"    Actions: {', '.join(available) or 'none now'}")
+    for action in actions:
+        if not action["available"]:
+            print(f"    Not now: {action['action']}: {action['reason']}")
 
 
 def alter(session: Session, args, action: str, verb: str) -> int:

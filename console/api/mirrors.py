@@ -20,6 +20,8 @@ from console.api.schemas import (
     AlterMirrorsResult,
     KafkaMirrorData,
     KafkaMirrorDataList,
+    MirrorAction,
+    MirroredBy,
     MirrorLag,
     MirrorStateTransitionError,
     PartitionTruncation,
@@ -29,7 +31,7 @@ from console.api.schemas import (
 from replication.actions import approvals, bulk
 from replication.actions.operations import OPERATIONS
 from replication.core.errors import ReplicationError
-from replication.cutover import restore_plan
+from replication.cutover import mirror_actions, restore_plan
 from replication.governance import audit
 from replication.models import MirrorTopic
 from replication.observe import mirror_differences, verification_sweep
@@ -72,12 +74,16 @@ def _mirror_url(request, link, name: str) -> dict:
     )
 
 
-def mirror_data(request, status: MirrorStatus) -> KafkaMirrorData:
-    """A mirror as Kafka REST shows it, with the lag read from both clusters now.
+def mirror_data(
+    request, status: MirrorStatus, standing: mirror_actions.Standing | None = None
+) -> KafkaMirrorData:
+    """A mirror as Kafka REST shows it, with the lag read from both clusters now, and (Isthmus)
+    the actions it offers now (`standing`, read here if not given).
 
     Its lag entries (`lags_data`) carry what `kafka-mirrors --describe` prints.
     """
     mirror = status.mirror
+    standing = standing or mirror_actions.standing(mirror)
     transition_errors = []
     if mirror.error_message:
         transition_errors.append(
@@ -106,6 +112,23 @@ def mirror_data(request, status: MirrorStatus) -> KafkaMirrorData:
         differing_records=mirror.differing_records,
         differences=mirror_differences.differences(mirror),
         records_lost=records_lost(mirror),
+        actions=[
+            MirrorAction(action=c.action, available=c.available, reason=c.reason)
+            for c in standing.choices
+        ],
+        mirrored_by=_mirrored_by(standing.mirrored_by),
+    )
+
+
+def _mirrored_by(other: MirrorTopic | None) -> MirroredBy | None:
+    if other is None:
+        return None
+    return MirroredBy(
+        cluster_id=other.destination.cluster_id,
+        cluster_name=other.destination.name,
+        link_name=other.link.name,
+        mirror_topic_name=other.mirror_topic,
+        mirror_status=other.state,
     )
 
 
@@ -122,10 +145,12 @@ def _states(request) -> list[str] | None:
 
 
 def _mirror_list(request, mirrors):
+    statuses = describe_mirrors(mirrors)
+    standings = mirror_actions.standings(s.mirror for s in statuses)
     return respond(
         KafkaMirrorDataList(
             metadata=self_url(request, request.path),
-            data=[mirror_data(request, s) for s in describe_mirrors(mirrors)],
+            data=[mirror_data(request, s, standings[s.mirror.pk]) for s in statuses],
         )
     )
 

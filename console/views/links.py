@@ -12,6 +12,7 @@ from console.forms.links import LinkConfigForm, LinkForm
 from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from replication.core.errors import FieldProblems, ReplicationError
+from replication.cutover import mirror_actions
 from replication.engine import status as stream_status
 from replication.governance import audit
 from replication.kafka.clusters import probe_cluster
@@ -47,6 +48,19 @@ def with_lags(found) -> list[MirrorTopic]:
     for mirror in found:
         mirror.lag_reading = lags.get(mirror.pk)
     return found
+
+
+def with_standings(found) -> list[MirrorTopic]:
+    """Each mirror with what it offers now and where it stands (`standing`)."""
+    found = list(found)
+    standings = mirror_actions.standings(found)
+    for mirror in found:
+        mirror.standing = standings[mirror.pk]
+    return found
+
+
+def _mirrors_of(link: ClusterLink) -> list[MirrorTopic]:
+    return with_standings(with_lags(link.mirrors.select_related("link", "destination")))
 
 
 @require("console.view")
@@ -102,7 +116,7 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
         {
             "link": link,
             "configs": links.describe_link_configs(link),
-            "mirrors": with_lags(link.mirrors.select_related("link", "destination")),
+            "mirrors": _mirrors_of(link),
             "flows": link.flows.select_related("destination"),
             "destination_health": probe_cluster(link.destination),
             "unreachable": survey([link]).marks[link.pk],

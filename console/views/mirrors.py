@@ -20,7 +20,7 @@ from infra.kafka_errors import KafkaAdminError
 from replication.actions import bulk
 from replication.core.errors import ReplicationError
 from replication.core.text import escaped
-from replication.cutover import restore_quarantine
+from replication.cutover import mirror_actions, restore_quarantine
 from replication.engine import status as stream_status
 from replication.governance import audit
 from replication.models import MirrorTopic
@@ -31,7 +31,6 @@ from replication.observe import (
     verification_requests,
     verification_sweep,
 )
-from replication.states.mirror_states import FOLLOWING
 from replication.topics import mirrors, offset_sync
 
 
@@ -149,9 +148,10 @@ def mirror_detail(request, destination, topic):
         {
             "mirror": mirror,
             "status": status,
+            # Only the actions that can run now are offered; the others say why not.
+            "standing": None if request.htmx else mirror_actions.standing(mirror),
             "pending_requests": [] if request.htmx else pending,
             "sync": offset_sync.status(mirror.link, mirror.mirror_topic),
-            "bidirectional": mirror.link.config("link.mode") == "BIDIRECTIONAL",
             "source_missing": mirrors.source_missing(mirror),
             "records_lost": mirrors.records_lost(mirror),
             "differences": mirror_differences.differences(mirror),
@@ -160,7 +160,6 @@ def mirror_detail(request, destination, topic):
                 (p, verified[p.partition][1] if p.partition in verified else None)
                 for p in status.partitions
             ],
-            "following": mirror.state in FOLLOWING,
             "verifications": []
             if request.htmx
             else [(v, verification_requests.outcome(v)) for v in mirror.verifications.all()[:5]],

@@ -103,9 +103,8 @@ def outcomes_for(
     return outcomes
 
 
-def _refusal(
-    kind: str, mirror: MirrorTopic, errors: list[str], partitions: list[PartitionStatus]
-) -> str:
+def state_refusal(kind: str, mirror: MirrorTopic) -> str:
+    """Why `mirror`'s state alone refuses a promote or failover (`kind`); "" if it does not."""
     name = mirror.mirror_topic
     if mirror.state == State.STOPPED:
         return stopped_already(mirror)
@@ -122,6 +121,17 @@ def _refusal(
             f"Mirror topic {name!r} is {mirror.state}; promote needs it ACTIVE or PAUSED with "
             "its source answering. Use failover to stop it without its source."
         )
+    return ""
+
+
+def _refusal(
+    kind: str, mirror: MirrorTopic, errors: list[str], partitions: list[PartitionStatus]
+) -> str:
+    name = mirror.mirror_topic
+    if refused := state_refusal(kind, mirror):
+        return refused
+    if kind == FAILOVER:
+        return ""
     source_trouble = [e for e in errors if e.startswith("Source")]
     if source_trouble:
         return (

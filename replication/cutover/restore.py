@@ -149,6 +149,9 @@ def _start(
             }
             try:
                 with transaction.atomic():
+                    # A reverse's STOPPED record of the topic (checked older than the failover)
+                    # gives way to the new relationship; the audit trail keeps its history.
+                    link.mirrors.filter(mirror_topic=name, state=State.STOPPED).delete()
                     mirror = MirrorTopic.objects.create(
                         link=link,
                         destination=link.destination,

@@ -59,8 +59,9 @@ def _plan(link: ClusterLink, peer: ClusterLink, admin: KafkaAdmin, name: str) ->
             404 if failed_over is None else 409,
         )
         return outcome
-    if link.mirrors.filter(mirror_topic=name).exists():
-        outcome.error, outcome.status = f"Topic {name!r} is already a mirror of {link.name!r}.", 409
+    outcome.error = standing_refusal(link.mirrors.filter(mirror_topic=name).first(), failed_over)
+    if outcome.error:
+        outcome.status = 409
         return outcome
     try:
         partitions = admin.describe_topic(name).partitions
@@ -101,6 +102,29 @@ def _plan(link: ClusterLink, peer: ClusterLink, admin: KafkaAdmin, name: str) ->
         )
     outcome.state = State.STOPPED
     return outcome
+
+
+def standing_refusal(old: MirrorTopic | None, failed_over: MirrorTopic) -> str:
+    """Why the old primary's topic cannot be made a mirror of `failed_over`'s topic now, given
+    its own mirror row on that cluster (`old`, None if it has none); "" if it can. A STOPPED
+    row older than the failover is only history (a reverse left it): the restore replaces it."""
+    if old is None or (old.state == State.STOPPED and old.state_time <= failed_over.state_time):
+        return ""
+    name, here, there = old.mirror_topic, old.destination.name, failed_over.destination.name
+    if old.state in (State.PENDING_SETUP_FOR_RESTORE, State.PENDING_RESTORE):
+        return f"Topic {name!r} on {here} is being failed back already (a restore is under way)."
+    if old.state != State.STOPPED:
+        return (
+            f"Topic {name!r} on {here} already mirrors {name!r} on {there} over link "
+            f"{old.link.name!r} ({old.state}): {there} is the primary and there is nothing to "
+            "fail back. To make it the primary again, reverse that mirror (or fail it over)."
+        )
+    return (
+        f"Topic {name!r} on {here} became writable after {name!r} on {there} did (its "
+        f"{(old.stop_report or {}).get('kind', 'stop')} at "
+        f"{old.state_time:%Y-%m-%d %H:%M:%S} UTC): it is the newer primary. To make {name!r} on "
+        f"{there} its mirror again, fail back {name!r} on {here} (link {old.link.name!r})."
+    )
 
 
 def shared_offsets(

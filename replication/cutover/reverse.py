@@ -90,29 +90,45 @@ def check(link: ClusterLink, names: list[str]) -> list[TopicOutcome]:
     The link itself must be one half of a bidirectional link without a prefix (refused
     whole, saying why)."""
     peer = links.peer_of(link)
-    if link.config("cluster.link.prefix"):
-        raise ReplicationError(
-            f"Cluster link {link.name!r} names its mirrors with the prefix "
-            f"{link.config('cluster.link.prefix')!r}, so the old source cannot take the mirror's "
-            "name: reverse operations need a link without a prefix (as in Confluent's). Nothing "
-            "was changed."
-        )
+    if refused := prefix_refusal(link):
+        raise ReplicationError(refused)
     return outcomes_for(
         link, names, lambda mirror, status: _refusal(mirror, peer, status.errors, status.partitions)
     )
 
 
-def _refusal(mirror: MirrorTopic, peer: ClusterLink, errors: list[str], partitions) -> str:
-    name = mirror.mirror_topic
+def prefix_refusal(link: ClusterLink) -> str:
+    """Why `link`'s prefix refuses every reverse on it; "" when it has none."""
+    if not link.config("cluster.link.prefix"):
+        return ""
+    return (
+        f"Cluster link {link.name!r} names its mirrors with the prefix "
+        f"{link.config('cluster.link.prefix')!r}, so the old source cannot take the mirror's "
+        "name: reverse operations need a link without a prefix (as in Confluent's). Nothing "
+        "was changed."
+    )
+
+
+def state_refusal(mirror: MirrorTopic, counterpart: MirrorTopic | None) -> str:
+    """Why `mirror` cannot be reversed as it stands, given `counterpart`, the other half's mirror
+    row of its source topic (None if it has none); "" if it can."""
     if mirror.state != State.ACTIVE:
-        return f"Mirror topic {name!r} is {mirror.state}; a reverse needs it ACTIVE."
-    if errors or not partitions:
-        return f"The state of {name!r} could not be read: {'; '.join(errors) or 'no partitions'}."
-    if peer.mirrors.filter(mirror_topic=mirror.source_topic).exclude(state=State.STOPPED).exists():
+        return f"Mirror topic {mirror.mirror_topic!r} is {mirror.state}; a reverse needs it ACTIVE."
+    if counterpart is not None and counterpart.state != State.STOPPED:
         return (
-            f"Topic {mirror.source_topic!r} is already a mirror topic of link {peer.name!r} on "
-            f"{peer.destination.name}."
+            f"Topic {mirror.source_topic!r} is already a mirror topic of link "
+            f"{counterpart.link.name!r} on {counterpart.destination.name}."
         )
+    return ""
+
+
+def _refusal(mirror: MirrorTopic, peer: ClusterLink, errors: list[str], partitions) -> str:
+    counterpart = peer.mirrors.filter(mirror_topic=mirror.source_topic).first()
+    if refused := state_refusal(mirror, counterpart):
+        return refused
+    if errors or not partitions:
+        name = mirror.mirror_topic
+        return f"The state of {name!r} could not be read: {'; '.join(errors) or 'no partitions'}."
     return ""
 
 

@@ -103,6 +103,8 @@ from console.api.schemas.mirrors import (
     AlterMirrorsResult,
     KafkaMirrorData,
     KafkaMirrorDataList,
+    MirrorAction,
+    MirroredBy,
     MirrorLag,
     MirrorStateTransitionError,
 )
@@ -165,6 +167,8 @@ __all__ = [
     "LinkTaskError",
     "MergeFlowData",
     "MergeFlowDataList",
+    "MirrorAction",
+    "MirroredBy",
     "MirrorLag",
     "MirrorStateTransitionError",
     "MirrorVerification",

@@ -57,6 +57,31 @@ class MirrorLag(Shape):
     )
 
 
+class MirrorAction(Shape):
+    """*Isthmus*: one action on a mirror topic, and whether it can run now."""
+
+    action: str = Field(
+        description="pause, resume, promote, failover, reverse-and-start-mirror, "
+        "reverse-and-pause-mirror, truncate-and-restore (fail back: run on the link's other "
+        "half, it makes this stopped topic's old source its mirror again) or verify."
+    )
+    available: bool = Field(
+        description="Whether its state allows it now (its dry run may still refuse it: a "
+        "promote's lag, a cluster not answering)."
+    )
+    reason: str = Field(description="Why it cannot run now, and what to do; empty when it can.")
+
+
+class MirroredBy(Shape):
+    """*Isthmus*: the other cluster's mirror of a stopped topic, which makes it the primary."""
+
+    cluster_id: str
+    cluster_name: str
+    link_name: str
+    mirror_topic_name: str
+    mirror_status: one_of(MirrorTopic.State.values)  # type: ignore[valid-type]
+
+
 class MirrorStateTransitionError(Shape):
     """Why the mirror is in its state."""
 
@@ -118,6 +143,16 @@ class KafkaMirrorData(Shape):
     )
     differences: list[str] = Field(
         [], description="*Isthmus*: what differs, in words (the first 50 runs of records)."
+    )
+    actions: list[MirrorAction] = Field(
+        [],
+        description="*Isthmus*: each action on the mirror, whether it can run now, and why "
+        "not (as the console offers them and `kafka-mirrors --describe` prints them).",
+    )
+    mirrored_by: MirroredBy | None = Field(
+        None,
+        description="*Isthmus*: for a stopped topic that is the primary (after a reverse or a "
+        "fail back), the other cluster's mirror of it; null otherwise.",
     )
 
 
