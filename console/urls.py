@@ -14,6 +14,7 @@ from console.views import (
     health,
     link_filters,
     links,
+    mirror_groups,
     mirrors,
     rpo,
     scenarios,
@@ -92,6 +93,7 @@ urlpatterns = [
     path("data-plane/", data_plane.data_plane, name="data-plane"),
     path(MIRROR, mirrors.mirror_detail, name="mirror-detail"),
     path(MIRROR + "charts/", mirrors.mirror_charts, name="mirror-charts"),
+    path(MIRROR + "groups/", mirror_groups.mirror_groups_section, name="mirror-groups"),
     path(MIRROR + "pause/", mirrors.mirror_pause, name="mirror-pause"),
     path(MIRROR + "verify/", verifications.mirror_verify, name="mirror-verify"),
     path(

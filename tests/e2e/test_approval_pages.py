@@ -1,6 +1,8 @@
 """The approver sees what they approve: a forced link deletion's request lists, as things are
 now, the mirror topics it would fail over and their lag, beside what was so when it was asked;
-the approvals list names what it concerns; the requester is told in the console once it ran."""
+a truncate-and-restore is decided from its plan alone (per partition what is set aside and what
+copied across, now and when asked); the approvals list names what it concerns; the requester is
+told in the console once it ran."""
 
 import re
 
@@ -9,11 +11,15 @@ from playwright.sync_api import expect
 
 from devstack import kafka
 from infra.processes import wait_for
+from replication.actions import approvals
+from replication.cutover import promote
 from replication.governance import audit
-from replication.models import ClusterLink, Notification
+from replication.models import ApprovalRequest, ClusterLink, Notification
+from replication.topics.links import peer_of
 from replication.topics.mirrors import create_mirror
 from tests.e2e.conftest import approve_as_approver, screenshot, signed_in
 from tests.kafka_clients import produce
+from tests.mirror_checks import eventually, read_all
 
 pytestmark = pytest.mark.e2e
 
@@ -37,7 +43,7 @@ def test_an_approver_sees_the_mirrors_a_forced_deletion_fails_over_now_and_the_r
     page.wait_for_url(re.compile(r"/approvals/\d+/$"))
     request_url = page.url
     # When asked, one mirror topic would have been failed over.
-    expect(page.locator("#topics tr[data-topic]")).to_have_count(1)
+    expect(page.locator("#plan-asked tr[data-topic]")).to_have_count(1)
 
     # Meanwhile a second mirror is made, and records arrive the link has not copied.
     second = make_topic(kafka.SOURCE, f"{topic_name}-b")
@@ -52,7 +58,7 @@ def test_an_approver_sees_the_mirrors_a_forced_deletion_fails_over_now_and_the_r
     now = approver.locator("#plan-now")
     expect(now.locator("tr[data-topic]")).to_have_count(2)
     expect(now.locator(f'tr[data-topic="{second}"]')).to_contain_text("0:3")
-    expect(approver.locator("#topics tr[data-topic]")).to_have_count(1)
+    expect(approver.locator("#plan-asked tr[data-topic]")).to_have_count(1)
     expect(approver.get_by_text("fails these mirror topics over first")).to_be_visible()
     screenshot(approver, "approval-dry-run-now")
     approver.locator("#approve").click()
@@ -69,6 +75,52 @@ def test_an_approver_sees_the_mirrors_a_forced_deletion_fails_over_now_and_the_r
     )
     expect(items.nth(1)).to_contain_text("was approved by approver; it runs now")
     expect(page.locator("#unread-notifications")).to_have_count(0)
+
+
+def test_an_approver_decides_a_truncate_and_restore_from_its_per_partition_plan(
+    browser, live_server, celery_worker, users, bidirectional, make_topic, topic_name
+):
+    plain = {n: {"bootstrap.servers": n.bootstrap} for n in (kafka.SOURCE, kafka.DESTINATION)}
+    make_topic(kafka.SOURCE, topic_name, partitions=2)
+    records = [{"value": b"shared", "partition": i % 2} for i in range(4)]
+    produce(plain[kafka.SOURCE], topic_name, records)
+    link = bidirectional(**{"metadata.max.age.ms": "5000"})
+    create_mirror(ACTOR, link, topic_name)
+    eventually(lambda: len(read_all(kafka.DESTINATION.bootstrap, topic_name)) == 4, 120, "copy")
+    promote.stop_mirrors(ACTOR, link, [topic_name], promote.FAILOVER, wait=True)
+    # One record in each partition of the old primary after the failover; two in the new one's.
+    produce(plain[kafka.SOURCE], topic_name, [{"value": b"old", "partition": p} for p in (0, 1)])
+    produce(
+        plain[kafka.DESTINATION],
+        topic_name,
+        [{"value": b"new", "partition": i % 2} for i in range(4)],
+    )
+    operator = audit.Actor(user=users["operator"], name="operator")
+    approvals.submit(
+        operator,
+        peer_of(link),
+        ApprovalRequest.Action.TRUNCATE_AND_RESTORE,
+        [topic_name],
+        "the old primary is back",
+    )
+
+    context, approver = signed_in(browser, live_server.url, "approver")
+    approver.goto(f"{live_server.url}/approvals/")
+    expect(approver.locator("tr[data-request] td.direction")).to_have_text("destination → source")
+    approver.locator("tr[data-request] a").first.click()
+    expect(approver.locator("#now-summary")).to_contain_text(f"Fail back {topic_name} on source")
+    for table in ("#plan-now-partitions-1", "#plan-asked-partitions-1"):  # now, and when asked
+        for p in (0, 1):  # truncated to 2, 1 set aside, 2 copied across
+            row = approver.locator(f'{table} tr[data-partition="{p}"] td')
+            expect(row).to_have_text([str(p), "2", "1", "2"])
+    expect(approver.locator("#now-producers")).to_contain_text(f"{topic_name}")
+    expect(approver.locator("#now-objects a[data-kind=mirror]")).to_have_attribute(
+        "href", f"/mirrors/destination/{topic_name}/"
+    )
+    screenshot(approver, "approval-truncate-and-restore")
+    approver.locator("#approve").click()
+    expect(approver.locator("h1 .badge")).to_have_text("EXECUTED", timeout=90_000)
+    context.close()
 
 
 def test_an_operator_fails_over_a_links_50_mirrors_in_one_approved_action(
@@ -102,7 +154,7 @@ def test_an_operator_fails_over_a_links_50_mirrors_in_one_approved_action(
     page.fill("#id_confirm_name", link.name)
     page.get_by_role("button", name="Ask for approval").click()
     page.wait_for_url(re.compile(r"/approvals/\d+/$"))
-    expect(page.locator("#topics tr[data-topic]")).to_have_count(50)
+    expect(page.locator("#plan-asked tr[data-topic]")).to_have_count(50)
 
     approve_as_approver(browser, live_server.url, "the source region is lost")
 
