@@ -7,20 +7,17 @@ someone reads do not shift the pages under them.
 from __future__ import annotations
 
 import contextlib
-import csv
 import datetime as dt
 import json
-import re
-from collections.abc import Iterator
 
 from django import forms
 from django.db.models import QuerySet
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from console.access import require
-from replication.core.text import escaped
+from console.csv_cells import csv_download
 from replication.governance import audit
 from replication.models import AuditEvent
 
@@ -39,13 +36,6 @@ CSV_HEADER = [
     "topics",
     "break_glass",
 ]
-# A spreadsheet runs a cell that starts with one of these as a formula (tab and CR never
-# reach it: they are escaped with the other control characters).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-# A spreadsheet that splits on `;` or `,` (its locale's separator), or a script splitting
-# naively, makes a cell of what follows each one inside a cell too. So a formula starter at the
-# start of a cell or after a separator, past any blanks and quotes, gets a `'` before it.
-_FORMULA = re.compile(r"(^|[;,])([\s\"]*)([" + re.escape("".join(FORMULA_STARTS)) + "])")
 
 
 class UtcDateTimeField(forms.CharField):
@@ -172,40 +162,24 @@ def audit_list(request):
             context["newer"] = "?" + _query_with(request, after=str(events[0].pk))
         context["paged"] = bool(request.GET.get("before") or request.GET.get("after"))
         context["export_query"] = _query_with(request)
+    context["filters_set"] = sum(1 for name in form.fields if request.GET.get(name))
     return render(request, "audit/list.html", context)
 
 
-class _Echo:
-    """A file-like object csv.writer can write to that hands back what it was given."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def safe_cell(value) -> str:
-    """A value as inert text for the CSV: control characters escaped, and no formula where a
-    spreadsheet would start a cell (see `_FORMULA`)."""
-    text = escaped("" if value is None else str(value))
-    return _FORMULA.sub(r"\1\2'\3", text)
-
-
-def csv_row(event: AuditEvent) -> list[str]:
+def csv_row(event: AuditEvent) -> list[str | None]:
     return [
-        safe_cell(value)
-        for value in (
-            event.at.astimezone(dt.UTC).isoformat(),
-            event.actor_name,
-            event.address,
-            event.user_agent,
-            event.action,
-            event.target,
-            event.result,
-            event.message,
-            compact_json(event.before),
-            compact_json(event.after),
-            " ".join(event.topics.splitlines()),
-            "yes" if event.break_glass else "",
-        )
+        event.at.astimezone(dt.UTC).isoformat(),
+        event.actor_name,
+        event.address,
+        event.user_agent,
+        event.action,
+        event.target,
+        event.result,
+        event.message,
+        compact_json(event.before),
+        compact_json(event.after),
+        " ".join(event.topics.splitlines()),
+        "yes" if event.break_glass else "",
     ]
 
 
@@ -217,17 +191,5 @@ def audit_export(request):
         return HttpResponse(
             f"Invalid filter: {errors}\n", status=400, content_type="text/plain; charset=utf-8"
         )
-    events = form.events()
-
-    def rows() -> Iterator[str]:
-        # Every cell quoted: a separator or line break inside one cannot split it for a reader
-        # that honours quotes, whatever its separator.
-        writer = csv.writer(_Echo(), quoting=csv.QUOTE_ALL)
-        yield writer.writerow(CSV_HEADER)
-        for event in events.iterator(chunk_size=2000):
-            yield writer.writerow(csv_row(event))
-
-    name = f"isthmus-audit-{timezone.now():%Y%m%dT%H%M%SZ}.csv"
-    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
+    rows = (csv_row(event) for event in form.events().iterator(chunk_size=2000))
+    return csv_download(f"isthmus-audit-{timezone.now():%Y%m%dT%H%M%SZ}.csv", CSV_HEADER, rows)

@@ -19,8 +19,7 @@ from console.views.links import chart_range, find_link, link_url, with_lags
 from infra.kafka_errors import KafkaAdminError
 from replication.actions import bulk
 from replication.core.errors import ReplicationError
-from replication.core.text import escaped
-from replication.cutover import mirror_actions, restore_quarantine
+from replication.cutover import mirror_actions
 from replication.engine import status as stream_status
 from replication.governance import audit
 from replication.models import MirrorTopic
@@ -216,78 +215,6 @@ def mirror_delete(request, destination, topic):
         back_url=mirror_url(mirror),
         after_url=link_url(mirror.link),
         typed=mirror.mirror_topic,
-    )
-
-
-QUARANTINE_SHOWN = 200
-
-
-@require("console.view")
-def mirror_quarantine(request, destination, topic):
-    """The records a restore of the mirror set aside, for an admin to review before deleting
-    them: each with where it was on the topic before."""
-    mirror = find_mirror(destination, topic)
-    name, records, error = restore_quarantine.quarantine_of(mirror), [], ""
-    if name:
-        try:
-            records = restore_quarantine.read_quarantine(mirror, QUARANTINE_SHOWN)
-        except ReplicationError as exc:
-            error = str(exc)
-    return render(
-        request,
-        "mirrors/quarantine.html",
-        {
-            "mirror": mirror,
-            "quarantine": name,
-            "records": [(r, _shown(r.key), _shown(r.value), _headers(r)) for r in records],
-            "limit": QUARANTINE_SHOWN,
-            "error": error,
-        },
-    )
-
-
-def _shown(data: bytes | None, null: str = "null") -> str:
-    """A key or value as text, inert: undecodable bytes and control characters escaped."""
-    if data is None:
-        return null
-    text = escaped(data.decode("utf-8", errors="backslashreplace"))
-    return text if len(text) <= 200 else text[:200] + "…"
-
-
-HEADERS_SHOWN = 20
-
-
-def _headers(record: restore_quarantine.Quarantined) -> list[str]:
-    """A quarantined record's headers as `name: value` lines, inert as its key and value (a
-    producer's are kept as they were: any bytes, or null)."""
-    if record.headers_unreadable:
-        return ["(unreadable: a header's name is not UTF-8)"]
-    shown = [
-        f"{_shown(name.encode(), '')}: {_shown(value, '(null)')}"
-        for name, value in record.headers[:HEADERS_SHOWN]
-    ]
-    if len(record.headers) > HEADERS_SHOWN:
-        shown.append(f"… {len(record.headers) - HEADERS_SHOWN} more")
-    return shown
-
-
-@require("mirror.delete")
-def mirror_quarantine_delete(request, destination, topic):
-    mirror = find_mirror(destination, topic)
-    name = restore_quarantine.quarantine_of(mirror)
-    if not name and request.method != "POST":
-        raise Http404(f"Mirror topic {topic!r} has no quarantine topic left.")
-    return confirm(
-        request,
-        question=f"Delete quarantine topic {name}?",
-        verb="delete",
-        explanation=f"The records a restore of {mirror.mirror_topic} set aside are deleted from "
-        f"{mirror.destination.name} for good. Review them first.",
-        run=lambda actor: restore_quarantine.delete_quarantine(actor, mirror),
-        done=f"Deleted quarantine topic {name}.",
-        back_url=reverse("mirror-quarantine", args=[destination, topic]),
-        after_url=mirror_url(mirror),
-        typed=name,
     )
 
 

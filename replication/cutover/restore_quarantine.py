@@ -5,10 +5,13 @@ topic before the restore (from the headers the restore wrote), and deleted once 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 from confluent_kafka import KafkaException
 from django.utils import timezone
@@ -39,6 +42,43 @@ class Quarantined:
     value: bytes | None
     headers: tuple[Header, ...] = ()
     headers_unreadable: bool = False  # a header's name is not UTF-8: the client cannot read it
+
+    @property
+    def at(self) -> datetime | None:
+        """Its timestamp as a time in UTC (None: the record has none, or an impossible one)."""
+        if self.timestamp < 0:
+            return None
+        try:
+            return datetime.fromtimestamp(self.timestamp / 1000, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+
+
+def exported(record: Quarantined) -> dict[str, Any]:
+    """A record as the quarantine's JSON and CSV exports write it: its key, value and header
+    values as UTF-8 text where they are (encoding "utf-8"), else in base64 (encoding "base64"),
+    null as null; its timestamp in milliseconds and in words (ISO 8601, UTC)."""
+    at = record.at
+    return {
+        "partition": record.partition,
+        "offset": record.offset,
+        "timestamp_ms": record.timestamp,
+        "timestamp": at.isoformat(timespec="milliseconds").replace("+00:00", "Z") if at else None,
+        **_data("key", record.key),
+        **_data("value", record.value),
+        "headers": None
+        if record.headers_unreadable
+        else [{"name": name, **_data("value", value)} for name, value in record.headers],
+    }
+
+
+def _data(name: str, data: bytes | None) -> dict[str, str | None]:
+    if data is None:
+        return {name: None, f"{name}_encoding": None}
+    try:
+        return {name: data.decode("utf-8"), f"{name}_encoding": "utf-8"}
+    except UnicodeDecodeError:
+        return {name: base64.b64encode(data).decode("ascii"), f"{name}_encoding": "base64"}
 
 
 def quarantine_of(mirror: MirrorTopic) -> str:

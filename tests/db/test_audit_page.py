@@ -11,7 +11,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from console.access import ROLES
-from console.views.audit import FORMULA_STARTS
+from console.csv_cells import FORMULA_STARTS
 from replication.core.text import control_characters
 from replication.governance import audit
 from replication.models import AuditEvent

@@ -1,14 +1,21 @@
 """The quarantine page of a restored mirror reads records whose headers a producer wrote as it
 pleased (a restore copies them as they were, then adds its own `isthmus.origin.*`): a header
 that is not UTF-8, null, or not a number shows escaped, "(null)" or as no origin, and the page
-answers (it was a 500). The records are fed to the page in place of the quarantine topic's, so
-no cluster is needed."""
+answers (it was a 500). Timestamps show as times; the quarantine exports as JSON (bytes that are
+not text in base64) and as CSV whose cells a spreadsheet cannot run. The records are fed to the
+page in place of the quarantine topic's, so no cluster is needed."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 import pytest
+from confluent_kafka import KafkaException
 from django.urls import reverse
 
+from console.views.quarantine import CSV_HEADER
 from infra import kafka_copy
 from replication.cutover import restore, restore_quarantine
 from replication.models import ClusterLink, KafkaCluster, MirrorTopic
@@ -109,3 +116,70 @@ def test_the_page_shows_them_escaped_and_inert(client_as, quarantined):
     assert '<tr data-partition="0" data-offset=""><td>0</td><td>unknown</td>' in page
     assert "<code>isthmus.origin.timestamp: \\x80</code>" in page
     assert "(unreadable: a header&#x27;s name is not UTF-8)" in page
+
+
+def test_timestamps_show_as_times_in_utc_not_epoch_milliseconds(client_as, quarantined):
+    page = client_as("viewer").get(reverse("mirror-quarantine", args=["dc2", "orders"]))
+    shown = page.content.decode()
+    assert '<time datetime="1970-01-01T00:00:01.700000+00:00"' in shown
+    assert ">1970-01-01 00:00:01.700</time>" in shown
+    assert 'id="export-json"' in shown and 'id="export-csv"' in shown
+
+
+def test_the_json_export_keeps_every_byte_text_as_text_the_rest_in_base64(client_as, quarantined):
+    answer = client_as("viewer").get(reverse("mirror-quarantine-json", args=["dc2", "orders"]))
+    assert answer["Content-Disposition"].startswith('attachment; filename="orders.quarantine-1-')
+    body = answer.json()
+    assert (body["quarantine_topic"], body["complete"], len(body["records"])) == (
+        "orders.quarantine-1",
+        True,
+        4,
+    )
+    first = body["records"][0]
+    assert (first["partition"], first["offset"], first["timestamp"]) == (
+        1,
+        5,
+        "1970-01-01T00:00:01.700Z",
+    )
+    assert (first["key"], first["key_encoding"]) == ("k", "utf-8")
+    assert first["headers"][0] == {
+        "name": "isthmus.origin.offset",
+        "value": "//4=",  # b"\xff\xfe"
+        "value_encoding": "base64",
+    }
+    assert first["headers"][1] == {
+        "name": "isthmus.origin.partition",
+        "value": None,
+        "value_encoding": None,
+    }
+    assert body["records"][3]["headers"] is None  # a header name that is not UTF-8
+
+
+def test_the_csv_export_is_inert_in_a_spreadsheet(client_as, quarantined, monkeypatch):
+    hostile = [Message(0, 0, [("x", b"=cmd|' /C calc'!A0")], key=b"=HYPERLINK(1)", value=b"@SUM")]
+    monkeypatch.setattr(kafka_copy.Records, "read_head", lambda *args, **kwargs: hostile)
+    answer = client_as("viewer").get(reverse("mirror-quarantine-csv", args=["dc2", "orders"]))
+    assert answer["Content-Type"] == "text/csv; charset=utf-8"
+    rows = list(csv.reader(io.StringIO(b"".join(answer.streaming_content).decode())))
+    assert rows[0] == CSV_HEADER
+    partition, offset, timestamp, _, _, key, _, value, headers = rows[1]
+    assert (partition, offset, timestamp) == ("0", "", "1970-01-01T00:00:01.000Z")
+    assert (key, value) == ("'=HYPERLINK(1)", "'@SUM")
+    assert json.loads(headers) == [
+        {"name": "x", "value": "=cmd|' /C calc'!A0", "value_encoding": "utf-8"}
+    ]  # inside JSON, behind its `[`: no cell starts with it
+
+
+def test_an_export_without_a_quarantine_or_a_cluster_says_so(client_as, quarantined, monkeypatch):
+    client = client_as("viewer")
+    url = reverse("mirror-quarantine-json", args=["dc2", "orders"])
+
+    def down(*args, **kwargs):
+        raise KafkaException("Broker transport failure")
+
+    monkeypatch.setattr(kafka_copy.Records, "read_head", down)
+    answer = client.get(url)
+    assert answer.status_code == 503
+    assert "Try the export again once the cluster answers" in answer.content.decode()
+    MirrorTopic.objects.filter(pk=quarantined.pk).update(stop_report={})
+    assert client.get(url).status_code == 404

@@ -1,0 +1,52 @@
+"""CSV downloads whose cells stay inert in a spreadsheet: the audit trail's export and a
+quarantine's. Control characters are escaped and nothing can start a formula, whatever the
+stored text holds (an actor's name, a record's key)."""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable
+
+from django.http import StreamingHttpResponse
+
+from replication.core.text import escaped
+
+# A spreadsheet runs a cell that starts with one of these as a formula (tab and CR never
+# reach it: they are escaped with the other control characters).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# A spreadsheet that splits on `;` or `,` (its locale's separator), or a script splitting
+# naively, makes a cell of what follows each one inside a cell too. So a formula starter at the
+# start of a cell or after a separator, past any blanks and quotes, gets a `'` before it.
+_FORMULA = re.compile(r"(^|[;,])([\s\"]*)([" + re.escape("".join(FORMULA_STARTS)) + "])")
+
+
+class _Echo:
+    """A file-like object csv.writer can write to that hands back what it was given."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def safe_cell(value) -> str:
+    """A value as inert text for the CSV: control characters escaped, and no formula where a
+    spreadsheet would start a cell (see `_FORMULA`)."""
+    text = escaped("" if value is None else str(value))
+    return _FORMULA.sub(r"\1\2'\3", text)
+
+
+def csv_download(name: str, header: list[str], rows: Iterable[Iterable]) -> StreamingHttpResponse:
+    """A CSV file to download as `name`, streamed: the header, then each row, every cell made
+    inert by `safe_cell`."""
+
+    def lines() -> Iterable[str]:
+        # Every cell quoted: a separator or line break inside one cannot split it for a reader
+        # that honours quotes, whatever its separator.
+        writer = csv.writer(_Echo(), quoting=csv.QUOTE_ALL)
+        yield writer.writerow(header)
+        for row in rows:
+            yield writer.writerow([safe_cell(value) for value in row])
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
