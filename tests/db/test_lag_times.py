@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from devstack import kafka
-from replication.governance import audit
+from replication.governance import audit, notifications
 from replication.models import AuditEvent, ClusterLink, Notification
 from replication.observe import lag
 from replication.topics.mirrors import create_mirror
@@ -223,3 +223,14 @@ def test_a_breach_shows_on_the_overview_and_is_told_once_and_once_more_when_met(
     assert AuditEvent.objects.filter(action="link.rpo_met").count() == 1
     overview = client_as("viewer").get(reverse("dashboard")).content.decode()
     assert '<span class="stat-value" id="stat-troubled">0</span>' in overview
+
+
+def test_the_webhook_hears_of_a_breach_once_however_many_operators_are_told(users, settings):
+    settings.NOTIFY_WEBHOOK_URL = "http://127.0.0.1:9/hook"  # nothing listens: it fails
+    first, *others = notifications.tell_operators("link.rpo_breached", "Link ab: …")
+    assert others and all(
+        n.delivery == {"webhook": f"with notification {first.pk}"} for n in others
+    )
+    assert notifications.send(first) is False  # tried again later, by the task
+    assert first.delivery["webhook"].startswith("failed: the webhook did not answer")
+    assert all(notifications.send(n) for n in others)  # posted with the first, not again
