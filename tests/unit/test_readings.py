@@ -2,7 +2,7 @@
 
 from django.template import Context, Template
 
-from console.templatetags.readings import reading, state_words
+from console.templatetags.readings import amount, by_partition, reading, state_words
 from console.views.approvals import _approvers
 
 
@@ -50,3 +50,27 @@ def test_the_charts_caption_shows_readings():
 def test_the_approval_message_counts_approvers_in_words():
     assert _approvers(1) == "an approver"
     assert _approvers(2) == "2 approvers"
+
+
+def test_a_rate_or_count_of_one_is_in_the_singular():
+    assert amount(1, "records/s") == "1 record/s"
+    assert amount(1.02, "records/s") == "1 record/s"  # as it reads
+    assert amount(0, "records/s") == "0 records/s"
+    assert amount(2.5, "records/s") == "2.5 records/s"
+    assert amount(1234, "records/s") == "1,234 records/s"
+    assert amount(1, "records") == "1 record"
+    assert amount(1, "s") == "1 s"
+    assert amount(None, "records/s") == "–"
+    chart = {"title": "Lag", "unit": "records", "latest": 1, "peak": 1, "empty": False}
+    page = Template('{% include "_charts.html" %}').render(Context({"charts": [chart]}))
+    assert '<span class="chart-latest">1</span> record <span' in page
+    stream = Template('{% include "links/_stream.html" %}').render(
+        Context({"stream": {"state": "RUNNING", "records_per_sec": 1.0, "bytes_per_sec": 80}})
+    )
+    assert "RUNNING: 1 record/s, 80\xa0bytes/s" in stream
+
+
+def test_partitions_of_a_stored_report_are_listed_in_order():
+    stored = {"10": 3, "2": 1, "0": 5, "1": 0}
+    assert by_partition(stored) == [("0", 5), ("1", 0), ("2", 1), ("10", 3)]
+    assert by_partition(None) == []
