@@ -119,15 +119,19 @@ def _coarsen(r: redis.Redis, keys: list[str], now: float) -> None:
         if last is not None and json.loads(last)["t"] >= end:
             continue  # this period is summed up already
         within = [p for p in map(json.loads, fine) if ended * COARSE_S <= p["t"] < end]
-        if not within:
-            continue
-        point: dict = {"t": end}
-        for name, sum_up in _COARSE.items():
-            values = [p[name] for p in within if name in p]
-            if values:
-                point[name] = sum_up(values)
-        _push(pipe, f"{key}:coarse", point, COARSE_KEEP, 24 * 3600 + COARSE_S)
+        if within:
+            _push(pipe, f"{key}:coarse", _summed(within, end), COARSE_KEEP, 24 * 3600 + COARSE_S)
     pipe.execute()
+
+
+def _summed(within: list[dict], t: float) -> dict:
+    """One coarse point, stamped `t`, of the fine points `within` a period."""
+    point: dict = {"t": t}
+    for name, sum_up in _COARSE.items():
+        values = [p[name] for p in within if name in p]
+        if values:
+            point[name] = sum_up(values)
+    return point
 
 
 def link_series(link: ClusterLink, shown: str = DEFAULT_RANGE) -> dict[str, list[Sample]]:
@@ -150,11 +154,36 @@ def flow_series(flow: MergeFlow, shown: str = DEFAULT_RANGE) -> dict[str, list[S
 
 def _series(key: str, names: tuple[str, ...], shown: str) -> dict[str, list[Sample]]:
     window_s, step_s = RANGES[shown]
-    if step_s != SAMPLE_S:
-        key = f"{key}:coarse"
     try:
-        raw = client().lrange(key, -(window_s // step_s) - 1, -1)
+        if step_s == SAMPLE_S:
+            points = _points(client().lrange(key, -(window_s // step_s) - 1, -1))
+        else:
+            pipe = client().pipeline()
+            pipe.lrange(f"{key}:coarse", -(window_s // step_s) - 1, -1)
+            pipe.lrange(key, -(COARSE_S // SAMPLE_S) - 2, -1)
+            coarse, fine = pipe.execute()
+            points = _with_unsummed(_points(coarse), _points(fine))
     except redis.RedisError:
-        raw = []
-    points = [json.loads(item) for item in raw]
+        points = []
     return {name: [Sample(p["t"], p[name]) for p in points if name in p] for name in names}
+
+
+def _points(raw: list) -> list[dict]:
+    return [json.loads(item) for item in raw]
+
+
+def _with_unsummed(coarse: list[dict], fine: list[dict], now: float | None = None) -> list[dict]:
+    """The coarse points, then the fine points after them summed up per period as `_coarsen`
+    will sum them: the period under way (stamped at its last point, so a chart ending now shows
+    it) and one ended but not summed up yet. Without them a day's chart, and its peak, would
+    miss the last minutes' readings."""
+    now = time.time() if now is None else now
+    after = coarse[-1]["t"] if coarse else float("-inf")
+    periods: dict[int, list[dict]] = {}
+    for point in fine:
+        if point["t"] >= after:
+            periods.setdefault(int(point["t"] // COARSE_S), []).append(point)
+    for period, within in sorted(periods.items()):
+        end = (period + 1) * COARSE_S
+        coarse.append(_summed(within, end if end <= now else within[-1]["t"]))
+    return coarse

@@ -3,7 +3,7 @@ to a round number above their peak; a gap in the samples breaks the line; old sa
 of the range; the axes carry UTC clock times and values."""
 
 from console.charts import HEIGHT, LEFT, PLOT_W, TOP, WIDTH, chart
-from replication.observe.history import RANGES, SAMPLE_S, Sample
+from replication.observe.history import COARSE_S, RANGES, SAMPLE_S, Sample, _with_unsummed
 
 NOW = 1_000_000.0  # 13:46:40 UTC
 BOTTOM = HEIGHT - 22
@@ -66,3 +66,26 @@ def test_samples_older_than_the_range_are_left_out_and_none_is_empty():
     old = chart("Lag", "records", [Sample(NOW - window_s - 1, 5.0)], "15m", now=NOW)
     assert old.empty and old.lines == [] and old.latest is None
     assert not chart("Lag", "records", [Sample(NOW - window_s - 1, 5.0)], "1h", now=NOW).empty
+
+
+def test_a_days_chart_keeps_the_readings_not_yet_summed_up_and_their_peak():
+    """The day's chart is drawn from 5-minute points summed up once their period ends; the
+    readings since (the period under way, and one ended but not summed up yet) are summed up
+    the same way for the chart, so its peak and its end are today's, not minutes ago."""
+    period = int(NOW // COARSE_S) * COARSE_S  # the period under way began here
+    coarse = [{"t": period - COARSE_S, "lag": 5, "records_per_sec": 2.0}]
+    fine = [
+        {"t": period - COARSE_S - SAMPLE_S, "lag": 99},  # summed up already: not again
+        {"t": period - 2 * SAMPLE_S, "lag": 40, "records_per_sec": 1.0},  # ended, not summed
+        {"t": period - SAMPLE_S, "lag": 10, "records_per_sec": 3.0},
+        {"t": period + SAMPLE_S, "lag": 700, "records_per_sec": 4.0},  # under way
+        {"t": period + 2 * SAMPLE_S, "lag": 0, "records_per_sec": 6.0},
+    ]
+    points = _with_unsummed(coarse, fine, now=period + 2 * SAMPLE_S)
+    assert points == [
+        {"t": period - COARSE_S, "lag": 5, "records_per_sec": 2.0},
+        {"t": period, "lag": 40, "records_per_sec": 2.0},  # the worst lag, the mean rate
+        {"t": period + 2 * SAMPLE_S, "lag": 700, "records_per_sec": 5.0},  # at its last point
+    ]
+    samples = [Sample(p["t"], p["lag"]) for p in points]
+    assert chart("Lag", "records", samples, "24h", now=period + 2 * SAMPLE_S).peak == 700
