@@ -117,7 +117,9 @@ class MirrorStatus:
 
     @property
     def schema_waits(self) -> list[str]:
-        return [p.schema_wait for p in self.partitions if p.schema_wait]
+        """The stream's last word of partitions waiting for a schema, of those still behind:
+        a caught-up partition waits for nothing, whatever the stream said before."""
+        return [p.schema_wait for p in self.partitions if p.schema_wait and p.lag != 0]
 
     @property
     def max_lag(self) -> int:
