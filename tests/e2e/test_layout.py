@@ -14,7 +14,16 @@ pytestmark = pytest.mark.e2e
 
 WIDTHS = (1280, 390)
 # Not pages: signing out and on (they go elsewhere), the health check and the downloads.
-NOT_PAGES = {"logout", "sign-on", "sign-on-done", "healthz", "audit-export", "link-filters-export"}
+NOT_PAGES = {
+    "logout",
+    "sign-on",
+    "sign-on-done",
+    "healthz",
+    "audit-export",
+    "link-filters-export",
+    "mirror-quarantine-json",
+    "mirror-quarantine-csv",
+}
 
 OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth"
 # What reaches furthest right, leaving out what scrolls inside a box of its own.
@@ -108,3 +117,36 @@ def test_the_sign_in_page_fits_too(page, live_server):
         page.set_viewport_size({"width": width, "height": 800})
         page.goto(f"{live_server.url}/login/")
         assert not _problems(page, f"/login/ at {width} px", width)
+
+
+def test_on_a_phone_tables_show_state_and_lag_first_and_the_audit_filters_fold(
+    login, live_server, world
+):
+    """The partition table's lag was off-screen at a phone's width; the audit filters filled
+    a phone's screen and, on a desktop, a long action ran over its neighbour."""
+    page = login("admin")
+    page.set_viewport_size({"width": 390, "height": 800})
+    mirror = world.mirror
+    page.goto(f"{live_server.url}/mirrors/{mirror.destination.name}/{mirror.mirror_topic}/")
+    for column in ("State", "Lag"):
+        box = page.locator("#partitions thead th", has_text=column).first.bounding_box()
+        assert box and box["x"] + box["width"] <= 390, f"{column} is off-screen: {box}"
+    page.goto(f"{live_server.url}/audit/")
+    assert not page.locator("#audit-filters").evaluate("d => d.open")
+    page.locator("#audit-filters summary").click()
+    assert page.locator("#id_action").is_visible()
+
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server.url}/audit/")
+    assert page.locator("#audit-filters").evaluate("d => d.open")
+    fields = page.locator("#audit-filters input:not([type=checkbox]), #audit-filters select")
+    boxes = [field.bounding_box() for field in fields.all()]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            apart = (
+                a["x"] + a["width"] <= b["x"] + 1
+                or b["x"] + b["width"] <= a["x"] + 1
+                or a["y"] + a["height"] <= b["y"] + 1
+                or b["y"] + b["height"] <= a["y"] + 1
+            )
+            assert apart, f"filters overlap: {a} {b}"
