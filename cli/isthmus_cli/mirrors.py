@@ -314,6 +314,11 @@ def stop(session: Session, args, flag: str) -> int:
     return 1 if failed else 0
 
 
+def _ms(lag_ms: int) -> str:
+    """A partition's lag in time as the stop lines print it."""
+    return "ms unknown" if lag_ms < 0 else f"{lag_ms} ms"
+
+
 def _stop_outcome(outcome: dict, validate_only: bool) -> bool:
     """Print one topic's outcome as Confluent's tool does; returns whether it went through."""
     topic = outcome["mirror_topic_name"]
@@ -321,7 +326,10 @@ def _stop_outcome(outcome: dict, validate_only: bool) -> bool:
         print(f"Error stopping topic {topic}'s mirror: {outcome['error_message']}", file=sys.stderr)
         return False
     if validate_only:
-        lags = ", ".join(f"{lag['partition']}:{lag['lag']}" for lag in outcome["mirror_lags"])
+        lags = "; ".join(
+            f"{lag['partition']}: {lag['lag']} records, {_ms(lag.get('lag_ms', -1))}"
+            for lag in outcome["mirror_lags"]
+        )
         shown = f" (lag per partition {lags})" if lags else ""
         print(f"Request for stopping topic {topic}'s mirror was successfully validated{shown}.")
     else:

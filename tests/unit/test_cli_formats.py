@@ -3,6 +3,7 @@
 import pytest
 
 from isthmus_cli.common import CliError, parser, read_properties, split_configs
+from isthmus_cli.mirrors import _stop_outcome
 from isthmus_cli.replica_status import COLUMNS, MIRROR_COLUMNS, table
 
 # From the tutorial: kafka-replica-status --topics demo --include-mirror
@@ -108,3 +109,17 @@ def test_an_option_value_that_begins_with_a_dash_is_taken_as_its_value():
     # A known option is never taken for a value: the missing value is still said.
     with pytest.raises(SystemExit):
         p.parse_args(["--bootstrap-server", "b:9093", "--cluster-id", "--validate-only"])
+
+
+def test_a_validated_stop_prints_each_partitions_lag_in_records_and_ms(capsys):
+    lags = [
+        {"partition": 0, "lag": 12, "lag_ms": 4200},
+        {"partition": 1, "lag": 0, "lag_ms": 0},
+        {"partition": 2, "lag": 3},  # an older console: no lag in time
+    ]
+    outcome = {"mirror_topic_name": "orders", "error_code": None, "mirror_lags": lags}
+    assert _stop_outcome(outcome, validate_only=True)
+    assert capsys.readouterr().out == (
+        "Request for stopping topic orders's mirror was successfully validated (lag per partition "
+        "0: 12 records, 4200 ms; 1: 0 records, 0 ms; 2: 3 records, ms unknown).\n"
+    )
