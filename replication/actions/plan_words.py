@@ -99,13 +99,22 @@ def _mirrors(asked: Asked) -> dict[str, str]:
 
 
 def _on_mirrors(
-    asked: Asked, sources: dict[str, str], summary: str, effect: Callable[[str, str], str]
+    asked: Asked,
+    sources: dict[str, str],
+    total: int,
+    summary: str,
+    effect: Callable[[str, str], str],
 ) -> Explained:
-    """An action on mirror topics (`sources`: mirror topic -> source topic): each one's fate,
-    its source's producers, the groups of both, and the link, clusters and mirrors named."""
+    """An action on `total` mirror topics, the first WATCHED of them in `sources` (mirror topic
+    -> source topic): each one's fate, its source's producers, the groups of both, and the
+    link, clusters and mirrors named."""
+    more = total - len(sources)
     return Explained(
         summary,
-        [effect(m, s) for m, s in sources.items()],
+        [
+            *(effect(m, s) for m, s in sources.items()),
+            *([f"And so for the {more} other mirror topics named."] if more > 0 else []),
+        ],
         [TopicOn("source", s, sampled=True) for s in sources.values()],
         [
             *(TopicOn("source", s, sampled=True) for s in sources.values()),
@@ -123,6 +132,7 @@ def _stop_words(asked: Asked, how: str) -> Explained:
     return _on_mirrors(
         asked,
         sources,
+        len(asked.topics),
         f"{verb} {_listed(asked.topics)} on {destination}: {stops} mirroring {source} over "
         f"link {asked.link.name} and become writable on {destination}.",
         lambda m, s: (
@@ -153,6 +163,7 @@ def reverse_words(asked: Asked) -> Explained:
     return _on_mirrors(
         asked,
         sources,
+        len(asked.topics),
         f"Reverse {_listed(asked.topics)}: {destination} becomes the primary and {source} its "
         f"mirror, over the other half of link {asked.link.name} ({destination} → {source}).",
         lambda m, s: (
@@ -211,6 +222,7 @@ def delete_link_words(asked: Asked) -> Explained:
     return _on_mirrors(
         asked,
         sources,
+        len(live),
         f"Fail over the {len(live)} mirror topic{'s' if len(live) != 1 else ''} of link "
         f"{asked.link.name} on {destination}, then delete the link ({source} → {destination}).",
         lambda m, s: (

@@ -131,6 +131,23 @@ def test_a_mirrors_request_names_the_clusters_the_direction_and_each_topics_fate
     assert f'href="/links/destination/{link.name}/"' in now
 
 
+def test_a_request_on_many_mirrors_words_the_first_twenty_and_counts_the_rest(
+    make_link, make_topic, topic_name, operator
+):
+    from replication.topics.mirrors import create_mirror
+
+    link = make_link({"cluster.link.paused": "true"})
+    names = [make_topic(kafka.SOURCE, f"{topic_name}-{i:02d}") for i in range(23)]
+    for name in names:
+        create_mirror(ACTOR, link, name)
+    request = _ask(operator, link, Action.FAILOVER, names)
+    plan = request.plan_at_request
+    assert plan["summary"].startswith(f"Fail over {', '.join(names[:5])} and 18 more on")
+    assert len(plan["topics"]) == 23 and len(plan["producers"]) == 20
+    assert plan["effects"][-1] == "And so for the 3 other mirror topics named."
+    assert len(plan["effects"]) == 21
+
+
 def test_a_reverse_says_which_cluster_becomes_the_mirror_of_which(
     memory_mirror, topic_name, operator
 ):

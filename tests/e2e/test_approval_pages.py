@@ -118,6 +118,9 @@ def test_an_approver_decides_a_truncate_and_restore_from_its_per_partition_plan(
         "href", f"/mirrors/destination/{topic_name}/"
     )
     screenshot(approver, "approval-truncate-and-restore")
+    approver.set_viewport_size({"width": 390, "height": 844})
+    screenshot(approver, "approval-truncate-and-restore-phone")
+    approver.set_viewport_size({"width": 1280, "height": 720})
     approver.locator("#approve").click()
     expect(approver.locator("h1 .badge")).to_have_text("EXECUTED", timeout=90_000)
     context.close()
