@@ -160,6 +160,8 @@ def list_links(session: Session, args) -> None:
 
 
 def delete(session: Session, args) -> None:
+    # A bidirectional link is one object: the console deletes both halves, and says so here.
+    other = session.call("GET", session.link_path(args.link)).get("other_half")
     answer = session.call(
         "DELETE",
         session.link_path(args.link),
@@ -172,6 +174,13 @@ def delete(session: Session, args) -> None:
         return
     done = "validated" if args.validate_only else "completed"
     print(f"Cluster link '{args.link}' deletion successfully {done}.")
+    if other:
+        print(
+            f"It is bidirectional: its other half, into {other['cluster_name']} "
+            f"({other['cluster_id']}), {'would be' if args.validate_only else 'was'} deleted "
+            f"with it, with its {len(other['topic_names'])} mirror topic(s) and "
+            f"{len(other['flow_names'])} merge flow(s); every topic stays on both clusters."
+        )
 
 
 @run

@@ -22,6 +22,7 @@ from console.api.schemas import (
     KafkaLinkConfigDataList,
     KafkaLinkData,
     KafkaLinkDataList,
+    LinkHalf,
     LinkStream,
     SchemaSubjectData,
     SchemaSyncData,
@@ -40,6 +41,7 @@ from replication.topics.links import (
     describe_link_configs,
     get_link,
     list_links,
+    other_half,
 )
 
 BASE = "/kafka/v3/clusters/{cluster_id}/links"
@@ -90,6 +92,21 @@ def link_data(request, link: ClusterLink) -> KafkaLinkData:
         ),
         rpo_target_seconds=link.rpo_target_seconds,
         rpo_breached_since=link.rpo_breached_at,
+        flow_names=[f.name for f in link.flows.all()],
+        other_half=_half_data(other_half(link)),
+    )
+
+
+def _half_data(half: ClusterLink | None) -> LinkHalf | None:
+    if half is None:
+        return None
+    return LinkHalf(
+        cluster_id=half.destination.cluster_id,
+        cluster_name=half.destination.name,
+        link_id=str(half.link_id),
+        link_state=half.state,
+        topic_names=[m.mirror_topic for m in half.mirrors.all()],
+        flow_names=[f.name for f in half.flows.all()],
     )
 
 

@@ -253,7 +253,9 @@ OPERATIONS: dict[str, Op] = {
     "DELETE link": Op(
         "deleteKafkaLink", "Delete the cluster link", ASKED,
         "Refused while its mirror topics still mirror, unless forced: force fails them over "
-        "first, so they become ordinary writable topics." + APPROVAL,
+        "first, so they become ordinary writable topics. *Isthmus*: a bidirectional link is one "
+        "object: both halves are deleted (the other half's mirrors and flows too), in one "
+        "transaction, or neither; its other_half says what that is." + APPROVAL,
         query=("force", "validate_only", "reason"),
         errors={409: "The link still has mirror topics and force is false."}),
     "PUT link-configs-alter": Op(

@@ -175,23 +175,33 @@ def link_delete(request, destination, name):
                 messages.success(request, f"Deleted cluster link {link.name}.")
                 return redirect("links")
             return after_asking(request, submission, reverse("links"), f"deleting link {link.name}")
-    live = link_deletion.live_mirrors(link)
-    named = [*live.values_list("mirror_topic", flat=True)[:LISTED]]
-    count = live.count()
+    found = link_deletion.deletion(link)
     return render(
         request,
         "approvals/delete_link.html",
         {
             "link": link,
             "form": form,
-            # What forcing fails over, by name (the first LISTED), so the confirmation says
-            # exactly what changes.
-            "live": named,
-            "live_count": count,
-            "more": count - len(named),
+            # Each half with what forcing fails over, by name (the first LISTED), its stopped
+            # mirrors and its flows, so the confirmation says exactly what goes and what stays.
+            "halves": [_half(half, found.live[half.pk]) for half in found.halves],
+            "bidirectional": found.bidirectional,
+            "other_half_gone": found.other_half_gone,
+            "live_count": sum(len(names) for names in found.live.values()),
             "acts_at_once": approvals.acts_at_once(request.user, link),
         },
     )
+
+
+def _half(half, live: list[str]) -> dict:
+    return {
+        "link": half,
+        "live": live[:LISTED],
+        "count": len(live),
+        "more": len(live) - min(len(live), LISTED),
+        "stopped": half.mirrors.filter(state="STOPPED").count(),
+        "flows": list(half.flows.values_list("name", "destination_topic")[:LISTED]),
+    }
 
 
 @require("approval_policy.manage")

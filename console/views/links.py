@@ -97,19 +97,9 @@ def link_detail(request, destination, name):
     return _detail(request, find_link(destination, name), LinkConfigForm())
 
 
-def _peer(link: ClusterLink) -> ClusterLink | None:
-    """The other half of a bidirectional link, shown beside it; None for a one-way link or a
-    half whose other half is gone (its page says so through link.mode)."""
-    if link.config("link.mode") != "BIDIRECTIONAL":
-        return None
-    try:
-        return links.peer_of(link)
-    except ReplicationError:
-        return None
-
-
 def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int = 200):
     link = with_source_names([link])[0]
+    peer = links.other_half(link)
     return render(
         request,
         "links/detail.html",
@@ -126,7 +116,10 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
             "filter_editors": filter_editors(link),
             "sync": offset_sync.status(link),
             "bidirectional": link.config("link.mode") == "BIDIRECTIONAL",
-            "peer": _peer(link),
+            # A bidirectional link is one object: its other half's mirrors and flows too.
+            "peer": peer,
+            "peer_mirrors": _mirrors_of(peer) if peer else [],
+            "peer_flows": peer.flows.select_related("destination") if peer else [],
             **link_charts_context(request, link),
             "syncs": {
                 "acl_enabled": acl_sync.enabled(link),

@@ -155,11 +155,9 @@ def _restore_plan(asked: Asked) -> list[TopicOutcome]:
 
 def _forced_failovers(asked: Asked) -> list[TopicOutcome]:
     """What a forced deletion of the link fails over and makes writable: the failover dry run
-    of each of its mirrors not yet stopped (nothing without `force`)."""
-    if not asked.force:
-        return []
-    names = list(link_deletion.live_mirrors(asked.link).values_list("mirror_topic", flat=True))
-    return promote.check(promote.FAILOVER, asked.link, names) if names else []
+    of each of its mirrors not yet stopped, on both halves of a bidirectional link (nothing
+    without `force`)."""
+    return link_deletion.forced_failovers(asked.link) if asked.force else []
 
 
 def _no_plan(asked: Asked) -> list[TopicOutcome]:

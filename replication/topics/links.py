@@ -236,6 +236,17 @@ def peer_of(link: ClusterLink) -> ClusterLink:
     return peer
 
 
+def other_half(link: ClusterLink) -> ClusterLink | None:
+    """The other half of a bidirectional link; None for a one-way link or a half whose other
+    half is gone (its link.mode says it is bidirectional)."""
+    if link.config("link.mode") != "BIDIRECTIONAL":
+        return None
+    try:
+        return peer_of(link)
+    except ReplicationError:
+        return None
+
+
 def _checked(destination: KafkaCluster, name: str, configs: dict[str, str]) -> dict[str, str]:
     """The new link's configs, normalised, once its name and configs are right; else every
     problem at once (FieldProblems: "name", "configs"), before the source is asked anything."""

@@ -53,6 +53,17 @@ class LinkTask(Shape):
     errors: list[LinkTaskError]
 
 
+class LinkHalf(Shape):
+    """*Isthmus*: the other half of a bidirectional link, into this link's source cluster."""
+
+    cluster_id: str = Field(description="The cluster it copies into: this link's source.")
+    cluster_name: str
+    link_id: str = Field(json_schema_extra={"format": "uuid"})
+    link_state: one_of(ClusterLink.State.values)  # type: ignore[valid-type]
+    topic_names: list[str] = Field(description="Its mirror topics.")
+    flow_names: list[str] = Field(description="Its merge flows.")
+
+
 class KafkaLinkData(Shape):
     """A cluster link into this (the destination) cluster."""
 
@@ -85,6 +96,7 @@ class KafkaLinkData(Shape):
         description="Mirror partitions by state category; categories with none are left out."
     )
     stream: LinkStream
+    flow_names: list[str] = Field([], description="*Isthmus*: the link's merge flows.")
     rpo_target_seconds: int | None = Field(
         None,
         description="*Isthmus*: how far behind in time its mirrors may fall (the age of the "
@@ -95,6 +107,12 @@ class KafkaLinkData(Shape):
         None,
         description="*Isthmus*: since when a mirror has been further behind than the target "
         "(as the lag sample every 10 s found); null while none is.",
+    )
+    other_half: LinkHalf | None = Field(
+        None,
+        description="*Isthmus*: a bidirectional link is one object with a half on each "
+        "cluster: the other half, which DELETE of the link deletes too; null for a one-way "
+        "link (or one whose other half is gone).",
     )
 
 
