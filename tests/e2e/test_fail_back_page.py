@@ -121,6 +121,8 @@ def test_fail_back_after_a_reverse_and_a_failover_runs_from_the_newer_primarys_p
     expect(page.locator("#primary")).to_contain_text(f"{topic_name} on destination")
     expect(page.locator("#fail-back")).to_have_count(0)
     screenshot(page, "fail-back-after-reverse")
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, "fail-back-after-reverse-phone")
     held = failed_back(kafka.DESTINATION, kafka.SOURCE, topic_name, 12)
     assert sorted(r.key for r in held) == [b"100", b"101"]
 
