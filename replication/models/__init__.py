@@ -3,6 +3,7 @@
 from replication.models.approvals import Approval, ApprovalRequest, Notification
 from replication.models.audit import AuditEvent, AuditEventQuerySet
 from replication.models.clusters import NAME_VALIDATOR, KafkaCluster
+from replication.models.drills import CANARY_PREFIX, DrillRun, DrillSchedule, DrillStep
 from replication.models.flows import FlowCheckpoint, MergeFlow
 from replication.models.identity import ApiToken, ExternalIdentity, OneTimePassword
 from replication.models.links import ClusterLink
@@ -47,4 +48,8 @@ __all__ = [
     "Approval",
     "ScenarioRun",
     "ScenarioStep",
+    "CANARY_PREFIX",
+    "DrillRun",
+    "DrillSchedule",
+    "DrillStep",
 ]
