@@ -369,6 +369,7 @@ SCENARIO_QUEUE = "scenarios"
 VERIFY_QUEUE = "verification"
 CELERY_TASK_ROUTES = {
     "replication.tasks.run_scenario": {"queue": SCENARIO_QUEUE},
+    "replication.tasks.run_drill": {"queue": SCENARIO_QUEUE},
     "replication.tasks.verify_mirrors": {"queue": VERIFY_QUEUE},
     "replication.tasks.verify_mirror": {"queue": VERIFY_QUEUE},
 }
@@ -411,6 +412,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "replication.tasks.sync_links",
         "schedule": timedelta(seconds=1),
         "options": {"expires": 5},
+    },
+    # The links' DR drills whose schedule is due start (each then runs on the scenario queue).
+    "start-due-drills": {
+        "task": "replication.tasks.start_due_drills",
+        "schedule": timedelta(seconds=60),
+        "options": {"expires": 55},
     },
 }
 

@@ -9,9 +9,9 @@ from replication.core import redis_channel
 from replication.engine import supervise
 from replication.governance import audit, notifications
 from replication.kafka import reachability
-from replication.models import ClusterLink, Notification, ScenarioRun
+from replication.models import ClusterLink, DrillRun, Notification, ScenarioRun
 from replication.observe import lag, verification_requests, verification_sweep
-from replication.scenarios import registry, runner
+from replication.scenarios import drills, registry, runner
 from replication.schemas import schema_registries
 from replication.sync import syncers
 
@@ -107,6 +107,20 @@ def run_scenario(run_pk: int, how: str, user_pk: int | None) -> None:
     run = ScenarioRun.objects.get(pk=run_pk)
     actor = audit.Actor.of_user(user_pk) if user_pk else audit.Actor.system("scenario")
     runner.go_on(registry.get(run.scenario), run, how, actor)
+
+
+@shared_task  # on settings.SCENARIO_QUEUE
+def run_drill(run_pk: int, user_pk: int | None) -> None:
+    """Run a started drill of a link, its canary failed over and back, to its end."""
+    run = DrillRun.objects.select_related("link", "link__destination").get(pk=run_pk)
+    actor = audit.Actor.of_user(user_pk) if user_pk else drills.SCHEDULE
+    drills.execute(run, actor)
+
+
+@shared_task
+def start_due_drills() -> None:
+    """Start the drills whose schedule is due (each then runs in `run_drill`)."""
+    drills.start_due()
 
 
 @shared_task(bind=True, max_retries=2)

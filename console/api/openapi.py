@@ -226,6 +226,8 @@ READS: list[tuple[str, str, str, type[BaseModel]]] = [
     ("link-configs", "listKafkaLinkConfigs", "List the link's configs", S.KafkaLinkConfigDataList),
     ("link-config", "getKafkaLinkConfigs", "Describe a link config", S.KafkaLinkConfigData),
     ("link-schemas", "getSchemaSync", "Describe its schema sync" + ISTHMUS, S.SchemaSyncData),
+    ("link-readiness", "getLinkReadiness", "Its DR readiness and drills" + ISTHMUS,
+     S.LinkReadinessData),
     ("mirrors", "listKafkaMirrorTopicsUnderLink", "List the link's mirrors", S.KafkaMirrorDataList),
     ("mirror", "readKafkaMirrorTopic", "Describe the mirror topic", S.KafkaMirrorData),
     ("verifications", "listMirrorTopicVerifications", "List its verifications" + ISTHMUS,

@@ -10,6 +10,7 @@ from console.api import (
     flows,
     links,
     mirrors,
+    readiness,
     rpo,
     verifications,
 )
@@ -53,6 +54,7 @@ urlpatterns = [
     path(LINK + "configs:alter", links.link_configs_alter, name="api-link-configs-alter"),
     path(LINK + "configs/<str:config_name>", links.link_config, name="api-link-config"),
     path(LINK + "rpo-target", rpo.rpo_target, name="api-link-rpo-target"),
+    path(LINK + "readiness", readiness.link_readiness, name="api-link-readiness"),
     path(LINK + "schemas", links.link_schemas, name="api-link-schemas"),
     path(LINK + "schemas:sync", links.link_schemas_sync, name="api-link-schemas-sync"),
     path(LINK + "schemas:promote", links.link_schemas_promote, name="api-link-schemas-promote"),

@@ -23,6 +23,7 @@ _TONES = {
         "BEHIND_FLOW",
         "SKIPPED",
         "WRITING",  # producers still write a topic an approval request would stop mirroring
+        "REFUSED",  # a scheduled drill the link's state did not allow: someone must see to it
     },
     "bad": {"FAILED", "UNAVAILABLE", "SOURCE_UNAVAILABLE", "CONFLICT"},
     "plain": {

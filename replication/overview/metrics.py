@@ -1,8 +1,8 @@
 """Prometheus metrics: each link's state, stream and syncers, each mirror partition's offsets
 and lag (its latest reading, `lag.latest`, as every page shows it: a scrape asks no cluster),
 what verification found, whether each cluster answers (`unreachable.survey`, as the overview
-shows it) and the requests waiting for approval. `monitoring/` holds alert rules and a
-dashboard on these names: a test fails when one they use is gone."""
+shows it), the requests waiting for approval and each link's last drill. `monitoring/` holds
+alert rules and a dashboard on these names: a test fails when one they use is gone."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from replication.engine import status
 from replication.models import (
     ApprovalRequest,
     ClusterLink,
+    DrillRun,
     GroupOffsetSync,
     MergeFlow,
     MirrorTopic,
     SchemaSubjectSync,
 )
 from replication.observe import lag, verification_sweep
+from replication.overview import readiness
 from replication.overview.unreachable import survey
 from replication.schemas import schema_links
 from replication.topics import merge_flows
@@ -130,6 +132,16 @@ _HELP = {
         "1 while the cluster answers (the console's probe every 30 s, or its links' availability "
         "checks), 0 while it does not; absent until it was first probed.",
     ),
+    "isthmus_drill_last_success": (
+        "gauge",
+        "1 if the link's last drill (a canary failed over and back) passed, 0 if it failed; "
+        "absent until one has run.",
+    ),
+    "isthmus_drill_last_duration_seconds": ("gauge", "How long the link's last drill took."),
+    "isthmus_drill_last_run_timestamp_seconds": (
+        "gauge",
+        "When the link's last drill finished (Unix time): an alert sees drills that stopped.",
+    ),
     "isthmus_approvals_pending": ("gauge", "Requests waiting for approval, by action."),
     "isthmus_approval_oldest_pending_seconds": (
         "gauge",
@@ -166,7 +178,9 @@ def prometheus_text() -> str:
     samples: dict[str, list[str]] = {name: [] for name in _HELP}
 
     def add(name: str, value: float, **labels: object) -> None:
-        samples[name].append(f"{name}{_labels(**labels)} {value:g}")
+        # A whole number in full: %g would round an offset or a timestamp to 6 digits.
+        shown = str(int(value)) if isinstance(value, int) else f"{value:g}"
+        samples[name].append(f"{name}{_labels(**labels)} {shown}")
 
     for link in ClusterLink.objects.select_related("destination"):
         ids = {"link": link.name, "destination": link.destination.name}
@@ -197,6 +211,7 @@ def prometheus_text() -> str:
     _flows(add)
     _clusters(add)
     _approvals(add)
+    _drills(add)
     lines = []
     for name, (kind, text) in _HELP.items():
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples[name]]
@@ -307,3 +322,19 @@ def _approvals(add) -> None:
     oldest = pending.order_by("created_at").values_list("created_at", flat=True).first()
     waited = (timezone.now() - oldest).total_seconds() if oldest is not None else 0
     add("isthmus_approval_oldest_pending_seconds", round(max(0.0, waited), 1))
+
+
+def _drills(add) -> None:
+    """Each link's last drill that passed or failed (a refused one is no drill)."""
+    finished = DrillRun.objects.filter(outcome__in=readiness.FINISHED).select_related(
+        "link__destination"
+    )
+    last: dict[int, DrillRun] = {}
+    for run in finished.order_by("finished_at"):
+        last[run.link_id] = run
+    for run in sorted(last.values(), key=lambda r: r.link.name):
+        ids = {"link": run.link.name, "destination": run.link.destination.name}
+        assert run.finished_at is not None  # (finished: passed or failed)
+        add("isthmus_drill_last_success", int(run.outcome == DrillRun.Outcome.PASSED), **ids)
+        add("isthmus_drill_last_duration_seconds", run.seconds or 0, **ids)
+        add("isthmus_drill_last_run_timestamp_seconds", round(run.finished_at.timestamp()), **ids)

@@ -65,6 +65,8 @@ from replication.models import (
     ApprovalRequest,
     AuditEvent,
     ClusterLink,
+    DrillRun,
+    DrillSchedule,
     KafkaCluster,
     MergeFlow,
     MirrorTopic,
@@ -112,6 +114,7 @@ API_ABSENT = {
     "token.manage": "tokens are made and revoked on the account page: a token makes no token",
     "user.manage": "users are managed on the console's Users page only",
     "scenario.run": "scenarios run on the console's Scenarios page and with manage.py",
+    "drill.run": "drills start on the console's readiness page, and on their schedule by the beat",
 }
 # The tools' options that only read.
 CLI_READ_FLAGS = frozenset({"--list", "--describe", "--describe-request", "--list-requests"})
@@ -801,6 +804,24 @@ CONSOLE = [
         "link.rpo_target",
         a_link_of_its_own,
         lambda c, w, t: post(c, "link-rpo-target", link_args(t), {"rpo_target_seconds": 90}),
+    ),
+    Row(
+        "link drill now",
+        "link-drill",
+        ("drill.run",),
+        "drill.start",
+        an_active_link,
+        lambda c, w, t: post(c, "link-drill", link_args(t)),
+    ),
+    Row(
+        "link drill schedule",
+        "link-drill-schedule",
+        ("drill.run",),
+        "drill.schedule",
+        a_link_of_its_own,
+        lambda c, w, t: post(
+            c, "link-drill-schedule", link_args(t), {"every_hours": 12, "enabled": "on"}
+        ),
     ),
     Row(
         "mirror create",
@@ -1723,6 +1744,8 @@ def fingerprint() -> tuple:
         sorted(Verification.objects.values_list("pk", "state")),
         sorted(MergeFlow.objects.values_list("name", "state")),
         sorted(SchemaSubjectSync.objects.values_list("subject", "state")),
+        sorted(DrillRun.objects.values_list("pk", "outcome")),
+        sorted(DrillSchedule.objects.values_list("link_id", "every_hours", "enabled")),
     )
 
 
