@@ -12,8 +12,8 @@ class StopForm(ConfirmForm):
     """Promote, fail over or delete a link (none can be undone: `name` is required): why,
     (an admin's failover) whether to break glass, and (a link with mirrors) whether to force."""
 
-    def __init__(self, data, *, name: str):
-        super().__init__(data, name=name)
+    def __init__(self, data, *, name: str, undo: str = ""):
+        super().__init__(data, name=name, undo=undo)
 
     reason = forms.CharField(
         required=False,

@@ -24,11 +24,13 @@ class PropertiesField(forms.CharField):
 
 class ConfirmForm(forms.Form):
     """Yes to a change; for what cannot be undone (`name` given), the name of what changes,
-    typed."""
+    typed. `undo` says how it is undone where it can be, in other ways than a click (a reverse
+    by another reverse); else the form says it cannot be."""
 
-    def __init__(self, data, *, name: str = ""):
+    def __init__(self, data, *, name: str = "", undo: str = ""):
         super().__init__(data)
         self.name = name
+        self.undo = undo
         if not name:
             del self.fields["confirm_name"]
 
@@ -47,7 +49,7 @@ class ConfirmForm(forms.Form):
             raise forms.ValidationError(
                 f"Type {self.name} to confirm; nothing was changed."
                 if typed
-                else f"Type {self.name} to confirm: this cannot be undone."
+                else f"Type {self.name} to confirm: {self.undo or 'this cannot be undone.'}"
             )
         return typed
 

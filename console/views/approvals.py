@@ -88,12 +88,19 @@ def _submitted(request, form, link, action: str, names: list[str], done_url: str
     return after_asking(request, submission, done_url, what)
 
 
+def _undone_by(action: str) -> str:
+    """How the action is undone, where it can be ("" where it cannot)."""
+    if action in stop_batches.REVERSES:
+        return "a reverse is undone by reversing back, not by a click."
+    return ""
+
+
 @require("mirror.stop")
 def mirror_stop(request, destination, topic, action):
     """Promote, fail over, reverse or fail back one mirror: the dry run, a reason, the outcome."""
     mirror = find_mirror(destination, topic)
     # Bound on any POST: every field is optional, so an empty POST is still an answer.
-    form = StopForm(bound(request), name=mirror.mirror_topic)
+    form = StopForm(bound(request), name=mirror.mirror_topic, undo=_undone_by(action))
     what = f"{DOING[action]} {mirror.mirror_topic}"
     try:
         link, name = _acted_on(mirror, action)

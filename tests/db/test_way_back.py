@@ -127,7 +127,11 @@ def test_the_mirror_page_offers_only_what_can_run_and_says_why_not(
     # The reverse form says what a reverse does and how to go back, not "cannot be undone".
     form = operator.get(url("mirror-reverse", args=["source", topic_name])).content.decode()
     assert 'id="way-back"' in form and "The way back is another reverse" in form
-    assert "Undone by reversing back" in form and "This cannot be undone" not in form
+    assert "A reverse is undone by reversing back" in form and "cannot be undone" not in form
+    empty = operator.post(url("mirror-reverse", args=["source", topic_name]), {"reason": "r"})
+    assert f"Type {topic_name} to confirm: a reverse is undone by reversing back" in (
+        empty.content.decode()
+    )
     # The link page's way-back column: the primary needs none, its mirror offers a reverse.
     link_page = operator.get(url("link-detail", args=["destination", mirror.link.name]))
     assert "none needed: the primary" in link_page.content.decode()
