@@ -87,7 +87,9 @@ class ApprovalRequest(models.Model):
         actions)."""
         p = self.params
         if self.action == self.Action.CREATE_FLOW:
-            into = f"{p['source_topic']} into {p['destination_topic']}"
+            # Named with its cluster: two flows one each way over a bidirectional link share
+            # their name and topics.
+            into = f"{p['source_topic']} into {p['destination_topic']} on {self.destination.name}"
             return f"merge flow {p['flow']}: {into}" + (f", {p['mapping']}" if p["mapping"] else "")
         if self.action == self.Action.DELETE_FLOW:
             return f"merge flow {p['flow']}"

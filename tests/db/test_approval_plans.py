@@ -180,6 +180,8 @@ def test_two_merge_flow_requests_one_each_way_read_apart_and_show_no_empty_dry_r
     listed = client_as("approver").get(reverse("approvals")).content.decode()
     directions = re.findall(r'<td class="direction">([^<]*)</td>', listed)
     assert sorted(directions) == ["destination → source", "source → destination"]
+    into = re.findall(r'<td class="topics">[^<]* into ([^<]*)</td>', listed)
+    assert sorted(into) == [f"{topic_name} on destination", f"{topic_name} on source"]
     now, asked = _page(client_as("approver"), into_source)
     assert "No mirror topics" not in now + asked
     assert "Dry run" not in now + asked
