@@ -40,7 +40,7 @@ def test_an_operator_links_and_mirrors_through_the_forms_watches_the_copy_and_pr
 
     # The Celery worker starts the link's stream; the page shows the records arrive, no reload.
     row = {p: page.locator(f'tr[data-partition="{p}"]') for p in (0, 1)}
-    mirror_end = {p: row[p].locator("td:nth-child(3)") for p in (0, 1)}
+    mirror_end = {p: row[p].locator("td.mirror-end") for p in (0, 1)}
     expect(mirror_end[0]).to_have_text("3", timeout=120_000)
     expect(row[0].locator("td.lag")).to_have_text("0")
     produce(source, topic_name, [{"value": v, "partition": 1} for v in (b"d", b"e")])

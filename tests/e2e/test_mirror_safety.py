@@ -29,7 +29,7 @@ def test_promote_leads_once_caught_up_and_a_deleted_source_is_trouble_with_its_d
     page = login("operator")
     page.goto(f"{live_server.url}/mirrors/destination/{topic_name}/")
     # Until the stream first fetches it, the mirror says why it is not copying yet and how long.
-    if page.locator('#partitions tr[data-partition="0"] td:nth-child(5)').inner_text() == "–":
+    if page.locator('#partitions tr[data-partition="0"] td.fetched-end').inner_text() == "–":
         expect(page.locator("#starting")).to_contain_text(re.compile(r"within|about \d+ s"))
     expect(page.locator("#safe-to-promote")).to_have_text(
         "Caught up with its source: safe to promote.", timeout=120_000
