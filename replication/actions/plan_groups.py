@@ -12,6 +12,7 @@ from infra.kafka_errors import KafkaAdminError
 from replication.actions.plan_words import TopicOn
 from replication.core import filters
 from replication.core.errors import ReplicationError
+from replication.kafka import reachability
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, GroupOffsetSync
 from replication.topics import offset_sync
@@ -47,6 +48,10 @@ def readers(
         wanted = {t.topic for t in topics if t.side == side}
         if not wanted:
             continue
+        down = not_answering(link, side, name)
+        if down:
+            problems.append(f"The consumer groups on {name} are not read: {down}")
+            continue
         try:
             committed, more = _committed(connect(link))
         except (KafkaAdminError, ReplicationError) as exc:
@@ -63,6 +68,16 @@ def readers(
                     {"group": group, "cluster": name, "topic": topic, "sync": sync, "words": words}
                 )
     return found, problems
+
+
+def not_answering(link: ClusterLink, side: str, name: str) -> str:
+    """Why a side of `link` is not asked now ("" if it may be): the beat's probe found it not
+    answering, so a plan does not wait out a timeout for it (a failover's source is down)."""
+    cluster_id = link.source_cluster_id if side == "source" else link.destination.cluster_id
+    found = reachability.latest().get(cluster_id)
+    if found is None or found.reachable:
+        return ""
+    return f"{name} did not answer the console's last probe ({found.error or 'no answer'})."
 
 
 def _committed(admin) -> tuple[dict, int]:

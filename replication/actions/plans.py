@@ -104,7 +104,10 @@ def _producers(
     source = on.side == "source"
     cluster_id = link.source_cluster_id if source else link.destination.cluster_id
     name = names[0] if source else names[1]
-    if not on.sampled:  # no lag reading keeps its ends: read them now, for now and later
+    down = plan_groups.not_answering(link, on.side, name)
+    if down:
+        problems.append(f"The end offsets of {on.topic} on {name} are not read now: {down}")
+    elif not on.sampled:  # no lag reading keeps its ends: read them now, for now and later
         try:
             admin = source_admin(link) if source else destination_admin(link)
             info = admin.describe_topics([on.topic]).get(on.topic)

@@ -18,8 +18,11 @@ from django.utils import timezone
 from devstack import kafka
 from infra.kafka_errors import KafkaAdminError
 from replication.actions import approvals
+from replication.core.redis_channel import client
 from replication.cutover import promote
 from replication.governance import audit
+from replication.kafka import reachability
+from replication.kafka.clusters import ClusterHealth
 from replication.kafka.connections import cluster_admin, source_admin
 from replication.models import ApprovalRequest, ClusterLink, SchemaSubjectSync
 from replication.observe import lag, topic_ends
@@ -321,6 +324,25 @@ def test_groups_that_cannot_be_read_are_said_and_the_plan_still_made(
         "The consumer groups on destination could not be read",
     ]
     assert request.plan_at_request["topics"][0]["mirror_topic"] == topic_name
+
+
+def test_a_cluster_the_probe_found_down_is_not_asked_for_its_groups_and_producers(
+    memory_mirror, topic_name, memory_clusters, registered_clusters, operator
+):
+    link, _ = memory_mirror(1)
+    memory_clusters["source"].down = True  # a failover's: the source is lost
+    health = ClusterHealth(registered_clusters["source"], False, error="no broker answered")
+    reachability.keep([health])
+    try:
+        request = _ask(operator, link, Action.FAILOVER, [topic_name])
+    finally:
+        client().delete(reachability.KEY)
+    down = "source did not answer the console's last probe (no broker answered)."
+    assert request.plan_at_request["problems"] == [
+        f"The consumer groups on source are not read: {down}",
+        f"The end offsets of {topic_name} on source are not read now: {down}",
+    ]
+    assert request.plan_at_request["topics"][0]["error"] == ""  # a failover goes ahead
 
 
 def test_the_plan_now_refreshes_on_its_own_and_a_decided_request_stops_reading(
