@@ -43,6 +43,8 @@ class TopicOn:
 
 @dataclass
 class Explained:
+    """An action in words, and what else its plan reads (producers, groups) and links."""
+
     summary: str
     effects: list[str] = field(default_factory=list)
     written: list[TopicOn] = field(default_factory=list)  # whose producers matter
@@ -62,7 +64,7 @@ def names(link: ClusterLink) -> tuple[str, str]:
 
 
 def direction(link: ClusterLink) -> str:
-    """'east → west over link x', naming the other half of a bidirectional link."""
+    """'east → west, over link x', naming the other half of a bidirectional link."""
     source, destination = names(link)
     words = f"{source} → {destination}, over link {link.name}"
     if link.config("link.mode") == "BIDIRECTIONAL":
@@ -210,26 +212,43 @@ def restore_words(asked: Asked) -> Explained:
 
 
 def delete_link_words(asked: Asked) -> Explained:
+    """A bidirectional link is deleted whole (link_deletion): both halves are named, and what
+    forcing fails over on each; producers and groups are read for the named half's mirrors."""
     source, destination = names(asked.link)
-    live = list(link_deletion.live_mirrors(asked.link).values_list("mirror_topic", "source_topic"))
+    found = link_deletion.deletion(asked.link)
+    what = f"link {asked.link.name} ({source} → {destination})"
+    if found.bidirectional:
+        what = f"link {asked.link.name}, both halves ({source} → {destination} and back)"
+    gone = f" {found.other_half_gone}" if found.other_half_gone else ""
+    live = sum(len(n) for n in found.live.values())
     if not asked.force:
         return Explained(
-            f"Delete link {asked.link.name} ({source} → {destination}). It is refused while the "
-            f"link has mirror topics{f' ({len(live)} now)' if live else ''}; no topic is touched.",
+            f"Delete {what}. It is refused while there are mirror topics"
+            f"{f' ({live} now)' if live else ''}; no topic is touched.{gone}",
             objects=_link_refs(asked.link),
         )
-    sources = dict(live[:WATCHED])
-    return _on_mirrors(
+    others = [
+        f"{name} on {half.destination.name} stops mirroring at once, whatever it has not copied "
+        "yet, and becomes an ordinary writable topic."
+        for half in found.halves[1:]
+        for name in found.live[half.pk][:WATCHED]
+    ]
+    mine = found.live[asked.link.pk]
+    named = asked.link.mirrors.filter(mirror_topic__in=mine[:WATCHED])
+    sources = dict(named.values_list("mirror_topic", "source_topic"))
+    explained = _on_mirrors(
         asked,
         sources,
-        len(live),
-        f"Fail over the {len(live)} mirror topic{'s' if len(live) != 1 else ''} of link "
-        f"{asked.link.name} on {destination}, then delete the link ({source} → {destination}).",
+        len(mine),
+        f"Fail over the {live} mirror topic{'s' if live != 1 else ''} of {what}, then delete "
+        f"it.{gone}",
         lambda m, s: (
             f"{m} on {destination} stops mirroring {s} on {source} at once, whatever it has not "
             "copied yet, and becomes an ordinary writable topic."
         ),
     )
+    explained.effects += others
+    return explained
 
 
 def _flow_ref(link: ClusterLink, name: str) -> Ref:

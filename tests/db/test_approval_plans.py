@@ -219,8 +219,8 @@ def test_deleting_a_flow_a_link_and_making_subjects_writable_each_keep_their_pla
     )
     assert ("flow", flow.name) in {(o["kind"], o["name"]) for o in flow_plan["objects"]}
     assert deleting_link.plan_at_request["summary"] == (
-        f"Fail over the 0 mirror topics of link {link.name} on destination, then delete the "
-        "link (source → destination)."
+        f"Fail over the 0 mirror topics of link {link.name}, both halves (source → destination "
+        "and back), then delete it."
     )
     assert subjects.plan_at_request["summary"].startswith(
         f"Make schema subjects {topic_name}-value writable on destination's schema registry"
@@ -229,6 +229,27 @@ def test_deleting_a_flow_a_link_and_making_subjects_writable_each_keep_their_pla
         answer = _api(api("viewer"), request)
         assert answer["plan_now"]["summary"] == request.plan_at_request["summary"]
         assert answer["plan_now_error"] == ""
+
+
+def test_a_forced_deletion_of_a_bidirectional_link_names_what_it_fails_over_on_both_halves(
+    memory_mirror, make_topic, topic_name, operator
+):
+    from replication.topics.mirrors import create_mirror
+
+    link, _ = memory_mirror(1)
+    back = make_topic(kafka.DESTINATION, f"{topic_name}-back")
+    create_mirror(ACTOR, links.peer_of(link), back)
+
+    plan = _ask(operator, link, Action.DELETE_LINK, force=True).plan_at_request
+
+    assert plan["summary"] == (
+        f"Fail over the 2 mirror topics of link {link.name}, both halves (source → destination "
+        "and back), then delete it."
+    )
+    assert [e.split(" stops")[0] for e in plan["effects"]] == [
+        f"{topic_name} on destination",
+        f"{back} on source",
+    ]
 
 
 def test_producers_still_writing_the_source_in_the_last_minute_are_named(
