@@ -51,6 +51,7 @@ system-packages:
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	[ -x /usr/bin/chromium ]           || missing="$$missing chromium"; \
 	command -v npm >/dev/null          || missing="$$missing npm"; \
+	command -v promtool >/dev/null     || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && \
