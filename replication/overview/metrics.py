@@ -130,7 +130,8 @@ _HELP = {
     "isthmus_cluster_reachable": (
         "gauge",
         "1 while the cluster answers (the console's probe every 30 s, or its links' availability "
-        "checks), 0 while it does not; absent until it was first probed.",
+        "checks), 0 while it does not; absent until it was first probed. By its registered name, "
+        "or by its cluster id for a link's source that is not registered.",
     ),
     "isthmus_drill_last_success": (
         "gauge",
