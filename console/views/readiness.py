@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from console.access import require
+from console.views.actions import act
 from console.views.links import find_link
 from replication.core.errors import ReplicationError
 from replication.governance import audit
@@ -59,17 +60,14 @@ def link_drill(request, destination, name):
 def link_drill_schedule(request, destination, name):
     """Drill the link every N hours, or not (POST; the form is on the readiness page)."""
     link = find_link(destination, name)
-    if request.method != "POST":
-        return redirect(readiness_url(link))
-    enabled = request.POST.get("enabled") == "on"
-    try:
-        hours = drills.parse_hours(request.POST.get("every_hours", ""))
-        drills.set_schedule(audit.Actor.from_request(request), link, hours, enabled)
-    except ReplicationError as exc:
-        messages.error(request, str(exc))
-    else:
-        said = f"every {hours} h" if enabled else "off"
-        messages.success(request, f"Drills of link {link.name}: {said}.")
+    if request.method == "POST":
+        hours, enabled = request.POST.get("every_hours", ""), request.POST.get("enabled") == "on"
+        act(
+            request,
+            lambda actor: drills.set_schedule(actor, link, drills.parse_hours(hours), enabled),
+            f"Saved the drill schedule of link {link.name}: "
+            + ("scheduled." if enabled else "not scheduled."),
+        )
     return redirect(readiness_url(link))
 
 
