@@ -3,6 +3,8 @@ request page links them, and the API and the command-line tools give their addre
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.urls import reverse
 
 from replication.actions.plan_words import Ref
@@ -19,7 +21,7 @@ def url_of(ref: Ref) -> str:
     return reverse("flow-detail", args=[ref["cluster"], ref["link"], ref["name"]])
 
 
-def with_urls(plan: dict, absolute=None) -> dict:
+def with_urls(plan: dict, absolute: Callable[[str], str] | None = None) -> dict:
     """`plan` with each named object's page (`absolute` makes the path a full URL)."""
     make = absolute or (lambda path: path)
     objects = [{**ref, "url": make(url_of(ref))} for ref in plan.get("objects", [])]

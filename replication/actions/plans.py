@@ -56,6 +56,8 @@ class Producers(TypedDict):
 
 
 class Plan(TypedDict):
+    """What approving a request does (see the module's words), as JSON."""
+
     read_at: str  # when it was made, ISO 8601 UTC
     summary: str
     source_cluster: str
