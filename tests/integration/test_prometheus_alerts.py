@@ -71,12 +71,12 @@ def _load(topic: str, per_second: int = 200) -> Iterator[None]:
 
 class Prometheus:
     """A Prometheus on loopback in `folder`, scraping `target`'s /metrics every second with
-    `token`, evaluating the shipped rules every second; their `for` cut to 5 s (promtool's tests
+    `token`, evaluating the shipped rules every second; their `for` cut to 2 s (promtool's tests
     hold the minutes; this one the expressions on a live scrape)."""
 
     def __init__(self, folder: Path, target: str, token: str):
         rules = folder / "rules.yml"
-        rules.write_text(re.sub(r"for: \d+m", "for: 5s", RULES.read_text()))
+        rules.write_text(re.sub(r"for: \d+m", "for: 2s", RULES.read_text()))
         credentials = folder / "token"
         credentials.write_text(token)
         config = {
@@ -156,7 +156,7 @@ def test_a_real_prometheus_fires_the_rpo_alert_once_a_link_is_paused_under_load(
                 return len(found["result"]) == 2 and not prometheus.alerts(ALERT)
 
             assert wait_for(scraped_healthy, 60, 1), prometheus.said()
-            for _ in range(8):  # longer than the rule's `for`: it would be firing by now
+            for _ in range(4):  # longer than the rule's `for`: it would be firing by now
                 _beat(link)
                 time.sleep(1)
             assert not prometheus.alerts(ALERT), prometheus.alerts(ALERT)
