@@ -33,7 +33,7 @@ from replication.topics import offset_sync
 
 # A lag reading older than this says nothing of now (the beat reads every mirror every 10 s).
 STALE_S = 60
-HISTORY = 10  # drills listed per link
+HISTORY = 5  # drills listed per link (each has a page of its own)
 FINISHED = (DrillRun.Outcome.PASSED, DrillRun.Outcome.FAILED)
 
 
