@@ -5,6 +5,8 @@ a shadow at its edge that says more is there. And no page does what its Content-
 refuses (an inline script or handler), which Chromium reports on the console."""
 
 import pytest
+from django.conf import settings
+from playwright.sync_api import expect
 
 from replication.governance import audit
 from replication.topics.mirrors import create_mirror
@@ -123,7 +125,8 @@ def test_on_a_phone_tables_show_state_and_lag_first_and_the_audit_filters_fold(
     login, live_server, world
 ):
     """The partition table's lag was off-screen at a phone's width; the audit filters filled
-    a phone's screen and, on a desktop, a long action ran over its neighbour."""
+    a phone's screen and, on a desktop, a long action ran over its neighbour. And the API
+    reference draws the API in a browser."""
     page = login("admin")
     page.set_viewport_size({"width": 390, "height": 800})
     mirror = world.mirror
@@ -137,6 +140,13 @@ def test_on_a_phone_tables_show_state_and_lag_first_and_the_audit_filters_fold(
     assert page.locator("#id_action").is_visible()
 
     page.set_viewport_size({"width": 1280, "height": 800})
+    # The API reference: Swagger UI, from the console's own files, draws the API's document.
+    page.goto(f"{live_server.url}/api/")
+    expect(page.locator("#swagger-ui .info .title")).to_contain_text("Isthmus API")
+    expect(page.locator("#swagger-ui .opblock").first).to_be_visible()
+    shots = settings.VAR_DIR / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / "api-reference.png"))  # the docs show it
     page.goto(f"{live_server.url}/audit/")
     assert page.locator("#audit-filters").evaluate("d => d.open")
     fields = page.locator("#audit-filters input:not([type=checkbox]), #audit-filters select")
