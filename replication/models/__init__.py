@@ -3,7 +3,13 @@
 from replication.models.approvals import Approval, ApprovalRequest, Notification
 from replication.models.audit import AuditEvent, AuditEventQuerySet
 from replication.models.clusters import NAME_VALIDATOR, KafkaCluster
-from replication.models.drills import CANARY_PREFIX, DrillRun, DrillSchedule, DrillStep
+from replication.models.drills import (
+    CANARY_PREFIX,
+    DrillRun,
+    DrillSchedule,
+    DrillStep,
+    is_canary,
+)
 from replication.models.flows import FlowCheckpoint, MergeFlow
 from replication.models.identity import ApiToken, ExternalIdentity, OneTimePassword
 from replication.models.links import ClusterLink
@@ -52,4 +58,5 @@ __all__ = [
     "DrillRun",
     "DrillSchedule",
     "DrillStep",
+    "is_canary",
 ]

@@ -16,6 +16,12 @@ from replication.models.links import ClusterLink
 CANARY_PREFIX = "isthmus-drill."
 
 
+def is_canary(link: ClusterLink, mirror_topic: str) -> bool:
+    """Whether `mirror_topic` is the drill's canary on `link` (either half of a bidirectional
+    link: both have its name)."""
+    return mirror_topic == link.prefix + CANARY_PREFIX + link.name
+
+
 class DrillStep(TypedDict):
     """A step of a drill as it ran: its name, how long it took, what it saw, whether it held."""
 

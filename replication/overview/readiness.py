@@ -17,7 +17,6 @@ from django.core.exceptions import ObjectDoesNotExist
 
 from replication.cutover import promote
 from replication.models import (
-    CANARY_PREFIX,
     ClusterLink,
     DrillRun,
     DrillSchedule,
@@ -25,6 +24,7 @@ from replication.models import (
     MirrorTopic,
     SchemaSubjectSync,
     Verification,
+    is_canary,
 )
 from replication.observe import lag, rpo
 from replication.observe.lag import Reading
@@ -111,8 +111,7 @@ def link_readiness(link: ClusterLink) -> LinkReadiness:
     mirrors = [
         mirror
         for mirror in link.mirrors.all()
-        if mirror.state != MirrorTopic.State.STOPPED
-        and not mirror.source_topic.startswith(CANARY_PREFIX)
+        if mirror.state != MirrorTopic.State.STOPPED and not is_canary(link, mirror.mirror_topic)
     ]
     asked = _last_verifications(mirrors)
     groups = list(link.group_syncs.all())

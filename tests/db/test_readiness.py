@@ -7,6 +7,7 @@ tests/integration/test_drills.py's."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -297,3 +298,20 @@ def test_metrics_give_each_links_last_drill(make_link):
     assert f"isthmus_drill_last_duration_seconds{{{ids}}} 40" in text
     stamp = round((started + timedelta(seconds=40)).timestamp())
     assert f"isthmus_drill_last_run_timestamp_seconds{{{ids}}} {stamp}" in text
+
+
+def test_a_drills_canary_behind_breaches_no_rpo_target_and_is_no_mirror_of_readiness(
+    make_link, make_topic, memory_clusters
+):
+    link = make_link({"cluster.link.paused": "true"})
+    ClusterLink.objects.filter(pk=link.pk).update(rpo_target_seconds=1)
+    link.refresh_from_db()
+    canary = drills.canary_name(link)
+    make_topic(kafka.SOURCE, canary)
+    create_mirror(SETUP, link, canary)
+    memory_clusters["source"].produce(canary, 0, 5, at_ms=int((time.time() - 600) * 1000))
+    lag.sample_all()
+    assert lag.latest(link)[canary].max_lag_ms > 1000  # far over the target
+    link.refresh_from_db()
+    assert link.rpo_breached_at is None
+    assert readiness.link_readiness(link).mirrors == []
