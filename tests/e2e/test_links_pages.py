@@ -78,7 +78,7 @@ def test_an_operator_links_and_mirrors_through_the_forms_watches_the_copy_and_pr
 
     # The operator's page follows the request to its end; the mirror stopped where it was.
     expect(page.locator("h1 .badge")).to_have_text("EXECUTED", timeout=60_000)
-    expect(page.locator(f'tr[data-topic="{topic_name}"]')).to_contain_text("STOPPED")
+    expect(page.locator(f'#topics tr[data-topic="{topic_name}"]')).to_contain_text("STOPPED")
     page.goto(f"{live_server.url}/mirrors/destination/{topic_name}/")
     expect(page.locator("h1 .badge")).to_have_text("STOPPED")
     expect(page.locator("#stop-offsets")).to_have_text(re.compile(r"^\s*0:4\s+1:2\s*$"))
