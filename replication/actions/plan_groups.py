@@ -1,8 +1,8 @@
 """Which consumer groups read a plan's topics on each cluster, and whether the link's consumer
 offset sync has them: a group moved to the other cluster resumes where it stopped only if its
 offsets are synced there. Read when a plan is made (one list of groups and one offset fetch per
-cluster, sent at once for all its groups); the sync's state is the offset syncer's
-(`GroupOffsetSync`, offset_sync.py)."""
+cluster, sent at once for all its groups) through topics/consumer_groups.py, which the mirror
+page's groups section reads with too; this module puts them in the plan's words."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from typing import TypedDict
 
 from infra.kafka_errors import KafkaAdminError
 from replication.actions.plan_words import TopicOn
-from replication.core import filters
 from replication.core.errors import ReplicationError
-from replication.kafka import reachability
-from replication.kafka.connections import destination_admin, source_admin
-from replication.models import ClusterLink, GroupOffsetSync
-from replication.topics import offset_sync
+from replication.models import ClusterLink
+from replication.topics import consumer_groups
 
-# Groups read per cluster, at most: beyond, the plan says how many it left out.
+# Groups read per cluster, at most: beyond, the plan says how many it left out. Fewer than the
+# mirror page reads once asked: the request page reads its plan again every 15 s.
 MAX_GROUPS = 500
 
 
@@ -40,67 +38,39 @@ def readers(
     """The groups reading `topics` on each side of `link`, and what could not be read."""
     found: list[GroupReader] = []
     problems: list[str] = []
-    rows = list(link.group_syncs.all())
-    for side, connect, name in (
-        ("source", source_admin, cluster_names[0]),
-        ("destination", destination_admin, cluster_names[1]),
-    ):
+    syncs = consumer_groups.LinkSyncs(link)
+    for side, name in zip(("source", "destination"), cluster_names, strict=True):
         wanted = {t.topic for t in topics if t.side == side}
         if not wanted:
             continue
-        down = not_answering(link, side, name)
+        down = consumer_groups.not_answering(link, side, name)
         if down:
             problems.append(f"The consumer groups on {name} are not read: {down}")
             continue
         try:
-            committed, more = _committed(connect(link))
+            admin = consumer_groups.admin(link, side)
+            committed, more = consumer_groups.committed(admin, wanted, MAX_GROUPS)
         except (KafkaAdminError, ReplicationError) as exc:
             problems.append(f"The consumer groups on {name} could not be read: {exc}")
             continue
         if more:
             problems.append(f"{name} has {more} more consumer groups than the {MAX_GROUPS} read.")
         for group, offsets in sorted(committed.items()):
-            for topic in sorted({t for t, _ in offsets} & wanted):
-                sync, words = (_source_sync if side == "source" else _destination_sync)(
-                    link, rows, group, topic, cluster_names
-                )
+            for topic in sorted({t for t, _ in offsets}):
+                if side == "source":
+                    sync = syncs.of_source(group, _copies(link, topic))
+                else:
+                    sync = syncs.of_destination(group, topic)
                 found.append(
-                    {"group": group, "cluster": name, "topic": topic, "sync": sync, "words": words}
+                    {
+                        "group": group,
+                        "cluster": name,
+                        "topic": topic,
+                        "sync": sync.state,
+                        "words": _words(link, sync, cluster_names),
+                    }
                 )
     return found, problems
-
-
-def not_answering(link: ClusterLink, side: str, name: str) -> str:
-    """Why a side of `link` is not asked now ("" if it may be): the beat's probe found it not
-    answering, so a plan does not wait out a timeout for it (a failover's source is down)."""
-    cluster_id = link.source_cluster_id if side == "source" else link.destination.cluster_id
-    found = reachability.latest().get(cluster_id)
-    if found is None or found.reachable:
-        return ""
-    return f"{name} did not answer the console's last probe ({found.error or 'no answer'})."
-
-
-def _committed(admin) -> tuple[dict, int]:
-    ids = sorted(admin.list_group_ids())
-    return admin.group_offsets(ids[:MAX_GROUPS]), max(0, len(ids) - MAX_GROUPS)
-
-
-def _source_sync(
-    link: ClusterLink, rows: list[GroupOffsetSync], group: str, topic: str, names: tuple[str, str]
-) -> tuple[str, str]:
-    row = next((r for r in rows if r.group == group), None)
-    if row is not None and _copies(link, topic) & row.topics:
-        words = f"synced to {row.destination_group} on {names[1]}: {row.get_state_display()}"
-        return row.state, words + (f" ({row.reason})" if row.reason else "")
-    if not offset_sync.enabled(link):
-        return "SYNC_OFF", f"not synced: consumer offset sync is off on link {link.name}"
-    try:
-        chosen = filters.selected(offset_sync.group_filters(link), group)
-    except ReplicationError:
-        chosen = False
-    if chosen:
-        return "SELECTED", f"selected by link {link.name}'s group filters; not synced yet"
-    return "NOT_SELECTED", f"not synced: link {link.name}'s group filters leave it out"
 
 
 def _copies(link: ClusterLink, topic: str) -> set[str]:
@@ -111,10 +81,16 @@ def _copies(link: ClusterLink, topic: str) -> set[str]:
     return {*mirrors, *flows}
 
 
-def _destination_sync(
-    link: ClusterLink, rows: list[GroupOffsetSync], group: str, topic: str, names: tuple[str, str]
-) -> tuple[str, str]:
-    row = next((r for r in rows if r.destination_group == group and topic in r.topics), None)
+def _words(link: ClusterLink, sync: consumer_groups.GroupSync, names: tuple[str, str]) -> str:
+    row = sync.row
+    if sync.state == "COPY" and row is not None:
+        return f"the synced copy of {row.group} on {names[0]}: {row.get_state_display()}"
     if row is not None:
-        return "COPY", f"the synced copy of {row.group} on {names[0]}: {row.get_state_display()}"
-    return "OWN", f"its own group on {names[1]}: no offset sync writes it"
+        words = f"synced to {row.destination_group} on {names[1]}: {row.get_state_display()}"
+        return words + (f" ({row.reason})" if row.reason else "")
+    return {
+        "OWN": f"its own group on {names[1]}: no offset sync writes it",
+        "SYNC_OFF": f"not synced: consumer offset sync is off on link {link.name}",
+        "SELECTED": f"selected by link {link.name}'s group filters; not synced yet",
+        "NOT_SELECTED": f"not synced: link {link.name}'s group filters leave it out",
+    }[sync.state]

@@ -21,6 +21,7 @@ from replication.core.errors import ReplicationError
 from replication.cutover.promote import TopicOutcome
 from replication.kafka.connections import destination_admin, source_admin
 from replication.observe import topic_ends
+from replication.topics import consumer_groups
 
 
 class PartitionPlan(TypedDict):
@@ -106,7 +107,7 @@ def _producers(
     source = on.side == "source"
     cluster_id = link.source_cluster_id if source else link.destination.cluster_id
     name = names[0] if source else names[1]
-    down = plan_groups.not_answering(link, on.side, name)
+    down = consumer_groups.not_answering(link, on.side, name)
     if down:
         problems.append(f"The end offsets of {on.topic} on {name} are not read now: {down}")
     elif not on.sampled:  # no lag reading keeps its ends: read them now, for now and later

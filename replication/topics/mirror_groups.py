@@ -1,28 +1,27 @@
 """The consumer groups of one mirror, as its page shows them: on each of its two clusters, the
 groups that have committed offsets on its topic there (the source topic on the source, the
 mirror topic on the destination), how far each is behind that topic's end, and what consumer
-offset sync says of it (`offset_sync`: synced, and how; not selected; sync off).
+offset sync says of it (synced, and how; not selected; sync off). The groups are read, and
+offset sync asked of each, as the approver's plan does (`consumer_groups`).
 
 Read from both clusters when asked (the mirror page loads it as a section of its own), never
 for a list of mirrors: per cluster one list of groups, one offset fetch per group (sent at
 once), one ListOffsets for the topic and one DescribeGroups for its readers, each bounded by
-the admin client's timeout (ISTHMUS_KAFKA_TIMEOUT); both clusters are read at the same time.
-A cluster that cannot be read is said in words beside what the other one answered.
+the admin client's timeout (ISTHMUS_KAFKA_TIMEOUT); both clusters are read at the same time,
+and one the beat's probe last found down is not asked. A cluster that cannot be read is said
+in words beside what the other one answered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from infra.kafka_admin import KafkaAdmin
 from infra.kafka_errors import KafkaAdminError, TopicNotFound
-from replication.core import filters
 from replication.core.errors import ReplicationError
-from replication.kafka.connections import destination_admin, source_admin
-from replication.models import ClusterLink, GroupOffsetSync, KafkaCluster, MirrorTopic
-from replication.topics import offset_sync
+from replication.models import ClusterLink, KafkaCluster, MirrorTopic
+from replication.topics import consumer_groups, offset_sync
 
 # Groups asked for their offsets per cluster, at most: each is a request of its own.
 MOST_GROUPS = 2000
@@ -90,26 +89,17 @@ def mirror_groups(mirror: MirrorTopic) -> MirrorGroups:
     link = mirror.link
     registered = KafkaCluster.objects.filter(cluster_id=link.source_cluster_id).first()
     sides = [
-        (
-            registered.name if registered else "the source cluster",
-            mirror.source_topic,
-            source_admin,
-        ),
-        (mirror.destination.name, mirror.mirror_topic, destination_admin),
+        ("source", registered.name if registered else "the source cluster", mirror.source_topic),
+        ("destination", mirror.destination.name, mirror.mirror_topic),
     ]
     # The clients are made here (a link's credentials are read from the database), the
     # clusters read on two threads: an unreachable one costs its timeout once, not twice.
     with ThreadPoolExecutor(max_workers=2) as pool:
         source, destination = pool.map(
             lambda side: side if isinstance(side, ClusterGroups) else _read_side(*side),
-            [_client(name, topic, make, link) for name, topic, make in sides],
+            [_client(link, *side) for side in sides],
         )
-    syncs = {row.group: row for row in link.group_syncs.all()}
-    enabled = offset_sync.enabled(link)
-    try:
-        selection = offset_sync.group_filters(link) if enabled else None
-    except offset_sync.NotConfigured:
-        selection = []  # on, but selecting no group: every group is "not selected"
+    syncs = consumer_groups.LinkSyncs(link)
     # Each group by its source name, with its name on the destination; a group only the
     # destination has goes by its name there.
     pairs = {g: offset_sync.destination_group(link, g) for g in source.groups}
@@ -117,28 +107,35 @@ def mirror_groups(mirror: MirrorTopic) -> MirrorGroups:
     pairs.update({g: g for g in destination.groups if g not in named})
     rows = []
     for group, on_destination in sorted(pairs.items()):
-        sync, state, reason = _sync_words(group, enabled, selection, syncs.get(group), source)
+        if group in source.groups:
+            sync = syncs.of_source(group, {mirror.mirror_topic})
+        else:
+            sync = syncs.of_destination(group, mirror.mirror_topic)
+        words, reason = _sync_words(sync)
         rows.append(
             GroupRow(
                 group,
                 on_destination,
                 source.groups.get(group),
                 destination.groups.get(on_destination),
-                sync,
-                state,
+                words,
+                sync.row.state if sync.row is not None else "",
                 reason,
             )
         )
-    return MirrorGroups(source, destination, enabled, rows)
+    return MirrorGroups(source, destination, syncs.enabled, rows)
 
 
 def _client(
-    cluster: str, topic: str, make: Callable[[ClusterLink], KafkaAdmin], link: ClusterLink
+    link: ClusterLink, side: str, cluster: str, topic: str
 ) -> tuple[str, str, KafkaAdmin] | ClusterGroups:
-    """(cluster, topic, its admin client) to read, or the ClusterGroups that says why there is
-    no client (a link's client config the client refuses)."""
+    """(cluster, topic, its admin client) to read, or the ClusterGroups that says why it is
+    not read: the beat's probe found it down, or the client refuses the link's config."""
+    down = consumer_groups.not_answering(link, side, cluster)
+    if down:
+        return ClusterGroups(cluster, topic, problem=down)
     try:
-        return cluster, topic, make(link)
+        return cluster, topic, consumer_groups.admin(link, side)
     except ReplicationError as exc:
         return ClusterGroups(cluster, topic, problem=str(exc))
 
@@ -156,48 +153,35 @@ def _read_side(cluster: str, topic: str, admin: KafkaAdmin) -> ClusterGroups:
 def _readers(admin: KafkaAdmin, topic: str) -> tuple[dict[str, GroupLag], int]:
     """The groups with offsets on `topic`, each with its lag there; and how many groups were
     left unasked (past MOST_GROUPS)."""
-    every = sorted(admin.list_group_ids())
-    asked = every[:MOST_GROUPS]
-    committed = {
-        group: {p: o for (t, p), o in offsets.items() if t == topic}
-        for group, offsets in (admin.group_offsets(asked) if asked else {}).items()
-    }
-    committed = {group: offsets for group, offsets in committed.items() if offsets}
-    wanted = sorted({(topic, p) for offsets in committed.values() for p in offsets})
+    found, unread = consumer_groups.committed(admin, {topic}, MOST_GROUPS)
+    wanted = sorted({tp for offsets in found.values() for tp in offsets})
     ends = admin.offsets(wanted) if wanted else {}
-    details = admin.group_details(committed) if committed else {}
-    found = {}
-    for group, offsets in committed.items():
+    details = admin.group_details(found) if found else {}
+    lags = {}
+    for group, offsets in found.items():
         detail = details.get(group)
-        found[group] = GroupLag(
+        lags[group] = GroupLag(
             group,
             detail.state if detail else "Unknown",
             len(detail.members) if detail else 0,
-            sum(max(0, ends.get((topic, p), o) - o) for p, o in offsets.items()),
+            sum(max(0, ends.get(tp, o) - o) for tp, o in offsets.items()),
             len(offsets),
         )
-    return found, len(every) - len(asked)
+    return lags, unread
 
 
-def _sync_words(
-    group: str,
-    enabled: bool,
-    selection: list[filters.NameFilter] | None,
-    synced: GroupOffsetSync | None,
-    source: ClusterGroups,
-) -> tuple[str, str, str]:
-    """What offset sync does with `group`: (words, its GroupOffsetSync state or "", why)."""
-    if not enabled:
-        return "off", "", ""
-    if synced is not None:
-        return synced.get_state_display().lower(), synced.state, synced.reason
-    if group not in source.groups:
-        return "not on the source", "", "Only the destination has this group's offsets."
-    if not filters.selected(selection or [], group):
-        return (
+def _sync_words(sync: consumer_groups.GroupSync) -> tuple[str, str]:
+    """What offset sync does with a group, for the page: (its badge's words, why)."""
+    if sync.state in ("COPY", "OWN"):  # only the destination has the group's offsets there
+        return "not on the source", "Only the destination has this group's offsets."
+    if sync.row is not None:
+        return sync.row.get_state_display().lower(), sync.row.reason
+    return {
+        "SYNC_OFF": ("off", ""),
+        "NOT_SELECTED": (
             "not selected",
-            "",
             "consumer.offset.group.filters does not select this group: its offsets stay on "
             "the source.",
-        )
-    return "not synced yet", "", "Selected: the next offset sync run writes it."
+        ),
+        "SELECTED": ("not synced yet", "Selected: the next offset sync run writes it."),
+    }[sync.state]

@@ -1,7 +1,8 @@
 """A mirror's consumer groups section (replication.topics.mirror_groups, the mirror page's
 section loaded on its own), on in-memory clusters: the groups on each cluster that committed
-offsets on the mirror's topic there, their lag there, what offset sync does with each, and a
-cluster that does not answer said in words beside the other's groups."""
+offsets on the mirror's topic there, their lag there, what offset sync does with each (the same
+answer as the approver's plan: replication.topics.consumer_groups), and a cluster that does not
+answer, or that the probe found down, said in words beside the other's groups."""
 
 from __future__ import annotations
 
@@ -11,9 +12,15 @@ import pytest
 from django.utils import timezone
 
 from devstack import kafka
+from replication.actions import plan_groups
+from replication.actions.plan_words import TopicOn
+from replication.core.redis_channel import client
 from replication.governance import audit
+from replication.kafka import reachability
+from replication.kafka.clusters import ClusterHealth
 from replication.kafka.connections import cluster_admin, source_admin
-from replication.topics import mirror_groups, offset_sync
+from replication.models import GroupOffsetSync
+from replication.topics import links, mirror_groups, offset_sync
 from replication.topics.mirrors import create_mirror
 
 pytestmark = pytest.mark.db
@@ -124,3 +131,51 @@ def test_the_mirror_page_loads_the_section_on_its_own(mirrored, client_as):
     page = client_as("viewer").get(url).content.decode()
     assert f'hx-get="{url}groups/" hx-trigger="load"' in page
     assert "No consumer group has committed offsets" in _section(client_as("viewer"), mirror)
+
+
+def test_the_plan_and_the_page_say_the_same_of_each_group(mirrored, memory_clusters):
+    mirror = mirrored(SYNCING)
+    link, topic = mirror.link, mirror.source_topic
+    for group in ("app-elsewhere", "app-busy"):
+        memory_clusters["source"].commit(group, {(topic, 0): 3})
+    # In step, but on another mirror only: it says nothing of this topic (the page said "in
+    # step"). Skipped, the group whole (active members on the destination): said on any topic.
+    rows = [
+        GroupOffsetSync(link=link, group="app-elsewhere", destination_group="app-elsewhere",
+                        state="IN_STEP", offsets={"another/0": 5}),
+        GroupOffsetSync(link=link, group="app-busy", destination_group="app-busy",
+                        state="SKIPPED", reason="'app-busy' has 1 active member(s)"),
+    ]  # fmt: skip
+    GroupOffsetSync.objects.bulk_create(rows)
+
+    def both() -> dict[str, tuple[str, str]]:
+        page = {row.group: row.sync for row in mirror_groups.mirror_groups(mirror).rows}
+        found, _ = plan_groups.readers(link, [TopicOn("source", topic)], ("east", "west"))
+        return {g["group"]: (g["sync"], page[g["group"]]) for g in found}
+
+    assert both() == {
+        "app-elsewhere": ("SELECTED", "not synced yet"),
+        "app-busy": ("SKIPPED", "skipped"),
+    }
+    # Sync turned off: off, though the syncer's rows are not forgotten yet.
+    links.alter_link_configs(ACTOR, link, {"consumer.offset.sync.enable": "false"})
+    assert both() == {"app-elsewhere": ("SYNC_OFF", "off"), "app-busy": ("SYNC_OFF", "off")}
+
+
+def test_a_cluster_the_probe_found_down_is_not_asked(
+    mirrored, memory_clusters, registered_clusters, client_as
+):
+    mirror = mirrored(SYNCING)
+    memory_clusters["source"].commit("app-1", {(mirror.source_topic, 0): 4})
+    memory_clusters["destination"].commit("app-moved", {(mirror.mirror_topic, 1): 9})
+    reachability.keep([ClusterHealth(registered_clusters["source"], False, error="timed out")])
+    try:
+        found = mirror_groups.mirror_groups(mirror)
+        page = _section(client_as("viewer"), mirror)
+    finally:
+        client().delete(reachability.KEY)
+
+    said = "source did not answer the console's last probe (timed out)."
+    assert (found.source.problem, found.source.groups) == (said, {})
+    assert [row.group for row in found.rows] == ["app-moved"]
+    assert said.replace("'", "&#x27;") in page and 'data-group="app-1"' not in page
