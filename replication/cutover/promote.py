@@ -32,7 +32,8 @@ from replication.cutover.stop_batches import begin, finish_pending_stops
 from replication.governance import audit, stale_requests
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, MirrorTopic
-from replication.observe.lag import MirrorStatus, PartitionStatus, describe_mirrors
+from replication.observe.lag import MirrorStatus, describe_mirrors
+from replication.observe.lag_partitions import PartitionStatus
 from replication.states.mirror_states import FAILABLE_OVER, PROMOTABLE
 from replication.topics.mirrors import snapshot, stopped_already, sync_from_source
 

@@ -1,7 +1,7 @@
 """A mirror partition's lag: the source's end less where the mirror's end stands in source
 offsets; what the stream read but has not written yet is lag, not progress."""
 
-from replication.observe.lag import PartitionStatus
+from replication.observe.lag_partitions import PartitionStatus
 
 
 def _status(dest_end, source_end, **reported) -> PartitionStatus:

@@ -9,7 +9,8 @@ import pytest
 from replication.core.errors import ReplicationError
 from replication.models import ClusterLink
 from replication.observe import lag_times, rpo
-from replication.observe.lag import PartitionReading, PartitionStatus, Reading
+from replication.observe.lag import PartitionReading, Reading
+from replication.observe.lag_partitions import PartitionStatus
 from replication.observe.lag_times import FUTURE_SKEW_MS, NONE_LEFT, UNKNOWN, age_ms, lag_ms
 
 NOW = 1_800_000_000_000  # ms

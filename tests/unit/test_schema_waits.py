@@ -2,7 +2,8 @@
 still behind. The stream's last word may say a partition waits for a schema after the record
 was copied; a caught-up partition waits for nothing, and the page said both at once."""
 
-from replication.observe.lag import MirrorStatus, PartitionStatus
+from replication.observe.lag import MirrorStatus
+from replication.observe.lag_partitions import PartitionStatus
 
 
 def _partition(n: int, lag: int, wait: str) -> PartitionStatus:
