@@ -70,7 +70,7 @@ def run(count: int) -> dict:  # noqa: C901
     from replication.kafka.connections import cluster_admin
     from replication.models import MirrorTopic
     from replication.observe import lag
-    from replication.topics.links import create_link
+    from replication.topics.link_creation import create_link
     from replication.topics.mirrors import create_mirrors
 
     system = audit.Actor.system("bench")

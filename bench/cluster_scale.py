@@ -5,7 +5,7 @@ partitions), those topics (`--records` records of 100 B in each partition) on th
 1. MirrorMaker 2 started with `topics=<prefix>.*` (it makes the destination topics itself),
    timed from its start until every partition is copied;
 2. Isthmus: one link with `auto.create.mirror.topics.enable` and a PREFIXED filter, made with
-   `links.create_link` as the console makes it, its syncers and supervision run as the beat
+   `link_creation.create_link` as the console makes it, its syncers and supervision run as the beat
    runs them (each in a thread of its own, as on the worker's two processes), on an engine
    already running (it starts with the worker), timed from the link's creation until every
    partition is copied; when its last mirror was made too.
@@ -163,7 +163,7 @@ def run_isthmus(wanted: dict[tuple[str, int], int], topics: int) -> dict:
     from replication.kafka.connections import cluster_admin
     from replication.models import ClusterLink
     from replication.sync import syncers
-    from replication.topics.links import create_link
+    from replication.topics.link_creation import create_link
     from spark_jobs import control
 
     system = audit.Actor.system("bench")

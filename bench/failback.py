@@ -87,7 +87,8 @@ def main() -> int:  # noqa: C901
     from replication.engine import supervise
     from replication.governance import audit
     from replication.kafka.connections import cluster_admin
-    from replication.topics.links import create_link, peer_of
+    from replication.topics.link_creation import create_link
+    from replication.topics.links import peer_of
     from replication.topics.mirrors import create_mirror
 
     actor = audit.Actor.system("bench")

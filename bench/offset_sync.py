@@ -67,7 +67,7 @@ def main() -> int:  # noqa: C901
     from replication.kafka.connections import destination_admin, source_admin
     from replication.models import GroupOffsetSync
     from replication.topics import offset_sync
-    from replication.topics.links import create_link
+    from replication.topics.link_creation import create_link
     from replication.topics.mirrors import create_mirror
 
     actor = audit.Actor.system("bench")

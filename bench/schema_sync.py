@@ -72,7 +72,7 @@ def main() -> int:  # noqa: C901
     from replication.models import ClusterLink, SchemaSubjectSync
     from replication.schemas import link_schema_sync
     from replication.schemas.schema_registries import RegistryAccess, set_schema_registry
-    from replication.topics.links import create_link
+    from replication.topics.link_creation import create_link
 
     actor = audit.Actor.system("bench")
     prefix = f"bench_schemas_{int(time.time())}"

@@ -136,7 +136,7 @@ class Soak:
         from replication.core.errors import ReplicationError
         from replication.kafka.clusters import register_cluster
         from replication.models import ClusterLink, KafkaCluster
-        from replication.topics.links import create_link
+        from replication.topics.link_creation import create_link
         from replication.topics.mirrors import create_mirror
 
         if settings.DEVSTACK_BROKERS != 3:

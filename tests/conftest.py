@@ -359,7 +359,7 @@ def make_link(registered_clusters, topic_name):
     from replication.engine import supervise
     from replication.governance import audit
     from replication.models import ClusterLink, MirrorTopic
-    from replication.topics.links import create_link
+    from replication.topics.link_creation import create_link
 
     before = {*ClusterLink.objects.values_list("pk", flat=True)}
     made = []
@@ -424,7 +424,7 @@ def bidirectional(registered_clusters, make_link, topic_name):
     """A bidirectional link between the two registered clusters: its half into the destination
     (the `make_link` fixture cleans both halves up)."""
     from replication.governance import audit
-    from replication.topics.links import create_link
+    from replication.topics.link_creation import create_link
 
     def make(**configs: str):
         return create_link(

@@ -22,7 +22,7 @@ from replication.governance import audit
 from replication.kafka.clusters import register_cluster
 from replication.models import AuditEvent, ClusterLink, KafkaCluster, MirrorTopic
 from replication.observe.lag import describe_mirror
-from replication.topics.links import create_link
+from replication.topics.link_creation import create_link
 from spark_jobs import translation
 from tests import leftovers
 from tests.conftest import admin_config

@@ -35,9 +35,9 @@ from replication.engine import status
 from replication.governance import audit
 from replication.models import ClusterLink, MirrorTopic
 from replication.schemas import schema_links
+from replication.topics.link_creation import create_link
 from replication.topics.links import (
     alter_link_configs,
-    create_link,
     describe_link_configs,
     get_link,
     list_links,

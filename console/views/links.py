@@ -22,7 +22,7 @@ from replication.overview import dashboard
 from replication.overview.unreachable import survey
 from replication.schemas import schema_links
 from replication.sync import acl_sync, auto_mirrors, syncers
-from replication.topics import links, offset_sync
+from replication.topics import link_creation, links, offset_sync
 
 
 def find_link(destination: str, name: str) -> ClusterLink:
@@ -74,7 +74,7 @@ def link_create(request):
     form = LinkForm(bound(request))
     if request.method == "POST" and form.is_valid():
         try:
-            link = links.create_link(
+            link = link_creation.create_link(
                 audit.Actor.from_request(request),
                 form.cleaned_data["destination"],
                 form.cleaned_data["name"],

@@ -18,7 +18,7 @@ from replication.models import ClusterLink, MirrorTopic
 from replication.observe import lag
 from replication.scenarios import clients
 from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
-from replication.topics import links, mirrors
+from replication.topics import link_creation, mirrors
 
 MESSAGES = [b"first", b"second", b"third"]
 RETENTION = "123456890"
@@ -61,7 +61,9 @@ def create_link(c: Context) -> str:
 
 def create_link_with(c: Context, configs: dict[str, str]) -> str:
     """The run's link from the source cluster, over its registered connection."""
-    c.made = links.create_link(c.actor, c.destination, c.names["link"], configs, source=c.source)
+    c.made = link_creation.create_link(
+        c.actor, c.destination, c.names["link"], configs, source=c.source
+    )
     cluster_id = cluster_admin(c.source).describe_cluster().cluster_id
     if c.link.source_cluster_id != cluster_id:
         raise StepFailed(f"a link to cluster {cluster_id}", c.link.source_cluster_id)

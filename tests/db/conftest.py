@@ -77,7 +77,7 @@ def make_topic(memory_clusters):
 def make_link(registered_clusters):
     """Links from the source (over PLAINTEXT, as in the tutorial) into the destination."""
     from replication.governance import audit
-    from replication.topics.links import create_link
+    from replication.topics.link_creation import create_link
 
     def make(configs: dict[str, str] | None = None, name: str | None = None) -> ClusterLink:
         return create_link(

@@ -17,7 +17,7 @@ from devstack import kafka
 from replication.core.errors import FieldProblems
 from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink
-from replication.topics.links import create_link
+from replication.topics.link_creation import create_link
 
 ACTOR = audit.Actor.system("tests")
 

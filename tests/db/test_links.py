@@ -8,9 +8,9 @@ from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from replication.topics.link_availability import mark_unavailable
+from replication.topics.link_creation import create_link
 from replication.topics.links import (
     alter_link_configs,
-    create_link,
     describe_link_configs,
     list_links,
     pause_link,

@@ -14,7 +14,7 @@ from devstack import kafka
 from replication.actions import approvals
 from replication.governance import audit
 from replication.models import MirrorTopic
-from replication.topics.links import create_link
+from replication.topics.link_creation import create_link
 from tests import memory_kafka
 
 

@@ -76,7 +76,7 @@ from replication.models import (
 )
 from replication.scenarios import registry, runner
 from replication.states.mirror_states import FOLLOWING, PROMOTABLE
-from replication.topics import links, merge_flows, mirrors
+from replication.topics import link_creation, links, merge_flows, mirrors
 from tests.conftest import ROOT
 from tests.memory_kafka import MemoryAdmin
 from tests.url_routes import api_routes
@@ -170,7 +170,7 @@ class World:
         """A running bidirectional link (its half into the destination), made when first
         needed: the mirrors a reverse takes are ACTIVE there."""
         if self._both is None:
-            self._both = links.create_link(
+            self._both = link_creation.create_link(
                 SETUP,
                 self.destination,
                 self.name("both"),

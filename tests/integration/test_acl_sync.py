@@ -36,7 +36,8 @@ from replication.core.errors import ReplicationError
 from replication.kafka.connections import destination_admin, source_admin
 from replication.models import AuditEvent, ClusterLink
 from replication.sync import acl_sync, syncers
-from replication.topics.links import alter_link_configs, create_link
+from replication.topics.link_creation import create_link
+from replication.topics.links import alter_link_configs
 from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
 from tests.kafka_clients import READ_ONLY_ACLS, acls_on, produce

@@ -12,7 +12,8 @@ from devstack import kafka
 from replication.core.errors import FieldProblems, ReplicationError
 from replication.kafka.clusters import register_cluster
 from replication.models import ClusterLink
-from replication.topics.links import alter_link_configs, create_link
+from replication.topics.link_creation import create_link
+from replication.topics.links import alter_link_configs
 from tests.conftest import admin_config
 from tests.db.test_link_credentials import (
     ACTOR,

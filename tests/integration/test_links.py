@@ -7,9 +7,9 @@ from infra.processes import wait_for
 from replication.core.errors import ReplicationError
 from replication.cutover.link_deletion import delete_link
 from replication.models import AuditEvent, ClusterLink
+from replication.topics.link_creation import create_link
 from replication.topics.links import (
     alter_link_configs,
-    create_link,
     describe_link_configs,
 )
 from replication.topics.mirrors import create_mirror
