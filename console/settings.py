@@ -57,6 +57,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+# Celery's settings that no environment variable changes: its queues, the beat's schedule.
+from console.celery_settings import *  # noqa: F403
 from console.log_filters import make_log_records_inert
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -356,70 +358,6 @@ ENGINE_LAZY = _env_bool("ISTHMUS_ENGINE_LAZY")
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
-CELERY_TASK_SERIALIZER = "json"
-CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_RESULT_EXPIRES = timedelta(hours=1)
-# Scenario runs take minutes: they go to a worker of their own (`make demo` starts one), so
-# the supervision and syncs that scenarios wait on are never queued behind them.
-SCENARIO_QUEUE = "scenarios"
-# Comparing mirrors with their sources reads records for seconds at a time: a worker of its own,
-# so the supervision and syncs never wait behind it.
-VERIFY_QUEUE = "verification"
-CELERY_TASK_ROUTES = {
-    "replication.tasks.run_scenario": {"queue": SCENARIO_QUEUE},
-    "replication.tasks.run_drill": {"queue": SCENARIO_QUEUE},
-    "replication.tasks.verify_mirrors": {"queue": VERIFY_QUEUE},
-    "replication.tasks.verify_mirror": {"queue": VERIFY_QUEUE},
-}
-CELERY_BEAT_SCHEDULE = {
-    "refresh-clusters": {
-        "task": "replication.tasks.refresh_clusters",
-        "schedule": timedelta(seconds=30),
-    },
-    # How each cluster's schema registry answers, for the cluster pages (which never ask it).
-    "refresh-schema-registries": {
-        "task": "replication.tasks.refresh_schema_registries",
-        "schedule": timedelta(seconds=30),
-        "options": {"expires": 25},
-    },
-    # Start, watch and stop the links' streams.
-    "supervise-streams": {
-        "task": "replication.tasks.supervise_streams",
-        "schedule": timedelta(seconds=2),
-        "options": {"expires": 5},
-    },
-    # Every mirror's lag, read from both clusters (the one source the pages and /metrics show).
-    "sample-lags": {
-        "task": "replication.tasks.sample_lags",
-        "schedule": timedelta(seconds=10),  # replication.observe.history.SAMPLE_S
-        "options": {"expires": 5},
-    },
-    # Every following mirror compared a window further with its source, record by record.
-    "verify-mirrors": {
-        "task": "replication.tasks.verify_mirrors",
-        "schedule": timedelta(seconds=30),  # replication.observe.verification_sweep.ROUND_S
-        "options": {"expires": 25},
-    },
-    # Approval requests that expired or went stale end (request_runs.settle_all_due).
-    "expire-requests": {
-        "task": "replication.tasks.expire_requests",
-        "schedule": timedelta(seconds=60),
-    },
-    # Each link's syncers run at the link's own intervals; this only looks for due work.
-    "sync-links": {
-        "task": "replication.tasks.sync_links",
-        "schedule": timedelta(seconds=1),
-        "options": {"expires": 5},
-    },
-    # The links' DR drills whose schedule is due start (each then runs on the scenario queue).
-    "start-due-drills": {
-        "task": "replication.tasks.start_due_drills",
-        "schedule": timedelta(seconds=60),
-        "options": {"expires": 55},
-    },
-}
 
 # How long a request to a Kafka cluster may take before the console calls it unreachable.
 KAFKA_ADMIN_TIMEOUT = _env_number("ISTHMUS_KAFKA_TIMEOUT", 5.0, float, minimum=0.1)

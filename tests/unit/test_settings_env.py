@@ -121,3 +121,13 @@ def test_a_port_offset_shifts_every_port_of_the_embedded_stack(tmp_path):
         "7380",
         "9000",
     ]
+
+
+def test_celery_reads_its_queues_and_beat_from_the_settings_module_they_are_kept_beside():
+    from console import celery_settings
+    from console.celery import app
+
+    assert app.conf.beat_schedule == celery_settings.CELERY_BEAT_SCHEDULE
+    assert "sample-lags" in app.conf.beat_schedule
+    assert app.conf.task_routes["replication.tasks.run_drill"] == {"queue": "scenarios"}
+    assert app.conf.broker_url.startswith("redis://")  # REDIS_URL, from the environment
