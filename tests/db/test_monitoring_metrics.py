@@ -5,9 +5,11 @@ someone's silent alerting)."""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from devstack import kafka
 from replication.governance import audit
+from replication.models import DrillRun
 from replication.topics.mirrors import create_mirror
 from tests.monitoring import dashboard, dashboard_queries, exported_metrics, queried_metrics
 
@@ -37,7 +39,12 @@ def test_every_metric_the_rules_and_the_dashboard_query_is_in_metrics(
     api, make_link, make_topic, topic_name
 ):
     topic = make_topic(kafka.SOURCE, topic_name)
-    create_mirror(audit.Actor.system("tests"), make_link(), topic)
+    link = make_link()
+    create_mirror(audit.Actor.system("tests"), link, topic)
+    now = timezone.now()
+    DrillRun.objects.create(
+        link=link, started_by="x", canary="c", outcome="FAILED", finished_at=now
+    )
     response = api("viewer").get("/metrics")
     assert response.status_code == 200
     exported = exported_metrics(response.content.decode())
@@ -49,6 +56,7 @@ def test_every_metric_the_rules_and_the_dashboard_query_is_in_metrics(
         "isthmus_cluster_reachable",
         "isthmus_approvals_pending",
         "isthmus_engine_running",
+        "isthmus_drill_last_success",
     ):
         assert used in queried
     missing = {name: where for name, where in queried.items() if name not in exported}
