@@ -16,12 +16,16 @@ from functools import partial
 from infra.kafka_errors import KafkaAdminError
 from infra.kafka_topics import TopicInfo
 from replication.core import read_only
-from replication.cutover import link_deletion
 from replication.kafka.connections import cluster_admin
-from replication.models import ClusterLink, GroupOffsetSync, KafkaCluster
+from replication.models import GroupOffsetSync, KafkaCluster
 from replication.scenarios import clients
 from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
-from replication.scenarios.share_data import ON_DESTINATION, ON_SOURCE, create_link_with
+from replication.scenarios.share_data import (
+    ON_DESTINATION,
+    ON_SOURCE,
+    create_link_with,
+    delete_link_of,
+)
 from replication.topics import links, merge_flows
 from spark_jobs import merging
 
@@ -219,15 +223,8 @@ def resume_on_dc2(c: Context) -> str:
 
 
 def cleanup(c: Context) -> list[str]:
-    """Both halves of the link (their flows go with them), then the run's topics."""
-    left = []
-    for cluster in (c.source, c.destination):
-        half = ClusterLink.objects.filter(destination=cluster, name=c.names["link"]).first()
-        if half is not None:
-            try:
-                link_deletion.delete_link(c.actor, half, force=True)
-            except Exception as exc:  # (say it, and go on with the rest)
-                left.append(f"link {half.name} on {cluster.name}: {exc}")
+    """The link (both halves: their flows go with them), then the run's topics."""
+    left = delete_link_of(c)
     for cluster, keys in ((c.source, ["topic", "topic2"]), (c.destination, ["topic", "replica"])):
         admin = cluster_admin(cluster)
         with contextlib.suppress(KafkaAdminError):

@@ -26,8 +26,7 @@ from replication.scenarios.moves import (
     recovering,
 )
 from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
-from replication.scenarios.share_data import ON_DESTINATION, ON_SOURCE, create_link_with
-from replication.scenarios.swap import cleanup_both
+from replication.scenarios.share_data import ON_DESTINATION, ON_SOURCE, cleanup, create_link_with
 from replication.topics import links
 
 WRITTEN_THERE = [f"dc2-{i}".encode() for i in range(20)]
@@ -201,7 +200,7 @@ def read_back(c: Context) -> str:
 
 def _clean_up(c: Context) -> list[str]:
     """Both halves, the topics and the group, as swap cleans up; then the quarantine."""
-    left = cleanup_both(c)
+    left = cleanup(c)
     try:
         admin = cluster_admin(c.source)
         for name in admin.list_topic_names():

@@ -199,18 +199,24 @@ def _mirror(c: Context) -> MirrorTopic:
     return MirrorTopic.objects.get(destination=c.destination, mirror_topic=c.names["topic"])
 
 
+def delete_link_of(c: Context) -> list[str]:
+    """Delete the run's link (both halves of a bidirectional one: deleting either deletes
+    both), failing its mirrors over; returns what could not be removed."""
+    link = ClusterLink.objects.filter(
+        name=c.names["link"], destination__in=[c.destination, c.source]
+    ).first()
+    if link is None:
+        return []
+    try:
+        link_deletion.delete_link(c.actor, link, force=True)
+    except Exception as exc:  # (say it, and go on with the rest)
+        return [f"link {link.name}: {exc}"]
+    return []
+
+
 def cleanup(c: Context) -> list[str]:
     """Remove the run's link and topics; returns what could not be removed."""
-    left = []
-    link = (
-        c.made
-        or ClusterLink.objects.filter(destination=c.destination, name=c.names["link"]).first()
-    )
-    if link is not None:
-        try:
-            link_deletion.delete_link(c.actor, link, force=True)
-        except Exception as exc:  # (say it, and go on with the topics)
-            left.append(f"link {link.name}: {exc}")
+    left = delete_link_of(c)
     for cluster in (c.source, c.destination):
         try:
             admin = cluster_admin(cluster)

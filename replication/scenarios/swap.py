@@ -5,9 +5,9 @@ throughout."""
 
 from __future__ import annotations
 
-from replication.cutover import link_deletion, reverse
+from replication.cutover import reverse
 from replication.kafka.connections import cluster_admin
-from replication.models import ClusterLink, MirrorTopic
+from replication.models import MirrorTopic
 from replication.scenarios import clients
 from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
 from replication.scenarios.share_data import (
@@ -130,25 +130,13 @@ def all_once(c: Context) -> str:
     return f"{seen}, each once; the mirror on {c.destination.name} is {mirror.state}"
 
 
-def cleanup_both(c: Context) -> list[str]:
-    """The link's other half first, then the rest as share-data cleans up."""
-    left = []
-    peer = ClusterLink.objects.filter(destination=c.source, name=c.names["link"]).first()
-    if peer is not None:
-        try:
-            link_deletion.delete_link(c.actor, peer, force=True)
-        except Exception as exc:  # (say it, and go on with the rest)
-            left.append(f"link {peer.name} on {c.source.name}: {exc}")
-    return left + cleanup(c)
-
-
 SWAP = Scenario(
     name="swap",
     title="Swap and swap back (cloud burst)",
     summary="Seed 004's swap: reverse a mirror, burst on the other side, reverse back; "
     "nothing copied twice, offsets the same throughout.",
     names=_names,
-    cleanup=cleanup_both,
+    cleanup=cleanup,
     steps=[
         Step(
             "Create the topic and write to it",
