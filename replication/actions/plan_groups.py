@@ -55,10 +55,11 @@ def readers(
             continue
         if more:
             problems.append(f"{name} has {more} more consumer groups than the {MAX_GROUPS} read.")
+        copies = {topic: _copies(link, topic) for topic in wanted} if side == "source" else {}
         for group, offsets in sorted(committed.items()):
             for topic in sorted({t for t, _ in offsets}):
                 if side == "source":
-                    sync = syncs.of_source(group, _copies(link, topic))
+                    sync = syncs.of_source(group, copies[topic])
                 else:
                     sync = syncs.of_destination(group, topic)
                 found.append(

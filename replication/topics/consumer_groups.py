@@ -74,6 +74,7 @@ class LinkSyncs:
         self.link = link
         self.enabled = offset_sync.enabled(link)
         self.rows = list(link.group_syncs.all())
+        self.by_group = {row.group: row for row in self.rows}  # one row a group (a constraint)
         try:
             self.selection = offset_sync.group_filters(link) if self.enabled else []
         except ReplicationError:  # on, but selecting no group: every group is not selected
@@ -85,7 +86,7 @@ class LinkSyncs:
         while the syncer's old rows are still being forgotten (syncers._forget_disabled)."""
         if not self.enabled:
             return GroupSync("SYNC_OFF")
-        row = next((r for r in self.rows if r.group == group), None)
+        row = self.by_group.get(group)
         if row is not None and (row.state in _WHOLE_GROUP or row.topics & copies):
             return GroupSync(row.state, row)
         if filters.selected(self.selection, group):
