@@ -1,6 +1,7 @@
 """Lag that tells the truth: a 100,000-record backlog shows on the mirror's chart, in its
 partition table, on the overview and in /metrics alike, while the link's stream does not run,
-and goes to 0 once it copies, the chart keeping the peak."""
+and goes to 0 once it copies, the chart keeping the peak. In time too: the paused link breaches
+its RPO target, which the overview names among the mirrors in trouble until it copies."""
 
 import re
 
@@ -11,7 +12,8 @@ from playwright.sync_api import expect
 from devstack import kafka
 from infra.processes import wait_for
 from replication.governance import audit
-from replication.observe import history
+from replication.models import ClusterLink
+from replication.observe import history, rpo
 from replication.topics.links import resume_link
 from replication.topics.mirrors import create_mirror
 from tests.e2e.conftest import screenshot
@@ -64,6 +66,21 @@ def test_a_backlog_shows_alike_on_the_chart_the_table_the_overview_and_metrics(
     for partition in (0, 1):
         assert f'isthmus_mirror_partition_lag{{{ids},partition="{partition}"}} 50000' in metrics
 
+    # An RPO target of 1 s: the beat's next sample finds the paused mirror's oldest record
+    # older, and the overview names it among the mirrors in trouble.
+    rpo.set_target(ACTOR, link, 1)
+    breached = ClusterLink.objects.filter(pk=link.pk, rpo_breached_at__isnull=False).exists
+    assert wait_for(breached, 40), "the sample saw no breach of the RPO target"
+    page.goto(f"{live_server.url}/")
+    trouble = page.locator(f'#troubled-mirrors tr[data-mirror="{topic_name}"]')
+    expect(trouble).to_contain_text("over the link's RPO target of 1 s")
+    expect(page.locator("[data-rpo-breached]")).to_be_visible()
+    metrics = page.request.get(f"{live_server.url}/metrics").text()
+    assert f'isthmus_link_rpo_target_seconds{{link="{link.name}",destination="destination"}} 1' in (
+        metrics
+    )
+    screenshot(page, "overview-rpo-breached")
+
     # Copying, the table and the chart's "now" agree at each refresh (they come together)
     # until both say 0; the chart keeps the peak.
     resume_link(ACTOR, link)
@@ -71,6 +88,9 @@ def test_a_backlog_shows_alike_on_the_chart_the_table_the_overview_and_metrics(
     expect(lag_now).to_have_text("0", timeout=120_000)
     assert _table_lag(page) == 0
     expect(page.locator('figure[data-chart="Lag"] figcaption')).to_contain_text("peak 100,000")
+    page.goto(f"{live_server.url}/")
+    expect(trouble).to_have_count(0)  # caught up: within its target again
+    page.goto(f"{live_server.url}/mirrors/destination/{topic_name}/")
 
     # Another range: the last hour, with quarter-hour clock times.
     page.get_by_role("link", name="last hour").click()
