@@ -109,7 +109,8 @@ def test_a_cluster_that_does_not_answer_is_said_beside_the_other_clusters_groups
     assert "no broker answered" in found.source.problem and not found.source.groups
     assert [row.group for row in found.rows] == ["app-moved"]
     page = _section(client_as("viewer"), mirror)
-    assert "did not answer</strong>" in page and "read again once it answers" in page
+    assert "<strong>Source</strong>: " in page and "no broker answered" in page
+    assert "read again once it can be read" in page
     assert 'data-group="app-moved"' in page
 
 
