@@ -139,7 +139,10 @@ def _delete(actor: audit.Actor, found: Deletion, force: bool) -> bool:
             _fail_over(actor, fresh, half, failed_over)
     with transaction.atomic():
         pks = [h.pk for h in found.halves]
-        if ClusterLink.objects.select_for_update().filter(pk__in=pks).count() != len(pks):
+        # Fetched, not counted: count() drops FOR UPDATE, and unlocked, a request made for
+        # the link meanwhile would still point at it when the deletion commits.
+        locked = ClusterLink.objects.select_for_update().filter(pk__in=pks).order_by("pk")
+        if len(locked.values_list("pk", flat=True)) != len(pks):
             raise conflict(f"Cluster {found.where()} was deleted meanwhile.")
         added = MirrorTopic.objects.filter(link__in=pks).exclude(state=MirrorTopic.State.STOPPED)
         if added.exists():
