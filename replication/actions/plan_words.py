@@ -130,13 +130,13 @@ def _stop_words(asked: Asked, how: str) -> Explained:
     source, destination = names(asked.link)
     sources = _mirrors(asked)
     verb = "Fail over" if asked.action == Action.FAILOVER else "Promote"
-    stops = "it stops" if len(asked.topics) == 1 else "they stop"
+    stops, becomes = ("it stops", "becomes") if len(asked.topics) == 1 else ("they stop", "become")
     return _on_mirrors(
         asked,
         sources,
         len(asked.topics),
         f"{verb} {_listed(asked.topics)} on {destination}: {stops} mirroring {source} over "
-        f"link {asked.link.name} and become writable on {destination}.",
+        f"link {asked.link.name} and {becomes} writable on {destination}.",
         lambda m, s: (
             f"{m} on {destination} stops mirroring {s} on {source} {how}, and becomes an "
             f"ordinary writable topic: its producers then write to {destination}."
