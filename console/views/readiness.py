@@ -5,7 +5,6 @@ run on the scenario worker (`replication.tasks.run_drill`), never in the web req
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -13,9 +12,7 @@ from django.urls import reverse
 from console.access import require
 from console.views.actions import act
 from console.views.links import find_link
-from replication.core.errors import ReplicationError
-from replication.governance import audit
-from replication.models import ClusterLink, DrillRun
+from replication.models import ClusterLink, DrillRun, canary_topic
 from replication.overview import readiness
 from replication.scenarios import drills
 
@@ -42,18 +39,15 @@ def link_drill(request, destination, name):
     link = find_link(destination, name)
     if request.method != "POST":
         return redirect(readiness_url(link))
-    try:
-        run = drills.start(audit.Actor.from_request(request), link)
-    except ReplicationError as exc:
-        messages.error(request, str(exc))
-        return redirect(readiness_url(link))
-    drills.hand_over(run, request.user.pk)
-    messages.success(
+    started: list[DrillRun] = []
+    if not act(
         request,
-        f"Started a drill of link {link.name} on its canary topic {run.canary}: this page "
-        "follows it.",
-    )
-    return redirect("drill-detail", pk=run.pk)
+        lambda actor: started.append(drills.start(actor, link, request.user.pk)),
+        f"Started a drill of link {link.name} on its canary topic {canary_topic(link)}: "
+        "this page follows it.",
+    ):
+        return redirect(readiness_url(link))
+    return redirect("drill-detail", pk=started[0].pk)
 
 
 @require("drill.run")

@@ -20,7 +20,7 @@ from replication.core import redis_channel
 from replication.core.errors import ReplicationError, conflict
 from replication.cutover import promote
 from replication.governance import audit, stale_requests
-from replication.models import ClusterLink, MirrorTopic
+from replication.models import ClusterLink, DrillRun, MirrorTopic
 from replication.topics.links import peer_of, snapshot
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,7 @@ def delete_link(
     target = f"link {link.name}"
     with audit.refusals(actor, "link.delete", target):
         found = deletion(link)
+        _refuse_while_drilled(found)
         _refuse_live_mirrors(found, force)
         if validate_only:
             return
@@ -112,6 +113,19 @@ def forced_failovers(link: ClusterLink) -> list[promote.TopicOutcome]:
     return outcomes
 
 
+def _refuse_while_drilled(found: Deletion) -> None:
+    """Refused, forced or not, while a drill of a half runs: its canary would be left behind
+    (the drill's row goes with the link, and with it what the drill made)."""
+    running = DrillRun.objects.filter(link__in=found.halves, outcome=DrillRun.Outcome.RUNNING)
+    if run := running.first():
+        raise conflict(
+            f"A drill of {found.where()} is under way (drill {run.pk}, on its canary topic "
+            f"{run.canary}): deleting the link now would leave the canary behind. Wait until "
+            "the drill ends (the readiness page shows it; at most 30 minutes), then delete "
+            "the link. Nothing was changed."
+        )
+
+
 def _refuse_live_mirrors(found: Deletion, force: bool) -> None:
     """Refused while a half has mirrors not yet stopped, unless `force`."""
     live = [
@@ -150,6 +164,7 @@ def _delete(actor: audit.Actor, found: Deletion, force: bool) -> bool:
                 f"Mirror topic {', '.join(m.mirror_topic for m in added)} was added to "
                 f"{found.where()} meanwhile; the link was not deleted. Delete it again."
             )
+        _refuse_while_drilled(found)  # (one started meanwhile)
         for half in found.halves:
             stale_requests.supersede(half, None, f"{actor.name} deleted link {half.name}")
         ClusterLink.objects.filter(pk__in=pks).delete()

@@ -8,6 +8,8 @@ from replication.models.drills import (
     DrillRun,
     DrillSchedule,
     DrillStep,
+    MadeTopic,
+    canary_topic,
     is_canary,
 )
 from replication.models.flows import FlowCheckpoint, MergeFlow
@@ -58,5 +60,7 @@ __all__ = [
     "DrillRun",
     "DrillSchedule",
     "DrillStep",
+    "MadeTopic",
+    "canary_topic",
     "is_canary",
 ]

@@ -12,14 +12,30 @@ from django.utils import timezone
 
 from replication.models.links import ClusterLink
 
-# A drill's canary topic is named this and its link's name: never a user's topic.
+# A drill's canary topic is named this and the start of its link's id. The prefix is kept for
+# drills: no mirror of a user's topic may start with it (`mirror_checks`, auto-create).
 CANARY_PREFIX = "isthmus-drill."
 
 
+def canary_topic(link: ClusterLink) -> str:
+    """The name of `link`'s drill canary on its source: unique to the link (two links of one
+    name, or the two halves of a bidirectional link, never share it)."""
+    return CANARY_PREFIX + link.link_id.hex[:12]
+
+
 def is_canary(link: ClusterLink, mirror_topic: str) -> bool:
-    """Whether `mirror_topic` is the drill's canary on `link` (either half of a bidirectional
-    link: both have its name)."""
-    return mirror_topic == link.prefix + CANARY_PREFIX + link.name
+    """Whether `mirror_topic` on `link` mirrors a drill's canary: its own, or, on the other
+    half of a bidirectional link, the canary the drill's way back mirrors there."""
+    return mirror_topic.startswith(link.prefix + CANARY_PREFIX)
+
+
+class MadeTopic(TypedDict):
+    """A topic a drill made, by the cluster's id, its name and its topic id (a topic of that
+    name made by anyone else has another id, and a clean up leaves it alone)."""
+
+    cluster: str
+    topic: str
+    topic_id: str
 
 
 class DrillStep(TypedDict):
@@ -53,6 +69,9 @@ class DrillRun(models.Model):
     failback_seconds = models.FloatField(null=True, blank=True)
     words = models.TextField(blank=True, help_text="What stopped it, or a refusal's reason.")
     cleanup = models.TextField(blank=True, help_text="What cleaning up after it left.")
+    made: models.JSONField[list[MadeTopic], list[MadeTopic]] = models.JSONField(
+        default=list, blank=True, help_text="The topics it made and has not removed yet."
+    )
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 

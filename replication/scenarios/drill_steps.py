@@ -1,20 +1,18 @@
-"""A drill's steps on a canary topic of its own (`isthmus-drill.<link name>`), each doing one
-thing through the domain's functions and checking it on the clusters with real clients, as
-the scenarios' steps do; and its cleanup, which removes every trace of the canary on both
-clusters whatever happened. `drills.py` runs them and keeps what they saw."""
+"""A drill's steps on a canary topic of its own (`canary_topic`: `isthmus-drill.` and the start
+of the link's id), each doing one thing through the domain's functions and checking it on the
+clusters with real clients, as the scenarios' steps do. `drill_topics.py` keeps what they make
+and removes it after; `drills.py` runs them and keeps what they saw."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
-from infra.kafka_errors import KafkaAdminError, TopicNotFound
-from replication.core import read_only
 from replication.cutover import promote, restore, reverse
 from replication.governance import audit
 from replication.kafka.connections import cluster_admin
-from replication.models import ClusterLink, KafkaCluster, MirrorTopic
+from replication.models import ClusterLink, KafkaCluster, MadeTopic, MirrorTopic
 from replication.scenarios import clients
 from replication.scenarios.runner import StepFailed, wait_for
 from replication.topics import links, mirrors
@@ -33,13 +31,15 @@ class Drill:
     source: KafkaCluster  # the link's source, as registered (the console's own connection)
     canary: str  # its name on the source
     run_pk: int
+    made: list[MadeTopic] = field(default_factory=list)  # what it made and has not removed
 
     @property
     def mirror_topic(self) -> str:
         return self.link.prefix + self.canary
 
-    @property
+    @cached_property
     def peer(self) -> ClusterLink | None:
+        """The link's other half (read once: every step asks)."""
         return links.other_half(self.link)
 
     @property
@@ -79,10 +79,7 @@ def write_records(d: Drill) -> str:
 
 
 def mirror_canary(d: Drill) -> str:
-    found = d.link.mirrors.filter(mirror_topic=d.mirror_topic).first()
-    if found is not None:  # the link's auto-create took it first
-        return f"mirror {found.mirror_topic} on {d.link.destination.name}, made by auto-create"
-    made = mirrors.create_mirror(d.actor, d.link, d.canary)
+    made = mirrors.create_mirror(d.actor, d.link, d.canary, canary=True)
     return f"mirror {made.mirror_topic} on {d.link.destination.name}, {made.state}"
 
 
@@ -192,45 +189,3 @@ WAYS_BACK = {
         DrillStepSpec("Delete the promoted canary and its source", delete_promoted, "failback")
     ],
 }
-
-
-def clean_up(d: Drill) -> list[str]:
-    """Remove the canary from both clusters and both halves of the link: its mirrors, its
-    topics, a restore's quarantine, any read-only ACLs left. Returns what is left, in words."""
-    left: list[str] = []
-    halves = [d.link, *([d.peer] if d.peer is not None else [])]
-    names = {d.canary, d.mirror_topic}
-    for mirror in MirrorTopic.objects.filter(link__in=halves, mirror_topic__in=names):
-        try:
-            mirrors.delete_mirror(d.actor, mirror)
-        except Exception as exc:  # (say it, and go on with the topics)
-            left.append(f"mirror {mirror.mirror_topic} on link {mirror.link.name}: {exc}")
-    for cluster, name in ((d.source, d.canary), (d.link.destination, d.mirror_topic)):
-        try:
-            _remove_topics(cluster, name)
-        except (KafkaAdminError, StepFailed) as exc:
-            left.append(f"topic {name} on {cluster.name}: {exc}")
-    return left
-
-
-def _remove_topics(cluster: KafkaCluster, name: str) -> None:
-    admin = cluster_admin(cluster)
-    ours = {t for t in admin.list_topic_names() if _of_canary(t, name)}
-    for topic in ours:
-        with contextlib.suppress(TopicNotFound):
-            admin.delete_topic(topic)
-    read_only.lift(admin, name)
-    wait_for(
-        lambda: not set(admin.list_topic_names()) & ours,
-        30,
-        f"{', '.join(sorted(ours))} gone from {cluster.name}",
-        lambda: "still listed",
-    )
-
-
-def _of_canary(topic: str, name: str) -> bool:
-    """The canary itself, or what a truncate-and-restore of it left (its holding topic, its
-    quarantine); never another link's canary, whose name may start with this one's."""
-    return topic in (name, restore.HOLDING.format(topic=name)) or topic.startswith(
-        restore.QUARANTINE.format(topic=name, stamp="")
-    )

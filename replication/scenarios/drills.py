@@ -4,10 +4,12 @@ worker's queue; each run kept with its steps' times and words (`DrillRun`), and 
 the link's schedule (`DrillSchedule`, the beat's `start_due`) or by an operator now.
 
 A drill never runs twice at once on one link: the database refuses a second RUNNING row
-(`one_running_drill_per_link`), and one no worker finished within ABANDONED_AFTER ends FAILED
-so the next can start. It is refused, in words, on a link that is not ACTIVE (paused, failed,
-its source unavailable), whose source cluster the console has not registered (the canary is
-made through the console's own connection to it), or whose canary's name cannot be made."""
+(`one_running_drill_per_link`), nor on the two halves of a bidirectional link (`start` checks
+the other's under a lease), and one no worker finished within ABANDONED_AFTER ends FAILED so
+the next can start. It touches only topics it made (`drill_topics.py`). It is refused, in
+words, on a link that is not ACTIVE (paused, failed, its source unavailable), whose source
+cluster the console has not registered (the canary is made through the console's own
+connection to it)."""
 
 from __future__ import annotations
 
@@ -21,33 +23,27 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from infra.kafka_errors import KafkaAdminError
+from replication.core import redis_channel
 from replication.core.errors import ReplicationError, conflict
 from replication.governance import audit
-from replication.models import CANARY_PREFIX, ClusterLink, DrillRun, DrillSchedule, KafkaCluster
-from replication.scenarios import drill_steps
+from replication.models import (
+    ClusterLink,
+    DrillRun,
+    DrillSchedule,
+    KafkaCluster,
+    MadeTopic,
+    canary_topic,
+)
+from replication.scenarios import drill_steps, drill_topics
 from replication.scenarios.runner import StepFailed
+from replication.topics import links
 
 log = logging.getLogger(__name__)
 
 ABANDONED_AFTER = timedelta(minutes=30)
 MAX_HOURS = 8760  # a year
 SCHEDULE = audit.Actor.system("drill schedule")
-MAX_TOPIC = 249  # Kafka's longest topic name
 Outcome = DrillRun.Outcome
-
-
-def canary_name(link: ClusterLink) -> str:
-    """The canary's name on the link's source (on the destination, with the link's prefix)."""
-    name = CANARY_PREFIX + link.name
-    mirror = link.prefix + name
-    if len(mirror) > MAX_TOPIC or not re.fullmatch(r"[a-zA-Z0-9._-]+", mirror):
-        raise ReplicationError(
-            f"The drill's canary topic on link {link.name} would be named {mirror[:80]!r}, "
-            f"which Kafka does not take ({len(mirror)} characters; at most {MAX_TOPIC} of "
-            "letters, digits, '.', '_' and '-'): give the link a shorter name or prefix to "
-            "drill it. Nothing was started."
-        )
-    return name
 
 
 def refusal(link: ClusterLink) -> str:
@@ -75,38 +71,64 @@ def _source(link: ClusterLink) -> KafkaCluster | None:
     return KafkaCluster.objects.filter(cluster_id=link.source_cluster_id).first()
 
 
-def start(actor: audit.Actor, link: ClusterLink) -> DrillRun:
-    """A new RUNNING drill of `link` (audited), or a refusal saying why; `hand_over` runs it."""
+def start(actor: audit.Actor, link: ClusterLink, user_pk: int | None = None) -> DrillRun:
+    """A new RUNNING drill of `link`, audited with it, handed to the scenario worker once both
+    are committed; or a refusal saying why. One at a time on the two halves of a bidirectional
+    link (the way back of one works on the other's mirrors): a lease on the pair checks the
+    other half's."""
     target = f"link {link.name}"
     with audit.refusals(actor, "drill.start", target):
         settle_abandoned()
         link.refresh_from_db()
         if why := refusal(link):
             raise conflict(why)
-        canary = canary_name(link)
-        try:
-            with transaction.atomic():
-                run = DrillRun.objects.create(link=link, started_by=actor.name, canary=canary)
-        except IntegrityError:
-            raise conflict(_under_way(link)) from None
-        audit.record(actor, "drill.start", target, after={"drill": run.pk, "canary": canary})
+        canary = canary_topic(link)  # (within Kafka's 249 characters with any link prefix)
+        halves = [link, *([peer] if (peer := links.other_half(link)) is not None else [])]
+        pair = min(str(h.link_id) for h in halves)
+        with redis_channel.only_one(f"drill:{pair}", _under_way(link), hold_s=30):
+            if len(halves) == 2 and _running(halves[1]) is not None:
+                raise conflict(_under_way(halves[1]))
+            try:
+                with transaction.atomic():
+                    run = DrillRun.objects.create(link=link, started_by=actor.name, canary=canary)
+                    audit.record(
+                        actor, "drill.start", target, after={"drill": run.pk, "canary": canary}
+                    )
+                    transaction.on_commit(lambda: hand_over(run, user_pk))
+            except IntegrityError:
+                raise conflict(_under_way(link)) from None
     return run
 
 
+def _running(link: ClusterLink) -> DrillRun | None:
+    return DrillRun.objects.filter(link=link, outcome=Outcome.RUNNING).first()
+
+
 def _under_way(link: ClusterLink) -> str:
-    running = DrillRun.objects.filter(link=link, outcome=Outcome.RUNNING).first()
+    running = _running(link)
     since = ""
     if running is not None:
         since = f" (started {running.started_at:%Y-%m-%d %H:%M:%S} UTC by {running.started_by})"
     return (
-        f"A drill of link {link.name} is under way{since}: one at a time. Wait until it ends; "
-        "the readiness page shows it."
+        f"A drill of link {link.name} into {link.destination.name} is under way{since}: one at "
+        "a time on a link and on the other half of a bidirectional one. Wait until it ends; the "
+        "readiness page shows it."
     )
 
 
 def hand_over(run: DrillRun, user_pk: int | None = None) -> None:
-    """Run it on the scenario worker (it waits on the supervision the other worker does)."""
-    current_app.send_task("replication.tasks.run_drill", args=[run.pk, user_pk])
+    """Run it on the scenario worker (it waits on the supervision the other worker does). A
+    drill the broker does not take ends FAILED, saying so."""
+    try:
+        current_app.send_task("replication.tasks.run_drill", args=[run.pk, user_pk])
+    except Exception as exc:  # (kombu's errors vary by transport: any is said, never a 500)
+        log.warning("Could not hand drill %s to the scenario worker: %s", run.pk, exc)
+        DrillRun.objects.filter(pk=run.pk, outcome=Outcome.RUNNING).update(
+            outcome=Outcome.FAILED,
+            finished_at=timezone.now(),
+            words=f"The console could not hand the drill to the scenario worker ({exc}): is "
+            "Redis, the task broker, up? Nothing was done; drill again once it is.",
+        )
 
 
 def start_due(now=None) -> list[DrillRun]:
@@ -134,7 +156,6 @@ def start_due(now=None) -> list[DrillRun]:
                 finished_at=now,
             )
             continue
-        hand_over(run)
         started.append(run)
     return started
 
@@ -151,27 +172,56 @@ def settle_abandoned() -> None:
 
 
 def execute(run: DrillRun, actor: audit.Actor) -> DrillRun:
-    """Run the drill's steps in order up to the first that fails, then clean up, whatever
-    happened; keep each step's time and words, and the failover and fail back times."""
+    """Run the drill's steps in order up to the first that fails, then clean up whatever
+    happened (an earlier drill's leftovers first); keep each step's time and words, and the
+    failover and fail back times. A run whose row is gone meanwhile (its link deleted) still
+    cleans up."""
     link = run.link
     source = _source(link)
     if source is None or run.outcome != Outcome.RUNNING:
         return _finish(run, actor, failed=True, words=refusal(link) or "It is not running.")
-    drill = drill_steps.Drill(actor, link, source, run.canary, run.pk)
+    drill = drill_steps.Drill(actor, link, source, run.canary, run.pk, made=_leftovers(run))
     run.way_back = drill.way_back
-    run.save(update_fields=["way_back"])
+    _save(run, "way_back")
     words = ""
-    leftovers = drill_steps.clean_up(drill)  # an earlier drill's, if it could not clean up
-    if leftovers:
-        words = f"What an earlier drill left could not be removed: {'; '.join(leftovers)}"
-    for step in [] if words else [*drill_steps.STEPS, *drill_steps.WAYS_BACK[drill.way_back]]:
-        passed, seen = _run_step(run, step, drill)
-        if not passed:
-            words = f"{step.name}: {seen}"
-            break
-    left = drill_steps.clean_up(drill)
-    run.cleanup = "; ".join(left)
+    try:
+        left = drill_topics.clean_up(drill)  # an earlier drill's, if it could not clean up
+        _leftovers_removed(run)
+        if left:
+            words = f"What an earlier drill left could not be removed: {'; '.join(left)}"
+        words = words or _checked(drill_topics.strangers, drill)
+        for step in [] if words else [*drill_steps.STEPS, *drill_steps.WAYS_BACK[drill.way_back]]:
+            passed, seen = _run_step(run, step, drill)
+            if not passed:
+                words = f"{step.name}: {seen}"
+                break
+    finally:
+        run.cleanup = "; ".join(drill_topics.clean_up(drill))
+        run.made = drill.made
+        _save(run, "cleanup", "made")
     return _finish(run, actor, failed=bool(words), words=words)
+
+
+def _leftovers(run: DrillRun) -> list[MadeTopic]:
+    """What earlier drills of the link made and could not remove (removed before this one)."""
+    earlier = DrillRun.objects.filter(link=run.link).exclude(pk=run.pk).exclude(made=[])
+    return [made for row in earlier for made in row.made]
+
+
+def _leftovers_removed(run: DrillRun) -> None:
+    DrillRun.objects.filter(link=run.link).exclude(pk=run.pk).update(made=[])
+
+
+def _checked(check, drill: drill_steps.Drill) -> str:
+    try:
+        return check(drill)
+    except KafkaAdminError as exc:
+        return f"Could not read the clusters' topics: {exc}"
+
+
+def _save(run: DrillRun, *fields: str) -> None:
+    """Keep `fields` of the run; a row gone meanwhile (its link deleted) is left gone."""
+    DrillRun.objects.filter(pk=run.pk).update(**{f: getattr(run, f) for f in fields})
 
 
 def _run_step(run: DrillRun, step: drill_steps.DrillStepSpec, drill) -> tuple[bool, str]:
@@ -186,6 +236,10 @@ def _run_step(run: DrillRun, step: drill_steps.DrillStepSpec, drill) -> tuple[bo
         log.exception("Drill %s, step %r", run.pk, step.name)
         seen, passed = f"an unexpected error ({type(exc).__name__}); the log has the details", False
     seconds = round(time.monotonic() - began, 2)
+    try:  # what the step made, kept before anything else can fail
+        drill_topics.record(drill)
+    except KafkaAdminError as exc:
+        seen, passed = f"{seen}; and the topics it made could not be read: {exc}", False
     run.steps = [
         *run.steps,
         {"name": step.name, "seconds": seconds, "words": seen, "passed": passed},
@@ -194,14 +248,15 @@ def _run_step(run: DrillRun, step: drill_steps.DrillStepSpec, drill) -> tuple[bo
         run.failover_seconds = seconds
     elif step.timing == "failback":
         run.failback_seconds = round((run.failback_seconds or 0) + seconds, 2)
-    run.save(update_fields=["steps", "failover_seconds", "failback_seconds"])
+    run.made = drill.made
+    _save(run, "steps", "failover_seconds", "failback_seconds", "made")
     return passed, seen
 
 
 def _finish(run: DrillRun, actor: audit.Actor, *, failed: bool, words: str) -> DrillRun:
     run.outcome = Outcome.FAILED if failed else Outcome.PASSED
     run.words, run.finished_at = words, timezone.now()
-    run.save(update_fields=["outcome", "words", "finished_at", "cleanup"])
+    _save(run, "outcome", "words", "finished_at", "cleanup")
     audit.record(
         actor,
         "drill.finish",

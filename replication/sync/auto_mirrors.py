@@ -3,7 +3,9 @@
 metadata refresh (within `metadata.max.age.ms`).
 
 Never mirrored automatically: internal topics (`filters.internal_topic`: Kafka's, Schema
-Registry's, Confluent's services', MirrorMaker 2's, Isthmus's own), a source topic that is
+Registry's, Confluent's services', MirrorMaker 2's, Isthmus's own), a DR drill's canary (a
+name starting `isthmus-drill.`, kept for them: the drill mirrors its own, and no other topic
+of such a name may be mirrored, by hand either), a source topic that is
 itself a mirror fed from the link's destination (the loop rule, `mirror_checks.mirrored_back`:
 with automatic mirrors both ways between two clusters, nothing comes back), and a source topic whose
 mirror a user deleted (through Isthmus or on the destination itself) while only a `*` or a
@@ -20,7 +22,7 @@ from infra.kafka_admin import KafkaAdmin
 from replication.core import filters
 from replication.core.errors import ReplicationError
 from replication.governance import audit
-from replication.models import ClusterLink
+from replication.models import CANARY_PREFIX, ClusterLink
 from replication.topics import mirror_checks, mirrors
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,7 @@ def wanted(link: ClusterLink, source_topics: set[str]) -> list[str]:
         topic
         for topic in sorted(source_topics)
         if not filters.internal_topic(topic)
+        and not topic.startswith(CANARY_PREFIX)
         and topic not in mirrored
         and filters.selected(chosen, topic)
         and (topic not in declined or filters.literally_included(chosen, topic))

@@ -18,7 +18,7 @@ from infra.kafka_topics import NewTopicSpec
 from replication.core import filters, topic_configs
 from replication.core.errors import ReplicationError, conflict, not_found
 from replication.kafka.connections import destination_admin, source_admin, unreachable
-from replication.models import ClusterLink, MirrorTopic
+from replication.models import CANARY_PREFIX, ClusterLink, MirrorTopic
 
 TOPIC_NAME = re.compile(r"(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,249}")
 
@@ -33,6 +33,7 @@ class Request:
     replication_factor: int | None
     overrides: dict[str, str]
     each_on_its_own: bool
+    canary: bool = False  # a drill's canary (`CANARY_PREFIX`): the one mirror of such a name
     refused: dict[str, ReplicationError] = field(default_factory=dict)
 
     def target(self, topic: str) -> str:
@@ -181,6 +182,12 @@ def _check_request(
             "services, MirrorMaker 2 or Isthmus), kept by each cluster for itself; it cannot "
             "be mirrored. Consumer offsets travel with consumer.offset.sync.enable, schemas "
             "with schema.sync.enable."
+        )
+    if source_topic.startswith(CANARY_PREFIX) and not request.canary:
+        raise ReplicationError(
+            f"Topic names starting {CANARY_PREFIX!r} are kept for the canary topics of DR "
+            f"drills, which a drill deletes after: {source_topic!r} cannot be mirrored. Copy "
+            "it to a topic of another name and mirror that. Nothing was changed."
         )
     if link.state == ClusterLink.State.FAILED:
         raise conflict(

@@ -56,8 +56,10 @@ def create_mirror(
     replication_factor: int | None = None,
     configs: dict[str, str] | None = None,
     validate_only: bool = False,
+    canary: bool = False,
 ) -> MirrorTopic:
-    """Create a read-only mirror of `source_topic` on the link's destination.
+    """Create a read-only mirror of `source_topic` on the link's destination (`canary`: a
+    drill's canary, whose name no other mirror may take).
 
     The mirror has the source's partition count and the configs its classes call for, plus
     `configs` as overrides; its replication factor defaults to the destination's default.
@@ -74,6 +76,7 @@ def create_mirror(
         replication_factor=replication_factor,
         configs=configs,
         validate_only=validate_only,
+        canary=canary,
     )
     return made.mirrors[0]
 
@@ -88,6 +91,7 @@ def create_mirrors(
     configs: dict[str, str] | None = None,
     validate_only: bool = False,
     each_on_its_own: bool = False,
+    canary: bool = False,
 ) -> Created:
     """`create_mirror` for each of `source_topics` (the same replication factor and overrides
     for all), in bulk requests. All or nothing: a refused topic refuses the request, audited
@@ -96,7 +100,7 @@ def create_mirrors(
     if not source_topics:
         return Created()
     names = {t: (names or {}).get(t) or link.prefix + t for t in source_topics}
-    request = Request(link, names, replication_factor, dict(configs or {}), each_on_its_own)
+    request = Request(link, names, replication_factor, dict(configs or {}), each_on_its_own, canary)
     audit.ensure_writable()
     plans = checked_plans(request, source_topics)
     if validate_only or request.undone:

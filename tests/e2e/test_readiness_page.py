@@ -10,9 +10,8 @@ from playwright.sync_api import expect
 
 from devstack import kafka
 from replication.governance import audit
-from replication.models import DrillRun
+from replication.models import DrillRun, canary_topic
 from replication.observe import lag
-from replication.scenarios import drills
 from replication.topics.mirrors import create_mirror
 from tests.e2e.conftest import screenshot
 from tests.e2e.test_layout import _problems
@@ -52,7 +51,7 @@ def test_an_operator_reads_a_links_readiness_and_a_drill_of_a_paused_link_is_ref
     DrillRun.objects.create(
         link=link,
         started_by="operator",
-        canary=drills.canary_name(link),
+        canary=canary_topic(link),
         outcome="PASSED",
         way_back="delete",
         failover_seconds=2.1,

@@ -9,7 +9,7 @@ import pytest
 
 from devstack import kafka
 from replication.governance import audit
-from replication.models import AuditEvent, MirrorTopic
+from replication.models import AuditEvent, DrillRun, MirrorTopic, canary_topic
 from replication.scenarios import drill_steps, drills
 from tests.mirror_checks import assert_exact_copy, topic_gone
 
@@ -21,7 +21,7 @@ def test_a_drill_on_a_one_way_link_fails_its_canary_over_and_leaves_nothing(
 ):
     link = make_link(name=f"drill-{topic_name}"[:60])
     actor = audit.Actor(user=users["operator"], name="operator")
-    canary = drills.canary_name(link)
+    canary = canary_topic(link)
     checked = []
 
     def exact_then(step: drill_steps.DrillStepSpec) -> drill_steps.DrillStepSpec:
@@ -35,6 +35,7 @@ def test_a_drill_on_a_one_way_link_fails_its_canary_over_and_leaves_nothing(
 
     steps = [exact_then(s) if s.run is drill_steps.promoted_exact else s for s in drill_steps.STEPS]
     monkeypatch.setattr(drill_steps, "STEPS", steps)
+    monkeypatch.setattr(drills, "hand_over", lambda run, user_pk=None: None)  # (run here)
 
     run = drills.execute(drills.start(actor, link), actor)
 
@@ -56,9 +57,10 @@ def test_a_drill_on_a_one_way_link_fails_its_canary_over_and_leaves_nothing(
 
 
 def test_a_drill_on_a_bidirectional_link_comes_back_by_restore_and_reverse(
-    transactional_db, celery_worker, bidirectional, users
+    transactional_db, celery_worker, bidirectional, users, monkeypatch
 ):
     link = bidirectional()
+    monkeypatch.setattr(drills, "hand_over", lambda run, user_pk=None: None)  # (run here)
     actor = audit.Actor(user=users["operator"], name="operator")
 
     run = drills.execute(drills.start(actor, link), actor)
@@ -70,7 +72,8 @@ def test_a_drill_on_a_bidirectional_link_comes_back_by_restore_and_reverse(
         "Reverse back",
     ]
     assert run.failback_seconds == pytest.approx(sum(s["seconds"] for s in run.steps[-2:]))
-    canary = drills.canary_name(link)
+    canary = canary_topic(link)
     assert not MirrorTopic.objects.filter(mirror_topic=canary).exists()
     topic_gone(kafka.SOURCE, canary)
     topic_gone(kafka.DESTINATION, canary)
+    assert DrillRun.objects.get(pk=run.pk).made == []  # all it made, and only that, removed
