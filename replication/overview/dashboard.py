@@ -21,6 +21,7 @@ from replication.models import (
     KafkaCluster,
     MergeFlow,
     MirrorTopic,
+    is_canary,
 )
 from replication.observe import lag, lag_times, mirror_differences, rpo
 from replication.overview.unreachable import Cluster, survey
@@ -117,8 +118,11 @@ def link_summaries(
         .values_list("link_id", "n")
     )
     readings = {link.pk: lag.latest(link) for link in links if following[link.pk]}
-    times = {
-        link.pk: {m: r.max_lag_ms for m, r in readings.get(link.pk, {}).items()} for link in links
+    times = {  # a drill's canary is no one's data: it breaches no RPO target
+        link.pk: {
+            m: r.max_lag_ms for m, r in readings.get(link.pk, {}).items() if not is_canary(link, m)
+        }
+        for link in links
     }
     return [
         LinkSummary(

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.core.exceptions import ObjectDoesNotExist
+from django.db.models import F, Max, Prefetch, QuerySet, Subquery, Window
+from django.db.models.functions import RowNumber
 
 from replication.cutover import promote
 from replication.models import (
@@ -94,33 +96,48 @@ class LinkReadiness:
 
 
 def readiness(links: list[ClusterLink] | None = None) -> list[LinkReadiness]:
-    """Every link's readiness (or the given links'), by destination and name."""
-    found = links if links is not None else list(ClusterLink.objects.all())
-    pks = [link.pk for link in found]
-    rows = (
-        ClusterLink.objects.filter(pk__in=pks)
-        .select_related("destination", "drill_schedule")
-        .prefetch_related("mirrors", "group_syncs", "schema_syncs")
+    """Every link's readiness (or the given links'), by destination and name: a few queries
+    whatever the number of links and mirrors (the page asks every 5 s)."""
+    rows = ClusterLink.objects.select_related("destination", "drill_schedule").prefetch_related(
+        Prefetch("mirrors", MirrorTopic.objects.select_related("destination")),
+        "group_syncs",
+        "schema_syncs",
     )
-    return [link_readiness(link) for link in rows]
+    if links is not None:
+        rows = rows.filter(pk__in=[link.pk for link in links])
+    found = list(rows)
+    recent: dict[int, list[DrillRun]] = {link.pk: [] for link in found}
+    for run in _recent_drills(found):
+        recent[run.link_id].append(run)
+    last = {run.link_id: run for run in last_drills(found)}
+    mirrors = [m for link in found for m in link.mirrors.all()]
+    asked = _last_verifications(mirrors)
+    return [link_readiness(link, recent[link.pk], last.get(link.pk), asked) for link in found]
 
 
-def link_readiness(link: ClusterLink) -> LinkReadiness:
-    """One link's readiness (its mirrors, their checks, its drills)."""
+def link_readiness(
+    link: ClusterLink,
+    drills: list[DrillRun] | None = None,
+    last_drill: DrillRun | None = None,
+    asked: dict[int, Verification] | None = None,
+) -> LinkReadiness:
+    """One link's readiness (its mirrors, their checks, its drills); `readiness` gives it the
+    drills and verifications it read for all links at once."""
+    if drills is None:
+        return readiness([link])[0]
     readings = lag.latest(link)
     mirrors = [
         mirror
         for mirror in link.mirrors.all()
         if mirror.state != MirrorTopic.State.STOPPED and not is_canary(link, mirror.mirror_topic)
     ]
-    asked = _last_verifications(mirrors)
+    asked = asked or {}
     groups = list(link.group_syncs.all())
     subjects = {s.subject: s for s in link.schema_syncs.all()}
     found = [
         _mirror(link, m, readings.get(m.mirror_topic), asked.get(m.pk), groups, subjects)
         for m in mirrors
     ]
-    drills = list(link.drills.all()[:HISTORY])
     known = [m.lag_ms for m in found if m.lag_ms >= 0]
     return LinkReadiness(
         link=link,
@@ -128,11 +145,33 @@ def link_readiness(link: ClusterLink) -> LinkReadiness:
         rpo_ms=max(known) if known and len(known) == len(found) else -1,
         breached_since=link.rpo_breached_at,
         mirrors=found,
-        last_drill=link.drills.filter(outcome__in=FINISHED).first(),
+        last_drill=last_drill,
         running_drill=next((d for d in drills if d.outcome == DrillRun.Outcome.RUNNING), None),
         drills=drills,
         schedule=schedule_of(link),
     )
+
+
+def _recent_drills(links: list[ClusterLink]) -> QuerySet[DrillRun]:
+    """Each link's latest HISTORY drills, in one query."""
+    numbered = DrillRun.objects.filter(link__in=links).annotate(
+        n=Window(
+            RowNumber(),
+            partition_by=[F("link_id")],
+            order_by=[F("started_at").desc(), F("id").desc()],
+        )
+    )
+    return numbered.filter(n__lte=HISTORY).order_by("link_id", "-started_at", "-id")
+
+
+def last_drills(links: list[ClusterLink] | None = None) -> QuerySet[DrillRun]:
+    """Each link's (or each of `links`') last drill that finished, passed or failed, in one
+    query: the latest row of each (a link's drills run one at a time)."""
+    finished = DrillRun.objects.filter(outcome__in=FINISHED)
+    if links is not None:
+        finished = finished.filter(link__in=links)
+    latest = finished.values("link_id").annotate(last=Max("pk")).values("last")
+    return DrillRun.objects.filter(pk__in=Subquery(latest))
 
 
 def schedule_of(link: ClusterLink) -> DrillSchedule | None:
@@ -143,12 +182,10 @@ def schedule_of(link: ClusterLink) -> DrillSchedule | None:
 
 
 def _last_verifications(mirrors: list[MirrorTopic]) -> dict[int, Verification]:
-    """Each mirror's last verification asked for that finished."""
-    found: dict[int, Verification] = {}
-    rows = Verification.objects.filter(mirror__in=mirrors, finished_at__isnull=False)
-    for row in rows.order_by("finished_at"):
-        found[row.mirror_id] = row
-    return found
+    """Each mirror's last verification asked for that finished: one row per mirror."""
+    done = Verification.objects.filter(mirror__in=mirrors, finished_at__isnull=False)
+    latest = done.values("mirror_id").annotate(last=Max("pk")).values("last")
+    return {v.mirror_id: v for v in Verification.objects.filter(pk__in=Subquery(latest))}
 
 
 def _mirror(

@@ -11,6 +11,8 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -27,7 +29,7 @@ from replication.models import (
     canary_topic,
 )
 from replication.observe import lag
-from replication.overview import metrics, readiness
+from replication.overview import dashboard, metrics, readiness
 from replication.scenarios import drills
 from replication.topics import links
 from replication.topics.mirrors import create_mirror
@@ -310,3 +312,42 @@ def test_a_drills_canary_behind_breaches_no_rpo_target_and_is_no_mirror_of_readi
     link.refresh_from_db()
     assert link.rpo_breached_at is None
     assert readiness.link_readiness(link).mirrors == []
+    [summary] = dashboard.link_summaries([link])
+    assert (summary.over_rpo, summary.worst_lag_ms) == ({}, -1)
+    assert f'mirror="{canary}"' not in metrics.prometheus_text()
+
+
+def _drilled_link(make_link, make_topic) -> ClusterLink:
+    """A link with two mirrors and two drills, one of them finished."""
+    link = make_link()
+    for n in range(2):
+        name = make_topic(kafka.SOURCE, f"{link.name}-{n}")
+        create_mirror(SETUP, link, name)
+    for outcome in ("PASSED", "FAILED"):
+        DrillRun.objects.create(
+            link=link, started_by="x", canary="c", outcome=outcome, finished_at=timezone.now()
+        )
+    return link
+
+
+def test_the_polled_page_asks_the_database_as_often_whatever_the_number_of_links(
+    make_link, make_topic, client_as, django_assert_max_num_queries
+):
+    client = client_as("operator")
+    polled = {"HTTP_HX_REQUEST": "true"}
+    first = _drilled_link(make_link, make_topic)
+    client.get(reverse("readiness"), **polled)  # (the session's first reads)
+    with CaptureQueriesContext(connection) as one:
+        client.get(reverse("readiness"), **polled)
+    for _ in range(4):
+        _drilled_link(make_link, make_topic)
+    with django_assert_max_num_queries(len(one)):
+        answer = client.get(reverse("readiness"), **polled).content.decode()
+    assert answer.count('hx-swap-oob="true"') == 2 * 5
+    # What an operator types in the schedule form is never in what the poll swaps.
+    assert 'name="every_hours"' not in answer and f'id="facts-{first.pk}"' in answer
+    page = client.get(reverse("readiness")).content.decode()
+    assert 'name="every_hours"' in page and 'hx-swap="none"' in page
+    [found] = readiness.readiness([first])
+    assert found.last_drill is not None and found.last_drill.outcome == "FAILED"
+    assert [d.outcome for d in found.drills] == ["FAILED", "PASSED"]
