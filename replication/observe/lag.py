@@ -68,7 +68,14 @@ class MirrorStatus:
 
     @property
     def max_lag_ms(self) -> int:
-        """The largest known lag in time of its partitions (-1: none known)."""
+        """Its lag in time: the largest of its partitions' (-1 unknown: a partition behind has
+        none known)."""
+        return lag_times.mirror_lag_ms((p.lag, p.lag_ms) for p in self.partitions)
+
+    @property
+    def known_lag_ms(self) -> int:
+        """The largest lag in time known of its partitions: the least it is behind (-1: none
+        known)."""
         return lag_times.largest(p.lag_ms for p in self.partitions)
 
 
@@ -99,8 +106,9 @@ class Reading:
 
     @property
     def max_lag_ms(self) -> int:
-        """The largest known lag in time of its partitions (-1: none known)."""
-        return lag_times.largest(p.lag_ms for p in self.partitions.values())
+        """Its lag in time: the largest of its partitions' (-1 unknown: a partition behind has
+        none known)."""
+        return lag_times.mirror_lag_ms((p.lag, p.lag_ms) for p in self.partitions.values())
 
     @property
     def largest(self) -> tuple[int, int] | None:
@@ -330,6 +338,7 @@ def sample_all() -> None:
         "link", "link__destination", "destination"
     )
     lags: dict[int, dict[str, tuple[int, int, int] | None]] = {}
+    least: dict[int, dict[str, int]] = {}  # what is known of each mirror's lag in time
     for s in describe_mirrors(mirrors, verifying=True):
         lost = {p.partition: p.lost for p in s.partitions if p.lost is not None}
         if lost:
@@ -338,12 +347,17 @@ def sample_all() -> None:
         lags.setdefault(s.mirror.link_id, {})[s.mirror.mirror_topic] = (
             (s.total_lag, s.max_lag, s.max_lag_ms) if known else None
         )
+        least.setdefault(s.mirror.link_id, {})[s.mirror.mirror_topic] = s.known_lag_ms
     flowing = set(MergeFlow.objects.values_list("link_id", flat=True))
     for link in ClusterLink.objects.select_related("destination"):
         link_lags = lags.get(link.pk, {})
         # A drill's canary is no user's data: its catching up breaches no RPO target.
         own = {m: lag for m, lag in link_lags.items() if not is_canary(link, m)}
-        rpo.note(link, {m: lag[2] if lag else -1 for m, lag in own.items()})
+        at_least = least.get(link.pk, {})
+        rpo.note(
+            link,
+            {m: rpo.checked_ms(lag[2] if lag else -1, at_least[m], link) for m, lag in own.items()},
+        )
         flows = None
         if link.pk in flowing:
             by_name = merge_flows.statuses(link)

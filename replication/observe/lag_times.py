@@ -103,15 +103,18 @@ def lag_ms(records_behind: int, timestamp: int, now_ms: int) -> int:
 def fill(statuses: list[S], before: Mapping[int, Mapping[str, _Reading]], *, read: bool) -> list[S]:
     """Each partition's lag in time set: from the timestamp read before (`before`, the link's
     latest readings by link pk) while the oldest missing record is the same one; else, with
-    `read`, from the source now (one consumer per source config); else the age the last
-    reading had."""
+    `read`, from the source now (one consumer per source config, and one more for each further
+    offset of a partition that links from that source lag at); else the age the last reading
+    had."""
     statuses = [
         replace(s, partitions=[_known(p, _previous(before, s), s.at) for p in s.partitions])
         for s in statuses
     ]
     if not read:
         return statuses
-    wanted: dict[tuple, dict[tuple[str, int], int]] = {}  # per source config
+    # Per source config, the offsets wanted of each partition: links that read one source alike
+    # may lag on one topic at different offsets, and each wants its own record's timestamp.
+    wanted: dict[tuple, dict[tuple[str, int], set[int]]] = {}
     links, configs = {}, {}
     for s in statuses:
         for p in s.partitions:
@@ -121,14 +124,27 @@ def fill(statuses: list[S], before: Mapping[int, Mapping[str, _Reading]], *, rea
                     configs[s.mirror.link_id] = tuple(sorted(client.items()))
                 config = configs[s.mirror.link_id]
                 links[config] = s.mirror.link
-                wanted.setdefault(config, {})[s.mirror.source_topic, p.partition] = p.first_missing
+                offsets = wanted.setdefault(config, {}).setdefault(
+                    (s.mirror.source_topic, p.partition), set()
+                )
+                offsets.add(p.first_missing)
     found: dict[tuple[str, int, int], int | None] = {}
-    for config, positions in wanted.items():
-        for (topic, partition), stamp in _read(links[config], positions).items():
-            found[topic, partition, positions[topic, partition]] = stamp
+    for config, wanted_offsets in wanted.items():
+        for positions in _rounds(wanted_offsets):
+            for (topic, partition), stamp in _read(links[config], positions).items():
+                found[topic, partition, positions[topic, partition]] = stamp
     if not found:
         return statuses
     return [replace(s, partitions=[_read_now(p, s, found) for p in s.partitions]) for s in statuses]
+
+
+def _rounds(wanted: Mapping[tuple[str, int], set[int]]) -> list[dict[tuple[str, int], int]]:
+    """The reads that fetch every offset `wanted` of each (topic, partition): a consumer reads a
+    partition at one offset at a time, so as many reads as one partition has offsets wanted
+    (one, unless links from one source stand at different offsets of it)."""
+    ordered = {tp: sorted(offsets) for tp, offsets in wanted.items()}
+    depth = max((len(offsets) for offsets in ordered.values()), default=0)
+    return [{tp: o[i] for tp, o in ordered.items() if i < len(o)} for i in range(depth)]
 
 
 def _previous(before: Mapping[int, Mapping[str, _Reading]], s: _Status) -> _Reading | None:
@@ -181,3 +197,13 @@ def _read(
 def largest(values: Iterable[int]) -> int:
     """The largest known lag in time (UNKNOWN when none is known)."""
     return max((v for v in values if v >= 0), default=UNKNOWN)
+
+
+def mirror_lag_ms(partitions: Iterable[tuple[int, int]]) -> int:
+    """A mirror's lag in time from its partitions' (lag in records, lag in time): the largest,
+    or UNKNOWN when a partition behind has no known lag in time (it may be the furthest behind:
+    a mirror partly known is not known, and ends no RPO breach)."""
+    pairs = list(partitions)
+    if any(records > 0 and ms < 0 for records, ms in pairs):
+        return UNKNOWN
+    return largest(ms for _, ms in pairs)

@@ -67,6 +67,15 @@ def is_over(ms: int, target_s: int | None) -> bool:
     return target_s is not None and ms > target_s * 1000
 
 
+def checked_ms(lag_ms: int, known_ms: int, link: ClusterLink) -> int:
+    """The lag in time a mirror is checked against the link's target with: its lag (-1
+    unknown), or where part of it is unknown, the largest part known when that alone is over the
+    target (the mirror is at least that far behind: a breach begins); else unknown."""
+    if lag_ms < 0 and is_over(known_ms, link.rpo_target_seconds):
+        return known_ms
+    return lag_ms
+
+
 def over_target(link: ClusterLink, lags_ms: dict[str, int]) -> dict[str, int]:
     """Of `lags_ms` (each mirror's largest lag in time, by mirror topic, as last read), those
     further behind than the link's RPO target; none when it has no target."""
@@ -102,7 +111,8 @@ def seconds(ms: int) -> str:
 
 
 def note(link: ClusterLink, lags_ms: dict[str, int]) -> None:
-    """The beat's sample read `lags_ms` (each mirror's largest lag in time, -1 unknown): a
+    """The beat's sample read `lags_ms` (each mirror's lag in time as `checked_ms` gives it, -1
+    unknown, as a mirror is with any partition behind of unknown age): a
     breach of the link's RPO target that begins or ends is kept on the link, audited and told to
     the operators, once (a conditional update: two samples at once tell it once). A breach ends
     only when every mirror is known to be within the target (a source that stopped answering

@@ -11,6 +11,7 @@ import time
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from devstack import kafka
 from replication.governance import audit, notifications
@@ -234,3 +235,54 @@ def test_the_webhook_hears_of_a_breach_once_however_many_operators_are_told(user
     assert notifications.send(first) is False  # tried again later, by the task
     assert first.delivery["webhook"].startswith("failed: the webhook did not answer")
     assert all(notifications.send(n) for n in others)  # posted with the first, not again
+
+
+def test_two_links_from_one_source_behind_on_one_topic_each_get_their_own_lag_in_time(
+    make_link, make_topic, topic_name, memory_clusters, monkeypatch
+):
+    make_topic(kafka.SOURCE, topic_name)
+    paused = {"cluster.link.paused": "true"}
+    first = create_mirror(SETUP, make_link(paused), topic_name)
+    second = create_mirror(SETUP, make_link({**paused, "cluster.link.prefix": "b."}), topic_name)
+    source, destination = memory_clusters["source"], memory_clusters["destination"]
+    source.produce(topic_name, 0, 5, at_ms=int((time.time() - AGE_S) * 1000))
+    source.produce(topic_name, 0, 2)
+    destination.produce(second.mirror_topic, 0, 5)  # the second holds the 5 old records
+    reads = _reads(monkeypatch)
+
+    lag.sample_all()
+    # One source, one client config: a read per offset wanted of the partition, not one that
+    # the other link's offset overwrote (which left its lag in time unknown sample after sample).
+    assert sorted(r[topic_name, 0] for r in reads) == [0, 5]
+    assert AGE_S <= _seconds(lag.latest_of(first).max_lag_ms) < AGE_S + 5
+    assert 0 <= _seconds(lag.latest_of(second).max_lag_ms) < 5
+
+
+def test_a_mirror_with_a_partition_of_unknown_age_behind_is_unknown_and_ends_no_breach(
+    make_link, make_topic, topic_name, memory_clusters
+):
+    make_topic(kafka.SOURCE, topic_name, 2)
+    link = make_link({"cluster.link.paused": "true"})
+    mirror = create_mirror(SETUP, link, topic_name)
+    ClusterLink.objects.filter(pk=link.pk).update(
+        rpo_target_seconds=60, rpo_breached_at=timezone.now()
+    )
+    source = memory_clusters["source"]
+    source.produce(topic_name, 0, 3, at_ms=int((time.time() + 3600) * 1000))  # age unknown
+
+    lag.sample_all()
+    reading = lag.latest_of(mirror)
+    assert (reading.partitions[0].lag_ms, reading.partitions[1].lag_ms) == (-1, 0)
+    assert reading.max_lag_ms == -1  # not 0: partition 0 may be the furthest behind
+    link.refresh_from_db()
+    assert link.rpo_breached_at is not None  # so the breach goes on
+    assert not AuditEvent.objects.filter(action="link.rpo_met").exists()
+
+    # What is known of it is over the target alone: a breach begins, unknown part or not.
+    ClusterLink.objects.filter(pk=link.pk).update(rpo_breached_at=None)
+    source.produce(topic_name, 1, 2, at_ms=int((time.time() - AGE_S) * 1000))
+    lag.sample_all()
+    assert lag.latest_of(mirror).max_lag_ms == -1
+    link.refresh_from_db()
+    assert link.rpo_breached_at is not None
+    assert AuditEvent.objects.filter(action="link.rpo_breached").count() == 1
