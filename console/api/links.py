@@ -42,6 +42,7 @@ from replication.topics.links import (
     get_link,
     list_links,
     other_half,
+    other_halves,
 )
 
 BASE = "/kafka/v3/clusters/{cluster_id}/links"
@@ -62,7 +63,8 @@ _CATEGORIES = {
 }
 
 
-def link_data(request, link: ClusterLink) -> KafkaLinkData:
+def link_data(request, link: ClusterLink, half: ClusterLink | None) -> KafkaLinkData:
+    """The link as the API answers it, with `half`, its other half if it is bidirectional."""
     mirrors: list[MirrorTopic] = list(link.mirrors.all())
     partitions: Counter[str] = Counter()
     for mirror in mirrors:
@@ -93,7 +95,7 @@ def link_data(request, link: ClusterLink) -> KafkaLinkData:
         rpo_target_seconds=link.rpo_target_seconds,
         rpo_breached_since=link.rpo_breached_at,
         flow_names=[f.name for f in link.flows.all()],
-        other_half=_half_data(other_half(link)),
+        other_half=_half_data(half),
     )
 
 
@@ -131,10 +133,12 @@ def config_data(request, link: ClusterLink, entry: link_configs.ConfigEntry) -> 
 def links(request, cluster_id):
     destination = cluster(cluster_id)
     if request.method == "GET":
+        found = list(list_links(destination).prefetch_related("flows"))
+        halves = other_halves(found)
         return respond(
             KafkaLinkDataList(
                 metadata=self_url(request, request.path),
-                data=[link_data(request, link) for link in list_links(destination)],
+                data=[link_data(request, link, halves.get(link.pk)) for link in found],
             )
         )
     name = request.GET.get("link_name")
@@ -166,7 +170,7 @@ def link(request, cluster_id, link_name):
     found = get_link(cluster(cluster_id), link_name)
     if request.method == "GET":
         flag(request, "include_tasks")  # accepted; Isthmus reports no per-task breakdown yet
-        return respond(link_data(request, found))
+        return respond(link_data(request, found, other_half(found)))
     submission = approvals.submit(
         audit.Actor.from_request(request),
         found,

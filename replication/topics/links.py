@@ -111,6 +111,26 @@ def other_half(link: ClusterLink) -> ClusterLink | None:
         return None
 
 
+def other_halves(links: Iterable[ClusterLink]) -> dict[int, ClusterLink]:
+    """The other half of each bidirectional link of `links` that has one, by the link's pk, in
+    one query for all, with their mirrors and merge flows (a list of many links asks no
+    queries per link)."""
+    both_ways = [link for link in links if link.config("link.mode") == "BIDIRECTIONAL"]
+    if not both_ways:
+        return {}
+    candidates = (
+        ClusterLink.objects.select_related("destination")
+        .prefetch_related("mirrors", "flows")
+        .filter(name__in={link.name for link in both_ways})
+    )
+    by_ends = {(p.name, p.destination.cluster_id, p.source_cluster_id): p for p in candidates}
+    return {
+        link.pk: peer
+        for link in both_ways
+        if (peer := by_ends.get((link.name, link.source_cluster_id, link.destination.cluster_id)))
+    }
+
+
 def describe_link_configs(link: ClusterLink) -> list[link_configs.ConfigEntry]:
     return link_configs.describe(link.configs, link.secret_configs)
 

@@ -2,6 +2,8 @@
 SASL logins and forced deletes on real brokers: tests/integration/test_links.py)."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from devstack import kafka
 from replication.core.errors import ReplicationError
@@ -249,3 +251,27 @@ def test_list_links_includes_their_mirror_topics(make_link, make_topic, topic_na
     (listed,) = list_links(link.destination)
     assert listed.name == link.name
     assert [m.mirror_topic for m in listed.mirrors.all()] == [topic_name]
+
+
+def test_the_api_link_list_asks_as_many_queries_for_many_bidirectional_links_as_for_one(
+    registered_clusters, api, django_assert_max_num_queries
+):
+    destination = registered_clusters["destination"]
+
+    def both_ways(name: str) -> None:
+        source = registered_clusters["source"]
+        create_link(ACTOR, destination, name, {"link.mode": "BIDIRECTIONAL"}, source=source)
+
+    client, url = api("viewer"), f"/kafka/v3/clusters/{destination.cluster_id}/links"
+    both_ways("one")
+    with CaptureQueriesContext(connection) as one:
+        listed = client.get(url).json()["data"]
+    assert [(d["link_name"], d["other_half"]["cluster_name"]) for d in listed] == [
+        ("one", "source")
+    ]
+
+    for name in ("two", "three", "four"):
+        both_ways(name)
+    with django_assert_max_num_queries(len(one)):
+        listed = client.get(url).json()["data"]
+    assert len(listed) == 4 and all(d["other_half"]["link_id"] for d in listed)
