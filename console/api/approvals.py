@@ -9,7 +9,7 @@ from console.api import schemas
 from console.api.base import ApiError, cluster, endpoint, field, json_body, self_url
 from console.api.schemas import respond
 from console.object_urls import with_urls
-from replication.actions import approvals
+from replication.actions import approvals, live_plans
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.models import ApprovalRequest
@@ -26,7 +26,7 @@ def request_data(request, found: ApprovalRequest, *, live: bool = False) -> sche
     now, now_error = None, ""
     if live and found.state == ApprovalRequest.State.PENDING:
         try:
-            now = _plan(request, dict(approvals.plan_now(found)))
+            now = _plan(request, dict(live_plans.plan_now(found)))
         except ReplicationError as exc:
             now_error = str(exc)
     return schemas.ApprovalRequest(

@@ -14,7 +14,7 @@ from console.object_urls import with_urls
 from console.views.actions import bound, form_errors
 from console.views.links import find_link, link_url
 from console.views.mirrors import chosen, find_mirror, mirror_url
-from replication.actions import approvals
+from replication.actions import approvals, live_plans
 from replication.actions.operations import OPERATIONS
 from replication.core.errors import ReplicationError
 from replication.cutover import link_deletion, promote, stop_batches
@@ -274,7 +274,7 @@ def _plan_now(found: ApprovalRequest) -> tuple[dict | None, str]:
     if found.state != ApprovalRequest.State.PENDING:
         return None, ""
     try:
-        return with_urls(dict(approvals.plan_now(found))), ""
+        return with_urls(dict(live_plans.plan_now(found))), ""
     except ReplicationError as exc:
         return None, str(exc)
 

@@ -380,3 +380,30 @@ def test_the_plan_now_refreshes_on_its_own_and_a_decided_request_stops_reading(
     approvals.reject(audit.Actor(user=users["approver"], name="approver"), request, "no")
     part = client.get(url, {"part": "plan"}, HTTP_HX_REQUEST="true").content.decode()
     assert "hx-trigger" not in part and "no longer waits: it is REJECTED" in part
+
+
+def test_every_look_within_fifteen_seconds_is_served_one_reading_of_the_clusters(
+    memory_mirror, topic_name, operator, client_as, api, monkeypatch
+):
+    link, _ = memory_mirror(1)
+    request = _ask(operator, link, Action.PROMOTE, [topic_name])
+    made: list[int] = []
+    real = approvals.plan_now
+
+    def counted(found: ApprovalRequest):
+        made.append(found.pk)
+        return real(found)
+
+    monkeypatch.setattr(approvals, "plan_now", counted)
+    url = reverse("approval-detail", args=[request.pk])
+    for role in ("approver", "admin", "viewer"):  # three viewers' tabs refreshing the plan
+        part = client_as(role).get(url, {"part": "plan"}, HTTP_HX_REQUEST="true")
+        assert 'id="now-summary"' in part.content.decode()
+    first, second = _api(api("viewer"), request), _api(api("admin"), request)
+    assert made == [request.pk]  # one reading of both clusters for all of them
+    assert first["plan_now"] == second["plan_now"]
+
+    for key in client().scan_iter(match=f"isthmus:plan-now:{request.pk}:*"):
+        client().delete(key)  # as FRESH_S later
+    _api(api("viewer"), request)
+    assert made == [request.pk, request.pk]
