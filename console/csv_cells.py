@@ -4,6 +4,7 @@ stored text holds (an actor's name, a record's key)."""
 
 from __future__ import annotations
 
+import base64
 import csv
 import re
 from collections.abc import Iterable
@@ -33,6 +34,23 @@ def safe_cell(value) -> str:
     spreadsheet would start a cell (see `_FORMULA`)."""
     text = escaped("" if value is None else str(value))
     return _FORMULA.sub(r"\1\2'\3", text)
+
+
+def csv_exact(
+    text: str | None, encoding: str | None, *, within: bool = False
+) -> tuple[str | None, str | None]:
+    """A record's key, value or header name or value (`text` in `encoding`: "utf-8", "base64",
+    or None for null) as a CSV gives it byte for byte, with its encoding: UTF-8 text that
+    `safe_cell` would change (a formula start, a control character) in base64 instead, and a
+    base64 cell that would start with `+` (a formula start too) in hex. `within` a cell of JSON,
+    which starts with its `[`, base64 may start with anything."""
+    if text is None or (encoding == "utf-8" and safe_cell(text) == text):
+        return text, encoding
+    data = text.encode() if encoding == "utf-8" else base64.b64decode(text)
+    coded = base64.b64encode(data).decode("ascii")
+    if within or not coded.startswith("+"):
+        return coded, "base64"
+    return data.hex(), "hex"
 
 
 def csv_download(name: str, header: list[str], rows: Iterable[Iterable]) -> StreamingHttpResponse:

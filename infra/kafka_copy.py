@@ -221,17 +221,26 @@ class Records:
         return found
 
     def read_head(
-        self, topic: str, partitions: int, limit: int, timeout_s: float = 30
+        self,
+        topic: str,
+        partitions: int,
+        limit: int,
+        timeout_s: float = 30,
+        max_bytes: int | None = None,
     ) -> list[Consumed]:
         """Up to `limit` committed records of `topic` from the start of each of its `partitions`
-        (confluent-kafka messages), in partition and offset order."""
+        (confluent-kafka messages), in partition and offset order; with `max_bytes`, no more
+        once those read hold that many bytes of keys, values and headers (`record_size`)."""
         consumer = _reader(self.config, f"isthmus-read-{topic}")
         found: list[Consumed] = []
         ended: set[int] = set()
+        held = 0
         try:
             consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
             deadline = time.monotonic() + timeout_s
             while len(ended) < partitions and len(found) < limit and time.monotonic() < deadline:
+                if max_bytes is not None and held >= max_bytes:
+                    break
                 msg = consuming.poll(consumer, 1.0)
                 if msg is None:
                     continue
@@ -241,9 +250,20 @@ class Records:
                     ended.add(msg.partition())
                     continue
                 found.append(msg)
+                held += record_size(msg)
         finally:
             consumer.close()
         return sorted(found, key=lambda m: (m.partition(), m.offset()))
+
+
+def record_size(msg: Consumed) -> int:
+    """The bytes of a record's key, value and headers (names and values)."""
+    try:
+        headers = msg.headers() or ()
+    except UnicodeDecodeError:  # a name that is not UTF-8: the client cannot give them
+        headers = ()
+    carried = sum(len(name.encode()) + len(value or b"") for name, value in headers)
+    return len(msg.key() or b"") + len(msg.value() or b"") + carried
 
 
 def _taken(

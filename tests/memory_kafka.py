@@ -30,7 +30,7 @@ from confluent_kafka.admin import (
 )
 
 from infra.kafka_admin import AdminCalls, ClusterDescription, kafka_uuid
-from infra.kafka_copy import Headers, Record
+from infra.kafka_copy import Headers, Record, record_size
 from infra.kafka_errors import AuthorizerDisabled, KafkaAdminError, TopicNotFound, Unreachable
 from infra.kafka_groups import GroupDetail, GroupMember, GroupOffsets
 from infra.kafka_topics import (
@@ -711,7 +711,9 @@ class MemoryRecords:
                 found[topic, partition] = None if record is None else record.timestamp
         return found
 
-    def read_head(self, topic: str, partitions: int, limit: int) -> list[_Message]:
+    def read_head(
+        self, topic: str, partitions: int, limit: int, max_bytes: int | None = None
+    ) -> list[_Message]:
         cluster = self.admin.reached(f"read {topic!r}")
         with cluster.lock:
             logs = self.admin._topic(cluster, topic, f"read {topic!r}").partitions[:partitions]
@@ -721,4 +723,10 @@ class MemoryRecords:
                 for o in range(log.start, log.end)
                 if (record := log.record(o)) is not None
             ]
-        return found[:limit]
+        kept, held = [], 0
+        for msg in found[:limit]:
+            if max_bytes is not None and held >= max_bytes:
+                break
+            kept.append(msg)
+            held += record_size(msg)
+        return kept

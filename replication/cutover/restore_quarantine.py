@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from confluent_kafka import KafkaException
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from infra.kafka_errors import KafkaAdminError, TopicNotFound
@@ -42,6 +43,12 @@ class Quarantined:
     value: bytes | None
     headers: tuple[Header, ...] = ()
     headers_unreadable: bool = False  # a header's name is not UTF-8: the client cannot read it
+
+    @property
+    def size(self) -> int:
+        """The bytes of its key, value and headers (as `kafka_copy.record_size` counts them)."""
+        carried = sum(len(name.encode()) + len(value or b"") for name, value in self.headers)
+        return len(self.key or b"") + len(self.value or b"") + carried
 
     @property
     def at(self) -> datetime | None:
@@ -96,15 +103,59 @@ def _left_quarantine(mirror: MirrorTopic) -> str:
     return name
 
 
-def read_quarantine(mirror: MirrorTopic, limit: int = 200) -> list[Quarantined]:
+def read_quarantine(
+    mirror: MirrorTopic, limit: int = 200, max_bytes: int | None = None
+) -> list[Quarantined]:
     """Its first `limit` records, each with its partition, offset and timestamp on the topic
-    before the restore."""
+    before the restore; with `max_bytes`, none more once those read hold that many bytes (the
+    record that reaches it is the last)."""
     name = _left_quarantine(mirror)
     try:
-        found = records(mirror.destination).read_head(name, mirror.num_partitions, limit)
+        found = records(mirror.destination).read_head(
+            name, mirror.num_partitions, limit, max_bytes=max_bytes
+        )
     except KafkaException as exc:
         raise unavailable(f"Quarantine topic {name!r} cannot be read: {exc}") from exc
     return [_quarantined(msg) for msg in found]
+
+
+@dataclass(frozen=True)
+class Export:
+    """The quarantine's records as an export holds them, and why it holds no more ("" when it
+    holds them all)."""
+
+    quarantine: str
+    records: list[Quarantined]
+    stopped: str
+
+
+def export_quarantine(
+    actor: audit.Actor, mirror: MirrorTopic, fmt: str, limit: int, max_bytes: int
+) -> Export:
+    """Its first records for download, at most `limit` of them and about `max_bytes` bytes:
+    bulk business data leaving the cluster, so each export is audited (and refused when the
+    audit trail cannot be written)."""
+    target = f"mirror {mirror.mirror_topic}"
+    with audit.refusals(actor, "mirror.quarantine_export", target):
+        name = _left_quarantine(mirror)
+        read = read_quarantine(mirror, limit + 1, max_bytes)
+    kept = read[:limit]
+    rest = (
+        f"Read the rest with Kafka's own consumer (kafka-console-consumer --topic {name} "
+        "--from-beginning --property print.headers=true)."
+    )
+    stopped = ""
+    if len(read) > limit:
+        stopped = f"The export stopped at {limit:,} records: the quarantine holds more. {rest}"
+    elif sum(r.size for r in read) >= max_bytes:
+        size = filesizeformat(max_bytes).replace("\xa0", " ")
+        stopped = (
+            f"The export stopped after {len(kept):,} records, at {size} of "
+            f"keys, values and headers: the quarantine may hold more. {rest}"
+        )
+    said = f"Exported {len(kept):,} records of {name} as {fmt.upper()}."
+    audit.record(actor, "mirror.quarantine_export", target, message=f"{said} {stopped}".strip())
+    return Export(name, kept, stopped)
 
 
 def _quarantined(msg) -> Quarantined:
