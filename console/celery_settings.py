@@ -22,6 +22,9 @@ CELERY_TASK_ROUTES = {
     "replication.tasks.verify_mirrors": {"queue": VERIFY_QUEUE},
     "replication.tasks.verify_mirror": {"queue": VERIFY_QUEUE},
 }
+# Every beat sends the schedule only while it holds the deployment's lease in Redis, so two or
+# more (one per host) make one active beat and its standbys (replication/engine/beat.py).
+CELERY_BEAT_SCHEDULER = "replication.engine.beat:LeasedScheduler"
 CELERY_BEAT_SCHEDULE = {
     "refresh-clusters": {
         "task": "replication.tasks.refresh_clusters",

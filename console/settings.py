@@ -51,6 +51,7 @@ DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS
 
 import os
 import re
+import socket
 from datetime import timedelta
 from pathlib import Path
 
@@ -355,6 +356,9 @@ STREAM_TASKS = _env_number("ISTHMUS_STREAM_TASKS", 0) or None
 # The engine starts with the worker's first supervision, so a first link (and every new one)
 # finds it warm; ISTHMUS_ENGINE_LAZY=1 starts it with the first link that has mirrors instead.
 ENGINE_LAZY = _env_bool("ISTHMUS_ENGINE_LAZY")
+# This host's name, as the active beat's lease and the engine's heartbeat name it: hosts that
+# share the database and Redis tell by it whose engine runs (docs/deployment.md).
+HOST_NAME = os.environ.get("ISTHMUS_HOST_NAME", "").strip() or socket.gethostname()
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL

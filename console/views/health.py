@@ -4,6 +4,7 @@ from django.views.decorators.http import require_GET
 
 from console.access import can, public
 from replication.core.redis_channel import ping as redis_ping
+from replication.engine import beat
 from replication.kafka.clusters import probe_clusters
 
 
@@ -23,6 +24,9 @@ def healthz(request):
     except Exception as exc:  # reported, not raised
         checks["database"] = {"ok": False, "error": str(exc)}
     checks["redis"] = redis_ping()
+    # Which host's beat sends the schedule: what an operator of several hosts looks for first
+    # (none does not make the console itself unavailable).
+    checks["beat"] = beat.health()
     clusters = {}
     if checks["database"]["ok"]:
         for health in probe_clusters():

@@ -75,6 +75,41 @@ def lease(name: str, hold_s: float) -> Iterator[Callable[[], None] | None]:
         _release(lock, acquired)
 
 
+# Keeps the key for ARGV[1] if it holds it already, else takes it if nobody does.
+_CLAIM = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+    return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) and 1 or 0
+"""
+# Deletes the key only if ARGV[1] still holds it.
+_GIVE_UP = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+
+
+def claim(name: str, holder: str, hold_s: float) -> bool:
+    """A role that one process at a time holds across many calls (the active beat), where
+    `held` and `lease` hold a lock for one block of work: takes it for `holder` when nobody
+    holds it, or keeps it `hold_s` seconds more when `holder` does; returns whether `holder`
+    holds it now. A holder that stops claiming loses it after `hold_s`. A Redis that does not
+    answer raises redis.RedisError."""
+    r = client()
+    return bool(r.eval(_CLAIM, 1, f"isthmus:{name}", holder, int(hold_s * 1000)))
+
+
+def holder(name: str) -> str | None:
+    """Who holds the role `name` now (what its holder gave `claim`), None when nobody does."""
+    found = client().get(f"isthmus:{name}")
+    return found.decode() if isinstance(found, bytes) else found
+
+
+def give_up(name: str, holder: str) -> None:
+    """`holder` lets go of the role `name` (if it still holds it), so another takes it at once."""
+    client().eval(_GIVE_UP, 1, f"isthmus:{name}", holder)
+
+
 def _release(lock, acquired: bool) -> None:
     if acquired:
         with contextlib.suppress(redis.RedisError):  # expired meanwhile: nothing to free

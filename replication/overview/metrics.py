@@ -11,7 +11,7 @@ import time
 from django.db.models import Count
 from django.utils import timezone
 
-from replication.engine import status
+from replication.engine import beat, status
 from replication.models import (
     ApprovalRequest,
     ClusterLink,
@@ -40,6 +40,11 @@ _HELP = {
         "Resident memory of the engine's processes on this machine.",
     ),
     "isthmus_engine_links": ("gauge", "Links the engine runs."),
+    "isthmus_beat_active": (
+        "gauge",
+        "1 for the host whose Celery beat holds the lease and sends the schedule "
+        '(host "" and 0 while none does).',
+    ),
     "isthmus_engine_slot_running": ("gauge", "1 while the copier slot's task runs."),
     "isthmus_engine_slot_records_per_second": ("gauge", "Records the slot copied per second."),
     "isthmus_engine_slot_failures": ("gauge", "The slot's failures in a row."),
@@ -164,6 +169,8 @@ def _engine(add) -> None:
     add("isthmus_engine_running", int(engine.state == "RUNNING"))
     add("isthmus_engine_resident_bytes", engine.rss_bytes)
     add("isthmus_engine_links", engine.links)
+    active = beat.health()
+    add("isthmus_beat_active", int(active["ok"]), host=active.get("host", ""))
     for slot in engine.slots:
         add("isthmus_engine_slot_running", int(slot.state == "running"), slot=slot.number)
         add("isthmus_engine_slot_records_per_second", slot.records_per_sec, slot=slot.number)
