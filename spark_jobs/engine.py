@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -141,7 +142,7 @@ class Engine:
         # The slots' epochs are claimed before Spark starts, so the wait for tasks of an
         # earlier engine runs meanwhile; a guess of their number, set right below.
         self.set_slots(int(self.spec.get("tasks") or os.cpu_count() or 1))
-        self.sc = spark_context()
+        self.sc = self.beating_while_starting(spark_context)
         cores = self.sc.defaultParallelism
         count = max(1, int(self.spec.get("tasks") or cores))
         if (self.sc.master or "").startswith("local") and count > cores:
@@ -165,6 +166,23 @@ class Engine:
         self.shut_down()
         self.publish_heartbeat("stopped")
         return 0
+
+    def beating_while_starting(self, start: Callable[[], SparkContext]) -> SparkContext:
+        """`start()` (Spark starting: seconds, more on a busy machine) while a thread beats, so
+        another host's supervisor does not take a starting engine for a dead one."""
+        started = threading.Event()
+
+        def beat() -> None:
+            while not started.wait(BEAT_S):
+                self.publish_heartbeat("starting")
+
+        beating = threading.Thread(target=beat, name="starting-beat", daemon=True)
+        beating.start()
+        try:
+            return start()
+        finally:
+            started.set()
+            beating.join()
 
     def follow_links(self) -> None:
         """Start a runner for each link published, stop those of links gone (or whose spec
@@ -217,10 +235,16 @@ class Engine:
 
     def claim(self, s: SlotJob) -> None:
         """Start a new epoch of the slot: from now on, every task of an earlier one stops.
-        Redis not answering: claimed at a later loop."""
+        Redis not answering: claimed at a later loop. An engine whose slot another engine has
+        taken since (one another host started while this one was cut off) stops, as
+        `keep_epochs` has it, rather than take the slot back from the new one."""
         epoch = uuid.uuid4().hex[:12]
+        key = control.slot_epoch_key(self.id, s.number)
         try:
-            self.redis.set(control.slot_epoch_key(self.id, s.number), epoch)
+            current = self.redis.get(key)
+            if s.epoch and current is not None and control.text(current) != s.epoch:
+                raise RuntimeError("another engine took over; this one stops")
+            self.redis.set(key, epoch)
         except redis.RedisError as exc:
             self.error = f"Redis does not answer: {exc}"
             return
@@ -378,6 +402,7 @@ class Engine:
             "at_ms": int(now * 1000),
             "started_ms": self.started_ms,
             "pid": self.pid,
+            "host": self.spec.get("host", ""),
             "state": state,
             "error": self.error,
             "master": (self.sc.master or "") if self.sc else "",

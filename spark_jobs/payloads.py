@@ -20,6 +20,7 @@ class EngineSpec(TypedDict):
     work_dir: str
     tasks: int | None  # copier slots (None: one per core Spark gives it)
     fresh: bool  # no task of an earlier engine can be alive: its first epochs start at once
+    host: NotRequired[str]  # the host whose supervisor started it, which its heartbeat names
 
 
 class SlotSpec(TypedDict):
@@ -255,6 +256,7 @@ class EngineHeartbeat(TypedDict, total=False):
     at_ms: int
     started_ms: int
     pid: int
+    host: str  # where it runs (its spec's host)
     state: str
     error: str
     master: str

@@ -4,7 +4,7 @@ from django.views.decorators.http import require_GET
 
 from console.access import can, public
 from replication.core.redis_channel import ping as redis_ping
-from replication.engine import beat
+from replication.engine import beat, status
 from replication.kafka.clusters import probe_clusters
 
 
@@ -24,9 +24,10 @@ def healthz(request):
     except Exception as exc:  # reported, not raised
         checks["database"] = {"ok": False, "error": str(exc)}
     checks["redis"] = redis_ping()
-    # Which host's beat sends the schedule: what an operator of several hosts looks for first
-    # (none does not make the console itself unavailable).
+    # Which host's beat sends the schedule and where the engine runs: what an operator of
+    # several hosts looks for first (neither makes the console itself unavailable).
     checks["beat"] = beat.health()
+    checks["engine"] = status.engine_health()
     clusters = {}
     if checks["database"]["ok"]:
         for health in probe_clusters():

@@ -76,11 +76,38 @@ class Supervision(TypedDict, total=False):
     retry_at: float  # no start before then
     started: float  # when it last started
     pid: int  # of that start
+    host: str  # where it started (docs/deployment.md): its supervisor keeps it
 
 
 def running() -> processes.Running | None:
     """The engine process, if it runs."""
     return processes.read_pidfile(pidfile())
+
+
+def runs_on(heartbeat: control.EngineHeartbeat, now: float | None = None) -> str | None:
+    """The other host the engine runs on, as its heartbeat says, heard from within
+    ENGINE_TAKEOVER_S (after that, any host may start it again); None when it runs on this
+    host (`running` looks at its process) or was not heard from that recently."""
+    host = heartbeat.get("host")
+    age = (now or time.time()) - heartbeat.get("at_ms", 0) / 1000
+    if not host or host == settings.HOST_NAME or age >= settings.ENGINE_TAKEOVER_S:
+        return None
+    return host if heartbeat.get("state") in ("starting", "running") else None
+
+
+def engine_pid(r: redis.Redis) -> int | None:
+    """The engine's pid wherever it runs: this host's process, or the one its heartbeat names
+    from another host (`runs_on`); None when it runs nowhere this host knows of."""
+    found = running()
+    if found is not None:
+        return found.pid
+    try:
+        heartbeat = control.engine_heartbeat(r, engine_id())
+    except redis.RedisError:
+        # Nor can an engine on another host reach Redis: its copiers stop writing within
+        # spark_jobs.copier.CONTACT_S of losing it, as if it did not run.
+        return None
+    return heartbeat.get("pid") if runs_on(heartbeat) else None
 
 
 def wake_engine(r: redis.Redis) -> None:

@@ -150,9 +150,9 @@ def stopped_writing(link: ClusterLink, mirror_topic: str, generation: int) -> bo
     engine runs nothing of the link, or it has taken up mirror set `generation` (or a later
     one) without that mirror."""
     link_id = str(link.link_id)
-    if process.running() is None:
-        return True
     r = client()
+    if process.engine_pid(r) is None:
+        return True
     heartbeat = control.link_heartbeat(r, link_id)
     if not heartbeat:  # the engine never ran the link (or Redis lost its heartbeat)
         runs = process.engine_links(r)

@@ -47,16 +47,16 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
         return StreamStatus("FAILED", failures=failures, error=link.error_message or error)
     if not published:
         return StreamStatus("STOPPED")
-    running = process.running()
-    if running is None:
+    pid = process.engine_pid(r)
+    if pid is None:
         state = "RESTARTING" if failures else "STARTING"
         return StreamStatus(state, failures=failures, error=error)
     fresh = now - heartbeat.get("at_ms", 0) / 1000 < process.HEARTBEAT_TIMEOUT_S
     if not fresh or heartbeat.get("state") not in ("running", "failed"):
-        return StreamStatus("STARTING", running.pid, failures=failures, error=error)
+        return StreamStatus("STARTING", pid, failures=failures, error=error)
     return StreamStatus(
         "RUNNING",
-        running.pid,
+        pid,
         heartbeat.get("records_per_sec", 0.0),
         heartbeat.get("bytes_per_sec", 0.0),
         failures,
@@ -126,6 +126,7 @@ class EngineStatus:
     failures: int = 0
     error: str = ""
     slots: tuple[Slot, ...] = ()
+    host: str = ""  # where it runs, as its heartbeat says
 
 
 def engine_status() -> EngineStatus:
@@ -137,7 +138,7 @@ def engine_status() -> EngineStatus:
         return EngineStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
     running = process.running()
     failures, error = record.get("failures", 0), record.get("error", "")
-    if running is None:
+    if running is None and process.runs_on(heartbeat) is None:
         return EngineStatus("RESTARTING" if failures else "STOPPED", failures=failures, error=error)
     fresh = time.time() - heartbeat.get("at_ms", 0) / 1000 < process.HEARTBEAT_TIMEOUT_S
     names = heartbeat.get("links", {})
@@ -161,17 +162,45 @@ def engine_status() -> EngineStatus:
     )
     return EngineStatus(
         "RUNNING" if fresh and heartbeat.get("state") == "running" else "STARTING",
-        running.pid,
+        running.pid if running else heartbeat.get("pid"),
         heartbeat.get("master", ""),
         dt.datetime.fromtimestamp(heartbeat["started_ms"] / 1000, dt.UTC)
         if heartbeat.get("started_ms")
         else None,
-        processes.tree_rss(running.pid),
+        processes.tree_rss(running.pid) if running else 0,  # another host's: not measured here
         len(names),
         failures,
         heartbeat.get("error") or error,
         slots,
+        heartbeat.get("host", ""),
     )
+
+
+def engine_health(now: float | None = None) -> dict:
+    """The health check's line of the engine: where it runs (host and pid, as its heartbeat
+    says, whichever host's console asks) and how long ago it was heard from."""
+    try:
+        heartbeat = control.engine_heartbeat(client(), process.engine_id())
+    except redis.RedisError as exc:
+        return {"ok": False, "error": f"Redis does not answer: {exc}"}
+    if not heartbeat:
+        return {
+            "ok": False,
+            "error": "The engine has sent no heartbeat yet: a worker's supervision starts it "
+            "(with ISTHMUS_ENGINE_LAZY, once a link has mirrors).",
+        }
+    age = (now or time.time()) - heartbeat.get("at_ms", 0) / 1000
+    state = heartbeat.get("state", "")
+    line = {
+        "ok": age < process.HEARTBEAT_TIMEOUT_S and state in ("starting", "running"),
+        "host": heartbeat.get("host", ""),
+        "pid": heartbeat.get("pid"),
+        "state": state,
+        "heartbeat_age_s": round(age, 1),
+    }
+    if not line["ok"]:
+        line["error"] = f"The engine's last heartbeat ({state}) is {age:.0f} s old."
+    return line
 
 
 @dataclass(frozen=True)
@@ -192,14 +221,15 @@ def progress(link: ClusterLink) -> Progress:
     except redis.RedisError:
         return Progress({})
     # An engine that is not running writes nothing, whatever its last heartbeat said.
-    writing = heartbeat.get("mirrors", ()) if process.running() else ()
+    writing = heartbeat.get("mirrors", ()) if process.engine_pid(r) else ()
     return Progress(reported, heartbeat.get("fetched_at_ms", 0), frozenset(writing))
 
 
 def schema_waits(link: ClusterLink) -> list[int]:
     """The schema ids the link's held partitions wait for (see `spark_jobs.schema_gate`)."""
     try:
-        heartbeat = control.link_heartbeat(client(), str(link.link_id))
+        r = client()
+        heartbeat = control.link_heartbeat(r, str(link.link_id))
+        return heartbeat.get("schema_waits", []) if process.engine_pid(r) else []
     except redis.RedisError:
         return []
-    return heartbeat.get("schema_waits", []) if process.running() else []

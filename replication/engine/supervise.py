@@ -13,6 +13,7 @@ destination clusters, so losing a worker, the beat or Redis loses no data.
 from __future__ import annotations
 
 import logging
+import signal
 import time
 
 import redis
@@ -21,7 +22,7 @@ from django.conf import settings
 from infra import processes
 from replication.core import redis_channel
 from replication.core.redis_channel import client
-from replication.engine import process, publish
+from replication.engine import process, publish, takeover
 from replication.models import ClusterLink
 from replication.states import link_states
 from spark_jobs import control, launch
@@ -105,6 +106,12 @@ def _supervise_engine(r: redis.Redis, now: float) -> None:
     if record.get("failures", 0) >= MAX_FAILURES and links:
         record = {"failures": 0}  # a link resumed after the engine failed them: a fresh start
     heartbeat = control.engine_heartbeat(r, process.engine_id())
+    if takeover.owner(record) != settings.HOST_NAME:
+        # Another host started it last: it starts here only once silent for ENGINE_TAKEOVER_S
+        # (`takeover`), keeping its count of failures in a row.
+        _let_go_of_replaced_engine(record)
+        _start_when_due(r, record, heartbeat, links, now)
+        return
     if process.running():
         trouble = _trouble(heartbeat, record, now)
         if trouble:
@@ -116,7 +123,7 @@ def _supervise_engine(r: redis.Redis, now: float) -> None:
             control.write_json(
                 r,
                 process.supervision_key(),
-                {"started": record.get("started"), "pid": record.get("pid")},
+                {k: record[k] for k in ("started", "pid", "host") if k in record},
             )
         return
     if process.pidfile().exists():  # it was running and is gone
@@ -126,10 +133,44 @@ def _supervise_engine(r: redis.Redis, now: float) -> None:
             log.warning("The engine died: %s", error)
             if not _note_failure(r, record, error, now):
                 return
+    _start_when_due(r, record, heartbeat, links, now)
+
+
+def _let_go_of_replaced_engine(record: process.Supervision) -> None:
+    """This host's engine, if it still runs, was replaced by another host's while this host was
+    away: every process of it is killed, not asked to stop (an engine that stops claims new
+    epochs for its slots)."""
+    running = process.running()
+    if running:
+        log.warning(
+            "Host %s runs the engine now: killing this host's (pid %d)",
+            takeover.owner(record),
+            running.pid,
+        )
+        processes.stop(process.pidfile(), sig=signal.SIGKILL, ends_the_rest=lambda _: True)
+    process.pidfile().unlink(missing_ok=True)
+
+
+def _start_when_due(
+    r: redis.Redis,
+    record: process.Supervision,
+    heartbeat: control.EngineHeartbeat,
+    links: int,
+    now: float,
+) -> None:
+    """Start the engine here unless it waits: for its pause after a failure, for a first link
+    (ENGINE_LAZY), for a link resumed after it failed them all, or for another host."""
     if now < record.get("retry_at", 0) or (settings.ENGINE_LAZY and not links):
         return
     if record.get("failures", 0) >= MAX_FAILURES:
         return  # it failed its links: it starts again when one is resumed
+    if takeover.wait_reason(record, heartbeat, now):
+        return
+    owner = takeover.owner(record)
+    if owner != settings.HOST_NAME:
+        log.warning(
+            "Taking the engine over from host %s: %s", owner, takeover.silent_for(heartbeat, now)
+        )
     start_engine(r, record, now)
 
 
@@ -175,14 +216,8 @@ def start_engine(r: redis.Redis, record: process.Supervision, now: float) -> Non
         "redis_url": settings.REDIS_URL,
         "work_dir": str(process.engine_folder()),
         "tasks": settings.STREAM_TASKS,
-        # Its copier tasks may start without waiting out those of an earlier engine: there are
-        # none when no engine ran here before, or the last one ran on this machine and nothing
-        # of its process session is left.
-        "fresh": launch.is_local(settings.SPARK_MASTER)
-        and (
-            not process.engine_folder().exists()
-            or ("pid" in record and not processes.session_alive(record["pid"]))
-        ),
+        "host": settings.HOST_NAME,
+        "fresh": launch.is_local(settings.SPARK_MASTER) and _nothing_left(record),
     }
     try:
         argv, env = launch.submit_command(
@@ -200,8 +235,21 @@ def start_engine(r: redis.Redis, record: process.Supervision, now: float) -> Non
         argv, pidfile=process.pidfile(), logfile=process.log_file(), env=env, cwd=launch.ROOT
     )
     record["started"], record["retry_at"], record["pid"] = now, 0, pid
+    record["host"] = settings.HOST_NAME
     control.write_json(r, process.supervision_key(), record)
     log.info("Started the engine (pid %d)", pid)
+
+
+def _nothing_left(record: process.Supervision) -> bool:
+    """Whether the engine's copier tasks may start without waiting out those of an earlier
+    engine: there are none when no engine ran here before, or the last one ran on this host and
+    nothing of its process session is left. One that another host started may still run there:
+    its tasks are waited out (their slot reports gone, `spark_jobs.engine`)."""
+    if takeover.owner(record) != settings.HOST_NAME:
+        return False
+    return not process.engine_folder().exists() or (
+        "pid" in record and not processes.session_alive(record["pid"])
+    )
 
 
 def stop_engine() -> int | None:
@@ -223,7 +271,7 @@ def stop(link: ClusterLink) -> None:
     r.hdel(control.links_key(process.engine_id()), link_id)
     process.wake_engine(r)
     deadline = time.monotonic() + STOP_WAIT_S
-    while process.running() is not None and time.monotonic() < deadline:
+    while process.engine_pid(r) is not None and time.monotonic() < deadline:
         heartbeat = control.link_heartbeat(r, link_id)
         runs = process.engine_links(r)
         if (
