@@ -6,6 +6,9 @@ ISTHMUS_DB        sqlite (default) or postgres: without DATABASE_URL, the databa
                   PostgreSQL that `manage.py devstack up` runs on 127.0.0.1:5433
 ISTHMUS_TEST_DATABASE  the tests' database: a file for SQLite, a name for PostgreSQL
 REDIS_URL         Celery broker and control channel; default redis://127.0.0.1:6380/0
+ISTHMUS_REDIS_SENTINELS  host:port,host:port: Redis through these Sentinels (REDIS_URL then
+                  gives only the password and database); ISTHMUS_REDIS_SENTINEL_MASTER (isthmus)
+                  the master they watch, ISTHMUS_REDIS_SENTINEL_PASSWORD their own password
 SPARK_MASTER      where the mirror engine runs; default local[*]
 ISTHMUS_SPARK_CONF  extra Spark settings for the mirror engine, key=value,key=value
 ISTHMUS_SPARK_AUTH_SECRET  the shared secret of a standalone Spark cluster (spark:// master)
@@ -26,6 +29,8 @@ ISTHMUS_DEVSTACK_PORT_OFFSET  shifts every port of the embedded stack (a second 
 ISTHMUS_DEVSTACK_BROKERS  brokers per embedded cluster: 1 (default) or 3 (replication factor 3,
                   min.insync.replicas 2; the second and third broker's ports are the first's
                   plus 10 and 20)
+ISTHMUS_DEVSTACK_REDIS_SENTINEL  1: the embedded stack runs a replica of Redis and a Sentinel,
+                  and its processes reach Redis through it
 ISTHMUS_HTTPS     1 behind a reverse proxy that ends TLS: secure cookies, X-Forwarded-Proto
 ISTHMUS_CONSOLE_URL  the console's address as users reach it, for links in notifications;
                   default http://127.0.0.1:8000
@@ -61,6 +66,7 @@ from django.core.exceptions import ImproperlyConfigured
 # Celery's settings that no environment variable changes: its queues, the beat's schedule.
 from console.celery_settings import *  # noqa: F403
 from console.log_filters import make_log_records_inert
+from infra import redis_connect
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ISTHMUS_VAR_DIR", BASE_DIR / "var")).resolve()
@@ -191,6 +197,8 @@ if DEVSTACK_BROKERS not in (1, 3):
     raise ImproperlyConfigured(
         f"ISTHMUS_DEVSTACK_BROKERS is {DEVSTACK_BROKERS}: the embedded clusters have 1 or 3 brokers"
     )
+# A replica of the embedded stack's Redis and a Sentinel (devstack/sentinel.py).
+DEVSTACK_REDIS_SENTINEL = _env_bool("ISTHMUS_DEVSTACK_REDIS_SENTINEL")
 
 
 def _devstack_port(port: int) -> int:  # devstack.kafka.port, which cannot be imported here
@@ -290,6 +298,16 @@ STATICFILES_DIRS = [BASE_DIR / "console" / "static"]
 WHITENOISE_USE_FINDERS = True  # serve straight from the apps; no collectstatic step needed
 
 REDIS_URL = os.environ.get("REDIS_URL", f"redis://127.0.0.1:{_devstack_port(6380)}/0")
+# Through Sentinels (docs/deployment.md), every client reaches the master they name now: the
+# embedded stack's own Sentinel when it runs one.
+try:
+    REDIS_SENTINELS = redis_connect.sentinels_from(
+        os.environ,
+        f"127.0.0.1:{_devstack_port(26380)}" if DEVSTACK_REDIS_SENTINEL else "",
+        REDIS_URL,
+    )
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 # How long a promote or failover waits for the link's stream to stop writing the mirror
 # before it gives up and leaves the mirror as it was.
 STOP_TIMEOUT_S = _env_number("ISTHMUS_STOP_TIMEOUT_S", 90, minimum=1)
@@ -363,8 +381,11 @@ HOST_NAME = os.environ.get("ISTHMUS_HOST_NAME", "").strip() or socket.gethostnam
 # it starts it again (the engine's epochs fence off the old one should it come back).
 ENGINE_TAKEOVER_S = _env_number("ISTHMUS_ENGINE_TAKEOVER_S", 15.0, float, minimum=3)
 
-CELERY_BROKER_URL = REDIS_URL
-CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_BROKER_URL = CELERY_RESULT_BACKEND = redis_connect.celery_url(REDIS_URL, REDIS_SENTINELS)
+if REDIS_SENTINELS is not None:
+    CELERY_BROKER_TRANSPORT_OPTIONS = redis_connect.celery_options(REDIS_SENTINELS, 2)
+    CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = CELERY_BROKER_TRANSPORT_OPTIONS
+    CELERY_TASK_PUBLISH_RETRY_POLICY = redis_connect.CELERY_PUBLISH_RETRY
 
 # How long a request to a Kafka cluster may take before the console calls it unreachable.
 KAFKA_ADMIN_TIMEOUT = _env_number("ISTHMUS_KAFKA_TIMEOUT", 5.0, float, minimum=0.1)

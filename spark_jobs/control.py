@@ -37,6 +37,9 @@ from typing import Any
 import redis
 from cryptography.fernet import Fernet, InvalidToken
 
+from infra import redis_connect
+from infra.redis_connect import Sentinels
+
 # What the keys hold: each value's shape (`payloads`), named here as the console reads them.
 from .payloads import Assignment as Assignment
 from .payloads import CopierFailures as CopierFailures
@@ -84,16 +87,12 @@ def text(value: Raw) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def client(url: str, timeout: float) -> redis.Redis:
-    """A Redis client for many threads; `timeout` bounds each request."""
-    pool = redis.BlockingConnectionPool.from_url(
-        url,
-        max_connections=CONNECTIONS,
-        timeout=CONNECTION_WAIT_S,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
+def client(url: str, timeout: float, sentinels: Sentinels | None = None) -> redis.Redis:
+    """A Redis client for many threads, at `url` or at the master `sentinels` name (the
+    console's settings, in the engine's spec); `timeout` bounds each request."""
+    return redis_connect.client(
+        url, sentinels, timeout, connections=CONNECTIONS, connection_wait=CONNECTION_WAIT_S
     )
-    return redis.Redis(connection_pool=pool)
 
 
 # --- per link -------------------------------------------------------------------------------

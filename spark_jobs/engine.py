@@ -91,7 +91,7 @@ class Engine:
         self.spec = spec
         self.id, self.key = spec["engine"], spec["key"]
         self.pid = os.getpid()
-        self.redis = control.client(spec["redis_url"], 2)
+        self.redis = control.client(spec["redis_url"], 2, spec.get("redis_sentinels"))
         self.sc: SparkContext | None = None  # once the engine runs
         self.slots: list[SlotJob] = []
         self.reports: list[payloads.SlotReport | None] = []
@@ -290,6 +290,7 @@ class Engine:
             "engine": self.id,
             "key": self.key,
             "redis_url": self.spec["redis_url"],
+            "redis_sentinels": self.spec.get("redis_sentinels"),
         }
         job = partial(slot.run_slots, spec=task_spec, epoch=s.epoch)
         sc = self.sc

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NotRequired, TypedDict, final
 
+from infra.redis_connect import Sentinels
+
 
 class EngineSpec(TypedDict):
     """The engine's own settings, in its environment (SPEC_ENV)."""
@@ -17,6 +19,7 @@ class EngineSpec(TypedDict):
     engine: str  # its id: every key below is under it
     key: str  # opens the links' sealed specs
     redis_url: str
+    redis_sentinels: NotRequired[Sentinels | None]  # Redis through these (infra/redis_connect)
     work_dir: str
     tasks: int | None  # copier slots (None: one per core Spark gives it)
     fresh: bool  # no task of an earlier engine can be alive: its first epochs start at once
@@ -29,6 +32,7 @@ class SlotSpec(TypedDict):
     engine: str
     key: str
     redis_url: str
+    redis_sentinels: NotRequired[Sentinels | None]
 
 
 class RegistrySpec(TypedDict):

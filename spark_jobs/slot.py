@@ -83,7 +83,7 @@ class SlotTask:
     def __init__(self, spec: payloads.SlotSpec, number: int, epoch: str):
         self.engine, self.key = spec["engine"], spec["key"]
         self.number, self.epoch = number, epoch
-        self.redis = control.client(spec["redis_url"], 1)
+        self.redis = control.client(spec["redis_url"], 1, spec.get("redis_sentinels"))
         self.copiers: dict[str, Running] = {}
         self.failures: dict[str, Failures] = {}
         self.wanted: dict[str, payloads.Assignment] = {}  # link -> its assignment in this epoch

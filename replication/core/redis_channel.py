@@ -10,23 +10,32 @@ from contextlib import contextmanager
 import redis
 from django.conf import settings
 
+from infra import redis_connect
 from replication.core.errors import conflict, unavailable
 
 _clients: dict[str, redis.Redis] = {}
 
 
 def client() -> redis.Redis:
-    """The process's client of REDIS_URL. One per process, so its connections are pooled: a
+    """The process's client of REDIS_URL (or of the master the Sentinels name, which waits out
+    a failover: infra/redis_connect.py). One per process, so its connections are pooled: a
     page that reads the reports of 50 links opens no connection per read (each new connection
     costs a handshake, and redis-py reads its own package metadata for it). The pool drops
     connections that broke, and starts afresh in a forked child."""
-    url = settings.REDIS_URL
-    found = _clients.get(url)
+    url, sentinels = settings.REDIS_URL, settings.REDIS_SENTINELS
+    key = f"{url} {sentinels}"
+    found = _clients.get(key)
     if found is None:
-        found = _clients[url] = redis.Redis.from_url(
-            url, socket_timeout=2, socket_connect_timeout=2
-        )
+        found = _clients[key] = redis_connect.client(url, sentinels, 2)
     return found
+
+
+def _where() -> str:
+    sentinels = settings.REDIS_SENTINELS
+    if sentinels is None:
+        return f"Redis at {settings.REDIS_URL}"
+    named = ", ".join(sentinels["addresses"])
+    return f"Redis (the master {sentinels['master']!r} of the Sentinels at {named})"
 
 
 def ping() -> dict:
@@ -34,7 +43,7 @@ def ping() -> dict:
         client().ping()
         return {"ok": True}
     except redis.RedisError as exc:
-        return {"ok": False, "error": f"Redis at {settings.REDIS_URL} does not answer: {exc}"}
+        return {"ok": False, "error": f"{_where()} does not answer: {exc}"}
 
 
 @contextmanager
@@ -124,9 +133,7 @@ def only_one(name: str, busy: str, *, hold_s: float = 600) -> Iterator[None]:
     try:
         acquired = lock.acquire(blocking=False)
     except redis.RedisError as exc:
-        raise unavailable(
-            f"Redis at {settings.REDIS_URL} does not answer ({exc}); nothing was changed."
-        ) from exc
+        raise unavailable(f"{_where()} does not answer ({exc}); nothing was changed.") from exc
     try:
         if not acquired:
             raise conflict(busy)

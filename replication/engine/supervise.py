@@ -214,6 +214,7 @@ def start_engine(r: redis.Redis, record: process.Supervision, now: float) -> Non
         "engine": process.engine_id(),
         "key": process.engine_key(),
         "redis_url": settings.REDIS_URL,
+        "redis_sentinels": settings.REDIS_SENTINELS,
         "work_dir": str(process.engine_folder()),
         "tasks": settings.STREAM_TASKS,
         "host": settings.HOST_NAME,
