@@ -28,13 +28,14 @@ SWAGGER_UI_SHA256 := 1b8e891893404ea4c3558b6a87e2a3e494e7eedba41168c2ece5800a391
 SWAGGER_UI_DIR    := console/static/vendor/swagger-ui
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
-	test-faults lint format bench soak docs
+	test-faults test-ha lint format bench soak docs
 
 help:
 	@echo "make demo    set up, start the embedded stack and the console on http://127.0.0.1:8000"
 	@echo "make test    set up and run the tests (starts the clusters if they are not running):"
 	@echo "             the Kafka tier on SQLite, the fast tier on PostgreSQL (make test-postgres)"
 	@echo "make test-faults  the fault tests on three-broker clusters (a stack of their own)"
+	@echo "make test-ha      the high-availability tests: parts killed and replaced (a stack of their own)"
 	@echo "make down    stop everything 'make demo' started"
 	@echo "make status  show each part of the stack"
 
@@ -159,6 +160,13 @@ FAULTS_ENV := $(TEST_BROKERS) ISTHMUS_DB=sqlite ISTHMUS_DEVSTACK_BROKERS=3 ISTHM
 test-faults: setup
 	$(FAULTS_ENV) $(PY) manage.py init_var -v 0
 	$(FAULTS_ENV) $(PY) -m pytest -m faults tests/faults
+
+# The highly available deployment's parts killed and replaced (Redis's master by Sentinel ...),
+# on a stack of their own (ports shifted by 5000, state in var/ha-stack/). Not part of `make test`.
+HA_ENV := ISTHMUS_DB=sqlite ISTHMUS_DEVSTACK_PORT_OFFSET=5000 ISTHMUS_VAR_DIR=$(CURDIR)/var/ha-stack
+test-ha: setup
+	$(HA_ENV) $(PY) manage.py init_var -v 0
+	$(HA_ENV) $(PY) -m pytest -m ha tests/ha
 
 # Half an hour of producers at 5,000 records/s over 3 links while faults are injected at random,
 # on the whole stack with three-broker clusters of its own (ports shifted by 3000, state in

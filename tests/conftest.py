@@ -98,11 +98,12 @@ LONGEST_FIRST = [
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test of tests/integration, tests/e2e and tests/faults `kafka` (they use the
-    clusters, Spark or Chromium), so `pytest -m "not kafka"` runs the unit and database-only
-    tests (tests/unit, tests/db) for quick work; and those of tests/faults `faults` too. The
-    longest modules go first (LONGEST_FIRST), the rest in their order."""
-    slow = [ROOT / "tests" / name for name in ("integration", "e2e", "faults")]
+    """Mark each test of tests/integration, tests/e2e, tests/faults and tests/ha `kafka` (they
+    use the clusters, Spark or Chromium, or kill processes of their own), so `pytest -m "not
+    kafka"` runs the unit and database-only tests (tests/unit, tests/db) for quick work; and
+    those of tests/faults `faults` too (tests/ha's are marked `ha` themselves: `make test-ha`).
+    The longest modules go first (LONGEST_FIRST), the rest in their order."""
+    slow = [ROOT / "tests" / name for name in ("integration", "e2e", "faults", "ha")]
     for item in items:
         if any(Path(item.path).is_relative_to(folder) for folder in slow):
             item.add_marker(pytest.mark.kafka)

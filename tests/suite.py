@@ -108,7 +108,8 @@ def _kafka_tier(
     with shared_stack(stack, parts_of(stack)):
         alone = _serial_beside(pytest, serial_log) if serial else None
         postgres = _on_postgres(beside, "fast", postgres_log, BESIDE_NICENESS) if beside else None
-        codes = [subprocess.call([*parallel, "-m", "kafka and not serial and not faults"])]
+        tier = "kafka and not serial and not faults and not ha"  # (make test-faults, test-ha)
+        codes = [subprocess.call([*parallel, "-m", tier])]
         if postgres:
             # Its Kafka tests at the usual priority, once the Kafka tier is done: they time
             # the console's answers, and the Kafka tier's own tests time the engine's.
