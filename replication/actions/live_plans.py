@@ -5,10 +5,13 @@ consumer groups' offsets on each, descriptions, end offsets). So the clusters an
 reading per request every FRESH_S, however many approvers watch it.
 
 Kept in Redis, shared by every console process; while one process makes it, the others wait
-for it rather than read the clusters too. Without Redis, each look makes its own."""
+for it rather than read the clusters too. Without Redis, each look makes its own. A change of
+the link's mirrors (one made, deleted or moved to another state) is seen at the next look: the
+key holds their fingerprint, so only what the clusters answer is up to FRESH_S old."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 
@@ -16,7 +19,7 @@ import redis
 
 from replication.actions import approvals, plans
 from replication.core import redis_channel
-from replication.models import ApprovalRequest
+from replication.models import ApprovalRequest, MirrorTopic
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +32,10 @@ def plan_now(request: ApprovalRequest) -> plans.Plan:
     refusal of the whole is raised, as `approvals.plan_now` raises it, and is not kept."""
     # The time it was asked as well as its id: a database that hands an id out again (a test
     # database rolled back) never finds another request's plan.
-    key = f"isthmus:plan-now:{request.pk}:{request.created_at.timestamp():.6f}"
+    key = (
+        f"isthmus:plan-now:{request.pk}:{request.created_at.timestamp():.6f}:"
+        f"{_mirrors_fingerprint(request)}"
+    )
     kept = _kept(key)
     if kept is not None:
         return kept
@@ -38,6 +44,14 @@ def plan_now(request: ApprovalRequest) -> plans.Plan:
             return _kept(key) or _made(request, key)  # another may have made it meanwhile
     except redis.RedisError:
         return approvals.plan_now(request)
+
+
+def _mirrors_fingerprint(request: ApprovalRequest) -> str:
+    """What the plan reads of the database that may change while the request waits: the
+    mirrors of its link (both halves: they share the name) and their states."""
+    rows = MirrorTopic.objects.filter(link__name=request.link_name).order_by("pk")
+    seen = repr(list(rows.values_list("pk", "state", "state_time")))
+    return hashlib.sha256(seen.encode()).hexdigest()[:16]
 
 
 def _kept(key: str) -> plans.Plan | None:

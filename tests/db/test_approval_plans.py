@@ -24,7 +24,7 @@ from replication.governance import audit
 from replication.kafka import reachability
 from replication.kafka.clusters import ClusterHealth
 from replication.kafka.connections import cluster_admin, source_admin
-from replication.models import ApprovalRequest, ClusterLink, SchemaSubjectSync
+from replication.models import ApprovalRequest, ClusterLink, MirrorTopic, SchemaSubjectSync
 from replication.observe import lag, topic_ends
 from replication.topics import links, offset_sync
 from tests import memory_kafka
@@ -403,7 +403,13 @@ def test_every_look_within_fifteen_seconds_is_served_one_reading_of_the_clusters
     assert made == [request.pk]  # one reading of both clusters for all of them
     assert first["plan_now"] == second["plan_now"]
 
+    # A change of the link's mirrors is seen at the next look, whatever the clusters' age.
+    mirror = link.mirrors.get()
+    MirrorTopic.objects.filter(pk=mirror.pk).update(state_time=timezone.now())
+    _api(api("viewer"), request)
+    assert made == [request.pk, request.pk]
+
     for key in client().scan_iter(match=f"isthmus:plan-now:{request.pk}:*"):
         client().delete(key)  # as FRESH_S later
     _api(api("viewer"), request)
-    assert made == [request.pk, request.pk]
+    assert made == [request.pk, request.pk, request.pk]

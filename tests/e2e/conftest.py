@@ -59,6 +59,15 @@ def screenshot(page, name: str) -> None:
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
 
+def screenshots(page, name: str) -> None:
+    """`screenshot` at a desktop's width and at a phone's (`<name>-phone`): the docs show
+    both. The page is left at a desktop's width."""
+    screenshot(page, name)
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, f"{name}-phone")
+    page.set_viewport_size({"width": 1280, "height": 720})
+
+
 def signed_in(browser, url: str, role: str):
     """A browser context of its own, signed in as `role`; returns (context, page)."""
     context = browser.new_context()

@@ -17,7 +17,7 @@ from replication.governance import audit
 from replication.models import ApprovalRequest, ClusterLink, Notification
 from replication.topics.links import peer_of
 from replication.topics.mirrors import create_mirror
-from tests.e2e.conftest import approve_as_approver, screenshot, signed_in
+from tests.e2e.conftest import approve_as_approver, screenshot, screenshots, signed_in
 from tests.kafka_clients import produce
 from tests.mirror_checks import eventually, read_all
 
@@ -117,10 +117,7 @@ def test_an_approver_decides_a_truncate_and_restore_from_its_per_partition_plan(
     expect(approver.locator("#now-objects a[data-kind=mirror]")).to_have_attribute(
         "href", f"/mirrors/destination/{topic_name}/"
     )
-    screenshot(approver, "approval-truncate-and-restore")
-    approver.set_viewport_size({"width": 390, "height": 844})
-    screenshot(approver, "approval-truncate-and-restore-phone")
-    approver.set_viewport_size({"width": 1280, "height": 720})
+    screenshots(approver, "approval-truncate-and-restore")
     approver.locator("#approve").click()
     expect(approver.locator("h1 .badge")).to_have_text("EXECUTED", timeout=90_000)
     context.close()

@@ -10,7 +10,7 @@ from replication.models import ClusterLink
 from replication.topics.links import peer_of
 from replication.topics.mirrors import create_mirror
 from tests import leftovers
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import screenshots
 
 pytestmark = pytest.mark.e2e
 
@@ -28,11 +28,11 @@ def test_an_admin_deletes_a_bidirectional_link_both_halves_once_its_name_is_type
     page = login("admin")
     page.goto(f"{live_server.url}/links/destination/{link.name}/")
     expect(page.locator(f'#other-half tr[data-mirror="{topic_name}"]')).to_be_visible()
-    _screenshots(page, "bidirectional-link")
+    screenshots(page, "bidirectional-link")
     page.get_by_role("link", name="Delete", exact=True).click()
     expect(page.locator("#both-halves")).to_be_visible()
     expect(page.locator("#to-fail-over-source")).to_have_text(topic_name)
-    _screenshots(page, "bidirectional-link-delete")
+    screenshots(page, "bidirectional-link-delete")
     page.check("#id_force")
     page.fill("#id_confirm_name", "not-the-name")
     page.get_by_role("button", name="Yes, delete both halves").click()
@@ -45,11 +45,3 @@ def test_an_admin_deletes_a_bidirectional_link_both_halves_once_its_name_is_type
     assert not ClusterLink.objects.filter(pk__in=[link.pk, peer.pk]).exists()
     # The failed-over mirror stays on the source as an ordinary topic.
     leftovers.delete_topics(kafka.SOURCE, [topic_name])
-
-
-def _screenshots(page, name: str) -> None:
-    """The page at a desktop's width and a phone's (the docs show both)."""
-    screenshot(page, name)
-    page.set_viewport_size({"width": 390, "height": 844})
-    screenshot(page, f"{name}-phone")
-    page.set_viewport_size({"width": 1280, "height": 720})

@@ -17,7 +17,7 @@ from replication.models import MirrorTopic
 from replication.topics.links import peer_of
 from replication.topics.mirrors import create_mirror
 from tests import leftovers
-from tests.e2e.conftest import approve_as_approver, screenshot
+from tests.e2e.conftest import approve_as_approver, screenshot, screenshots
 from tests.kafka_clients import produce
 from tests.mirror_checks import eventually, read_all
 
@@ -120,9 +120,7 @@ def test_fail_back_after_a_reverse_and_a_failover_runs_from_the_newer_primarys_p
     page.goto(f"{live_server.url}/mirrors/source/{topic_name}/")
     expect(page.locator("#primary")).to_contain_text(f"{topic_name} on destination")
     expect(page.locator("#fail-back")).to_have_count(0)
-    screenshot(page, "fail-back-after-reverse")
-    page.set_viewport_size({"width": 390, "height": 844})
-    screenshot(page, "fail-back-after-reverse-phone")
+    screenshots(page, "fail-back-after-reverse")
     held = failed_back(kafka.DESTINATION, kafka.SOURCE, topic_name, 12)
     assert sorted(r.key for r in held) == [b"100", b"101"]
 

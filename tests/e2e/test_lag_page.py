@@ -16,7 +16,7 @@ from replication.models import ClusterLink
 from replication.observe import history, rpo
 from replication.topics.links import resume_link
 from replication.topics.mirrors import create_mirror
-from tests.e2e.conftest import screenshot
+from tests.e2e.conftest import screenshot, screenshots
 
 pytestmark = pytest.mark.e2e
 
@@ -79,7 +79,7 @@ def test_a_backlog_shows_alike_on_the_chart_the_table_the_overview_and_metrics(
     assert f'isthmus_link_rpo_target_seconds{{link="{link.name}",destination="destination"}} 1' in (
         metrics
     )
-    screenshot(page, "overview-rpo-breached")
+    screenshots(page, "overview-rpo-breached")
 
     # Copying, the table and the chart's "now" agree at each refresh (they come together)
     # until both say 0; the chart keeps the peak.
