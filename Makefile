@@ -50,6 +50,7 @@ system-packages:
 	command -v java >/dev/null         || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn >/dev/null          || missing="$$missing maven"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v redis-sentinel >/dev/null || missing="$$missing redis-sentinel"; \
 	[ -x /usr/bin/chromium ]           || missing="$$missing chromium"; \
 	command -v npm >/dev/null          || missing="$$missing npm"; \
 	command -v promtool >/dev/null     || missing="$$missing prometheus"; \

@@ -1,7 +1,7 @@
 """The embedded stack: two Kafka clusters (of one broker each, or three), a schema registry for
 each, Redis, Celery workers and beat, and the web console; with ISTHMUS_DB=postgres, a
-PostgreSQL too. A cluster of three is three parts (`source-1` …), which its name (`source`)
-stands for.
+PostgreSQL too, and with ISTHMUS_DEVSTACK_REDIS_SENTINEL=1 a replica of Redis and a Sentinel.
+A cluster of three is three parts (`source-1` …), which its name (`source`) stands for.
 
 `up` checks every port first (so a conflict starts nothing), starts what is not already running,
 then waits until each part answers. `down` stops, by recorded pid, exactly what `up` started.
@@ -24,7 +24,7 @@ from django.conf import settings
 
 from infra import processes
 
-from . import kafka, postgres, registry
+from . import kafka, postgres, registry, sentinel
 from .kafka import ROOT
 
 
@@ -39,6 +39,8 @@ class Component:
     prepare: Callable[[], None] = lambda: None
     start_timeout: float = 60.0
     stop_signal: int = signal.SIGTERM
+    # Whether the whole stack (no part named) has it: one not wanted starts only when named.
+    wanted: Callable[[], bool] = lambda: True
 
 
 @dataclass
@@ -130,6 +132,8 @@ class Stack:
         self.var_dir = var_dir
         self.web_port = web_port or kafka.port(8000)
         self.redis_port = redis_port or kafka.port(6380)
+        self.replica_port = kafka.port(sentinel.REPLICA_PORT)
+        self.sentinel_port = kafka.port(sentinel.SENTINEL_PORT)
         self.postgres = postgres
         self.components = self._components()
 
@@ -165,22 +169,11 @@ class Stack:
                 address=f"127.0.0.1:{self.redis_port}",
                 ports=(self.redis_port,),
                 prepare=lambda: (var / "redis").mkdir(parents=True, exist_ok=True),
-                command=lambda: [
-                    "redis-server",
-                    "--bind",
-                    "127.0.0.1",
-                    "--port",
-                    str(self.redis_port),
-                    "--dir",
-                    str(var / "redis"),
-                    "--save",
-                    "60 1",
-                    "--daemonize",
-                    "no",
-                ],
+                command=lambda: sentinel.redis_server(self.redis_port, var / "redis"),
                 ready=lambda: _redis_ready(self.redis_port),
             )
         )
+        parts += self._sentinel_parts()
         parts += [
             Component(
                 name=each.name,
@@ -254,6 +247,42 @@ class Stack:
         ]
         return parts
 
+    def _sentinel_parts(self) -> list[Component]:
+        """A replica of Redis and a Sentinel watching both (devstack/sentinel.py), started with
+        the others only with ISTHMUS_DEVSTACK_REDIS_SENTINEL=1, else when named."""
+        var, master = self.var_dir, sentinel.master_name()
+        pair = (self.redis_port, self.replica_port)
+
+        def asked() -> bool:
+            return settings.DEVSTACK_REDIS_SENTINEL
+
+        return [
+            Component(
+                name="redis-replica",
+                address=f"127.0.0.1:{self.replica_port} (replica of {self.redis_port})",
+                ports=(self.replica_port,),
+                prepare=lambda: (var / "redis-replica").mkdir(parents=True, exist_ok=True),
+                command=lambda: sentinel.redis_server(
+                    self.replica_port,
+                    var / "redis-replica",
+                    "--replicaof",
+                    "127.0.0.1",
+                    str(self.redis_port),
+                ),
+                ready=lambda: sentinel.replica_ready(self.replica_port),
+                wanted=asked,
+            ),
+            Component(
+                name="redis-sentinel",
+                address=f"127.0.0.1:{self.sentinel_port} (master {master!r})",
+                ports=(self.sentinel_port,),
+                prepare=lambda: sentinel.write_config(var, self.sentinel_port, master, pair),
+                command=lambda: ["redis-sentinel", str(sentinel.config_file(var))],
+                ready=lambda: sentinel.sentinel_ready(self.sentinel_port, master),
+                wanted=asked,
+            ),
+        ]
+
     def _postgres_part(self) -> Component | None:
         """The PostgreSQL part when asked for, or when one is still running from an earlier
         `ISTHMUS_DB=postgres` start (its recorded command line says where it listens)."""
@@ -294,8 +323,12 @@ class Stack:
 
     def select(self, names: Iterable[str] | None) -> list[Component]:
         names = self.expand(names or [])
-        if not names:
-            return self.components
+        if not names:  # the whole stack: each part wanted, or running
+            return [
+                c
+                for c in self.components
+                if c.wanted() or processes.read_pidfile(self.pidfile(c.name)) is not None
+            ]
         known = {c.name: c for c in self.components}
         unknown = [n for n in names if n not in known]
         if unknown:
