@@ -81,3 +81,17 @@ def json_document(raw: str | bytes, what: str) -> Any:
         raise ReplicationError(
             f"The {what} holds a number too long to be read (thousands of digits); shorten it."
         ) from None
+
+
+def whole_number(value: object, high: int) -> int | None:
+    """`value` (an int, or text of ASCII digits) as a whole number from 1 to `high`; None
+    when it is not one (a bool, a fraction, a sign, other digits, out of range)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and re.fullmatch("[0-9]{1,18}", value.strip()):
+        number = int(value.strip())
+    else:
+        return None
+    return number if 1 <= number <= high else None

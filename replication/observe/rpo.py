@@ -8,12 +8,12 @@ mirror is back within the target."""
 from __future__ import annotations
 
 import logging
-import re
 
 from django.db import transaction
 from django.utils import timezone
 
 from replication.core.errors import ReplicationError
+from replication.core.text import whole_number
 from replication.governance import audit, notifications
 from replication.models import ClusterLink
 
@@ -26,14 +26,8 @@ def parse_target(value: object) -> int | None:
     """An RPO target as given (a whole number of seconds, or empty/None for none), checked."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ReplicationError("Give the RPO target as a whole number of seconds, or none.")
-    if isinstance(value, int):
-        number = value
-    else:
-        text = value.strip()
-        number = int(text) if re.fullmatch("[0-9]{1,9}", text) else 0
-    if not 1 <= number <= MAX_TARGET_S:
+    number = whole_number(value, MAX_TARGET_S)
+    if number is None:
         raise ReplicationError(
             f"The RPO target must be a whole number of seconds from 1 to {MAX_TARGET_S:,} (a "
             "year), or empty for none."

@@ -14,7 +14,6 @@ connection to it)."""
 from __future__ import annotations
 
 import logging
-import re
 import time
 from datetime import timedelta
 
@@ -25,6 +24,7 @@ from django.utils import timezone
 from infra.kafka_errors import KafkaAdminError
 from replication.core import redis_channel
 from replication.core.errors import ReplicationError, conflict
+from replication.core.text import whole_number
 from replication.governance import audit
 from replication.models import (
     ClusterLink,
@@ -276,9 +276,8 @@ def _finish(run: DrillRun, actor: audit.Actor, *, failed: bool, words: str) -> D
 
 def parse_hours(value: object) -> int:
     """A schedule's interval as given: a whole number of hours from 1 to a year."""
-    text = str(value).strip() if isinstance(value, (str, int)) else ""
-    hours = int(text) if re.fullmatch("[0-9]{1,5}", text) else 0
-    if not 1 <= hours <= MAX_HOURS:
+    hours = whole_number(value, MAX_HOURS)
+    if hours is None:
         raise ReplicationError(
             f"Give how often to drill as a whole number of hours from 1 to {MAX_HOURS:,} (a "
             "year), e.g. 24 for once a day."
