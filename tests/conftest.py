@@ -522,24 +522,29 @@ def start_celery_worker(folder: Path, node: str, queue: str = "celery") -> subpr
     return proc
 
 
-def stop_process(proc: subprocess.Popen) -> None:
+def stop_process(proc: subprocess.Popen, warm_s: float = 30) -> None:
     """Ask a process the tests started to stop, with every process it started; kill what has
-    not stopped within 30 s. Its children too: a worker killed alone leaves its embedded beat
+    not stopped within `warm_s`. Its children too: a worker killed alone leaves its embedded beat
     running, sending tasks to the tests' Redis after the session ended."""
     family: list[psutil.Process] = []
     with contextlib.suppress(psutil.Error):
         family = psutil.Process(proc.pid).children(recursive=True)
     proc.terminate()
     try:
-        proc.wait(timeout=30)
+        proc.wait(timeout=warm_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-    _, alive = psutil.wait_procs(family, timeout=10)
+    _, alive = psutil.wait_procs(family, timeout=min(warm_s, 10))
     for child in alive:
         with contextlib.suppress(psutil.Error):
             child.kill()
     psutil.wait_procs(alive, timeout=5)
+
+
+# A session's worker at its end: the engine its supervisor started (a child of the worker's)
+# does not stop with it, and waiting 10 s for it cost each tier's end 10-30 s.
+WORKER_WARM_STOP_S = 3
 
 
 @pytest.fixture(scope="session")
@@ -554,7 +559,7 @@ def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory
     try:
         yield app
     finally:
-        stop_process(proc)
+        stop_process(proc, WORKER_WARM_STOP_S)
 
 
 @pytest.fixture(scope="session")
@@ -568,7 +573,7 @@ def scenario_worker(celery_worker, tmp_path_factory):
     try:
         yield
     finally:
-        stop_process(proc)
+        stop_process(proc, WORKER_WARM_STOP_S)
 
 
 @pytest.fixture(scope="session")
@@ -583,7 +588,7 @@ def verification_worker(celery_worker, tmp_path_factory):
     try:
         yield
     finally:
-        stop_process(proc)
+        stop_process(proc, WORKER_WARM_STOP_S)
 
 
 @pytest.fixture
