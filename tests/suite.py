@@ -13,12 +13,12 @@ end if it was not up before.
                           [--postgres-beside PATH ...] [pytest arguments, e.g. files]
 
 `make test` runs the Kafka tier on SQLite and, beside it (--postgres-beside), the fast tier on
-PostgreSQL under coverage, then, once the Kafka tier is done, the integration tests of what the
-database decides, there too: each test once. The Kafka tier leaves half the CPU idle, waiting
-on brokers and engines (of 1,190 s of CPU in a 15-minute `make test`, 800 went to its 11
-minutes): the fast tier takes that at the lowest priority (nice 19; at nice 10, and with the
-database's integration tests beside, a busy link's copy stood still 3 s in the engine
-isolation test), once the stack it shares is up, with Redis databases of its own.
+PostgreSQL under coverage, then, once that and the serial tests are done, the integration
+tests of what the database decides, there too: each test once. The Kafka tier leaves half the
+CPU idle, waiting on brokers and engines (of 1,190 s of CPU in a 15-minute `make test`, 800
+went to its 11 minutes): the fast tier takes that at the lowest priority (nice 19; at nice 10,
+and with the database's integration tests beside, a busy link's copy stood still 3 s in the
+engine isolation test), once the stack it shares is up, with Redis databases of its own.
 ISTHMUS_TEST_WORKERS sets the number of parallel workers (default 2).
 """
 
@@ -109,14 +109,17 @@ def _kafka_tier(
         alone = _serial_beside(pytest, serial_log) if serial else None
         postgres = _on_postgres(beside, "fast", postgres_log, BESIDE_NICENESS) if beside else None
         tier = "kafka and not serial and not faults and not ha"  # (make test-faults, test-ha)
-        codes = [subprocess.call([*parallel, "-m", tier])]
-        if postgres:
-            # Its Kafka tests at the usual priority, once the Kafka tier is done: they time
-            # the console's answers, and the Kafka tier's own tests time the engine's.
-            codes.append(postgres.wait())
-            codes.append(_on_postgres(beside, "kafka", postgres_log).wait())
+        kafka_tier = subprocess.Popen([*parallel, "-m", tier])
+        codes = []
         if alone:
             codes.append(alone.wait())
+        if postgres:
+            # Its Kafka tests at the usual priority, once the serial tests and the fast tier
+            # are done (some 80 s before the Kafka tier): they time the console's answers, so
+            # not beside three other runs.
+            codes.append(postgres.wait())
+            codes.append(_on_postgres(beside, "kafka", postgres_log).wait())
+        codes.append(kafka_tier.wait())
     for ran, log, what in (
         (alone, serial_log, "The tests that stop brokers or Redis, on a stack of their own"),
         (postgres, postgres_log, "On PostgreSQL, beside the others"),
