@@ -162,7 +162,7 @@ class Stack:
             for broker in node.brokers
         ]
         if (database := self._postgres_part()) is not None:
-            parts.insert(0, database)
+            parts[:0] = [database, *self._standby_part(database)]
         parts.append(
             Component(
                 name="redis",
@@ -314,6 +314,27 @@ class Stack:
             stop_signal=signal.SIGINT,
         )
 
+    def _standby_part(self, primary: Component) -> list[Component]:
+        """A streaming replica of the PostgreSQL part (devstack/postgres.py), started only when
+        named: the standby region's database (docs/deployment.md)."""
+        if self.postgres is None:
+            return []
+        spec = {**self.postgres, "port": kafka.port(postgres.STANDBY_PORT)}
+        return [
+            Component(
+                name="postgres-standby",
+                address=f"{spec['host']}:{spec['port']} (standby of {primary.address})",
+                ports=(spec["port"],),
+                prepare=lambda: postgres.prepare_standby(self.var_dir, spec, primary.ports[0]),
+                command=lambda: postgres.command(
+                    self.var_dir, spec, postgres.standby_data_dir(self.var_dir)
+                ),
+                ready=lambda: postgres.ready(spec["host"], spec["port"]),
+                stop_signal=signal.SIGINT,
+                wanted=lambda: False,
+            )
+        ]
+
     # Operations. ---------------------------------------------------------------------------
 
     def expand(self, names: Iterable[str]) -> list[str]:
@@ -332,7 +353,8 @@ class Stack:
         known = {c.name: c for c in self.components}
         unknown = [n for n in names if n not in known]
         if unknown:
-            hint = " (PostgreSQL is one with ISTHMUS_DB=postgres)" if "postgres" in unknown else ""
+            asked_db = {"postgres", "postgres-standby"} & set(unknown)
+            hint = " (PostgreSQL is one with ISTHMUS_DB=postgres)" if asked_db else ""
             raise StackError(
                 f"Unknown part(s) {', '.join(unknown)}; the parts are {', '.join(known)}{hint}."
             )

@@ -1,0 +1,51 @@
+"""The standby's promotion refused before anything is changed (replication/engine/standby.py,
+`manage.py promote_standby`): without a reason, with control characters in it, and on a
+database that is no standby (SQLite here, a primary under ISTHMUS_DB=postgres). A real standby
+promoted, and refused while its primary answers: tests/ha/test_region_standby.py."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from replication.core.errors import ReplicationError
+from replication.engine import standby
+from replication.governance import audit
+from replication.models import AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+ACTOR = audit.Actor.system("tests")
+
+
+@pytest.mark.parametrize("reason", ["", "   "])
+def test_a_promotion_without_a_reason_is_refused(reason):
+    with pytest.raises(ReplicationError, match=r"Say why \(--reason"):
+        standby.promote(ACTOR, reason)
+    assert not AuditEvent.objects.exists()
+
+
+def test_a_reason_with_control_characters_is_refused():
+    with pytest.raises(ReplicationError, match="control characters"):
+        standby.promote(ACTOR, "region lost\x1b[2J")
+    assert not AuditEvent.objects.exists()
+
+
+def test_a_database_that_is_no_standby_is_not_promoted():
+    expected = "nothing to promote" if connection.vendor == "sqlite" else "is not a standby"
+    with pytest.raises(CommandError, match=expected):
+        call_command("promote_standby", reason="region A is gone")
+    assert not AuditEvent.objects.exists()
+
+
+def test_a_primary_that_does_not_listen_does_not_answer():
+    with socket.socket() as unused:  # a port nothing listens on once closed
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    began = time.monotonic()
+    assert not standby.primary_answers("127.0.0.1", port)
+    assert time.monotonic() - began < standby.ANSWER_TIMEOUT_S + 1
