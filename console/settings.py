@@ -31,6 +31,8 @@ ISTHMUS_DEVSTACK_BROKERS  brokers per embedded cluster: 1 (default) or 3 (replic
                   plus 10 and 20)
 ISTHMUS_DEVSTACK_REDIS_SENTINEL  1: the embedded stack runs a replica of Redis and a Sentinel,
                   and its processes reach Redis through it
+ISTHMUS_DEVSTACK_HOSTS  2: the embedded stack runs Isthmus as two hosts on this machine
+                  (docs/deployment.md), on PostgreSQL; default 1
 ISTHMUS_HTTPS     1 behind a reverse proxy that ends TLS: secure cookies, X-Forwarded-Proto
 ISTHMUS_CONSOLE_URL  the console's address as users reach it, for links in notifications;
                   default http://127.0.0.1:8000
@@ -199,15 +201,31 @@ if DEVSTACK_BROKERS not in (1, 3):
     )
 # A replica of the embedded stack's Redis and a Sentinel (devstack/sentinel.py).
 DEVSTACK_REDIS_SENTINEL = _env_bool("ISTHMUS_DEVSTACK_REDIS_SENTINEL")
+# Isthmus's processes as two hosts, each a process group of its own (devstack/hosts.py), and
+# which of them this process belongs to (the devstack sets it there: the engine joins its group).
+DEVSTACK_HOSTS = _env_number("ISTHMUS_DEVSTACK_HOSTS", 1)
+if DEVSTACK_HOSTS not in (1, 2):
+    raise ImproperlyConfigured(
+        f"ISTHMUS_DEVSTACK_HOSTS is {DEVSTACK_HOSTS}: the embedded stack runs 1 host or 2"
+    )
+DEVSTACK_HOST = os.environ.get("ISTHMUS_DEVSTACK_HOST", "").strip()
 
 
 def _devstack_port(port: int) -> int:  # devstack.kafka.port, which cannot be imported here
     return port + DEVSTACK_PORT_OFFSET
 
 
-ISTHMUS_DB = os.environ.get("ISTHMUS_DB", "").strip().lower() or "sqlite"
+# Two hosts share a database outside both, as a managed one would be: PostgreSQL.
+ISTHMUS_DB = os.environ.get("ISTHMUS_DB", "").strip().lower() or (
+    "postgres" if DEVSTACK_HOSTS == 2 else "sqlite"
+)
 if ISTHMUS_DB not in ("sqlite", "postgres"):
     raise ImproperlyConfigured(f"ISTHMUS_DB is {ISTHMUS_DB!r}: it is sqlite or postgres")
+if DEVSTACK_HOSTS == 2 and ISTHMUS_DB != "postgres":
+    raise ImproperlyConfigured(
+        "ISTHMUS_DEVSTACK_HOSTS=2 runs the two hosts on PostgreSQL: leave ISTHMUS_DB unset or "
+        "set it to postgres ('ISTHMUS_DB=postgres make setup' installs it)"
+    )
 # ISTHMUS_DB=postgres without DATABASE_URL: the PostgreSQL the devstack runs (its `postgres`
 # part), made with this role, database and password.
 DEVSTACK_POSTGRES = None
@@ -303,7 +321,12 @@ REDIS_URL = os.environ.get("REDIS_URL", f"redis://127.0.0.1:{_devstack_port(6380
 try:
     REDIS_SENTINELS = redis_connect.sentinels_from(
         os.environ,
-        f"127.0.0.1:{_devstack_port(26380)}" if DEVSTACK_REDIS_SENTINEL else "",
+        # The two hosts' Sentinels and their witness (devstack/hosts.py), or the one beside Redis.
+        ",".join(f"127.0.0.1:{_devstack_port(port)}" for port in (26381, 26382, 26383))
+        if DEVSTACK_HOSTS == 2
+        else f"127.0.0.1:{_devstack_port(26380)}"
+        if DEVSTACK_REDIS_SENTINEL
+        else "",
         REDIS_URL,
     )
 except ValueError as exc:

@@ -48,15 +48,18 @@ def redis_server(port: int, folder: Path, *options: str) -> list[str]:
     ]
 
 
-def config_file(var_dir: Path) -> Path:
-    return var_dir / "redis-sentinel" / "sentinel.conf"
+def config_file(folder: Path) -> Path:
+    return folder / "sentinel.conf"
 
 
-def write_config(var_dir: Path, port: int, master: str, pair: tuple[int, int]) -> None:
-    """Sentinel's configuration, written afresh at each start (Sentinel rewrites it as it learns
-    the replicas): it watches whichever of the pair says it is the master now, so a Sentinel
-    started again after a failover watches the promoted replica, not the old master."""
-    path = config_file(var_dir)
+def write_config(
+    folder: Path, port: int, master: str, pair: tuple[int, int], quorum: int = 1
+) -> None:
+    """Sentinel's configuration in `folder`, written afresh at each start (Sentinel rewrites it
+    as it learns the replicas and the other Sentinels): it watches whichever of the pair says
+    it is the master now, so a Sentinel started again after a failover watches the promoted
+    replica, not the old master."""
+    path = config_file(folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         "\n".join(
@@ -65,7 +68,7 @@ def write_config(var_dir: Path, port: int, master: str, pair: tuple[int, int]) -
                 f"port {port}",
                 "daemonize no",
                 f"dir {path.parent}",
-                f"sentinel monitor {master} 127.0.0.1 {_master_now(pair)} 1",
+                f"sentinel monitor {master} 127.0.0.1 {master_now(pair)} {quorum}",
                 f"sentinel down-after-milliseconds {master} {DOWN_AFTER_MS}",
                 f"sentinel failover-timeout {master} {FAILOVER_TIMEOUT_MS}",
                 f"sentinel parallel-syncs {master} 1",
@@ -75,18 +78,18 @@ def write_config(var_dir: Path, port: int, master: str, pair: tuple[int, int]) -
     )
 
 
-def _master_now(pair: tuple[int, int]) -> int:
+def master_now(pair: tuple[int, int]) -> int:
     """The first of the pair that answers as a master (the `redis` part, when neither does)."""
     for port in pair:
         try:
-            if _role(port) == "master":
+            if role(port) == "master":
                 return port
         except redis.RedisError:
             continue
     return pair[0]
 
 
-def _role(port: int) -> str:
+def role(port: int) -> str:
     return str(redis.Redis(port=port, socket_timeout=1).info("replication")["role"])
 
 
@@ -96,7 +99,11 @@ def replica_ready(port: int) -> bool:
     return info["role"] == "master" or info.get("master_link_status") == "up"
 
 
-def sentinel_ready(port: int, master: str) -> bool:
-    """The Sentinel watches the master and knows a replica to promote."""
+def sentinel_ready(port: int, master: str, others: int = 0) -> bool:
+    """The Sentinel watches the master, knows a replica to promote and `others` Sentinels."""
     state = cast(dict, redis.Redis(port=port, socket_timeout=1).sentinel_master(master))
-    return bool(state["is_master"]) and state["num-slaves"] >= 1
+    return (
+        bool(state["is_master"])
+        and state["num-slaves"] >= 1
+        and state["num-other-sentinels"] >= others
+    )

@@ -1,7 +1,9 @@
 """The embedded stack: two Kafka clusters (of one broker each, or three), a schema registry for
 each, Redis, Celery workers and beat, and the web console; with ISTHMUS_DB=postgres, a
 PostgreSQL too, and with ISTHMUS_DEVSTACK_REDIS_SENTINEL=1 a replica of Redis and a Sentinel.
-A cluster of three is three parts (`source-1` …), which its name (`source`) stands for.
+A cluster of three is three parts (`source-1` …), which its name (`source`) stands for. With
+ISTHMUS_DEVSTACK_HOSTS=2, Isthmus's own parts run as two hosts (devstack/hosts.py), whose names
+stand for their parts.
 
 `up` checks every port first (so a conflict starts nothing), starts what is not already running,
 then waits until each part answers. `down` stops, by recorded pid, exactly what `up` started.
@@ -24,7 +26,7 @@ from django.conf import settings
 
 from infra import processes
 
-from . import kafka, postgres, registry, sentinel
+from . import hosts, kafka, postgres, registry, sentinel
 from .kafka import ROOT
 
 
@@ -41,6 +43,7 @@ class Component:
     stop_signal: int = signal.SIGTERM
     # Whether the whole stack (no part named) has it: one not wanted starts only when named.
     wanted: Callable[[], bool] = lambda: True
+    host: str | None = None  # of the two hosts (devstack/hosts.py): started in its group
 
 
 @dataclass
@@ -163,6 +166,8 @@ class Stack:
         ]
         if (database := self._postgres_part()) is not None:
             parts[:0] = [database, *self._standby_part(database)]
+        if settings.DEVSTACK_HOSTS == 2:
+            return parts + self._registries() + hosts.parts(self)
         parts.append(
             Component(
                 name="redis",
@@ -174,18 +179,7 @@ class Stack:
             )
         )
         parts += self._sentinel_parts()
-        parts += [
-            Component(
-                name=each.name,
-                address=each.url,
-                ports=(each.port,),
-                command=registry.command,
-                env=partial(registry.env, each, self.postgres),
-                ready=partial(registry.ready, each),
-                prepare=partial(registry.prepare, each, self.postgres),
-            )
-            for each in registry.REGISTRIES
-        ]
+        parts += self._registries()
         parts += [
             Component(
                 name="worker",
@@ -247,6 +241,20 @@ class Stack:
         ]
         return parts
 
+    def _registries(self) -> list[Component]:
+        return [
+            Component(
+                name=each.name,
+                address=each.url,
+                ports=(each.port,),
+                command=registry.command,
+                env=partial(registry.env, each, self.postgres),
+                ready=partial(registry.ready, each),
+                prepare=partial(registry.prepare, each, self.postgres),
+            )
+            for each in registry.REGISTRIES
+        ]
+
     def _sentinel_parts(self) -> list[Component]:
         """A replica of Redis and a Sentinel watching both (devstack/sentinel.py), started with
         the others only with ISTHMUS_DEVSTACK_REDIS_SENTINEL=1, else when named."""
@@ -276,8 +284,13 @@ class Stack:
                 name="redis-sentinel",
                 address=f"127.0.0.1:{self.sentinel_port} (master {master!r})",
                 ports=(self.sentinel_port,),
-                prepare=lambda: sentinel.write_config(var, self.sentinel_port, master, pair),
-                command=lambda: ["redis-sentinel", str(sentinel.config_file(var))],
+                prepare=lambda: sentinel.write_config(
+                    var / "redis-sentinel", self.sentinel_port, master, pair
+                ),
+                command=lambda: [
+                    "redis-sentinel",
+                    str(sentinel.config_file(var / "redis-sentinel")),
+                ],
                 ready=lambda: sentinel.sentinel_ready(self.sentinel_port, master),
                 wanted=asked,
             ),
@@ -338,9 +351,16 @@ class Stack:
     # Operations. ---------------------------------------------------------------------------
 
     def expand(self, names: Iterable[str]) -> list[str]:
-        """The part names, a cluster's name standing for each of its brokers."""
-        clusters = {node.name: [b.name for b in node.brokers] for node in kafka.NODES}
-        return [part for name in names for part in clusters.get(name, [name])]
+        """The part names, a cluster's name standing for each of its brokers, a host's for its
+        leader and parts (and a host part's leader is always among them)."""
+        groups = {node.name: [b.name for b in node.brokers] for node in kafka.NODES}
+        for c in self.components:
+            if c.host is not None:
+                groups.setdefault(c.host, [c.host]).append(c.name)
+        named = [part for name in names for part in groups.get(name, [name])]
+        leaders = {c.host for c in self.components if c.name in named and c.host}
+        known = [c.name for c in self.components if c.name in named or c.name in leaders]
+        return known + [name for name in named if name not in known]
 
     def select(self, names: Iterable[str] | None) -> list[Component]:
         names = self.expand(names or [])
@@ -375,18 +395,21 @@ class Stack:
                 part.prepare()
             except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
                 raise StackError(f"{part.name} could not be prepared: {exc}") from exc
-            command = part.command()
+            command, env = part.command(), {**os.environ, **part.env()}
             try:
-                pid = processes.start(
-                    command,
-                    pidfile=self.pidfile(part.name),
-                    logfile=self.logfile(part.name),
-                    env={**os.environ, **part.env()},
-                    cwd=ROOT,
-                )
+                if part.host is not None:  # by its host's leader, in its process group
+                    pid = hosts.start_part(self, part.host, part.name, command, env, ROOT)
+                else:
+                    pid = processes.start(
+                        command,
+                        pidfile=self.pidfile(part.name),
+                        logfile=self.logfile(part.name),
+                        env=env,
+                        cwd=ROOT,
+                    )
             except OSError as exc:
                 raise StackError(
-                    f"{part.name} could not be started ({command[0]}: {exc.strerror}). "
+                    f"{part.name} could not be started ({command[0]}: {exc.strerror or exc}). "
                     "Run 'make setup' to install what the stack needs."
                 ) from exc
             echo(f"started {part.name} (pid {pid})")

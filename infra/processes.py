@@ -3,6 +3,11 @@ stream).
 
 Each started process gets a pid file holding its pid and start time, so `down` stops exactly
 what `up` started and never a later process that happens to reuse the pid.
+
+A process is started in a session (and process group) of its own, whose members are its own; or,
+in the devstack's two hosts, in the session and group of its caller, so one signal to the
+group kills a whole host: its members are then those carrying its mark (`MARK`, its pid file's
+path, in their environment), which they hand on to every process they start.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import psutil
 
 Result = TypeVar("Result")
 
+MARK = "ISTHMUS_PROCESS_OF"
+
 
 class PortInUse(RuntimeError):
     """A port the devstack needs is held by something else."""
@@ -32,12 +39,13 @@ class PortInUse(RuntimeError):
 class Running:
     pid: int
     create_time: float
+    mark: str | None = None  # started in its caller's session: its members carry this mark
 
 
 def _recorded(path: Path) -> Running | None:
     try:
         data = json.loads(path.read_text())
-        return Running(int(data["pid"]), float(data["create_time"]))
+        return Running(int(data["pid"]), float(data["create_time"]), data.get("mark"))
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
 
@@ -64,8 +72,20 @@ def read_pidfile(path: Path) -> Running | None:
     return recorded
 
 
-def start(cmd: list[str], *, pidfile: Path, logfile: Path, env: dict[str, str], cwd: Path) -> int:
-    """Start `cmd` detached in its own session, output appended to `logfile`; return its pid."""
+def start(
+    cmd: list[str],
+    *,
+    pidfile: Path,
+    logfile: Path,
+    env: dict[str, str],
+    cwd: Path,
+    own_session: bool = True,
+) -> int:
+    """Start `cmd` detached, in its own session or (not `own_session`) its caller's, marked,
+    output appended to `logfile`; return its pid."""
+    mark = None if own_session else str(pidfile)
+    if mark is not None:
+        env = {**env, MARK: mark}
     logfile.parent.mkdir(parents=True, exist_ok=True)
     pidfile.parent.mkdir(parents=True, exist_ok=True)
     with open(logfile, "ab") as log:
@@ -78,10 +98,11 @@ def start(cmd: list[str], *, pidfile: Path, logfile: Path, env: dict[str, str], 
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=own_session,
         )
     create_time = psutil.Process(proc.pid).create_time()
-    pidfile.write_text(json.dumps({"pid": proc.pid, "create_time": create_time, "cmd": cmd}))
+    record = {"pid": proc.pid, "create_time": create_time, "cmd": cmd, "mark": mark}
+    pidfile.write_text(json.dumps(record))
     return proc.pid
 
 
@@ -131,14 +152,22 @@ def _matches(pick: Callable[[psutil.Process], bool], proc: psutil.Process) -> bo
         return False
 
 
-def session_alive(leader: int) -> bool:
+def session_alive(leader: int, pidfile: Path | None = None) -> bool:
     """Whether any process is left of the session that process `leader` started (as `start`
-    starts each: a session of its own, whose id is the leader's pid)."""
+    starts each: a session of its own, whose id is the leader's pid), or of those started in
+    their caller's session with `pidfile` (their mark)."""
     for proc in psutil.process_iter():
         with contextlib.suppress(OSError, psutil.Error):
-            if os.getsid(proc.pid) == leader and proc.status() != psutil.STATUS_ZOMBIE:
+            ours = os.getsid(proc.pid) == leader or (
+                pidfile is not None and _marked(proc, str(pidfile))
+            )
+            if ours and proc.status() != psutil.STATUS_ZOMBIE:
                 return True  # a zombie has ended: only its parent has not reaped it yet
     return False
+
+
+def _marked(proc: psutil.Process, mark: str) -> bool:
+    return proc.environ().get(MARK) == mark
 
 
 def tree_rss(pid: int) -> int:
@@ -176,7 +205,15 @@ def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proce
 
 
 def _session_members(recorded: Running) -> list[psutil.Process]:
-    """Live processes in the session the recorded leader started (its sid is the leader's pid)."""
+    """Live processes in the session the recorded leader started (its sid is the leader's pid),
+    or carrying its mark when it was started in its caller's session."""
+    if recorded.mark is not None:
+        marked = []
+        for proc in psutil.process_iter():
+            with contextlib.suppress(OSError, psutil.Error):
+                if _marked(proc, recorded.mark):
+                    marked.append(proc)
+        return marked
     with contextlib.suppress(psutil.Error):
         if abs(psutil.Process(recorded.pid).create_time() - recorded.create_time) > 1:
             # The pid was recycled. Linux never reuses a pid still used as a session id, so no

@@ -233,7 +233,13 @@ def start_engine(r: redis.Redis, record: process.Supervision, now: float) -> Non
         return
     process.engine_folder().mkdir(parents=True, exist_ok=True)
     pid = processes.start(
-        argv, pidfile=process.pidfile(), logfile=process.log_file(), env=env, cwd=launch.ROOT
+        argv,
+        pidfile=process.pidfile(),
+        logfile=process.log_file(),
+        env=env,
+        cwd=launch.ROOT,
+        # On one of the devstack's two hosts it is one of the host's processes: killed with it.
+        own_session=not settings.DEVSTACK_HOST,
     )
     record["started"], record["retry_at"], record["pid"] = now, 0, pid
     record["host"] = settings.HOST_NAME
@@ -249,7 +255,7 @@ def _nothing_left(record: process.Supervision) -> bool:
     if takeover.owner(record) != settings.HOST_NAME:
         return False
     return not process.engine_folder().exists() or (
-        "pid" in record and not processes.session_alive(record["pid"])
+        "pid" in record and not processes.session_alive(record["pid"], process.pidfile())
     )
 
 

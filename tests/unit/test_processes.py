@@ -1,9 +1,13 @@
 """Stopping a background process that another process started (a stream the Celery worker
 launched, stopped from the console or a test) returns as soon as it has ended."""
 
+import contextlib
+import os
 import subprocess
 import sys
 import time
+
+import psutil
 
 from infra import processes
 
@@ -54,3 +58,38 @@ def test_a_session_is_alive_while_any_of_its_processes_is_even_after_its_leader_
     finally:
         subprocess.run(["pkill", "-s", str(pid)], check=False)
     assert processes.wait_for(lambda: not processes.session_alive(pid), 10)
+
+
+def test_a_process_started_in_its_callers_group_is_stopped_with_what_it_started_alone(tmp_path):
+    # As the engine on one of the devstack's two hosts: in the group of the host (here this
+    # process), its members those carrying its mark, even a child whose parent has ended.
+    pidfile = tmp_path / "engine.pid"
+    pid = processes.start(
+        ["sh", "-c", "sleep 600 & exec sleep 600"],
+        pidfile=pidfile,
+        logfile=tmp_path / "engine.log",
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+        own_session=False,
+    )
+    neighbour = subprocess.Popen(["sleep", "600"])  # another of the host's processes
+    try:
+        assert os.getpgid(pid) == os.getpgid(0)
+        assert processes.wait_for(lambda: len(_marked(pidfile)) == 2, 10)
+        assert processes.session_alive(pid, pidfile)
+        assert processes.stop(pidfile, timeout=5) == pid
+        assert _marked(pidfile) == []
+        assert not processes.session_alive(pid, pidfile)
+        assert neighbour.poll() is None  # the rest of the group goes on
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+
+
+def _marked(pidfile):
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get(processes.MARK) == str(pidfile) and proc.status() != "zombie":
+                found.append(proc.pid)
+    return found
