@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 # ISTHMUS_DB=postgres: the stack's database is a PostgreSQL the devstack runs (docs/running.md, "The
 # database"); unset, it is SQLite in var/.
 export ISTHMUS_DB
-WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))
+WANT_POSTGRES := $(filter postgres,$(ISTHMUS_DB))$(if $(filter 2,$(ISTHMUS_DEVSTACK_HOSTS)),postgres)
 # What `make test` runs on PostgreSQL: the fast tier (tests/unit, tests/db: no cluster), measured
 # by coverage.py, and the integration tests of what the database itself decides (concurrent
 # writes racing for one object, a burst of API calls) and of its devstack part. Each test runs
@@ -114,6 +114,7 @@ demo: setup
 	$(PY) manage.py setup_demo
 	@echo
 	@echo "Isthmus console: http://127.0.0.1:8000  (stop everything with: make down)"
+	$(if $(filter 2,$(ISTHMUS_DEVSTACK_HOSTS)),@echo "Two hosts: host B's console http://127.0.0.1:8001; kill one whole with: $(PY) manage.py devstack kill-host host-a")
 
 down:
 	@[ -x $(PY) ] && $(PY) manage.py devstack down || echo "Nothing to stop: no virtualenv yet."
@@ -147,9 +148,15 @@ docs: $(VENV)/.installed
 # The tests' brokers compile with C1 alone (devstack/kafka.py, JVM_OPTIONS): a third less CPU to
 # start, and in their first minutes, where the tests' stacks spend their lives.
 TEST_BROKERS := ISTHMUS_KAFKA_OPTS=-XX:TieredStopAtLevel=1
-test: setup setup-postgres lint
+# The lint runs beside the stack's start (its half minute of mypy on a clean clone is CPU the
+# brokers' start leaves idle); its output comes at the end, and its failure fails the run.
+test: setup setup-postgres
+	@$(MAKE) --no-print-directory lint > var/lint.log 2>&1 & linting=$$!; \
 	$(TEST_BROKERS) ISTHMUS_DB=sqlite $(PY) -m tests.suite --tiers kafka \
-		$(addprefix --ignore=,$(POSTGRES_ONLY)) $(addprefix --postgres-beside=,$(POSTGRES_TESTS))
+		$(addprefix --ignore=,$(POSTGRES_ONLY)) $(addprefix --postgres-beside=,$(POSTGRES_TESTS)); \
+	tested=$$?; wait $$linting; linted=$$?; \
+	echo; echo "make lint (beside the tests):"; cat var/lint.log; \
+	[ $$tested = 0 ] && [ $$linted = 0 ]
 
 test-postgres: setup-postgres
 	$(TEST_BROKERS) ISTHMUS_DB=postgres $(PY) -m tests.suite --coverage $(POSTGRES_TESTS)
