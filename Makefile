@@ -43,7 +43,8 @@ setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched .cache/bin/
 	$(SWAGGER_UI_DIR)/.fetched-$(SWAGGER_UI) $(if $(WANT_POSTGRES),setup-postgres)
 	@$(PY) manage.py init_var -v 0
 
-# Debian packages the stack needs, installed only when missing.
+# Debian packages the stack and its tests need (docker-compose: a client that checks the compose
+# file, no engine), installed only when missing.
 system-packages:
 	@missing=""; \
 	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
@@ -54,6 +55,8 @@ system-packages:
 	[ -x /usr/bin/chromium ]           || missing="$$missing chromium"; \
 	command -v npm >/dev/null          || missing="$$missing npm"; \
 	command -v promtool >/dev/null     || missing="$$missing prometheus"; \
+	command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 \
+	                                   || missing="$$missing docker-compose"; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && \
