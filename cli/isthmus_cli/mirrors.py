@@ -68,7 +68,7 @@ def _arguments(argv):
     )
     p.add_argument("--mirror-topic", help="the mirror topic to create")
     p.add_argument("--source-topic", help="its source topic (default: the mirror's name)")
-    p.add_argument("--link", help="the link (--create, --list)")
+    p.add_argument("--link", help="the link (--create, --list, --describe)")
     p.add_argument("--links", help="links to describe, comma-separated")
     p.add_argument("--topics", help="mirror topics, comma-separated")
     p.add_argument("--replication-factor", type=int, help="of the mirror topic")
@@ -196,7 +196,8 @@ def _state_time(ms: int) -> str:
 
 
 def describe(session: Session, args) -> None:
-    for mirror in _chosen(session, names(args.links), names(args.topics)):
+    links = names(args.links) + ([args.link] if args.link else [])  # as the seed's --link
+    for mirror in _chosen(session, links, names(args.topics)):
         stopping = mirror["mirror_status"] in STOPPING
         if args.pending_stopped_only and not stopping:
             continue

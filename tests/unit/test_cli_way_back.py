@@ -1,6 +1,8 @@
 """The command-line tools' words for the way back: `kafka-mirrors --describe --include-actions`
 (a primary's mirror, the actions available now, why the others cannot run) and
-`kafka-cluster-links --delete` of a bidirectional link (its other half deleted with it)."""
+`kafka-cluster-links --delete` of a bidirectional link (its other half deleted with it); and
+`kafka-mirrors --describe --link L` showing L's mirrors alone, as the seed's command reference
+types it."""
 
 from __future__ import annotations
 
@@ -61,3 +63,46 @@ def test_deleting_a_bidirectional_link_says_its_other_half_went_with_it(capsys):
         "It is bidirectional: its other half, into west (w-1), was deleted with it, with its 2 "
         "mirror topic(s) and 1 merge flow(s); every topic stays on both clusters.",
     ]
+
+
+class _Mirrors:
+    """The API's mirror lists as the tool reaches them: one mirror on each of two links."""
+
+    def __init__(self):
+        self.asked = []
+
+    def link_path(self, link: str, *rest: str) -> str:
+        return "/".join([f"/links/{link}", *rest])
+
+    def call(self, method: str, path: str, body=None, **query):
+        self.asked.append(path)
+        link = path.split("/")[2]
+        mirror = {
+            "mirror_topic_name": f"orders-{link}",
+            "link_name": link,
+            "link_id": "id",
+            "source_topic_name": "orders",
+            "mirror_status": "ACTIVE",
+            "source_topic_id": "t",
+            "state_time_ms": 0,
+            "mirror_lags": [],
+            "status_errors": [],
+        }
+        return {"data": [mirror]}
+
+
+def test_describe_with_link_shows_that_links_mirrors_only(capsys):
+    api = _Mirrors()
+    args = SimpleNamespace(
+        link="east",
+        links=None,
+        topics=None,
+        pending_stopped_only=False,
+        include_actions=False,
+        include_verification=False,
+    )
+
+    mirrors.describe(api, args)
+
+    assert api.asked == ["/links/east/mirrors"]
+    assert "Topic: orders-east  LinkName: east" in capsys.readouterr().out
