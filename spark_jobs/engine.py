@@ -443,6 +443,8 @@ def main() -> int:
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
     spec: payloads.EngineSpec = json.loads(os.environ.pop(control.SPEC_ENV))
+    # spark-submit's JVMs start before this line: a restart's timings begin here in the log.
+    log.info("The engine's driver starts (pid %d)", os.getpid())
     engine = Engine(spec)
 
     def stop(signum: int, frame: FrameType | None) -> None:

@@ -4,10 +4,11 @@ of every link of this console. This module tells it which links and mirrors to r
 link's, and fails a link the engine cannot run.
 
 Celery beat calls `supervise_all` every couple of seconds. An engine that dies or stops beating
-is restarted after a growing pause; after `MAX_FAILURES` failures in a row the links it runs are
-FAILED with its last error. A link the engine keeps failing on (its copiers fail again and
-again) is FAILED alone, the others go on. What the engine knows lives in Redis and in the
-destination clusters, so losing a worker, the beat or Redis loses no data.
+is restarted at once, and after a growing pause when it fails again; after `MAX_FAILURES`
+failures in a row the links it runs are FAILED with its last error. A link the engine keeps
+failing on (its copiers fail again and again) is FAILED alone, the others go on. What the
+engine knows lives in Redis and in the destination clusters, so losing a worker, the beat or
+Redis loses no data.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 180  # time to start Spark and send the first heartbeat
 HEALTHY_AFTER_S = 60  # running this long without trouble forgives earlier failures
-BACKOFF_S = [5, 10, 20, 40, 80]
+# An engine that fails once (killed, its host short of memory) had run: it starts again at once,
+# every second of the pause a second more of lag to catch up. Failing again, it pauses.
+BACKOFF_S = [0, 10, 20, 40, 80]
 MAX_FAILURES = len(BACKOFF_S) + 1
 STOP_WAIT_S = 60  # the longest `stop` waits for the engine to let go of a link
 
