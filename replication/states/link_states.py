@@ -43,6 +43,16 @@ TRANSITIONS: dict[str, Transition] = {
 }
 
 
+# What to do instead, where a refused change has a plain answer.
+_INSTEAD: dict[tuple[str, str], str] = {
+    ("resume", State.ACTIVE): " It is running already: there is nothing to resume.",
+    ("resume", State.UNAVAILABLE): (
+        " Its source does not answer: it is ACTIVE again by itself once the source answers"
+        " (the availability check tries every few seconds). Pause it to stop trying."
+    ),
+}
+
+
 def _changed(link: ClusterLink, event: str, to: str, fields: dict) -> bool:
     transition = TRANSITIONS[event]
     if to not in transition.targets:
@@ -67,7 +77,7 @@ def move(link: ClusterLink, event: str, to: str, **fields) -> None:
         link.state = current
         raise conflict(
             f"Cluster link {link.name!r} is {current}; it cannot be {TRANSITIONS[event].verb} "
-            "from that state."
+            f"from that state.{_INSTEAD.get((event, current), '')}"
         )
 
 

@@ -208,7 +208,10 @@ def _change_problems(
         if key is None:
             continue  # validate() names it later, with the list of valid keys
         if key.immutable:
-            problems.append(f"{name} is set when the link is created and cannot be changed.")
+            problems.append(
+                f"{name} is set when the link is created and cannot be changed: delete the link "
+                f"and create it again with the {name} you want."
+            )
         elif key.read_only:
             problems.append(f"{name} is read-only.")
     unknown = [n for n in to_delete if n not in link_configs.KEYS]

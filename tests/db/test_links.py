@@ -157,6 +157,12 @@ def test_altering_configs_sets_and_resets_them(make_link):
 @pytest.mark.parametrize(
     "to_set,to_delete,expected",
     [
+        (
+            {"link.mode": "BIDIRECTIONAL"},
+            [],
+            "link.mode is set when the link is created and cannot be changed: delete the link "
+            "and create it again with the link.mode you want",
+        ),
         ({"cluster.link.prefix": "dc1."}, [], "cannot be changed"),
         ({}, ["bootstrap.servers"], "cannot be deleted"),
         ({}, ["nope"], "Unknown link config 'nope'"),
@@ -216,12 +222,18 @@ def test_pausing_a_link_pauses_its_mirrors_and_resuming_brings_them_back(
     own_pause.refresh_from_db()
     assert own_pause.state == "SOURCE_UNAVAILABLE"
     link.refresh_from_db()
+    with pytest.raises(ReplicationError, match="ACTIVE again by itself once the source answers"):
+        resume_link(ACTOR, link)
     pause_link(ACTOR, link)
     resume_link(ACTOR, link)
     own_pause.refresh_from_db()
     assert own_pause.state == "PAUSED"
-    with pytest.raises(ReplicationError, match="is ACTIVE; it cannot be resumed"):
+    with pytest.raises(ReplicationError) as refused:
         resume_link(ACTOR, link)
+    assert str(refused.value) == (
+        f"Cluster link {link.name!r} is ACTIVE; it cannot be resumed from that state. It is "
+        "running already: there is nothing to resume."
+    )
 
 
 def test_cluster_link_paused_config_pauses_and_resumes_the_link(make_link):
