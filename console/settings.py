@@ -401,8 +401,9 @@ ENGINE_LAZY = _env_bool("ISTHMUS_ENGINE_LAZY")
 # share the database and Redis tell by it whose engine runs (docs/deployment.md).
 HOST_NAME = os.environ.get("ISTHMUS_HOST_NAME", "").strip() or socket.gethostname()
 # How long the engine's heartbeat may be silent before a host other than the one that started
-# it starts it again (the engine's epochs fence off the old one should it come back).
-ENGINE_TAKEOVER_S = _env_number("ISTHMUS_ENGINE_TAKEOVER_S", 15.0, float, minimum=3)
+# it starts it again (the engine's epochs fence off the old one should it come back). It beats
+# every second, a starting one too: 10 s is ten beats missed.
+ENGINE_TAKEOVER_S = _env_number("ISTHMUS_ENGINE_TAKEOVER_S", 10.0, float, minimum=3)
 
 CELERY_BROKER_URL = CELERY_RESULT_BACKEND = redis_connect.celery_url(REDIS_URL, REDIS_SENTINELS)
 if REDIS_SENTINELS is not None:

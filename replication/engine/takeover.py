@@ -1,10 +1,10 @@
 """Which host runs the engine, when hosts share the database and Redis but not their files: the
 supervisor of the host that started it (the supervision record's `host`) keeps it, from its pid
 file there; the supervisor of any other host starts it only once nothing has been heard of it
-for ENGINE_TAKEOVER_S, neither a heartbeat nor a start, and never while its heartbeat from
-another host is fresh. The supervisors decide one at a time, under their Redis lock
-(`supervise.supervise_engine`). The engine an absent host may still run is fenced off by the
-slots' epochs: see docs/deployment.md.
+for ENGINE_TAKEOVER_S, neither a heartbeat nor a start (START_GRACE_S more for a start not
+heard from yet), and never while its heartbeat from another host is fresh. The supervisors
+decide one at a time, under their Redis lock (`supervise.supervise_engine`). The engine an
+absent host may still run is fenced off by the slots' epochs: see docs/deployment.md.
 
 On a single host, every record and heartbeat names this host, and nothing here changes what the
 supervisor does.
@@ -16,6 +16,8 @@ from django.conf import settings
 
 from replication.engine import process
 from spark_jobs import control
+
+START_GRACE_S = 30.0  # beyond ENGINE_TAKEOVER_S, for an engine started and not heard from yet
 
 
 def owner(record: process.Supervision) -> str:
@@ -34,8 +36,13 @@ def wait_reason(record: process.Supervision, heartbeat: control.EngineHeartbeat,
     started_by = owner(record)
     if started_by == settings.HOST_NAME:
         return ""
-    start_age = now - record.get("started", 0)
-    if start_age < settings.ENGINE_TAKEOVER_S:
+    started = record.get("started", 0)
+    start_age = now - started
+    # A start not heard from yet is given longer: Spark's JVMs and the driver take seconds
+    # before the first beat (30 s on a 2-core machine under heavy load), and taking over a
+    # starting engine would only start another.
+    heard = heartbeat.get("at_ms", 0) / 1000 >= started
+    if start_age < settings.ENGINE_TAKEOVER_S + (0 if heard else START_GRACE_S):
         return f"host {started_by} started it {start_age:.0f} s ago"
     return ""
 

@@ -48,10 +48,15 @@ def test_another_host_starts_it_once_it_was_silent_for_the_takeover_time():
     assert "15 s old" in takeover.silent_for(beat("host-a", 15), NOW)
 
 
-def test_an_engine_just_started_elsewhere_is_given_the_takeover_time_to_beat():
+def test_an_engine_just_started_elsewhere_is_given_the_takeover_time_and_its_start_to_beat():
     record = {"host": "host-a", "started": NOW - 5}
     assert takeover.wait_reason(record, {}, NOW) == "host host-a started it 5 s ago"
-    assert takeover.wait_reason({**record, "started": NOW - 15}, {}, NOW) == ""
+    # Not heard from since its start: Spark may still be starting.
+    assert takeover.wait_reason({**record, "started": NOW - 44.9}, {}, NOW)
+    assert takeover.wait_reason({**record, "started": NOW - 45}, {}, NOW) == ""
+    assert takeover.wait_reason({**record, "started": NOW - 30}, beat("host-a", 40), NOW)
+    # Heard from, then silent: the takeover time alone.
+    assert takeover.wait_reason({**record, "started": NOW - 16}, beat("host-a", 15), NOW) == ""
 
 
 def test_an_engine_taken_over_waits_out_the_tasks_of_the_one_before(settings, tmp_path):
@@ -59,3 +64,18 @@ def test_an_engine_taken_over_waits_out_the_tasks_of_the_one_before(settings, tm
     settings.STREAM_DIR = tmp_path  # no folder of the engine here
     assert supervise._nothing_left({"host": "host-a", "started": NOW, "pid": 1}) is False
     assert supervise._nothing_left({"host": "host-b", "started": NOW, "pid": 1}) is True
+
+
+class Written(dict):
+    """What the supervisor writes to Redis, kept."""
+
+    def set(self, key: str, value: str) -> None:
+        self[key] = value
+
+
+def test_an_engine_that_fails_once_starts_again_at_once_then_after_a_pause():
+    record: process.Supervision = {"failures": 0}
+    assert supervise._note_failure(Written(), record, "killed", NOW)  # type: ignore[arg-type]
+    assert record["retry_at"] == NOW  # a healthy engine's death: every second is lag
+    assert supervise._note_failure(Written(), record, "killed", NOW)  # type: ignore[arg-type]
+    assert record["retry_at"] == NOW + 10
