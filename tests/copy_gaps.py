@@ -4,6 +4,7 @@ fell while a fault lasted, and how soon it was back under a second of lag.
     writer = StampedWriter(topic, partitions, per_second=5_000)  # source records, stamped now
     tail = MirrorTail(topic, partitions)                         # the mirror, on the destination
     writer.start(); tail.start()
+    ...                                      # until tail.keeps_up(5): copying, within 1 s
     ...                                      # once copying: kill = time.time(); the fault
     written = writer.finish()
     timeline = tail.finish(written, timeout=120)  # every record seen, or AssertionError
@@ -11,6 +12,7 @@ fell while a fault lasted, and how soon it was back under a second of lag.
                                     # 1 s of its timestamp again (for the rest of the run)
     timeline.worst_lag(since=kill)  # s: the longest a record waited to be visible
     timeline.longest_gap(since=kill)  # (s, from): the longest time no record became visible
+    timeline.resumed_after(kill)  # s after the kill to that gap's end: copying again
     print(timeline.describe(kill))
 
 The writer stamps each record with the producer's clock (CreateTime), which a mirror keeps;
@@ -69,6 +71,12 @@ class Timeline:
             times.insert(0, since)
         gaps = [(later - earlier, earlier) for earlier, later in itertools.pairwise(times)]
         return max(gaps, default=(0.0, since or 0.0))
+
+    def resumed_after(self, moment: float) -> float:
+        """Seconds from `moment` to the end of the longest gap in copying after it: when
+        copying resumed after a fault at `moment`."""
+        gap, began = self.longest_gap(moment)
+        return began + gap - moment
 
     def recovered_after(self, moment: float, within: float = 1.0) -> float:
         """Seconds from `moment` until every record is visible within `within` seconds of its
@@ -181,6 +189,18 @@ class MirrorTail(threading.Thread):
     def _mirror_there(self, consumer: Consumer) -> bool:
         found = consumer.list_topics(self.topic, timeout=5).topics.get(self.topic)
         return found is not None and found.error is None and len(found.partitions) > 0
+
+    def keeps_up(self, seconds: float, within: float = 1.0) -> bool:
+        """Whether, over the last `seconds`, records became visible (the last within a second
+        of now) and every one within `within` of its timestamp: copying, and keeping up."""
+        now = time.time()
+        recent = [b for b in self.timeline.batches[-10_000:] if b.visible >= now - seconds]
+        return (
+            bool(recent)
+            and recent[0].visible <= now - seconds + 1
+            and recent[-1].visible >= now - 1
+            and all(b.visible - b.oldest <= within for b in recent)
+        )
 
     def finish(self, expected: int, timeout: float = 120) -> Timeline:
         """Once `expected` records are seen (within `timeout`), stop reading and return what

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.copy_gaps import Batch, Timeline
+import time
+
+from tests.copy_gaps import Batch, MirrorTail, Timeline
 
 KILL = 1_000.0
 
@@ -38,6 +40,7 @@ def test_a_kill_measured_from_its_moment():
     timeline = killed_and_caught_up()
     gap, began = timeline.longest_gap(KILL)
     assert (round(gap, 6), began) == (12.0, KILL)  # from the kill to the first record again
+    assert round(timeline.resumed_after(KILL), 6) == 12.0
     # The backlog's last late batch: its oldest record more than 1 s behind.
     late = [b for b in timeline.batches if b.visible - b.oldest > 1]
     assert timeline.recovered_after(KILL) == late[-1].visible - KILL
@@ -70,6 +73,7 @@ def test_nothing_seen():
     timeline = Timeline()
     assert timeline.worst_lag() == 0
     assert timeline.longest_gap(KILL) == (0.0, KILL)
+    assert timeline.resumed_after(KILL) == 0
     assert timeline.recovered_after(KILL) == 0
     assert timeline.records() == 0
 
@@ -79,3 +83,18 @@ def test_the_description_says_each_number():
     assert "worst lag 12.1 s" in line
     assert "longest gap in copying 12.0 s (from +0.0 s)" in line
     assert "again 15.5 s after the moment" in line
+
+
+def test_keeping_up_means_recent_records_each_within_a_second():
+    now = time.time()
+    tail = MirrorTail("topic", 1, bootstrap="127.0.0.1:1")  # not started: its timeline alone
+    tail.timeline = Timeline(steady(now - 10, now))
+    assert tail.keeps_up(5)
+    late = Batch(now - 2, now - 4, now - 2, 10)  # one 2 s late
+    tail.timeline = Timeline(sorted([*steady(now - 10, now), late], key=lambda b: b.visible))
+    assert not tail.keeps_up(5)
+    assert tail.keeps_up(5, within=3)
+    tail.timeline = Timeline(steady(now - 10, now - 3))  # nothing lately: copying stopped
+    assert not tail.keeps_up(5)
+    tail.timeline = Timeline(steady(now - 3, now))  # copying for 3 s only
+    assert not tail.keeps_up(5)
