@@ -26,6 +26,8 @@ POSTGRES_TESTS := tests/unit tests/db $(POSTGRES_ONLY)
 SWAGGER_UI        := 5.35.0
 SWAGGER_UI_SHA256 := 1b8e891893404ea4c3558b6a87e2a3e494e7eedba41168c2ece5800a391a6ea6
 SWAGGER_UI_DIR    := console/static/vendor/swagger-ui
+# Kroxylicious, the gateways' proxy, ready to run (its rule is below).
+KROXYLICIOUS := .cache/jars/kroxylicious/launcher/.built
 
 .PHONY: help setup setup-postgres system-packages demo down status test test-postgres \
 	test-faults test-ha lint format bench soak docs
@@ -39,7 +41,7 @@ help:
 	@echo "make down    stop everything 'make demo' started"
 	@echo "make status  show each part of the stack"
 
-setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched .cache/bin/schema-registry \
+setup: system-packages $(VENV)/.installed .cache/jars/kafka/.fetched $(KROXYLICIOUS) .cache/bin/schema-registry \
 	$(SWAGGER_UI_DIR)/.fetched-$(SWAGGER_UI) $(if $(WANT_POSTGRES),setup-postgres)
 	@$(PY) manage.py init_var -v 0
 
@@ -50,6 +52,7 @@ system-packages:
 	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v java >/dev/null         || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn >/dev/null          || missing="$$missing maven"; \
+	command -v javac >/dev/null        || missing="$$missing openjdk-17-jdk-headless"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	command -v redis-sentinel >/dev/null || missing="$$missing redis-sentinel"; \
 	[ -x /usr/bin/chromium ]           || missing="$$missing chromium"; \
@@ -100,6 +103,16 @@ $(SWAGGER_UI_DIR)/.fetched-$(SWAGGER_UI):
 .cache/jars/%/.fetched: devstack/pom.xml devstack/maven-settings.xml
 	rm -rf .cache/jars/$*
 	$(MVN) -P $* dependency:copy-dependencies -DoutputDirectory=../.cache/jars/$*
+	touch $@
+
+# Kroxylicious, the gateways' Kafka proxy (docs/gateways.md): its runtime from Maven Central
+# (the pattern above, profile kroxylicious) and devstack/kroxylicious/, its main class and a
+# plugin that keeps its ports on loopback, compiled beside the jars.
+$(KROXYLICIOUS): .cache/jars/kroxylicious/.fetched $(shell find devstack/kroxylicious -type f)
+	rm -rf $(@D) && mkdir -p $(@D)
+	javac -nowarn -Xlint:-removal -cp '.cache/jars/kroxylicious/*' -d $(@D) \
+	  $(shell find devstack/kroxylicious -name '*.java')
+	cp -r devstack/kroxylicious/META-INF $(@D)/
 	touch $@
 
 # The stack's schema registries: AxonOps Schema Registry (Go), built from the Go module proxy
