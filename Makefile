@@ -188,7 +188,7 @@ test-faults: setup
 # The highly available deployment's parts killed and replaced (Redis's master by Sentinel ...),
 # on a stack of their own (ports shifted by 5000, state in var/ha-stack/). Not part of `make test`.
 HA_ENV := ISTHMUS_DB=sqlite ISTHMUS_DEVSTACK_PORT_OFFSET=5000 ISTHMUS_VAR_DIR=$(CURDIR)/var/ha-stack
-test-ha: setup
+test-ha: setup setup-postgres
 	$(HA_ENV) $(PY) manage.py init_var -v 0
 	$(HA_ENV) $(PY) -m pytest -m ha tests/ha
 

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 WITNESS = "sentinel-witness"
 WITNESS_PORT = 26383
 ORDER_TIMEOUT_S = 15  # for the leader to start a part it was asked to
+# Ten Python processes (two hosts' consoles, workers, beats) starting at once on two busy cores
+# have taken more than a minute each.
+START_TIMEOUT_S = 180
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,14 @@ def by_name(name: str) -> Host:
         if host.name == name:
             return host
     raise ValueError(f"There is no host {name!r}: the hosts are {', '.join(h.name for h in HOSTS)}")
+
+
+def in_use(stack: Stack) -> bool:
+    """Whether the stack runs as two hosts: asked for, or still running from a start that was
+    (so that `make down` without the setting stops them too)."""
+    names = [*(host.name for host in HOSTS), WITNESS]
+    running = (processes.read_pidfile(stack.pidfile(name)) for name in names)
+    return settings.DEVSTACK_HOSTS == 2 or any(found is not None for found in running)
 
 
 def host_env(host: Host, var_dir: Path) -> dict[str, str]:
@@ -113,7 +124,8 @@ def _sentinel(stack: Stack, name: str, port: int, folder: Path, host: str | None
         ports=(port,),
         prepare=lambda: sentinel.write_config(folder, port, master, pair, quorum=2),
         command=lambda: ["redis-sentinel", str(sentinel.config_file(folder))],
-        ready=lambda: sentinel.sentinel_ready(port, master, others=2),
+        # With another Sentinel, a majority of three: a host may start while the other is down.
+        ready=lambda: sentinel.sentinel_ready(port, master, others=1, replicas=0),
         host=host,
     )
 
@@ -142,6 +154,7 @@ def parts(stack: Stack) -> list[Component]:
                 command=partial(_redis_command, host, var),
                 ready=partial(sentinel.replica_ready, host.redis_port),
                 host=host.name,
+                start_timeout=START_TIMEOUT_S,
             ),
             _sentinel(
                 stack,
@@ -169,6 +182,7 @@ def parts(stack: Stack) -> list[Component]:
                     ready=partial(_celery_worker_ready, node),
                     env=env,
                     host=host.name,
+                    start_timeout=START_TIMEOUT_S,
                 )
             )
         found += [
@@ -180,6 +194,7 @@ def parts(stack: Stack) -> list[Component]:
                 ready=partial(_alive_for, beat_pidfile, 3),
                 env=env,
                 host=host.name,
+                start_timeout=START_TIMEOUT_S,
             ),
             Component(
                 name=host.part("web"),
@@ -189,6 +204,7 @@ def parts(stack: Stack) -> list[Component]:
                 ready=partial(_http_ok, f"http://127.0.0.1:{host.web_port}/login/"),
                 env=env,
                 host=host.name,
+                start_timeout=START_TIMEOUT_S,
             ),
         ]
     return found

@@ -99,11 +99,11 @@ def replica_ready(port: int) -> bool:
     return info["role"] == "master" or info.get("master_link_status") == "up"
 
 
-def sentinel_ready(port: int, master: str, others: int = 0) -> bool:
-    """The Sentinel watches the master, knows a replica to promote and `others` Sentinels."""
+def sentinel_ready(port: int, master: str, others: int = 0, replicas: int = 1) -> bool:
+    """The Sentinel watches the master, knows `replicas` to promote and `others` Sentinels."""
     state = cast(dict, redis.Redis(port=port, socket_timeout=1).sentinel_master(master))
     return (
         bool(state["is_master"])
-        and state["num-slaves"] >= 1
+        and state["num-slaves"] >= replicas
         and state["num-other-sentinels"] >= others
     )

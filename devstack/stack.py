@@ -166,7 +166,7 @@ class Stack:
         ]
         if (database := self._postgres_part()) is not None:
             parts[:0] = [database, *self._standby_part(database)]
-        if settings.DEVSTACK_HOSTS == 2:
+        if hosts.in_use(self):
             return parts + self._registries() + hosts.parts(self)
         parts.append(
             Component(
@@ -332,7 +332,7 @@ class Stack:
         named: the standby region's database (docs/deployment.md)."""
         if self.postgres is None:
             return []
-        spec = {**self.postgres, "port": kafka.port(postgres.STANDBY_PORT)}
+        spec = {**self.postgres, "port": self.postgres["port"] + 1}  # 5434 beside 5433
         return [
             Component(
                 name="postgres-standby",

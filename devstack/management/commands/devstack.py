@@ -29,7 +29,7 @@ class Command(BaseCommand):
                 stack.up(parts, echo=self.stdout.write)
             elif action == "down":
                 if not parts:  # the engine first: it writes to the clusters and Redis
-                    for folder in self._engine_folders():
+                    for folder in self._engine_folders(stack):
                         with override_settings(STREAM_DIR=folder):
                             pid = supervise.stop_engine()
                         if pid is not None:
@@ -47,9 +47,9 @@ class Command(BaseCommand):
         except (StackError, PortInUse) as exc:
             raise CommandError(str(exc)) from exc
 
-    def _engine_folders(self) -> list[Path]:
+    def _engine_folders(self, stack: Stack) -> list[Path]:
         """Where each host keeps the engine it may run."""
-        if settings.DEVSTACK_HOSTS == 2:
+        if hosts.in_use(stack):
             return [host.stream_dir(settings.VAR_DIR) for host in hosts.HOSTS]
         return [settings.STREAM_DIR]
 
