@@ -190,10 +190,11 @@ class MirrorTail(threading.Thread):
         found = consumer.list_topics(self.topic, timeout=5).topics.get(self.topic)
         return found is not None and found.error is None and len(found.partitions) > 0
 
-    def keeps_up(self, seconds: float, within: float = 1.0) -> bool:
-        """Whether, over the last `seconds`, records became visible (the last within a second
-        of now) and every one within `within` of its timestamp: copying, and keeping up."""
-        now = time.time()
+    def keeps_up(self, seconds: float, within: float = 1.0, now: float | None = None) -> bool:
+        """Whether, over the last `seconds` (before `now`), records became visible (the last
+        within a second of now) and every one within `within` of its timestamp: copying, and
+        keeping up."""
+        now = now or time.time()
         recent = [b for b in self.timeline.batches[-10_000:] if b.visible >= now - seconds]
         return (
             bool(recent)

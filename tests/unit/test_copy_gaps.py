@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from tests.copy_gaps import Batch, MirrorTail, Timeline
 
 KILL = 1_000.0
@@ -86,15 +84,15 @@ def test_the_description_says_each_number():
 
 
 def test_keeping_up_means_recent_records_each_within_a_second():
-    now = time.time()
+    now = KILL + 100
     tail = MirrorTail("topic", 1, bootstrap="127.0.0.1:1")  # not started: its timeline alone
     tail.timeline = Timeline(steady(now - 10, now))
-    assert tail.keeps_up(5)
+    assert tail.keeps_up(5, now=now)
     late = Batch(now - 2, now - 4, now - 2, 10)  # one 2 s late
     tail.timeline = Timeline(sorted([*steady(now - 10, now), late], key=lambda b: b.visible))
-    assert not tail.keeps_up(5)
-    assert tail.keeps_up(5, within=3)
+    assert not tail.keeps_up(5, now=now)
+    assert tail.keeps_up(5, within=3, now=now)
     tail.timeline = Timeline(steady(now - 10, now - 3))  # nothing lately: copying stopped
-    assert not tail.keeps_up(5)
+    assert not tail.keeps_up(5, now=now)
     tail.timeline = Timeline(steady(now - 3, now))  # copying for 3 s only
-    assert not tail.keeps_up(5)
+    assert not tail.keeps_up(5, now=now)
