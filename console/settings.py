@@ -421,6 +421,11 @@ ISTHMUS_ORDINARY_BOOTSTRAP = dict(
     ).split(",")
     if "=" in pair
 )
+# Gateways (docs/gateways.md): how long a switch waits for the proxy to answer on its new route
+# before it puts the old one back (a JVM's start on a busy machine), and whether a gateway may
+# listen beyond loopback.
+GATEWAY_START_S = _env_number("ISTHMUS_GATEWAY_START_S", 90.0, float, minimum=5)
+GATEWAY_ANY_ADDRESS = _env_bool("ISTHMUS_GATEWAY_ANY_ADDRESS")
 # What stops and starts a cluster for the disaster-recovery scenario (a class with stop(name)
 # and start(name); replication.scenarios.clusters): the embedded stack's by default.
 ISTHMUS_CLUSTER_CONTROL = os.environ.get(

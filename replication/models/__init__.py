@@ -13,6 +13,7 @@ from replication.models.drills import (
     is_canary,
 )
 from replication.models.flows import FlowCheckpoint, MergeFlow
+from replication.models.gateways import Gateway
 from replication.models.identity import ApiToken, ExternalIdentity, OneTimePassword
 from replication.models.links import ClusterLink
 from replication.models.mirrors import (
@@ -32,6 +33,7 @@ from replication.models.verification import Verification
 __all__ = [
     "NAME_VALIDATOR",
     "KafkaCluster",
+    "Gateway",
     "AuditEventQuerySet",
     "AuditEvent",
     "ClusterLink",

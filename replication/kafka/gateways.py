@@ -1,0 +1,346 @@
+"""Gateways (docs/gateways.md): a Kafka proxy, Kroxylicious, that clients connect to instead of
+a cluster, so that moving them to another cluster is one switch here rather than a new
+bootstrap address and a restart in every application.
+
+An admin defines a gateway (its name, its client-facing address, the clusters it may route to
+and the one it routes to now), changes or deletes it; `switch` routes its clients to another of
+its clusters. Kroxylicious reads its configuration only at start, so a switch restarts the
+proxy with a new one, waits until the new cluster answers through it, and puts the old route
+back when it does not: a gateway is never left half-switched. The proxy runs on this host,
+its files in var/ (config readable by its owner only), as the devstack's `gateway-NAME` part.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import ipaddress
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from infra import kroxylicious, processes
+from replication.core.errors import ReplicationError, conflict, unavailable
+from replication.governance import audit
+from replication.models import NAME_VALIDATOR, Gateway, KafkaCluster
+
+LOG_LINES = 12  # of the proxy's log, in a refusal that it did not start
+
+
+# Where a gateway's proxy keeps its files: the devstack's pid and log places, so `manage.py
+# devstack status` and `logs gateway-NAME` see the same process.
+def part_name(gateway: Gateway) -> str:
+    return f"gateway-{gateway.name}"
+
+
+def pidfile(gateway: Gateway) -> Path:
+    return settings.VAR_DIR / "run" / f"{part_name(gateway)}.pid"
+
+
+def logfile(gateway: Gateway) -> Path:
+    return settings.VAR_DIR / "log" / f"{part_name(gateway)}.log"
+
+
+def config_file(gateway: Gateway) -> Path:
+    return settings.VAR_DIR / "gateways" / gateway.name / "kroxylicious.json"
+
+
+def route_to(gateway: Gateway, cluster: KafkaCluster) -> kroxylicious.Route:
+    """The proxy's route to `cluster`: its ordinary listener where ISTHMUS_ORDINARY_BOOTSTRAP
+    names one (the address its applications use), else its registered bootstrap servers."""
+    target = settings.ISTHMUS_ORDINARY_BOOTSTRAP.get(cluster.name) or cluster.bootstrap_servers
+    return kroxylicious.Route(gateway.name, gateway.host, gateway.port, target)
+
+
+def state(gateway: Gateway) -> dict:
+    """What the audit trail keeps of a gateway, before and after a change."""
+    return {
+        "address": gateway.address,
+        "clusters": sorted(c.name for c in gateway.clusters.all()),
+        "route": gateway.route.name,
+    }
+
+
+# Defining, changing, deleting. -------------------------------------------------------------
+
+
+def define(
+    actor: audit.Actor,
+    name: str,
+    address: str,
+    clusters: list[KafkaCluster],
+    route: KafkaCluster,
+) -> Gateway:
+    """A new gateway, its proxy started and answering on `route`."""
+    target = f"gateway {name}"
+    with audit.refusals(actor, "gateway.define", target):
+        _check_name(name)
+        host, port = parse_address(address)
+        _check_clusters(clusters, route)
+        with transaction.atomic():
+            gateway = Gateway.objects.create(name=name, host=host, port=port, route=route)
+            gateway.clusters.set(clusters)
+        try:
+            _check_ports_free(route_to(gateway, route))
+            start(gateway)
+        except ReplicationError:
+            gateway.delete()
+            raise
+    audit.record(actor, "gateway.define", target, after=state(gateway))
+    return gateway
+
+
+def change(
+    actor: audit.Actor,
+    gateway: Gateway,
+    *,
+    address: str | None = None,
+    clusters: list[KafkaCluster] | None = None,
+) -> Gateway:
+    """Another address (the proxy restarts there) or other clusters it may route to (its
+    route among them)."""
+    target = f"gateway {gateway.name}"
+    before = state(gateway)
+    with audit.refusals(actor, "gateway.change", target), _held(gateway):
+        if clusters is not None:
+            _check_clusters(clusters, gateway.route)
+        old = (gateway.host, gateway.port)
+        new = parse_address(address, gateway) if address is not None else old
+        if new != old:
+            moved = Gateway(name=gateway.name, host=new[0], port=new[1])
+            _check_ports_free(route_to(moved, gateway.route))
+            stop(gateway)
+            gateway.host, gateway.port = new
+            try:
+                start(gateway)
+            except ReplicationError as exc:
+                gateway.host, gateway.port = old
+                raise _restored(gateway, exc) from exc
+        with transaction.atomic():
+            gateway.save()
+            if clusters is not None:
+                gateway.clusters.set(clusters)
+    audit.record(actor, "gateway.change", target, before=before, after=state(gateway))
+    return gateway
+
+
+def delete(actor: audit.Actor, gateway: Gateway) -> None:
+    """The gateway gone and its proxy stopped: its clients lose their connection."""
+    target = f"gateway {gateway.name}"
+    before = state(gateway)
+    with audit.refusals(actor, "gateway.delete", target), _held(gateway):
+        stop(gateway)
+        config_file(gateway).unlink(missing_ok=True)
+        gateway.delete()
+    audit.record(actor, "gateway.delete", target, before=before)
+
+
+# Switching. -------------------------------------------------------------------------------
+
+
+def switch(actor: audit.Actor, gateway: Gateway, cluster: KafkaCluster) -> Gateway:
+    """Route the gateway's clients to `cluster`: the proxy restarted on it and answering with
+    its cluster id, the switch counted and audited with how long the proxy did not listen.
+    Refused in words, the route as it was, when `cluster` is not one it may route to or the
+    proxy does not come up on it (its log's last lines say why)."""
+    target = f"gateway {gateway.name}"
+    with audit.refusals(actor, "gateway.switch", target), _held(gateway):
+        gateway.refresh_from_db()
+        before = state(gateway)
+        if not gateway.clusters.filter(pk=cluster.pk).exists():
+            allowed = ", ".join(sorted(c.name for c in gateway.clusters.all()))
+            raise ReplicationError(
+                f"Gateway {gateway.name} may not route to {cluster.name}: it may route to "
+                f"{allowed}. An admin adds a cluster to it with a change first."
+            )
+        if gateway.route_id == cluster.pk:
+            raise conflict(f"Gateway {gateway.name} already routes to {cluster.name}.")
+        old = gateway.route
+        stop(gateway)
+        stopped = time.monotonic()
+        gateway.route = cluster
+        try:
+            start(gateway)
+        except ReplicationError as exc:
+            gateway.route = old
+            raise _restored(gateway, exc) from exc
+        pause = time.monotonic() - stopped
+        gateway.switches += 1
+        gateway.switched_at = timezone.now()
+        gateway.save(update_fields=["route", "switches", "switched_at", "updated_at"])
+    audit.record(
+        actor,
+        "gateway.switch",
+        target,
+        before=before,
+        after=state(gateway),
+        message=f"The proxy did not listen for {pause:.1f} s (its restart on {cluster.name}).",
+    )
+    return gateway
+
+
+def _restored(gateway: Gateway, failure: ReplicationError) -> ReplicationError:
+    """The refusal of a proxy that did not start, once the one before it runs again."""
+    try:
+        start(gateway)
+    except ReplicationError as again:
+        return unavailable(f"{failure} It did not start again as it was either: {again}")
+    return unavailable(f"{failure} Its clients are back on {gateway.route.name}, as before.")
+
+
+# The proxy's process. ----------------------------------------------------------------------
+
+
+def running(gateway: Gateway) -> bool:
+    return processes.read_pidfile(pidfile(gateway)) is not None
+
+
+def start(gateway: Gateway) -> None:
+    """Start the proxy on the gateway's route (as it is in memory) and wait until that
+    cluster answers through it, or raise saying why, the proxy stopped."""
+    route = route_to(gateway, gateway.route)
+    kroxylicious.write_config(config_file(gateway), route)
+    try:
+        command = kroxylicious.command(config_file(gateway))
+    except FileNotFoundError as exc:
+        raise unavailable(str(exc)) from exc
+    processes.start(
+        command,
+        pidfile=pidfile(gateway),
+        logfile=logfile(gateway),
+        env=dict(os.environ),
+        cwd=kroxylicious.ROOT,
+    )
+    if not _answers_in_time(gateway, route):
+        gone = not running(gateway)
+        stop(gateway)
+        why = "it exited" if gone else f"it did not answer within {settings.GATEWAY_START_S} s"
+        raise unavailable(
+            f"Gateway {gateway.name}'s proxy did not start on {gateway.route.name} "
+            f"({route.target}): {why}. The last lines of {logfile(gateway)}:\n{log_tail(gateway)}"
+        )
+
+
+def _answers_in_time(gateway: Gateway, route: kroxylicious.Route) -> bool:
+    """The proxy answers with the route's cluster id (any id, for a cluster registered
+    without one), before the timeout and while it runs."""
+    deadline = time.monotonic() + settings.GATEWAY_START_S
+    expected = gateway.route.cluster_id
+    while time.monotonic() < deadline and running(gateway):
+        try:
+            found = kroxylicious.cluster_id(route)
+        except Exception:  # noqa: BLE001 - not listening yet, or the cluster not yet reached
+            time.sleep(0.2)
+            continue
+        if not expected or found == expected:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def stop(gateway: Gateway) -> None:
+    processes.stop(pidfile(gateway), timeout=15)
+
+
+def log_tail(gateway: Gateway, lines: int = LOG_LINES) -> str:
+    path = logfile(gateway)
+    if not path.exists():
+        return "(no log)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+@contextmanager
+def _held(gateway: Gateway) -> Iterator[None]:
+    """One change of a gateway's proxy at a time on this host: a second switch waits for the
+    first, then finds the route it left."""
+    path = config_file(gateway).with_name("lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+# Checks. ------------------------------------------------------------------------------------
+
+
+def _check_name(name: str) -> None:
+    try:
+        NAME_VALIDATOR(name)
+    except ValidationError as exc:
+        raise ReplicationError(f"Gateway name {name!r}: {' '.join(exc.messages)}") from exc
+    if Gateway.objects.filter(name=name).exists():
+        raise conflict(f"A gateway named {name} exists already: choose another name.")
+
+
+def parse_address(address: str, of: Gateway | None = None) -> tuple[str, int]:
+    """HOST:PORT, on loopback unless ISTHMUS_GATEWAY_ANY_ADDRESS allows any, its ports
+    clear of every other gateway's (`of`: the gateway it is for, when it moves)."""
+    host, _, port_text = address.strip().rpartition(":")
+    host = host.strip("[]")
+    last = 65535 - kroxylicious.PORTS + 1
+    if not host or not port_text.isdigit() or not 1024 <= int(port_text) <= last:
+        raise ReplicationError(
+            f"The gateway's address {address!r} is not HOST:PORT with a port from 1024 to "
+            f"{last} (it also takes the {kroxylicious.PORTS - 1} ports after it), e.g. "
+            "127.0.0.1:9400."
+        )
+    if not settings.GATEWAY_ANY_ADDRESS and not _loopback(host):
+        raise ReplicationError(
+            f"The gateway's address {host} is not on loopback: its proxy would take clients "
+            "from other machines. Give 127.0.0.1, or set ISTHMUS_GATEWAY_ANY_ADDRESS=1 where "
+            "that is meant."
+        )
+    taken = Gateway.objects.filter(host=host, port__gt=int(port_text) - kroxylicious.PORTS)
+    if of is not None:
+        taken = taken.exclude(pk=of.pk)
+    if taken.filter(port__lt=int(port_text) + kroxylicious.PORTS).exists():
+        raise conflict(
+            f"{address} overlaps the ports of gateway {taken.first()}: each takes "
+            f"{kroxylicious.PORTS} ports from its own. Choose another port."
+        )
+    return host, int(port_text)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_ports_free(route: kroxylicious.Route) -> None:
+    held = [(port, processes.port_holder(port, route.host)) for port in route.ports]
+    held = [(port, holder) for port, holder in held if holder]
+    if held:
+        port, holder = held[0]
+        raise conflict(
+            f"Port {port} of {route.host} is in use by {holder}: a gateway at "
+            f"{route.bootstrap} needs ports {route.ports.start}-{route.ports.stop - 1}. "
+            "Choose another port, or stop what holds it."
+        )
+
+
+def _check_clusters(clusters: list[KafkaCluster], route: KafkaCluster) -> None:
+    if not clusters:
+        raise ReplicationError("Name at least one cluster the gateway may route to.")
+    if route not in clusters:
+        raise ReplicationError(
+            f"The gateway routes to {route.name}, which is not among the clusters it may "
+            "route to: add it to them."
+        )
+    for cluster in clusters:
+        protocol = str(cluster.client_config.get("security.protocol", "PLAINTEXT")).upper()
+        if protocol.endswith("SSL") and cluster.name not in settings.ISTHMUS_ORDINARY_BOOTSTRAP:
+            raise ReplicationError(
+                f"{cluster.name} is reached over TLS ({protocol}), which gateways do not "
+                "configure toward a cluster yet; give its plain listener in "
+                "ISTHMUS_ORDINARY_BOOTSTRAP."
+            )
