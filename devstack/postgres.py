@@ -30,7 +30,6 @@ from infra import processes
 SERVICE_USER = "postgres"  # made by Debian's postgresql-common
 REPLICATION_ROLE = "isthmus_replication"
 STANDBY_SLOT = "isthmus_standby"
-STANDBY_PORT = 5434  # before the devstack's port offset; the primary's is 5433
 _REPLICATION_HBA = f"host replication {REPLICATION_ROLE} 127.0.0.1/32 scram-sha-256\n"
 
 

@@ -32,7 +32,7 @@ import redis
 import requests
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from devstack import kafka, postgres, sentinel
+from devstack import kafka, sentinel
 from devstack.stack import Stack
 from infra import processes
 from infra.kafka_admin import KafkaAdmin
@@ -41,18 +41,18 @@ from replication.engine import process
 from spark_jobs import control
 from tests import leftovers
 from tests.conftest import admin_config
-from tests.kafka_clients import SteadyWriter
+from tests.kafka_clients import SteadyWriter, ordinary, write_numbered
 from tests.mirror_checks import eventually, read_all
 
 pytestmark = [pytest.mark.ha, pytest.mark.usefixtures("devstack")]
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTITIONS, PER_SECOND = 2, 500
+PARTITIONS, PER_SECOND, NEW_IN_B = 2, 500, 100
 DATABASE = "isthmus"
 ENGINE = process.engine_id(DATABASE)  # each region's: its database's name is the same
 REGION_PORTS = {"a": kafka.port(6390), "b": kafka.port(6391)}  # each region's Redis
 WEB_B = kafka.port(8010)
-PRIMARY, STANDBY = kafka.port(5433), kafka.port(postgres.STANDBY_PORT)  # the devstack's parts
+PRIMARY = kafka.port(5443)  # the devstack's postgres part, apart from a stack's own (5433)
 AUDITED = "SELECT action FROM replication_auditevent ORDER BY id"
 
 
@@ -61,7 +61,7 @@ class Region:
     of its own session, started on its database."""
 
     def __init__(self, name: str, folder: Path, database_port: int, password: str):
-        self.name, self.folder = name, folder / name
+        self.name, self.folder, self.database_port = name, folder / name, database_port
         self.redis_port = REGION_PORTS[name]
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("ISTHMUS_TEST")},
@@ -104,17 +104,22 @@ class Region:
             listen = f"127.0.0.1:{WEB_B}"
             self.start("web", [sys.executable, "-m", "console.web_server", "--listen", listen])
 
-    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run(
+    def spawn(self, *args: str) -> subprocess.Popen:
+        """`manage.py` with this region's settings, running beside the drill."""
+        return subprocess.Popen(
             [sys.executable, "manage.py", *args],
             env=self.env,
             cwd=ROOT,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=300,
         )
-        assert not check or done.returncode == 0, done.stderr[-3000:]
-        return done
+
+    def manage(self, *args: str, check: bool = True) -> tuple[int, str, str]:
+        command = self.spawn(*args)
+        out, err = command.communicate(timeout=300)
+        assert not check or command.returncode == 0, err[-3000:]
+        return command.returncode, out, err
 
     def engine(self) -> control.EngineHeartbeat:
         return control.engine_heartbeat(self.redis(), ENGINE)
@@ -216,13 +221,15 @@ def regions() -> Iterator[tuple[Stack, Region, Region, str]]:
     spec = {"host": "127.0.0.1", "port": PRIMARY, "user": "isthmus", "name": DATABASE}
     databases = Stack(folder, postgres={**spec, "password": password})
     a = Region("a", folder, PRIMARY, password)
-    b = Region("b", folder, STANDBY, password)
+    (standby,) = databases.select(["postgres-standby"])
+    b = Region("b", folder, standby.ports[0], password)
     try:
         databases.up(["postgres"], echo=lambda _: None)
-        a.manage("migrate", "-v", "0")  # before the copy, so the standby starts with it
+        migrating = a.spawn("migrate", "-v", "0")  # the standby receives it as it goes
         databases.up(["postgres-standby"], echo=lambda _: None)
         a.start_redis()
         b.start_redis()
+        assert migrating.wait(timeout=300) == 0, migrating.communicate()[1][-3000:]
         yield databases, a, b, password
     finally:
         for region in (a, b):
@@ -235,22 +242,26 @@ def test_region_a_lost_whole_region_b_promoted_fails_over_and_back_with_nothing_
     topic = leftovers.unique_name("region")
     admin = AdminClient(admin_config(kafka.SOURCE))
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    del admin  # else its client calls the dead source for the rest of the drill
     writer = SteadyWriter(topic, PARTITIONS, PER_SECOND)
-    with regions() as (databases, a, b, password):
-        setup = a.manage("shell", "-c", SETUP.replace("TOPIC", repr(topic)))
-        made = json.loads(setup.stdout.strip().splitlines()[-1])
+    took = Stages()
+    with _source_back_afterwards(stack), regions() as (databases, a, b, password):
+        took("the databases, primary and standby, and the regions' Redis")
+        a.start_isthmus()  # its engine starts warm meanwhile
+        _, out, _ = a.manage("shell", "-c", SETUP.replace("TOPIC", repr(topic)))
+        made = json.loads(out.strip().splitlines()[-1])
         console = Console(made.pop("tokens"), made)
         writer.start()
-        a.start_isthmus()
-
-        eventually(lambda: _copied(topic) > 3 * PER_SECOND, 300, "region A's engine copying")
         # Region B's operator, too early: refused while the primary answers.
-        early = b.manage("promote_standby", "--reason", "region A is down", check=False)
-        assert early.returncode != 0 and "still answers" in early.stderr, early.stderr
+        early = b.spawn("promote_standby", "--reason", "region A is down")
+        eventually(lambda: _copied(topic) > 3 * PER_SECOND, 300, "region A's engine copying")
+        took("region A's link and mirror made, its engine copying")
+        _, refused = early.communicate(timeout=300)
+        assert early.returncode != 0 and "still answers" in refused, refused
         # Region A's actions are on the standby before it dies (streaming, asynchronous).
         before_kill = _sql(PRIMARY, password, AUDITED)
         eventually(
-            lambda: _sql(STANDBY, password, AUDITED) == before_kill,
+            lambda: _sql(b.database_port, password, AUDITED) == before_kill,
             30,
             "region A's audit trail on the standby",
         )
@@ -261,11 +272,13 @@ def test_region_a_lost_whole_region_b_promoted_fails_over_and_back_with_nothing_
         _kill_part(stack, "source")
         _kill_part(databases, "postgres")
         killed = time.monotonic()
+        took("the early promotion refused, region A killed")
         held = read_all(kafka.DESTINATION.bootstrap, topic)  # what the mirror had copied
 
-        promoted = b.manage("promote_standby", "--reason", "drill: region A lost")
+        _, promoted, _ = b.manage("promote_standby", "--reason", "drill: region A lost")
         promote_s = time.monotonic() - killed
-        assert "is the primary now" in promoted.stdout, promoted.stdout
+        assert "is the primary now" in promoted, promoted
+        pg_promote_s = float(promoted.split("promoted in ")[1].split(" s")[0])
         b.start_isthmus(web=True)
         engine = eventually(
             lambda: b.engine().get("state") == "running" and b.engine(), 300, "B's engine"
@@ -273,14 +286,21 @@ def test_region_a_lost_whole_region_b_promoted_fails_over_and_back_with_nothing_
         engine_s = time.monotonic() - killed
         assert engine["host"] == "region-b", engine
         eventually(lambda: _web_answers(), 120, "B's console")
+        took("promoted, B's Isthmus started and its engine running")
 
         failover_s = console.approved("destination", "failover", topic, "region A is lost")
         assert read_all(kafka.DESTINATION.bootstrap, topic) == held  # nothing lost, nothing new
+        took("failed over")
+        # The applications moved to region B write the promoted topic.
+        write_numbered(ordinary(kafka.DESTINATION), topic, 0, NEW_IN_B)
 
         # Region A's cluster is back (its Isthmus and old primary are not: rebuilt later as
         # B's standby); what its producer had queued may reach it now, as the old primary's own.
         stack.up(["source"], echo=lambda _: None)
         writer.join(timeout=330)
+        # Region A's engine had copied exactly: the mirror held the source's records, in order.
+        assert _kept(held, read_all(kafka.SOURCE.bootstrap, topic))
+        took("region A's cluster back")
         failback_s = console.approved("source", "truncate-and-restore", topic, "region A back")
 
         def restored() -> bool:
@@ -289,9 +309,11 @@ def test_region_a_lost_whole_region_b_promoted_fails_over_and_back_with_nothing_
             )
 
         eventually(restored, 180, "the source restored from the promoted topic")
-        assert read_all(kafka.DESTINATION.bootstrap, topic) == held
+        took("failed back, the source equal to the promoted topic")
+        promoted_topic = read_all(kafka.DESTINATION.bootstrap, topic)
+        assert _kept(held, promoted_topic) and len(promoted_topic) == len(held) + NEW_IN_B
 
-        trail = _sql(STANDBY, password, AUDITED)
+        trail = _sql(b.database_port, password, AUDITED)
         assert trail[: len(before_kill)] == before_kill  # region A's, in order
         done_in_a = {action for (action,) in before_kill}
         assert {"cluster.register", "link.create", "mirror.create"} <= done_in_a, done_in_a
@@ -302,10 +324,38 @@ def test_region_a_lost_whole_region_b_promoted_fails_over_and_back_with_nothing_
     leftovers.delete_topics(kafka.SOURCE, leftovers.topics(kafka.SOURCE, lambda n: topic in n))
     print(
         f"\nRegion A lost with {len(held)} records copied: promoted {promote_s:.1f} s after the "
-        f"kill, B's engine running after {engine_s:.1f} s; failover asked and approved over "
+        f"kill (pg_promote {pg_promote_s:.1f} s), B's engine running after {engine_s:.1f} s "
+        f"({engine_s - promote_s:.1f} s after the promotion); failover asked and approved over "
         f"HTTP, executed in {failover_s:.1f} s; fail back in {failback_s:.1f} s; every record "
         "kept"
     )
+
+
+class Stages:
+    """How long each stage of the drill took, printed as it ends."""
+
+    def __init__(self) -> None:
+        self.began = self.last = time.monotonic()
+
+    def __call__(self, what: str) -> None:
+        now = time.monotonic()
+        print(f"\n[{now - self.began:6.1f} s] {what} (+{now - self.last:.1f} s)", flush=True)
+        self.last = now
+
+
+def _kept(held: list, now: list) -> bool:
+    """Every record `held` is in `now`, the same at the same partition and offset."""
+    at = {(r.partition, r.offset): r for r in now}
+    return all(at.get((r.partition, r.offset)) == r for r in held)
+
+
+@contextlib.contextmanager
+def _source_back_afterwards(stack: Stack) -> Iterator[None]:
+    """The session's source cluster running after the drill, however it ended."""
+    try:
+        yield
+    finally:
+        stack.up(["source"], echo=lambda _: None)
 
 
 def _copied(topic: str) -> int:
@@ -325,4 +375,7 @@ def _kill_part(stack: Stack, name: str) -> None:
 
 
 def _web_answers() -> bool:
-    return requests.get(f"http://127.0.0.1:{WEB_B}/login/", timeout=5).status_code == 200
+    try:
+        return requests.get(f"http://127.0.0.1:{WEB_B}/login/", timeout=5).status_code == 200
+    except requests.RequestException:  # not listening yet, or still starting
+        return False
