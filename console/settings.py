@@ -421,10 +421,11 @@ ISTHMUS_ORDINARY_BOOTSTRAP = dict(
     ).split(",")
     if "=" in pair
 )
-# Gateways (docs/gateways.md): how long a switch waits for the proxy to answer on its new route
-# before it puts the old one back (a JVM's start on a busy machine), and whether a gateway may
-# listen beyond loopback.
+# Gateways (docs/gateways.md): how long a switch waits for the proxy to listen (a JVM's start,
+# long on a busy machine), then for the new cluster to answer through it, before it puts the old
+# route back; and whether a gateway may listen beyond loopback.
 GATEWAY_START_S = _env_number("ISTHMUS_GATEWAY_START_S", 90.0, float, minimum=5)
+GATEWAY_ANSWER_S = _env_number("ISTHMUS_GATEWAY_ANSWER_S", 15.0, float, minimum=1)
 GATEWAY_ANY_ADDRESS = _env_bool("ISTHMUS_GATEWAY_ANY_ADDRESS")
 # What stops and starts a cluster for the disaster-recovery scenario (a class with stop(name)
 # and start(name); replication.scenarios.clusters): the embedded stack's by default.

@@ -26,7 +26,7 @@ from django.conf import settings
 
 from infra import processes
 
-from . import hosts, kafka, postgres, registry, sentinel
+from . import gateway, hosts, kafka, postgres, registry, sentinel
 from .kafka import ROOT
 
 
@@ -167,7 +167,7 @@ class Stack:
         if (database := self._postgres_part()) is not None:
             parts[:0] = [database, *self._standby_part(database)]
         if hosts.in_use(self):
-            return parts + self._registries() + hosts.parts(self)
+            return parts + self._registries() + hosts.parts(self) + gateway.parts()
         parts.append(
             Component(
                 name="redis",
@@ -239,7 +239,7 @@ class Stack:
                 ready=lambda: _http_ok(f"http://127.0.0.1:{self.web_port}/login/"),
             ),
         ]
-        return parts
+        return parts + gateway.parts()
 
     def _registries(self) -> list[Component]:
         return [
@@ -354,6 +354,8 @@ class Stack:
         """The part names, a cluster's name standing for each of its brokers, a host's for its
         leader and parts (and a host part's leader is always among them)."""
         groups = {node.name: [b.name for b in node.brokers] for node in kafka.NODES}
+        defined = [c.name for c in self.components if c.name.startswith(f"{gateway.GROUP}-")]
+        groups[gateway.GROUP] = defined or [gateway.GROUP]
         for c in self.components:
             if c.host is not None:
                 groups.setdefault(c.host, [c.host]).append(c.name)
@@ -375,6 +377,8 @@ class Stack:
         if unknown:
             asked_db = {"postgres", "postgres-standby"} & set(unknown)
             hint = " (PostgreSQL is one with ISTHMUS_DB=postgres)" if asked_db else ""
+            if gateway.GROUP in unknown:
+                hint += " (no gateway is defined: docs/gateways.md says how to define one)"
             raise StackError(
                 f"Unknown part(s) {', '.join(unknown)}; the parts are {', '.join(known)}{hint}."
             )

@@ -217,35 +217,54 @@ def start(gateway: Gateway) -> None:
         env=dict(os.environ),
         cwd=kroxylicious.ROOT,
     )
-    if not _answers_in_time(gateway, route):
-        gone = not running(gateway)
+    why = _not_answering(gateway, route)
+    if why:
         stop(gateway)
-        why = "it exited" if gone else f"it did not answer within {settings.GATEWAY_START_S} s"
         raise unavailable(
             f"Gateway {gateway.name}'s proxy did not start on {gateway.route.name} "
             f"({route.target}): {why}. The last lines of {logfile(gateway)}:\n{log_tail(gateway)}"
         )
 
 
-def _answers_in_time(gateway: Gateway, route: kroxylicious.Route) -> bool:
-    """The proxy answers with the route's cluster id (any id, for a cluster registered
-    without one), before the timeout and while it runs."""
-    deadline = time.monotonic() + settings.GATEWAY_START_S
+def _not_answering(gateway: Gateway, route: kroxylicious.Route) -> str:
+    """Why the proxy does not answer with the route's cluster id (any id, for a cluster
+    registered without one), or "" once it does. The JVM's start may take
+    ISTHMUS_GATEWAY_START_S (a busy machine); the cluster, once it listens,
+    ISTHMUS_GATEWAY_ANSWER_S."""
+    started = processes.wait_for(
+        lambda: not running(gateway) or processes.port_holder(route.port, route.host),
+        settings.GATEWAY_START_S,
+        0.1,
+    )
+    if not running(gateway):
+        return "it exited"
+    if not started:
+        return f"it did not listen within {settings.GATEWAY_START_S:g} s"
     expected = gateway.route.cluster_id
+    deadline = time.monotonic() + settings.GATEWAY_ANSWER_S
     while time.monotonic() < deadline and running(gateway):
         try:
             found = kroxylicious.cluster_id(route)
-        except Exception:  # noqa: BLE001 - not listening yet, or the cluster not yet reached
+        except Exception:  # noqa: BLE001 - the cluster not reached through it (yet)
             time.sleep(0.2)
             continue
         if not expected or found == expected:
-            return True
+            return ""
         time.sleep(0.2)
-    return False
+    if not running(gateway):
+        return "it exited"
+    return f"the cluster did not answer through it within {settings.GATEWAY_ANSWER_S:g} s"
 
 
 def stop(gateway: Gateway) -> None:
     processes.stop(pidfile(gateway), timeout=15)
+
+
+def connections(gateway: Gateway) -> float | None:
+    """Client connections its proxy accepted since it started, or None while it does not
+    answer (its metrics endpoint, asked with a short timeout: /metrics asks every gateway)."""
+    found = kroxylicious.metrics(route_to(gateway, gateway.route), timeout=0.5)
+    return found.get("kroxylicious_downstream_connections_total")
 
 
 def log_tail(gateway: Gateway, lines: int = LOG_LINES) -> str:

@@ -12,10 +12,12 @@ from django.db.models import Count
 from django.utils import timezone
 
 from replication.engine import beat, status
+from replication.kafka import gateways
 from replication.models import (
     ApprovalRequest,
     ClusterLink,
     DrillRun,
+    Gateway,
     GroupOffsetSync,
     MergeFlow,
     MirrorTopic,
@@ -149,6 +151,16 @@ _HELP = {
         "gauge",
         "When the link's last drill finished (Unix time): an alert sees drills that stopped.",
     ),
+    "isthmus_gateway_route": (
+        "gauge",
+        "1 for the cluster the gateway routes its clients to now (docs/gateways.md).",
+    ),
+    "isthmus_gateway_switches_total": ("counter", "Switches of the gateway to another cluster."),
+    "isthmus_gateway_connections_total": (
+        "counter",
+        "Client connections the gateway's proxy accepted since it last started (a switch "
+        "restarts it); absent while it does not answer.",
+    ),
     "isthmus_approvals_pending": ("gauge", "Requests waiting for approval, by action."),
     "isthmus_approval_oldest_pending_seconds": (
         "gauge",
@@ -221,6 +233,7 @@ def prometheus_text() -> str:
     _clusters(add)
     _approvals(add)
     _drills(add)
+    _gateways(add)
     lines = []
     for name, (kind, text) in _HELP.items():
         lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples[name]]
@@ -321,6 +334,15 @@ def _clusters(add) -> None:
     for cluster in survey(links).clusters:
         if cluster.reachable is not None:
             add("isthmus_cluster_reachable", int(cluster.reachable), cluster=cluster.name)
+
+
+def _gateways(add) -> None:
+    for gateway in Gateway.objects.select_related("route"):
+        add("isthmus_gateway_route", 1, gateway=gateway.name, cluster=gateway.route.name)
+        add("isthmus_gateway_switches_total", gateway.switches, gateway=gateway.name)
+        accepted = gateways.connections(gateway)
+        if accepted is not None:
+            add("isthmus_gateway_connections_total", int(accepted), gateway=gateway.name)
 
 
 def _approvals(add) -> None:

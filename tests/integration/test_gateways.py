@@ -1,6 +1,7 @@
 """A gateway switched under a running producer and consumer: a real Kroxylicious in front of the
 source cluster, a long-lived idempotent confluent-kafka producer and a consumer through it,
-switched to the destination cluster by the service function. Every record the producer was
+switched to the destination cluster by the service function (after a switch to a cluster that
+does not answer, refused with the route as it was). Every record the producer was
 acknowledged is on the clusters, once on each: the source's up to the switch, the
 destination's after, none lost; those in flight at the switch are on both (the test says how
 many). The clients' pause (last record acknowledged before the switch, first after) is
@@ -13,13 +14,15 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from django.test import override_settings
 
 from devstack import kafka
 from infra import kroxylicious, processes
 from infra.consuming import take
+from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.kafka import gateways
-from replication.models import AuditEvent
+from replication.models import AuditEvent, KafkaCluster
 
 pytestmark = pytest.mark.kafka
 
@@ -102,6 +105,26 @@ class Reader(threading.Thread):
         self.consumer.close()
 
 
+def _a_switch_that_cannot_be_puts_the_route_back(gateway, source) -> None:
+    """A cluster that does not answer: the switch is refused with the proxy's log, and the
+    proxy answers on the source again."""
+    nowhere = KafkaCluster.objects.create(
+        name="nowhere", bootstrap_servers=f"127.0.0.1:{_free_block(39400)}", cluster_id="x"
+    )
+    gateway.clusters.add(nowhere)
+    with override_settings(GATEWAY_ANSWER_S=8), pytest.raises(ReplicationError) as refused:
+        gateways.switch(audit.Actor.system("tests"), gateway, nowhere)
+    words = str(refused.value)
+    assert refused.value.status == 503
+    assert "did not start on nowhere" in words and "did not answer through it within 8 s" in words
+    assert "back on source, as before" in words, words
+    assert "io.kroxylicious" in words  # the last lines of its log
+    gateway.refresh_from_db()
+    assert (gateway.route, gateway.switches) == (source, 0)
+    route = gateways.route_to(gateway, source)
+    assert kroxylicious.cluster_id(route) == source.cluster_id
+
+
 def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_record_once(
     registered_clusters, make_topic, topic_name
 ):
@@ -114,6 +137,7 @@ def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_recor
         actor, topic_name[-60:], f"127.0.0.1:{_free_block()}", [source, destination], source
     )
     started = time.monotonic() - began
+    _a_switch_that_cannot_be_puts_the_route_back(gateway, source)
     writer = Writer(gateway.address, topic_name)
     reader = Reader(gateway.address, topic_name)
     try:
