@@ -53,6 +53,15 @@ def run_slots(slots: Iterator[int], spec: payloads.SlotSpec, epoch: str) -> None
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    from pyspark import TaskContext  # Spark's, on any executor
+
+    context = TaskContext.get()
+    if context is not None and context.attemptNumber() > 0:
+        # Spark runs a task again, past spark.task.maxFailures=1, when its executor's worker
+        # was lost (not the application's fault). In the same epoch it would start writing at
+        # once, beside the old task if that one is cut off rather than dead: failing here fails
+        # the job, and the engine relaunches the slot in a new epoch, after the old one.
+        raise RuntimeError(f"the copier slot's task ran again (attempt {context.attemptNumber()})")
     for number in slots:
         SlotTask(spec, number, epoch).run()
 
