@@ -254,7 +254,7 @@ def test_region_a_lost_whole_region_b_promoted_fails_over_and_back_with_nothing_
         writer.start()
         # Region B's operator, too early: refused while the primary answers.
         early = b.spawn("promote_standby", "--reason", "region A is down")
-        eventually(lambda: _copied(topic) > 3 * PER_SECOND, 300, "region A's engine copying")
+        eventually(lambda: _copied(topic) > 3 * PER_SECOND, 420, "region A's engine copying")
         took("region A's link and mirror made, its engine copying")
         _, refused = early.communicate(timeout=300)
         assert early.returncode != 0 and "still answers" in refused, refused
@@ -281,7 +281,7 @@ def test_region_a_lost_whole_region_b_promoted_fails_over_and_back_with_nothing_
         pg_promote_s = float(promoted.split("promoted in ")[1].split(" s")[0])
         b.start_isthmus(web=True)
         engine = eventually(
-            lambda: b.engine().get("state") == "running" and b.engine(), 300, "B's engine"
+            lambda: b.engine().get("state") == "running" and b.engine(), 420, "B's engine"
         )
         engine_s = time.monotonic() - killed
         assert engine["host"] == "region-b", engine
