@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import ipaddress
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -136,7 +137,7 @@ def delete(actor: audit.Actor, gateway: Gateway) -> None:
     before = state(gateway)
     with audit.refusals(actor, "gateway.delete", target), _held(gateway):
         stop(gateway)
-        config_file(gateway).unlink(missing_ok=True)
+        shutil.rmtree(config_file(gateway).parent, ignore_errors=True)
         gateway.delete()
     audit.record(actor, "gateway.delete", target, before=before)
 

@@ -15,6 +15,13 @@ from replication.models import AuditEvent, Gateway, KafkaCluster
 ACTOR = audit.Actor.system("tests")
 
 
+@pytest.fixture(autouse=True)
+def _own_var_dir(tmp_path):
+    """A gateway's lock, config, pid and log files in the test's folder, not var/."""
+    with override_settings(VAR_DIR=tmp_path):
+        yield
+
+
 @pytest.fixture
 def gateway(registered_clusters) -> Gateway:
     made = Gateway.objects.create(
@@ -106,9 +113,29 @@ def test_each_defined_gateway_is_a_devstack_part_that_the_name_gateway_stands_fo
 
     from devstack.stack import Stack
 
-    stack = Stack(settings.VAR_DIR)
+    stack = Stack(settings.VAR_DIR)  # the test's own folder
     (part,) = stack.select(["gateway"])
     assert part.name == "gateway-orders"
     assert part.address == "127.0.0.1:29400 (routes to source)"
     assert part.ports == tuple(range(29400, 29412))
     assert stack.pidfile(part.name) == gateways.pidfile(gateway)
+
+
+def test_a_change_keeps_the_route_among_its_clusters_and_a_deletion_is_audited(
+    gateway, registered_clusters
+):
+    source, destination = registered_clusters["source"], registered_clusters["destination"]
+    with pytest.raises(ReplicationError, match="routes to source, which is not among"):
+        gateways.change(ACTOR, gateway, clusters=[destination])
+    gateways.change(ACTOR, gateway, clusters=[source])
+    assert list(gateway.clusters.all()) == [source]
+    gateways.delete(ACTOR, gateway)
+    assert not Gateway.objects.exists()
+    events = AuditEvent.objects.filter(target="gateway orders").order_by("pk")
+    assert [(e.action, e.result) for e in events] == [
+        ("gateway.change", "refused"),
+        ("gateway.change", "ok"),
+        ("gateway.delete", "ok"),
+    ]
+    assert events[1].before["clusters"] == ["destination", "source"]
+    assert events[1].after["clusters"] == ["source"]

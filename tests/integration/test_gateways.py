@@ -157,6 +157,7 @@ def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_recor
         writer.done.set()
         reader.done.set()
         gateways.delete(actor, gateway)
+        gateways.logfile(gateway).unlink(missing_ok=True)
 
     assert writer.failed == []
     on_source = _all_values(kafka.SOURCE.bootstrap, topic_name)
