@@ -19,7 +19,6 @@ import logging
 import time
 from dataclasses import dataclass
 
-import psycopg
 import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
@@ -80,7 +79,9 @@ def primary_address() -> tuple[str, int] | None:
         ) from exc
     if not conninfo:
         return None
-    options = psycopg.conninfo.conninfo_to_dict(conninfo)
+    from psycopg.conninfo import conninfo_to_dict  # here: only PostgreSQL's standby gets here
+
+    options = conninfo_to_dict(conninfo)
     return str(options.get("host") or "localhost"), int(options.get("port") or 5432)
 
 
@@ -88,6 +89,8 @@ def primary_answers(host: str, port: int) -> bool:
     """Whether a PostgreSQL server takes connections at the primary's address: any answer,
     a refused password too, means a server is there; only silence or a refused connection
     means it is gone."""
+    import psycopg  # the `postgres` extra: not installed where SQLite is the database
+
     db = settings.DATABASES["default"]
     try:
         psycopg.connect(
