@@ -234,9 +234,15 @@ def _open_or_refuse(request: ApprovalRequest, verb: str) -> None:
     fresh = ApprovalRequest.objects.select_for_update().get(pk=request.pk)
     request.state, request.decision_reason = fresh.state, fresh.decision_reason
     if request.state == RState.SUPERSEDED:
+        gone = ""
+        # A forced deletion fails the link's mirrors over first, which supersedes a request
+        # on them as "failed over"; the approver must also learn the link itself is gone.
+        deleted = f"deleted link {fresh.link_name}"
+        if fresh.link_id is None and deleted not in request.decision_reason:
+            gone = f" Link {fresh.link_name} was deleted since, with its mirrors' rows."
         raise conflict(
-            f"Request {request.pk} was superseded: {request.decision_reason}. It cannot be "
-            f"{verb} any more; ask again if it is still wanted."
+            f"Request {request.pk} was superseded: {request.decision_reason}.{gone} It cannot "
+            f"be {verb} any more; ask again if it is still wanted."
         )
     if request.state != RState.PENDING:
         raise conflict(f"Request {request.pk} is {request.state}; it cannot be {verb} any more.")

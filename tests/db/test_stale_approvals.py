@@ -173,9 +173,13 @@ def test_deleting_the_link_supersedes_its_pending_requests_and_approving_answers
     assert delete_request.state == SUPERSEDED
     assert "admin deleted link" in delete_request.decision_reason
 
-    for request in (promote_request, delete_request):
-        answer = _approve_by_api(api, request)
-        assert answer.status_code == 409, answer.content
+    answers = [_approve_by_api(api, r) for r in (promote_request, delete_request)]
+    assert [a.status_code for a in answers] == [409, 409]
+    # Each says the link was deleted, not only that the mirror was failed over (issue 47),
+    # and says it once.
+    promoting, deleting = (a.json()["message"] for a in answers)
+    assert "failed over" in promoting and f"Link {link.name} was deleted since" in promoting
+    assert f"deleted link {link.name}" in deleting and "was deleted since" not in deleting
 
 
 def _call(url: str, token: str, body: dict) -> int:
