@@ -127,7 +127,7 @@ def create_configs(args) -> dict[str, str]:
 def create(session: Session, args, configs: dict[str, str]) -> None:
     if args.exclude_validate_link and not args.cluster_id:
         raise CliError("--exclude-validate-link needs --cluster-id: the source cannot be asked.")
-    session.call(
+    existing = session.call(
         "POST",
         session.links,
         {
@@ -138,6 +138,15 @@ def create(session: Session, args, configs: dict[str, str]) -> None:
         validate_only=args.validate_only,
         validate_link=not args.exclude_validate_link,
     )
+    if existing:
+        # The second side's create of a bidirectional link, as Confluent's recipe has it:
+        # Isthmus made both halves at the first, so the console answered the existing half.
+        print(
+            f"Cluster link '{args.link}' exists already on this cluster, from "
+            f"'{existing['source_cluster_id']}': it is the other half of the bidirectional "
+            "link made on both clusters at its first create. Nothing new was made."
+        )
+        return
     done = "validated" if args.validate_only else "completed"
     print(f"Cluster link '{args.link}' creation successfully {done}.")
 

@@ -35,7 +35,7 @@ from replication.engine import status
 from replication.governance import audit
 from replication.models import ClusterLink, MirrorTopic
 from replication.schemas import schema_links
-from replication.topics.link_creation import create_link
+from replication.topics.link_creation import create_or_join, joined_words
 from replication.topics.links import (
     alter_link_configs,
     describe_link_configs,
@@ -112,6 +112,40 @@ def _half_data(half: ClusterLink | None) -> LinkHalf | None:
     )
 
 
+def _source_cluster_id(body: dict, configs: dict[str, str]) -> str | None:
+    """The create's source: source_cluster_id, or remote_cluster_id, the other cluster of a
+    bidirectional link as Confluent's tools name it (`confluent kafka link create
+    --remote-cluster`); destination_cluster_id, a source-initiated link's, is refused."""
+    source = field(body, "source_cluster_id", str)
+    remote = field(body, "remote_cluster_id", str)
+    if field(body, "destination_cluster_id", str):
+        raise ApiError(
+            400,
+            "destination_cluster_id is for the source half of a source-initiated link "
+            "(link.mode=SOURCE), which Isthmus does not make: its links are created on the "
+            "destination (give source_cluster_id) or are bidirectional (link.mode=BIDIRECTIONAL "
+            "with remote_cluster_id).",
+        )
+    if not remote:
+        return source
+    mode = str(configs.get("link.mode", "DESTINATION")).strip().upper()
+    if mode != "BIDIRECTIONAL":
+        raise ApiError(
+            400,
+            f"remote_cluster_id names the other cluster of a bidirectional link, and this "
+            f"link's link.mode is {mode}: add link.mode=BIDIRECTIONAL to its configs, or give "
+            "source_cluster_id for a link that copies one way into this cluster "
+            "(source-initiated links, link.mode=SOURCE, are not supported).",
+        )
+    if source and source != remote:
+        raise ApiError(
+            400,
+            f"source_cluster_id ({source}) and remote_cluster_id ({remote}) name different "
+            "clusters; a bidirectional link's other cluster is one: give one of them.",
+        )
+    return remote
+
+
 def config_data(request, link: ClusterLink, entry: link_configs.ConfigEntry) -> KafkaLinkConfigData:
     path = f"{BASE.format(cluster_id=link.destination.cluster_id)}/{link.name}/configs/{entry.name}"
     return KafkaLinkConfigData(
@@ -145,23 +179,24 @@ def links(request, cluster_id):
     if not name:
         raise ApiError(400, "Give the link's name as the link_name query parameter.")
     body = json_body(request)
-    for unsupported in ("destination_cluster_id", "remote_cluster_id", "cluster_link_id"):
-        if body.get(unsupported):
-            raise ApiError(
-                400,
-                f"{unsupported} is for source-initiated or bidirectional links, which need "
-                "Confluent Server; Isthmus links are destination-initiated. "
-                "Give source_cluster_id instead.",
-            )
-    create_link(
+    configs = name_values(body)
+    creation = create_or_join(
         audit.Actor.from_request(request),
         destination,
         name,
-        name_values(body),
-        source_cluster_id=field(body, "source_cluster_id", str),
+        configs,
+        source_cluster_id=_source_cluster_id(body, configs),
         validate_only=flag(request, "validate_only"),
         validate_link=flag(request, "validate_link", default=True),
+        cluster_link_id=field(body, "cluster_link_id", str),
     )
+    if not creation.made:
+        # Confluent answers a create with 204 and no body; the second side's create of a
+        # bidirectional link made no link, so it is told so with the link as a GET answers it
+        # (its clients take any 2xx) and in a Warning header for those that read no body.
+        answer = respond(link_data(request, creation.link, other_half(creation.link)))
+        answer["Warning"] = f'299 isthmus "{joined_words(creation.link)}"'
+        return answer
     return no_content()
 
 

@@ -74,7 +74,7 @@ def link_create(request):
     form = LinkForm(bound(request))
     if request.method == "POST" and form.is_valid():
         try:
-            link = link_creation.create_link(
+            link, made = link_creation.create_or_join(
                 audit.Actor.from_request(request),
                 form.cleaned_data["destination"],
                 form.cleaned_data["name"],
@@ -87,7 +87,10 @@ def link_create(request):
         except ReplicationError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Created cluster link {link.name}.")
+            if made:
+                messages.success(request, f"Created cluster link {link.name}.")
+            else:
+                messages.info(request, link_creation.joined_words(link))
             return redirect("link-detail", link.destination.name, link.name)
     return render(request, "links/form.html", {"form": form})
 

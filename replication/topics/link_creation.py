@@ -5,10 +5,12 @@ the destination into the source, each half with the other cluster's link princip
 from __future__ import annotations
 
 import logging
+from typing import Any, NamedTuple
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from infra.kafka_admin import kafka_uuid
 from replication.core import link_config_validation, link_configs, link_credentials
 from replication.core.errors import FieldProblems, ReplicationError, conflict
 from replication.governance import audit
@@ -20,7 +22,20 @@ log = logging.getLogger(__name__)
 State = ClusterLink.State
 
 
-def create_link(
+class Creation(NamedTuple):
+    """A create's outcome: the link, and whether it was made now (False: the create named the
+    existing other half of a bidirectional link, as the second side of Confluent's recipe does)."""
+
+    link: ClusterLink
+    made: bool
+
+
+def create_link(*args: Any, **kwargs: Any) -> ClusterLink:
+    """`create_or_join`'s link, for callers that do not tell a new link from a joined half."""
+    return create_or_join(*args, **kwargs).link
+
+
+def create_or_join(
     actor: audit.Actor,
     destination: KafkaCluster,
     name: str,
@@ -30,7 +45,8 @@ def create_link(
     validate_only: bool = False,
     validate_link: bool = True,
     source: KafkaCluster | None = None,
-) -> ClusterLink:
+    cluster_link_id: str | None = None,
+) -> Creation:
     """Create a link into `destination` from the source that `configs` connect to, or from the
     registered cluster `source` (its address and link principal; `configs` may add settings,
     not change the connection).
@@ -44,11 +60,27 @@ def create_link(
     With `validate_link` (the default) the source must answer with the link's credentials and,
     if `source_cluster_id` is given, be that cluster; without it the id must be given.
     With `validate_only` nothing is saved and the unsaved link is returned.
+
+    Confluent's recipe creates a bidirectional link on both clusters; Isthmus made both halves
+    at the first create, so the second (same name, the other cluster as its source) is answered
+    with the existing half, `made` False, when what it types agrees with it, else refused
+    saying what differs; `cluster_link_id`, which Confluent's second create carries, must
+    then be one of the link's halves' ids.
     """
     with audit.refusals(actor, "link.create", f"link {name} on {destination.name}"):
         if source is None and _bidirectional(configs):
             source = _registered_source(source_cluster_id)
         typed = configs
+        existing = _existing_half(destination, name, source, typed, cluster_link_id)
+        if existing is not None:
+            if not validate_only:
+                audit.record(
+                    actor,
+                    "link.create",
+                    f"link {name} on {destination.name}",
+                    message=_JOINED.format(source=_source_name(existing)),
+                )
+            return Creation(existing, made=False)
         if source is not None:
             configs = link_credentials.bound_to_cluster(source, typed)
             source_cluster_id = source.cluster_id
@@ -62,7 +94,7 @@ def create_link(
             assert source is not None  # a bidirectional link's source is registered
             made.append(_new_link(name, source, destination.cluster_id, peer_clean))
         if validate_only:
-            return made[0]
+            return Creation(made[0], made=True)
         try:
             with transaction.atomic():
                 for link in made:
@@ -73,7 +105,104 @@ def create_link(
         target = f"link {name} on {link.destination.name}"
         audit.record(actor, "link.create", target, after=links.snapshot(link))
         log.info("Created cluster link %s from %s into %s", name, link.source_cluster_id, link)
-    return made[0]
+    return Creation(made[0], made=True)
+
+
+_JOINED = (
+    "Nothing new was made: this is the existing half, from {source}, of the bidirectional link "
+    "Isthmus made on both clusters at its first create."
+)
+
+
+def _source_name(link: ClusterLink) -> str:
+    source = KafkaCluster.objects.filter(cluster_id=link.source_cluster_id).first()
+    return source.name if source else link.source_cluster_id
+
+
+def joined_words(link: ClusterLink) -> str:
+    """What a create that named an existing half is told (the API's header, the console's
+    flash)."""
+    return f"Cluster link {link.name!r} exists already on {link.destination.name}. " + (
+        _JOINED.format(source=_source_name(link))
+    )
+
+
+def _existing_half(
+    destination: KafkaCluster,
+    name: str,
+    source: KafkaCluster | None,
+    typed: dict[str, str],
+    cluster_link_id: str | None,
+) -> ClusterLink | None:
+    """The half of a bidirectional link this create names again, checked against what it
+    types; None when the create is of a new link."""
+    if cluster_link_id and not _bidirectional(typed):
+        raise ReplicationError(_LINK_ID_WORDS)
+    existing = ClusterLink.objects.filter(destination=destination, name=name).first()
+    if existing is not None and source is not None and _bidirectional(typed):
+        _check_same_half(existing, source, typed, cluster_link_id)
+        return existing
+    if cluster_link_id:
+        raise ReplicationError(
+            f"cluster_link_id names the first half of a bidirectional link, and no link "
+            f"named {name!r} is on {destination.name} yet: create it without "
+            "cluster_link_id (Isthmus makes both halves at once). Nothing was changed."
+        )
+    return None
+
+
+_LINK_ID_WORDS = (
+    "cluster_link_id is for the second half of a bidirectional link (link.mode=BIDIRECTIONAL); "
+    "leave it out for any other link. Nothing was changed."
+)
+
+
+def _check_same_half(
+    existing: ClusterLink,
+    source: KafkaCluster,
+    typed: dict[str, str],
+    cluster_link_id: str | None,
+) -> None:
+    """Refused, saying what differs, unless `existing` is the half of a bidirectional link from
+    `source` and every setting typed agrees with it (a setting not typed is the half's own)."""
+    where = f"A cluster link named {existing.name!r} exists already on {existing.destination.name}"
+    if existing.source_cluster_id != source.cluster_id:
+        raise conflict(
+            f"{where}, from cluster {existing.source_cluster_id}, not from {source.name} "
+            f"({source.cluster_id}): choose another name, or delete that link first. "
+            "Nothing was changed."
+        )
+    if existing.config("link.mode") != "BIDIRECTIONAL":
+        raise conflict(
+            f"{where}, a one-way link (link.mode {existing.config('link.mode')}) from "
+            f"{source.name}: a link's mode cannot be changed; delete it and create it again "
+            "with link.mode=BIDIRECTIONAL. Nothing was changed."
+        )
+    if cluster_link_id:
+        halves = [
+            existing,
+            *ClusterLink.objects.filter(
+                name=existing.name, destination__cluster_id=source.cluster_id
+            ),
+        ]
+        if cluster_link_id not in {kafka_uuid(half.link_id) for half in halves}:
+            raise conflict(
+                f"{where}, from {source.name}, but its cluster_link_id is "
+                f"{kafka_uuid(existing.link_id)}, not {cluster_link_id}: give the id a GET of "
+                "the link on either cluster answers, or leave it out. Nothing was changed."
+            )
+    clean = link_config_validation.validate(link_credentials.bound_to_cluster(source, typed))
+    differing = [
+        f"{key} ({clean[key]!r} here, {existing.config(key)!r} on the existing half)"
+        for key in sorted(typed)
+        if key not in link_configs.CONNECTION_KEYS and clean.get(key) != existing.config(key)
+    ]
+    if differing:
+        raise conflict(
+            f"{where}: it is the other half of the bidirectional link from {source.name}, made "
+            f"at the first create, but {', '.join(differing)} differ. Create it with the same "
+            "values, or change them on the existing link (its configs). Nothing was changed."
+        )
 
 
 def _source_id(

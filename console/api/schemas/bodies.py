@@ -29,9 +29,13 @@ class PromoteSubjectsRequest(Body):
     reason: str | None = Field(default=None, description="Why: approvers and the audit read it.")
 
 
-_CONFLUENTS_BIDIRECTIONAL = (
-    "Refused: Confluent's way to make a bidirectional link; here set link.mode=BIDIRECTIONAL "
-    "and give the other registered cluster's id as source_cluster_id."
+_REMOTE = (
+    "With link.mode=BIDIRECTIONAL: the other registered cluster (as source_cluster_id); "
+    "refused with any other link.mode."
+)
+_LINK_ID = (
+    "Confluent's second create of a bidirectional link: one of the existing link's halves' "
+    "cluster_link_id (Isthmus made both at the first create)."
 )
 
 
@@ -49,10 +53,10 @@ class CreateLinkRequest(Body):
         + "."
     )
     destination_cluster_id: str | None = Field(
-        None, description="Refused: only for source-initiated links."
+        None, description="Refused: only for source-initiated links, which Isthmus does not make."
     )
-    remote_cluster_id: str | None = Field(None, description=_CONFLUENTS_BIDIRECTIONAL)
-    cluster_link_id: str | None = Field(None, description=_CONFLUENTS_BIDIRECTIONAL)
+    remote_cluster_id: str | None = Field(None, description=_REMOTE)
+    cluster_link_id: str | None = Field(None, description=_LINK_ID)
 
 
 class UpdateLinkConfigRequest(Body):
