@@ -37,6 +37,9 @@ ORDER_TIMEOUT_S = 15  # for the leader to start a part it was asked to
 # Ten Python processes (two hosts' consoles, workers, beats) starting at once on two busy cores
 # have taken more than a minute each.
 START_TIMEOUT_S = 180
+# The Sentinels call the master down after 3 s without an answer: with 1 s (the single host's),
+# two hosts starting on two cores at a load of 30 failed a live master over.
+DOWN_AFTER_MS = 3000
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,9 @@ def _sentinel(stack: Stack, name: str, port: int, folder: Path, host: str | None
         name=name,
         address=f"127.0.0.1:{port} (master {master!r}, quorum 2)",
         ports=(port,),
-        prepare=lambda: sentinel.write_config(folder, port, master, pair, quorum=2),
+        prepare=lambda: sentinel.write_config(
+            folder, port, master, pair, quorum=2, down_after_ms=DOWN_AFTER_MS
+        ),
         command=lambda: ["redis-sentinel", str(sentinel.config_file(folder))],
         # With another Sentinel, a majority of three: a host may start while the other is down.
         ready=lambda: sentinel.sentinel_ready(port, master, others=1, replicas=0),

@@ -53,7 +53,12 @@ def config_file(folder: Path) -> Path:
 
 
 def write_config(
-    folder: Path, port: int, master: str, pair: tuple[int, int], quorum: int = 1
+    folder: Path,
+    port: int,
+    master: str,
+    pair: tuple[int, int],
+    quorum: int = 1,
+    down_after_ms: int = DOWN_AFTER_MS,
 ) -> None:
     """Sentinel's configuration in `folder`, written afresh at each start (Sentinel rewrites it
     as it learns the replicas and the other Sentinels): it watches whichever of the pair says
@@ -69,7 +74,7 @@ def write_config(
                 "daemonize no",
                 f"dir {path.parent}",
                 f"sentinel monitor {master} 127.0.0.1 {master_now(pair)} {quorum}",
-                f"sentinel down-after-milliseconds {master} {DOWN_AFTER_MS}",
+                f"sentinel down-after-milliseconds {master} {down_after_ms}",
                 f"sentinel failover-timeout {master} {FAILOVER_TIMEOUT_MS}",
                 f"sentinel parallel-syncs {master} 1",
                 "",
