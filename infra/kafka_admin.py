@@ -3,9 +3,9 @@
 Every failure becomes a KafkaAdminError whose message says what went wrong and what to check.
 `KafkaAdmin` is the one door: its calls are grouped by what they are about, each group in a
 module of its own that it inherits (`kafka_topics` topics and configs, `kafka_offsets` partition
-offsets, `kafka_acls` ACLs, `kafka_groups` consumer groups), on `kafka_errors`'s base that waits
-for a request and says its failure; `AdminCalls` are the calls made of other calls, alike for
-this admin and the tests' in-memory one.
+offsets, `kafka_acls` ACLs, `kafka_groups` consumer groups, `kafka_brokers` brokers), on
+`kafka_errors`'s base that waits for a request and says its failure; `AdminCalls` are the calls
+made of other calls, alike for this admin and the tests' in-memory one.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from .kafka_acls import AclCalls
+from .kafka_brokers import BrokerCalls
 from .kafka_errors import InvalidClientConfig, KafkaAdminError
 from .kafka_groups import GroupCalls, GroupDetail, GroupInfo
 from .kafka_offsets import OffsetCalls
@@ -106,7 +107,7 @@ class AdminCalls:
         }
 
 
-class KafkaAdmin(TopicCalls, OffsetCalls, AclCalls, GroupCalls, AdminCalls):
+class KafkaAdmin(TopicCalls, OffsetCalls, AclCalls, GroupCalls, BrokerCalls, AdminCalls):
     def __init__(self, config: dict[str, str], timeout: float = 5.0):
         self.bootstrap = config.get("bootstrap.servers", "?")
         self.timeout = timeout

@@ -110,6 +110,27 @@ class ConfigValue:
     is_set: bool  # set on the topic itself rather than inherited from a default
 
 
+def config_details(entries: dict[str, ConfigEntry]) -> list[ConfigDetail]:
+    """Described configs, by name, as `ConfigDetail`s with their sources named as Kafka names
+    them (DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, ...)."""
+
+    def source(entry: ConfigEntry) -> str:
+        return ConfigSource(entry.source).name if entry.source is not None else "UNKNOWN"
+
+    return [
+        ConfigDetail(
+            key,
+            entry.value,
+            source(entry),
+            entry.is_default,
+            entry.is_read_only,
+            entry.is_sensitive,
+            [(s.name, s.value, source(s)) for s in entry.synonyms.values()],
+        )
+        for key, entry in sorted(entries.items())
+    ]
+
+
 class TopicCalls(AdminRequests):
     """`KafkaAdmin`'s calls on topics and configs."""
 
@@ -217,22 +238,7 @@ class TopicCalls(AdminRequests):
         resource = ConfigResource(ResourceType.TOPIC, name)
         futures = self._client.describe_configs([resource], request_timeout=self.timeout)
         entries = self._wait(futures[resource], f"read the configs of topic {name!r}")
-
-        def source(entry: ConfigEntry) -> str:
-            return ConfigSource(entry.source).name if entry.source is not None else "UNKNOWN"
-
-        return [
-            ConfigDetail(
-                key,
-                entry.value,
-                source(entry),
-                entry.is_default,
-                entry.is_read_only,
-                entry.is_sensitive,
-                [(s.name, s.value, source(s)) for s in entry.synonyms.values()],
-            )
-            for key, entry in sorted(entries.items())
-        ]
+        return config_details(entries)
 
     def create_topics(
         self, topics: list[NewTopicSpec], validate_only: bool = False

@@ -30,6 +30,7 @@ from confluent_kafka.admin import (
 )
 
 from infra.kafka_admin import AdminCalls, ClusterDescription, kafka_uuid
+from infra.kafka_brokers import BrokerNode
 from infra.kafka_copy import Headers, Record, record_size
 from infra.kafka_errors import AuthorizerDisabled, KafkaAdminError, TopicNotFound, Unreachable
 from infra.kafka_groups import GroupDetail, GroupMember, GroupOffsets
@@ -329,6 +330,19 @@ class MemoryAdmin(AdminCalls):
     def broker_configs(self, names: list[str]) -> dict[str, str | None]:
         cluster = self.reached("describe the cluster")
         return {name: cluster.broker_settings.get(name) for name in names}
+
+    def brokers(self) -> list[BrokerNode]:
+        cluster = self.reached("describe the cluster")
+        return [BrokerNode(n, "localhost", 9092 + n, None) for n in range(1, cluster.brokers + 1)]
+
+    def broker_config_details(self, broker: int | None) -> list[ConfigDetail]:
+        """The broker settings the cluster was given, each set on every broker statically."""
+        cluster = self.reached("describe the cluster")
+        source = "STATIC_BROKER_CONFIG" if broker is not None else "DEFAULT_CONFIG"
+        return [
+            ConfigDetail(name, value, source, False, True, False, [(name, value, source)])
+            for name, value in sorted(cluster.broker_settings.items())
+        ]
 
     # Topics. -----------------------------------------------------------------------------
 

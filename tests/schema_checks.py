@@ -1,7 +1,19 @@
 """A small JSON Schema check for API answers: required fields, types (with their integer
-ranges), consts, enums, anyOf/oneOf, and `$ref`s within the schema's own document."""
+ranges), consts, enums, anyOf/oneOf, and `$ref`s within the schema's own document; and
+`conforms`, an answer checked against Confluent's SDK models (tests/contracts/)."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+
+CONFLUENT_MODELS = json.loads(
+    (Path(__file__).parent / "contracts" / "confluent_v3_models.json").read_text()
+)
+for _model in CONFLUENT_MODELS["$defs"].values():  # what either SDK requires
+    _model["required"] = sorted(
+        {*_model.get("required", []), *_model.get("x-kafka-rest-sdk-go-required", [])}
+    )
 
 _JSON_TYPES = {
     "object": lambda v: isinstance(v, dict),
@@ -59,3 +71,12 @@ def mismatches(value, schema: dict, document: dict, where: str = "body") -> list
         for i, item in enumerate(value):
             found += mismatches(item, schema["items"], document, f"{where}[{i}]")
     return found
+
+
+def conforms(response, model: str, status: int = 200) -> dict:
+    """A Django test client's answer, of `status`, read as Confluent's SDK reads `model`."""
+    assert response.status_code == status, response.content
+    body = response.json()
+    problems = mismatches(body, {"$ref": f"#/$defs/{model}"}, CONFLUENT_MODELS)
+    assert not problems, "\n".join(problems)
+    return body

@@ -78,7 +78,8 @@ TAGS = {CLUSTER_TAG: "The clusters registered in Isthmus.",
         "ACLs (v3)": "The cluster's ACLs, read only.",
         DOCS_TAG: "This document."}
 # A path's tag, by its segment after /clusters/{cluster_id}/ (none: the cluster itself).
-TAG_BY_SEGMENT = {"": CLUSTER_TAG, "topics": "Topics (v3)",
+TAG_BY_SEGMENT = {"": CLUSTER_TAG, "topics": "Topics (v3)", "brokers": "Brokers (v3)",
+                  "broker-configs": "Brokers (v3)",
                   "consumer-groups": "Consumer Groups (v3)", "acls": "ACLs (v3)"}
 
 SECURITY_SCHEMES = {  # as the description's Authentication says
@@ -111,6 +112,8 @@ PATH_PARAMETERS = {row[0]: parameter(row[0], "path", *row[1:]) for row in [
     ("topic_name", "The topic name.", "orders"),
     ("partition_id", "The partition number.", "0"),
     ("name", "The topic config name.", "cleanup.policy"),
+    ("broker_id", "The broker's id (GET brokers).", "1"),
+    ("broker_config_name", "The broker config name.", "log.retention.hours"),
     ("consumer_group_id", "The consumer group id.", "billing"),
 ]}
 PATH_PARAMETERS["config_name"]["schema"]["enum"] = list(link_configs.KEYS)
@@ -205,6 +208,13 @@ READS: list[tuple[str, str, str, type[BaseModel]]] = [
     ("openapi", "getOpenApiDocument", "This document", S.OpenApiDocument),
     ("clusters", "listKafkaClusters", "List the registered clusters", S.KafkaClusterList),
     ("cluster", "getKafkaCluster", "Get a registered cluster", S.KafkaCluster),
+    ("brokers", "listKafkaBrokers", "List the brokers", S.KafkaBrokerList),
+    ("broker", "getKafkaBroker", "Describe a broker", S.KafkaBroker),
+    ("broker-configs", "listKafkaBrokerConfigs", "List a broker's configs (sensitive values "
+     "null)", S.KafkaBrokerConfigList),
+    ("broker-config", "getKafkaBrokerConfig", "Describe a broker config", S.KafkaBrokerConfig),
+    ("cluster-configs", "listKafkaClusterConfigs", "List the broker configs set for the whole "
+     "cluster", S.KafkaClusterConfigList),
     ("topics", "listKafkaTopics", "List the topics", S.KafkaTopicList),
     ("topic", "getKafkaTopic", "Describe a topic", S.KafkaTopic),
     ("partitions", "listKafkaPartitions", "List a topic's partitions", S.KafkaPartitionList),
@@ -246,12 +256,23 @@ READ_QUERIES: dict[str, tuple[str, ...]] = {"acls": ACL_FILTERS, "link": ("inclu
 OPERATIONS: dict[str, Op] = {
     **{f"GET {name}": Op(id, summary, {200: model}, query=READ_QUERIES.get(name, ()))
        for name, id, summary, model in READS},
+    "GET reassignments": Op(
+        "listKafkaPartitionReassignments", "Partition reassignments: not served", {},
+        "Always 404, saying why: Isthmus's Kafka client (confluent-kafka, librdkafka) has no "
+        "ListPartitionReassignments. Kafka REST's cluster and topic models require the "
+        "relationship that points here; kafka-reassign-partitions --list reads them.",
+        errors={404: "Always: Isthmus cannot read partition reassignments."}),
     "POST links": Op(
-        "createKafkaLink", "Create a cluster link", {204: None},
+        "createKafkaLink", "Create a cluster link", {204: None, 200: S.KafkaLinkData},
         "A link into this cluster from the one its bootstrap.servers reach. With validate_link "
-        "the source must answer with the link's credentials (and be source_cluster_id if given).",
+        "the source must answer with the link's credentials (and be source_cluster_id if given). "
+        "link.mode=BIDIRECTIONAL with remote_cluster_id (or source_cluster_id), a registered "
+        "cluster, makes both halves; the second side's create of the same link, as Confluent's "
+        "recipe types it (remote_cluster_id, cluster_link_id), makes nothing: it answers 200 "
+        "with the existing half and a Warning header saying so, or 409 naming what differs.",
         S.CreateLinkRequest, ("link_name", "validate_only", "validate_link"),
-        {409: "A link of this name exists, or the source is another cluster."}),
+        {409: "A link of this name exists (from another cluster, one-way, or with other "
+               "settings), or the source is another cluster."}),
     "DELETE link": Op(
         "deleteKafkaLink", "Delete the cluster link", ASKED,
         "Refused while its mirror topics still mirror, unless forced: force fails them over "

@@ -5,6 +5,7 @@ from django.urls import path
 
 from console.api import (
     approvals,
+    broker_reads,
     cluster_reads,
     clusters,
     flows,
@@ -24,6 +25,19 @@ urlpatterns = [
     path("clusters", clusters.clusters, name="api-clusters"),
     path(CLUSTER[:-1], clusters.cluster_detail, name="api-cluster"),
     # Reads of the cluster itself, for Confluent's tools.
+    path(CLUSTER + "brokers", broker_reads.brokers, name="api-brokers"),
+    path(CLUSTER + "brokers/<str:broker_id>", broker_reads.broker, name="api-broker"),
+    path(
+        CLUSTER + "brokers/<str:broker_id>/configs",
+        broker_reads.broker_configs,
+        name="api-broker-configs",
+    ),
+    path(
+        CLUSTER + "brokers/<str:broker_id>/configs/<str:broker_config_name>",
+        broker_reads.broker_config,
+        name="api-broker-config",
+    ),
+    path(CLUSTER + "broker-configs", broker_reads.cluster_configs, name="api-cluster-configs"),
     path(CLUSTER + "topics", cluster_reads.topics, name="api-topics"),
     path(TOPIC, cluster_reads.topic, name="api-topic"),
     path(TOPIC + "/partitions", cluster_reads.partitions, name="api-partitions"),
@@ -32,6 +46,12 @@ urlpatterns = [
         TOPIC + "/partitions/<str:partition_id>/replicas",
         cluster_reads.replicas,
         name="api-replicas",
+    ),
+    # "-" for every topic and every partition, as Kafka REST has them.
+    path(
+        TOPIC + "/partitions/<str:partition_id>/reassignment",
+        broker_reads.reassignments,
+        name="api-reassignments",
     ),
     path(TOPIC + "/configs", cluster_reads.topic_configs, name="api-topic-configs"),
     path(TOPIC + "/configs/<str:name>", cluster_reads.topic_config, name="api-topic-config"),

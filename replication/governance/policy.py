@@ -12,6 +12,10 @@ ADMINS = frozenset({"admin"})
 POLICY: dict[str, frozenset[str]] = {
     "console.view": EVERYONE,
     "cluster.register": ADMINS,
+    # read the brokers' configs (listeners, super.users, paths: how the cluster is set up, not
+    # what it holds), as `confluent kafka cluster configuration list` does; sensitive values
+    # are never shown to anyone
+    "broker_configs.view": OPERATORS,
     # create links, change their configs, pause and resume them
     "link.manage": OPERATORS,
     # delete a link: an operator asks for it, an admin may act at once (see approvals)

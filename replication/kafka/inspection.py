@@ -1,4 +1,4 @@
-"""Reading a registered cluster's topics, consumer groups and ACLs, as Kafka REST v3's read
+"""Reading a registered cluster's brokers, topics, consumer groups and ACLs, as Kafka REST v3's read
 paths serve them (so Confluent's tools can inspect mirror topics): with the cluster's own
 registered connection, never written to. A cluster that does not answer is said in words."""
 
@@ -17,6 +17,7 @@ from confluent_kafka.admin import (
 )
 
 from infra.kafka_admin import KafkaAdmin
+from infra.kafka_brokers import BrokerNode
 from infra.kafka_errors import AuthorizerDisabled, KafkaAdminError, TopicNotFound
 from infra.kafka_groups import GroupDetail
 from infra.kafka_topics import ConfigDetail, TopicDetail
@@ -71,6 +72,27 @@ def topic_configs(cluster: KafkaCluster, name: str) -> list[ConfigDetail]:
         return _reading(cluster, lambda admin: admin.topic_config_details(name))
     except TopicNotFound as exc:
         raise not_found(f"Topic {name!r} does not exist on cluster {cluster.name}.") from exc
+
+
+def brokers(cluster: KafkaCluster) -> list[BrokerNode]:
+    return _reading(cluster, lambda admin: admin.brokers())
+
+
+def broker(cluster: KafkaCluster, broker_id: int) -> BrokerNode:
+    for found in brokers(cluster):
+        if found.broker_id == broker_id:
+            return found
+    raise not_found(f"Broker {broker_id} is not a broker of cluster {cluster.name}.")
+
+
+def broker_configs(cluster: KafkaCluster, broker_id: int | None) -> list[ConfigDetail]:
+    """Every config of one broker, or with None the cluster-wide dynamic broker defaults (those
+    set only: a default not set for the whole cluster is each broker's own)."""
+    if broker_id is None:
+        every = _reading(cluster, lambda admin: admin.broker_config_details(None))
+        return [c for c in every if c.source == "DYNAMIC_DEFAULT_BROKER_CONFIG"]
+    broker(cluster, broker_id)  # a broker the cluster does not have is a 404, said in words
+    return _reading(cluster, lambda admin: admin.broker_config_details(broker_id))
 
 
 def groups(cluster: KafkaCluster) -> list[GroupDetail]:

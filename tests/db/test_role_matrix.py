@@ -89,7 +89,7 @@ State = MirrorTopic.State
 LinkState = ClusterLink.State
 
 # Policy actions that only read: no route guarded by them may change anything (checked below).
-READ_ONLY = frozenset({"console.view", "audit.view"})
+READ_ONLY = frozenset({"console.view", "audit.view", "broker_configs.view"})
 # Console routes outside the matrix, and why.
 CONSOLE_EXCLUDED = {
     "login/": "public: signs in, before there is a role to check",

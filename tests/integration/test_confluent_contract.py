@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -18,26 +17,10 @@ from infra.kafka_admin import KafkaAdmin
 from replication.governance import audit
 from replication.governance.tokens import create_token
 from replication.topics.mirrors import create_mirror
-from tests import schema_checks
 from tests.conftest import admin_config
+from tests.schema_checks import conforms
 
 pytestmark = pytest.mark.integration
-
-MODELS = json.loads(
-    (Path(__file__).parents[1] / "contracts" / "confluent_v3_models.json").read_text()
-)
-for _model in MODELS["$defs"].values():  # what either SDK requires
-    _model["required"] = sorted(
-        {*_model.get("required", []), *_model.get("x-kafka-rest-sdk-go-required", [])}
-    )
-
-
-def conforms(response, model: str, status: int = 200) -> dict:
-    assert response.status_code == status, response.content
-    body = response.json()
-    problems = schema_checks.mismatches(body, {"$ref": f"#/$defs/{model}"}, MODELS)
-    assert not problems, "\n".join(problems)
-    return body
 
 
 @pytest.fixture

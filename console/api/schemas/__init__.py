@@ -8,9 +8,9 @@ Field descriptions marked *Isthmus* are extensions of Confluent's Kafka REST v3 
 This package is the API's one door to its schemas: the views and `openapi.py` import every
 model (and `respond`) from here, and `ANSWERS` and `BODIES` below list those the document
 describes. Each area's models are defined in a module of its own: `common` (what every body is
-made of), `clusters` (clusters and Kafka REST's read paths), `links`, `mirrors`,
-`verifications`, `flows`, `approvals` (promote, failover and approval requests) and `bodies`
-(what requests send).
+made of), `clusters` (clusters and Kafka REST's read paths), `brokers` (its broker reads),
+`links`, `mirrors`, `verifications`, `flows`, `approvals` (promote, failover and approval
+requests) and `bodies` (what requests send).
 """
 
 from __future__ import annotations
@@ -41,6 +41,14 @@ from console.api.schemas.bodies import (
     StopMirrorsRequest,
     UpdateLinkConfigRequest,
     VerifyMirrorsRequest,
+)
+from console.api.schemas.brokers import (
+    KafkaBroker,
+    KafkaBrokerConfig,
+    KafkaBrokerConfigList,
+    KafkaBrokerList,
+    KafkaClusterConfig,
+    KafkaClusterConfigList,
 )
 from console.api.schemas.clusters import (
     ClusterRelated,
@@ -151,7 +159,13 @@ __all__ = [
     "ImportReplicatorRequest",
     "KafkaAcl",
     "KafkaAclList",
+    "KafkaBroker",
+    "KafkaBrokerConfig",
+    "KafkaBrokerConfigList",
+    "KafkaBrokerList",
     "KafkaCluster",
+    "KafkaClusterConfig",
+    "KafkaClusterConfigList",
     "KafkaClusterList",
     "KafkaConsumer",
     "KafkaConsumerGroup",
@@ -252,6 +266,11 @@ ANSWERS = (
     KafkaConsumerLagList,
     KafkaConsumerGroupLagSummary,
     KafkaAclList,
+    KafkaBroker,
+    KafkaBrokerList,
+    KafkaBrokerConfig,
+    KafkaBrokerConfigList,
+    KafkaClusterConfigList,
 )
 BODIES = (
     CreateLinkRequest,

@@ -26,7 +26,8 @@ class ClusterRelated(Shape):
 
 class KafkaCluster(Shape):
     """A registered cluster. The relationships Confluent's model requires point where Kafka
-    REST serves them; Isthmus serves only `links` (its own extension) of them."""
+    REST serves them, and Isthmus serves each but `partition_reassignments`: its route answers
+    404 saying why (confluent-kafka cannot list reassignments)."""
 
     kind: Literal["KafkaCluster"] = "KafkaCluster"
     metadata: ResourceMetadata
