@@ -137,25 +137,27 @@ def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_recor
         actor, topic_name[-60:], f"127.0.0.1:{_free_block()}", [source, destination], source
     )
     started = time.monotonic() - began
-    _a_switch_that_cannot_be_puts_the_route_back(gateway, source)
-    writer = Writer(gateway.address, topic_name)
-    reader = Reader(gateway.address, topic_name)
     try:
-        writer.start()
-        reader.start()
-        assert processes.wait_for(lambda: len(writer.acked) >= 100, 30), writer.failed[:3]
-        switch_began = time.monotonic()
-        gateways.switch(actor, gateway, destination)
-        switched = time.monotonic() - switch_began
-        after = len(writer.acked)
-        assert processes.wait_for(lambda: len(writer.acked) >= after + 100, 60), writer.failed
-        writer.done.set()
-        writer.join(70)
-        reader.done.set()
-        reader.join(10)
+        _a_switch_that_cannot_be_puts_the_route_back(gateway, source)
+        writer = Writer(gateway.address, topic_name)
+        reader = Reader(gateway.address, topic_name)
+        try:
+            writer.start()
+            reader.start()
+            assert processes.wait_for(lambda: len(writer.acked) >= 100, 30), writer.failed[:3]
+            switch_began = time.monotonic()
+            gateways.switch(actor, gateway, destination)
+            switched = time.monotonic() - switch_began
+            after = len(writer.acked)
+            assert processes.wait_for(lambda: len(writer.acked) >= after + 100, 60), writer.failed
+            writer.done.set()
+            writer.join(70)
+            reader.done.set()
+            reader.join(10)
+        finally:
+            writer.done.set()
+            reader.done.set()
     finally:
-        writer.done.set()
-        reader.done.set()
         gateways.delete(actor, gateway)
         gateways.logfile(gateway).unlink(missing_ok=True)
 
