@@ -245,9 +245,18 @@ def _first_line(exc: Exception) -> str:
 
 def next_steps(promotion: Promotion) -> list[str]:
     """What the operator does now, in words (the command prints them)."""
+    forced = (
+        [
+            f"The old primary at {promotion.primary} still answered: stop it, and the console, "
+            "workers and beat of its region, before anything writes to it again."
+        ]
+        if promotion.primary_answered
+        else []
+    )
     return [
         f"This database ({promotion.database}) is the primary now, promoted in "
         f"{promotion.took_s:.1f} s; the promotion is in the audit trail.",
+        *forced,
         promotion.engine,
         "1. Start this region's console, workers and beat. The engine then copies the links "
         "whose clusters this region reaches; a link whose source was in the lost region stays "

@@ -49,3 +49,12 @@ def test_a_primary_that_does_not_listen_does_not_answer():
     began = time.monotonic()
     assert not standby.primary_answers("127.0.0.1", port)
     assert time.monotonic() - began < standby.ANSWER_TIMEOUT_S + 1
+
+
+def test_what_to_do_next_says_to_stop_an_old_primary_that_still_answered():
+    forced = standby.Promotion("127.0.0.1:5434/isthmus", "127.0.0.1:5433", True, 0.2, "engine")
+    steps = "\n".join(standby.next_steps(forced))
+    assert "The old primary at 127.0.0.1:5433 still answered: stop it" in steps
+    assert "rebuild its database as a standby of this one (it was the primary" in steps
+    quiet = standby.Promotion("127.0.0.1:5434/isthmus", "", False, 0.2, "engine")
+    assert "still answered" not in "\n".join(standby.next_steps(quiet))
