@@ -338,7 +338,9 @@ class MemoryAdmin(AdminCalls):
     def broker_config_details(self, broker: int | None) -> list[ConfigDetail]:
         """The broker settings the cluster was given, each set on every broker statically."""
         cluster = self.reached("describe the cluster")
-        source = "STATIC_BROKER_CONFIG" if broker is not None else "DEFAULT_CONFIG"
+        if broker is None:  # none set for the whole cluster
+            return []
+        source = "STATIC_BROKER_CONFIG"
         return [
             ConfigDetail(name, value, source, False, True, False, [(name, value, source)])
             for name, value in sorted(cluster.broker_settings.items())

@@ -86,11 +86,9 @@ def broker(cluster: KafkaCluster, broker_id: int) -> BrokerNode:
 
 
 def broker_configs(cluster: KafkaCluster, broker_id: int | None) -> list[ConfigDetail]:
-    """Every config of one broker, or with None the cluster-wide dynamic broker defaults (those
-    set only: a default not set for the whole cluster is each broker's own)."""
+    """Every config of one broker, or with None the cluster-wide dynamic broker defaults."""
     if broker_id is None:
-        every = _reading(cluster, lambda admin: admin.broker_config_details(None))
-        return [c for c in every if c.source == "DYNAMIC_DEFAULT_BROKER_CONFIG"]
+        return _reading(cluster, lambda admin: admin.broker_config_details(None))
     broker(cluster, broker_id)  # a broker the cluster does not have is a 404, said in words
     return _reading(cluster, lambda admin: admin.broker_config_details(broker_id))
 

@@ -51,6 +51,8 @@ class Brokers:
         return [BrokerNode(1, "kafka-1", 9092, "rack-a"), BrokerNode(2, "kafka-2", 9092, None)]
 
     def broker_config_details(self, broker: int | None) -> list[ConfigDetail]:
+        if broker is None:  # the cluster-wide defaults, as the adapter finds them
+            return [c for c in CONFIGS if c.source == "DYNAMIC_DEFAULT_BROKER_CONFIG"]
         return CONFIGS
 
 
