@@ -50,6 +50,13 @@ def database_address() -> str:
     return f"{db.get('HOST') or 'localhost'}:{db.get('PORT') or 5432}/{db['NAME']}"
 
 
+def waiting_for_promotion() -> bool:
+    """Whether this console's database is a standby not promoted yet: then this region's
+    supervisor starts no engine (one beside the primary region's would copy the same mirrors,
+    and nothing fences one region's engine from the other's)."""
+    return connection.vendor == "postgresql" and in_recovery()
+
+
 def in_recovery() -> bool:
     """Whether this console's database is a standby (PostgreSQL in recovery); refused for a
     database that cannot be one."""

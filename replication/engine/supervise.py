@@ -23,7 +23,7 @@ from django.conf import settings
 from infra import processes
 from replication.core import redis_channel
 from replication.core.redis_channel import client
-from replication.engine import process, publish, takeover
+from replication.engine import process, publish, standby, takeover
 from replication.models import ClusterLink
 from replication.states import link_states
 from spark_jobs import control, launch
@@ -40,6 +40,9 @@ STOP_WAIT_S = 60  # the longest `stop` waits for the engine to let go of a link
 
 
 def supervise_all() -> None:
+    if standby.waiting_for_promotion():
+        _say_standby()
+        return
     known = set()
     r = client()
     for link in ClusterLink.objects.select_related("destination"):
@@ -50,6 +53,21 @@ def supervise_all() -> None:
             log.exception("Supervising the stream of cluster link %s failed", link.name)
     forget_deleted_links(known)
     supervise_engine()
+
+
+_STANDBY_SAID_EVERY_S = 60
+_standby_said_at = 0.0
+
+
+def _say_standby() -> None:
+    """Once a minute, not every round: why nothing is supervised."""
+    global _standby_said_at
+    if time.monotonic() - _standby_said_at >= _STANDBY_SAID_EVERY_S:
+        _standby_said_at = time.monotonic()
+        log.warning(
+            "This database is a standby; waiting for promotion (manage.py promote_standby) "
+            "before starting the engine"
+        )
 
 
 def forget_deleted_links(known: set[str]) -> None:

@@ -58,3 +58,25 @@ def test_what_to_do_next_says_to_stop_an_old_primary_that_still_answered():
     assert "rebuild its database as a standby of this one (it was the primary" in steps
     quiet = standby.Promotion("127.0.0.1:5434/isthmus", "", False, 0.2, "engine")
     assert "still answered" not in "\n".join(standby.next_steps(quiet))
+
+
+def test_a_primarys_supervisor_supervises_and_a_standbys_starts_nothing(monkeypatch, caplog):
+    from replication.engine import supervise
+
+    assert not standby.waiting_for_promotion()  # SQLite, or a PostgreSQL primary
+    rounds = []
+    monkeypatch.setattr(supervise, "supervise_engine", lambda: rounds.append("engine"))
+    supervise.supervise_all()
+    assert rounds == ["engine"]
+
+    # A standby not promoted yet (PostgreSQL in recovery): no engine, and it says why.
+    monkeypatch.setattr(standby, "waiting_for_promotion", lambda: True)
+    monkeypatch.setattr(supervise, "_standby_said_at", 0.0)
+    supervise.supervise_all()
+    supervise.supervise_all()
+    assert rounds == ["engine"]
+    said = [r.message for r in caplog.records if "standby" in r.message]
+    assert said == [
+        "This database is a standby; waiting for promotion (manage.py promote_standby) before "
+        "starting the engine"
+    ]
