@@ -89,6 +89,7 @@ class PartitionReading(NamedTuple):
     lag_ms: int = -1  # its lag in time; -1 unknown
     first_missing: int = -1  # the source offset of the oldest record not yet mirrored
     oldest_timestamp: int = -1  # that record's timestamp (lag_times), -1 not read
+    last_fetch: int = -1  # the source high watermark at the stream's last fetch, -1 unknown
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ def describe_mirrors(
                         and before is not None
                         and p in before.partitions
                         and not before.partitions[p].translated,
+                        _kept_fetch(before, p),
                     )
                     for p in range(len(dest_offsets) or mirror.num_partitions)
                 ],
@@ -196,6 +198,14 @@ def describe_mirrors(
     statuses = lag_times.fill(statuses, stored, read=verifying)
     store(statuses)
     return statuses
+
+
+def _kept_fetch(before: Reading | None, partition: int) -> int:
+    """The last fetch's source high watermark the mirror's latest reading kept for
+    `partition` (-1: none), for a stream that has not fetched since it started."""
+    if before is None or partition not in before.partitions:
+        return -1
+    return before.partitions[partition].last_fetch
 
 
 def _read_ends(
@@ -265,6 +275,7 @@ def reading(status: MirrorStatus) -> Reading:
                 p.lag_ms,
                 p.first_missing,
                 p.oldest_timestamp,
+                p.last_fetch_source_high_watermark,
             )
             for p in status.partitions
             if p.lag >= 0

@@ -85,17 +85,27 @@ def partition_status(
     reported: MirrorPartitionProgress | None,
     since_fetch_ms: int,
     known_identical: bool,
+    kept_fetch: int = -1,
 ) -> PartitionStatus:
     """Partition `partition` of `mirror`: its end on the destination, its source's end (with
-    the log start, `(end, start)`, when the beat's sample read it) and the stream's report."""
+    the log start, `(end, start)`, when the beat's sample read it) and the stream's report;
+    `kept_fetch`, the last fetch's source high watermark its latest reading kept (-1: none)."""
     source_hw, log_start = source if isinstance(source, tuple) else (source, -1)
     common = (partition, mirror.state, dest_end, source_hw)
     if reported is None:  # the stream has not reported this partition (yet, or any more)
-        return PartitionStatus(*common, source_log_start=log_start, known_identical=known_identical)
+        return PartitionStatus(
+            *common,
+            source_log_start=log_start,
+            known_identical=known_identical,
+            last_fetch_source_high_watermark=kept_fetch,
+        )
+    # A stream just started (a resume, the engine's restart) reports -1 until its first fetch:
+    # the last fetch known, kept with the mirror's latest reading over the pause, still holds.
+    fetched = reported["source_hw"] if reported["source_hw"] >= 0 else kept_fetch
     return PartitionStatus(
         *common,
         source_log_start=log_start,
-        last_fetch_source_high_watermark=reported["source_hw"],
+        last_fetch_source_high_watermark=fetched,
         time_since_last_fetch_ms=since_fetch_ms if reported["source_hw"] >= 0 else -1,
         run=(reported["run"][0], reported["run"][1]),
         translated=reported["translated"],

@@ -1,7 +1,10 @@
 """A mirror partition's lag: the source's end less where the mirror's end stands in source
 offsets; what the stream read but has not written yet is lag, not progress."""
 
-from replication.observe.lag_partitions import PartitionStatus
+from types import SimpleNamespace
+from typing import Any
+
+from replication.observe.lag_partitions import PartitionStatus, partition_status
 
 
 def _status(dest_end, source_end, **reported) -> PartitionStatus:
@@ -37,3 +40,19 @@ def test_source_records_deleted_before_the_mirror_copied_or_read_them_are_lost()
     assert reading.lost is None
     # Offsets translated and no report to map them by: not told.
     assert _status(5, 20, source_log_start=15).lost is None
+
+
+def test_a_stream_that_has_not_fetched_since_it_started_keeps_the_last_fetch_known():
+    """After a resume the stream reports -1 until its first fetch (issue 47): the last fetch
+    the mirror's latest reading kept still answers, and a new fetch replaces it."""
+    mirror: Any = SimpleNamespace(state="ACTIVE")
+    restarted: Any = {"source_hw": -1, "run": [0, 0], "translated": False, "read_upto": -1}
+    kept = partition_status(mirror, 0, 90, 100, restarted, -1, False, kept_fetch=90)
+    assert kept.last_fetch_source_high_watermark == 90
+    fetched = partition_status(mirror, 0, 90, 100, {**restarted, "source_hw": 100}, 5, False, 90)
+    assert fetched.last_fetch_source_high_watermark == 100
+    paused = partition_status(mirror, 0, 90, 100, None, -1, False, kept_fetch=90)
+    assert paused.last_fetch_source_high_watermark == 90
+    assert (
+        partition_status(mirror, 0, 90, 100, None, -1, False).last_fetch_source_high_watermark == -1
+    )

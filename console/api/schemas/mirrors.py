@@ -37,7 +37,10 @@ class MirrorLag(Shape):
         "every 10 s; or the record's timestamp is missing or more than a minute ahead).",
     )
     last_source_fetch_offset: int = Field(
-        description="The source high watermark at the last fetch; -1 until the stream reports it."
+        description="The source high watermark at the stream's last fetch. A stream just "
+        "resumed or restarted has not fetched yet: the last fetch known is kept over the pause "
+        "(a fact already seen, where the mirror's end would only be a guess for a translated "
+        "mirror); -1 when none is known."
     )
     dest_log_end_offset: int = Field(description=f"The mirror partition's log end offset. {_NOW}")
     source_high_watermark: int = Field(description=f"The source partition's high watermark. {_NOW}")
