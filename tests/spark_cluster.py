@@ -85,12 +85,9 @@ def _executors_python(where: Path, env: dict[str, str]) -> str:
 
 
 @contextlib.contextmanager
-def standalone(
-    workers: int, cores: int, master_conf: dict[str, str] | None = None
-) -> Iterator[Standalone]:
-    """A master and `workers` workers of `cores` cores each on 127.0.0.1, on free ports, with
-    `master_conf` among the master's properties; stopped, with every process of their
-    sessions (executors, Python workers), at the end."""
+def standalone(workers: int, cores: int) -> Iterator[Standalone]:
+    """A master and `workers` workers of `cores` cores each on 127.0.0.1, on free ports;
+    stopped, with every process of their sessions (executors, Python workers), at the end."""
     home = Path(tempfile.mkdtemp(prefix="isthmus-standalone-"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
     env.update(
@@ -100,18 +97,13 @@ def standalone(
     )
     # Authenticated and encrypted, as docs/operations.md asks of a cluster: the secret in a
     # properties file, not on the daemons' command lines.
-    auth = (
+    properties = home / "spark-auth.properties"
+    properties.write_text(
         "spark.authenticate=true\n"
         f"spark.authenticate.secret={AUTH_SECRET}\n"
         "spark.network.crypto.enabled=true\n"
     )
-    properties, master_properties = home / "spark-auth.properties", home / "master.properties"
-    properties.write_text(auth)
-    master_properties.write_text(
-        auth + "".join(f"{k}={v}\n" for k, v in (master_conf or {}).items())
-    )
     properties.chmod(0o600)
-    master_properties.chmod(0o600)
     master = home / "master.pid"
     started = [
         Worker(home / f"worker-{n}.pid", home / f"work-{n}", home / f"worker-{n}.log")
@@ -122,7 +114,7 @@ def standalone(
         processes.start(
             [str(SPARK_CLASS), "org.apache.spark.deploy.master.Master"]
             + ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"]
-            + ["--properties-file", str(master_properties)],
+            + ["--properties-file", str(properties)],
             pidfile=master,
             logfile=home / "master.log",
             env=env,
