@@ -90,6 +90,7 @@ LONGEST_FIRST = [
         "integration/test_offset_sync",
         "integration/test_scenarios",
         "integration/test_spark_standalone",
+        "integration/test_gateways",
         "db/test_console_malformed",
         "db/test_role_matrix",
         "db/test_api_openapi",

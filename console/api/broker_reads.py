@@ -10,6 +10,8 @@ wrong (Confluent's cluster and topic models require the relationship, so it stay
 
 from __future__ import annotations
 
+import re
+
 from console.api.base import ApiError, api_url, cluster, endpoint, self_url
 from console.api.schemas import (
     ConfigSynonym,
@@ -33,7 +35,8 @@ def _base(found: KafkaCluster) -> str:
 
 
 def _broker_id(text: str) -> int:
-    if not text.isdigit() or int(text) > 2**31 - 1:
+    # ASCII digits only: str.isdigit() takes "²", which int() refuses.
+    if not re.fullmatch(r"[0-9]{1,10}", text) or int(text) > 2**31 - 1:
         raise ApiError(
             400,
             f"A broker id is a whole number, like 1, not {text[:40]!r}: list the brokers "

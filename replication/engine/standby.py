@@ -34,6 +34,14 @@ log = logging.getLogger(__name__)
 
 PROMOTE_WAIT_S = 60
 ANSWER_TIMEOUT_S = 3  # how long the primary is given to answer before it counts as gone
+# What libpq and the system say when no server was reached at an address.
+UNREACHED = (
+    "Connection refused",
+    "timeout expired",
+    "No route to host",
+    "Network is unreachable",
+    "could not translate host name",
+)
 
 
 @dataclass(frozen=True)
@@ -109,8 +117,11 @@ def primary_answers(host: str, port: int) -> bool:
             connect_timeout=ANSWER_TIMEOUT_S,
         ).close()
     except psycopg.OperationalError as exc:
-        words = str(exc)
-        return "authentication failed" in words or "no pg_hba.conf entry" in words
+        # Gone only when nothing was reached. Anything else the server said (a refused
+        # password, too many clients, starting up or shutting down, no such database) is an
+        # answer, and so is an error not known here: a promotion beside a live primary makes
+        # two, so in doubt it takes --force.
+        return not any(words in str(exc) for words in UNREACHED)
     return True
 
 

@@ -103,6 +103,7 @@ def test_no_answer_anywhere_holds_a_sensitive_value(api, cluster):
         ("brokers/7", 404, "Broker 7 is not a broker of cluster destination"),
         ("brokers/7/configs", 404, "Broker 7 is not a broker of cluster destination"),
         ("brokers/one", 400, "A broker id is a whole number, like 1, not 'one'"),
+        ("brokers/%C2%B2/configs", 400, "A broker id is a whole number, like 1, not '²'"),
         ("brokers/1/configs/nope", 404, "Broker 1 has no config 'nope'"),
         ("topics/-/partitions/-/reassignment", 404, "has no ListPartitionReassignments"),
         ("topics/t/partitions/0/reassignment", 404, "kafka-reassign-partitions --list"),

@@ -80,3 +80,12 @@ def test_a_primarys_supervisor_supervises_and_a_standbys_starts_nothing(monkeypa
         "This database is a standby; waiting for promotion (manage.py promote_standby) before "
         "starting the engine"
     ]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs a PostgreSQL server")
+def test_a_primary_that_refuses_the_connection_in_its_own_words_still_answers(settings):
+    # A server that answers with an error of its own (here: no such database) is there: a
+    # promotion beside it would make two primaries.
+    db = settings.DATABASES["default"]
+    settings.DATABASES = {"default": {**db, "NAME": "no_such_database_here"}}
+    assert standby.primary_answers(db.get("HOST") or "localhost", int(db.get("PORT") or 5432))
