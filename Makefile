@@ -110,7 +110,7 @@ $(SWAGGER_UI_DIR)/.fetched-$(SWAGGER_UI):
 # plugin that keeps its ports on loopback, compiled beside the jars.
 $(KROXYLICIOUS): .cache/jars/kroxylicious/.fetched $(shell find devstack/kroxylicious -type f)
 	rm -rf $(@D) && mkdir -p $(@D)
-	javac -nowarn -Xlint:-removal -cp '.cache/jars/kroxylicious/*' -d $(@D) \
+	javac --release 17 -nowarn -Xlint:-removal -cp '.cache/jars/kroxylicious/*' -d $(@D) \
 	  $(shell find devstack/kroxylicious -name '*.java')
 	cp -r devstack/kroxylicious/META-INF $(@D)/
 	touch $@
