@@ -257,7 +257,7 @@ OPERATIONS: dict[str, Op] = {
     **{f"GET {name}": Op(id, summary, {200: model}, query=READ_QUERIES.get(name, ()))
        for name, id, summary, model in READS},
     "GET reassignments": Op(
-        "listKafkaPartitionReassignments", "Partition reassignments: not served", {},
+        "listKafkaPartitionReassignments", "Partition moves: not served", {},
         "Always 404, saying why: Isthmus's Kafka client (confluent-kafka, librdkafka) has no "
         "ListPartitionReassignments. Kafka REST's cluster and topic models require the "
         "relationship that points here; kafka-reassign-partitions --list reads them.",

@@ -53,7 +53,9 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
         return StreamStatus(state, failures=failures, error=error)
     fresh = now - heartbeat.get("at_ms", 0) / 1000 < process.HEARTBEAT_TIMEOUT_S
     if not fresh or heartbeat.get("state") not in ("running", "failed"):
-        return StreamStatus("STARTING", pid, failures=failures, error=error)
+        # Started again after failures (at once since the first): restarting, with why.
+        state = "RESTARTING" if failures else "STARTING"
+        return StreamStatus(state, pid, failures=failures, error=error)
     return StreamStatus(
         "RUNNING",
         pid,
