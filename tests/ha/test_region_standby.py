@@ -146,27 +146,12 @@ def _sql(port: int, password: str, query: str) -> list[tuple]:
 
 SETUP = """
 import json
-from django.conf import settings
-from django.contrib.auth.models import Group, User
-from devstack import kafka
 from replication.governance import audit
-from replication.governance.tokens import create_token
-from replication.kafka.clusters import register_cluster
 from replication.topics.link_creation import create_link
 from replication.topics.mirrors import create_mirror
-from tests.leftovers import admin_config
+from tests.ha.drill_setup import users_and_clusters
 actor = audit.Actor.system("region A setup")
-tokens = {}
-for role in ("operator", "approver"):
-    user = User.objects.create_user(role, password=role + "-password-1")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    tokens[role] = create_token(actor, user, "drill")[1]
-clusters = {}
-for node in kafka.NODES:
-    config = admin_config(node)
-    bootstrap = config.pop("bootstrap.servers")
-    link_config = kafka.link_credentials(node, settings.VAR_DIR)
-    clusters[node.name] = register_cluster(actor, node.name, bootstrap, config, link_config)
+tokens, clusters = users_and_clusters(actor, "region-password-1")
 configs = {"link.mode": "BIDIRECTIONAL", "availability.check.ms": "1000",
            "availability.check.consecutive.failure.threshold": "2"}
 link = create_link(actor, clusters["destination"], "regions", configs, source=clusters["source"])
