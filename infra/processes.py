@@ -84,8 +84,10 @@ def start(
     """Start `cmd` detached, in its own session or (not `own_session`) its caller's, marked,
     output appended to `logfile`; return its pid."""
     mark = None if own_session else str(pidfile)
-    if mark is not None:
-        env = {**env, MARK: mark}
+    # Marked as this pidfile's (a member of its caller's group), or not marked at all: a process
+    # of its own started from a marked one (a broker a scenario restarts, a gateway's proxy) is
+    # not a member of that one, to be stopped with it.
+    env = {**env, MARK: mark} if mark is not None else {k: v for k, v in env.items() if k != MARK}
     logfile.parent.mkdir(parents=True, exist_ok=True)
     pidfile.parent.mkdir(parents=True, exist_ok=True)
     with open(logfile, "ab") as log:

@@ -86,6 +86,21 @@ def test_a_process_started_in_its_callers_group_is_stopped_with_what_it_started_
         neighbour.wait()
 
 
+def test_a_process_of_its_own_started_from_a_marked_one_is_not_its_member(tmp_path):
+    # A broker a host's scenario worker restarts, a gateway its console starts: not stopped
+    # with that worker or console.
+    marked = {"PATH": "/usr/bin:/bin", processes.MARK: str(tmp_path / "worker.pid")}
+    pidfile = tmp_path / "broker.pid"
+    pid = processes.start(
+        ["sleep", "600"], pidfile=pidfile, logfile=tmp_path / "b.log", env=marked, cwd=tmp_path
+    )
+    try:
+        assert processes.MARK not in psutil.Process(pid).environ()
+        assert _marked(tmp_path / "worker.pid") == []
+    finally:
+        processes.stop(pidfile, timeout=5)
+
+
 def _marked(pidfile):
     found = []
     for proc in psutil.process_iter():
