@@ -27,20 +27,16 @@ ROUND_S = 0.1
 def _carry_out(order: Path) -> None:
     try:
         wanted = json.loads(order.read_text())
+        cmd, env, pidfile = wanted["cmd"], wanted["env"], Path(wanted["pidfile"])
+        logfile, cwd = Path(wanted["logfile"]), Path(wanted["cwd"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # taken back, or not an order: the one who placed it waits in vain and says so
     finally:
         order.unlink(missing_ok=True)
-    pidfile = Path(wanted["pidfile"])
     try:
-        processes.start(
-            wanted["cmd"],
-            pidfile=pidfile,
-            logfile=Path(wanted["logfile"]),
-            env=wanted["env"],
-            cwd=Path(wanted["cwd"]),
-            own_session=False,
-        )
+        processes.start(cmd, pidfile=pidfile, logfile=logfile, env=env, cwd=cwd, own_session=False)
     except OSError as exc:
-        pidfile.with_suffix(".failed").write_text(f"{wanted['cmd'][0]}: {exc.strerror}")
+        pidfile.with_suffix(".failed").write_text(f"{cmd[0]}: {exc.strerror}")
 
 
 def _reap() -> None:

@@ -255,13 +255,16 @@ def start_part(
     # The environment may hold secrets: the order is its owner's only, and read once.
     with open(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
         json.dump(order, out)
-    draft.rename(folder / f"{name}.json")
+    placed = folder / f"{name}.json"
+    draft.rename(placed)
     started = processes.wait_for(
         lambda: failed.exists() or processes.read_pidfile(pidfile), ORDER_TIMEOUT_S, 0.1
     )
     if failed.exists():
         raise OSError(failed.read_text())
     if not isinstance(started, processes.Running):
+        # Taken back: a leader that comes to it later must not start what is reported failed.
+        placed.unlink(missing_ok=True)
         raise OSError(f"host {host}'s leader did not start it within {ORDER_TIMEOUT_S} s")
     return started.pid
 
