@@ -82,6 +82,7 @@ def test_a_process_started_in_its_callers_group_is_stopped_with_what_it_started_
         assert not processes.session_alive(pid, pidfile)
         assert neighbour.poll() is None  # the rest of the group goes on
     finally:
+        processes.stop(pidfile, timeout=5)  # (a failed assertion above leaves none behind)
         neighbour.kill()
         neighbour.wait()
 
