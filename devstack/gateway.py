@@ -1,9 +1,8 @@
 """The embedded stack's gateways (docs/gateways.md): each defined gateway's Kroxylicious is a
 part, `gateway-NAME`, and `gateway` stands for all of them. They start with the stack once
-one is defined (`make demo` defines `demo`), else not at all; a switch restarts a gateway's
-proxy itself (replication/kafka/gateways.py), at the same pid and log files. Its address is
-the gateway's own, on loopback unless ISTHMUS_GATEWAY_ANY_ADDRESS; the demo's is 9400 shifted
-by ISTHMUS_DEVSTACK_PORT_OFFSET, like every port of the stack."""
+one is defined, else not at all; a switch restarts a gateway's proxy itself
+(replication/kafka/gateways.py), at the same pid and log files. Its address is the gateway's
+own, on loopback unless ISTHMUS_GATEWAY_ANY_ADDRESS."""
 
 from __future__ import annotations
 
@@ -16,17 +15,10 @@ from infra import kroxylicious
 from replication.kafka import gateways
 from replication.models import Gateway
 
-from .kafka import port
-
 if TYPE_CHECKING:
     from .stack import Component
 
 GROUP = "gateway"
-DEMO_PORT = 9400
-
-
-def demo_address() -> str:
-    return f"127.0.0.1:{port(DEMO_PORT)}"
 
 
 def parts() -> list[Component]:
