@@ -116,7 +116,7 @@ def _answers_as_master(port: int) -> bool:
         return False
 
 
-def _sentinel(stack: Stack, name: str, port: int, folder: Path, host: str | None) -> Component:
+def _sentinel(name: str, port: int, folder: Path, host: str | None) -> Component:
     from .stack import Component
 
     master = sentinel.master_name()
@@ -162,7 +162,6 @@ def parts(stack: Stack) -> list[Component]:
                 start_timeout=START_TIMEOUT_S,
             ),
             _sentinel(
-                stack,
                 host.part("sentinel"),
                 host.sentinel_port,
                 host.folder(var) / "sentinel",
@@ -170,7 +169,7 @@ def parts(stack: Stack) -> list[Component]:
             ),
         ]
         if host.index == 1:  # the witness, on no host, once both Redis servers run
-            found.append(_sentinel(stack, WITNESS, kafka.port(WITNESS_PORT), var / WITNESS, None))
+            found.append(_sentinel(WITNESS, kafka.port(WITNESS_PORT), var / WITNESS, None))
         # The three workers of the single host (devstack/stack.py), on each host.
         for kind, queue, concurrency in (
             ("worker", "celery", 2),
