@@ -264,20 +264,25 @@ def _save(
             setattr(row, key, value)
         row.changed_at = now
         (changed if row.pk else new).append(row)
-    GroupOffsetSync.objects.bulk_create(new, batch_size=500)
-    GroupOffsetSync.objects.bulk_update(
-        changed,
-        [
-            "destination_group",
-            "state",
-            "reason",
-            "offsets",
-            "may_repeat",
-            "written_at",
-            "changed_at",
-        ],
+    fields = [
+        "destination_group",
+        "state",
+        "reason",
+        "offsets",
+        "may_repeat",
+        "written_at",
+        "changed_at",
+    ]
+    # Two syncs of one link may meet (a reverse syncs its groups back while the beat's sync
+    # runs): a group's row the other made meanwhile is updated, not inserted twice.
+    GroupOffsetSync.objects.bulk_create(
+        new,
         batch_size=500,
+        update_conflicts=True,
+        unique_fields=["link", "group"],
+        update_fields=fields,
     )
+    GroupOffsetSync.objects.bulk_update(changed, fields, batch_size=500)
     if full:  # groups no longer selected, or with no offsets on a mirror: no longer shown
         link.group_syncs.exclude(group__in=list(outcome.groups)).delete()
 

@@ -91,6 +91,24 @@ def test_a_groups_offsets_are_written_as_they_are_where_the_mirror_has_the_same_
     assert _run(link).written == set()
 
 
+def test_a_group_row_another_sync_made_meanwhile_is_updated_not_inserted_twice(
+    synced, memory_clusters, monkeypatch
+):
+    # A reverse syncs its groups back while the beat's sync of the same link runs.
+    link, mirror = synced
+    memory_clusters["source"].commit("app-1", {(mirror.source_topic, 0): 4})
+    save = offset_sync._save
+
+    def other_sync_first(link, *args, **kwargs):
+        GroupOffsetSync.objects.create(link=link, group="app-1", destination_group="app-1")
+        return save(link, *args, **kwargs)
+
+    monkeypatch.setattr(offset_sync, "_save", other_sync_first)
+    assert _run(link).written == {"app-1"}
+    row = link.group_syncs.get(group="app-1")
+    assert row.offsets == {f"{mirror.mirror_topic}/0": 4} and row.state == Sync.IN_STEP
+
+
 def test_a_translated_partition_gets_the_offset_of_the_next_record_the_group_would_read(
     synced, memory_clusters
 ):
