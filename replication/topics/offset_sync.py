@@ -264,7 +264,7 @@ def _save(
             setattr(row, key, value)
         row.changed_at = now
         (changed if row.pk else new).append(row)
-    fields = [
+    columns = [
         "destination_group",
         "state",
         "reason",
@@ -280,9 +280,9 @@ def _save(
         batch_size=500,
         update_conflicts=True,
         unique_fields=["link", "group"],
-        update_fields=fields,
+        update_fields=columns,
     )
-    GroupOffsetSync.objects.bulk_update(changed, fields, batch_size=500)
+    GroupOffsetSync.objects.bulk_update(changed, columns, batch_size=500)
     if full:  # groups no longer selected, or with no offsets on a mirror: no longer shown
         link.group_syncs.exclude(group__in=list(outcome.groups)).delete()
 
