@@ -173,7 +173,7 @@ def settle(acls: Acls, expected: set[tuple]) -> None:
         return last[0] == expected
 
     try:
-        eventually(check, 30, "the destination's ACLs settling")
+        eventually(check, 60, "the destination's ACLs settling")
     except AssertionError:
         raise AssertionError(
             f"destination has {sorted(last[0])}, expected {sorted(expected)}"
