@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from console.api.base import ApiError, api_url, cluster, endpoint, self_url
+from console.api.cluster_reads import base, listed, the_one
 from console.api.schemas import (
     ConfigSynonym,
     KafkaBroker,
@@ -30,10 +31,6 @@ from replication.kafka import inspection
 from replication.models import KafkaCluster
 
 
-def _base(found: KafkaCluster) -> str:
-    return f"/kafka/v3/clusters/{found.cluster_id}"
-
-
 def _broker_id(text: str) -> int:
     # ASCII digits only: str.isdigit() takes "²", which int() refuses.
     if not re.fullmatch(r"[0-9]{1,10}", text) or int(text) > 2**31 - 1:
@@ -46,7 +43,7 @@ def _broker_id(text: str) -> int:
 
 
 def _broker(request, found: KafkaCluster, node: BrokerNode) -> KafkaBroker:
-    path = f"{_base(found)}/brokers/{node.broker_id}"
+    path = f"{base(found)}/brokers/{node.broker_id}"
     return KafkaBroker(
         metadata=self_url(request, path),
         cluster_id=found.cluster_id,
@@ -79,11 +76,8 @@ def _fields(c: ConfigDetail) -> dict:
 @endpoint(GET="console.view")
 def brokers(request, cluster_id):
     found = cluster(cluster_id)
-    return respond(
-        KafkaBrokerList(
-            metadata=self_url(request, request.path),
-            data=[_broker(request, found, b) for b in inspection.brokers(found)],
-        )
+    return listed(
+        request, KafkaBrokerList, [_broker(request, found, b) for b in inspection.brokers(found)]
     )
 
 
@@ -94,7 +88,7 @@ def broker(request, cluster_id, broker_id):
 
 
 def _broker_config(request, found: KafkaCluster, broker_id: int, c) -> KafkaBrokerConfig:
-    path = f"{_base(found)}/brokers/{broker_id}/configs/{c.name}"
+    path = f"{base(found)}/brokers/{broker_id}/configs/{c.name}"
     return KafkaBrokerConfig(
         metadata=self_url(request, path),
         cluster_id=found.cluster_id,
@@ -106,24 +100,24 @@ def _broker_config(request, found: KafkaCluster, broker_id: int, c) -> KafkaBrok
 @endpoint(GET="broker_configs.view")
 def broker_configs(request, cluster_id, broker_id):
     found, number = cluster(cluster_id), _broker_id(broker_id)
-    return respond(
-        KafkaBrokerConfigList(
-            metadata=self_url(request, request.path),
-            data=[
-                _broker_config(request, found, number, c)
-                for c in inspection.broker_configs(found, number)
-            ],
-        )
+    return listed(
+        request,
+        KafkaBrokerConfigList,
+        [
+            _broker_config(request, found, number, c)
+            for c in inspection.broker_configs(found, number)
+        ],
     )
 
 
 @endpoint(GET="broker_configs.view")
 def broker_config(request, cluster_id, broker_id, broker_config_name):
     found, number = cluster(cluster_id), _broker_id(broker_id)
-    for c in inspection.broker_configs(found, number):
-        if c.name == broker_config_name:
-            return respond(_broker_config(request, found, number, c))
-    raise ApiError(404, f"Broker {number} has no config {broker_config_name[:100]!r}.")
+    chosen = the_one(
+        [c for c in inspection.broker_configs(found, number) if c.name == broker_config_name],
+        f"Broker {number} has no config {broker_config_name[:100]!r}.",
+    )
+    return respond(_broker_config(request, found, number, chosen))
 
 
 @endpoint(GET="broker_configs.view")
@@ -134,7 +128,7 @@ def cluster_configs(request, cluster_id):
             metadata=self_url(request, request.path),
             data=[
                 KafkaClusterConfig(
-                    metadata=self_url(request, f"{_base(found)}/broker-configs/{c.name}"),
+                    metadata=self_url(request, f"{base(found)}/broker-configs/{c.name}"),
                     cluster_id=found.cluster_id,
                     **_fields(c),
                 )

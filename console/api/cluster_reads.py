@@ -33,16 +33,16 @@ from replication.kafka import inspection
 from replication.models import MirrorTopic
 
 
-def _base(found) -> str:
+def base(found) -> str:
     return f"/kafka/v3/clusters/{found.cluster_id}"
 
 
-def _listed(request, shape, data: list):
+def listed(request, shape, data: list):
     """A Kafka REST list answer of `shape`, at the request's own path."""
     return respond(shape(metadata=self_url(request, request.path), data=data))
 
 
-def _the_one(found: list, missing: str):
+def the_one(found: list, missing: str):
     """The one item a path names, or a 404 that says `missing`."""
     if not found:
         raise not_found(missing)
@@ -54,7 +54,7 @@ def _related(request, path: str) -> Relationship:
 
 
 def _topic(request, found, detail, mirrors: set[str]) -> KafkaTopic:
-    path = f"{_base(found)}/topics/{detail.name}"
+    path = f"{base(found)}/topics/{detail.name}"
     replicas = len(detail.partitions[0].replicas) if detail.partitions else 0
     return KafkaTopic(
         metadata=self_url(request, path),
@@ -78,7 +78,7 @@ def _mirrors(found) -> set[str]:
 def topics(request, cluster_id):
     found = cluster(cluster_id)
     mirrors = _mirrors(found)
-    return _listed(
+    return listed(
         request,
         KafkaTopicList,
         [_topic(request, found, t, mirrors) for t in inspection.topics(found)],
@@ -92,7 +92,7 @@ def topic(request, cluster_id, topic_name):
 
 
 def _partition(request, found, topic_name: str, p) -> KafkaPartition:
-    path = f"{_base(found)}/topics/{topic_name}/partitions/{p.partition}"
+    path = f"{base(found)}/topics/{topic_name}/partitions/{p.partition}"
     return KafkaPartition(
         metadata=self_url(request, path),
         cluster_id=found.cluster_id,
@@ -113,7 +113,7 @@ def _partition(request, found, topic_name: str, p) -> KafkaPartition:
 def partitions(request, cluster_id, topic_name):
     found = cluster(cluster_id)
     detail = inspection.topic(found, topic_name)
-    return _listed(
+    return listed(
         request,
         KafkaPartitionList,
         [_partition(request, found, topic_name, p) for p in detail.partitions],
@@ -122,7 +122,7 @@ def partitions(request, cluster_id, topic_name):
 
 def _one_partition(found, topic_name: str, partition_id: str):
     detail = inspection.topic(found, topic_name)
-    return _the_one(
+    return the_one(
         [p for p in detail.partitions if str(p.partition) == partition_id],
         f"Topic {topic_name!r} has no partition {partition_id[:20]!r}: it has partitions "
         f"0 to {len(detail.partitions) - 1}.",
@@ -142,8 +142,8 @@ def replicas(request, cluster_id, topic_name, partition_id):
     """What `confluent kafka topic describe` reads for each partition."""
     found = cluster(cluster_id)
     p = _one_partition(found, topic_name, partition_id)
-    path = f"{_base(found)}/topics/{topic_name}/partitions/{p.partition}/replicas"
-    return _listed(
+    path = f"{base(found)}/topics/{topic_name}/partitions/{p.partition}/replicas"
+    return listed(
         request,
         KafkaReplicaList,
         [
@@ -155,7 +155,7 @@ def replicas(request, cluster_id, topic_name, partition_id):
                 broker_id=broker,
                 is_leader=broker == p.leader,
                 is_in_sync=broker in p.isr,
-                broker=_related(request, f"{_base(found)}/brokers/{broker}"),
+                broker=_related(request, f"{base(found)}/brokers/{broker}"),
             )
             for broker in p.replicas
         ],
@@ -164,7 +164,7 @@ def replicas(request, cluster_id, topic_name, partition_id):
 
 def _config(request, found, topic_name: str, c) -> KafkaTopicConfig:
     return KafkaTopicConfig(
-        metadata=self_url(request, f"{_base(found)}/topics/{topic_name}/configs/{c.name}"),
+        metadata=self_url(request, f"{base(found)}/topics/{topic_name}/configs/{c.name}"),
         cluster_id=found.cluster_id,
         topic_name=topic_name,
         name=c.name,
@@ -183,7 +183,7 @@ def _config(request, found, topic_name: str, c) -> KafkaTopicConfig:
 @endpoint(GET="console.view")
 def topic_configs(request, cluster_id, topic_name):
     found = cluster(cluster_id)
-    return _listed(
+    return listed(
         request,
         KafkaTopicConfigList,
         [
@@ -196,7 +196,7 @@ def topic_configs(request, cluster_id, topic_name):
 @endpoint(GET="console.view")
 def topic_config(request, cluster_id, topic_name, name):
     found = cluster(cluster_id)
-    chosen = _the_one(
+    chosen = the_one(
         [c for c in inspection.topic_configs(found, topic_name) if c.name == name],
         f"Topic {topic_name!r} has no config {name[:100]!r}.",
     )
@@ -204,7 +204,7 @@ def topic_config(request, cluster_id, topic_name, name):
 
 
 def _group(request, found, g) -> KafkaConsumerGroup:
-    path = f"{_base(found)}/consumer-groups/{g.group_id}"
+    path = f"{base(found)}/consumer-groups/{g.group_id}"
     return KafkaConsumerGroup(
         metadata=self_url(request, path),
         cluster_id=found.cluster_id,
@@ -212,7 +212,7 @@ def _group(request, found, g) -> KafkaConsumerGroup:
         is_simple=g.is_simple,
         partition_assignor=g.partition_assignor,
         state=g.state.upper(),
-        coordinator=_related(request, f"{_base(found)}/brokers/{g.coordinator}"),
+        coordinator=_related(request, f"{base(found)}/brokers/{g.coordinator}"),
         consumer=_related(request, f"{path}/consumers"),
         consumers=_related(request, f"{path}/consumers"),
         lag_summary=_related(request, f"{path}/lag-summary"),
@@ -222,7 +222,7 @@ def _group(request, found, g) -> KafkaConsumerGroup:
 @endpoint(GET="console.view")
 def groups(request, cluster_id):
     found = cluster(cluster_id)
-    return _listed(
+    return listed(
         request,
         KafkaConsumerGroupList,
         [_group(request, found, g) for g in inspection.groups(found)],
@@ -238,9 +238,9 @@ def group(request, cluster_id, consumer_group_id):
 @endpoint(GET="console.view")
 def consumers(request, cluster_id, consumer_group_id):
     found = cluster(cluster_id)
-    path = f"{_base(found)}/consumer-groups/{consumer_group_id}/consumers"
+    path = f"{base(found)}/consumer-groups/{consumer_group_id}/consumers"
     members = inspection.group(found, consumer_group_id).members
-    return _listed(
+    return listed(
         request,
         KafkaConsumerList,
         [
@@ -259,7 +259,7 @@ def consumers(request, cluster_id, consumer_group_id):
 
 
 def _lag(request, found, group_id: str, lag) -> KafkaConsumerLag:
-    path = f"{_base(found)}/consumer-groups/{group_id}/lags/{lag.topic}/partitions/{lag.partition}"
+    path = f"{base(found)}/consumer-groups/{group_id}/lags/{lag.topic}/partitions/{lag.partition}"
     return KafkaConsumerLag(
         metadata=self_url(request, path),
         cluster_id=found.cluster_id,
@@ -278,7 +278,7 @@ def _lag(request, found, group_id: str, lag) -> KafkaConsumerLag:
 @endpoint(GET="console.view")
 def lags(request, cluster_id, consumer_group_id):
     found = cluster(cluster_id)
-    return _listed(
+    return listed(
         request,
         KafkaConsumerLagList,
         [
@@ -291,7 +291,7 @@ def lags(request, cluster_id, consumer_group_id):
 @endpoint(GET="console.view")
 def partition_lag(request, cluster_id, consumer_group_id, topic_name, partition_id):
     found = cluster(cluster_id)
-    chosen = _the_one(
+    chosen = the_one(
         [
             lag
             for lag in inspection.group_lags(found, consumer_group_id)
@@ -312,7 +312,7 @@ def lag_summary(request, cluster_id, consumer_group_id):
             f"Consumer group {consumer_group_id!r} has committed no offsets: it has no lag."
         )
     worst = max(partition_lags, key=lambda lag: lag.lag)
-    path = f"{_base(found)}/consumer-groups/{consumer_group_id}"
+    path = f"{base(found)}/consumer-groups/{consumer_group_id}"
     return respond(
         KafkaConsumerGroupLagSummary(
             metadata=self_url(request, request.path),
@@ -327,7 +327,7 @@ def lag_summary(request, cluster_id, consumer_group_id):
             total_lag=sum(lag.lag for lag in partition_lags),
             max_lag_consumer=_related(request, f"{path}/consumers/{worst.consumer_id}"),
             max_lag_partition=_related(
-                request, f"{_base(found)}/topics/{worst.topic}/partitions/{worst.partition}"
+                request, f"{base(found)}/topics/{worst.topic}/partitions/{worst.partition}"
             ),
         )
     )
@@ -341,7 +341,7 @@ def acls(request, cluster_id):
             metadata=self_url(request, request.get_full_path()),
             data=[
                 KafkaAcl(
-                    metadata=self_url(request, f"{_base(found)}/acls"),
+                    metadata=self_url(request, f"{base(found)}/acls"),
                     cluster_id=found.cluster_id,
                     resource_type=inspection.kafka_name(b.restype),
                     resource_name=b.name,
