@@ -6,7 +6,7 @@ marked `public`; a test checks that no URL escapes this. Who may do what is deci
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
+from functools import cache, partial, wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -91,8 +91,10 @@ def context(request) -> dict:
     if user is None or not user.is_authenticated:
         return {}
     roles = roles_of(user)
+    # Counted when a template shows them (the navigation bar), once: a fragment or an error
+    # page does not ask (a template calls a callable it is given).
     return {
         "allowed": {a.replace(".", "_"): bool(roles & POLICY[a]) for a in POLICY},
-        "pending_approvals": pending_count(),
-        "unread_notifications": notifications.unread(user),
+        "pending_approvals": cache(pending_count),
+        "unread_notifications": cache(partial(notifications.unread, user)),
     }

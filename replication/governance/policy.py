@@ -3,6 +3,8 @@ CLI and the domain's own approval rules alike. Roles are Django groups."""
 
 from __future__ import annotations
 
+from django.db.models import prefetch_related_objects
+
 ROLES = ("viewer", "operator", "approver", "admin")
 EVERYONE = frozenset(ROLES)
 OPERATORS = frozenset({"operator", "admin"})
@@ -53,7 +55,10 @@ def roles_of(user) -> frozenset[str]:
         return frozenset()
     if user.is_superuser:
         return EVERYONE
-    # groups.all(), not a filtered query: it uses the groups when they were prefetched.
+    # Read once a request (the view's check and the page's menu both ask), through Django's
+    # prefetch cache, which a change of the user's groups empties.
+    if "groups" not in getattr(user, "_prefetched_objects_cache", {}):
+        prefetch_related_objects([user], "groups")
     return frozenset(g.name for g in user.groups.all() if g.name in ROLES)
 
 

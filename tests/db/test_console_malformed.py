@@ -26,7 +26,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import pytest
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import SESSION_KEY, get_user_model
+from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.db.models.signals import post_save
 from django.test import Client
@@ -387,14 +387,13 @@ class Walk:
         self.session = ""  # the signed-in session's key, while it holds
 
     def _sign_in(self) -> None:
-        """Each case as the user, without earlier answers' flashes: the session kept while it
-        still signs the user in (a POST to logout/, or a session the walk broke, ends it: then
-        a new one). A new session for every case cost a third of the walk's time."""
+        """Each case as the user, without earlier answers' flashes: the session kept until an
+        answer ends it (a POST to logout/ clears its cookie: then a new one). A new session for
+        every case cost a third of the walk's time, reading it back to check it a tenth."""
         self.client.cookies.clear()
         if self.session:
             self.client.cookies[settings.SESSION_COOKIE_NAME] = self.session
-            if self.client.session.get(SESSION_KEY) == str(self.user.pk):
-                return
+            return
         self.client.force_login(self.user)
         self.session = self.client.cookies[settings.SESSION_COOKIE_NAME].value
 
@@ -534,6 +533,9 @@ def walk_routes(walk: Walk, w: World, posts: Fields, filters: Fields) -> None:  
             walk.problems.append(f"{name}: the walk changed something")
 
 
+# 4,300 requests, about a minute here alone; `make test` runs it at nice 19 beside the Kafka
+# tier, where it got a tenth of a core or less (at 40 % more requests' cost, CI's run hit 600 s).
+@pytest.mark.timeout(1800)
 def test_no_console_route_answers_5xx_python_words_or_a_silent_refusal_to_malformed_input(
     users, world
 ):
