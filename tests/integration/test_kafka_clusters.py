@@ -116,13 +116,19 @@ def test_kafka_topics_cli_works_as_in_the_tutorial(source_bootstrap, topic_name)
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"Created topic {topic_name}."
-    listed = subprocess.run(
-        [str(ROOT / "bin" / "kafka-topics"), "--list", "--bootstrap-server", "localhost:9092"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert topic_name in listed.stdout.split()
+
+    def listed() -> bool:
+        run = subprocess.run(
+            [str(ROOT / "bin" / "kafka-topics"), "--list", "--bootstrap-server", "localhost:9092"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return topic_name in run.stdout.split()
+
+    # Made on the controller is not yet listed by the broker the tool asks (KRaft): as a user
+    # would, the tool is run again until that broker has applied the new topic.
+    assert wait_for(listed, 60, 1, ignore=()), f"kafka-topics --list never listed {topic_name}"
     leftovers.delete_topics(kafka.SOURCE, [topic_name])
 
 

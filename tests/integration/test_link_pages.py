@@ -1,5 +1,7 @@
 """The link and mirror pages, driven with Django's test client against the real clusters."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -53,7 +55,9 @@ def test_creating_a_mirror_from_the_page(make_link, make_topic, topic_name, clie
     assert f'<option value="{topic_name}">' in offered and 'list="source-topics"' in offered
     assert "__consumer_offsets" not in offered
     response = client.post(url, {"source_topic": topic_name, "configs": "retention.ms=86400000"})
-    assert response.status_code == 302 and response["Location"] == mirror_url(topic_name)
+    refused = re.findall(r'role="alert">([^<]*)', response.content.decode())
+    assert response.status_code == 302, refused  # what the form said, if it was refused
+    assert response["Location"] == mirror_url(topic_name)
     assert MirrorTopic.objects.get(mirror_topic=topic_name).config_overrides == {
         "retention.ms": "86400000"
     }
