@@ -78,6 +78,31 @@ def replication_password_file(var_dir: Path) -> Path:
     return home(var_dir) / "replication_password"
 
 
+def standby_passfile(var_dir: Path) -> Path:
+    """The standby's login to its primary, as libpq's password file: `primary_conninfo` names
+    this file, not the password, so that a role allowed to read the setting (the console's,
+    for `promote_standby`) does not learn the replication role's password."""
+    return standby_home(var_dir) / "replication.pgpass"
+
+
+def _write_passfile(path: Path, host: str, port: int, password: str) -> None:
+    """`password` for the replication role at host:port, owner-only, owned by the server's
+    user (libpq ignores a password file others may read)."""
+
+    def field(text: str) -> str:  # a pgpass field escapes its backslashes and colons
+        return text.replace("\\", "\\\\").replace(":", "\\:")
+
+    path.write_text(f"{field(host)}:{port}:*:{REPLICATION_ROLE}:{field(password)}\n")
+    path.chmod(0o600)
+    if os.geteuid() == 0:
+        os.chown(path, *_service_account())
+
+
+def _conninfo_value(text: str) -> str:
+    """A value of a libpq connection string, quoted (a path may hold spaces)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _as_service_user() -> list[str]:
     """The prefix that runs a command as the user PostgreSQL runs as: root's stand-in, or
     nothing (the caller itself)."""
@@ -270,6 +295,8 @@ def prepare_standby(var_dir: Path, spec: dict, primary_port: int) -> None:
             "and start it again ('python manage.py devstack down postgres', then 'up postgres'), "
             "which adds it."
         )
+    passfile = standby_passfile(var_dir)
+    _write_passfile(passfile, spec["host"], primary_port, secret.read_text().strip())
     scratch = standby_home(var_dir) / "data.new"
     run = _as_service_user()
     subprocess.run([*run, "rm", "-rf", str(scratch)], check=True)
@@ -278,7 +305,7 @@ def prepare_standby(var_dir: Path, spec: dict, primary_port: int) -> None:
         str(bin_dir() / "pg_basebackup"),
         "--dbname",
         f"host={spec['host']} port={primary_port} user={REPLICATION_ROLE} "
-        f"application_name={STANDBY_SLOT}",
+        f"application_name={STANDBY_SLOT} passfile={_conninfo_value(str(passfile))}",
         "--pgdata",
         str(scratch),
         "--write-recovery-conf",
@@ -289,9 +316,9 @@ def prepare_standby(var_dir: Path, spec: dict, primary_port: int) -> None:
         "--slot",
         STANDBY_SLOT,
     ]
-    # The password through the environment, not the command line; -R writes it into the
-    # copy's postgresql.auto.conf (owner-only, as the data directory).
-    env = {**os.environ, "PGPASSWORD": secret.read_text().strip()}
+    # The password from the file, neither on the command line nor in the environment (which
+    # -R would write into the copy's primary_conninfo): the conninfo -R writes names the file.
+    env = {k: v for k, v in os.environ.items() if k not in ("PGPASSWORD", "PGPASSFILE")}
     made = subprocess.run([*backup, "--create-slot"], capture_output=True, text=True, env=env)
     if made.returncode != 0 and "already exists" in made.stderr:
         # The slot of an earlier standby, rebuilt: the primary kept its WAL; take it over.

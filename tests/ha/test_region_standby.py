@@ -215,6 +215,9 @@ def regions() -> Iterator[tuple[Stack, Region, Region, str]]:
         a.start_redis()
         b.start_redis()
         assert migrating.wait(timeout=300) == 0, migrating.communicate()[1][-3000:]
+        # The console's role reads where the primary is, and not the replication password.
+        [(conninfo,)] = _sql(b.database_port, password, "SHOW primary_conninfo")
+        assert "passfile=" in conninfo and "password=" not in conninfo, conninfo
         yield databases, a, b, password
     finally:
         for region in (a, b):
