@@ -627,4 +627,18 @@ def world(users, registered_clusters, make_link, make_topic, topic_name):
         flow=merge_flows.create_flow(
             setup, link, make_topic(kafka.SOURCE, f"{topic_name}-f"), f"{topic_name}-f.merged"
         ),
+        gateway=_a_stopped_gateway(registered_clusters),
     )
+
+
+def _a_stopped_gateway(clusters):
+    """A gateway as its row alone (its proxy is not started: tests/integration/test_gateways.py
+    starts and switches real ones)."""
+    from replication.models import Gateway
+
+    # Routing to the destination: the malformed walk registers the source anew at its end.
+    gateway = Gateway.objects.create(
+        name="walk-gateway", host="127.0.0.1", port=29700, route=clusters["destination"]
+    )
+    gateway.clusters.set([clusters["source"], clusters["destination"]])
+    return gateway

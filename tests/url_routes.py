@@ -15,6 +15,7 @@ from replication.models import (
     ApiToken,
     ApprovalRequest,
     ClusterLink,
+    Gateway,
     KafkaCluster,
     MergeFlow,
     MirrorTopic,
@@ -66,11 +67,16 @@ class World:
     run: ScenarioRun  # a scenario run waiting for its first step
     verification: Verification  # of the mirror, asked for and not run
     flow: MergeFlow  # a merge flow of the link
+    gateway: Gateway  # routing to the destination, may route to the source; its proxy stopped
 
     def values(self, route: URLPattern) -> dict[str, str]:
         """Valid values of the route's parameters: the objects of the world."""
         pattern = str(route.pattern)
-        names = {"clusters/": self.destination.name, "scenarios/": "share-data"}
+        names = {
+            "clusters/": self.destination.name,
+            "scenarios/": "share-data",
+            "gateways/": self.gateway.name,
+        }
         pks = {"account/": self.token.pk, "scenarios/": self.run.pk}
         if "/verifications/" in pattern:
             pks = {"mirrors/": self.verification.pk}
@@ -83,4 +89,5 @@ class World:
             "flow": self.flow.name,
             "how": runner.NEXT,
             "action": "pause" if "/switch/" in pattern else "failover",
+            "cluster": "source",  # where the gateway may switch to
         }

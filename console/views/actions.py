@@ -49,11 +49,13 @@ def confirm(
     back_url: str,
     after_url: str | None = None,
     typed: str = "",
+    undo: str = "",
 ):
     """GET asks `question`, answered by a button "Yes, <verb> it"; POST calls `run(actor)`
     and goes to `after_url` on success, else back to `back_url`. With `typed` (for what cannot
-    be undone), the user must type it (the object's name) before anything happens."""
-    form = ConfirmForm(bound(request), name=typed)
+    be undone, or is undone otherwise than by a click: `undo` says how), the user must type it
+    (the object's name) before anything happens."""
+    form = ConfirmForm(bound(request), name=typed, undo=undo)
     if request.method == "POST":
         if not form.is_valid():  # the name mistyped: the only thing a yes can get wrong
             messages.error(request, " ".join(str(e) for e in form.errors["confirm_name"]))

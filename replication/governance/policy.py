@@ -14,6 +14,10 @@ ADMINS = frozenset({"admin"})
 POLICY: dict[str, frozenset[str]] = {
     "console.view": EVERYONE,
     "cluster.register": ADMINS,
+    # define, change and delete gateways (a Kafka proxy its clients reach instead of a
+    # cluster), and switch one to another of its clusters outside a cutover: a switch moves
+    # every client of the gateway at once
+    "gateway.manage": ADMINS,
     # read the brokers' configs (listeners, super.users, paths: how the cluster is set up, not
     # what it holds), as `confluent kafka cluster configuration list` does; sensitive values
     # are never shown to anyone

@@ -42,6 +42,7 @@ from replication.models import (
     ApprovalRequest,
     AuditEvent,
     ClusterLink,
+    Gateway,
     KafkaCluster,
     MirrorTopic,
     ScenarioRun,
@@ -162,6 +163,13 @@ def valid(w: World) -> dict[str, str]:
         "schema_registry_username": "",
         "schema_registry_password": "",
         "subjects": f"{fresh}-value",  # (the walk's link syncs no schemas: refused whatever)
+        # (A gateway's clusters are checkboxes, which the walk leaves out: each gateway form
+        # is refused whatever, and no proxy starts.)
+        "address": "127.0.0.1:29750",
+        "gateway-change address": w.gateway.address,
+        "route": "source",
+        "gateway-switch confirm_name": w.gateway.name,
+        "gateway-delete confirm_name": w.gateway.name,
     }
 
 
@@ -374,6 +382,7 @@ def fingerprint() -> tuple:
         sorted(get_user_model().objects.values_list("username", "is_active", "password")),
         sorted(get_user_model().groups.through.objects.values_list("user_id", "group__name")),
         sorted(ScenarioRun.objects.values_list("pk", "status")),
+        sorted(Gateway.objects.values_list("name", "host", "port", "route_id", "switches")),
     )
 
 

@@ -1,11 +1,17 @@
 """Gateways refused in words, each refusal audited, nothing changed: what no proxy is started
-for (a bad address, a cluster the gateway may not route to, a switch to where it routes now).
-Starting and switching a real proxy: tests/integration/test_gateways.py."""
+for (a bad address, a cluster the gateway may not route to, a switch to where it routes now);
+and their pages: what each role sees, a change of clusters, a switch's confirmation and a
+deletion. Starting and switching a real proxy, on the pages too:
+tests/integration/test_gateways.py."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
+from django.contrib.messages import get_messages
 from django.test import override_settings
+from django.urls import reverse
 
 from replication.core.errors import ReplicationError
 from replication.governance import audit
@@ -139,3 +145,98 @@ def test_a_change_keeps_the_route_among_its_clusters_and_a_deletion_is_audited(
     ]
     assert events[1].before["clusters"] == ["destination", "source"]
     assert events[1].after["clusters"] == ["source"]
+
+
+# The pages. ---------------------------------------------------------------------------------
+
+
+def text(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+def flashed(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+def test_everyone_sees_the_gateways_and_only_an_admin_what_changes_them(gateway, client_as):
+    for role in ("viewer", "operator", "approver", "admin"):
+        client = client_as(role)
+        listed = text(client.get(reverse("gateways")))
+        assert 'data-gateway="orders"' in listed and "127.0.0.1:29400" in listed
+        assert "stopped" in listed
+        page = text(client.get(reverse("gateway-detail", args=["orders"])))
+        assert "Routes to" in page and "source" in page
+        admin = role == "admin"
+        assert ("Define gateway" in listed) == admin
+        assert ("Switch to destination" in page) == admin
+        assert ('id="gateway-log"' in page) == admin  # the stopped proxy's log says why
+    assert "Gateways" in text(client_as("viewer").get(reverse("clusters")))
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"address": "10.1.2.3:9400"}, "is not on loopback"),
+        ({"address": "127.0.0.1"}, "is not HOST:PORT"),
+        ({"route": "destination", "clusters": ["source"]}, "may route to"),
+        ({"route": "nowhere"}, "Select a valid choice"),
+        ({"name": "a b"}, "Gateway name 'a b'"),
+        ({"clusters": []}, "This field is required"),
+    ],
+)
+def test_a_gateway_defined_wrong_is_refused_in_words_and_nothing_is_saved(
+    registered_clusters, client_as, change, words
+):
+    form = {
+        "name": "payments",
+        "address": "127.0.0.1:29610",
+        "clusters": ["source", "destination"],
+        "route": "source",
+        **change,
+    }
+    response = client_as("admin").post(reverse("gateway-create"), form)
+    assert response.status_code == 200 and words in text(response), text(response)[-2000:]
+    assert not Gateway.objects.exists()
+
+
+def test_a_change_of_clusters_is_saved_and_audited_and_the_route_must_stay_among_them(
+    gateway, client_as
+):
+    admin = client_as("admin")
+    url = reverse("gateway-change", args=["orders"])
+    kept = admin.post(url, {"address": gateway.address, "clusters": ["destination"]})
+    assert kept.status_code == 200 and "may route to" in text(kept)
+    assert set(gateway.clusters.values_list("name", flat=True)) == {"source", "destination"}
+
+    changed = admin.post(url, {"address": gateway.address, "clusters": ["source"]})
+    assert changed.status_code == 302 and flashed(changed) == ["Changed gateway orders."]
+    assert list(gateway.clusters.values_list("name", flat=True)) == ["source"]
+    event = AuditEvent.objects.filter(action="gateway.change").latest("pk")
+    assert (event.before["clusters"], event.after["clusters"]) == (
+        ["destination", "source"],
+        ["source"],
+    )
+
+
+def test_a_switch_asks_for_the_gateways_name_and_changes_nothing_without_it(gateway, client_as):
+    admin = client_as("admin")
+    url = reverse("gateway-switch", args=["orders", "destination"])
+    asked = text(admin.get(url))
+    assert "Switch gateway orders to destination?" in asked
+    assert "Every client of 127.0.0.1:29400 is moved from source to destination" in asked
+    refused = admin.post(url, {"confirm_name": "order"})
+    assert flashed(refused) == ["Type orders to confirm; nothing was changed."]
+    gateway.refresh_from_db()
+    assert (gateway.route.name, gateway.switches) == ("source", 0)
+    missing = admin.get(reverse("gateway-switch", args=["orders", "nowhere"]))
+    assert missing.status_code == 404 and "No cluster named 'nowhere'" in text(missing)
+
+
+def test_a_deleted_gateway_is_gone_audited_and_its_page_says_so(gateway, client_as):
+    admin = client_as("admin")
+    deleted = admin.post(reverse("gateway-delete", args=["orders"]), {"confirm_name": "orders"})
+    assert deleted.status_code == 302 and deleted["Location"] == reverse("gateways")
+    assert not Gateway.objects.exists()
+    assert AuditEvent.objects.filter(action="gateway.delete", result="ok").count() == 1
+    gone = admin.get(reverse("gateway-detail", args=["orders"]))
+    assert gone.status_code == 404 and "No gateway named 'orders'" in text(gone)

@@ -59,6 +59,7 @@ from replication.governance import audit
 from replication.governance import users as user_admin
 from replication.governance.policy import POLICY, ROLES, can
 from replication.governance.tokens import create_token
+from replication.kafka import gateways
 from replication.models import (
     ApiToken,
     Approval,
@@ -67,6 +68,7 @@ from replication.models import (
     ClusterLink,
     DrillRun,
     DrillSchedule,
+    Gateway,
     KafkaCluster,
     MergeFlow,
     MirrorTopic,
@@ -115,6 +117,8 @@ API_ABSENT = {
     "user.manage": "users are managed on the console's Users page only",
     "scenario.run": "scenarios run on the console's Scenarios page and with manage.py",
     "drill.run": "drills start on the console's readiness page, and on their schedule by the beat",
+    "gateway.manage": "gateways are defined, changed, switched and deleted on the console's "
+    "Gateways page only, so far",
 }
 # The tools' options that only read.
 CLI_READ_FLAGS = frozenset({"--list", "--describe", "--describe-request", "--list-requests"})
@@ -163,6 +167,7 @@ class World:
         self.link = self.new_link()
         self.strict = self.new_link(admin_may_override=False)
         self._clusters = clusters
+        self.source = clusters["source"]
         self._both: ClusterLink | None = None
 
     @property
@@ -278,6 +283,25 @@ def put_the_source_back(w: World, target: Target) -> None:
     KafkaCluster.objects.filter(name=target.name).delete()
     source = w._clusters["source"]
     KafkaCluster.objects.filter(pk=source.pk).update(cluster_id=source.cluster_id)
+
+
+def a_gateway(w: World, user, allowed: bool) -> Target:
+    """A gateway routing to the source that may route to the destination too (its proxy never
+    started: `proxies_not_started`); its name the target's."""
+    gateway = Gateway.objects.create(
+        name=w.name("gateway"), port=29800 + 10 * Gateway.objects.count(), route=w.source
+    )
+    gateway.clusters.set([w.source, w.destination])
+    return Target(name=gateway.name)
+
+
+def gateway_form(w: World, t: Target) -> dict:
+    return {
+        "name": t.name,
+        "address": f"127.0.0.1:{29900 + 10 * Gateway.objects.count()}",
+        "clusters": [w.source.name, w.destination.name],
+        "route": w.source.name,
+    }
 
 
 def an_own_token(w: World, user, allowed: bool) -> Target:
@@ -668,6 +692,42 @@ CONSOLE = [
             {"name": t.name, "bootstrap_servers": kafka.SOURCE.bootstrap, "client_config": ""},
         ),
         undo=put_the_source_back,
+    ),
+    Row(
+        "gateway define",
+        "gateway-create",
+        ("gateway.manage",),
+        "gateway.define",
+        a_new_name,
+        lambda c, w, t: post(c, "gateway-create", [], gateway_form(w, t)),
+    ),
+    Row(
+        "gateway change",
+        "gateway-change",
+        ("gateway.manage",),
+        "gateway.change",
+        a_gateway,
+        lambda c, w, t: post(
+            c, "gateway-change", [t.name], {**gateway_form(w, t), "clusters": [w.source.name]}
+        ),
+    ),
+    Row(
+        "gateway switch",
+        "gateway-switch",
+        ("gateway.manage",),
+        "gateway.switch",
+        a_gateway,
+        lambda c, w, t: post(
+            c, "gateway-switch", [t.name, "destination"], {"confirm_name": t.name}
+        ),
+    ),
+    Row(
+        "gateway delete",
+        "gateway-delete",
+        ("gateway.manage",),
+        "gateway.delete",
+        a_gateway,
+        lambda c, w, t: post(c, "gateway-delete", [t.name], {"confirm_name": t.name}),
     ),
     Row(
         "cluster schema registry",
@@ -1746,6 +1806,8 @@ def fingerprint() -> tuple:
         sorted(SchemaSubjectSync.objects.values_list("subject", "state")),
         sorted(DrillRun.objects.values_list("pk", "outcome")),
         sorted(DrillSchedule.objects.values_list("link_id", "every_hours", "enabled")),
+        sorted(Gateway.objects.values_list("name", "host", "port", "route__name", "switches")),
+        sorted(Gateway.clusters.through.objects.values_list("gateway__name", "kafkacluster_id")),
     )
 
 
@@ -1813,6 +1875,14 @@ def run_table(interface: Interface, table: list[Row], role: str, w: World, calle
     for row in table:
         with subtests.test(row.name, role=role):
             check(interface, row, role, w, caller)
+
+
+@pytest.fixture(autouse=True)
+def proxies_not_started(monkeypatch):
+    """The matrix checks who may define, change, switch and delete a gateway, not its proxy:
+    tests/integration/test_gateways.py starts, switches and stops real ones."""
+    monkeypatch.setattr(gateways, "start", lambda gateway: None)
+    monkeypatch.setattr(gateways, "stop", lambda gateway: None)
 
 
 @pytest.fixture

@@ -1,20 +1,23 @@
 """A gateway switched under a running producer and consumer: a real Kroxylicious in front of the
-source cluster, a long-lived idempotent confluent-kafka producer and a consumer through it,
-switched to the destination cluster by the service function (after a switch to a cluster that
-does not answer, refused with the route as it was). Every record the producer was
-acknowledged is on the clusters, once on each: the source's up to the switch, the
-destination's after, none lost; those in flight at the switch are on both (the test says how
+source cluster, defined on the console's page, a long-lived idempotent confluent-kafka producer
+and a consumer through it, switched to the destination cluster from the gateway's page (after
+a switch to a cluster that does not answer, refused with the route as it was). Every record
+the producer was acknowledged is on the clusters, once on each: the source's up to the switch,
+the destination's after, none lost; those in flight at the switch are on both (the test says how
 many). The clients' pause (last record acknowledged before the switch, first after) is
 printed."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from django.contrib.messages import get_messages
 from django.test import override_settings
+from django.urls import reverse
 
 from devstack import kafka
 from infra import kroxylicious, processes
@@ -22,7 +25,7 @@ from infra.consuming import take
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.kafka import gateways
-from replication.models import AuditEvent, KafkaCluster
+from replication.models import AuditEvent, Gateway, KafkaCluster
 
 pytestmark = pytest.mark.kafka
 
@@ -125,18 +128,36 @@ def _a_switch_that_cannot_be_puts_the_route_back(gateway, source) -> None:
     assert kroxylicious.cluster_id(route) == source.cluster_id
 
 
+def _done(response) -> str:
+    """The page's success message, once it redirected; else what it said was wrong."""
+    said = [str(m) for m in get_messages(response.wsgi_request)]
+    refused = re.findall(r'role="alert">([^<]*)', response.content.decode())
+    assert response.status_code == 302 and not refused, (response.status_code, refused, said)
+    return " ".join(said)
+
+
 def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_record_once(
-    registered_clusters, make_topic, topic_name
+    registered_clusters, make_topic, topic_name, client_as
 ):
     source, destination = registered_clusters["source"], registered_clusters["destination"]
     make_topic(kafka.SOURCE, topic_name)
     make_topic(kafka.DESTINATION, topic_name)
     actor = audit.Actor.system("tests")
+    admin = client_as("admin")
     began = time.monotonic()
-    gateway = gateways.define(
-        actor, topic_name[-60:], f"127.0.0.1:{_free_block()}", [source, destination], source
+    name, address = topic_name[-60:], f"127.0.0.1:{_free_block()}"
+    defined = admin.post(
+        reverse("gateway-create"),
+        {
+            "name": name,
+            "address": address,
+            "clusters": ["source", "destination"],
+            "route": "source",
+        },
     )
+    assert f"answers at {address} and routes to source" in _done(defined)
     started = time.monotonic() - began
+    gateway = Gateway.objects.get(name=name)
     try:
         _a_switch_that_cannot_be_puts_the_route_back(gateway, source)
         writer = Writer(gateway.address, topic_name)
@@ -146,7 +167,9 @@ def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_recor
             reader.start()
             assert processes.wait_for(lambda: len(writer.acked) >= 100, 30), writer.failed[:3]
             switch_began = time.monotonic()
-            gateways.switch(actor, gateway, destination)
+            switch = reverse("gateway-switch", args=[gateway.name, destination.name])
+            asked = admin.post(switch, {"confirm_name": gateway.name})
+            assert "routes its clients to destination now" in _done(asked)
             switched = time.monotonic() - switch_began
             after = len(writer.acked)
             assert processes.wait_for(lambda: len(writer.acked) >= after + 100, 60), writer.failed
@@ -190,3 +213,4 @@ def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_recor
     assert read_after
     event = AuditEvent.objects.filter(action="gateway.switch").latest("pk")
     assert (event.before["route"], event.after["route"]) == ("source", "destination")
+    assert event.actor_name.startswith("admin"), event.actor_name
