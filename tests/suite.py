@@ -2,9 +2,9 @@
 in parallel workers (pytest-xdist, a module to a worker), with --coverage under coverage.py,
 which reports the line coverage of the cutover and mirror modules. The Kafka tier (the tests
 marked `kafka`: clusters, Spark, Chromium) runs in parallel workers on the embedded stack,
-which starts once for all of them. Beside it, the tests that stop brokers or Redis (marked
-`serial`) run one after another on a second stack of their own (ports shifted by
-ISTHMUS_DEVSTACK_PORT_OFFSET, state in var/serial-stack/), so no other test, and no
+which starts once for all of them. Beside it, the tests that stop brokers or Redis, or load
+them heavily (marked `serial`), run one after another on a second stack of their own (ports
+shifted by ISTHMUS_DEVSTACK_PORT_OFFSET, state in var/serial-stack/), so no other test, and no
 `make demo` running beside, sees their outages. (On two stacks at once, beside the others on
 2 cores, two of them did not see their engine copy within minutes.) Each stack stops at the
 end if it was not up before.
