@@ -134,17 +134,24 @@ class _Parser(argparse.ArgumentParser):
         return super().parse_known_args(joined, namespace)
 
 
-def parser(prog: str, description: str) -> argparse.ArgumentParser:
+def parser(prog: str, description: str, *, cluster: bool = True) -> argparse.ArgumentParser:
+    """The tool's options, with --command-config; --bootstrap-server too unless not `cluster`
+    (a tool of what belongs to no one cluster, such as gateways)."""
     p = _Parser(prog=prog, description=description)
-    p.add_argument(
-        "--bootstrap-server",
-        required=True,
-        help="the destination cluster (host:port,...), as in Kafka's own tools",
-    )
+    if cluster:
+        p.add_argument(
+            "--bootstrap-server",
+            required=True,
+            help="the destination cluster (host:port,...), as in Kafka's own tools",
+        )
     p.add_argument(
         "--command-config",
-        help="properties file: Kafka client settings for --bootstrap-server, and "
-        f"{URL_KEY} / {TOKEN_KEY} for the Isthmus console",
+        help=(
+            "properties file: Kafka client settings for --bootstrap-server, and "
+            if cluster
+            else "properties file with "
+        )
+        + f"{URL_KEY} / {TOKEN_KEY} for the Isthmus console",
     )
     return p
 

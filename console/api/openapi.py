@@ -71,11 +71,13 @@ def flag(name: str, description: str, default: bool = False) -> dict:
 # fmt: off
 # The tables from here to `fmt: on` are laid out by hand: a row a line where it fits.
 CLUSTER_TAG, LINKING_TAG, DOCS_TAG = "Cluster (v3)", "Cluster Linking (v3)", "API"
+GATEWAYS_TAG = "Gateways"
 TAGS = {CLUSTER_TAG: "The clusters registered in Isthmus.",
         LINKING_TAG: "Cluster links and their mirror topics.",
         "Topics (v3)": "The cluster's topics, read only.",
         "Consumer Groups (v3)": "The cluster's consumer groups, read only.",
         "ACLs (v3)": "The cluster's ACLs, read only.",
+        GATEWAYS_TAG: "*Isthmus*: Kafka proxies clients reach instead of a cluster.",
         DOCS_TAG: "This document."}
 # A path's tag, by its segment after /clusters/{cluster_id}/ (none: the cluster itself).
 TAG_BY_SEGMENT = {"": CLUSTER_TAG, "topics": "Topics (v3)", "brokers": "Brokers (v3)",
@@ -115,6 +117,7 @@ PATH_PARAMETERS = {row[0]: parameter(row[0], "path", *row[1:]) for row in [
     ("broker_id", "The broker's id (GET brokers).", "1"),
     ("broker_config_name", "The broker config name.", "log.retention.hours"),
     ("consumer_group_id", "The consumer group id.", "billing"),
+    ("gateway_name", "The gateway's name.", "orders-gateway"),
 ]}
 PATH_PARAMETERS["config_name"]["schema"]["enum"] = list(link_configs.KEYS)
 ACL_FILTERS = (*inspection.ACL_PARAMETERS, "resource_name", "principal", "host")
@@ -165,6 +168,10 @@ EXAMPLES: dict[type[BaseModel], dict] = {
     S.ImportReplicatorRequest: {
         "configuration": "topic.whitelist=orders\ntopic.rename.format=${topic}.copy"},
     S.RejectRequest: {"reason": "not during the sale"},
+    S.CreateGatewayRequest: {"gateway_name": "orders-gateway", "address": "127.0.0.1:29400",
+                             "cluster_names": ["west", "east"], "route_cluster_name": "west"},
+    S.UpdateGatewayRequest: {"cluster_names": ["west", "east", "central"]},
+    S.SwitchGatewayRequest: {"cluster_name": "east"},
 }
 # fmt: on
 
@@ -247,6 +254,8 @@ READS: list[tuple[str, str, str, type[BaseModel]]] = [
     ("flows", "listMergeFlows", "List the link's merge flows" + ISTHMUS, S.MergeFlowDataList),
     ("flow", "readMergeFlow", "Describe a merge flow" + ISTHMUS, S.MergeFlowData),
     ("requests", "listApprovalRequests", "List approval requests", S.ApprovalRequestList),
+    ("gateways", "listGateways", "List the gateways" + ISTHMUS, S.GatewayDataList),
+    ("gateway", "getGateway", "Describe a gateway" + ISTHMUS, S.GatewayData),
     ("request", "readApprovalRequest", "Describe an approval request", S.ApprovalRequest),
 ]
 READ_QUERIES: dict[str, tuple[str, ...]] = {"acls": ACL_FILTERS, "link": ("include_tasks",),
@@ -349,6 +358,29 @@ OPERATIONS: dict[str, Op] = {
         {200: S.ApprovalRequest}, body=S.RejectRequest if verb == "reject" else None,
         errors={409: "The request is no longer PENDING."}, body_optional=True)
        for verb in ("approve", "reject", "withdraw")},
+    "POST gateways": Op(
+        "createGateway", "Define a gateway" + ISTHMUS, {201: S.GatewayData},
+        "Its proxy starts on this console's host and must answer with the route's cluster id; "
+        "nothing is saved if it does not.", S.CreateGatewayRequest,
+        errors={409: "The name is taken, or the address or its ports are in use.",
+                503: "The proxy did not start or the cluster did not answer through it."}),
+    "PATCH gateway": Op(
+        "updateGateway", "Change a gateway's address or clusters" + ISTHMUS, {200: S.GatewayData},
+        "A new address restarts its proxy there; its route stays among its clusters.",
+        S.UpdateGatewayRequest,
+        errors={409: "The new address or its ports are in use.",
+                503: "The proxy did not start at the new address (it runs at the old one)."}),
+    "DELETE gateway": Op(
+        "deleteGateway", "Delete a gateway" + ISTHMUS, {204: None},
+        "Its proxy stops: its clients lose their connections. The clusters are not touched."),
+    "POST gateway-switch": Op(
+        "switchGateway", "Switch a gateway's clients to another cluster" + ISTHMUS,
+        {200: S.GatewayData}, "Every client moves at once: the proxy restarts on the cluster "
+        "and answers with its cluster id, or the route is put back as it was.",
+        S.SwitchGatewayRequest,
+        errors={409: "It routes there already.",
+                503: "The proxy did not answer on that cluster: its clients are back where "
+                "they were."}),
 }
 # fmt: on
 
@@ -387,9 +419,14 @@ def operation(route: str, name: str, method: str, action: str) -> dict:
     op = OPERATIONS.get(f"{method} {name.removeprefix('api-')}", UNDESCRIBED)
     roles = ", ".join(r for r in ROLES if r in POLICY[action])
     segment = (route.split("/") + ["", ""])[3]  # "", "clusters", "{cluster_id}", segment
+    tag = TAG_BY_SEGMENT.get(segment, LINKING_TAG)
+    if name == "api-openapi":
+        tag = DOCS_TAG
+    elif route.startswith("/gateways"):  # top-level, as /clusters
+        tag = GATEWAYS_TAG
     found: dict[str, Any] = {
         "operationId": op.id,
-        "tags": [DOCS_TAG if name == "api-openapi" else TAG_BY_SEGMENT.get(segment, LINKING_TAG)],
+        "tags": [tag],
         "summary": op.summary,
         "description": f"{op.description}\n\nNeeds `{action}` (roles: {roles}).".strip(),
         "x-isthmus-action": action,

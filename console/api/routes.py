@@ -9,6 +9,7 @@ from console.api import (
     cluster_reads,
     clusters,
     flows,
+    gateways,
     links,
     mirrors,
     readiness,
@@ -24,6 +25,10 @@ GROUP = CLUSTER + "consumer-groups/<str:consumer_group_id>"
 urlpatterns = [
     path("clusters", clusters.clusters, name="api-clusters"),
     path(CLUSTER[:-1], clusters.cluster_detail, name="api-cluster"),
+    # Isthmus's gateways, top-level as the clusters: a gateway may route to any of them.
+    path("gateways", gateways.gateways, name="api-gateways"),
+    path("gateways/<str:gateway_name>:switch", gateways.gateway_switch, name="api-gateway-switch"),
+    path("gateways/<str:gateway_name>", gateways.gateway, name="api-gateway"),
     # Reads of the cluster itself, for Confluent's tools.
     path(CLUSTER + "brokers", broker_reads.brokers, name="api-brokers"),
     path(CLUSTER + "brokers/<str:broker_id>", broker_reads.broker, name="api-broker"),

@@ -20,7 +20,7 @@ from devstack import kafka
 from replication.actions import approvals
 from replication.governance import audit
 from replication.governance.tokens import create_token
-from replication.models import MirrorTopic, Verification
+from replication.models import Gateway, MirrorTopic, Verification
 from replication.topics import merge_flows
 from tests import schema_checks
 from tests.url_routes import api_routes
@@ -126,6 +126,11 @@ def test_every_documented_path_answers_as_documented(
         "flow_name": merge_flows.create_flow(
             audit.Actor.system("tests"), link, source_topic, f"{topic_name}.merged"
         ).name,
+        # Its proxy not started: the example bodies name clusters that are not registered, so
+        # no call here starts one (tests/integration/test_gateways.py starts real ones).
+        "gateway_name": Gateway.objects.create(
+            name="documented", port=29500, route=destination
+        ).name,
     }
 
     problems, answered = [], []
@@ -230,6 +235,7 @@ def test_no_route_answers_500_or_html_to_a_malformed_request(
         "broker_id": "1",
         "broker_config_name": "auto.create.topics.enable",
         "flow_name": "no-such-flow",
+        "gateway_name": "no-such-gateway",
     }
     problems = []
     for path, method, op, _ in documented_operations():

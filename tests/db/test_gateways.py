@@ -240,3 +240,67 @@ def test_a_deleted_gateway_is_gone_audited_and_its_page_says_so(gateway, client_
     assert AuditEvent.objects.filter(action="gateway.delete", result="ok").count() == 1
     gone = admin.get(reverse("gateway-detail", args=["orders"]))
     assert gone.status_code == 404 and "No gateway named 'orders'" in text(gone)
+
+
+# The API and the tool. -----------------------------------------------------------------------
+
+
+def test_the_api_lists_describes_changes_and_deletes_a_gateway_and_refuses_in_words(gateway, api):
+    admin = api("admin")
+    listed = admin.get("/kafka/v3/gateways").json()
+    assert listed["kind"] == "GatewayDataList"
+    [found] = listed["data"]
+    assert (found["gateway_name"], found["address"], found["route_cluster_name"]) == (
+        "orders",
+        "127.0.0.1:29400",
+        "source",
+    )
+    assert (found["running"], found["connections_total"], found["switches"]) == (False, None, 0)
+    assert found["cluster_names"] == ["destination", "source"]
+
+    url = "/kafka/v3/gateways/orders"
+    refusals = [
+        ({"cluster_names": ["nowhere"]}, 400, "No cluster named 'nowhere' is registered"),
+        ({"cluster_names": ["destination"]}, 400, "may route to"),
+        ({"route_cluster_name": "destination"}, 400, "Unknown field(s) route_cluster_name"),
+        ({}, 400, "Give 'address', 'cluster_names' or both"),
+        ({"address": "10.1.2.3:9400"}, 400, "is not on loopback"),
+    ]
+    for body, status, words in refusals:
+        answer = admin.patch(url, body, content_type="application/json")
+        assert answer.status_code == status and words in answer.json()["message"], answer.json()
+    assert admin.get(url).json()["cluster_names"] == ["destination", "source"]
+
+    changed = admin.patch(url, {"cluster_names": ["source"]}, content_type="application/json")
+    assert changed.status_code == 200 and changed.json()["cluster_names"] == ["source"]
+    switch = admin.post(
+        f"{url}:switch", {"cluster_name": "source"}, content_type="application/json"
+    )
+    assert switch.status_code == 409 and "already routes to source" in switch.json()["message"]
+    assert admin.delete(url).status_code == 204
+    gone = admin.get(url)
+    assert gone.status_code == 404 and "No gateway named 'orders'" in gone.json()["message"]
+    viewer = api("viewer").delete(url)
+    assert viewer.status_code == 403 and "does not allow gateway.manage" in viewer.json()["message"]
+
+
+def test_the_tool_lists_and_describes_gateways_through_the_console(
+    gateway, tokens, live_server, monkeypatch, capsys
+):
+    from isthmus_cli import gateways as tool
+
+    monkeypatch.setenv("ISTHMUS_URL", live_server.url)
+    monkeypatch.setenv("ISTHMUS_TOKEN", tokens["viewer"])
+    monkeypatch.setenv("ISTHMUS_CONFIG", "/nonexistent")
+    assert tool.main(["--list"]) == 0
+    assert capsys.readouterr().out == (
+        "Gateway: orders\tAddress: 127.0.0.1:29400\tRoute: source\t"
+        "Clusters: destination,source\tProxy: stopped\tSwitches: 0\n"
+    )
+    assert tool.main(["--describe", "--gateway", "orders"]) == 0
+    assert "\tConnectionsAccepted: -\n\tLastSwitch: -\n" in capsys.readouterr().out
+    assert tool.main(["--switch", "--gateway", "orders", "--cluster", "destination"]) == 1
+    assert "does not allow gateway.manage" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        tool.main(["--create", "--gateway", "x"])
+    assert "--create needs --address and --clusters and --route" in capsys.readouterr().err

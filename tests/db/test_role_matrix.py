@@ -49,6 +49,7 @@ from devstack import registry as schema_registries
 from isthmus_cli import cluster_links as cli_cluster_links
 from isthmus_cli import common as cli_common
 from isthmus_cli import configs as cli_configs
+from isthmus_cli import gateways as cli_gateways
 from isthmus_cli import merge_flows as cli_merge_flows
 from isthmus_cli import mirrors as cli_mirrors
 from isthmus_cli import replica_status as cli_replica_status
@@ -117,8 +118,6 @@ API_ABSENT = {
     "user.manage": "users are managed on the console's Users page only",
     "scenario.run": "scenarios run on the console's Scenarios page and with manage.py",
     "drill.run": "drills start on the console's readiness page, and on their schedule by the beat",
-    "gateway.manage": "gateways are defined, changed, switched and deleted on the console's "
-    "Gateways page only, so far",
 }
 # The tools' options that only read.
 CLI_READ_FLAGS = frozenset({"--list", "--describe", "--describe-request", "--list-requests"})
@@ -129,6 +128,7 @@ CLI_TOOLS = {
     "kafka-merge-flows": cli_merge_flows,
     "kafka-replica-status": cli_replica_status,
     "kafka-schema-links": cli_schema_links,
+    "isthmus-gateways": cli_gateways,
 }
 
 
@@ -289,18 +289,30 @@ def a_gateway(w: World, user, allowed: bool) -> Target:
     """A gateway routing to the source that may route to the destination too (its proxy never
     started: `proxies_not_started`); its name the target's."""
     gateway = Gateway.objects.create(
-        name=w.name("gateway"), port=29800 + 10 * Gateway.objects.count(), route=w.source
+        name=w.name("gateway"), port=29600 + 20 * Gateway.objects.count(), route=w.source
     )
     gateway.clusters.set([w.source, w.destination])
     return Target(name=gateway.name)
 
 
 def gateway_form(w: World, t: Target) -> dict:
+    """A new gateway's fields on the console's form."""
+    body = gateway_body(w, t)
     return {
         "name": t.name,
-        "address": f"127.0.0.1:{29900 + 10 * Gateway.objects.count()}",
-        "clusters": [w.source.name, w.destination.name],
-        "route": w.source.name,
+        "address": body["address"],
+        "clusters": body["cluster_names"],
+        "route": body["route_cluster_name"],
+    }
+
+
+def gateway_body(w: World, t: Target) -> dict:
+    """A new gateway, as the API takes it: an address no other gateway's ports hold."""
+    return {
+        "gateway_name": t.name,
+        "address": f"127.0.0.1:{29900 + 20 * Gateway.objects.count()}",
+        "cluster_names": [w.source.name, w.destination.name],
+        "route_cluster_name": w.source.name,
     }
 
 
@@ -1147,6 +1159,42 @@ REQUEST_PATH = "/clusters/{cluster_id}/approval-requests/{request_id}"
 
 API = [
     Row(
+        "gateway define",
+        ("/gateways", "POST"),
+        ("gateway.manage",),
+        "gateway.define",
+        a_new_name,
+        lambda c, w, t: call(c, "POST", "/kafka/v3/gateways", gateway_body(w, t)),
+    ),
+    Row(
+        "gateway change",
+        ("/gateways/{gateway_name}", "PATCH"),
+        ("gateway.manage",),
+        "gateway.change",
+        a_gateway,
+        lambda c, w, t: call(
+            c, "PATCH", f"/kafka/v3/gateways/{t.name}", {"cluster_names": ["source"]}
+        ),
+    ),
+    Row(
+        "gateway switch",
+        ("/gateways/{gateway_name}:switch", "POST"),
+        ("gateway.manage",),
+        "gateway.switch",
+        a_gateway,
+        lambda c, w, t: call(
+            c, "POST", f"/kafka/v3/gateways/{t.name}:switch", {"cluster_name": "destination"}
+        ),
+    ),
+    Row(
+        "gateway delete",
+        ("/gateways/{gateway_name}", "DELETE"),
+        ("gateway.manage",),
+        "gateway.delete",
+        a_gateway,
+        lambda c, w, t: call(c, "DELETE", f"/kafka/v3/gateways/{t.name}"),
+    ),
+    Row(
         "flows of a Replicator configuration",
         ("/clusters/{cluster_id}/flows:import-replicator", "POST"),
         ("flow.manage",),
@@ -1426,6 +1474,53 @@ def at(w: World) -> list[str]:
 
 
 CLI = [
+    Row(
+        "gateway define",
+        ("isthmus-gateways", "--create"),
+        ("gateway.manage",),
+        "gateway.define",
+        a_new_name,
+        lambda run, w, t: run(
+            "isthmus-gateways",
+            "--create",
+            "--gateway",
+            t.name,
+            "--address",
+            gateway_body(w, t)["address"],
+            "--clusters",
+            "source,destination",
+            "--route",
+            "source",
+        ),
+    ),
+    Row(
+        "gateway change",
+        ("isthmus-gateways", "--alter"),
+        ("gateway.manage",),
+        "gateway.change",
+        a_gateway,
+        lambda run, w, t: run(
+            "isthmus-gateways", "--alter", "--gateway", t.name, "--clusters", "source"
+        ),
+    ),
+    Row(
+        "gateway switch",
+        ("isthmus-gateways", "--switch"),
+        ("gateway.manage",),
+        "gateway.switch",
+        a_gateway,
+        lambda run, w, t: run(
+            "isthmus-gateways", "--switch", "--gateway", t.name, "--cluster", "destination"
+        ),
+    ),
+    Row(
+        "gateway delete",
+        ("isthmus-gateways", "--delete"),
+        ("gateway.manage",),
+        "gateway.delete",
+        a_gateway,
+        lambda run, w, t: run("isthmus-gateways", "--delete", "--gateway", t.name),
+    ),
     Row(
         "flows of a Replicator configuration",
         ("kafka-merge-flows", "--import-replicator"),

@@ -94,6 +94,13 @@ from console.api.schemas.flows import (
     PlannedFlow,
     ReplicatorImport,
 )
+from console.api.schemas.gateways import (
+    CreateGatewayRequest,
+    GatewayData,
+    GatewayDataList,
+    SwitchGatewayRequest,
+    UpdateGatewayRequest,
+)
 from console.api.schemas.links import (
     CategoryCount,
     KafkaLinkConfigData,
@@ -146,6 +153,7 @@ __all__ = [
     "ClusterRelated",
     "ConfigNameValue",
     "ConfigSynonym",
+    "CreateGatewayRequest",
     "CreateLinkRequest",
     "CreateMergeFlowRequest",
     "CreateMirrorTopicRequest",
@@ -156,6 +164,8 @@ __all__ = [
     "FlowConsumerOffsets",
     "FlowGroup",
     "FlowPartition",
+    "GatewayData",
+    "GatewayDataList",
     "ImportReplicatorRequest",
     "KafkaAcl",
     "KafkaAclList",
@@ -196,12 +206,12 @@ __all__ = [
     "MergeFlowData",
     "MergeFlowDataList",
     "MirrorAction",
-    "MirroredBy",
     "MirrorLag",
     "MirrorReadinessData",
     "MirrorStateTransitionError",
     "MirrorVerification",
     "MirrorVerificationList",
+    "MirroredBy",
     "OpenApiDocument",
     "PartitionTruncation",
     "PlannedFlow",
@@ -222,6 +232,8 @@ __all__ = [
     "StopMirrorData",
     "StopMirrorsRequest",
     "StopMirrorsResult",
+    "SwitchGatewayRequest",
+    "UpdateGatewayRequest",
     "UpdateLinkConfigRequest",
     "VerifiedRange",
     "VerifyMirrorsRequest",
@@ -271,6 +283,8 @@ ANSWERS = (
     KafkaBrokerConfig,
     KafkaBrokerConfigList,
     KafkaClusterConfigList,
+    GatewayData,
+    GatewayDataList,
 )
 BODIES = (
     CreateLinkRequest,
@@ -285,6 +299,9 @@ BODIES = (
     ImportReplicatorRequest,
     PromoteSubjectsRequest,
     RejectRequest,
+    CreateGatewayRequest,
+    UpdateGatewayRequest,
+    SwitchGatewayRequest,
 )
 
 
