@@ -13,7 +13,6 @@ session, and the session fails if anything of its own remains (`tests/leftovers.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import re
 import shutil
@@ -117,23 +116,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return LONGEST_FIRST.index(where) if where in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: each module's tests stay together and in order
-
-
-@pytest.fixture(autouse=True)
-def _garbage_collected_here(request):
-    """In a test of the Kafka tier, Python's cyclic garbage is collected here, between tests,
-    and never automatically. Automatic collection may run in one of librdkafka's own threads
-    (while it hands a Python callback an admin result, say); a confluent-kafka client freed
-    there (one in a cycle, such as an exception's traceback of a failed test) is destroyed from
-    librdkafka's thread, which librdkafka answers with abort(): the whole xdist worker died so,
-    in two of four clean-clone runs of 2026-11-29 (confluent-kafka-python PR #2131 says the
-    same)."""
-    if request.node.get_closest_marker("kafka") is None:
-        yield
-        return
-    gc.disable()
-    yield
-    gc.collect()
 
 
 @pytest.fixture(scope="session", autouse=True)
