@@ -32,6 +32,7 @@ class RecordingProxy:
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
         self._lock = threading.Lock()
+        self._open: list[socket.socket] = []  # closed with the proxy
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -46,6 +47,7 @@ class RecordingProxy:
                 return
             self.connections += 1
             upstream = socket.create_connection(self.target)
+            self._open += [client, upstream]
             threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
 
@@ -64,7 +66,14 @@ class RecordingProxy:
                     s.close()
 
     def close(self) -> None:
-        self.server.close()
+        """Its port and every connection through it closed, its threads ended: a client left
+        connected through it after its test (a link's) would otherwise keep the pipe open in
+        the test process for the rest of the session."""
+        for s in [self.server, *self._open]:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept() or recv()
+            with contextlib.suppress(OSError):
+                s.close()
 
 
 @pytest.fixture
