@@ -7,7 +7,6 @@ from __future__ import annotations
 from console.api.base import ApiError, endpoint, field, json_body, no_content, self_url
 from console.api.cluster_reads import listed
 from console.api.schemas import GatewayData, GatewayDataList, respond
-from replication.core.errors import not_found
 from replication.governance import audit
 from replication.kafka import gateways as service
 from replication.models import Gateway, KafkaCluster
@@ -29,13 +28,6 @@ def gateway_data(request, gateway: Gateway) -> GatewayData:
         switches=gateway.switches,
         switched_at=gateway.switched_at.isoformat() if gateway.switched_at else None,
     )
-
-
-def _found(name: str) -> Gateway:
-    gateway = Gateway.objects.select_related("route").filter(name=name).first()
-    if gateway is None:
-        raise not_found(f"No gateway named {name!r}; GET /gateways lists them.")
-    return gateway
 
 
 def _known_keys(body: dict, keys: set[str]) -> None:
@@ -80,7 +72,7 @@ def gateways(request):
 
 @endpoint(GET="console.view", PATCH="gateway.manage", DELETE="gateway.manage")
 def gateway(request, gateway_name):
-    found = _found(gateway_name)
+    found = service.get_gateway(gateway_name)
     actor = audit.Actor.from_request(request)
     if request.method == "GET":
         return respond(gateway_data(request, found))
@@ -98,7 +90,7 @@ def gateway(request, gateway_name):
 
 @endpoint(POST="gateway.manage")
 def gateway_switch(request, gateway_name):
-    found = _found(gateway_name)
+    found = service.get_gateway(gateway_name)
     body = json_body(request)
     _known_keys(body, {"cluster_name"})
     target = _cluster(field(body, "cluster_name", str, required=True))

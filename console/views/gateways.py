@@ -11,17 +11,18 @@ from django.urls import reverse
 from console.access import require
 from console.forms.gateways import GatewayChangeForm, GatewayForm
 from console.views.actions import bound, confirm
+from console.views.clusters import find_cluster
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.kafka import gateways
-from replication.models import Gateway, KafkaCluster
+from replication.models import Gateway
 
 
 def find_gateway(name: str) -> Gateway:
-    found = Gateway.objects.select_related("route").filter(name=name).first()
-    if found is None:
-        raise Http404(f"No gateway named {name!r} is defined; the Gateways page lists them.")
-    return found
+    try:
+        return gateways.get_gateway(name)
+    except ReplicationError as exc:
+        raise Http404(str(exc)) from exc
 
 
 @require("console.view")
@@ -100,9 +101,7 @@ def gateway_change(request, name):
 @require("gateway.manage")
 def gateway_switch(request, name, cluster):
     gateway = find_gateway(name)
-    target = KafkaCluster.objects.filter(name=cluster).first()
-    if target is None:
-        raise Http404(f"No cluster named {cluster!r} is registered; the Clusters page lists them.")
+    target = find_cluster(cluster)
     return confirm(
         request,
         question=f"Switch gateway {gateway.name} to {target.name}?",

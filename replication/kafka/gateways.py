@@ -27,7 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from infra import kroxylicious, processes
-from replication.core.errors import ReplicationError, conflict, unavailable
+from replication.core.errors import ReplicationError, conflict, not_found, unavailable
 from replication.governance import audit
 from replication.models import NAME_VALIDATOR, Gateway, KafkaCluster
 
@@ -196,6 +196,14 @@ def _restored(gateway: Gateway, failure: ReplicationError) -> ReplicationError:
 
 
 # The proxy's process. ----------------------------------------------------------------------
+
+
+def get_gateway(name: str) -> Gateway:
+    """The gateway `name`, or a 404 refusal that says where they are listed."""
+    found = Gateway.objects.select_related("route").filter(name=name).first()
+    if found is None:
+        raise not_found(f"No gateway named {name!r}; the Gateways page lists them.")
+    return found
 
 
 def running(gateway: Gateway) -> bool:
