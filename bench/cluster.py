@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient
 
+from infra.admin_client import AdminClient
 from infra.kafka_admin import KafkaAdmin
 from infra.kafka_errors import KafkaAdminError
 from infra.kafka_topics import NewTopicSpec

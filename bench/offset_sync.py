@@ -57,12 +57,12 @@ class Counting:
 def main() -> int:  # noqa: C901
     django_on_own_database("offset-sync.sqlite3")
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient
     from django.conf import settings
     from django.utils import timezone
 
     import infra.kafka_admin
     from devstack import kafka
+    from infra.admin_client import AdminClient
     from replication.governance import audit
     from replication.kafka.connections import destination_admin, source_admin
     from replication.models import GroupOffsetSync

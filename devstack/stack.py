@@ -66,7 +66,7 @@ class StackError(RuntimeError):
 
 def _kafka_ready(broker: kafka.Broker, var_dir: Path) -> bool:
     """The node answers metadata requests on both its listeners."""
-    from confluent_kafka.admin import AdminClient
+    from infra.admin_client import AdminClient
 
     sasl = f"127.0.0.1:{broker.sasl_port}"
     node = kafka.cluster_of(broker)

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
 
+from .admin_client import AdminClient
 from .kafka_acls import AclCalls
 from .kafka_brokers import BrokerCalls
 from .kafka_errors import InvalidClientConfig, KafkaAdminError
@@ -121,9 +121,8 @@ class KafkaAdmin(TopicCalls, OffsetCalls, AclCalls, GroupCalls, BrokerCalls, Adm
                     "socket.timeout.ms": int(timeout * 1000),
                     "socket.connection.setup.timeout.ms": int(timeout * 1000),
                     "log.connection.close": False,
-                    # The stubs take only text and numbers; the client takes these too.
-                    "logger": logger,  # type: ignore[dict-item]
-                    "error_cb": self._client_errors.append,  # type: ignore[dict-item]
+                    "logger": logger,
+                    "error_cb": self._client_errors.append,
                 }
             )
         except KafkaException as exc:

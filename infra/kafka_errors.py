@@ -13,7 +13,8 @@ from concurrent.futures import Future
 from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
+
+from .admin_client import AdminClient
 
 Result = TypeVar("Result")
 # What a client says when the cluster as a whole does not answer (a failed login included).

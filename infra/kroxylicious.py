@@ -111,7 +111,7 @@ def command(config: Path) -> list[str]:
 
 def cluster_id(route: Route, timeout: float = 3.0) -> str:
     """The id of the cluster the proxy routes to now, asked through the proxy itself."""
-    from confluent_kafka.admin import AdminClient
+    from .admin_client import AdminClient
 
     admin = AdminClient(
         {

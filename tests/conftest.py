@@ -25,11 +25,12 @@ from urllib.parse import quote
 
 import psutil
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 from django.conf import settings
 
 from devstack import kafka, registry
 from devstack.stack import Stack
+from infra.admin_client import AdminClient
 from infra.processes import wait_for
 from tests import leftovers
 from tests.leftovers import admin_config  # here too, as before, for the tests that import it

@@ -16,12 +16,12 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import (
-    AdminClient,
     ResourcePatternType,
     ResourceType,
 )
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.kafka_acls import acl_filter
 from infra.kafka_groups import COORDINATOR_LOADING
 from tests.conftest import ROOT, admin_config

@@ -40,13 +40,13 @@ import redis
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBinding,
-    AdminClient,
     ResourceType,
 )
 from django.conf import settings
 
 from devstack import kafka
 from infra import processes
+from infra.admin_client import AdminClient
 from infra.kafka_acls import acl_filter, exact_filter
 
 STALE_AFTER_S = 12 * 3600

@@ -126,7 +126,9 @@ def test_an_approver_decides_a_truncate_and_restore_from_its_per_partition_plan(
 def test_an_operator_fails_over_a_links_50_mirrors_in_one_approved_action(
     browser, login, live_server, celery_worker, make_link, topic_name
 ):
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
+
+    from infra.admin_client import AdminClient
 
     names = [f"{topic_name}-{i:02d}" for i in range(50)]
     source = AdminClient({"bootstrap.servers": kafka.SOURCE.bootstrap})

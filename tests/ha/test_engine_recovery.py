@@ -14,9 +14,10 @@ from collections.abc import Callable
 from datetime import datetime
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from replication.core import redis_channel
 from replication.engine import process, supervise
 from replication.models import ClusterLink

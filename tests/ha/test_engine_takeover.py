@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 from django.conf import settings
 from django.test import override_settings
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from replication.core import redis_channel
 from replication.engine import process, supervise
 from replication.topics.mirrors import create_mirror

@@ -31,12 +31,13 @@ import pytest
 import redis
 import requests
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 from django.conf import settings
 from redis.sentinel import Sentinel
 
 from devstack import hosts, kafka
 from infra import processes
+from infra.admin_client import AdminClient
 from replication.engine import process
 from spark_jobs import control
 from tests import leftovers

@@ -30,11 +30,12 @@ import psycopg
 import pytest
 import redis
 import requests
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack import kafka, sentinel
 from devstack.stack import Stack
 from infra import processes
+from infra.admin_client import AdminClient
 from infra.kafka_admin import KafkaAdmin
 from infra.kafka_errors import KafkaAdminError
 from replication.engine import process

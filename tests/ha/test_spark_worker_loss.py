@@ -13,9 +13,10 @@ import time
 
 import psutil
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from replication.core import redis_channel
 from replication.engine import supervise
 from replication.topics.mirrors import create_mirror

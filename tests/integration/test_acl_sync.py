@@ -20,7 +20,6 @@ from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
     AclPermissionType,
-    AdminClient,
     NewPartitions,
     ResourcePatternType,
     ResourceType,
@@ -28,6 +27,7 @@ from confluent_kafka.admin import (
 from django.utils import timezone
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.kafka_acls import EVERY_ACL, exact_filter
 from infra.kafka_admin import KafkaAdmin
 from infra.kafka_errors import KafkaAdminError

@@ -12,10 +12,11 @@ from datetime import timedelta
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 from django.utils import timezone
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.kafka_admin import KafkaAdmin
 from replication.models import AuditEvent, ClusterLink, MirrorTopic
 from replication.sync import syncers

@@ -7,9 +7,10 @@ import re
 import subprocess
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.kafka_admin import KafkaAdmin
 from isthmus_cli.replica_status import COLUMNS, MIRROR_COLUMNS
 from replication.core import read_only

@@ -14,12 +14,12 @@ from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
     AclPermissionType,
-    AdminClient,
     ResourcePatternType,
     ResourceType,
 )
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.kafka_acls import EVERY_ACL
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for

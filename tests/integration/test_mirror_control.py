@@ -9,9 +9,10 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.processes import wait_for
 from replication.core.redis_channel import client
 from replication.engine import publish, status

@@ -13,9 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
 from replication.engine import supervise

@@ -15,11 +15,12 @@ from types import SimpleNamespace
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 from django.urls import reverse
 from django.utils import timezone
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
 from replication.cutover import promote

@@ -10,9 +10,10 @@ import time
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from replication.topics.mirrors import create_mirror
 from tests import leftovers, spark_cluster
 from tests.conftest import admin_config

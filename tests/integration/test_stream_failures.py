@@ -13,9 +13,10 @@ import time
 
 import psutil
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.kafka_admin import KafkaAdmin
 from infra.kafka_errors import KafkaAdminError
 from infra.processes import read_pidfile

@@ -9,9 +9,9 @@ its read-only rules, is tests/db/test_syncers.py, on in-memory clusters.
 import time
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from devstack import kafka
+from infra.admin_client import AdminClient
 from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
 from replication.governance import audit
