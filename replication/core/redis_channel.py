@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +15,10 @@ from infra import redis_connect
 from replication.core.errors import conflict, unavailable
 
 _clients: dict[str, redis.Redis] = {}
+
+# A lock whose holder died (a worker killed with its host) is free this long after: its holder
+# renews it while it works (`_kept`), so how long the work may take is no longer the wait.
+HOLDER_GONE_S = 10.0
 
 
 def client() -> redis.Redis:
@@ -49,14 +54,49 @@ def ping() -> dict:
 @contextmanager
 def held(name: str, hold_s: float, *, wait: float | None = None) -> Iterator[bool]:
     """The one kind of lock shared by every process: yields whether it was taken, at once or
-    (given `wait`) within `wait` seconds. It expires after `hold_s` should its holder die. A
-    Redis that does not answer raises redis.RedisError."""
-    lock = client().lock(f"isthmus:{name}", timeout=hold_s)
+    (given `wait`) within `wait` seconds. Its holder keeps it while the block runs, for at most
+    `hold_s`; should the holder die, it is free within HOLDER_GONE_S. A Redis that does not
+    answer raises redis.RedisError."""
+    lock = _lock(f"isthmus:{name}", hold_s)
     acquired = lock.acquire(blocking=wait is not None, blocking_timeout=wait)
     try:
-        yield acquired
+        with _kept(lock, hold_s) if acquired else contextlib.nullcontext():
+            yield acquired
     finally:
         _release(lock, acquired)
+
+
+def _lock(key: str, hold_s: float) -> redis.lock.Lock:
+    # Not thread-local: `_kept`'s thread renews it with the holder's token.
+    return client().lock(key, timeout=min(hold_s, HOLDER_GONE_S), thread_local=False)
+
+
+@contextmanager
+def _kept(lock: redis.lock.Lock, hold_s: float) -> Iterator[None]:
+    """Renew `lock` every third of its timeout while the block runs, until `hold_s` after it
+    was taken: a holder that dies stops renewing it, and a hung one lets go after `hold_s`."""
+    timeout = lock.timeout or hold_s
+    if hold_s <= timeout:
+        yield
+        return
+    done = threading.Event()
+
+    def renew() -> None:
+        until = time.monotonic() + hold_s - timeout
+        while not done.wait(timeout / 3) and time.monotonic() < until:
+            try:
+                lock.reacquire()
+            except redis.exceptions.LockError:  # it expired: another may hold it now
+                return
+            except redis.RedisError:  # Redis failing over: the next round tries again
+                continue
+
+    keeper = threading.Thread(target=renew, name=f"renews {lock.name}", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 @contextmanager
@@ -128,8 +168,8 @@ def _release(lock, acquired: bool) -> None:
 @contextmanager
 def only_one(name: str, busy: str, *, hold_s: float = 600) -> Iterator[None]:
     """Run the block in one request at a time: another one meanwhile is refused with `busy`
-    (409), not queued."""
-    lock = client().lock(f"isthmus:only-one:{name}", timeout=hold_s)
+    (409), not queued. A request whose process died lets go within HOLDER_GONE_S."""
+    lock = _lock(f"isthmus:only-one:{name}", hold_s)
     try:
         acquired = lock.acquire(blocking=False)
     except redis.RedisError as exc:
@@ -137,6 +177,7 @@ def only_one(name: str, busy: str, *, hold_s: float = 600) -> Iterator[None]:
     try:
         if not acquired:
             raise conflict(busy)
-        yield
+        with _kept(lock, hold_s):
+            yield
     finally:
         _release(lock, acquired)
