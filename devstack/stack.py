@@ -95,6 +95,9 @@ def _alive_for(pidfile: Path, seconds: float) -> bool:
 
 
 def _celery_worker(venv_bin: Path, node_name: str, queue: str, concurrency: int) -> list[str]:
+    # Without mingle and gossip: Isthmus uses neither (its workers share Redis and the
+    # database, not each other's state), and on a host whose Redis master died the survivors
+    # spent half a minute in them before taking tasks again (docs/deployment.md).
     return [
         str(venv_bin / "celery"),
         "-A",
@@ -108,6 +111,8 @@ def _celery_worker(venv_bin: Path, node_name: str, queue: str, concurrency: int)
         str(concurrency),
         "--hostname",
         node_name,
+        "--without-mingle",
+        "--without-gossip",
     ]
 
 

@@ -507,6 +507,8 @@ def start_celery_worker(folder: Path, node: str, queue: str = "celery") -> subpr
                 node,
                 "--queues",
                 queue,
+                "--without-mingle",  # as the devstack's (devstack/stack.py)
+                "--without-gossip",
                 *(
                     ["--beat", "--schedule", str(folder / "beat-schedule")]
                     if queue == "celery"

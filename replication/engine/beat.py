@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import time
 import uuid
 from typing import Any, TypedDict
@@ -22,14 +23,16 @@ from typing import Any, TypedDict
 import redis
 from celery.beat import PersistentScheduler
 from django.conf import settings
+from django.db import close_old_connections
 
 from replication.core import redis_channel
-from replication.engine import process
+from replication.engine import process, supervise
 
 log = logging.getLogger(__name__)
 
 LEASE_S = 6.0  # a dead active beat's lease frees itself this long after its last tick
 TICK_S = 1.0  # the longest a beat waits between ticks: the active one renews, a standby looks
+WATCH_S = 2.0  # how often the active beat looks at the engine itself (`watch_engine`)
 
 
 class ActiveBeat(TypedDict):
@@ -76,12 +79,35 @@ class LeasedScheduler(PersistentScheduler):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.lease: str | None = None  # what this beat wrote into the lease, while it holds it
         self.standing_by = False
+        self.watcher: threading.Thread | None = None
+        self.closed = threading.Event()
         super().__init__(*args, **kwargs)
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         if not self.hold_lease():
             return TICK_S
+        if self.watcher is None:  # started here, in the beat's own process (not before a fork)
+            self.watcher = threading.Thread(target=self.watch_engine, name="engine watch")
+            self.watcher.daemon = True
+            self.watcher.start()
         return min(super().tick(*args, **kwargs), TICK_S)
+
+    def watch_engine(self) -> None:
+        """While this beat is the active one, start or restart the engine when it is due, as
+        the workers' supervision does, without waiting for a worker (supervise.watch_engine). A
+        thread of its own: a start never holds up the tick that keeps the lease."""
+        said = 0.0
+        while not self.closed.wait(WATCH_S):
+            if not self.lease:
+                continue
+            try:
+                supervise.watch_engine()
+            except Exception:  # Redis or the database failing over: the next round tries again
+                if time.monotonic() - said > 60:
+                    said = time.monotonic()
+                    log.warning("The beat could not look at the engine", exc_info=True)
+            finally:
+                close_old_connections()
 
     def hold_lease(self) -> bool:
         """Renew the lease, or take it if it is free; whether this beat holds it now."""
@@ -127,4 +153,5 @@ class LeasedScheduler(PersistentScheduler):
                 redis_channel.give_up(lease_name(), self.lease)
                 log.info("This beat stops and hands the lease on")
             self.lease = None
+        self.closed.set()
         super().close()

@@ -112,6 +112,15 @@ def _supervise_link(link: ClusterLink, r: redis.Redis) -> None:
         publish.publish_link(link, r, run)
 
 
+def watch_engine() -> None:
+    """The active beat's own look at the engine, beside the workers' rounds (`beat`): when a
+    host dies with Redis's master, the survivors' Celery workers take a minute to reconnect and
+    run tasks again, while the beat, on redis-py through the Sentinels, holds the lease again in
+    seconds and so starts the engine on its host as soon as the takeover is due."""
+    if not standby.waiting_for_promotion():
+        supervise_engine()
+
+
 def supervise_engine(now: float | None = None) -> None:
     """Start the engine (warm before the first link, unless ENGINE_LAZY: then with the first
     link that has mirrors to run), and keep it: restart it (after a pause) when it dies or

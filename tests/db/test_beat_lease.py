@@ -117,3 +117,25 @@ def test_a_role_is_given_up_only_by_its_holder(light_stack):
         assert redis_channel.claim(name, "you", 5)
     finally:
         redis_channel.client().delete(f"isthmus:{name}")
+
+
+def test_only_the_active_beat_looks_at_the_engine_itself_until_it_stops(schedulers, monkeypatch):
+    """Its own look, beside the workers' supervision: after a host's death the survivors'
+    workers took a minute to run tasks again, the beat seconds (tests/ha/test_host_drills.py)."""
+    from replication.engine import supervise
+
+    looked = []
+    monkeypatch.setattr(beat, "WATCH_S", 0.1)
+    monkeypatch.setattr(supervise, "watch_engine", lambda: looked.append(time.monotonic()))
+    monkeypatch.setattr(beat.PersistentScheduler, "tick", lambda *_, **__: 1.0)  # sends nothing
+    active, standby = schedulers.make(), schedulers.make()
+    active.tick()
+    standby.tick()
+    time.sleep(0.5)
+    assert len(looked) >= 3
+    assert standby.watcher is None  # it never held the lease
+    schedulers.close(active)
+    time.sleep(0.2)
+    stopped = len(looked)
+    time.sleep(0.3)
+    assert len(looked) == stopped and not active.watcher.is_alive()
