@@ -116,7 +116,12 @@ class AdminRequests:
         auth_errors = [e for e in recent if e.code() == KafkaError._AUTHENTICATION]
         if auth_errors:
             error = auth_errors[-1]
-        detail = error.str() if error else str(exc) or type(exc).__name__
+        if error is not None:
+            detail = error.str()
+        elif isinstance(exc, TimeoutError):  # no answer within our own wait
+            detail = "Timed out"
+        else:
+            detail = str(exc) or type(exc).__name__
         if recent and recent[-1] is not error:
             detail += f"; last connection error: {recent[-1].str()}"
         if not auth_errors:

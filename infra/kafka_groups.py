@@ -79,14 +79,16 @@ COORDINATOR_LOADING = (
 
 
 class GroupCalls(AdminRequests):
-    """`KafkaAdmin`'s calls on consumer groups."""
+    """`KafkaAdmin`'s calls on consumer groups. Those sent to a group's coordinator have no
+    timeout of librdkafka's (admin_client.COORDINATOR_REQUEST_S): `_wait` gives up at
+    `timeout`, as for every other request."""
 
     def group_details(self, group_ids: Iterable[str]) -> dict[str, GroupDetail]:
         """Each group with its members and their assignments, all in one call."""
         ids = sorted(set(group_ids))
         if not ids:
             return {}
-        futures = self._client.describe_consumer_groups(ids, request_timeout=self.timeout)
+        futures = self._client.describe_consumer_groups(ids)
         found = {}
         for group_id, future in futures.items():
             d = self._wait(future, f"describe consumer group {group_id!r}")
@@ -127,9 +129,7 @@ class GroupCalls(AdminRequests):
         futures = {}
         for group_id in sorted(set(group_ids)):
             futures.update(
-                self._client.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group_id)], request_timeout=self.timeout
-                )
+                self._client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)])
             )
         found = {}
         for group_id, future in futures.items():
@@ -149,9 +149,7 @@ class GroupCalls(AdminRequests):
             request = ConsumerGroupTopicPartitions(
                 group_id, [TopicPartition(t, p, o) for (t, p), o in sorted(committed.items())]
             )
-            futures.update(
-                self._client.alter_consumer_group_offsets([request], request_timeout=self.timeout)
-            )
+            futures.update(self._client.alter_consumer_group_offsets([request]))
         outcome: dict[str, str | None] = {}
         for group_id, future in futures.items():
             try:
@@ -177,7 +175,7 @@ class GroupCalls(AdminRequests):
         coordinator still loading (a broker just started) is asked again, a second apart."""
         pending = list(group_ids)
         for attempt in range(attempts):
-            futures = self._client.delete_consumer_groups(pending, request_timeout=self.timeout)
+            futures = self._client.delete_consumer_groups(pending)
             pending = []
             for group_id, future in futures.items():
                 try:

@@ -5,6 +5,7 @@ against a closed port, and its answer runs on the client's background thread."""
 
 import subprocess
 import sys
+import time
 
 # An admin client in a reference cycle, dropped while its request is out, and the collector
 # made to run at the first allocation: the one of the answer, on the background thread.
@@ -57,3 +58,26 @@ def test_the_plain_admin_client_freed_there_aborts_the_process():
 
     assert run.returncode == -6  # SIGABRT
     assert "rd_kafka_destroy() called from librdkafka owned thread" in run.stderr
+
+
+def test_a_consumer_group_request_never_times_out_inside_librdkafka():
+    """librdkafka aborts the process when a group request times out inside it just as its
+    coordinator is found (librdkafka#4605; 10 threads with short timeouts on a loaded broker
+    aborted within a second): a caller's timeout is not handed to it, the caller gives up on
+    the future instead. Here a closed port: a timeout of 1 ms, handed over, ends it at once."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    from infra.admin_client import AdminClient
+
+    client = AdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    asked = [
+        *client.describe_consumer_groups(["g"], request_timeout=0.001).values(),
+        *client.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions("g")], request_timeout=0.001
+        ).values(),
+        *client.delete_consumer_groups(["g"], request_timeout=0.001).values(),
+    ]
+    time.sleep(1)
+
+    assert not any(future.done() for future in asked)
+    client.__exit__(None, None, None)  # its requests end with it, on this thread
