@@ -79,8 +79,17 @@ def main(argv: list[str]) -> int:
     django.setup()
     pytest = [sys.executable, "-m", "pytest", *args]
     workers = os.environ.get("ISTHMUS_TEST_WORKERS", "2")
-    # A module to a worker, in the order tests/conftest.py gives them (the longest first).
-    parallel = [*pytest, "-n", workers, "--dist=loadfile", "--no-loadscope-reorder"]
+    # A module to a worker, in the order tests/conftest.py gives them (the longest first). A
+    # worker that crashes ends the run, red at once: replaced, its module's scheduling hung
+    # until CI's time limit.
+    parallel = [
+        *pytest,
+        "-n",
+        workers,
+        "--dist=loadfile",
+        "--no-loadscope-reorder",
+        "--max-worker-restart=0",
+    ]
     codes = []
     if "fast" in tiers:
         measured = COVERAGE if options.coverage else []

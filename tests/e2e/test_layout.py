@@ -101,12 +101,17 @@ def test_every_page_fits_a_desktop_and_a_phone_without_broken_words_or_refused_s
         }
     )
     problems = []
-    for width in WIDTHS:
-        page.set_viewport_size({"width": width, "height": 900})
-        for path in paths:
-            page.goto(f"{live_server.url}{path}")
-            if not page.locator("link[rel=stylesheet]").count():
-                continue  # a fragment for HTMX to place in a page, not a page
+    for path in paths:
+        # Each page is loaded once and laid out at each width: a page sets nothing by its
+        # width at load but what fold.js folds, and those are loaded again (a walk 35 % shorter).
+        page.set_viewport_size({"width": WIDTHS[0], "height": 900})
+        page.goto(f"{live_server.url}{path}")
+        if not page.locator("link[rel=stylesheet]").count():
+            continue  # a fragment for HTMX to place in a page, not a page
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            if width != WIDTHS[0] and page.locator("details[data-fold-narrow]").count():
+                page.reload()
             problems += _problems(page, f"{path} at {width} px", width)
     assert not problems, f"{len(problems)} of {len(paths) * len(WIDTHS)} pages:\n" + "\n".join(
         problems

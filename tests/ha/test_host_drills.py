@@ -269,6 +269,9 @@ def drills() -> Iterator[Drills]:
                 capture_output=True,
             )
         deployment.manage("devstack", "down", hosts.WITNESS, "postgres", "host-a", "host-b")
+        # The engines' logs are kept, to read how long each start took.
+        for log in (settings.VAR_DIR / "hosts").glob("*/streams/engine-*/engine.log"):
+            shutil.copy(log, settings.VAR_DIR / "log" / f"drill-engine-{log.parts[-4]}.log")
         # The next run starts afresh: its own database, Redis data and engine folders.
         shutil.rmtree(settings.VAR_DIR / "postgres", ignore_errors=True)
         shutil.rmtree(settings.VAR_DIR / "hosts", ignore_errors=True)
