@@ -175,6 +175,10 @@ def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_recor
             assert processes.wait_for(lambda: len(writer.acked) >= after + 100, 60), writer.failed
             writer.done.set()
             writer.join(70)
+            # The consumer finds its topic anew on the destination (its position there is out of
+            # range, reset to the earliest): seconds on a loaded machine, so it is waited for (a
+            # fixed 10 s once ended it before it read one).
+            processes.wait_for(lambda: any(v >= after for _, v in reader.read), 60)
             reader.done.set()
             reader.join(10)
         finally:
