@@ -94,10 +94,14 @@ def _alive_for(pidfile: Path, seconds: float) -> bool:
     return running is not None and time.time() - running.create_time >= seconds
 
 
+# Every Celery worker's (the tests' too): without mingle and gossip. Isthmus uses neither (its
+# workers share Redis and the database, not each other's state), and on a host whose Redis
+# master died the survivors spent half a minute in them before taking tasks again
+# (docs/deployment.md).
+WORKER_OPTIONS = ("--without-mingle", "--without-gossip")
+
+
 def _celery_worker(venv_bin: Path, node_name: str, queue: str, concurrency: int) -> list[str]:
-    # Without mingle and gossip: Isthmus uses neither (its workers share Redis and the
-    # database, not each other's state), and on a host whose Redis master died the survivors
-    # spent half a minute in them before taking tasks again (docs/deployment.md).
     return [
         str(venv_bin / "celery"),
         "-A",
@@ -111,8 +115,7 @@ def _celery_worker(venv_bin: Path, node_name: str, queue: str, concurrency: int)
         str(concurrency),
         "--hostname",
         node_name,
-        "--without-mingle",
-        "--without-gossip",
+        *WORKER_OPTIONS,
     ]
 
 

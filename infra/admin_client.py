@@ -87,4 +87,3 @@ def destroy_kept() -> None:
         except IndexError:
             return
         client.__exit__(None, None, None)
-        del client

@@ -29,7 +29,7 @@ from confluent_kafka.admin import NewTopic
 from django.conf import settings
 
 from devstack import kafka, registry
-from devstack.stack import Stack
+from devstack.stack import WORKER_OPTIONS, Stack
 from infra.admin_client import AdminClient
 from infra.processes import wait_for
 from tests import leftovers
@@ -507,8 +507,7 @@ def start_celery_worker(folder: Path, node: str, queue: str = "celery") -> subpr
                 node,
                 "--queues",
                 queue,
-                "--without-mingle",  # as the devstack's (devstack/stack.py)
-                "--without-gossip",
+                *WORKER_OPTIONS,
                 *(
                     ["--beat", "--schedule", str(folder / "beat-schedule")]
                     if queue == "celery"
