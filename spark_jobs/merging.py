@@ -110,18 +110,15 @@ def read_progress(
 ) -> dict[int, Progress]:
     """How far each source partition of the flow was copied, as committed: {partition:
     {"next": source offset, "checkpoint": [next, dest] or absent}}. Reads the flow's partition
-    of the progress topic, read committed, until its position passes the end it had when the
-    read began: every transaction open there then (other flows', other parts') has ended, and
-    the position passes their markers. Not until an end-of-partition event: a committed reader
-    gets one only when nobody is writing, which a busy flow sharing the partition never allows."""
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": "isthmus-flow-progress-reader",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
-    )
+    of the progress topic, read committed, until its position passes the high watermark it had
+    when the read began: every transaction open there then (other flows', other parts') has
+    ended, and the position passes their markers. Not to the end a committed reader is told
+    (the last stable offset): what this part committed after another's transaction opened lies
+    beyond it. Not until an end-of-partition event: a committed reader gets one only when
+    nobody is writing, which a busy flow sharing the partition never allows."""
+    reader = {**config, "group.id": "isthmus-flow-progress-reader", "enable.auto.commit": False}
+    watermarks = Consumer({**reader, "isolation.level": "read_uncommitted"})
+    consumer = Consumer({**reader, "isolation.level": "read_committed"})
     try:
         topic = consumer.list_topics(PROGRESS_TOPIC, timeout=timeout).topics[PROGRESS_TOPIC]
         if topic.error is not None:
@@ -129,7 +126,7 @@ def read_progress(
                 return {}
             raise Retry(f"cannot read {PROGRESS_TOPIC}: {topic.error.str()}")
         tp = TopicPartition(PROGRESS_TOPIC, progress_partition(flow_id, len(topic.partitions)))
-        low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+        low, high = watermarks.get_watermark_offsets(tp, timeout=timeout)
         found: dict[int, Progress] = {}
         if high <= low:
             return found
@@ -149,4 +146,5 @@ def read_progress(
                     found[int(key[len(prefix) :])] = json.loads(value)
         return found
     finally:
+        watermarks.close()
         consumer.close()

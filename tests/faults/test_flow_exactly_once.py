@@ -22,7 +22,7 @@ from devstack import kafka
 from infra.kafka_admin import KafkaAdmin
 from infra.kafka_errors import KafkaAdminError
 from replication.core.redis_channel import client
-from replication.engine import supervise
+from replication.engine import process, supervise
 from replication.topics import merge_flows
 from spark_jobs import control, merging
 from tests.conftest import admin_config
@@ -70,6 +70,7 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
     make_topic,
     topic_name,
     stack,
+    tmp_path,
     quick_restarts,  # noqa: F811
 ):
     source = make_topic(kafka.SOURCE, topic_name, PARTITIONS, **{"min.insync.replicas": "2"})
@@ -121,8 +122,12 @@ def test_a_merge_flow_copies_exactly_once_through_five_kills_and_a_broker_restar
         "a checkpoint of every partition reported",
     )
     stop.set()
+    # Where each copy resumed, kept beside the test and said on failure.
+    engine_log = process.log_file().read_text(errors="replace")
+    (tmp_path / "engine.log").write_text(engine_log)
+    resumed = [line for line in engine_log.splitlines() if "Flow " in line]
     keys = Counter(r.key for r in found)
-    assert len(found) == records and set(keys.values()) == {1}, (len(found), done)
+    assert len(found) == records and set(keys.values()) == {1}, (len(found), done, resumed)
     by_key = {r.key: r for r in found}
     for want in wanted:
         got = by_key[want.key]
