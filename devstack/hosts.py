@@ -88,11 +88,13 @@ def in_use(stack: Stack) -> bool:
 
 
 def host_env(host: Host, var_dir: Path) -> dict[str, str]:
-    """What makes a process one of `host`'s: its name, its engine folder, its group."""
+    """What makes a process one of `host`'s: its name, its engine folder, its group; and a
+    spare engine on the host that does not run it (unless ISTHMUS_ENGINE_SPARE=0)."""
     return {
         "ISTHMUS_HOST_NAME": host.name,
         "ISTHMUS_STREAM_DIR": str(host.stream_dir(var_dir)),
         "ISTHMUS_DEVSTACK_HOST": host.name,
+        "ISTHMUS_ENGINE_SPARE": os.environ.get("ISTHMUS_ENGINE_SPARE", "1"),
     }
 
 

@@ -67,6 +67,7 @@ from .payloads import SlotBeat as SlotBeat
 from .payloads import SlotLinkBeat as SlotLinkBeat
 from .payloads import SlotReport as SlotReport
 from .payloads import SlotSpec as SlotSpec
+from .payloads import SpareBeat as SpareBeat
 
 SPEC_ENV = "ISTHMUS_ENGINE_SPEC"
 
@@ -120,6 +121,16 @@ def links_key(engine: str) -> str:
 
 def engine_heartbeat_key(engine: str) -> str:
     return f"isthmus:engine:{engine}:heartbeat"
+
+
+def spare_key(engine: str, host: str) -> str:
+    """A spare engine's beat on `host` (SpareBeat), which expires once it goes silent."""
+    return f"isthmus:engine:{engine}:spare:{host}"
+
+
+def spare_adopted_key(engine: str, host: str) -> str:
+    """The token of the spare on `host` its supervisor adopted: from then on, the engine."""
+    return f"isthmus:engine:{engine}:spare:{host}:adopted"
 
 
 def slot_epoch_key(engine: str, slot: int) -> str:

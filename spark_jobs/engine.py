@@ -51,6 +51,7 @@ log = logging.getLogger("spark_jobs.engine")  # not __name__: run as __main__
 LOOP_S = 0.2  # the loop's period while a slot starts, or the engine stops
 IDLE_LOOP_S = 1.0  # else: a change the loop must act on wakes it (see control.Wakeup)
 BEAT_S = 1.0
+SPARE_BEAT_TTL_S = 5  # a spare's beat outlives it by this
 # A slot's new epoch starts writing no sooner than this after it was claimed: a task of the
 # old one that lost the control channel has stopped writing by then (CONTACT_S, plus margin).
 CLAIM_WAIT_S = copier.CONTACT_S + 1.5
@@ -106,6 +107,7 @@ class Engine:
         self.started_ms = int(time.time() * 1000)
         self.error = ""
         self.next_beat = 0.0
+        self.spare = spec.get("spare", "")  # its token, until adopted
 
     # --- what runners ask -------------------------------------------------------------------
 
@@ -138,11 +140,16 @@ class Engine:
     # --- the loop ---------------------------------------------------------------------------
 
     def run(self) -> int:
+        if self.spare:
+            self.sc = self.wait_as_spare()
+            if self.spare:  # stopped before it was adopted: it never was the engine
+                self.wakeup.close()
+                return 0
         self.publish_heartbeat("starting")
         # The slots' epochs are claimed before Spark starts, so the wait for tasks of an
         # earlier engine runs meanwhile; a guess of their number, set right below.
         self.set_slots(int(self.spec.get("tasks") or os.cpu_count() or 1))
-        self.sc = self.beating_while_starting(spark_context)
+        self.sc = self.sc or self.beating_while_starting(spark_context)
         cores = self.sc.defaultParallelism
         count = max(1, int(self.spec.get("tasks") or cores))
         if (self.sc.master or "").startswith("local") and count > cores:
@@ -166,6 +173,35 @@ class Engine:
         self.shut_down()
         self.publish_heartbeat("stopped")
         return 0
+
+    def wait_as_spare(self) -> SparkContext:
+        """A spare engine (replication/engine/spare.py): Spark started and its Python workers
+        warm, it claims no slot and writes nothing, beating under its own key, until the
+        supervisor of its host adopts it (the engine's takeover due); then it is the engine."""
+        sc = spark_context()
+        workers = int(self.spec.get("tasks") or sc.defaultParallelism)
+        sc.parallelize(range(workers), workers).foreach(_warm)
+        host = self.spec.get("host", "")
+        beat_key = control.spare_key(self.id, host)
+        adopted_key = control.spare_adopted_key(self.id, host)
+        log.info("A spare engine on host %s: ready, waiting to be adopted", host)
+        while not self.stopping:
+            try:
+                if control.text(self.redis.get(adopted_key) or b"") == self.spare:
+                    self.redis.delete(beat_key, adopted_key)
+                    log.info("Adopted on host %s: this spare runs the engine now", host)
+                    self.spare, self.started_ms = "", int(time.time() * 1000)
+                    break
+                beat: payloads.SpareBeat = {
+                    "at_ms": int(time.time() * 1000),
+                    "pid": self.pid,
+                    "host": host,
+                }
+                self.redis.set(beat_key, json.dumps(beat), ex=SPARE_BEAT_TTL_S)
+            except redis.RedisError as exc:
+                log.warning("A spare engine cannot reach Redis: %s", exc)
+            self.wakeup.wait(BEAT_S)  # its supervisor wakes it when it adopts it
+        return sc
 
     def beating_while_starting(self, start: Callable[[], SparkContext]) -> SparkContext:
         """`start()` (Spark starting: seconds, more on a busy machine) while a thread beats, so
@@ -368,6 +404,8 @@ class Engine:
     # --- reporting ----------------------------------------------------------------------------
 
     def publish_heartbeat(self, state: str) -> None:
+        if self.spare:  # it speaks for the engine only once adopted
+            return
         self.next_beat = time.monotonic() + BEAT_S
         now = time.time()
         slots: list[payloads.SlotBeat] = []
@@ -414,6 +452,12 @@ class Engine:
             control.write_json(self.redis, control.engine_heartbeat_key(self.id), heartbeat)
         except redis.RedisError as exc:
             log.warning("Cannot report to Redis: %s", exc)
+
+
+def _warm(_: object) -> None:
+    """A spare's warm-up task: the Python worker started, with the copier's modules imported
+    (Spark reuses the worker for the slot's task)."""
+    from spark_jobs import slot  # noqa: F401
 
 
 def _source_watch(config: dict[str, str]) -> source_watch.SourceWatch:

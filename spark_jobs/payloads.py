@@ -24,6 +24,9 @@ class EngineSpec(TypedDict):
     tasks: int | None  # copier slots (None: one per core Spark gives it)
     fresh: bool  # no task of an earlier engine can be alive: its first epochs start at once
     host: NotRequired[str]  # the host whose supervisor started it, which its heartbeat names
+    # A spare's token (replication/engine/spare.py): Spark started, nothing claimed until its
+    # host's supervisor adopts it by naming this token (control.spare_adopted_key).
+    spare: NotRequired[str]
 
 
 class SlotSpec(TypedDict):
@@ -252,6 +255,14 @@ class SlotBeat(TypedDict):
     records_per_sec: float
     consumers: int
     links: dict[str, SlotLinkBeat]
+
+
+class SpareBeat(TypedDict):
+    """`spare_key`: a spare engine waiting on its host to be adopted."""
+
+    at_ms: int
+    pid: int
+    host: str
 
 
 class EngineHeartbeat(TypedDict, total=False):

@@ -17,7 +17,7 @@ import redis
 from django.conf import settings
 
 from infra import processes
-from spark_jobs import control
+from spark_jobs import control, launch
 
 HEARTBEAT_TIMEOUT_S = 30  # an engine silent this long is hung
 ENGINE_FRESH_S = 5  # an engine heartbeat this recent tells which links it runs
@@ -41,6 +41,16 @@ def engine_folder(owner: str | None = None) -> Path:
 
 def pidfile() -> Path:
     return engine_folder() / "engine.pid"
+
+
+def spare_pidfile() -> Path:
+    """This host's spare engine (`spare`): its own pid file until it is adopted."""
+    return engine_folder() / "spare.pid"
+
+
+def spare_token_file() -> Path:
+    """The token this host's spare runs as the engine on being told (`spare`)."""
+    return engine_folder() / "spare.token"
 
 
 def log_file() -> Path:
@@ -122,3 +132,36 @@ def engine_links(r: redis.Redis) -> dict[str, str] | None:
     if time.time() - engine.get("at_ms", 0) / 1000 >= ENGINE_FRESH_S:
         return None
     return engine.get("links", {})
+
+
+def start(pid_file: Path, *, fresh: bool, spare: str = "") -> int:
+    """Start the engine's Spark application (a spare one, given its token: `spare`) recorded in
+    `pid_file`, appending to the log; returns its pid. Raises launch.LaunchRefused on settings
+    that cannot start it."""
+    spec: control.EngineSpec = {
+        "engine": engine_id(),
+        "key": engine_key(),
+        "redis_url": settings.REDIS_URL,
+        "redis_sentinels": settings.REDIS_SENTINELS,
+        "work_dir": str(engine_folder()),
+        "tasks": settings.STREAM_TASKS,
+        "host": settings.HOST_NAME,
+        "fresh": fresh,
+        "spare": spare,
+    }
+    argv, env = launch.submit_command(
+        spec,
+        master=settings.SPARK_MASTER,
+        conf=settings.SPARK_CONF,
+        auth_secret=settings.SPARK_AUTH_SECRET,
+    )
+    engine_folder().mkdir(parents=True, exist_ok=True)
+    return processes.start(
+        argv,
+        pidfile=pid_file,
+        logfile=log_file(),
+        env=env,
+        cwd=launch.ROOT,
+        # On one of the devstack's two hosts it is one of the host's processes: killed with it.
+        own_session=not settings.DEVSTACK_HOST,
+    )

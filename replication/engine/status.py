@@ -15,7 +15,7 @@ import redis
 
 from infra import processes
 from replication.core.redis_channel import client
-from replication.engine import process
+from replication.engine import process, spare
 from replication.models import ClusterLink
 from spark_jobs import control
 
@@ -129,6 +129,7 @@ class EngineStatus:
     error: str = ""
     slots: tuple[Slot, ...] = ()
     host: str = ""  # where it runs, as its heartbeat says
+    spares: tuple[str, ...] = ()  # the hosts where a spare engine waits (replication/engine/spare)
 
 
 def engine_status() -> EngineStatus:
@@ -136,12 +137,14 @@ def engine_status() -> EngineStatus:
         r = client()
         heartbeat = control.engine_heartbeat(r, process.engine_id())
         record = process.supervision(r)
+        spares = tuple(beat["host"] for beat in spare.ready(r))
     except redis.RedisError as exc:
         return EngineStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
     running = process.running()
     failures, error = record.get("failures", 0), record.get("error", "")
     if running is None and process.runs_on(heartbeat) is None:
-        return EngineStatus("RESTARTING" if failures else "STOPPED", failures=failures, error=error)
+        state = "RESTARTING" if failures else "STOPPED"
+        return EngineStatus(state, failures=failures, error=error, spares=spares)
     fresh = time.time() - heartbeat.get("at_ms", 0) / 1000 < process.HEARTBEAT_TIMEOUT_S
     names = heartbeat.get("links", {})
     slots = tuple(
@@ -175,6 +178,7 @@ def engine_status() -> EngineStatus:
         heartbeat.get("error") or error,
         slots,
         heartbeat.get("host", ""),
+        spares,
     )
 
 

@@ -23,7 +23,7 @@ from django.conf import settings
 from infra import processes
 from replication.core import redis_channel
 from replication.core.redis_channel import client
-from replication.engine import process, publish, standby, takeover
+from replication.engine import process, publish, spare, standby, takeover
 from replication.models import ClusterLink
 from replication.states import link_states
 from spark_jobs import control, launch
@@ -142,6 +142,7 @@ def _supervise_engine(r: redis.Redis, now: float) -> None:
         _let_go_of_replaced_engine(record)
         _start_when_due(r, record, heartbeat, links, now)
         return
+    spare.stop()
     if process.running():
         trouble = _trouble(heartbeat, record, now)
         if trouble:
@@ -195,12 +196,18 @@ def _start_when_due(
     if record.get("failures", 0) >= MAX_FAILURES:
         return  # it failed its links: it starts again when one is resumed
     if takeover.wait_reason(record, heartbeat, now):
+        spare.keep(now)  # it runs on another host: ready to take it over
         return
     owner = takeover.owner(record)
     if owner != settings.HOST_NAME:
         log.warning(
             "Taking the engine over from host %s: %s", owner, takeover.silent_for(heartbeat, now)
         )
+        pid = spare.adopt(r)
+        if pid is not None:
+            _note_start(r, record, pid, now)
+            log.info("The spare engine of this host (pid %d) runs the engine now", pid)
+            return
     start_engine(r, record, now)
 
 
@@ -240,41 +247,21 @@ def _fail_engine_links(r: redis.Redis, message: str) -> None:
 
 def start_engine(r: redis.Redis, record: process.Supervision, now: float) -> None:
     """Start the engine (the links it runs are already in Redis)."""
-    spec: control.EngineSpec = {
-        "engine": process.engine_id(),
-        "key": process.engine_key(),
-        "redis_url": settings.REDIS_URL,
-        "redis_sentinels": settings.REDIS_SENTINELS,
-        "work_dir": str(process.engine_folder()),
-        "tasks": settings.STREAM_TASKS,
-        "host": settings.HOST_NAME,
-        "fresh": launch.is_local(settings.SPARK_MASTER) and _nothing_left(record),
-    }
+    fresh = launch.is_local(settings.SPARK_MASTER) and _nothing_left(record)
     try:
-        argv, env = launch.submit_command(
-            spec,
-            master=settings.SPARK_MASTER,
-            conf=settings.SPARK_CONF,
-            auth_secret=settings.SPARK_AUTH_SECRET,
-        )
+        pid = process.start(process.pidfile(), fresh=fresh)
     except launch.LaunchRefused as exc:
         # Retrying cannot help until the operator changes the settings: the links show why.
         _fail_engine_links(r, f"The engine cannot start: {exc}")
         return
-    process.engine_folder().mkdir(parents=True, exist_ok=True)
-    pid = processes.start(
-        argv,
-        pidfile=process.pidfile(),
-        logfile=process.log_file(),
-        env=env,
-        cwd=launch.ROOT,
-        # On one of the devstack's two hosts it is one of the host's processes: killed with it.
-        own_session=not settings.DEVSTACK_HOST,
-    )
+    _note_start(r, record, pid, now)
+    log.info("Started the engine (pid %d)", pid)
+
+
+def _note_start(r: redis.Redis, record: process.Supervision, pid: int, now: float) -> None:
     record["started"], record["retry_at"], record["pid"] = now, 0, pid
     record["host"] = settings.HOST_NAME
     control.write_json(r, process.supervision_key(), record)
-    log.info("Started the engine (pid %d)", pid)
 
 
 def _nothing_left(record: process.Supervision) -> bool:
@@ -290,8 +277,9 @@ def _nothing_left(record: process.Supervision) -> bool:
 
 
 def stop_engine() -> int | None:
-    """Stop the engine (its links' copiers deliver what they queued first); returns its pid,
-    None when it was not running."""
+    """Stop the engine (its links' copiers deliver what they queued first), and this host's
+    spare; returns the engine's pid, None when it was not running."""
+    spare.stop()
     return processes.stop(
         process.pidfile(),
         timeout=60,

@@ -42,6 +42,7 @@ _HELP = {
         "Resident memory of the engine's processes on this machine.",
     ),
     "isthmus_engine_links": ("gauge", "Links the engine runs."),
+    "isthmus_engine_spares": ("gauge", "Spare engines waiting on other hosts to take over."),
     "isthmus_beat_active": (
         "gauge",
         "1 for the host whose Celery beat holds the lease and sends the schedule "
@@ -181,6 +182,7 @@ def _engine(add) -> None:
     add("isthmus_engine_running", int(engine.state == "RUNNING"))
     add("isthmus_engine_resident_bytes", engine.rss_bytes)
     add("isthmus_engine_links", engine.links)
+    add("isthmus_engine_spares", len(engine.spares))
     active = beat.health()
     add("isthmus_beat_active", int(active["ok"]), host=active.get("host", ""))
     for slot in engine.slots:
