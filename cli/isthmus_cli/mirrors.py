@@ -64,6 +64,11 @@ def _arguments(argv):
     action.add_argument("--list-requests", action="store_true", help="list open approval requests")
     p.add_argument("--reason", default="", help="why (a stop, a reverse, --reject)")
     p.add_argument(
+        "--gateway",
+        default="",
+        help="a gateway whose clients follow the stop or reverse to the mirror's cluster (admin)",
+    )
+    p.add_argument(
         "--break-glass", action="store_true", help="--failover at once, without approval (admin)"
     )
     p.add_argument("--mirror-topic", help="the mirror topic to create")
@@ -294,6 +299,7 @@ def stop(session: Session, args, flag: str) -> int:
                 "mirror_topic_names": link_topics,
                 "reason": args.reason,
                 "break_glass": args.break_glass,
+                **({"gateway": args.gateway} if args.gateway else {}),
             },
             validate_only=args.validate_only,
             **(

@@ -258,6 +258,8 @@ def mirrors_stop(request, cluster_id, link_name, action):
         field(body, "reason", str, default=""),
         break_glass=field(body, "break_glass", bool, default=False),
         validate_only=flag(request, "validate_only"),
+        # Isthmus's own: the gateway whose clients follow the cutover (docs/gateways.md).
+        params={"gateway": field(body, "gateway", str, default="")},
     )
     by_partition = flag(request, "include_partition_level_truncation_data")
     data = [_stop_data(request, link, o, by_partition) for o in submission.outcomes]

@@ -26,6 +26,8 @@ class StopForm(ConfirmForm):
         label="Break glass: fail over at once, without approval (flagged everywhere)",
     )
     force = forms.BooleanField(required=False, label="Force: fail its mirror topics over first")
+    # Plain text behind a select of the gateways: replication/actions/gateway_moves.py checks it.
+    gateway = forms.CharField(required=False, max_length=200)
 
 
 class RejectForm(forms.Form):

@@ -19,7 +19,7 @@ from replication.actions.operations import OPERATIONS
 from replication.core.errors import ReplicationError
 from replication.cutover import link_deletion, promote, stop_batches
 from replication.governance import audit
-from replication.models import ApprovalRequest
+from replication.models import ApprovalRequest, Gateway
 from replication.topics import links
 
 Action = ApprovalRequest.Action
@@ -81,11 +81,19 @@ def _submitted(request, form, link, action: str, names: list[str], done_url: str
             names,
             form.cleaned_data["reason"],
             break_glass=form.cleaned_data["break_glass"],
+            params={"gateway": form.cleaned_data["gateway"]},
         )
     except ReplicationError as exc:
         form.add_error(None, str(exc))
         return None
     return after_asking(request, submission, done_url, what)
+
+
+def _gateways(request) -> list[Gateway]:
+    """The gateways a cutover page offers to move with it: all, to whoever may switch them."""
+    return (
+        list(Gateway.objects.select_related("route")) if can(request.user, "gateway.manage") else []
+    )
 
 
 def _undone_by(action: str) -> str:
@@ -123,6 +131,7 @@ def mirror_stop(request, destination, topic, action):
             "may_break_glass": _may_break_glass(request, action),
             "reverse": action in stop_batches.REVERSES,
             "restore": action == Action.TRUNCATE_AND_RESTORE,
+            "gateways": _gateways(request),
         },
     )
 
@@ -156,6 +165,7 @@ def link_mirrors_stop(request, destination, name, action):
             "plan": plan,
             "refused": [o for o in plan if o.error],
             "form": form,
+            "gateways": _gateways(request),
             "acts_at_once": approvals.acts_at_once(request.user, link),
             "may_break_glass": _may_break_glass(request, action),
         },

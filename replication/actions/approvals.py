@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from replication.actions import plans
+from replication.actions import gateway_moves, plans
 from replication.actions.operations import OPERATIONS, Asked
 from replication.actions.request_runs import asked_of, move, settle_all_due, settle_due, snapshot
 from replication.core import text
@@ -110,11 +110,14 @@ def submit(
             )
         # Checked alike whether it runs now, waits for approval or is only validated.
         reason = _reason(reason, "breaking glass", required=break_glass)
+        gateway_moves.check(actor.user, asked)
         needed = link.approvals_required
         note = _acting_at_once(actor, link, action, reason, break_glass)
         if note:
             submission = Submission(approvals_needed=0, note=note)
             submission.outcomes = operation.run(actor, asked, note, validate_only).outcomes
+            if not validate_only:
+                gateway_moves.store(actor, asked, submission.outcomes)
             return submission
         # The action waits for approval: check now that it could run, and say what it would do.
         if operation.validated_by_running:

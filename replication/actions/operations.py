@@ -89,6 +89,13 @@ def _no_params(link: ClusterLink, params: Params) -> Params:
     return {}
 
 
+def _gateway(link: ClusterLink, params: Params) -> Params:
+    """A cutover's one param: the gateway whose clients follow it, if it names one
+    (gateway_moves.py)."""
+    name = str(params.get("gateway") or "").strip()
+    return {"gateway": name} if name else {}
+
+
 def _flow_to_create(link: ClusterLink, params: Params) -> Params:
     """The flow's name filled in as merge_flows.create_flow would choose it."""
     source = str(params.get("source_topic") or "")
@@ -236,7 +243,7 @@ _PROMOTE = Operation(
     requested_as="mirror.stop",
     names_mirrors=True,
     takes_params=False,
-    params=_no_params,
+    params=_gateway,
     target=_mirrors_target,
     plan=_stop_plan,
     run=_stop,
@@ -244,6 +251,7 @@ _PROMOTE = Operation(
     done_states=_STOPPED,
     done_word="Stopped",
     finish=stop_batches.finish_pending_stops,
+    recorded=_params_recorded,
 )
 _REVERSE = replace(
     _PROMOTE,

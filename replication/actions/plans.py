@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TypedDict
 
 from infra.kafka_errors import KafkaAdminError
-from replication.actions import plan_groups, plan_words
+from replication.actions import gateway_moves, plan_groups, plan_words
 from replication.actions.asked import Asked
 from replication.actions.operations import OPERATIONS
 from replication.core.errors import ReplicationError
@@ -84,7 +84,7 @@ def build(asked: Asked, outcomes: list[TopicOutcome]) -> Plan:
         "source_cluster": source,
         "destination_cluster": destination,
         "direction": plan_words.direction(asked.link),
-        "effects": explained.effects,
+        "effects": [*explained.effects, *filter(None, [gateway_moves.effect(asked)])],
         "topics": [topic_plan(o) for o in outcomes],
         "producers": producers,
         "groups": groups,

@@ -8,13 +8,15 @@ withdrawing are `approvals`'s.
 
 from __future__ import annotations
 
+from django.db.models import Q
 from django.utils import timezone
 
+from replication.actions import gateway_moves
 from replication.actions.operations import OPERATIONS, Asked
 from replication.core.errors import ReplicationError
 from replication.cutover import promote
 from replication.governance import audit, notifications, policy, stale_requests
-from replication.models import ApprovalRequest, ClusterLink, MirrorTopic
+from replication.models import ApprovalRequest, ClusterLink, Gateway, GatewayMove, MirrorTopic
 
 RState = ApprovalRequest.State
 
@@ -75,6 +77,11 @@ def stale_reason(request: ApprovalRequest) -> str:
         return f"{request.requester_name}, who asked, was disabled"
     if not policy.can(user, OPERATIONS[request.action].requested_as):
         return f"{request.requester_name}, who asked, no longer has a role that may ask for it"
+    if gateway := request.params.get("gateway"):
+        if not policy.can(user, gateway_moves.MANAGE):
+            return f"{request.requester_name}, who asked, may no longer move a gateway's clients"
+        if not Gateway.objects.filter(name=gateway).exists():
+            return f"gateway {gateway}, whose clients it moves, was deleted"
     return ""
 
 
@@ -114,7 +121,9 @@ def execute(request: ApprovalRequest) -> None:
         return
     operation = OPERATIONS[request.action]
     try:
-        ran = operation.run(actor, asked_of(request), note, False)
+        asked = asked_of(request)
+        ran = operation.run(actor, asked, note, False)
+        gateway_moves.store(actor, asked, ran.outcomes, request)
         if not operation.done_states:  # done when it returns
             _finish(request, RState.EXECUTED, [], ran.done)
             return
@@ -141,6 +150,8 @@ def settle(request: ApprovalRequest) -> None:
     }
     if any(state in promote.UNDER_WAY for state, _ in now.values()):
         return
+    if request.link is not None:  # its move, if it names a gateway, made first
+        gateway_moves.finish(request.link)
     operation = OPERATIONS[request.action]
     wanted = operation.done_states
     result = []
@@ -150,11 +161,12 @@ def settle(request: ApprovalRequest) -> None:
         error = entry["error"] or ("" if state in wanted else error)
         result.append({**entry, "state": state, "error": error or ""})
     done = [r["mirror_topic"] for r in result if r["state"] in wanted]
+    moved, words = gateway_moves.outcome(request)
     _finish(
         request,
-        RState.EXECUTED if len(done) == len(result) else RState.FAILED,
+        RState.EXECUTED if len(done) == len(result) and moved else RState.FAILED,
         result,
-        f"{operation.done_word}: {', '.join(done) or 'none'}.",
+        " ".join(filter(None, [f"{operation.done_word}: {', '.join(done) or 'none'}.", words])),
     )
 
 
@@ -165,15 +177,18 @@ def finish_stops(link: ClusterLink) -> bool:
     finishes = [op.finish for op in OPERATIONS.values() if op.finish is not None]
     for finish in dict.fromkeys(finishes):
         finish(link)
+    gateway_moves.finish(link)  # at once: a cutover of no request has none to settle
     for request in link.approval_requests.filter(state=RState.APPROVED):
         settle(request)
     return link.mirrors.filter(state__in=promote.UNDER_WAY).exists()
 
 
 def finish_all_stops() -> None:
-    """The same for every link with a mirror waiting to stop (the supervisor's backstop, for a
-    stop whose own task was lost with its worker)."""
-    pending = ClusterLink.objects.filter(mirrors__state__in=promote.UNDER_WAY)
+    """The same for every link with a mirror waiting to stop or a gateway move waiting for its
+    cutover (the supervisor's backstop, for a stop whose own task was lost with its worker)."""
+    pending = ClusterLink.objects.filter(
+        Q(mirrors__state__in=promote.UNDER_WAY) | Q(gateway_moves__state=GatewayMove.State.WAITING)
+    )
     for link in pending.distinct():
         finish_stops(link)
 

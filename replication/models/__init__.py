@@ -13,7 +13,7 @@ from replication.models.drills import (
     is_canary,
 )
 from replication.models.flows import FlowCheckpoint, MergeFlow
-from replication.models.gateways import Gateway
+from replication.models.gateways import Gateway, GatewayMove
 from replication.models.identity import ApiToken, ExternalIdentity, OneTimePassword
 from replication.models.links import ClusterLink
 from replication.models.mirrors import (
@@ -34,6 +34,7 @@ __all__ = [
     "NAME_VALIDATOR",
     "KafkaCluster",
     "Gateway",
+    "GatewayMove",
     "AuditEventQuerySet",
     "AuditEvent",
     "ClusterLink",

@@ -3,9 +3,12 @@ to one of the clusters it may route to (docs/gateways.md)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
+from replication.models.approvals import ApprovalRequest
 from replication.models.clusters import NAME_VALIDATOR, KafkaCluster
+from replication.models.links import ClusterLink
 
 
 class Gateway(models.Model):
@@ -35,3 +38,38 @@ class Gateway(models.Model):
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+class GatewayMove(models.Model):
+    """A gateway's switch a cutover asked for (replication/actions/gateway_moves.py): made once
+    every mirror topic it names is writable on `to` (a restore's, at once), with the authority
+    of whoever asked."""
+
+    class State(models.TextChoices):
+        WAITING = "WAITING"
+        SWITCHING = "SWITCHING"  # a worker switches it now
+        SWITCHED = "SWITCHED"
+        FAILED = "FAILED"
+
+    gateway = models.ForeignKey(Gateway, on_delete=models.CASCADE, related_name="moves")
+    link = models.ForeignKey(ClusterLink, on_delete=models.CASCADE, related_name="gateway_moves")
+    action = models.CharField(max_length=40, choices=ApprovalRequest.Action.choices)
+    topics = models.JSONField(default=list)  # the mirror topics of `link` it waits for
+    to = models.ForeignKey(KafkaCluster, on_delete=models.PROTECT, related_name="+")
+    request = models.ForeignKey(
+        ApprovalRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="moves"
+    )
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requester_name = models.CharField(max_length=150)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.WAITING)
+    message = models.TextField(blank=True)  # what came of it, in words
+    created_at = models.DateTimeField(auto_now_add=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.gateway} to {self.to} after {self.action} on {self.link}"

@@ -142,6 +142,25 @@ def make_flow():
     return make
 
 
+@pytest.fixture
+def gateway_files(tmp_path):
+    """A gateway's lock, config, pid and log files in the test's folder, not var/."""
+    with override_settings(VAR_DIR=tmp_path):
+        yield
+
+
+@pytest.fixture
+def gateway(registered_clusters, gateway_files):
+    """A gateway that may route to both clusters, routing to the source (no proxy started)."""
+    from replication.models import Gateway
+
+    made = Gateway.objects.create(
+        name="orders", host="127.0.0.1", port=29400, route=registered_clusters["source"]
+    )
+    made.clusters.set([registered_clusters["source"], registered_clusters["destination"]])
+    return made
+
+
 @pytest.fixture(scope="session")
 def devstack():
     """A database test never starts the clusters: one that needs them is an integration test."""

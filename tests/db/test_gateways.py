@@ -18,23 +18,9 @@ from replication.governance import audit
 from replication.kafka import gateways
 from replication.models import AuditEvent, Gateway, KafkaCluster
 
+pytestmark = pytest.mark.usefixtures("gateway_files")
+
 ACTOR = audit.Actor.system("tests")
-
-
-@pytest.fixture(autouse=True)
-def _own_var_dir(tmp_path):
-    """A gateway's lock, config, pid and log files in the test's folder, not var/."""
-    with override_settings(VAR_DIR=tmp_path):
-        yield
-
-
-@pytest.fixture
-def gateway(registered_clusters) -> Gateway:
-    made = Gateway.objects.create(
-        name="orders", host="127.0.0.1", port=29400, route=registered_clusters["source"]
-    )
-    made.clusters.set([registered_clusters["source"], registered_clusters["destination"]])
-    return made
 
 
 @pytest.mark.parametrize(

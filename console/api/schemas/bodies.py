@@ -130,6 +130,12 @@ class StopMirrorsRequest(AlterMirrorsRequest):
         description="*Isthmus*: an admin's failover that runs at once whatever the link's "
         "approval policy; flagged everywhere.",
     )
+    gateway: str = Field(
+        "",
+        description="*Isthmus*: a gateway whose clients follow the cutover: once every topic "
+        "is writable on its new cluster (a truncate-and-restore: as it starts), the gateway "
+        "routes all its clients there. Needs the right to manage gateways (admins).",
+    )
 
 
 class VerifyMirrorsRequest(AlterMirrorsRequest):
