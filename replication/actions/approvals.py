@@ -115,9 +115,12 @@ def submit(
         note = _acting_at_once(actor, link, action, reason, break_glass)
         if note:
             submission = Submission(approvals_needed=0, note=note)
-            submission.outcomes = operation.run(actor, asked, note, validate_only).outcomes
-            if not validate_only:
-                gateway_moves.store(actor, asked, submission.outcomes)
+            if validate_only:
+                submission.outcomes = operation.run(actor, asked, note, True).outcomes
+            else:
+                submission.outcomes = gateway_moves.cut_over(
+                    actor, asked, lambda: operation.run(actor, asked, note, False)
+                ).outcomes
             return submission
         # The action waits for approval: check now that it could run, and say what it would do.
         if operation.validated_by_running:

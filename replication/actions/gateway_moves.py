@@ -1,14 +1,16 @@
-"""A gateway's switch as part of a cutover (docs/gateways.md): a promote, failover, reverse or
-truncate-and-restore may name a gateway (`params["gateway"]`), and once every mirror topic it
-names is writable on its new cluster (the moment the cutover is done: its mirrors stopped), the
-gateway routes its clients there, in the same approved request. A restore moves them at its
-start: its topics stay writable where they were promoted, and the old primary is being
-truncated.
+"""A gateway's clients moved with a cutover (docs/gateways.md): a promote, failover, reverse or
+truncate-and-restore may name a gateway (`params["gateway"]`). As the cutover starts, the
+gateway's clients are paused (its proxy stopped: they retry, holding what they produce), so none
+writes the old cluster while the topics change hands and a promote finds its mirrors caught up;
+once every mirror topic it names is writable on its new cluster (its mirrors stopped), the
+gateway starts again routing them there, in the same approved request. A cutover that does not
+get there starts the gateway again where it was. A restore moves them before it starts: its
+topics stay writable where they were promoted, and the old primary is about to be truncated.
 
-Kroxylicious routes a whole virtual cluster to one cluster, so the switch moves every client of
-the gateway, whatever topics it uses: the dry run says so. Whoever asks must be allowed to
-manage gateways, when asking, when an approved request runs, and when the switch is made; the
-switch is audited as theirs.
+Kroxylicious routes a whole virtual cluster to one cluster, so every client of the gateway
+moves, whatever topics it uses: the dry run says so. Whoever asks must be allowed to manage
+gateways, when asking, when an approved request runs, and when the switch is made; the pause
+and the switch are audited as theirs.
 
 The move is stored (`GatewayMove`), so that the at-once path and an approved request share it,
 and it is made by whichever worker finishes the cutover (`request_runs.finish_stops`).
@@ -17,13 +19,14 @@ and it is made by whichever worker finishes the cutover (`request_runs.finish_st
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.utils import timezone
 
 from replication.actions.asked import Asked
-from replication.actions.operations import OPERATIONS
+from replication.actions.operations import OPERATIONS, Ran
 from replication.core.errors import ReplicationError
-from replication.cutover.promote import UNDER_WAY, TopicOutcome
+from replication.cutover.promote import UNDER_WAY
 from replication.governance import audit, policy
 from replication.kafka import gateways
 from replication.models import ApprovalRequest, ClusterLink, Gateway, GatewayMove, KafkaCluster
@@ -89,54 +92,70 @@ def check(user, asked: Asked) -> Gateway | None:
 
 def effect(asked: Asked) -> str:
     """What the cutover does to the gateway it names, for its dry run ("" for none)."""
-    name = named(asked)
-    gateway = Gateway.objects.select_related("route").filter(name=name).first()
+    gateway = Gateway.objects.select_related("route").filter(name=named(asked)).first()
     if gateway is None:
         return ""
     to = target(asked)
     if gateway.route_id == to.pk:
         return f"Gateway {gateway.name} already routes to {to.name}: its clients stay."
-    when = (
-        "as the restore starts"
-        if asked.action in AT_START
-        else "once every topic named is writable there"
+    moved = (
+        f"Gateway {gateway.name} ({gateway.address}) routes its clients from "
+        f"{gateway.route.name} to {to.name}"
     )
+    every = (
+        ": all of them, whatever topics they use (a gateway routes its whole virtual cluster "
+        "to one cluster, not topic by topic). They reconnect by themselves"
+    )
+    if asked.action in AT_START:
+        return f"{moved} before the restore starts{every}, after the proxy's restart."
     return (
-        f"Gateway {gateway.name} ({gateway.address}) routes its clients from {gateway.route.name} "
-        f"to {to.name} {when}: all of them, whatever topics they use (a gateway routes its whole "
-        "virtual cluster to one cluster, not topic by topic). They reconnect by themselves; "
-        "producers pause for the proxy's restart, a few seconds."
+        f"{moved} once every topic named is writable there{every}. From the start of the "
+        "cutover until then they are paused (the proxy stopped: producers retry, holding "
+        "what they send, within their delivery.timeout.ms), so none writes "
+        f"{gateway.route.name} meanwhile; should the cutover fail, they resume there."
     )
 
 
-def store(
+def cut_over(
     actor: audit.Actor,
     asked: Asked,
-    outcomes: list[TopicOutcome],
+    run: Callable[[], Ran],
     request: ApprovalRequest | None = None,
-) -> GatewayMove | None:
-    """Keep the move the cutover that just started names (its topics those that started), or
-    make it at once for a restore; None when it names no gateway or no topic started."""
-    name = named(asked)
-    started = [o.mirror_topic for o in outcomes if not o.error]
-    if not name or not started:
-        return None
-    gateway = Gateway.objects.filter(name=name).first()
-    if gateway is None:  # deleted since it was checked: nothing to move
-        return None
+) -> Ran:
+    """`run()` the cutover, moving the gateway it names with it: its clients paused first (a
+    restore's moved first), the move kept for `finish`, the clients resumed where they were if
+    no topic's cutover started."""
+    gateway = Gateway.objects.select_related("route").filter(name=named(asked)).first()
+    if gateway is None:  # none named (or deleted since it was checked): nothing to move
+        return run()
     move = GatewayMove.objects.create(
         gateway=gateway,
         link=asked.link,
         action=asked.action,
-        topics=started,
+        topics=asked.topics,
         to=target(asked),
         request=request,
         requester=actor.user,
         requester_name=actor.name,
+        # A restore's is made now, by this worker: no other may take it for one to finish.
+        state=MState.SWITCHING if asked.action in AT_START else MState.WAITING,
     )
     if asked.action in AT_START:
         _switch(move)
-    return move
+        return run()
+    gateways.pause(actor, gateway, f"Its clients wait for the {asked.action} of {_listed(move)}.")
+    try:
+        ran = run()
+    except Exception as exc:
+        _failed(move, f"the {asked.action} did not start ({exc})")
+        raise
+    started = [o.mirror_topic for o in ran.outcomes if not o.error]
+    if not started:
+        _failed(move, f"the {asked.action} of {_listed(move)} did not start")
+    else:
+        move.topics = started
+        move.save(update_fields=["topics"])
+    return ran
 
 
 def finish(link: ClusterLink) -> None:
@@ -146,51 +165,71 @@ def finish(link: ClusterLink) -> None:
     for move in waiting.select_related("gateway", "to"):
         found = link.mirrors.filter(mirror_topic__in=move.topics)
         states = dict(found.values_list("mirror_topic", "state"))
-        if any(state in UNDER_WAY for state in states.values()):
+        if any(state in UNDER_WAY for state in states.values()) or not _claimed(move):
             continue
         wanted = OPERATIONS[move.action].done_states
         missed = [t for t in move.topics if states.get(t) not in wanted]
         if missed:
-            _end(
+            _failed(
                 move,
-                MState.FAILED,
-                f"Gateway {move.gateway.name} was not switched: {', '.join(missed)} did not "
-                f"become writable on {move.to.name}. Its clients stay on "
-                f"{move.gateway.route.name}; switch it on its page once they are.",
+                f"{', '.join(missed)} did not become writable on {move.to.name}; switch it on "
+                "its page once they are",
             )
         else:
             _switch(move)
 
 
+def _claimed(move: GatewayMove) -> bool:
+    """Whether this worker makes the move (another that looked at once does not)."""
+    claimed = GatewayMove.objects.filter(pk=move.pk, state=MState.WAITING)
+    return bool(claimed.update(state=MState.SWITCHING))
+
+
 def _switch(move: GatewayMove) -> None:
-    """Switch the move's gateway with the live authority of whoever asked for the cutover."""
-    if not GatewayMove.objects.filter(pk=move.pk, state=MState.WAITING).update(
-        state=MState.SWITCHING
-    ):
-        return  # another worker makes it
+    """Start the move's gateway on its new route, with the live authority of whoever asked."""
     user, gateway = move.requester, move.gateway
     if user is None or not user.is_active or not policy.can(user, MANAGE):
-        _end(
-            move,
-            MState.FAILED,
-            f"Gateway {gateway.name} was not switched: {move.requester_name}, who asked, may no "
-            f"longer manage gateways. Its clients stay on {gateway.route.name}; an admin "
-            "switches it on its page.",
-        )
+        _failed(move, f"{move.requester_name}, who asked, may no longer manage gateways")
         return
     gateway.refresh_from_db()
     if gateway.route_id == move.to_id:
+        gateways.resume(_asker(move), gateway, f"The {move.action} is done.")
         _end(move, MState.SWITCHED, f"Gateway {gateway.name} already routed to {move.to.name}.")
         return
-    actor = audit.Actor(
-        user=user, name=f"{move.requester_name} ({move.action} of {move.link.name})"[:150]
-    )
     try:
-        gateways.switch(actor, gateway, move.to)
+        gateways.switch(_asker(move), gateway, move.to)
     except ReplicationError as exc:
         _end(move, MState.FAILED, f"Gateway {gateway.name} was not switched: {exc}")
         return
-    _end(move, MState.SWITCHED, f"Gateway {gateway.name} switched its clients to {move.to.name}.")
+    paused = (timezone.now() - move.created_at).total_seconds()
+    _end(
+        move,
+        MState.SWITCHED,
+        f"Gateway {gateway.name} switched its clients to {move.to.name} "
+        f"({paused:.1f} s after the {move.action} began).",
+    )
+
+
+def _failed(move: GatewayMove, why: str) -> None:
+    """The move not made: its clients resumed on the cluster they were on."""
+    gateway = move.gateway
+    gateway.refresh_from_db()
+    try:
+        gateways.resume(_asker(move), gateway, f"Not moved: {why}.")
+    except ReplicationError as exc:
+        back = f"its proxy did not start again there either: {exc}"
+    else:
+        back = f"its clients are back on {gateway.route.name}"
+    _end(move, MState.FAILED, f"Gateway {gateway.name} was not switched: {why}; {back}.")
+
+
+def _asker(move: GatewayMove) -> audit.Actor:
+    name = f"{move.requester_name} ({move.action} of {move.link.name})"
+    return audit.Actor(user=move.requester, name=name[:150])
+
+
+def _listed(move: GatewayMove) -> str:
+    return ", ".join(move.topics)
 
 
 def _end(move: GatewayMove, state: str, message: str) -> None:

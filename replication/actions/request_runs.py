@@ -122,8 +122,9 @@ def execute(request: ApprovalRequest) -> None:
     operation = OPERATIONS[request.action]
     try:
         asked = asked_of(request)
-        ran = operation.run(actor, asked, note, False)
-        gateway_moves.store(actor, asked, ran.outcomes, request)
+        ran = gateway_moves.cut_over(
+            actor, asked, lambda: operation.run(actor, asked, note, False), request
+        )
         if not operation.done_states:  # done when it returns
             _finish(request, RState.EXECUTED, [], ran.done)
             return

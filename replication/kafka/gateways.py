@@ -186,6 +186,24 @@ def switch(actor: audit.Actor, gateway: Gateway, cluster: KafkaCluster) -> Gatew
     return gateway
 
 
+def pause(actor: audit.Actor, gateway: Gateway, why: str) -> None:
+    """Stop the proxy, its clients left retrying (holding what they produce) until `resume` or
+    `switch` starts it again: a cutover pauses them while its topics change hands."""
+    with _held(gateway):
+        stop(gateway)
+    audit.record(actor, "gateway.pause", f"gateway {gateway.name}", message=why)
+
+
+def resume(actor: audit.Actor, gateway: Gateway, why: str) -> None:
+    """Start the paused proxy again on the route it had (nothing changed hands)."""
+    target = f"gateway {gateway.name}"
+    with audit.refusals(actor, "gateway.resume", target), _held(gateway):
+        gateway.refresh_from_db()
+        if not running(gateway):
+            start(gateway)
+    audit.record(actor, "gateway.resume", target, message=why)
+
+
 def _restored(gateway: Gateway, failure: ReplicationError) -> ReplicationError:
     """The refusal of a proxy that did not start, once the one before it runs again."""
     try:

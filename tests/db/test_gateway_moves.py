@@ -32,18 +32,24 @@ def mirror(make_link, make_topic, topic_name, memory_clusters, users) -> MirrorT
 
 
 @pytest.fixture
-def switches(monkeypatch) -> list[tuple[str, str, str]]:
-    """Each switch asked of the proxy: (who, gateway, cluster), the route then changed."""
-    made: list[tuple[str, str, str]] = []
+def proxy(monkeypatch) -> list[tuple[str, ...]]:
+    """What is asked of the gateway's proxy, in order: ("pause" | "resume", who, gateway) and
+    ("switch", who, gateway, cluster), the route then changed."""
+    asked: list[tuple[str, ...]] = []
 
     def switch(actor: audit.Actor, gateway: Gateway, cluster) -> Gateway:
-        made.append((actor.name, gateway.name, cluster.name))
+        asked.append(("switch", actor.name, gateway.name, cluster.name))
         gateway.route = cluster
         gateway.save(update_fields=["route"])
         return gateway
 
+    def pause_or_resume(verb: str):
+        return lambda actor, gateway, why: asked.append((verb, actor.name, gateway.name))
+
     monkeypatch.setattr(gateway_moves.gateways, "switch", switch)
-    return made
+    monkeypatch.setattr(gateway_moves.gateways, "pause", pause_or_resume("pause"))
+    monkeypatch.setattr(gateway_moves.gateways, "resume", pause_or_resume("resume"))
+    return asked
 
 
 def _as(users, role: str) -> audit.Actor:
@@ -98,8 +104,8 @@ def test_the_approvers_plan_says_every_client_of_the_gateway_moves(users, mirror
     assert not GatewayMove.objects.exists()  # nothing moves before the approval
 
 
-def test_an_approved_promote_moves_the_gateway_once_its_mirror_is_writable(
-    users, mirror, gateway, switches
+def test_an_approved_promote_pauses_the_gateway_and_moves_it_once_its_mirror_is_writable(
+    users, mirror, gateway, proxy
 ):
     link = mirror.link
     link.approvals_required, link.admin_may_override = 1, False
@@ -112,22 +118,27 @@ def test_an_approved_promote_moves_the_gateway_once_its_mirror_is_writable(
 
     move = GatewayMove.objects.get()
     assert (move.request, move.requester, move.to.name) == (request, users["admin"], "destination")
+    # Paused before the promote ran, as the requester (naming the approvers) ...
+    asker = "admin (approved by approver)"
+    assert proxy[0] == ("pause", asker, "orders")
     mirror.refresh_from_db()
     if mirror.state == MirrorTopic.State.PENDING_STOPPED:  # the stop's own task: run here
-        assert move.state == MState.WAITING and switches == []
+        assert move.state == MState.WAITING and len(proxy) == 1
         request_runs.finish_stops(link)
     move.refresh_from_db()
     request.refresh_from_db()
+    # ... and switched once the mirror was writable.
     assert MirrorTopic.objects.get(pk=mirror.pk).state == MirrorTopic.State.STOPPED
     assert move.state == MState.SWITCHED
-    # Audited as the requester's, naming the approvers, as the cutover itself is.
-    asker = f"admin (approved by approver) ({Action.PROMOTE} of {link.name})"
-    assert switches == [(asker, "orders", "destination")]
+    switched_as = f"{asker} ({Action.PROMOTE} of {link.name})"
+    assert proxy[1:] == [("switch", switched_as, "orders", "destination")]
     assert request.state == ApprovalRequest.State.EXECUTED
-    assert request.progress.endswith("Gateway orders switched its clients to destination.")
+    assert "Gateway orders switched its clients to destination (" in request.progress
 
 
-def test_a_gateway_stays_when_its_mirror_did_not_become_writable(users, mirror, gateway, switches):
+def test_a_gateway_resumes_where_it_was_when_its_mirror_did_not_become_writable(
+    users, mirror, gateway, proxy
+):
     move = GatewayMove.objects.create(
         gateway=gateway,
         link=mirror.link,
@@ -140,16 +151,15 @@ def test_a_gateway_stays_when_its_mirror_did_not_become_writable(users, mirror, 
     gateway_moves.finish(mirror.link)  # the mirror is still ACTIVE: its stop failed
 
     move.refresh_from_db()
-    assert move.state == MState.FAILED and switches == []
+    assert move.state == MState.FAILED
+    assert proxy == [("resume", f"admin (failover of {mirror.link.name})", "orders")]
     assert move.message == (
         f"Gateway orders was not switched: {mirror.mirror_topic} did not become writable on "
-        "destination. Its clients stay on source; switch it on its page once they are."
+        "destination; switch it on its page once they are; its clients are back on source."
     )
 
 
-def test_a_move_runs_only_with_the_live_authority_of_whoever_asked(
-    users, mirror, gateway, switches
-):
+def test_a_move_runs_only_with_the_live_authority_of_whoever_asked(users, mirror, gateway, proxy):
     admin = users["admin"]
     link = mirror.link
     link.approvals_required, link.admin_may_override = 1, False
@@ -172,8 +182,26 @@ def test_a_move_runs_only_with_the_live_authority_of_whoever_asked(
         to=link.destination,
         requester=admin,
         requester_name="admin",
+        state=MState.SWITCHING,
     )
     gateway_moves._switch(move)
     move.refresh_from_db()
-    assert move.state == MState.FAILED and switches == []
+    assert move.state == MState.FAILED and [verb for verb, *_ in proxy] == ["resume"]
     assert "admin, who asked, may no longer manage gateways" in move.message
+
+
+def test_a_cutover_that_does_not_start_resumes_the_gateway_where_it_was(
+    users, mirror, gateway, proxy, memory_clusters
+):
+    memory_clusters["source"].produce(mirror.mirror_topic, 0, 3)  # the mirror lags: refused
+
+    [refused] = _ask(users, "admin", mirror, "orders").outcomes
+
+    assert "partition 0 lags 3 records" in refused.error
+    move = GatewayMove.objects.get()
+    assert [verb for verb, *_ in proxy] == ["pause", "resume"]
+    assert move.state == MState.FAILED and move.message == (
+        f"Gateway orders was not switched: the promote of {mirror.mirror_topic} did not start; "
+        "its clients are back on source."
+    )
+    assert list(AuditEvent.objects.filter(action="gateway.switch")) == []
