@@ -92,6 +92,7 @@ LONGEST_FIRST = [
         "integration/test_scenarios",
         "integration/test_spark_standalone",
         "integration/test_gateways",
+        "integration/test_client_switchover",
         "db/test_console_malformed",
         "db/test_role_matrix",
         "db/test_api_openapi",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 
 from django.utils import timezone
 
@@ -46,6 +47,8 @@ CUTOVERS = frozenset(
 )
 AT_START = frozenset({Action.TRUNCATE_AND_RESTORE})
 MANAGE = "gateway.manage"
+# A move whose cutover's start never told which topics it waits for: its worker was lost.
+STARTING_LOST = timedelta(minutes=5)
 
 
 def named(asked: Asked) -> str:
@@ -132,7 +135,9 @@ def cut_over(
         gateway=gateway,
         link=asked.link,
         action=asked.action,
-        topics=asked.topics,
+        # Those that started, once `run` returns (a restore's, now): none for `finish` to take
+        # until then, or it could find them not stopped yet.
+        topics=asked.topics if asked.action in AT_START else [],
         to=target(asked),
         request=request,
         requester=actor.user,
@@ -163,6 +168,10 @@ def finish(link: ClusterLink) -> None:
     writable, failed (in words) if one is not."""
     waiting = GatewayMove.objects.filter(link=link, state=MState.WAITING)
     for move in waiting.select_related("gateway", "to"):
+        if not move.topics:  # its cutover is starting: which topics it waits for is not known
+            if timezone.now() - move.created_at > STARTING_LOST and _claimed(move):
+                _failed(move, f"the worker starting the {move.action} was lost")
+            continue
         found = link.mirrors.filter(mirror_topic__in=move.topics)
         states = dict(found.values_list("mirror_topic", "state"))
         if any(state in UNDER_WAY for state in states.values()) or not _claimed(move):

@@ -51,6 +51,8 @@ class GatewayMove(models.Model):
         SWITCHED = "SWITCHED"
         FAILED = "FAILED"
 
+    DONE = frozenset({State.SWITCHED, State.FAILED})
+
     gateway = models.ForeignKey(Gateway, on_delete=models.CASCADE, related_name="moves")
     link = models.ForeignKey(ClusterLink, on_delete=models.CASCADE, related_name="gateway_moves")
     action = models.CharField(max_length=40, choices=ApprovalRequest.Action.choices)
