@@ -1,15 +1,15 @@
-"""Clients follow a failover through a gateway without a restart or a new setting (issue 46,
+"""Clients follow a cutover through a gateway without a restart or a new setting (issue 46,
 item 4): Kafka's own Java producer and consumer (`VerifiableProducer`, `VerifiableConsumer` of a
 group) and a librdkafka producer and consumer (of another group) run through a real
 Kroxylicious in front of the source cluster while the engine mirrors their topic with its
-groups' offsets synced; a failover that names the gateway pauses them, stops the mirror and
-routes them to the destination. Checked record by record: no producer saw a send fail; each
-acknowledged record is at the offset it was acknowledged at, on the source (before the switch)
-or on the destination (after it); each consumer, its group
-resumed from the offsets synced to the destination, read every record the destination holds and
-re-read no more than it had read past those offsets. A record whose acknowledgement the pause
-cut off lands twice on the destination (copied, then sent again): counted, and bounded by what
-was in flight. The clients' pause is printed."""
+groups' offsets synced; a failover (of a one-way link) or a planned switchover (a reverse of a
+bidirectional one) that names the gateway pauses them, stops the mirror and routes them to the
+destination. Checked record by record: no producer saw a send fail; each acknowledged record is
+at the offset it was acknowledged at, on the source (before the switch) or on the destination
+(after it); each consumer, its group resumed from the offsets synced to the destination, read
+every record the destination holds and re-read no more than it had read past those offsets. A
+record whose acknowledgement the pause cut off lands twice on the destination (copied, then
+sent again): counted, and bounded by what was in flight. The clients' pause is printed."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from replication.actions import approvals, request_runs
 from replication.engine import supervise
 from replication.governance import audit
 from replication.kafka import gateways
-from replication.models import AuditEvent, ClusterLink, GatewayMove, MirrorTopic
+from replication.models import ApprovalRequest, AuditEvent, ClusterLink, GatewayMove, MirrorTopic
 from replication.sync import syncers
 from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
@@ -39,6 +39,7 @@ pytestmark = pytest.mark.integration
 PARTITIONS, PER_SECOND = 2, 50  # records a second, each producer
 # The records two producers can have sent and not had acknowledged when the pause cuts them off.
 IN_FLIGHT = 2 * PER_SECOND
+Action = ApprovalRequest.Action
 GROUPS = {"java": "switchover-java", "librdkafka": "switchover-rd"}
 
 
@@ -53,11 +54,14 @@ def _synced(group: str, topic: str) -> dict[int, int]:
     return {p: offset for (t, p), offset in held.items() if t == topic}
 
 
-def test_a_failover_moves_java_and_librdkafka_clients_through_a_gateway_record_by_record(
+@pytest.mark.parametrize("cutover", [Action.FAILOVER, Action.REVERSE_AND_START])
+def test_java_and_librdkafka_clients_follow_a_cutover_through_a_gateway_record_by_record(
+    cutover,
     transactional_db,
     celery_worker,
     registered_clusters,
     make_link,
+    bidirectional,
     make_topic,
     topic_name,
     users,
@@ -65,13 +69,13 @@ def test_a_failover_moves_java_and_librdkafka_clients_through_a_gateway_record_b
 ):
     source, destination = registered_clusters["source"], registered_clusters["destination"]
     make_topic(kafka.SOURCE, topic_name, partitions=PARTITIONS)
-    link = make_link(
-        {
-            "consumer.offset.sync.enable": "true",
-            "consumer.offset.sync.ms": "1000",
-            "consumer.offset.group.filters": _groups_filter(),
-        }
-    )
+    syncing = {
+        "consumer.offset.sync.enable": "true",
+        "consumer.offset.sync.ms": "1000",
+        "consumer.offset.group.filters": _groups_filter(),
+    }
+    # A reverse needs both halves of a bidirectional link (the way back is its other half).
+    link = bidirectional(**syncing) if cutover == Action.REVERSE_AND_START else make_link(syncing)
     ClusterLink.objects.filter(pk=link.pk).update(approvals_required=0)
     link.refresh_from_db()
     admin = audit.Actor(user=users["admin"], name="admin")
@@ -108,14 +112,14 @@ def test_a_failover_moves_java_and_librdkafka_clients_through_a_gateway_record_b
             "both groups reading through the gateway, their offsets synced",
         )
 
-        # What the sync has copied of each group when the failover is asked: a consumer may
+        # What the sync has copied of each group when the cutover is asked: a consumer may
         # re-read on the destination what it read past these (at most).
         synced = {g: _synced(g, topic_name) for g in GROUPS.values()}
         asked = time.time()
         submission = approvals.submit(
             admin,
             link,
-            "failover",
+            cutover,
             [topic_name],
             "region A is going",
             params={"gateway": gateway.name},
@@ -164,7 +168,7 @@ def test_a_failover_moves_java_and_librdkafka_clients_through_a_gateway_record_b
         gateways.logfile(gateway).unlink(missing_ok=True)
 
     mirror.refresh_from_db()
-    assert mirror.state == MirrorTopic.State.STOPPED and mirror.stop_report["kind"] == "failover"
+    assert mirror.state == MirrorTopic.State.STOPPED
     stopped_at = {int(p): o for p, o in mirror.stop_offsets.items()}
     on_source = {
         (r.partition, r.offset): r.value.decode()
@@ -214,8 +218,8 @@ def test_a_failover_moves_java_and_librdkafka_clients_through_a_gateway_record_b
         assert reread <= bound, (consumer.name, reread, bound, copied, read_before)
         lines.append(f"{consumer.name} re-read {reread} records (bound {bound})")
     print(
-        f"\nfailover with gateway: stopped at {stopped_at}; the gateway switched "
-        f"{switched - asked:.1f} s after the failover was asked (clients paused "
+        f"\n{cutover} with gateway: stopped at {stopped_at}; the gateway switched "
+        f"{switched - asked:.1f} s after it was asked (clients paused "
         f"{switched - paused:.1f} s); " + "; ".join(lines)
     )
     events = AuditEvent.objects.filter(target=f"gateway {gateway.name}").order_by("pk")
