@@ -166,7 +166,8 @@ class RdClient(Client):
 
     def stop(self) -> None:
         self.done.set()
-        self.thread.join(130)
+        if self.thread.ident is not None:  # started
+            self.thread.join(130)
 
 
 class RdProducer(RdClient):

@@ -83,13 +83,16 @@ def test_java_and_librdkafka_clients_follow_a_cutover_through_a_gateway_record_b
     gateway = gateways.define(
         admin, topic_name[-50:], f"127.0.0.1:{_free_block()}", [source, destination], source
     )
-    clients = []
+    clients: list = []  # each stopped at the end, whatever fails after it started
     try:
         java_producer = JavaProducer(gateway.address, topic_name, PER_SECOND, tmp_path)
+        clients.append(java_producer)
         java_consumer = JavaConsumer(gateway.address, topic_name, GROUPS["java"], tmp_path)
+        clients.append(java_consumer)
         rd_producer = RdProducer(gateway.address, topic_name, PER_SECOND)
+        clients.append(rd_producer)
         rd_consumer = RdConsumer(gateway.address, topic_name, GROUPS["librdkafka"])
-        clients = [java_producer, java_consumer, rd_producer, rd_consumer]
+        clients.append(rd_consumer)
         rd_producer.start()
         rd_consumer.start()
         for producer in (java_producer, rd_producer):
