@@ -148,15 +148,19 @@ def cut_over(
     if asked.action in AT_START:
         _switch(move)
         return run()
-    gateways.pause(actor, gateway, f"Its clients wait for the {asked.action} of {_listed(move)}.")
+    what = f"the {asked.action} of {', '.join(asked.topics)}"
+    gateways.pause(actor, gateway, f"Its clients wait for {what}.")
     try:
         ran = run()
-    except Exception as exc:
-        _failed(move, f"the {asked.action} did not start ({exc})")
+    except ReplicationError as exc:
+        _failed(move, f"{what} did not start ({exc})")
+        raise
+    except Exception:
+        _failed(move, f"{what} did not start (an unexpected error: see the worker's log)")
         raise
     started = [o.mirror_topic for o in ran.outcomes if not o.error]
     if not started:
-        _failed(move, f"the {asked.action} of {_listed(move)} did not start")
+        _failed(move, f"{what} did not start")
     else:
         move.topics = started
         move.save(update_fields=["topics"])
@@ -235,10 +239,6 @@ def _failed(move: GatewayMove, why: str) -> None:
 def _asker(move: GatewayMove) -> audit.Actor:
     name = f"{move.requester_name} ({move.action} of {move.link.name})"
     return audit.Actor(user=move.requester, name=name[:150])
-
-
-def _listed(move: GatewayMove) -> str:
-    return ", ".join(move.topics)
 
 
 def _end(move: GatewayMove, state: str, message: str) -> None:
