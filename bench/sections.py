@@ -46,6 +46,7 @@ SOAK = Section("soak")
 MERGE_FLOWS = Section("merge-flows")
 SCHEMA_SYNC = Section("schema-sync")
 CLUSTER_SCALE = Section("cluster-scale")
+GATEWAY = Section("gateway")
 SECTIONS = [
     OFFSET_SYNC,
     LIST_PAGES,
@@ -56,6 +57,7 @@ SECTIONS = [
     MERGE_FLOWS,
     SCHEMA_SYNC,
     CLUSTER_SCALE,
+    GATEWAY,
 ]
 
 
