@@ -110,7 +110,7 @@ def submit(
             )
         # Checked alike whether it runs now, waits for approval or is only validated.
         reason = _reason(reason, "breaking glass", required=break_glass)
-        gateway_moves.check(actor.user, asked)
+        gateway_moves.check(actor, asked)
         needed = link.approvals_required
         note = _acting_at_once(actor, link, action, reason, break_glass)
         if note:

@@ -70,15 +70,16 @@ def target(asked: Asked) -> KafkaCluster:
     return found
 
 
-def check(user, asked: Asked) -> Gateway | None:
-    """The gateway the cutover names, once it is known that `user` may switch it and it may
-    route to where the topics will be writable; refused in words otherwise."""
+def check(actor: audit.Actor, asked: Asked) -> Gateway | None:
+    """The gateway the cutover names, once it is known that `actor` may switch it (an admin,
+    or Isthmus itself: a command run on its host) and it may route to where the topics will
+    be writable; refused in words otherwise."""
     name = named(asked)
     if not name:
         return None
     if asked.action not in CUTOVERS:
         raise ReplicationError("Only a promote, failover, reverse or restore moves a gateway.")
-    if not policy.can(user, MANAGE):
+    if actor.user is not None and not policy.can(actor.user, MANAGE):
         raise ReplicationError(
             "Only an admin may move a gateway's clients: ask without a gateway, or ask an admin.",
             403,
@@ -142,6 +143,7 @@ def cut_over(
         request=request,
         requester=actor.user,
         requester_name=actor.name,
+        by_system=actor.user is None,
         # A restore's is made now, by this worker: no other may take it for one to finish.
         state=MState.SWITCHING if asked.action in AT_START else MState.WAITING,
     )
@@ -201,7 +203,8 @@ def _claimed(move: GatewayMove) -> bool:
 def _switch(move: GatewayMove) -> None:
     """Start the move's gateway on its new route, with the live authority of whoever asked."""
     user, gateway = move.requester, move.gateway
-    if user is None or not user.is_active or not policy.can(user, MANAGE):
+    allowed = move.by_system or (user is not None and user.is_active and policy.can(user, MANAGE))
+    if not allowed:
         _failed(move, f"{move.requester_name}, who asked, may no longer manage gateways")
         return
     gateway.refresh_from_db()

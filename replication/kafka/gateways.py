@@ -353,6 +353,20 @@ def parse_address(address: str, of: Gateway | None = None) -> tuple[str, int]:
     return host, int(port_text)
 
 
+def free_address(host: str = "127.0.0.1", first: int = 31400) -> str:
+    """An address on `host` whose whole block of ports no gateway has and nothing holds now
+    (a scenario's gateway: its own, beside the user's)."""
+    last = 65535 - kroxylicious.PORTS + 1
+    for port in range(first, last, kroxylicious.PORTS):
+        block = range(port, port + kroxylicious.PORTS)
+        taken = Gateway.objects.filter(host=host, port__gt=port - kroxylicious.PORTS)
+        if taken.filter(port__lt=port + kroxylicious.PORTS).exists():
+            continue
+        if not any(processes.port_holder(p, host) for p in block):
+            return f"{host}:{port}"
+    raise unavailable(f"No block of {kroxylicious.PORTS} free ports on {host} for a gateway.")
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True

@@ -65,6 +65,8 @@ class GatewayMove(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     requester_name = models.CharField(max_length=150)
+    # Asked by Isthmus itself (a command run on its host), not by a user of the console.
+    by_system = models.BooleanField(default=False)
     state = models.CharField(max_length=10, choices=State.choices, default=State.WAITING)
     message = models.TextField(blank=True)  # what came of it, in words
     created_at = models.DateTimeField(auto_now_add=True)

@@ -24,7 +24,7 @@ def _names(tag: str) -> dict[str, str]:
     return {"topic": f"{tag}-orders", "link": f"{tag}-link", "group": f"{tag}-billing"}
 
 
-def _groups(*entries: tuple[str, str]) -> str:
+def group_filters(*entries: tuple[str, str]) -> str:
     return json.dumps(
         {
             "groupFilters": [
@@ -59,7 +59,7 @@ def link_syncing_offsets(c: Context) -> str:
         {
             "consumer.offset.sync.enable": "true",
             "consumer.offset.sync.ms": "1000",
-            "consumer.offset.group.filters": _groups(("*", "INCLUDE")),
+            "consumer.offset.group.filters": group_filters(("*", "INCLUDE")),
         },
     )
 
@@ -116,7 +116,7 @@ def offsets_synced(c: Context) -> str:
 
 
 def exclude_group(c: Context) -> str:
-    filters = _groups(("*", "INCLUDE"), (c.names["group"], "EXCLUDE"))
+    filters = group_filters(("*", "INCLUDE"), (c.names["group"], "EXCLUDE"))
     links.alter_link_configs(c.actor, c.link, {"consumer.offset.group.filters": filters}, [])
     return f"consumer.offset.group.filters now excludes {c.names['group']}"
 

@@ -10,6 +10,7 @@ from replication.scenarios.runner import Scenario
 from replication.scenarios.schemas import SCHEMA_LINKING
 from replication.scenarios.share_data import SHARE_DATA
 from replication.scenarios.swap import SWAP
+from replication.scenarios.switchover import CLIENT_SWITCHOVER
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -21,6 +22,7 @@ SCENARIOS: dict[str, Scenario] = {
         DR_ROUND_TRIP,
         ACTIVE_ACTIVE,
         SCHEMA_LINKING,
+        CLIENT_SWITCHOVER,
     ]
 }
 

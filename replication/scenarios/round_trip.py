@@ -21,8 +21,8 @@ from replication.scenarios.moves import (
     READ_PART,
     RECORDS,
     START_SOURCE,
-    _groups,
     _names,
+    group_filters,
     recovering,
 )
 from replication.scenarios.runner import Context, Scenario, Step, StepFailed, wait_for
@@ -42,7 +42,7 @@ def link_both_ways(c: Context) -> str:
             "metadata.max.age.ms": "5000",
             "consumer.offset.sync.enable": "true",
             "consumer.offset.sync.ms": "1000",
-            "consumer.offset.group.filters": _groups(("*", "INCLUDE")),
+            "consumer.offset.group.filters": group_filters(("*", "INCLUDE")),
         },
     )
     peer = links.peer_of(c.link)

@@ -80,8 +80,9 @@ def test_java_and_librdkafka_clients_follow_a_cutover_through_a_gateway_record_b
     link.refresh_from_db()
     admin = audit.Actor(user=users["admin"], name="admin")
     mirror = create_mirror(admin, link, topic_name)
+    # Ports of its own, apart from test_gateways.py's (the two may run at once).
     gateway = gateways.define(
-        admin, topic_name[-50:], f"127.0.0.1:{_free_block()}", [source, destination], source
+        admin, topic_name[-50:], f"127.0.0.1:{_free_block(30400)}", [source, destination], source
     )
     clients: list = []  # each stopped at the end, whatever fails after it started
     try:

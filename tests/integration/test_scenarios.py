@@ -18,7 +18,7 @@ from infra.schema_registry import SUBJECT_NOT_FOUND
 from replication.core.errors import ReplicationError
 from replication.engine import supervise
 from replication.governance.audit import Actor
-from replication.models import AuditEvent, ClusterLink, ScenarioRun, ScenarioStep
+from replication.models import AuditEvent, ClusterLink, Gateway, ScenarioRun, ScenarioStep
 from replication.scenarios import runner
 from replication.scenarios.runner import Scenario, Step, StepFailed
 from replication.topics import merge_flows
@@ -375,3 +375,22 @@ def test_schema_linking_decodes_every_avro_record_on_dc2_as_the_schema_evolves_t
             with pytest.raises(SchemaRegistryError) as gone:
                 held_by.versions(subject, deleted=True)
             assert gone.value.code == SUBJECT_NOT_FOUND
+
+
+def test_client_switchover_moves_an_application_through_a_gateway_twice_in_a_row(
+    transactional_db, celery_worker, registered_clusters
+):
+    for attempt in range(2):  # names of its own each time, and nothing left between
+        run, printed = _run("client-switchover", leftovers.unique_name(f"cs{attempt}"))
+
+        assert run.status == ScenarioRun.Status.PASSED, printed
+        steps = {s.title: s for s in run.steps.all()}
+        moved = steps["Fail over, moving the application"].seen
+        assert "switched its clients to destination" in moved, moved
+        carried = steps["Watch the application carry on"].seen
+        assert carried.startswith("on destination, the same processes:"), carried
+        checked = steps["Stop it and check every record"].seen
+        assert "each at its offset on source (before the switch) or destination" in checked
+        assert run.cleanup == ""
+        assert not Gateway.objects.filter(name=run.names["gateway"]).exists()
+        _topic_gone(run)
