@@ -70,6 +70,7 @@ class JavaClient(Client):
 
     def __init__(self, name: str, main: str, args: list[str], config: str, folder: Path):
         super().__init__(name)
+        self.stopping = False
         config_file = folder / f"{name}.properties"
         config_file.write_text(config)
         self.log = folder / f"{name}.stderr"
@@ -101,7 +102,10 @@ class JavaClient(Client):
         return "\n".join(lines[-15:])
 
     def stop(self) -> None:
-        """As an operator stops it (SIGTERM: it flushes, commits and says it shut down)."""
+        """As an operator stops it (SIGTERM: it flushes, commits and says it shut down). What
+        it says from then on is its own shutdown's, not the test's: a send the tool tries after
+        its producer closed fails ("Cannot perform operation after producer has been closed")."""
+        self.stopping = True
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -127,7 +131,7 @@ class JavaProducer(JavaClient):
     def took(self, event: dict, at: float) -> None:
         if event.get("name") == "producer_send_success":
             self.acked.append(Acked(at, event["partition"], event["offset"], event["value"]))
-        elif event.get("name") == "producer_send_error":
+        elif event.get("name") == "producer_send_error" and not self.stopping:
             self.errors.append(f"{event.get('exception')}: {event.get('message')}")
         elif event.get("name") == "startup_complete":
             self.started.set()
