@@ -91,7 +91,9 @@ def test_an_answer_trickled_a_byte_at_a_time_ends_at_the_deadline(headers):
         with pytest.raises(SchemaRegistryError) as late:
             client.subjects()
         took = time.monotonic() - started
-    assert took < 3, f"held {took:.1f} s for a deadline of 1.5 s"
+    # Far short of the 20 s it trickles for; not to the tenth of a second: the fast tier runs
+    # at the lowest priority beside the Kafka tier (3.1 s once).
+    assert took < 6, f"held {took:.1f} s for a deadline of 1.5 s"
     assert "it did not answer within 1.5 s" in str(late.value)
 
 
