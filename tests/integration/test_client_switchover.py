@@ -30,7 +30,6 @@ from replication.models import ApprovalRequest, AuditEvent, ClusterLink, Gateway
 from replication.sync import syncers
 from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
-from tests.integration.test_gateways import _free_block
 from tests.mirror_checks import eventually, read_all
 from tests.switchover_clients import JavaConsumer, JavaProducer, RdConsumer, RdProducer
 
@@ -82,7 +81,7 @@ def test_java_and_librdkafka_clients_follow_a_cutover_through_a_gateway_record_b
     mirror = create_mirror(admin, link, topic_name)
     # Ports of its own, apart from test_gateways.py's (the two may run at once).
     gateway = gateways.define(
-        admin, topic_name[-50:], f"127.0.0.1:{_free_block(30400)}", [source, destination], source
+        admin, topic_name[-50:], gateways.free_address(first=30400), [source, destination], source
     )
     clients: list = []  # each stopped at the end, whatever fails after it started
     try:
