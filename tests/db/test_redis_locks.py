@@ -63,7 +63,8 @@ def test_a_holder_that_died_lets_go_within_seconds(name):
         os.close(ready), os.close(told)
 
     assert taken
-    assert waited < GONE_S + 1
+    # Seconds, not the 120 s its work may take: a starved fast tier once took 3.04 s.
+    assert waited < GONE_S + 5
 
 
 def test_a_hung_holder_lets_go_after_the_longest_its_work_may_take(name):
