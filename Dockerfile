@@ -1,4 +1,20 @@
-# The console, Celery worker and beat. Kafka runs from the apache/kafka image (docker-compose.yaml).
+# The console, Celery worker and beat, and the gateways' host (its Kroxylicious). Kafka runs from
+# the apache/kafka image (docker-compose.yaml).
+
+# Kroxylicious, the gateways' Kafka proxy (docs/gateways.md), fetched and built as `make setup`
+# does: its runtime from Maven Central, devstack/kroxylicious/'s main class and plugin beside it.
+FROM maven:3.9-eclipse-temurin-17 AS proxy
+WORKDIR /build
+COPY devstack/pom.xml devstack/maven-settings.xml devstack/
+COPY devstack/kroxylicious devstack/kroxylicious
+RUN mvn -B -q -gs devstack/maven-settings.xml -f devstack/pom.xml -P kroxylicious \
+      dependency:copy-dependencies -DoutputDirectory=../.cache/jars/kroxylicious \
+    && mkdir -p .cache/jars/kroxylicious/launcher \
+    && javac --release 17 -nowarn -Xlint:-removal -cp '.cache/jars/kroxylicious/*' \
+      -d .cache/jars/kroxylicious/launcher $(find devstack/kroxylicious -name '*.java') \
+    && cp -r devstack/kroxylicious/META-INF .cache/jars/kroxylicious/launcher/ \
+    && touch .cache/jars/kroxylicious/launcher/.built
+
 FROM python:3.11-slim-bookworm
 RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/*
@@ -11,6 +27,7 @@ COPY infra infra
 COPY devstack devstack
 COPY cli cli
 COPY templates templates
+COPY --from=proxy /build/.cache/jars/kroxylicious .cache/jars/kroxylicious
 # Editable, so the project root (templates, manage.py) stays /app.
 RUN pip install --no-cache-dir -e '.[postgres]'
 ENV ISTHMUS_VAR_DIR=/data STATIC_ROOT=/app/static DJANGO_SETTINGS_MODULE=console.settings

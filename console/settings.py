@@ -431,6 +431,9 @@ ISTHMUS_ORDINARY_BOOTSTRAP = dict(
 GATEWAY_START_S = _env_number("ISTHMUS_GATEWAY_START_S", 90.0, float, minimum=5)
 GATEWAY_ANSWER_S = _env_number("ISTHMUS_GATEWAY_ANSWER_S", 15.0, float, minimum=1)
 GATEWAY_ANY_ADDRESS = _env_bool("ISTHMUS_GATEWAY_ANY_ADDRESS")
+# Where the gateways' proxies run: unset, on the host that asks (the embedded stack is one
+# host); a queue's name, on the host whose worker takes it (the compose file's `gateway`).
+GATEWAY_QUEUE = os.environ.get("ISTHMUS_GATEWAY_QUEUE", "")
 # What stops and starts a cluster for the disaster-recovery scenario (a class with stop(name)
 # and start(name); replication.scenarios.clusters): the embedded stack's by default.
 ISTHMUS_CLUSTER_CONTROL = os.environ.get(

@@ -8,7 +8,7 @@ from replication.actions import approvals, request_runs
 from replication.core import redis_channel
 from replication.engine import supervise
 from replication.governance import audit, notifications
-from replication.kafka import reachability
+from replication.kafka import gateways, reachability
 from replication.models import ClusterLink, DrillRun, Notification, ScenarioRun
 from replication.observe import lag, verification_requests, verification_sweep
 from replication.scenarios import drills, registry, runner
@@ -130,3 +130,9 @@ def send_notification(self, pk: int) -> None:
     found = Notification.objects.filter(pk=pk).select_related("user", "request").first()
     if found is not None and not notifications.send(found):
         raise self.retry(countdown=30)
+
+
+@shared_task
+def gateway_proxy(operation: str, spec: dict, route_id: int | None) -> dict:
+    """An operation on a gateway's proxy, run on the gateways' host (ISTHMUS_GATEWAY_QUEUE)."""
+    return gateways.on_this_host(operation, spec, route_id)

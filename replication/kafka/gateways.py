@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import fcntl
 import ipaddress
+import logging
 import os
 import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from celery import current_app
+from celery.exceptions import TimeoutError as CeleryTimeout
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -32,6 +36,9 @@ from replication.governance import audit
 from replication.models import NAME_VALIDATOR, Gateway, KafkaCluster
 
 LOG_LINES = 12  # of the proxy's log, in a refusal that it did not start
+RUNNING_ASKED_S = 5.0  # the longest a page waits for the gateways' host to say what runs
+
+log = logging.getLogger(__name__)
 
 
 # Where a gateway's proxy keeps its files: the devstack's pid and log places, so `manage.py
@@ -88,7 +95,7 @@ def define(
             gateway = Gateway.objects.create(name=name, host=host, port=port, route=route)
             gateway.clusters.set(clusters)
         try:
-            _check_ports_free(route_to(gateway, route))
+            _check_ports_free(gateway)
             start(gateway)
         except ReplicationError:
             gateway.delete()
@@ -115,7 +122,7 @@ def change(
         new = parse_address(address, gateway) if address is not None else old
         if new != old:
             moved = Gateway(name=gateway.name, host=new[0], port=new[1])
-            _check_ports_free(route_to(moved, gateway.route))
+            _check_ports_free(moved)
             stop(gateway)
             gateway.host, gateway.port = new
             try:
@@ -225,12 +232,56 @@ def get_gateway(name: str) -> Gateway:
 
 
 def running(gateway: Gateway) -> bool:
-    return processes.read_pidfile(pidfile(gateway)) is not None
+    """Whether its proxy runs; False too while the gateways' host does not answer."""
+    try:
+        return bool(_on_proxy_host("running", gateway, RUNNING_ASKED_S))
+    except ReplicationError as exc:
+        log.warning("Gateway %s: %s", gateway.name, exc)
+        return False
 
 
 def start(gateway: Gateway) -> None:
     """Start the proxy on the gateway's route (as it is in memory) and wait until that
     cluster answers through it, or raise saying why, the proxy stopped."""
+    _on_proxy_host("start", gateway, settings.GATEWAY_START_S + settings.GATEWAY_ANSWER_S + 30)
+
+
+def stop(gateway: Gateway) -> None:
+    _on_proxy_host("stop", gateway, 30)
+
+
+def _ports_held(gateway: Gateway) -> list[tuple[int, str]]:
+    """The ports of the gateway's block something holds on its host, with what holds each."""
+    held = _on_proxy_host("ports_held", gateway, RUNNING_ASKED_S)
+    return [(int(port), str(holder)) for port, holder in held]
+
+
+def start_stopped_here() -> list[str]:
+    """Start every defined gateway's proxy that does not run on this host, the gateways' host
+    starting again (`manage.py start_gateways`); what happened to each, in words."""
+    said = []
+    for gateway in Gateway.objects.select_related("route").order_by("name"):
+        if _running_here(gateway):
+            said.append(f"Gateway {gateway.name} runs at {gateway.address}.")
+            continue
+        try:
+            with _held(gateway):
+                _start_here(gateway)
+        except ReplicationError as exc:
+            said.append(f"Gateway {gateway.name} did not start: {exc}")
+        else:
+            said.append(
+                f"Gateway {gateway.name} started at {gateway.address}, routing to "
+                f"{gateway.route.name}."
+            )
+    return said
+
+
+def _running_here(gateway: Gateway) -> bool:
+    return processes.read_pidfile(pidfile(gateway)) is not None
+
+
+def _start_here(gateway: Gateway) -> None:
     route = route_to(gateway, gateway.route)
     kroxylicious.write_config(config_file(gateway), route)
     try:
@@ -246,7 +297,7 @@ def start(gateway: Gateway) -> None:
     )
     why = _not_answering(gateway, route)
     if why:
-        stop(gateway)
+        _stop_here(gateway)
         raise unavailable(
             f"Gateway {gateway.name}'s proxy did not start on {gateway.route.name} "
             f"({route.target}): {why}. The last lines of {logfile(gateway)}:\n{log_tail(gateway)}"
@@ -283,8 +334,65 @@ def _not_answering(gateway: Gateway, route: kroxylicious.Route) -> str:
     return f"the cluster did not answer through it within {settings.GATEWAY_ANSWER_S:g} s"
 
 
-def stop(gateway: Gateway) -> None:
+def _stop_here(gateway: Gateway) -> None:
     processes.stop(pidfile(gateway), timeout=15)
+
+
+def _ports_held_here(gateway: Gateway) -> list[tuple[int, str]]:
+    held = [(port, processes.port_holder(port, gateway.host)) for port in _ports(gateway)]
+    return [(port, holder) for port, holder in held if holder]
+
+
+def _ports(gateway: Gateway) -> range:
+    """Its block: the bootstrap port and the ones after it (kroxylicious.Route.ports)."""
+    return range(gateway.port, gateway.port + kroxylicious.PORTS)
+
+
+# The proxies' host. Where ISTHMUS_GATEWAY_QUEUE names a queue (the compose file's `gateway`
+# service), the proxies run on the host whose worker takes that queue, whichever console or
+# worker asks: each operation on a proxy is a task there, waited for. Unset, they run here.
+_HERE = {
+    "running": _running_here,
+    "start": _start_here,
+    "stop": _stop_here,
+    "ports_held": _ports_held_here,
+}
+
+
+def _on_proxy_host(operation: str, gateway: Gateway, timeout: float) -> Any:
+    queue = settings.GATEWAY_QUEUE
+    if not queue:
+        return _HERE[operation](gateway)
+    spec = {"name": gateway.name, "host": gateway.host, "port": gateway.port}
+    asked = current_app.send_task(
+        "replication.tasks.gateway_proxy", [operation, spec, gateway.route_id], queue=queue
+    )
+    try:
+        # A cutover's request asks from a task of its own, on another queue.
+        answer = asked.get(timeout=timeout, disable_sync_subtasks=False)
+    except CeleryTimeout:
+        asked.revoke()
+        raise unavailable(
+            f"The gateways' host (the worker taking queue {queue}) did not answer within "
+            f"{timeout:g} s: start it (the compose file's gateway service), then try again."
+        ) from None
+    finally:
+        asked.forget()
+    if "refused" in answer:
+        raise ReplicationError(answer["refused"], answer["status"])
+    return answer["value"]
+
+
+def on_this_host(operation: str, spec: dict, route_id: int | None) -> dict:
+    """One operation on a proxy of this host, asked by `_on_proxy_host` elsewhere (the
+    `gateway_proxy` task): its value, or its refusal's words and status."""
+    gateway = Gateway(**spec)
+    if route_id is not None:
+        gateway.route = KafkaCluster.objects.get(pk=route_id)
+    try:
+        return {"value": _HERE[operation](gateway)}
+    except ReplicationError as exc:
+        return {"refused": str(exc), "status": exc.status}
 
 
 def connections(gateway: Gateway) -> float | None:
@@ -358,11 +466,10 @@ def free_address(host: str = "127.0.0.1", first: int = 31400) -> str:
     (a scenario's gateway: its own, beside the user's)."""
     last = 65535 - kroxylicious.PORTS + 1
     for port in range(first, last, kroxylicious.PORTS):
-        block = range(port, port + kroxylicious.PORTS)
         taken = Gateway.objects.filter(host=host, port__gt=port - kroxylicious.PORTS)
         if taken.filter(port__lt=port + kroxylicious.PORTS).exists():
             continue
-        if not any(processes.port_holder(p, host) for p in block):
+        if not _ports_held(Gateway(name="", host=host, port=port)):
             return f"{host}:{port}"
     raise unavailable(f"No block of {kroxylicious.PORTS} free ports on {host} for a gateway.")
 
@@ -376,14 +483,14 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _check_ports_free(route: kroxylicious.Route) -> None:
-    held = [(port, processes.port_holder(port, route.host)) for port in route.ports]
-    held = [(port, holder) for port, holder in held if holder]
+def _check_ports_free(gateway: Gateway) -> None:
+    held = _ports_held(gateway)
     if held:
         port, holder = held[0]
+        ports = _ports(gateway)
         raise conflict(
-            f"Port {port} of {route.host} is in use by {holder}: a gateway at "
-            f"{route.bootstrap} needs ports {route.ports.start}-{route.ports.stop - 1}. "
+            f"Port {port} of {gateway.host} is in use by {holder}: a gateway at "
+            f"{gateway.address} needs ports {ports.start}-{ports.stop - 1}. "
             "Choose another port, or stop what holds it."
         )
 

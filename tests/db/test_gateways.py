@@ -7,6 +7,7 @@ tests/integration/test_gateways.py."""
 from __future__ import annotations
 
 import html
+import socket
 
 import pytest
 from django.contrib.messages import get_messages
@@ -290,3 +291,36 @@ def test_the_tool_lists_and_describes_gateways_through_the_console(
     with pytest.raises(SystemExit):
         tool.main(["--create", "--gateway", "x"])
     assert "--create needs --address and --clusters and --route" in capsys.readouterr().err
+
+
+def test_a_gateways_host_that_does_not_answer_is_said_and_nothing_is_left(
+    registered_clusters, monkeypatch, settings
+):
+    """With ISTHMUS_GATEWAY_QUEUE naming a queue no worker takes, a define is refused in words
+    that say which host to start, no gateway is left, and a page's "does it run" is no."""
+    settings.GATEWAY_QUEUE = "gateways-nobody-takes"
+    monkeypatch.setattr(gateways, "RUNNING_ASKED_S", 0.5)
+    source = registered_clusters["source"]
+    with pytest.raises(ReplicationError) as refused:
+        gateways.define(ACTOR, "orders", "127.0.0.1:29400", [source], source)
+    assert refused.value.status == 503
+    assert str(refused.value) == (
+        "The gateways' host (the worker taking queue gateways-nobody-takes) did not answer "
+        "within 0.5 s: start it (the compose file's gateway service), then try again."
+    )
+    assert not Gateway.objects.exists()
+    assert AuditEvent.objects.get(action="gateway.define").result == AuditEvent.Result.FAILED
+    gone = Gateway(name="orders", host="127.0.0.1", port=29400, route=source)
+    assert gateways.running(gone) is False
+
+
+def test_the_gateways_host_answers_what_holds_a_gateways_ports(registered_clusters):
+    """What the gateways' host's task returns: values it can send back (a port's holder)."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        spec = {"name": "orders", "host": "127.0.0.1", "port": port}
+        answer = gateways.on_this_host("ports_held", spec, registered_clusters["source"].pk)
+        assert [p for p, _ in answer["value"]] == [port]
+        assert gateways.on_this_host("running", spec, None) == {"value": False}

@@ -1,7 +1,9 @@
 """A gateway switched under a running producer and consumer: a real Kroxylicious in front of the
-source cluster, defined on the console's page, a long-lived idempotent confluent-kafka producer
-and a consumer through it, switched to the destination cluster from the gateway's page (after
-a switch to a cluster that does not answer, refused with the route as it was). Every record
+source cluster, on a host of the gateways' own (a worker taking their queue, as the compose
+file's `gateway` service), defined on the console's page, a long-lived idempotent
+confluent-kafka producer and a consumer through it, switched to the destination cluster from
+the gateway's page (after a switch to a cluster that does not answer, refused with the route
+as it was). Every record
 the producer was acknowledged is on the clusters, once on each: the source's up to the switch,
 the destination's after, none lost; those in flight at the switch are on both (the test says how
 many). The clients' pause (last record acknowledged before the switch, first after) is
@@ -9,14 +11,15 @@ printed."""
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
 
+import psutil
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from django.contrib.messages import get_messages
-from django.test import override_settings
 from django.urls import reverse
 
 from devstack import kafka
@@ -26,18 +29,11 @@ from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.kafka import gateways
 from replication.models import AuditEvent, Gateway, KafkaCluster
+from tests.conftest import start_celery_worker, stop_process
 
 pytestmark = pytest.mark.kafka
 
 INTERVAL_S = 0.01  # between records: 100 a second
-
-
-def _free_block(start: int = 29400) -> int:
-    """A first port with the gateway's whole block free after it."""
-    for first in range(start, start + 2000, kroxylicious.PORTS):
-        if not any(processes.port_holder(p) for p in range(first, first + kroxylicious.PORTS)):
-            return first
-    raise AssertionError("no free block of ports for a gateway")
 
 
 def _reader(bootstrap: str, topic: str) -> Consumer:
@@ -112,10 +108,12 @@ def _a_switch_that_cannot_be_puts_the_route_back(gateway, source) -> None:
     """A cluster that does not answer: the switch is refused with the proxy's log, and the
     proxy answers on the source again."""
     nowhere = KafkaCluster.objects.create(
-        name="nowhere", bootstrap_servers=f"127.0.0.1:{_free_block(39400)}", cluster_id="x"
+        name="nowhere",
+        bootstrap_servers=f"127.0.0.1:{kroxylicious.free_block(39400)}",
+        cluster_id="x",
     )
     gateway.clusters.add(nowhere)
-    with override_settings(GATEWAY_ANSWER_S=8), pytest.raises(ReplicationError) as refused:
+    with pytest.raises(ReplicationError) as refused:
         gateways.switch(audit.Actor.system("tests"), gateway, nowhere)
     words = str(refused.value)
     assert refused.value.status == 503
@@ -136,8 +134,23 @@ def _done(response) -> str:
     return " ".join(said)
 
 
+@pytest.fixture
+def gateway_host(transactional_db, devstack, tmp_path, settings, monkeypatch):
+    """A host of the gateways' own, as the compose file's `gateway` service: a real worker
+    taking a queue of its own, where every proxy this test asks for runs (and waits 8 s for a
+    cluster to answer through it, its own setting)."""
+    queue = f"gateways-{os.getpid()}"
+    monkeypatch.setenv("ISTHMUS_GATEWAY_ANSWER_S", "8")
+    worker = start_celery_worker(tmp_path, f"test-{queue}@localhost", queue)
+    settings.GATEWAY_QUEUE = queue
+    try:
+        yield worker
+    finally:
+        stop_process(worker)
+
+
 def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_record_once(
-    registered_clusters, make_topic, topic_name, client_as
+    gateway_host, registered_clusters, make_topic, topic_name, client_as
 ):
     source, destination = registered_clusters["source"], registered_clusters["destination"]
     make_topic(kafka.SOURCE, topic_name)
@@ -145,7 +158,7 @@ def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_recor
     actor = audit.Actor.system("tests")
     admin = client_as("admin")
     began = time.monotonic()
-    name, address = topic_name[-60:], f"127.0.0.1:{_free_block()}"
+    name, address = topic_name[-60:], f"127.0.0.1:{kroxylicious.free_block(29400)}"
     defined = admin.post(
         reverse("gateway-create"),
         {
@@ -158,6 +171,9 @@ def test_a_switch_moves_a_running_producer_to_the_other_cluster_with_every_recor
     assert f"answers at {address} and routes to source" in _done(defined)
     started = time.monotonic() - began
     gateway = Gateway.objects.get(name=name)
+    # Its proxy runs on the gateways' host, started by its worker.
+    proxy = processes.read_pidfile(gateways.pidfile(gateway))
+    assert proxy is not None and psutil.Process(proxy.pid).ppid() == gateway_host.pid
     try:
         _a_switch_that_cannot_be_puts_the_route_back(gateway, source)
         writer = Writer(gateway.address, topic_name)

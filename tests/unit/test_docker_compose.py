@@ -53,6 +53,7 @@ def test_the_compose_file_is_valid_and_has_the_whole_stack():
         "worker",
         "scenarios",
         "beat",
+        "gateway",
     }
 
 
@@ -114,6 +115,34 @@ def test_the_ha_profile_has_two_of_each_isthmus_process_and_redis_through_three_
     # Both consoles answer on loopback only.
     published = [p for name in ("web", "web-2") for p in services[name]["ports"]]
     assert {_host_ip(p) for p in published} == {"127.0.0.1"}
+
+
+@pytest.mark.skipif(compose_command() is None, reason="no docker compose client on this machine")
+def test_every_gateway_proxy_runs_on_the_gateway_service_routing_to_listeners_in_the_network():
+    result = subprocess.run(
+        [*compose_command(), "-f", str(ROOT / "docker-compose.yaml"), "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **PASSWORDS},
+    )
+    assert result.returncode == 0, result.stderr
+    services = yaml.safe_load(result.stdout)["services"]
+    # The gateways' host runs the proxies itself; every other Isthmus process asks it.
+    gateway = services["gateway"]
+    assert gateway["environment"]["ISTHMUS_GATEWAY_QUEUE"] == ""
+    command = _words(gateway["command"])
+    assert "manage.py start_gateways" in command and "--queues gateways" in command
+    for name in ("web", "worker", "scenarios", "beat"):
+        assert services[name]["environment"]["ISTHMUS_GATEWAY_QUEUE"] == "gateways", name
+    assert {_host_ip(p) for p in gateway["ports"]} == {"127.0.0.1"}
+    # Gateways route to each cluster's plain listener in the network, which it advertises.
+    ordinary = dict(
+        pair.split("=") for pair in gateway["environment"]["ISTHMUS_ORDINARY_BOOTSTRAP"].split(",")
+    )
+    for cluster, address in ordinary.items():
+        advertised = services[cluster]["environment"]["KAFKA_ADVERTISED_LISTENERS"]
+        assert f"NETWORK://{address}" in advertised.split(","), cluster
 
 
 def _words(command: str | list[str]) -> str:
