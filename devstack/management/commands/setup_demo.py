@@ -13,11 +13,15 @@ from isthmus_cli.common import TOKEN_KEY, URL_KEY, read_properties
 from replication.core.errors import ReplicationError
 from replication.governance import audit
 from replication.governance.tokens import authenticate, create_token, revoke_token
+from replication.kafka import gateways
 from replication.kafka.clusters import register_cluster, set_link_principal
-from replication.models import KafkaCluster, OneTimePassword
+from replication.models import Gateway, KafkaCluster, OneTimePassword
 from replication.schemas.schema_registries import RegistryAccess, set_schema_registry
 
 CLI_TOKEN_NAME = "make demo: command-line tools"  # noqa: S105 (a name, not a secret)
+# The demo's gateway (docs/gateways.md): applications given its address follow a cutover that
+# names it, from the source cluster to the destination, without a restart.
+GATEWAY_NAME = "apps"
 
 
 class Command(BaseCommand):
@@ -39,6 +43,11 @@ class Command(BaseCommand):
                 default=each.url,
                 help=f"URL of the {each.cluster} cluster's schema registry (default {each.url})",
             )
+        parser.add_argument(
+            "--gateway-address",
+            default=f"127.0.0.1:{kafka.port(9400)}",
+            help=f"where the demo's gateway, {GATEWAY_NAME!r}, takes clients (routing to source)",
+        )
         parser.add_argument(
             "--console-url",
             default="http://127.0.0.1:8000",
@@ -77,10 +86,30 @@ class Command(BaseCommand):
             except ReplicationError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"registered cluster {cluster.name} (id {cluster.cluster_id})")
+        self._gateway(actor, options["gateway_address"])
         self._first_admin()
         self._cli_config(
             options["cli_config"] or Path(settings.VAR_DIR) / "cli.properties",
             options["console_url"],
+        )
+
+    def _gateway(self, actor: audit.Actor, address: str) -> None:
+        """The demo's gateway, routing to source; the demo goes on without it, saying why,
+        where it cannot start (its ports taken, say)."""
+        found = Gateway.objects.filter(name=GATEWAY_NAME).first()
+        if found:
+            self.stdout.write(f"gateway {GATEWAY_NAME} already defined, at {found.address}")
+            return
+        clusters = list(KafkaCluster.objects.filter(name__in=[n.name for n in kafka.NODES]))
+        source = next(c for c in clusters if c.name == kafka.SOURCE.name)
+        try:
+            gateways.define(actor, GATEWAY_NAME, address, clusters, source)
+        except ReplicationError as exc:
+            self.stdout.write(self.style.WARNING(f"No demo gateway: {exc}"))
+            return
+        self.stdout.write(
+            f"defined gateway {GATEWAY_NAME} at {address}, routing to {source.name}: give "
+            "applications this address, and a cutover that names the gateway moves them"
         )
 
     def _first_admin(self) -> None:
