@@ -27,7 +27,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from infra import kroxylicious, processes
+from infra import kroxylicious
 from infra.consuming import take
 
 from . import rdproduce, sections
@@ -41,15 +41,8 @@ RESULTS = WORK / "gateway.json"
 FIRST_PORT = 39400
 
 
-def _free_port() -> int:
-    for first in range(FIRST_PORT, FIRST_PORT + 1000, kroxylicious.PORTS):
-        if not any(processes.port_holder(p) for p in range(first, first + kroxylicious.PORTS)):
-            return first
-    raise RuntimeError("no free block of ports for the gateway")
-
-
 def _start_gateway(target: str, folder: Path) -> tuple[kroxylicious.Route, subprocess.Popen]:
-    route = kroxylicious.Route("bench", "127.0.0.1", _free_port(), target)
+    route = kroxylicious.Route("bench", "127.0.0.1", kroxylicious.free_block(FIRST_PORT), target)
     config = folder / "kroxylicious.json"
     kroxylicious.write_config(config, route)
     log_file = (folder / "gateway.log").open("wb")

@@ -15,6 +15,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra import processes
+
 ROOT = Path(__file__).resolve().parent.parent
 JARS = ROOT / ".cache" / "jars" / "kroxylicious"
 LAUNCHER = JARS / "launcher"
@@ -94,6 +96,15 @@ def write_config(path: Path, route: Route) -> None:
     with os.fdopen(fd, "w") as out:
         out.write(render(route))
     path.chmod(0o600)
+
+
+def free_block(first: int, host: str = "127.0.0.1") -> int:
+    """The first port from `first` (in steps of a block) with a gateway's whole block free on
+    `host`: nothing listens on any of its ports now."""
+    for port in range(first, 65536 - PORTS, PORTS):
+        if not any(processes.port_holder(p, host) for p in range(port, port + PORTS)):
+            return port
+    raise RuntimeError(f"No block of {PORTS} free ports on {host} from {first}.")
 
 
 def installed() -> bool:

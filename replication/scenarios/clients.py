@@ -11,7 +11,8 @@ from django.conf import settings
 
 from infra import consuming
 from infra.kafka_errors import KafkaAdminError
-from replication.scenarios.runner import StepFailed
+from replication.kafka.connections import cluster_admin
+from replication.scenarios.runner import StepFailed, wait_for
 
 
 def ordinary(cluster) -> dict[str, str]:
@@ -126,3 +127,15 @@ def quietly(call):
     with contextlib.suppress(KafkaAdminError):
         return call()
     return None
+
+
+def create_topic(cluster, topic: str, partitions: int = 1):
+    """`topic` made on `cluster`, once the cluster describes it (within 15 s): its description."""
+    admin = cluster_admin(cluster)
+    admin.create_topic(topic, partitions, None, {})
+    return wait_for(
+        lambda: quietly(lambda: admin.describe_topic(topic)),
+        15,
+        f"{topic} on {cluster.name}",
+        lambda: "no such topic",
+    )

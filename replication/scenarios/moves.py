@@ -36,14 +36,7 @@ def group_filters(*entries: tuple[str, str]) -> str:
 
 
 def create_and_fill(c: Context) -> str:
-    admin = cluster_admin(c.source)
-    admin.create_topic(c.names["topic"], PARTITIONS, None, {})
-    wait_for(
-        lambda: clients.quietly(lambda: admin.describe_topic(c.names["topic"])),
-        15,
-        "the topic on the source",
-        lambda: "no such topic",
-    )
+    clients.create_topic(c.source, c.names["topic"], PARTITIONS)
     values = [f"{i}".encode() for i in range(RECORDS)]
     reports = clients.produce(
         c.source.connection_config(), c.names["topic"], values, partitions=PARTITIONS

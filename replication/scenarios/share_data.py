@@ -30,14 +30,7 @@ def _names(tag: str) -> dict[str, str]:
 
 
 def create_topic(c: Context) -> str:
-    admin = cluster_admin(c.source)
-    admin.create_topic(c.names["topic"], 1, None, {})
-    info = wait_for(
-        lambda: clients.quietly(lambda: admin.describe_topic(c.names["topic"])),
-        15,
-        "the topic on the source",
-        lambda: "no such topic",
-    )
+    info = clients.create_topic(c.source, c.names["topic"])
     return f"topic {info.name} on {c.source.name}: {info.partitions} partition, id {info.topic_id}"
 
 

@@ -29,13 +29,7 @@ def _names(tag: str) -> dict[str, str]:
 
 
 def create_topic(c: Context) -> str:
-    cluster_admin(c.source).create_topic(c.names["topic"], 1, None, {})
-    wait_for(
-        lambda: clients.quietly(lambda: cluster_admin(c.source).describe_topic(c.names["topic"])),
-        15,
-        "the topic on the source",
-        lambda: "no such topic",
-    )
+    clients.create_topic(c.source, c.names["topic"])
     _write(c, c.source, BEFORE, 0)
     return f"topic {c.names['topic']} on {c.source.name} with {len(BEFORE)} records"
 

@@ -58,14 +58,7 @@ def _pidfile(c: Context, client: str) -> Path:
 
 
 def create_topic(c: Context) -> str:
-    admin = cluster_admin(c.source)
-    admin.create_topic(c.names["topic"], PARTITIONS, None, {})
-    wait_for(
-        lambda: clients.quietly(lambda: admin.describe_topic(c.names["topic"])),
-        15,
-        "the topic on the source",
-        lambda: "no such topic",
-    )
+    clients.create_topic(c.source, c.names["topic"], PARTITIONS)
     return f"topic {c.names['topic']} on {c.source.name}, {PARTITIONS} partitions"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import stat
 
 from infra import kroxylicious
@@ -48,3 +49,13 @@ def test_the_metrics_of_the_virtual_cluster_are_read_by_name():
         "kroxylicious_downstream_connections_total": 7.0,
         "kroxylicious_upstream_errors_total": 0.0,
     }
+
+
+def test_a_free_block_skips_a_block_with_any_port_held():
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        found = kroxylicious.free_block(port - 3)
+    assert found >= port - 3 + kroxylicious.PORTS
+    assert (found - (port - 3)) % kroxylicious.PORTS == 0
