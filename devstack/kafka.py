@@ -201,6 +201,13 @@ def server_properties(broker: Broker, var_dir: Path) -> str:
         # And compaction within seconds, not 15 s after the cleaner last found nothing to do.
         "log.cleaner.backoff.ms": "1000",
     }
+    if node.size == 1:
+        # Its controller fences a broker it heard nothing from for this long, and with one
+        # broker that leaves every partition without a leader until it is heard again. A
+        # machine loaded by the tests once stalled its controller past the default 9 s
+        # (topics being created refused: "All brokers are currently fenced"); three brokers
+        # keep the default, which is how their fault tests see a broker go.
+        props["broker.session.timeout.ms"] = "30000"
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 

@@ -191,7 +191,8 @@ def carry_on(c: Context) -> str:
 
 
 def check_every_record(c: Context) -> str:
-    _stop_application(c)
+    # The producer first: the consumer then reads up to its last record before it stops.
+    processes.stop(_pidfile(c, "producer"), timeout=60, sig=signal.SIGTERM)
     topic = c.names["topic"]
     on = {
         cluster.name: {
@@ -215,12 +216,18 @@ def check_every_record(c: Context) -> str:
     ]
     if lost:
         raise StepFailed("every acknowledged record where it was acknowledged", f"{len(lost)} not")
-    read = {(e["partition"], e["offset"]) for e in app_clients.read(_out(c, "consumer"))}
-    unread = set(on[c.destination.name]) - read
-    if unread:
-        raise StepFailed(
-            f"the consumer reading every record {c.destination.name} holds", f"{len(unread)} unread"
-        )
+
+    def unread() -> set:
+        read = {(e["partition"], e["offset"]) for e in app_clients.read(_out(c, "consumer"))}
+        return set(on[c.destination.name]) - read
+
+    wait_for(
+        lambda: not unread(),
+        60,
+        f"the consumer reading every record {c.destination.name} holds",
+        lambda: f"{len(unread())} unread",
+    )
+    _stop_application(c)
     return (
         f"{len(acked)} records acknowledged, each at its offset on {c.source.name} (before the "
         f"switch) or {c.destination.name} (after it); the consumer read all "
