@@ -322,5 +322,5 @@ def test_the_gateways_host_answers_what_holds_a_gateways_ports(registered_cluste
         port = held.getsockname()[1]
         spec = {"name": "orders", "host": "127.0.0.1", "port": port}
         answer = gateways.on_this_host("ports_held", spec, registered_clusters["source"].pk)
-        assert [p for p, _ in answer["value"]] == [port]
+        assert port in [p for p, _ in answer["value"]]  # (others may hold ports after it)
         assert gateways.on_this_host("running", spec, None) == {"value": False}

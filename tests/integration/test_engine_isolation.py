@@ -1,6 +1,7 @@
 """One engine runs every link, and a link in trouble holds up no other: beside a link whose
 source cluster is down and a link whose password is wrong, a busy link's records keep landing
-within a second, its copiers are never restarted, and each troubled link says what is wrong."""
+within seconds (never waiting out a troubled link's timeouts), its copiers are never
+restarted, and each troubled link says what is wrong."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ pytestmark = pytest.mark.integration
 
 RECENT = int(time.time() * 1000) - 600_000
 OVERSLEEP_S = 0.1  # a sleep overrunning by more than this: the watcher itself was not run
+# The busy link's longest stand-still: under a second on a quiet machine, 1.9 s once on one the
+# tests loaded. A link held up by a troubled one waits out its timeouts (5 s and more).
+STALL_S = 3.0
 
 
 def _write(topic: str, first: int, count: int, bootstrap: str = kafka.SOURCE.bootstrap) -> None:
@@ -135,7 +139,7 @@ def test_a_link_to_a_stopped_cluster_and_one_with_a_wrong_password_never_delay_a
     busy.done.set()
     busy.join()
 
-    assert busy.longest_stall < 1.0, f"the busy link stalled {busy.longest_stall:.2f} s"
+    assert busy.longest_stall < STALL_S, f"the busy link stalled {busy.longest_stall:.2f} s"
     assert _copier_runs(links["busy"]) == runs_before, "the busy link's copiers restarted"
     assert [r["epoch"] for r in _slot_reports() if r] == epochs_before, "a slot restarted"
     assert status.status(links["busy"]).state == "RUNNING"
