@@ -256,16 +256,20 @@ def note_source_missing(mirror: MirrorTopic, now: datetime) -> None:
 def note_records_lost(mirror: MirrorTopic, found: dict[int, tuple[int, int]]) -> bool:
     """The source deleted records before the mirror copied them (retention outran
     replication): keep each partition's lost range [first, end), merged with what was lost
-    before, and say so in the log and the audit trail. Returns whether anything new was lost."""
-    lost = {p: list(r) for p, r in (mirror.records_lost or {}).items()}
-    for partition, (first, end) in found.items():
-        had = lost.get(str(partition))
-        merged = [min(first, had[0]), max(end, had[1])] if had else [first, end]
-        lost[str(partition)] = merged
-    if lost == (mirror.records_lost or {}):
-        return False
-    before = {"records_lost": mirror.records_lost}
-    MirrorTopic.objects.filter(pk=mirror.pk).update(records_lost=lost)
+    before, and say so in the log and the audit trail. Returns whether anything new was lost.
+    The lag samples and the verification both find it, maybe at once: one of them says so."""
+    with transaction.atomic():
+        row = MirrorTopic.objects.select_for_update().get(pk=mirror.pk)
+        lost = {p: list(r) for p, r in (row.records_lost or {}).items()}
+        for partition, (first, end) in found.items():
+            had = lost.get(str(partition))
+            merged = [min(first, had[0]), max(end, had[1])] if had else [first, end]
+            lost[str(partition)] = merged
+        if lost == (row.records_lost or {}):
+            mirror.records_lost = row.records_lost
+            return False
+        MirrorTopic.objects.filter(pk=mirror.pk).update(records_lost=lost)
+    before = {"records_lost": row.records_lost}
     mirror.records_lost = lost
     said = records_lost(mirror)
     log.error("Mirror topic %s is no longer an exact copy: %s", mirror.mirror_topic, said)

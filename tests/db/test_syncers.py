@@ -182,3 +182,15 @@ def test_records_the_source_deleted_before_the_copy_are_merged_said_and_audited(
     assert said.startswith("9 source records were deleted at the source (retention)")
     assert "partition 0 offsets 0 to 7, partition 1 offsets 2 to 2" in said
     assert AuditEvent.objects.filter(action="mirror.records_lost", result="failed").count() == 2
+
+
+def test_a_loss_two_detectors_find_at_once_is_said_once(mirrored):
+    """The lag samples and the verification, each holding the mirror as it was before."""
+    _, mirror = mirrored()
+    other = MirrorTopic.objects.get(pk=mirror.pk)
+
+    assert note_records_lost(mirror, {0: (0, 5)})
+    assert not note_records_lost(other, {0: (0, 5)})
+
+    assert other.records_lost == {"0": [0, 5]}
+    assert AuditEvent.objects.filter(action="mirror.records_lost").count() == 1

@@ -39,12 +39,17 @@ def test_setup_demo_registers_the_clusters_and_gives_the_tools_a_token(
         assert {c.name for c in gateway.clusters.all()} == {"source", "destination"}
         route = gateways.route_to(gateway, gateway.route)
         assert kroxylicious.cluster_id(route) == gateway.route.cluster_id
+        # The gateways' host started again starts the proxies that do not run.
+        gateways.stop(gateway)
+        call_command("start_gateways")
+        assert kroxylicious.cluster_id(route) == gateway.route.cluster_id
         _runs_again_changing_nothing(path)
     finally:
         for each in Gateway.objects.all():
             gateways.delete(audit.Actor.system("tests"), each)
             gateways.logfile(each).unlink(missing_ok=True)
-    assert "defined gateway apps" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "defined gateway apps" in said and f"Gateway apps started at {address}" in said
 
 
 def _runs_again_changing_nothing(path) -> None:
