@@ -5,15 +5,11 @@
 # does: its runtime from Maven Central, devstack/kroxylicious/'s main class and plugin beside it.
 FROM maven:3.9-eclipse-temurin-17 AS proxy
 WORKDIR /build
-COPY devstack/pom.xml devstack/maven-settings.xml devstack/
+COPY devstack/pom.xml devstack/maven-settings.xml devstack/build-kroxylicious.sh devstack/
 COPY devstack/kroxylicious devstack/kroxylicious
 RUN mvn -B -q -gs devstack/maven-settings.xml -f devstack/pom.xml -P kroxylicious \
       dependency:copy-dependencies -DoutputDirectory=../.cache/jars/kroxylicious \
-    && mkdir -p .cache/jars/kroxylicious/launcher \
-    && javac --release 17 -nowarn -Xlint:-removal -cp '.cache/jars/kroxylicious/*' \
-      -d .cache/jars/kroxylicious/launcher $(find devstack/kroxylicious -name '*.java') \
-    && cp -r devstack/kroxylicious/META-INF .cache/jars/kroxylicious/launcher/ \
-    && touch .cache/jars/kroxylicious/launcher/.built
+    && devstack/build-kroxylicious.sh .cache/jars/kroxylicious
 
 FROM python:3.11-slim-bookworm
 RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless \

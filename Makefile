@@ -108,12 +108,9 @@ $(SWAGGER_UI_DIR)/.fetched-$(SWAGGER_UI):
 # Kroxylicious, the gateways' Kafka proxy (docs/gateways.md): its runtime from Maven Central
 # (the pattern above, profile kroxylicious) and devstack/kroxylicious/, its main class and a
 # plugin that keeps its ports on loopback, compiled beside the jars.
-$(KROXYLICIOUS): .cache/jars/kroxylicious/.fetched $(shell find devstack/kroxylicious -type f)
-	rm -rf $(@D) && mkdir -p $(@D)
-	javac --release 17 -nowarn -Xlint:-removal -cp '.cache/jars/kroxylicious/*' -d $(@D) \
-	  $(shell find devstack/kroxylicious -name '*.java')
-	cp -r devstack/kroxylicious/META-INF $(@D)/
-	touch $@
+$(KROXYLICIOUS): .cache/jars/kroxylicious/.fetched devstack/build-kroxylicious.sh \
+		$(shell find devstack/kroxylicious -type f)
+	devstack/build-kroxylicious.sh .cache/jars/kroxylicious
 
 # The stack's schema registries: AxonOps Schema Registry (Go), built from the Go module proxy
 # at the version devstack/go/go.mod pins (devstack/registry.py says why this one).

@@ -25,6 +25,7 @@ MAIN = "io.isthmus.gateway.Gateway"
 # the metrics endpoint the port after them: a gateway holds 12 consecutive ports.
 NODE_IDS = (0, 9)
 PORTS = NODE_IDS[1] - NODE_IDS[0] + 3
+HIGHEST_FIRST = 65536 - PORTS  # the highest port a gateway's block may start at
 # Each switch waits for the JVM's start: the client compiler only and a small heap, which a
 # proxy of one virtual cluster needs no more than.
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms64m", "-Xmx256m")
@@ -42,7 +43,7 @@ class Route:
     @property
     def ports(self) -> range:
         """Every port the proxy listens on: bootstrap, one per node id, metrics."""
-        return range(self.port, self.port + PORTS)
+        return block(self.port)
 
     @property
     def metrics_port(self) -> int:
@@ -98,11 +99,16 @@ def write_config(path: Path, route: Route) -> None:
     path.chmod(0o600)
 
 
+def block(first: int) -> range:
+    """The ports of a gateway whose bootstrap port is `first`."""
+    return range(first, first + PORTS)
+
+
 def free_block(first: int, host: str = "127.0.0.1") -> int:
     """The first port from `first` (in steps of a block) with a gateway's whole block free on
     `host`: nothing listens on any of its ports now."""
-    for port in range(first, 65536 - PORTS, PORTS):
-        if not any(processes.port_holder(p, host) for p in range(port, port + PORTS)):
+    for port in range(first, HIGHEST_FIRST + 1, PORTS):
+        if not any(processes.port_holder(p, host) for p in block(port)):
             return port
     raise RuntimeError(f"No block of {PORTS} free ports on {host} from {first}.")
 

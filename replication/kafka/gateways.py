@@ -339,13 +339,9 @@ def _stop_here(gateway: Gateway) -> None:
 
 
 def _ports_held_here(gateway: Gateway) -> list[tuple[int, str]]:
-    held = [(port, processes.port_holder(port, gateway.host)) for port in _ports(gateway)]
+    ports = kroxylicious.block(gateway.port)
+    held = [(port, processes.port_holder(port, gateway.host)) for port in ports]
     return [(port, holder) for port, holder in held if holder]
-
-
-def _ports(gateway: Gateway) -> range:
-    """Its block: the bootstrap port and the ones after it (kroxylicious.Route.ports)."""
-    return range(gateway.port, gateway.port + kroxylicious.PORTS)
 
 
 # The proxies' host. Where ISTHMUS_GATEWAY_QUEUE names a queue (the compose file's `gateway`
@@ -437,7 +433,7 @@ def parse_address(address: str, of: Gateway | None = None) -> tuple[str, int]:
     clear of every other gateway's (`of`: the gateway it is for, when it moves)."""
     host, _, port_text = address.strip().rpartition(":")
     host = host.strip("[]")
-    last = 65535 - kroxylicious.PORTS + 1
+    last = kroxylicious.HIGHEST_FIRST
     if not host or not port_text.isdigit() or not 1024 <= int(port_text) <= last:
         raise ReplicationError(
             f"The gateway's address {address!r} is not HOST:PORT with a port from 1024 to "
@@ -450,10 +446,10 @@ def parse_address(address: str, of: Gateway | None = None) -> tuple[str, int]:
             "from other machines. Give 127.0.0.1, or set ISTHMUS_GATEWAY_ANY_ADDRESS=1 where "
             "that is meant."
         )
-    taken = Gateway.objects.filter(host=host, port__gt=int(port_text) - kroxylicious.PORTS)
+    taken = _overlapping(host, int(port_text))
     if of is not None:
         taken = taken.exclude(pk=of.pk)
-    if taken.filter(port__lt=int(port_text) + kroxylicious.PORTS).exists():
+    if taken.exists():
         raise conflict(
             f"{address} overlaps the ports of gateway {taken.first()}: each takes "
             f"{kroxylicious.PORTS} ports from its own. Choose another port."
@@ -464,14 +460,19 @@ def parse_address(address: str, of: Gateway | None = None) -> tuple[str, int]:
 def free_address(host: str = "127.0.0.1", first: int = 31400) -> str:
     """An address on `host` whose whole block of ports no gateway has and nothing holds now
     (a scenario's gateway: its own, beside the user's)."""
-    last = 65535 - kroxylicious.PORTS + 1
-    for port in range(first, last, kroxylicious.PORTS):
-        taken = Gateway.objects.filter(host=host, port__gt=port - kroxylicious.PORTS)
-        if taken.filter(port__lt=port + kroxylicious.PORTS).exists():
+    for port in range(first, kroxylicious.HIGHEST_FIRST + 1, kroxylicious.PORTS):
+        if _overlapping(host, port).exists():
             continue
         if not _ports_held(Gateway(name="", host=host, port=port)):
             return f"{host}:{port}"
     raise unavailable(f"No block of {kroxylicious.PORTS} free ports on {host} for a gateway.")
+
+
+def _overlapping(host: str, port: int):
+    """The gateways on `host` whose block of ports overlaps the one starting at `port`."""
+    return Gateway.objects.filter(
+        host=host, port__gt=port - kroxylicious.PORTS, port__lt=port + kroxylicious.PORTS
+    )
 
 
 def _loopback(host: str) -> bool:
@@ -487,7 +488,7 @@ def _check_ports_free(gateway: Gateway) -> None:
     held = _ports_held(gateway)
     if held:
         port, holder = held[0]
-        ports = _ports(gateway)
+        ports = kroxylicious.block(gateway.port)
         raise conflict(
             f"Port {port} of {gateway.host} is in use by {holder}: a gateway at "
             f"{gateway.address} needs ports {ports.start}-{ports.stop - 1}. "
