@@ -2,23 +2,20 @@
 in parallel workers (pytest-xdist, a module to a worker), with --coverage under coverage.py,
 which reports the line coverage of the cutover and mirror modules. The Kafka tier (the tests
 marked `kafka`: clusters, Spark, Chromium) runs in parallel workers on the embedded stack,
-which starts once for all of them. Beside it, the tests that stop brokers or Redis, or load
-them heavily (marked `serial`), run one after another on a second stack of their own (ports
-shifted by ISTHMUS_DEVSTACK_PORT_OFFSET, state in var/serial-stack/), so no other test, and no
-`make demo` running beside, sees their outages. (On two stacks at once, beside the others on
-2 cores, two of them did not see their engine copy within minutes.) Each stack stops at the
-end if it was not up before.
+which starts once for all of them, alone: it keeps 2 cores busy by itself. First, while the
+embedded stack idles, the tests that stop brokers or Redis, or load them heavily (marked
+`serial`), run one after another on a second stack of their own (ports shifted by
+ISTHMUS_DEVSTACK_PORT_OFFSET, state in var/serial-stack/), so no other test, and no `make demo`
+running beside, sees their outages; beside them (--postgres-beside) the fast tier runs on
+PostgreSQL under coverage. The integration tests of what the database decides run on PostgreSQL
+last. Each stack stops at the end if it was not up before.
 
     python -m tests.suite [--tiers fast,kafka] [--coverage] [--without-serial]
                           [--postgres-beside PATH ...] [pytest arguments, e.g. files]
 
-`make test` runs the Kafka tier on SQLite and, beside it (--postgres-beside), the fast tier on
-PostgreSQL under coverage, then, once that and the serial tests are done, the integration
-tests of what the database decides, there too: each test once. The Kafka tier leaves half the
-CPU idle, waiting on brokers and engines (of 1,190 s of CPU in a 15-minute `make test`, 800
-went to its 11 minutes): the fast tier takes that at the lowest priority (nice 19; at nice 10,
-and with the database's integration tests beside, a busy link's copy stood still 3 s in the
-engine isolation test), once the stack it shares is up, with Redis databases of its own.
+Why in that order: with the serial tests and the fast tier beside the Kafka tier (the fast tier
+at the lowest priority), a 2-core machine ran at a load of 20 to 60 for half an hour; a
+broker answered nothing for 60 s, and timing tests of the starved fast tier failed.
 ISTHMUS_TEST_WORKERS sets the number of parallel workers (default 2).
 """
 
@@ -34,7 +31,6 @@ import django
 from django.conf import settings
 
 NO_TESTS_COLLECTED = 5
-BESIDE_NICENESS = "19"
 BESIDE_REDIS_DB = "12"  # and 11: the Kafka tier's workers take 15 and 14 (tests/conftest.py)
 SERIAL_PORT_OFFSET = "1000"  # Kafka on 10092/10093, Redis on 7380, PostgreSQL on 6433
 # The fast tier's line coverage of the domain (into .coverage), and the modules it reports.
@@ -106,8 +102,9 @@ def main(argv: list[str]) -> int:
 def _kafka_tier(
     pytest: list[str], parallel: list[str], serial: bool, beside: list[str]
 ) -> list[int]:
-    """The Kafka tier in parallel workers, and beside it the serial tests on a stack of their
-    own (unless not `serial`) and the `beside` tests on PostgreSQL; their return codes."""
+    """The serial tests on a stack of their own (unless not `serial`) beside the fast tier of
+    `beside` on PostgreSQL; then the Kafka tier in parallel workers, alone; then the Kafka
+    tests of `beside` on PostgreSQL. Their return codes."""
     from devstack.stack import Stack
     from tests.shared_stack import parts_of, shared_stack
 
@@ -115,23 +112,19 @@ def _kafka_tier(
     postgres_log = settings.VAR_DIR / "postgres-beside.log"
     stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
     with shared_stack(stack, parts_of(stack)):
-        alone = _serial_beside(pytest, serial_log) if serial else None
-        postgres = _on_postgres(beside, "fast", postgres_log, BESIDE_NICENESS) if beside else None
+        first = []
+        if serial:
+            first.append(_serial_beside(pytest, serial_log))
+        if beside:
+            first.append(_on_postgres(beside, "fast", postgres_log))
+        codes = [run.wait() for run in first]
         tier = "kafka and not serial and not faults and not ha"  # (make test-faults, test-ha)
-        kafka_tier = subprocess.Popen([*parallel, "-m", tier])
-        codes = []
-        if alone:
-            codes.append(alone.wait())
-        if postgres:
-            # Its Kafka tests at the usual priority, once the serial tests and the fast tier
-            # are done (some 80 s before the Kafka tier): they time the console's answers, so
-            # not beside three other runs.
-            codes.append(postgres.wait())
+        codes.append(subprocess.call([*parallel, "-m", tier]))
+        if beside:
             codes.append(_on_postgres(beside, "kafka", postgres_log).wait())
-        codes.append(kafka_tier.wait())
     for ran, log, what in (
-        (alone, serial_log, "The tests that stop brokers or Redis, on a stack of their own"),
-        (postgres, postgres_log, "On PostgreSQL, beside the others"),
+        (serial, serial_log, "The tests that stop brokers or Redis, on a stack of their own"),
+        (beside, postgres_log, "On PostgreSQL"),
     ):
         if ran:
             print(f"\n{what} ({log}):\n{log.read_text(errors='replace')}", flush=True)
@@ -152,13 +145,11 @@ def _serial_beside(pytest: list[str], log: Path) -> subprocess.Popen:
         return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def _on_postgres(paths: list[str], tier: str, log: Path, nice: str = "") -> subprocess.Popen:
+def _on_postgres(paths: list[str], tier: str, log: Path) -> subprocess.Popen:
     """This suite again on PostgreSQL, one tier of `paths` (the fast one under coverage, or the
-    Kafka one without the serial tests), at niceness `nice` if given, its output appended to
-    `log`."""
+    Kafka one without the serial tests), its output appended to `log`."""
     env = {**os.environ, "ISTHMUS_DB": "postgres", "ISTHMUS_TEST_REDIS_DB": BESIDE_REDIS_DB}
-    command = ["nice", "-n", nice] if nice else []
-    command += [sys.executable, "-m", "tests.suite", "--tiers", tier]
+    command = [sys.executable, "-m", "tests.suite", "--tiers", tier]
     command += ["--coverage"] if tier == "fast" else ["--without-serial"]
     with open(log, "w" if tier == "fast" else "a") as out:
         return subprocess.Popen([*command, *paths], env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -21,8 +21,9 @@ from django.utils import timezone
 
 from infra.kafka_admin import KafkaAdmin
 from infra.kafka_errors import KafkaAdminError, TopicNotFound
+from infra.processes import wait_for
 from replication.core import filters, read_only
-from replication.core.errors import ReplicationError, conflict, not_found
+from replication.core.errors import ReplicationError, conflict, not_found, unavailable
 from replication.core.redis_channel import client
 from replication.governance import audit
 from replication.kafka.connections import destination_admin, source_admin, unreachable
@@ -128,7 +129,7 @@ def create_flow(
                 "Choose another name, or use the flow there. Nothing was changed."
             ) from exc
         if existing is None:
-            _create_topic(flow, destination, partitions)
+            _create_topic(flow, destination, partitions, mapping)
     audit.record(actor, "flow.create", target, after=snapshot(flow))
     log.info(
         "Created merge flow %s: %s over link %s into %s (%s)",
@@ -136,7 +137,7 @@ def create_flow(
         source_topic,
         link.name,
         destination_topic,
-        "partition to partition" if chosen == Mapping.ONE_TO_ONE else "by key",
+        "partition to partition" if flow.mapping == Mapping.ONE_TO_ONE else "by key",
     )
     return flow
 
@@ -216,17 +217,46 @@ def _mapping(asked: str | None, partitions: int, existing: int | None, topic: st
     return Mapping.ONE_TO_ONE if has == partitions else Mapping.BY_KEY
 
 
-def _create_topic(flow: MergeFlow, destination: KafkaAdmin, partitions: int) -> None:
+def _create_topic(
+    flow: MergeFlow, destination: KafkaAdmin, partitions: int, asked: str | None
+) -> None:
     try:
         destination.create_topic(flow.destination_topic, partitions, None, {})
     except KafkaAdminError as exc:
-        if "already exists" in str(exc):  # made meanwhile by someone else: used as it is
+        if "already exists" in str(exc):
+            _use_existing(flow, destination, partitions, asked)
             return
         flow.delete()
         raise ReplicationError(
             f"Could not create destination topic {flow.destination_topic!r}: {exc} Nothing "
             "was changed."
         ) from exc
+
+
+# How long a topic just made (by another flow, or someone else) may take to be known to the
+# broker asked: KRaft's brokers learn of it from the controller, after its creation returned.
+VISIBLE_S = 15
+
+
+def _use_existing(
+    flow: MergeFlow, destination: KafkaAdmin, partitions: int, asked: str | None
+) -> None:
+    """The destination topic was made meanwhile (or just before, by another flow, and was not
+    yet known when it was looked for): the flow uses it as it is, mapped by what it has."""
+    described = wait_for(lambda: destination.describe_topic(flow.destination_topic), VISIBLE_S, 0.2)
+    try:
+        if described is None:
+            raise unavailable(
+                f"Destination topic {flow.destination_topic!r} exists, but "
+                f"{flow.destination.name} did not describe it within {VISIBLE_S} s. Try again "
+                "in a moment. Nothing was changed."
+            )
+        flow.mapping = _mapping(asked, partitions, described.partitions, flow.destination_topic)
+    except ReplicationError:
+        flow.delete()
+        raise
+    flow.created_topic = False
+    flow.save(update_fields=["mapping", "created_topic"])
 
 
 def ensure_progress_topic(admin: KafkaAdmin) -> None:

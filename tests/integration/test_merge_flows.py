@@ -142,7 +142,9 @@ def test_one_topic_copied_both_ways_holds_each_record_once_on_each_side(
 
     # Both sides write for a while (20 s) while both flows run.
     writers = [
-        threading.Thread(target=keep_producing, args=(topic_name, 3000, 2, 20), daemon=True),
+        # Idempotent: a broker stalled past the request timeout (60 s once, on a loaded
+        # machine) makes a plain producer send some records twice.
+        threading.Thread(target=keep_producing, args=(topic_name, 3000, 2, 20, True), daemon=True),
         threading.Thread(
             target=write_numbered,
             args=(ordinary(kafka.DESTINATION), topic_name, 100_000, 3000),
