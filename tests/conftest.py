@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -551,25 +552,60 @@ def stop_process(proc: subprocess.Popen, warm_s: float = 30) -> None:
 WORKER_WARM_STOP_S = 3
 
 
+class _SupervisedWorker:
+    """A session's worker, started again when it dies, as its supervisor would start it (prefork's
+    parent in `make demo`, the compose file's restart): librdkafka aborts the whole process on
+    some bugs of its own (once, an admin request's answer parsed as its broker stopped), and in
+    the solo pool the tests use, that process is the worker. What the dead one left (its
+    embedded beat) is stopped first."""
+
+    def __init__(self, folder: Path, node: str, queue: str = "celery"):
+        self.folder, self.node, self.queue = folder, node, queue
+        self.proc = start_celery_worker(folder, node, queue)
+        self.stopping = threading.Event()
+        self.watch = threading.Thread(target=self._keep, daemon=True)
+        self.watch.start()
+
+    def _keep(self) -> None:
+        while not self.stopping.wait(1):
+            if self.proc.poll() is None:
+                continue
+            for left in psutil.process_iter(["cmdline"]):
+                if self.node in " ".join(left.info["cmdline"] or []):
+                    with contextlib.suppress(psutil.Error):
+                        left.kill()
+            print(
+                f"Worker {self.node} died (exit code {self.proc.returncode}; its log: "
+                f"{self.folder / 'worker.log'}); started again.",
+                file=sys.stderr,
+            )
+            self.proc = start_celery_worker(self.folder, self.node, self.queue)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.watch.join()
+        stop_process(self.proc, WORKER_WARM_STOP_S)
+
+
 @pytest.fixture(scope="session")
 def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory):
     """The session's Celery worker with beat. Only committed rows (tests using
     `transactional_db`) are visible to it."""
     from console.celery import app
 
-    proc = start_celery_worker(
+    worker = _SupervisedWorker(
         tmp_path_factory.mktemp("celery"), f"test-worker-{os.getpid()}@localhost"
     )
     try:
         yield app
     finally:
-        stop_process(proc, WORKER_WARM_STOP_S)
+        worker.stop()
 
 
 @pytest.fixture(scope="session")
 def scenario_worker(celery_worker, tmp_path_factory):
     """The session's worker for scenario runs (their own queue, as `make demo` has it)."""
-    proc = start_celery_worker(
+    worker = _SupervisedWorker(
         tmp_path_factory.mktemp("scenarios"),
         f"test-scenarios-{os.getpid()}@localhost",
         settings.SCENARIO_QUEUE,
@@ -577,14 +613,14 @@ def scenario_worker(celery_worker, tmp_path_factory):
     try:
         yield
     finally:
-        stop_process(proc, WORKER_WARM_STOP_S)
+        worker.stop()
 
 
 @pytest.fixture(scope="session")
 def verification_worker(celery_worker, tmp_path_factory):
     """The session's worker comparing mirrors with their sources (its own queue, as `make demo`
     has it): the beat's rounds every 30 s, and the verifications asked for."""
-    proc = start_celery_worker(
+    worker = _SupervisedWorker(
         tmp_path_factory.mktemp("verifier"),
         f"test-verifier-{os.getpid()}@localhost",
         settings.VERIFY_QUEUE,
@@ -592,7 +628,7 @@ def verification_worker(celery_worker, tmp_path_factory):
     try:
         yield
     finally:
-        stop_process(proc, WORKER_WARM_STOP_S)
+        worker.stop()
 
 
 @pytest.fixture
