@@ -189,6 +189,7 @@ def parts(stack: Stack) -> list[Component]:
                     env=env,
                     host=host.name,
                     start_timeout=START_TIMEOUT_S,
+                    celery=True,
                 )
             )
         found += [
@@ -201,6 +202,7 @@ def parts(stack: Stack) -> list[Component]:
                 env=env,
                 host=host.name,
                 start_timeout=START_TIMEOUT_S,
+                celery=True,
             ),
             Component(
                 name=host.part("web"),

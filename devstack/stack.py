@@ -44,6 +44,9 @@ class Component:
     # Whether the whole stack (no part named) has it: one not wanted starts only when named.
     wanted: Callable[[], bool] = lambda: True
     host: str | None = None  # of the two hosts (devstack/hosts.py): started in its group
+    # A Celery worker or beat: the engine's supervision runs there, and starts the engine again
+    # when it is gone, so `devstack down` stops these before the engine.
+    celery: bool = False
 
 
 @dataclass
@@ -195,6 +198,7 @@ class Stack:
                 ports=(),
                 command=lambda: _celery_worker(venv_bin, worker_name, "celery", 2),
                 ready=lambda: _celery_worker_ready(worker_name),
+                celery=True,
             ),
             # Scenario runs take minutes: they have a worker of their own, so the links'
             # supervision and syncs, which the scenarios wait on, are never queued behind them.
@@ -206,6 +210,7 @@ class Stack:
                     venv_bin, scenario_worker, settings.SCENARIO_QUEUE, 1
                 ),
                 ready=lambda: _celery_worker_ready(scenario_worker),
+                celery=True,
             ),
             # Mirrors compared with their sources: the background rounds, and a range asked for.
             Component(
@@ -214,6 +219,7 @@ class Stack:
                 ports=(),
                 command=lambda: _celery_worker(venv_bin, verifier, settings.VERIFY_QUEUE, 2),
                 ready=lambda: _celery_worker_ready(verifier),
+                celery=True,
             ),
             Component(
                 name="beat",
@@ -230,6 +236,7 @@ class Stack:
                     str(var / "celerybeat-schedule"),
                 ],
                 ready=lambda: _alive_for(self.pidfile("beat"), 3),
+                celery=True,
             ),
             Component(
                 name="web",

@@ -28,7 +28,11 @@ class Command(BaseCommand):
             if action == "up":
                 stack.up(parts, echo=self.stdout.write)
             elif action == "down":
-                if not parts:  # the engine first: it writes to the clusters and Redis
+                if not parts:
+                    # The workers and the beat first (their supervision would start the engine
+                    # again), then the engine (it writes to the clusters and Redis), then the rest.
+                    celery = [c.name for c in stack.components if c.celery]
+                    stack.down(celery, echo=self.stdout.write)
                     for folder in self._engine_folders(stack):
                         with override_settings(STREAM_DIR=folder):
                             pid = supervise.stop_engine()
