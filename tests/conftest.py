@@ -581,7 +581,10 @@ class _SupervisedWorker:
             )
             self.proc = start_celery_worker(self.folder, self.node, self.queue)
 
-    def stop(self) -> None:
+    def __enter__(self) -> _SupervisedWorker:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
         self.stopping.set()
         self.watch.join()
         stop_process(self.proc, WORKER_WARM_STOP_S)
@@ -593,42 +596,33 @@ def celery_worker(devstack, django_db_setup, django_db_blocker, tmp_path_factory
     `transactional_db`) are visible to it."""
     from console.celery import app
 
-    worker = _SupervisedWorker(
+    with _SupervisedWorker(
         tmp_path_factory.mktemp("celery"), f"test-worker-{os.getpid()}@localhost"
-    )
-    try:
+    ):
         yield app
-    finally:
-        worker.stop()
 
 
 @pytest.fixture(scope="session")
 def scenario_worker(celery_worker, tmp_path_factory):
     """The session's worker for scenario runs (their own queue, as `make demo` has it)."""
-    worker = _SupervisedWorker(
+    with _SupervisedWorker(
         tmp_path_factory.mktemp("scenarios"),
         f"test-scenarios-{os.getpid()}@localhost",
         settings.SCENARIO_QUEUE,
-    )
-    try:
+    ):
         yield
-    finally:
-        worker.stop()
 
 
 @pytest.fixture(scope="session")
 def verification_worker(celery_worker, tmp_path_factory):
     """The session's worker comparing mirrors with their sources (its own queue, as `make demo`
     has it): the beat's rounds every 30 s, and the verifications asked for."""
-    worker = _SupervisedWorker(
+    with _SupervisedWorker(
         tmp_path_factory.mktemp("verifier"),
         f"test-verifier-{os.getpid()}@localhost",
         settings.VERIFY_QUEUE,
-    )
-    try:
+    ):
         yield
-    finally:
-        worker.stop()
 
 
 @pytest.fixture
