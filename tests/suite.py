@@ -2,21 +2,25 @@
 in parallel workers (pytest-xdist, a module to a worker), with --coverage under coverage.py,
 which reports the line coverage of the cutover and mirror modules. The Kafka tier (the tests
 marked `kafka`: clusters, Spark, Chromium) runs in parallel workers on the embedded stack,
-which starts once for all of them, alone: it keeps 2 cores busy by itself. First, while the
-embedded stack idles, the tests that stop brokers or Redis, or load them heavily (marked
-`serial`), run one after another on a second stack of their own (ports shifted by
+which starts once for all of them. The tests that stop brokers or Redis, or load them heavily
+(marked `serial`), run one after another on a second stack of their own (ports shifted by
 ISTHMUS_DEVSTACK_PORT_OFFSET, state in var/serial-stack/), so no other test, and no `make demo`
-running beside, sees their outages; beside them (--postgres-beside) the fast tier runs on
-PostgreSQL under coverage. The integration tests of what the database decides run on PostgreSQL
-last. Each stack stops at the end if it was not up before.
+running beside, sees their outages. With --postgres-beside, the fast tier runs on PostgreSQL
+under coverage, and the integration tests of what the database decides run there last. Each
+stack stops at the end if it was not up before.
 
     python -m tests.suite [--tiers fast,kafka] [--coverage] [--without-serial]
                           [--postgres-beside PATH ...] [pytest arguments, e.g. files]
 
-Why in that order: with the serial tests and the fast tier beside the Kafka tier (the fast tier
-at the lowest priority), a 2-core machine ran at a load of 20 to 60 for half an hour; a
-broker answered nothing for 60 s, and timing tests of the starved fast tier failed.
-ISTHMUS_TEST_WORKERS sets the number of parallel workers (default 2).
+In what order, on 2 cores: the serial tests run from the start to their end, beside the fast
+tier and then beside the Kafka tier. They mostly wait (for a broker's restart, an engine's
+recovery), and so does the Kafka tier: alone, it kept the cores 58 % busy. The fast tier keeps
+both cores busy by itself, so it never runs beside the Kafka tier: all three at once (the fast
+tier at the lowest priority) ran a load of 20 to 60 for half an hour, a broker answered nothing
+for 60 s, and timing tests of the starved fast tier failed. ISTHMUS_TEST_WORKERS sets the
+number of the fast tier's parallel workers (default 2), ISTHMUS_KAFKA_TEST_WORKERS the Kafka
+tier's (default 2: with 3, `make test` took 13 min 57 s instead of 15 min 44 s, but at a load
+of 15 to 24, where brokers stalled before).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import django
 from django.conf import settings
 
 NO_TESTS_COLLECTED = 5
-BESIDE_REDIS_DB = "12"  # and 11: the Kafka tier's workers take 15 and 14 (tests/conftest.py)
+BESIDE_REDIS_DB = "12"  # and below; the Kafka tier's workers take 15 and down (tests/conftest.py)
 SERIAL_PORT_OFFSET = "1000"  # Kafka on 10092/10093, Redis on 7380, PostgreSQL on 6433
 # The fast tier's line coverage of the domain (into .coverage), and the modules it reports.
 COVERAGE = ["--cov=replication", "--cov-report="]
@@ -74,14 +78,11 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     django.setup()
     pytest = [sys.executable, "-m", "pytest", *args]
-    workers = os.environ.get("ISTHMUS_TEST_WORKERS", "2")
     # A module to a worker, in the order tests/conftest.py gives them (the longest first). A
     # worker that crashes ends the run, red at once: replaced, its module's scheduling hung
     # until CI's time limit.
     parallel = [
         *pytest,
-        "-n",
-        workers,
         "--dist=loadfile",
         "--no-loadscope-reorder",
         "--max-worker-restart=0",
@@ -89,7 +90,8 @@ def main(argv: list[str]) -> int:
     codes = []
     if "fast" in tiers:
         measured = COVERAGE if options.coverage else []
-        codes.append(subprocess.call([*parallel, "-m", "not kafka", *measured]))
+        workers = os.environ.get("ISTHMUS_TEST_WORKERS", "2")
+        codes.append(subprocess.call([*parallel, "-n", workers, "-m", "not kafka", *measured]))
         if options.coverage and codes[-1] == 0:
             subprocess.call([sys.executable, "-m", "coverage", "report", *COVERED])
     if "kafka" in tiers:
@@ -102,9 +104,9 @@ def main(argv: list[str]) -> int:
 def _kafka_tier(
     pytest: list[str], parallel: list[str], serial: bool, beside: list[str]
 ) -> list[int]:
-    """The serial tests on a stack of their own (unless not `serial`) beside the fast tier of
-    `beside` on PostgreSQL; then the Kafka tier in parallel workers, alone; then the Kafka
-    tests of `beside` on PostgreSQL. Their return codes."""
+    """The serial tests on a stack of their own (unless not `serial`), from the start to their
+    end; beside them, the fast tier of `beside` on PostgreSQL, then the Kafka tier in parallel
+    workers, then the Kafka tests of `beside` on PostgreSQL. Their return codes."""
     from devstack.stack import Stack
     from tests.shared_stack import parts_of, shared_stack
 
@@ -112,16 +114,17 @@ def _kafka_tier(
     postgres_log = settings.VAR_DIR / "postgres-beside.log"
     stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
     with shared_stack(stack, parts_of(stack)):
-        first = []
-        if serial:
-            first.append(_serial_beside(pytest, serial_log))
+        aside = _serial_beside(pytest, serial_log) if serial else None
+        codes = []
         if beside:
-            first.append(_on_postgres(beside, "fast", postgres_log))
-        codes = [run.wait() for run in first]
+            codes.append(_on_postgres(beside, "fast", postgres_log).wait())
         tier = "kafka and not serial and not faults and not ha"  # (make test-faults, test-ha)
-        codes.append(subprocess.call([*parallel, "-m", tier]))
+        workers = os.environ.get("ISTHMUS_KAFKA_TEST_WORKERS", "2")
+        codes.append(subprocess.call([*parallel, "-n", workers, "-m", tier]))
         if beside:
             codes.append(_on_postgres(beside, "kafka", postgres_log).wait())
+        if aside is not None:
+            codes.append(aside.wait())
     for ran, log, what in (
         (serial, serial_log, "The tests that stop brokers or Redis, on a stack of their own"),
         (beside, postgres_log, "On PostgreSQL"),
