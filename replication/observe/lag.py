@@ -169,7 +169,8 @@ def describe_mirrors(
         reported = report.partitions.get(mirror.mirror_topic, {}) if following else {}
         dest_offsets = dest.get(mirror.pk, {})
         source_offsets = source.get(mirror.pk, {})
-        since_fetch = now_ms - report.fetched_at_ms if report.fetched_at_ms else -1
+        # `at` was read before the clusters were asked: a fetch reported since is "just now".
+        since_fetch = max(0, now_ms - report.fetched_at_ms) if report.fetched_at_ms else -1
         statuses.append(
             MirrorStatus(
                 mirror,

@@ -286,3 +286,21 @@ def test_a_mirror_with_a_partition_of_unknown_age_behind_is_unknown_and_ends_no_
     link.refresh_from_db()
     assert link.rpo_breached_at is not None
     assert AuditEvent.objects.filter(action="link.rpo_breached").count() == 1
+
+
+def test_a_fetch_reported_while_the_clusters_are_read_is_zero_ms_ago_never_negative(
+    make_link, make_topic, topic_name, memory_clusters, monkeypatch
+):
+    # The read takes its time before it asks the clusters; a fetch the engine reports in the
+    # meantime is newer than that time (Kafka's tools print it as 0, never below).
+    make_topic(kafka.SOURCE, topic_name, 1)
+    mirror = create_mirror(SETUP, make_link(), topic_name)
+    fetched = {"source_hw": 0, "run": [0, 0], "translated": False, "read_upto": -1}
+    later = int((time.time() + 5) * 1000)
+    monkeypatch.setattr(
+        lag.status,
+        "progress",
+        lambda link: lag.status.Progress({mirror.mirror_topic: {"0": fetched}}, later),
+    )
+    [partition] = lag.describe_mirror(mirror).partitions
+    assert partition.time_since_last_fetch_ms == 0
