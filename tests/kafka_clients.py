@@ -6,6 +6,7 @@ import random
 import subprocess
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -23,8 +24,12 @@ from confluent_kafka.admin import (
 from devstack import kafka
 from infra.admin_client import AdminClient
 from infra.kafka_acls import acl_filter
+from infra.kafka_admin import KafkaAdmin
 from infra.kafka_groups import COORDINATOR_LOADING
 from tests.conftest import ROOT, admin_config
+
+if TYPE_CHECKING:
+    from replication.models import ClusterLink
 
 READ_ONLY_ACLS = {
     ("READ", "ALLOW"),
@@ -34,6 +39,20 @@ READ_ONLY_ACLS = {
     ("ALTER_CONFIGS", "DENY"),
     ("ALTER", "DENY"),
 }
+
+
+PATIENT_S = 30  # what a loaded test broker is given to answer an admin request
+
+
+def patient_admins(link: ClusterLink) -> tuple[KafkaAdmin, KafkaAdmin]:
+    """The admins a syncer is handed, for a test that calls it itself: as the beat's
+    (`replication.kafka.connections`), but with PATIENT_S to answer, not the console's 5 s. The
+    beat asks again at its next round; a test asks once, and on a loaded 2-core machine a
+    destination once took more than 5 s to take a new group's first offsets."""
+    return (
+        KafkaAdmin(link.source_client_config(), PATIENT_S),
+        KafkaAdmin(link.destination.connection_config(), PATIENT_S),
+    )
 
 
 def produce(config: dict, topic: str, records: list[dict]) -> list:

@@ -33,14 +33,13 @@ from infra.kafka_admin import KafkaAdmin
 from infra.kafka_errors import KafkaAdminError
 from replication.core import filters, read_only
 from replication.core.errors import ReplicationError
-from replication.kafka.connections import destination_admin, source_admin
 from replication.models import AuditEvent, ClusterLink
 from replication.sync import acl_sync, syncers
 from replication.topics.link_creation import create_link
 from replication.topics.links import alter_link_configs
 from replication.topics.mirrors import create_mirror
 from tests.conftest import admin_config
-from tests.kafka_clients import READ_ONLY_ACLS, acls_on, produce
+from tests.kafka_clients import READ_ONLY_ACLS, acls_on, patient_admins, produce
 from tests.leftovers import MARK, unique_name
 from tests.mirror_checks import ACTOR, eventually
 
@@ -161,7 +160,7 @@ def acls(devstack):
 
 def sync(link: ClusterLink) -> acl_sync.Outcome:
     link.refresh_from_db()
-    return acl_sync.sync_acls(link, source_admin(link), destination_admin(link))
+    return acl_sync.sync_acls(link, *patient_admins(link))
 
 
 def settle(acls: Acls, expected: set[tuple]) -> None:

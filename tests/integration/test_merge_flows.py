@@ -25,7 +25,6 @@ from infra.kafka_admin import KafkaAdmin
 from replication.actions import replicator_import
 from replication.core.errors import ReplicationError
 from replication.engine import supervise
-from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, GroupOffsetSync
 from replication.observe import history, lag
 from replication.overview import metrics
@@ -35,7 +34,14 @@ from replication.topics.mirrors import create_mirror
 from spark_jobs import merging
 from tests import leftovers
 from tests.conftest import admin_config
-from tests.kafka_clients import RECENT, commit_offsets, keep_producing, ordinary, write_numbered
+from tests.kafka_clients import (
+    RECENT,
+    commit_offsets,
+    keep_producing,
+    ordinary,
+    patient_admins,
+    write_numbered,
+)
 from tests.mirror_checks import ACTOR, eventually, read_all
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -214,10 +220,7 @@ def test_a_group_moved_across_an_active_active_pair_skips_nothing_within_its_bou
     }
     commit_offsets(kafka.SOURCE, group, {(topic_name, p): c for p, c in places.items()})
     outcome = offset_sync.sync_offsets(
-        into_destination,
-        timezone.now(),
-        source_admin(into_destination),
-        destination_admin(into_destination),
+        into_destination, timezone.now(), *patient_admins(into_destination)
     )
     assert outcome.groups == {group: GroupOffsetSync.State.IN_STEP}
     row = into_destination.group_syncs.get(group=group)
@@ -242,9 +245,7 @@ def test_a_group_moved_across_an_active_active_pair_skips_nothing_within_its_bou
 
     # The way back does not sync the group's place it was given back to the source.
     into_source.refresh_from_db()
-    offset_sync.sync_offsets(
-        into_source, timezone.now(), source_admin(into_source), destination_admin(into_source)
-    )
+    offset_sync.sync_offsets(into_source, timezone.now(), *patient_admins(into_source))
     on_source_now = KafkaAdmin(admin_config(kafka.SOURCE)).group_offsets([group])[group]
     assert {p: o for (_, p), o in on_source_now.items()} == places
 

@@ -25,7 +25,6 @@ from infra.kafka_admin import KafkaAdmin
 from infra.processes import wait_for
 from replication.cutover import promote
 from replication.governance.tokens import create_token
-from replication.kafka.connections import destination_admin, source_admin
 from replication.models import ClusterLink, GroupOffsetSync, MirrorTopic
 from replication.overview import metrics
 from replication.sync import syncers
@@ -36,7 +35,7 @@ from tests import leftovers
 from tests.conftest import admin_config
 from tests.integration.test_mirror_engine import CASES as ENGINE_CASES
 from tests.integration.test_mirror_engine import _produce
-from tests.kafka_clients import commit_offsets
+from tests.kafka_clients import commit_offsets, patient_admins
 from tests.mirror_checks import ACTOR, committed_link, eventually, read_all, run_until_copied
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -100,9 +99,7 @@ def copied(devstack, django_db_setup, django_db_blocker):
 
 def _sync(link: ClusterLink) -> offset_sync.Outcome:
     link.refresh_from_db()
-    return offset_sync.sync_offsets(
-        link, timezone.now(), source_admin(link), destination_admin(link)
-    )
+    return offset_sync.sync_offsets(link, timezone.now(), *patient_admins(link))
 
 
 def _resume(group: str, topic: str) -> list[tuple[int, bytes, bytes]]:
