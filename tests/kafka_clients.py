@@ -20,12 +20,14 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from django.test import override_settings
 
 from devstack import kafka
 from infra.admin_client import AdminClient
 from infra.kafka_acls import acl_filter
 from infra.kafka_admin import KafkaAdmin
 from infra.kafka_groups import COORDINATOR_LOADING
+from replication.kafka import connections
 from tests.conftest import ROOT, admin_config
 
 if TYPE_CHECKING:
@@ -45,14 +47,12 @@ PATIENT_S = 30  # what a loaded test broker is given to answer an admin request
 
 
 def patient_admins(link: ClusterLink) -> tuple[KafkaAdmin, KafkaAdmin]:
-    """The admins a syncer is handed, for a test that calls it itself: as the beat's
-    (`replication.kafka.connections`), but with PATIENT_S to answer, not the console's 5 s. The
-    beat asks again at its next round; a test asks once, and on a loaded 2-core machine a
-    destination once took more than 5 s to take a new group's first offsets."""
-    return (
-        KafkaAdmin(link.source_client_config(), PATIENT_S),
-        KafkaAdmin(link.destination.connection_config(), PATIENT_S),
-    )
+    """The admins the beat hands a syncer (`connections.source_admin`, `destination_admin`),
+    with PATIENT_S to answer instead of the console's 5 s, for a test that calls the syncer
+    itself: the beat asks again at its next round, a test asks once (a loaded destination once
+    took more than 5 s to take a new group's first offsets)."""
+    with override_settings(KAFKA_ADMIN_TIMEOUT=PATIENT_S):
+        return connections.source_admin(link), connections.destination_admin(link)
 
 
 def produce(config: dict, topic: str, records: list[dict]) -> list:

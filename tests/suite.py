@@ -13,14 +13,9 @@ stack stops at the end if it was not up before.
                           [--postgres-beside PATH ...] [pytest arguments, e.g. files]
 
 In what order, on 2 cores: first the serial tests, beside the fast tier; then the Kafka tier
-alone; then PostgreSQL's integration tests. With the fast tier beside the Kafka tier too (at
-the lowest priority), the machine ran at a load of 20 to 60 for half an hour, a broker answered
-nothing for 60 s, and timing tests of the starved fast tier failed. With the serial tests
-beside the Kafka tier (after the fast tier), `make test` took 15 min 44 s instead of 26 min
-here, but three clean-clone runs each failed one Kafka-tier test on a broker or Redis that
-answered late (once at a load of 97, as the serial tests' thousand partitions came and went).
-ISTHMUS_TEST_WORKERS sets the number of the fast tier's parallel workers (default 2),
-ISTHMUS_KAFKA_TEST_WORKERS the Kafka tier's (default 2).
+alone; then PostgreSQL's integration tests. The Kafka tier beside either of the others made
+brokers and Redis answer late (docs/testing.md). ISTHMUS_TEST_WORKERS sets the number of the
+fast tier's parallel workers (default 2), ISTHMUS_KAFKA_TEST_WORKERS the Kafka tier's (2).
 """
 
 from __future__ import annotations
