@@ -50,9 +50,16 @@ def _make_topics(names: list[str], partitions: int) -> None:
 def _fill(names: list[str]) -> None:
     """RECORDS in each partition, each with its key, headers and timestamp. A request the
     broker leaves unanswered is asked again after 15 s, not librdkafka's 60 (once, 954 of the
-    1,000 partitions waited out those 60 s, then were delivered within 2 s of asking again)."""
+    1,000 partitions waited out those 60 s, then were delivered within 2 s of asking again).
+    Idempotent, because the first request may still land: in CI, one did, and 75 partitions
+    held their records twice."""
     producer = Producer(
-        {"bootstrap.servers": kafka.SOURCE.bootstrap, "linger.ms": 5, "socket.timeout.ms": 15_000}
+        {
+            "bootstrap.servers": kafka.SOURCE.bootstrap,
+            "linger.ms": 5,
+            "socket.timeout.ms": 15_000,
+            "enable.idempotence": True,
+        }
     )
     for name in names:
         for p in range(PARTITIONS):
