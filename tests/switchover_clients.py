@@ -193,9 +193,7 @@ class RdProducer(RdClient):
     def __init__(self, bootstrap: str, topic: str, per_second: int):
         super().__init__("librdkafka-producer")
         self.topic, self.interval = topic, 1 / per_second
-        self.producer = Producer(
-            {"bootstrap.servers": bootstrap, **RD_CONFIG}
-        )
+        self.producer = Producer({"bootstrap.servers": bootstrap, **RD_CONFIG})
 
     def _delivered(self, err: KafkaError | None, msg) -> None:
         if err is not None:
