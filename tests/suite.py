@@ -12,10 +12,15 @@ stack stops at the end if it was not up before.
     python -m tests.suite [--tiers fast,kafka] [--coverage] [--without-serial]
                           [--postgres-beside PATH ...] [pytest arguments, e.g. files]
 
-In what order, on 2 cores: first the serial tests, beside the fast tier; then the Kafka tier
-alone; then PostgreSQL's integration tests. The Kafka tier beside either of the others made
-brokers and Redis answer late (docs/testing.md). ISTHMUS_TEST_WORKERS sets the number of the
-fast tier's parallel workers (default 2), ISTHMUS_KAFKA_TEST_WORKERS the Kafka tier's (2).
+In what order, on 2 cores: first the fast tier, beside the serial tests marked `heavy` (a
+thousand partitions); then the Kafka tier, beside the rest of the serial tests at a lower CPU
+priority (SERIAL_NICE); then PostgreSQL's integration tests. The serial tests and the Kafka
+tier mostly wait (for a broker's restart, an engine's recovery, a copy), so they fit side by
+side, but the Kafka tier's brokers and Redis must come first: beside serial tests at the same
+priority they answered late, at a load of up to 97 as the thousand partitions came and went
+(docs/testing.md). The fast tier keeps both cores busy by itself, so it never runs beside the
+Kafka tier. ISTHMUS_TEST_WORKERS sets the number of the fast tier's parallel workers (default
+2), ISTHMUS_KAFKA_TEST_WORKERS the Kafka tier's (2).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from django.conf import settings
 NO_TESTS_COLLECTED = 5
 BESIDE_REDIS_DB = "12"  # and below; the Kafka tier's workers take 15 and down (tests/conftest.py)
 SERIAL_PORT_OFFSET = "1000"  # Kafka on 10092/10093, Redis on 7380, PostgreSQL on 6433
+# Beside the Kafka tier, the serial tests, their brokers, engine and worker take the CPU the
+# tier leaves: a tenth of it when both want it (Linux's weights for nice 10 and 0: 110, 1024).
+SERIAL_NICE = 10
 # The fast tier's line coverage of the domain (into .coverage), and the modules it reports.
 COVERAGE = ["--cov=replication", "--cov-report="]
 COVERED = [
@@ -99,9 +107,10 @@ def main(argv: list[str]) -> int:
 def _kafka_tier(
     pytest: list[str], parallel: list[str], serial: bool, beside: list[str]
 ) -> list[int]:
-    """The serial tests on a stack of their own (unless not `serial`) beside the fast tier of
-    `beside` on PostgreSQL; then the Kafka tier in parallel workers, alone; then the Kafka
-    tests of `beside` on PostgreSQL. Their return codes."""
+    """The fast tier of `beside` on PostgreSQL, beside the heavy serial tests on a stack of
+    their own (unless not `serial`); then the Kafka tier in parallel workers, beside the rest
+    of the serial tests (niced); then the Kafka tests of `beside` on PostgreSQL. Their return
+    codes."""
     from devstack.stack import Stack
     from tests.shared_stack import parts_of, shared_stack
 
@@ -111,15 +120,18 @@ def _kafka_tier(
     with shared_stack(stack, parts_of(stack)):
         first = []
         if serial:
-            first.append(_serial_beside(pytest, serial_log))
+            first.append(_serial_beside(pytest, "heavy", serial_log))
         if beside:
             first.append(_on_postgres(beside, "fast", postgres_log))
         codes = [run.wait() for run in first]
+        rest = _serial_beside(pytest, "not heavy", serial_log, SERIAL_NICE) if serial else None
         tier = "kafka and not serial and not faults and not ha"  # (make test-faults, test-ha)
         workers = os.environ.get("ISTHMUS_KAFKA_TEST_WORKERS", "2")
         codes.append(subprocess.call([*parallel, "-n", workers, "-m", tier]))
         if beside:
             codes.append(_on_postgres(beside, "kafka", postgres_log).wait())
+        if rest is not None:
+            codes.append(rest.wait())
     for ran, log, what in (
         (serial, serial_log, "The tests that stop brokers or Redis, on a stack of their own"),
         (beside, postgres_log, "On PostgreSQL"),
@@ -129,17 +141,18 @@ def _kafka_tier(
     return codes
 
 
-def _serial_beside(pytest: list[str], log: Path) -> subprocess.Popen:
-    """The tests marked serial, one after another on a stack of their own (ports shifted, state
-    in var/serial-stack/). Their output goes to `log`."""
+def _serial_beside(pytest: list[str], which: str, log: Path, nice: int = 0) -> subprocess.Popen:
+    """The serial tests that are `which` ("heavy" or "not heavy"), one after another on a stack
+    of their own (ports shifted, state in var/serial-stack/), at `nice`. Their output goes to
+    `log`, after what the heavy ones said."""
     env = {
         **os.environ,
         "ISTHMUS_DEVSTACK_PORT_OFFSET": SERIAL_PORT_OFFSET,
         "ISTHMUS_VAR_DIR": str(log.parent),
     }
     subprocess.run([sys.executable, "manage.py", "init_var", "-v", "0"], env=env, check=True)
-    with open(log, "w") as out:
-        command = [*pytest, "-m", "serial and not faults"]
+    with open(log, "w" if which == "heavy" else "a") as out:
+        command = ["nice", "-n", str(nice), *pytest, "-m", f"serial and {which} and not faults"]
         return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 

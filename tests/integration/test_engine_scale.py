@@ -30,7 +30,12 @@ from tests.conftest import admin_config
 from tests.integration.test_mirror_control import Watcher, Writer
 from tests.mirror_checks import ACTOR, assert_exact_copy, committed_link
 
-pytestmark = [pytest.mark.integration, pytest.mark.django_db, pytest.mark.serial]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.django_db,
+    pytest.mark.serial,
+    pytest.mark.heavy,  # before the Kafka tier starts (tests/suite.py)
+]
 
 TOPICS, PARTITIONS, RECORDS = 100, 10, 5  # records in each partition
 RECENT = int(time.time() * 1000) - 600_000
