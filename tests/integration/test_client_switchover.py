@@ -38,6 +38,7 @@ pytestmark = pytest.mark.integration
 PARTITIONS, PER_SECOND = 2, 50  # records a second, each producer
 # The records two producers can have sent and not had acknowledged when the pause cuts them off.
 IN_FLIGHT = 2 * PER_SECOND
+REJOIN_S = 30  # a consumer rejoins its group on the new cluster within this of the switch
 Action = ApprovalRequest.Action
 GROUPS = {"java": "switchover-java", "librdkafka": "switchover-rd"}
 
@@ -195,13 +196,14 @@ def test_java_and_librdkafka_clients_follow_a_cutover_through_a_gateway_record_b
         assert paused - 2 < began < switched, (producer.name, pause, began - paused)
         lines.append(f"{producer.name} paused {pause:.1f} s")
     # Each consumer read every record the destination holds, and re-read no more than it had
-    # read past its group's offsets synced there. What it read before the pause is what it
-    # read before its longest wait, as for the producers, not before the move was stored: the
-    # proxy stops after that, and a consumer reads on meanwhile (once in CI, 148 records).
+    # read past its group's offsets synced there, before the pause (its longest wait, as for
+    # the producers). Besides, a consumer of the classic group protocol may fetch on the new
+    # cluster from where it was before it learns it must rejoin the group there; what it read
+    # then comes again after the rejoin (its commit was refused): once in CI, 213 records read
+    # 0.1 s apart. Those are allowed, within REJOIN_S of the switch.
     for consumer, group in ((java_consumer, GROUPS["java"]), (rd_consumer, GROUPS["librdkafka"])):
         read = Counter((r.partition, r.offset) for r in consumer.read)
         assert set(on_destination) <= set(read), consumer.name
-        reread = sum(n - 1 for n in read.values() if n > 1)
         pause, began = consumer.longest_read_pause()
         assert paused - 2 < began < switched, (consumer.name, pause, began - paused)
         read_before = {
@@ -212,10 +214,18 @@ def test_java_and_librdkafka_clients_follow_a_cutover_through_a_gateway_record_b
             + 1
             for p in range(PARTITIONS)
         }
+        again = _read_again(consumer)
+        reread = sum(1 for r in again if r.offset < read_before[r.partition])
+        rejoined = [r for r in again if r.offset >= read_before[r.partition]]
         copied = synced[group]
         bound = sum(max(0, read_before[p] - copied.get(p, 0)) for p in range(PARTITIONS))
-        assert reread <= bound, (consumer.name, reread, bound, copied, read_before)
-        lines.append(f"{consumer.name} re-read {reread} records (bound {bound})")
+        details = (consumer.name, bound, copied, read_before, _summary(again, paused))
+        assert reread <= bound, details
+        assert all(r.at < switched + REJOIN_S for r in rejoined), details
+        lines.append(
+            f"{consumer.name} re-read {reread} records (bound {bound}), and {len(rejoined)} it "
+            "had read on the destination before it rejoined its group there"
+        )
     print(
         f"\n{cutover} with gateway: stopped at {stopped_at}; the gateway switched "
         f"{switched - asked:.1f} s after it was asked (clients paused "
@@ -243,3 +253,26 @@ def _check_stored(cutover, on_source: dict, on_destination: dict, stopped_at: di
         assert [o < stopped_at[p] for p, o in offsets] == [True, False], (value, offsets)
     assert len(twice) <= IN_FLIGHT, twice
     return twice
+
+
+def _read_again(consumer) -> list:
+    """Each time the consumer read a record it had read before (its Read of the second time)."""
+    seen: set[tuple[int, int]] = set()
+    again = []
+    for r in consumer.read:
+        if (r.partition, r.offset) in seen:
+            again.append(r)
+        seen.add((r.partition, r.offset))
+    return again
+
+
+def _summary(again: list, paused: float) -> dict[int, str]:
+    """Where and when (seconds after the pause began) a consumer read records again."""
+    by_partition: dict[int, list] = {}
+    for r in again:
+        by_partition.setdefault(r.partition, []).append(r)
+    return {
+        p: f"{len(rs)} of offsets {rs[0].offset}..{rs[-1].offset}, "
+        f"{rs[0].at - paused:.1f}..{rs[-1].at - paused:.1f} s after the pause"
+        for p, rs in by_partition.items()
+    }
