@@ -14,13 +14,9 @@ stack stops at the end if it was not up before.
 
 In what order, on 2 cores: first the fast tier, beside the serial tests marked `heavy` (a
 thousand partitions); then the Kafka tier, beside the rest of the serial tests at a lower CPU
-priority (SERIAL_NICE); then PostgreSQL's integration tests. The serial tests and the Kafka
-tier mostly wait (for a broker's restart, an engine's recovery, a copy), so they fit side by
-side, but the Kafka tier's brokers and Redis must come first: beside serial tests at the same
-priority they answered late, at a load of up to 97 as the thousand partitions came and went
-(docs/testing.md). The fast tier keeps both cores busy by itself, so it never runs beside the
-Kafka tier. ISTHMUS_TEST_WORKERS sets the number of the fast tier's parallel workers (default
-2), ISTHMUS_KAFKA_TEST_WORKERS the Kafka tier's (2).
+priority (SERIAL_NICE), so that its brokers and Redis come first; then PostgreSQL's
+integration tests. Why so: docs/testing.md. ISTHMUS_TEST_WORKERS sets the number of the fast
+tier's parallel workers (default 2), ISTHMUS_KAFKA_TEST_WORKERS the Kafka tier's (2).
 """
 
 from __future__ import annotations
@@ -120,11 +116,14 @@ def _kafka_tier(
     with shared_stack(stack, parts_of(stack)):
         first = []
         if serial:
-            first.append(_serial_beside(pytest, "heavy", serial_log))
+            serial_env = _serial_stack(serial_log)
+            first.append(_serial_beside(pytest, serial_env, "heavy", serial_log))
         if beside:
             first.append(_on_postgres(beside, "fast", postgres_log))
         codes = [run.wait() for run in first]
-        rest = _serial_beside(pytest, "not heavy", serial_log, SERIAL_NICE) if serial else None
+        rest = None
+        if serial:
+            rest = _serial_beside(pytest, serial_env, "not heavy", serial_log, SERIAL_NICE)
         tier = "kafka and not serial and not faults and not ha"  # (make test-faults, test-ha)
         workers = os.environ.get("ISTHMUS_KAFKA_TEST_WORKERS", "2")
         codes.append(subprocess.call([*parallel, "-n", workers, "-m", tier]))
@@ -141,16 +140,23 @@ def _kafka_tier(
     return codes
 
 
-def _serial_beside(pytest: list[str], which: str, log: Path, nice: int = 0) -> subprocess.Popen:
-    """The serial tests that are `which` ("heavy" or "not heavy"), one after another on a stack
-    of their own (ports shifted, state in var/serial-stack/), at `nice`. Their output goes to
-    `log`, after what the heavy ones said."""
+def _serial_stack(log: Path) -> dict[str, str]:
+    """The environment of the serial tests' stack (ports shifted, state in `log`'s folder,
+    var/serial-stack/), its folder made ready."""
     env = {
         **os.environ,
         "ISTHMUS_DEVSTACK_PORT_OFFSET": SERIAL_PORT_OFFSET,
         "ISTHMUS_VAR_DIR": str(log.parent),
     }
     subprocess.run([sys.executable, "manage.py", "init_var", "-v", "0"], env=env, check=True)
+    return env
+
+
+def _serial_beside(
+    pytest: list[str], env: dict[str, str], which: str, log: Path, nice: int = 0
+) -> subprocess.Popen:
+    """The serial tests that are `which` ("heavy" or "not heavy"), one after another on their
+    stack (`env`), at `nice`. Their output goes to `log`, after what the heavy ones said."""
     with open(log, "w" if which == "heavy" else "a") as out:
         command = ["nice", "-n", str(nice), *pytest, "-m", f"serial and {which} and not faults"]
         return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)

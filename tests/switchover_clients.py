@@ -11,6 +11,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,7 +73,7 @@ class Client:
         return _longest_gap(r.at for r in self.read)
 
 
-def _longest_gap(moments) -> tuple[float, float]:
+def _longest_gap(moments: Iterable[float]) -> tuple[float, float]:
     times = sorted(moments)
     return max(((b - a, a) for a, b in zip(times, times[1:], strict=False)), default=(0, 0))
 
