@@ -301,7 +301,8 @@ class MemoryAdmin(AdminCalls):
     def reached(self, doing: str) -> MemoryCluster:
         """The cluster at this bootstrap address, or Unreachable as a closed port or a
         stopped cluster answers."""
-        cluster = _clusters.get(self.bootstrap)
+        # a client resolves localhost (the tutorial's addresses) to the loopback address
+        cluster = _clusters.get(self.bootstrap.replace("localhost:", "127.0.0.1:"))
         if cluster is None or cluster.down:
             self.failed = True
             words = (

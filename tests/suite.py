@@ -12,11 +12,12 @@ stack stops at the end if it was not up before.
     python -m tests.suite [--tiers fast,kafka] [--coverage] [--without-serial]
                           [--postgres-beside PATH ...] [pytest arguments, e.g. files]
 
-In what order, on 2 cores: first the fast tier, beside the serial tests marked `heavy` (a
-thousand partitions); then the Kafka tier, beside the rest of the serial tests at a lower CPU
-priority (SERIAL_NICE), so that its brokers and Redis come first; then PostgreSQL's
-integration tests. Why so: docs/testing.md. ISTHMUS_TEST_WORKERS sets the number of the fast
-tier's parallel workers (default 2), ISTHMUS_KAFKA_TEST_WORKERS the Kafka tier's (2).
+In what order, on 2 cores: the fast tier, then the Kafka tier, then PostgreSQL's integration
+tests; beside them, first the serial tests marked `heavy` (a thousand partitions), which the
+Kafka tier waits for, then the rest of the serial tests at a lower CPU priority (SERIAL_NICE),
+so that the other tiers' brokers and Redis come first. Why so: docs/testing.md.
+ISTHMUS_TEST_WORKERS sets the number of the fast tier's parallel workers (default 2),
+ISTHMUS_KAFKA_TEST_WORKERS the Kafka tier's (3).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import django
@@ -103,36 +106,31 @@ def main(argv: list[str]) -> int:
 def _kafka_tier(
     pytest: list[str], parallel: list[str], serial: bool, beside: list[str]
 ) -> list[int]:
-    """The fast tier of `beside` on PostgreSQL, beside the heavy serial tests on a stack of
-    their own (unless not `serial`); then the Kafka tier in parallel workers, beside the rest
-    of the serial tests (niced); then the Kafka tests of `beside` on PostgreSQL. Their return
-    codes."""
+    """The fast tier of `beside` on PostgreSQL, then the Kafka tier in parallel workers, then
+    the Kafka tests of `beside` on PostgreSQL; and beside them (unless not `serial`) the serial
+    tests (`_serial_tests`). Their return codes."""
     from devstack.stack import Stack
     from tests.shared_stack import parts_of, shared_stack
 
-    serial_log = settings.VAR_DIR / "serial-stack" / "pytest.log"
     postgres_log = settings.VAR_DIR / "postgres-beside.log"
     stack = Stack(settings.VAR_DIR, postgres=settings.DEVSTACK_POSTGRES)
-    with shared_stack(stack, parts_of(stack)):
-        first = []
+    with shared_stack(stack, parts_of(stack)), ThreadPoolExecutor(1) as lane:
+        heavy_over = threading.Event()
         if serial:
-            serial_env = _serial_stack(serial_log)
-            first.append(_serial_beside(pytest, serial_env, "heavy", serial_log))
-        if beside:
-            first.append(_on_postgres(beside, "fast", postgres_log))
-        codes = [run.wait() for run in first]
-        rest = None
-        if serial:
-            rest = _serial_beside(pytest, serial_env, "not heavy", serial_log, SERIAL_NICE)
+            serial_codes = lane.submit(_serial_tests, pytest, heavy_over)
+        else:
+            heavy_over.set()
+        codes = [_on_postgres(beside, "fast", postgres_log).wait()] if beside else []
+        heavy_over.wait()  # the Kafka tier starts once both have ended
         tier = "kafka and not serial and not faults and not ha"  # (make test-faults, test-ha)
-        workers = os.environ.get("ISTHMUS_KAFKA_TEST_WORKERS", "2")
+        workers = os.environ.get("ISTHMUS_KAFKA_TEST_WORKERS", "3")
         codes.append(subprocess.call([*parallel, "-n", workers, "-m", tier]))
         if beside:
             codes.append(_on_postgres(beside, "kafka", postgres_log).wait())
-        if rest is not None:
-            codes.append(rest.wait())
+        if serial:
+            codes += serial_codes.result()
     for ran, log, what in (
-        (serial, serial_log, "The tests that stop brokers or Redis, on a stack of their own"),
+        (serial, _serial_log(), "The tests that stop brokers or Redis, on a stack of their own"),
         (beside, postgres_log, "On PostgreSQL"),
     ):
         if ran:
@@ -140,26 +138,40 @@ def _kafka_tier(
     return codes
 
 
-def _serial_stack(log: Path) -> dict[str, str]:
-    """The environment of the serial tests' stack (ports shifted, state in `log`'s folder,
-    var/serial-stack/), its folder made ready."""
+def _serial_tests(pytest: list[str], heavy_over: threading.Event) -> list[int]:
+    """The serial tests, one after another on a stack of their own, their output in
+    var/serial-stack/pytest.log: those marked heavy (`heavy_over` set when they end), then the
+    rest at SERIAL_NICE. Their return codes."""
+    codes = []
+    try:
+        env = _serial_stack()
+        with open(_serial_log(), "w") as out:
+            for which, nice in (("heavy", 0), ("not heavy", SERIAL_NICE)):
+                marks = f"serial and {which} and not faults"
+                command = ["nice", "-n", str(nice), *pytest, "-m", marks]
+                codes.append(
+                    subprocess.call(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+                )
+                heavy_over.set()
+    finally:
+        heavy_over.set()  # even if the serial stack could not be made
+    return codes
+
+
+def _serial_stack() -> dict[str, str]:
+    """The environment of the serial tests' stack (ports shifted, state in var/serial-stack/),
+    its folder made ready."""
     env = {
         **os.environ,
         "ISTHMUS_DEVSTACK_PORT_OFFSET": SERIAL_PORT_OFFSET,
-        "ISTHMUS_VAR_DIR": str(log.parent),
+        "ISTHMUS_VAR_DIR": str(_serial_log().parent),
     }
     subprocess.run([sys.executable, "manage.py", "init_var", "-v", "0"], env=env, check=True)
     return env
 
 
-def _serial_beside(
-    pytest: list[str], env: dict[str, str], which: str, log: Path, nice: int = 0
-) -> subprocess.Popen:
-    """The serial tests that are `which` ("heavy" or "not heavy"), one after another on their
-    stack (`env`), at `nice`. Their output goes to `log`, after what the heavy ones said."""
-    with open(log, "w" if which == "heavy" else "a") as out:
-        command = ["nice", "-n", str(nice), *pytest, "-m", f"serial and {which} and not faults"]
-        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+def _serial_log() -> Path:
+    return settings.VAR_DIR / "serial-stack" / "pytest.log"
 
 
 def _on_postgres(paths: list[str], tier: str, log: Path) -> subprocess.Popen:

@@ -6,6 +6,8 @@ which start in a second."""
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
 import uuid
 
 import pytest
@@ -165,3 +167,25 @@ def gateway(registered_clusters, gateway_files):
 def devstack():
     """A database test never starts the clusters: one that needs them is an integration test."""
     pytest.fail("This test needs the real clusters: it belongs in tests/integration.")
+
+
+@pytest.fixture
+def typed(live_server, registered_clusters, tokens, monkeypatch):
+    """Run a command line as typed in a shell, with a role's token, in this process
+    (tests/cli_in_process.py): its Kafka client answered by the in-memory clusters, the
+    tutorial's localhost:9092 and localhost:9093 among them."""
+    from tests import cli_in_process
+
+    def run(line: str, role: str = "operator", **env: str) -> subprocess.CompletedProcess:
+        environment = {
+            "ISTHMUS_URL": live_server.url,
+            "ISTHMUS_TOKEN": tokens[role],
+            "ISTHMUS_CONFIG": "/nonexistent",
+            **env,
+        }
+        with monkeypatch.context() as scoped:
+            for name, value in environment.items():
+                scoped.setenv(name, value)
+            return cli_in_process.run(shlex.split(line), scoped)
+
+    return run

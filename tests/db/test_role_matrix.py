@@ -22,10 +22,7 @@ tested in test_approvals).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import html
-import importlib
-import io
 import json
 import re
 import tempfile
@@ -47,7 +44,6 @@ from django.utils import timezone
 from devstack import kafka
 from devstack import registry as schema_registries
 from isthmus_cli import cluster_links as cli_cluster_links
-from isthmus_cli import common as cli_common
 from isthmus_cli import configs as cli_configs
 from isthmus_cli import gateways as cli_gateways
 from isthmus_cli import merge_flows as cli_merge_flows
@@ -80,8 +76,7 @@ from replication.models import (
 from replication.scenarios import registry, runner
 from replication.states.mirror_states import FOLLOWING, PROMOTABLE
 from replication.topics import link_creation, links, merge_flows, mirrors
-from tests.conftest import ROOT
-from tests.memory_kafka import MemoryAdmin
+from tests import cli_in_process
 from tests.url_routes import api_routes
 
 SETUP = audit.Actor.system("tests")
@@ -2015,18 +2010,10 @@ def test_the_tools_allow_and_refuse_exactly_what_the_policy_says_and_audit_each_
     monkeypatch.setenv("ISTHMUS_URL", live_server.url)
     monkeypatch.setenv("ISTHMUS_TOKEN", secret)
     monkeypatch.setenv("ISTHMUS_CONFIG", "/nonexistent")
-    monkeypatch.setattr(cli_common, "KafkaAdmin", MemoryAdmin)
 
-    def run(tool: str, *argv: str) -> Answer:
-        module = re.search(r"isthmus-run\" (\w+)", (ROOT / "bin" / tool).read_text())[1]
-        main = importlib.import_module(f"isthmus_cli.{module}").main
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                status = main(list(argv))
-            except SystemExit as exc:  # argparse refusing the arguments
-                status = exc.code
-        return cli_answer(status, out.getvalue(), err.getvalue())
+    def run(*argv: str) -> Answer:
+        ran = cli_in_process.run(list(argv), monkeypatch)
+        return cli_answer(ran.returncode, ran.stdout, ran.stderr)
 
     run_table(CLI_UI, CLI, role, world, run, subtests)
 

@@ -1,7 +1,8 @@
 """The link filters from the command line, as seed 001 gives them: kafka-cluster-links --create
 with --consumer-group-filters-json[-file], --acl-filters-json-file and --topic-filters-json[-file],
 and kafka-configs --cluster-link with the seed's migration file (Java properties escapes) and with
-a JSON value in --add-config. Run as typed in a shell, against a live console and the clusters."""
+a JSON value in --add-config. Run as typed in a shell (in the test's process), against a live
+console and in-memory clusters."""
 
 from __future__ import annotations
 
@@ -13,10 +14,7 @@ import subprocess
 import pytest
 
 from replication.models import ClusterLink
-from tests import leftovers
-from tests.integration.test_cli import ok, refused
-
-pytestmark = pytest.mark.integration
+from tests.db.test_cli import DESTINATION, SOURCE, ok, refused
 
 GROUPS, ACLS, TOPICS = (
     "consumer.offset.group.filters",
@@ -25,14 +23,12 @@ GROUPS, ACLS, TOPICS = (
 )
 LINK = "filters-link"
 CREATE = (
-    f"kafka-cluster-links --bootstrap-server localhost:9093 --create --link {LINK} "
-    "--config bootstrap.servers=localhost:9092"
+    f"kafka-cluster-links --bootstrap-server {DESTINATION} --create --link {LINK} "
+    f"--config bootstrap.servers={SOURCE}"
 )
-DESCRIBE = f"kafka-configs --bootstrap-server localhost:9093 --describe --cluster-link {LINK}"
-ALTER = f"kafka-configs --bootstrap-server localhost:9093 --alter --cluster-link {LINK}"
-# Names in filters carry the session's marker, as any Kafka name of the tests.
-APP = leftovers.unique_name("app")
-ORDERS = leftovers.unique_name("orders")
+DESCRIBE = f"kafka-configs --bootstrap-server {DESTINATION} --describe --cluster-link {LINK}"
+ALTER = f"kafka-configs --bootstrap-server {DESTINATION} --alter --cluster-link {LINK}"
+APP, ORDERS = "app", "orders"
 
 GROUP_JSON = f"""{{"groupFilters": [
   {{"name": "{APP}-", "patternType": "PREFIXED", "filterType": "WHITELIST"}},
@@ -158,9 +154,9 @@ def test_create_sets_each_filter_config_from_its_flag(typed, tmp_path, flags):
 
     # Stored and described normalised: one canonical JSON per key, defaults filled in.
     expected = {GROUPS: GROUP_STORED, ACLS: ACL_STORED, TOPICS: TOPIC_STORED}
-    assert described(typed) == {"bootstrap.servers": "localhost:9092", **expected}
+    assert described(typed) == {"bootstrap.servers": SOURCE, **expected}
     configs = ClusterLink.objects.get(name=LINK).configs
-    assert configs == {"bootstrap.servers": "localhost:9092", **expected}
+    assert configs == {"bootstrap.servers": SOURCE, **expected}
     # The flags set the filters only: syncing stays off until asked for.
     assert not {"consumer.offset.sync.enable", "acl.sync.enable"} & set(configs)
 
@@ -170,12 +166,12 @@ def test_filters_come_with_the_other_configs_and_can_be_validated_only(typed, tm
     # A properties file with its own filter JSON over continuation lines, as Java reads them.
     link_file = tmp_path / "link.properties"
     link_file.write_text(
-        "bootstrap.servers=localhost:9092\n"
+        f"bootstrap.servers={SOURCE}\n"
         f'{TOPICS}={{"topicFilters": [ \\\n    {{"name": "{ORDERS}", \\\n'
         '     "patternType": "PREFIXED"}]}\n'
     )
     create = (
-        f"kafka-cluster-links --bootstrap-server localhost:9093 --create --link {LINK} "
+        f"kafka-cluster-links --bootstrap-server {DESTINATION} --create --link {LINK} "
         f"--config-file {link_file} --config consumer.offset.sync.ms=5000 "
         f"--consumer-group-filters-json {shlex.quote(GROUP_JSON)} "
         f"--acl-filters-json-file {tmp_path}/acls.json"
@@ -186,7 +182,7 @@ def test_filters_come_with_the_other_configs_and_can_be_validated_only(typed, tm
     assert not ClusterLink.objects.exists()
     ok(typed(create))
     assert described(typed) == {
-        "bootstrap.servers": "localhost:9092",
+        "bootstrap.servers": SOURCE,
         "consumer.offset.sync.ms": "5000",
         GROUPS: GROUP_STORED,
         ACLS: ACL_STORED,
@@ -257,7 +253,7 @@ def test_filter_flag_mistakes_get_one_line_errors_and_leave_no_link(typed, tmp_p
         '{"groupFilters": [{"name": "caf\xe9"}]}'.encode("latin-1")
     )
     (tmp_path / "empty.json").write_text("  \n")
-    (tmp_path / "link.properties").write_text(f"bootstrap.servers=localhost:9092\n{ACLS}=x\n")
+    (tmp_path / "link.properties").write_text(f"bootstrap.servers={SOURCE}\n{ACLS}=x\n")
     bad_acls = tmp_path / "acls.json"
     bad_acls.write_text(ACL_JSON.replace('"read"', '"peek"'))
     cases = [
@@ -272,14 +268,14 @@ def test_filter_flag_mistakes_get_one_line_errors_and_leave_no_link(typed, tmp_p
             ["not both", TOPICS],
         ),
         (
-            f"kafka-cluster-links --bootstrap-server localhost:9093 --create --link {LINK} "
+            f"kafka-cluster-links --bootstrap-server {DESTINATION} --create --link {LINK} "
             "--config "
-            + shlex.quote(f"bootstrap.servers=localhost:9092,{GROUPS}=[{GROUP_STORED}]")
+            + shlex.quote(f"bootstrap.servers={SOURCE},{GROUPS}=[{GROUP_STORED}]")
             + f" --consumer-group-filters-json-file {good}",
             [f"{GROUPS} is given twice, by --consumer-group-filters-json-file and in --config"],
         ),
         (
-            f"kafka-cluster-links --bootstrap-server localhost:9093 --create --link {LINK} "
+            f"kafka-cluster-links --bootstrap-server {DESTINATION} --create --link {LINK} "
             f"--config-file {tmp_path}/link.properties --acl-filters-json-file {bad_acls}",
             [f"{ACLS} is given twice", "--config-file", "give it in one place only"],
         ),
@@ -315,7 +311,7 @@ def test_filter_flag_mistakes_get_one_line_errors_and_leave_no_link(typed, tmp_p
             [f"{TOPICS} is not valid JSON at line 1"],
         ),
         (
-            f"kafka-cluster-links --bootstrap-server localhost:9093 --list "
+            f"kafka-cluster-links --bootstrap-server {DESTINATION} --list "
             f"--topic-filters-json {shlex.quote(TOPIC_JSON)}",
             ["--topic-filters-json is for --create only"],
         ),

@@ -1,21 +1,18 @@
 """Text stored before the console refused control characters still prints inert: the tools
-show an approval request's terminal escapes escaped, against a live console."""
+show an approval request's terminal escapes escaped, against a live console (in the test's
+process, on in-memory clusters)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import os
+import shlex
 import subprocess
 
 import pytest
 from django.utils import timezone
 
-from replication.governance import audit
-from replication.governance.tokens import create_token
 from replication.models import ApprovalRequest
-from tests.conftest import ROOT
-
-pytestmark = pytest.mark.integration
+from tests.db.test_cli import DESTINATION
 
 # Retitles the terminal (OSC 0 … BEL) and clears it (CSI 2 J); a line break forges a line.
 HOSTILE_REASON = "cut-over\x1b]0;owned\x07\x1b[2J\nRequest: 99  State: APPROVED"
@@ -24,25 +21,12 @@ RAW = ("\x1b", "\x07", "\u202e")
 
 
 @pytest.fixture
-def kafka_mirrors(live_server, registered_clusters, users):
+def kafka_mirrors(typed):
     """Run kafka-mirrors against the live console as the approver, on the destination."""
-    token = create_token(audit.Actor.system("tests"), users["approver"], "cli")[1]
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        environment = {
-            **os.environ,
-            "PATH": f"{ROOT / 'bin'}:{os.environ['PATH']}",
-            "ISTHMUS_URL": live_server.url,
-            "ISTHMUS_TOKEN": token,
-            "ISTHMUS_CONFIG": "/nonexistent",
-        }
-        return subprocess.run(
-            ["kafka-mirrors", "--bootstrap-server", "localhost:9093", *args],
-            capture_output=True,
-            text=True,
-            env=environment,
-            timeout=120,
-        )
+        line = f"kafka-mirrors --bootstrap-server {DESTINATION} {shlex.join(args)}"
+        return typed(line, role="approver")
 
     return run
 
