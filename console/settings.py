@@ -23,6 +23,8 @@ ISTHMUS_ORDINARY_BOOTSTRAP  where a client of no privilege reaches each register
                   name=host:port,name=host:port (the scenarios' read-only check); default
                   the embedded stack's PLAINTEXT listeners:
                   source=127.0.0.1:9092,destination=127.0.0.1:9093
+ISTHMUS_ENGINE_NAME  the engine this host keeps (`manage.py engine`): a network zone's, as the
+                  clusters registered there name it; unset: the console's own
 ISTHMUS_LOGIN_FAILURE_LIMIT, ISTHMUS_LOGIN_LOCKOUT_MINUTES  login throttling; default 5
                   failed logins (per user name, per address) lock out for 15 minutes
 ISTHMUS_DEVSTACK_PORT_OFFSET  shifts every port of the embedded stack (a second one beside)
@@ -400,6 +402,17 @@ ENGINE_LAZY = _env_bool("ISTHMUS_ENGINE_LAZY")
 # This host's name, as the active beat's lease and the engine's heartbeat name it: hosts that
 # share the database and Redis tell by it whose engine runs (docs/deployment.md).
 HOST_NAME = os.environ.get("ISTHMUS_HOST_NAME", "").strip() or socket.gethostname()
+# The engine this process keeps: unset for the deployment's own (its beat starts it); a name on
+# a host of another network zone, where `manage.py engine` keeps the engine that copies the
+# links of the clusters registered with that name (docs/deployment.md, "Engines in other
+# network zones").
+ENGINE_NAME_PATTERN = r"[a-z0-9][a-z0-9-]{0,39}"
+ENGINE_NAME = os.environ.get("ISTHMUS_ENGINE_NAME", "").strip()
+if ENGINE_NAME and not re.fullmatch(ENGINE_NAME_PATTERN, ENGINE_NAME):
+    raise ImproperlyConfigured(
+        f"ISTHMUS_ENGINE_NAME={ENGINE_NAME!r} is not an engine name: use 1-40 lower-case "
+        "letters, digits and '-', starting with a letter or digit (or unset it)."
+    )
 # How long the engine's heartbeat may be silent before a host other than the one that started
 # it starts it again (the engine's epochs fence off the old one should it come back). It beats
 # every second, a starting one too: 10 s is ten beats missed.

@@ -61,7 +61,11 @@ def _arguments(argv):
         help="link configs: k1=v1,k2=v2 (brackets group commas: k=[a,b]; JSON as it is: k={...})",
     )
     p.add_argument("--config-file", help="properties file of link configs")
-    p.add_argument("--cluster-id", help="the source cluster's id (checked unless not validated)")
+    p.add_argument(
+        "--cluster-id",
+        help="the source cluster's id (checked unless not validated); for a source half "
+        "(link.mode=SOURCE), the destination's",
+    )
     p.add_argument("--validate-only", action="store_true", help="check only; change nothing")
     p.add_argument(
         "--exclude-validate-link",
@@ -127,17 +131,24 @@ def create_configs(args) -> dict[str, str]:
 def create(session: Session, args, configs: dict[str, str]) -> None:
     if args.exclude_validate_link and not args.cluster_id:
         raise CliError("--exclude-validate-link needs --cluster-id: the source cannot be asked.")
+    # A source-initiated link's source half is created on its source: --cluster-id then names
+    # its destination.
+    source_half = configs.get("link.mode", "").strip().upper() == "SOURCE"
+    remote = "destination_cluster_id" if source_half else "source_cluster_id"
     existing = session.call(
         "POST",
         session.links,
-        {
-            "source_cluster_id": args.cluster_id,
-            "configs": [{"name": k, "value": v} for k, v in configs.items()],
-        },
+        {remote: args.cluster_id, "configs": [{"name": k, "value": v} for k, v in configs.items()]},
         link_name=args.link,
         validate_only=args.validate_only,
         validate_link=not args.exclude_validate_link,
     )
+    if existing and source_half:
+        print(
+            f"Cluster link '{args.link}' into '{args.cluster_id}' has its source half "
+            "already. Nothing new was made."
+        )
+        return
     if existing:
         # The second side's create of a bidirectional link, as Confluent's recipe has it:
         # Isthmus made both halves at the first, so the console answered the existing half.

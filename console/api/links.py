@@ -35,7 +35,7 @@ from replication.engine import status
 from replication.governance import audit
 from replication.models import ClusterLink, MirrorTopic
 from replication.schemas import schema_links
-from replication.topics.link_creation import create_or_join, joined_words
+from replication.topics.link_creation import create_or_join, join_as_source, joined_words
 from replication.topics.links import (
     alter_link_configs,
     describe_link_configs,
@@ -79,6 +79,7 @@ def link_data(request, link: ClusterLink, half: ClusterLink | None) -> KafkaLink
         cluster_link_id=kafka_uuid(link.link_id),
         topic_names=[m.mirror_topic for m in mirrors],
         link_state=link.state,
+        engine=link.engine,
         link_error=link.error_code,
         link_error_message=link.error_message or None,
         category_counts=[
@@ -115,17 +116,9 @@ def _half_data(half: ClusterLink | None) -> LinkHalf | None:
 def _source_cluster_id(body: dict, configs: dict[str, str]) -> str | None:
     """The create's source: source_cluster_id, or remote_cluster_id, the other cluster of a
     bidirectional link as Confluent's tools name it (`confluent kafka link create
-    --remote-cluster`); destination_cluster_id, a source-initiated link's, is refused."""
+    --remote-cluster`)."""
     source = field(body, "source_cluster_id", str)
     remote = field(body, "remote_cluster_id", str)
-    if field(body, "destination_cluster_id", str):
-        raise ApiError(
-            400,
-            "destination_cluster_id is for the source half of a source-initiated link "
-            "(link.mode=SOURCE), which Isthmus does not make: its links are created on the "
-            "destination (give source_cluster_id) or are bidirectional (link.mode=BIDIRECTIONAL "
-            "with remote_cluster_id).",
-        )
     if not remote:
         return source
     mode = str(configs.get("link.mode", "DESTINATION")).strip().upper()
@@ -134,8 +127,7 @@ def _source_cluster_id(body: dict, configs: dict[str, str]) -> str | None:
             400,
             f"remote_cluster_id names the other cluster of a bidirectional link, and this "
             f"link's link.mode is {mode}: add link.mode=BIDIRECTIONAL to its configs, or give "
-            "source_cluster_id for a link that copies one way into this cluster "
-            "(source-initiated links, link.mode=SOURCE, are not supported).",
+            "source_cluster_id for a link that copies one way into this cluster.",
         )
     if source and source != remote:
         raise ApiError(
@@ -180,16 +172,28 @@ def links(request, cluster_id):
         raise ApiError(400, "Give the link's name as the link_name query parameter.")
     body = json_body(request)
     configs = name_values(body)
-    creation = create_or_join(
-        audit.Actor.from_request(request),
-        destination,
-        name,
-        configs,
-        source_cluster_id=_source_cluster_id(body, configs),
-        validate_only=flag(request, "validate_only"),
-        validate_link=flag(request, "validate_link", default=True),
-        cluster_link_id=field(body, "cluster_link_id", str),
-    )
+    remote_destination = field(body, "destination_cluster_id", str)
+    if remote_destination or str(configs.get("link.mode", "")).strip().upper() == "SOURCE":
+        # The source half of a source-initiated link: this cluster is its source.
+        creation = join_as_source(
+            audit.Actor.from_request(request),
+            destination,
+            name,
+            configs,
+            remote_destination,
+            validate_only=flag(request, "validate_only"),
+        )
+    else:
+        creation = create_or_join(
+            audit.Actor.from_request(request),
+            destination,
+            name,
+            configs,
+            source_cluster_id=_source_cluster_id(body, configs),
+            validate_only=flag(request, "validate_only"),
+            validate_link=flag(request, "validate_link", default=True),
+            cluster_link_id=field(body, "cluster_link_id", str),
+        )
     if not creation.made:
         # Confluent answers a create with 204 and no body; the second side's create of a
         # bidirectional link made no link, so it is told so with the link as a GET answers it

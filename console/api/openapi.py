@@ -51,7 +51,8 @@ The message says what was wrong and what to do.
 link deleted), the mirror actions 200 with each topic's own outcome. Where a write offers
 `validate_only=true`, it checks the write completely without making it.
 
-**Differences from Confluent.** Links are destination-initiated; a bidirectional link
+**Differences from Confluent.** Isthmus keeps each link on its destination (a source-initiated
+link's source half makes none of its own); a bidirectional link
 (link.mode=BIDIRECTIONAL) is one each way between two registered clusters, and on it the
 mirrors:reverse-and-start-mirror, mirrors:reverse-and-pause-mirror and mirrors:truncate-and-restore
 actions are offered. Isthmus's extensions are marked *Isthmus* in their field descriptions.
@@ -278,7 +279,11 @@ OPERATIONS: dict[str, Op] = {
         "link.mode=BIDIRECTIONAL with remote_cluster_id (or source_cluster_id), a registered "
         "cluster, makes both halves; the second side's create of the same link, as Confluent's "
         "recipe types it (remote_cluster_id, cluster_link_id), makes nothing: it answers 200 "
-        "with the existing half and a Warning header saying so, or 409 naming what differs.",
+        "with the existing half and a Warning header saying so, or 409 naming what differs. "
+        "A source-initiated link: its destination half here with connection.mode=INBOUND and "
+        "source_cluster_id, a registered cluster, then its source half on the source with "
+        "link.mode=SOURCE and destination_cluster_id; the engine of the source's network zone "
+        "copies it from then on (made again, the source half answers 200 and a Warning).",
         S.CreateLinkRequest, ("link_name", "validate_only", "validate_link"),
         {409: "A link of this name exists (from another cluster, one-way, or with other "
                "settings), or the source is another cluster."}),

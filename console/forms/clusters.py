@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from replication.models import NAME_VALIDATOR
+from replication.models.clusters import ENGINE_VALIDATOR
 from replication.schemas.schema_registries import MAX_PASSWORD, RegistryAccess
 
 
@@ -46,7 +47,7 @@ class SchemaRegistryForm(forms.Form):
 class ClusterForm(SchemaRegistryForm):
     """Registering a cluster: its connection, its links' credentials, its schema registry."""
 
-    field_order = ["name", "bootstrap_servers", "client_config", "link_config"]
+    field_order = ["name", "bootstrap_servers", "client_config", "link_config", "engine"]
     name = forms.CharField(max_length=200, validators=[NAME_VALIDATOR])
     bootstrap_servers = forms.CharField(
         label="bootstrap.servers",
@@ -75,4 +76,14 @@ class ClusterForm(SchemaRegistryForm):
         help_text="Who links from this cluster connect as: a principal that may only read "
         "(not the console's, often a super-user, which passes every ACL). Used at this "
         "cluster's address only. Empty: a link from it gives its own credentials.",
+    )
+    engine = forms.CharField(
+        label="Engine of its network zone",
+        required=False,
+        max_length=40,
+        validators=[ENGINE_VALIDATOR],
+        widget=forms.TextInput(attrs={"placeholder": "on-prem"}),
+        help_text="Where the cluster sits behind a firewall that lets nothing in: the name "
+        "of the engine kept there (manage.py engine with ISTHMUS_ENGINE_NAME), which copies "
+        "the links this cluster initiates. Empty: the console's own engine.",
     )

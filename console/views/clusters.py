@@ -74,6 +74,7 @@ def cluster_create(request):
                 parse_client_config(data["client_config"]),
                 parse_client_config(data["link_config"]),
                 form.access(),
+                engine=data["engine"],
             )
         except ReplicationError as exc:
             form.add_error(None, str(exc))

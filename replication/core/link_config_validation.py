@@ -128,6 +128,13 @@ def _sync_problems(configs: dict[str, str]) -> list[str]:
             "this link is not bidirectional (set link.mode=BIDIRECTIONAL, or give the link the "
             "other way its own cluster.link.prefix)."
         )
+    if configs.get("connection.mode") == "INBOUND" and configs.get("link.mode", "DESTINATION") != (
+        "DESTINATION"
+    ):
+        problems.append(
+            "connection.mode=INBOUND is a source-initiated link's destination half, whose "
+            f"link.mode is DESTINATION, not {configs.get('link.mode')}."
+        )
     if configs.get("consumer.group.prefix.enable") == "true" and not configs.get(
         "cluster.link.prefix"
     ):

@@ -275,19 +275,36 @@ KEYS: dict[str, ConfigKey] = {
             "link.mode",
             "DESTINATION",
             values.one_of(
-                ("DESTINATION", "BIDIRECTIONAL"),
-                "Isthmus runs links from the destination side; BIDIRECTIONAL joins two "
-                "registered clusters with a link each way, under one name",
+                ("DESTINATION", "BIDIRECTIONAL", "SOURCE"),
+                "DESTINATION copies into this cluster, BIDIRECTIONAL joins two registered "
+                "clusters with a link each way under one name, SOURCE is the source half of a "
+                "source-initiated link",
             ),
-            "This side's role: DESTINATION, or BIDIRECTIONAL (a link each way between two "
-            "registered clusters, which reverse-and-start-mirror and truncate-and-restore need).",
+            "This side's role: DESTINATION, BIDIRECTIONAL (a link each way between two "
+            "registered clusters, which reverse-and-start-mirror and truncate-and-restore "
+            "need), or SOURCE (created on the source, naming the destination half of a "
+            "source-initiated link).",
             immutable=True,
         ),
         ConfigKey(
             "connection.mode",
             "OUTBOUND",
-            values.only("OUTBOUND", "the destination side opens the connection to the source"),
-            "Which side opens the connection.",
+            values.one_of(
+                ("OUTBOUND", "INBOUND"),
+                "OUTBOUND: the link's engine is beside this cluster; INBOUND: beside its "
+                "source, for a network that lets no connection in",
+            ),
+            "Which side opens the connections: OUTBOUND (the engine beside this cluster "
+            "copies) or INBOUND (a source-initiated link's destination half: the engine "
+            "beside the source copies, once the source half is made there with "
+            "link.mode=SOURCE).",
+            immutable=True,
+        ),
+        ConfigKey(
+            "remote.link.connection.mode",
+            None,
+            values.only("OUTBOUND", "set when the source half is made"),
+            "A source-initiated link's: OUTBOUND once its source half is made.",
             read_only=True,
         ),
     ]

@@ -1,7 +1,9 @@
 """This console's engine (the Spark application in `spark_jobs/`), as the supervisor, the
 publishing of links and the status pages all need it: which engine it is (`engine_id`), where
 it keeps its files, the key that seals its link specs, the Redis keys the supervisor keeps,
-whether its process runs, which links its heartbeat says it runs, and waking it.
+whether its process runs, which links its heartbeat says it runs, and waking it. A process keeps
+one engine (settings.ENGINE_NAME); what it asks of another, a zone's that copies a link
+(`ClusterLink.engine`), takes that engine's name.
 """
 
 from __future__ import annotations
@@ -23,10 +25,19 @@ HEARTBEAT_TIMEOUT_S = 30  # an engine silent this long is hung
 ENGINE_FRESH_S = 5  # an engine heartbeat this recent tells which links it runs
 
 
-def engine_id(owner: str | None = None) -> str:
-    """This console's engine (or that of the console whose database is `owner`): one per
-    database of links, so a test run beside `make demo` has its own."""
-    return hashlib.sha256((owner or _owner()).encode()).hexdigest()[:12]
+def engine_id(owner: str | None = None, name: str | None = None) -> str:
+    """This process's engine (or that of the console whose database is `owner`): one per
+    database of links, so a test run beside `make demo` has its own, and within it one per
+    engine name (`name`; default this process's, settings.ENGINE_NAME; "" the deployment's
+    own engine)."""
+    name = settings.ENGINE_NAME if name is None else name
+    owner = owner or _owner()
+    return hashlib.sha256((f"{owner}\n{name}" if name else owner).encode()).hexdigest()[:12]
+
+
+def is_ours(name: str | None) -> bool:
+    """Whether the engine named `name` (None: this process's) is the one this process keeps."""
+    return name is None or name == settings.ENGINE_NAME
 
 
 def _owner() -> str:
@@ -64,12 +75,13 @@ def engine_key() -> str:
     return base64.urlsafe_b64encode(mac.digest()).decode()
 
 
-def supervision_key() -> str:
-    return f"isthmus:engine:{engine_id()}:supervision"
+def supervision_key(name: str | None = None) -> str:
+    return f"isthmus:engine:{engine_id(name=name)}:supervision"
 
 
-def supervision(r: redis.Redis) -> Supervision:
-    found: Supervision | None = control.read_json(r, supervision_key())
+def supervision(r: redis.Redis, name: str | None = None) -> Supervision:
+    """What the supervisor of the engine named `name` (None: this process's) keeps of it."""
+    found: Supervision | None = control.read_json(r, supervision_key(name))
     return found or {}
 
 
@@ -99,36 +111,46 @@ def runs_on(heartbeat: control.EngineHeartbeat, now: float | None = None) -> str
     ENGINE_TAKEOVER_S (after that, any host may start it again); None when it runs on this
     host (`running` looks at its process) or was not heard from that recently."""
     host = heartbeat.get("host")
-    age = (now or time.time()) - heartbeat.get("at_ms", 0) / 1000
-    if not host or host == settings.HOST_NAME or age >= settings.ENGINE_TAKEOVER_S:
+    if not host or host == settings.HOST_NAME:
         return None
-    return host if heartbeat.get("state") in ("starting", "running") else None
+    return host if _heard(heartbeat, now) else None
 
 
-def engine_pid(r: redis.Redis) -> int | None:
-    """The engine's pid wherever it runs: this host's process, or the one its heartbeat names
-    from another host (`runs_on`); None when it runs nowhere this host knows of."""
-    found = running()
+def _heard(heartbeat: control.EngineHeartbeat, now: float | None = None) -> bool:
+    """Whether the engine said within ENGINE_TAKEOVER_S that it starts or runs."""
+    age = (now or time.time()) - heartbeat.get("at_ms", 0) / 1000
+    return age < settings.ENGINE_TAKEOVER_S and heartbeat.get("state") in ("starting", "running")
+
+
+def engine_pid(r: redis.Redis, name: str | None = None) -> int | None:
+    """The pid of the engine named `name` (None: this process's) wherever it runs: this host's
+    process, or the one its heartbeat names from another host (`runs_on`), or, for an engine
+    another process keeps (a zone's), from wherever it beats; None when it runs nowhere this
+    host knows of."""
+    found = running() if is_ours(name) else None
     if found is not None:
         return found.pid
     try:
-        heartbeat = control.engine_heartbeat(r, engine_id())
+        heartbeat = control.engine_heartbeat(r, engine_id(name=name))
     except redis.RedisError:
         # Nor can an engine on another host reach Redis: its copiers stop writing within
         # spark_jobs.copier.CONTACT_S of losing it, as if it did not run.
         return None
-    return heartbeat.get("pid") if runs_on(heartbeat) else None
+    elsewhere = runs_on(heartbeat) if is_ours(name) else _heard(heartbeat)
+    return heartbeat.get("pid") if elsewhere else None
 
 
-def wake_engine(r: redis.Redis) -> None:
-    """Have the engine read its links and mirror sets now, not at its next round."""
-    control.wake(r, control.engine_wake_channel(engine_id()))
+def wake_engine(r: redis.Redis, name: str | None = None) -> None:
+    """Have the engine (named `name`; None: this process's) read its links and mirror sets
+    now, not at its next round."""
+    control.wake(r, control.engine_wake_channel(engine_id(name=name)))
 
 
-def engine_links(r: redis.Redis) -> dict[str, str] | None:
-    """The links the engine runs (id -> name), as its heartbeat says; None when that heartbeat
-    is older than ENGINE_FRESH_S (then nobody knows)."""
-    engine = control.engine_heartbeat(r, engine_id())
+def engine_links(r: redis.Redis, name: str | None = None) -> dict[str, str] | None:
+    """The links the engine (named `name`; None: this process's) runs (id -> name), as its
+    heartbeat says; None when that heartbeat is older than ENGINE_FRESH_S (then nobody
+    knows)."""
+    engine = control.engine_heartbeat(r, engine_id(name=name))
     if time.time() - engine.get("at_ms", 0) / 1000 >= ENGINE_FRESH_S:
         return None
     return engine.get("links", {})

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 def wanted_mirrors(link: ClusterLink) -> dict[str, control.MirrorSpec]:
     """The mirrors the link's stream should run now."""
-    if link.state != ClusterLink.State.ACTIVE:
+    if not _copies(link):
         return {}
     return {
         m.mirror_topic: {"source_topic": m.source_topic}
@@ -37,10 +37,15 @@ def wanted_mirrors(link: ClusterLink) -> dict[str, control.MirrorSpec]:
 
 def wanted_flows(link: ClusterLink) -> dict[str, control.FlowSpec]:
     """The merge flows the link's stream should run now, by id."""
-    if link.state != ClusterLink.State.ACTIVE:
+    if not _copies(link):
         return {}
     active = link.flows.filter(state=MergeFlow.State.ACTIVE).select_related("link__destination")
     return {str(f.flow_id): flow_spec(f) for f in active}
+
+
+def _copies(link: ClusterLink) -> bool:
+    """Whether the link may copy now: ACTIVE, and, if source-initiated, its source half made."""
+    return link.state == ClusterLink.State.ACTIVE and not link.waits_for_source_half
 
 
 def flow_spec(flow: MergeFlow) -> control.FlowSpec:
@@ -86,7 +91,7 @@ def publish_set(
     generation = r.incr(_generation_key(str(link.link_id)))
     mirror_set: control.MirrorSet = {"mirrors": mirrors, "flows": flows, "generation": generation}
     control.write_json(r, key, mirror_set)
-    process.wake_engine(r)
+    process.wake_engine(r, link.engine)
     return generation
 
 
@@ -109,11 +114,11 @@ def link_spec(link: ClusterLink) -> control.LinkSpec:
 
 
 def publish_link(link: ClusterLink, r: redis.Redis, run: bool) -> None:
-    """Add the link to the engine (or change its spec), or take it out."""
-    link_id, key = str(link.link_id), control.links_key(process.engine_id())
+    """Add the link to its engine (or change its spec), or take it out."""
+    link_id, key = str(link.link_id), control.links_key(process.engine_id(name=link.engine))
     if not run:
         if r.hdel(key, link_id):
-            process.wake_engine(r)
+            process.wake_engine(r, link.engine)
         return
     spec, engine_key = link_spec(link), process.engine_key()
     current = r.hget(key, link_id)
@@ -123,7 +128,7 @@ def publish_link(link: ClusterLink, r: redis.Redis, run: bool) -> None:
     if current is None:  # a heartbeat left from an earlier run says nothing of this one
         r.delete(control.heartbeat_key(link_id), control.progress_key(link_id))
     r.hset(key, link_id, control.seal(engine_key, spec))
-    process.wake_engine(r)
+    process.wake_engine(r, link.engine)
 
 
 def control_lock(link: ClusterLink, *, wait: float | None = None) -> AbstractContextManager[bool]:
@@ -139,23 +144,23 @@ def publish_now(link: ClusterLink) -> None:
     not answering leaves it to that round too."""
     try:
         r = client()
-        if r.hexists(control.links_key(process.engine_id()), str(link.link_id)):
+        if r.hexists(control.links_key(process.engine_id(name=link.engine)), str(link.link_id)):
             publish(link, r)
     except redis.RedisError as exc:
         log.warning("Could not hand link %s's mirrors to the engine yet: %s", link.name, exc)
 
 
 def stopped_writing(link: ClusterLink, mirror_topic: str, generation: int) -> bool:
-    """Whether nothing can write `mirror_topic` for the link any more: no engine runs, the
-    engine runs nothing of the link, or it has taken up mirror set `generation` (or a later
-    one) without that mirror."""
+    """Whether nothing can write `mirror_topic` for the link any more: its engine does not run,
+    runs nothing of the link, or has taken up mirror set `generation` (or a later one) without
+    that mirror."""
     link_id = str(link.link_id)
     r = client()
-    if process.engine_pid(r) is None:
+    if process.engine_pid(r, link.engine) is None:
         return True
     heartbeat = control.link_heartbeat(r, link_id)
     if not heartbeat:  # the engine never ran the link (or Redis lost its heartbeat)
-        runs = process.engine_links(r)
+        runs = process.engine_links(r, link.engine)
         return runs is not None and link_id not in runs
     if heartbeat.get("state") == "stopped":
         # A runner starting anew says so before it reads the mirror set, which no longer

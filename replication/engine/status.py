@@ -38,8 +38,8 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
     try:
         r = client()
         heartbeat = control.link_heartbeat(r, link_id)
-        record = process.supervision(r)
-        published = r.hexists(control.links_key(process.engine_id()), link_id)
+        record = process.supervision(r, link.engine)
+        published = r.hexists(control.links_key(process.engine_id(name=link.engine)), link_id)
     except redis.RedisError as exc:
         return StreamStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
     failures, error = record.get("failures", 0), record.get("error", "")
@@ -47,7 +47,7 @@ def status(link: ClusterLink, now: float | None = None) -> StreamStatus:
         return StreamStatus("FAILED", failures=failures, error=link.error_message or error)
     if not published:
         return StreamStatus("STOPPED")
-    pid = process.engine_pid(r)
+    pid = process.engine_pid(r, link.engine)
     if pid is None:
         state = "RESTARTING" if failures else "STARTING"
         return StreamStatus(state, failures=failures, error=error)
@@ -227,7 +227,7 @@ def progress(link: ClusterLink) -> Progress:
     except redis.RedisError:
         return Progress({})
     # An engine that is not running writes nothing, whatever its last heartbeat said.
-    writing = heartbeat.get("mirrors", ()) if process.engine_pid(r) else ()
+    writing = heartbeat.get("mirrors", ()) if process.engine_pid(r, link.engine) else ()
     return Progress(reported, heartbeat.get("fetched_at_ms", 0), frozenset(writing))
 
 
@@ -236,6 +236,6 @@ def schema_waits(link: ClusterLink) -> list[int]:
     try:
         r = client()
         heartbeat = control.link_heartbeat(r, str(link.link_id))
-        return heartbeat.get("schema_waits", []) if process.engine_pid(r) else []
+        return heartbeat.get("schema_waits", []) if process.engine_pid(r, link.engine) else []
     except redis.RedisError:
         return []

@@ -24,7 +24,7 @@ from infra import processes
 from replication.core import redis_channel
 from replication.core.redis_channel import client
 from replication.engine import process, publish, spare, standby, takeover
-from replication.models import ClusterLink
+from replication.models import ClusterLink, KafkaCluster
 from replication.states import link_states
 from spark_jobs import control, launch
 
@@ -85,10 +85,18 @@ def forget_deleted_links(known: set[str]) -> None:
         gone = list(seen - known)
         if gone:
             log.info("Taking deleted cluster link(s) %s out of the engine", ", ".join(gone))
-            r.hdel(control.links_key(process.engine_id()), *gone)
-            process.wake_engine(r)
+            for name in engine_names():  # a deleted link no longer says which ran it
+                if r.hdel(control.links_key(process.engine_id(name=name)), *gone):
+                    process.wake_engine(r, name)
     except redis.RedisError:
         return  # at the next round
+
+
+def engine_names() -> set[str]:
+    """The names of the engines links may run in: the console's own ("") and each zone's that
+    a cluster or a link names."""
+    named = KafkaCluster.objects.values_list("engine", flat=True).distinct()
+    return {"", *named, *ClusterLink.objects.values_list("engine", flat=True).distinct()}
 
 
 def supervise(link: ClusterLink, now: float | None = None) -> None:
@@ -293,12 +301,12 @@ def stop(link: ClusterLink) -> None:
     link_id = str(link.link_id)
     r = client()
     asked_ms = int(time.time() * 1000)
-    r.hdel(control.links_key(process.engine_id()), link_id)
-    process.wake_engine(r)
+    r.hdel(control.links_key(process.engine_id(name=link.engine)), link_id)
+    process.wake_engine(r, link.engine)
     deadline = time.monotonic() + STOP_WAIT_S
-    while process.engine_pid(r) is not None and time.monotonic() < deadline:
+    while process.engine_pid(r, link.engine) is not None and time.monotonic() < deadline:
         heartbeat = control.link_heartbeat(r, link_id)
-        runs = process.engine_links(r)
+        runs = process.engine_links(r, link.engine)
         if (
             heartbeat.get("state") == "stopped"
             or heartbeat.get("started_ms", 0) > asked_ms

@@ -18,6 +18,7 @@ from replication.core.errors import ReplicationError, conflict
 from replication.governance import audit
 from replication.kafka.connections import cluster_admin, connect
 from replication.models import NAME_VALIDATOR, ClusterLink, KafkaCluster, MirrorTopic
+from replication.models.clusters import ENGINE_VALIDATOR
 from replication.schemas import schema_registries
 
 log = logging.getLogger(__name__)
@@ -108,10 +109,12 @@ def register_cluster(
     config: dict[str, str],
     link_config: dict[str, str] | None = None,
     registry: schema_registries.RegistryAccess | None = None,
+    engine: str = "",
 ) -> KafkaCluster:
     """Register a reachable cluster under `name`, recording its cluster id; with `link_config`,
     the principal that links from it connect as (checked to reach the same cluster); with
-    `registry`, its schema registry (checked to answer)."""
+    `registry`, its schema registry (checked to answer); with `engine`, the engine of its
+    network zone, which copies the links it initiates."""
     target = f"cluster {name}"
     name_taken = f"A cluster named {name!r} is already registered; pick another name."
     with audit.refusals(actor, "cluster.register", target):
@@ -121,11 +124,16 @@ def register_cluster(
             raise ReplicationError(f"Invalid cluster name {name!r}: {exc.messages[0]}") from exc
         if KafkaCluster.objects.filter(name=name).exists():
             raise conflict(name_taken)
+        try:
+            ENGINE_VALIDATOR(engine)
+        except ValidationError as exc:
+            raise ReplicationError(f"Invalid engine name {engine!r}: {exc.messages[0]}") from exc
         bootstrap_servers = _checked_brokers(bootstrap_servers)
         cluster = KafkaCluster(
             name=name,
             bootstrap_servers=bootstrap_servers,
             cluster_id=_new_id(bootstrap_servers, config),
+            engine=engine,
         )
         cluster.set_client_config(config)
         if link_config:
@@ -151,6 +159,7 @@ def register_cluster(
             "config": dict(cluster.display_config()),
             "link_principal": cluster.link_principal,
             "schema_registry": schema_registries.described(cluster),
+            "engine": engine,
         },
     )
     log.info("Registered cluster %s (id %s) at %s", name, cluster.cluster_id, bootstrap_servers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
@@ -13,6 +14,12 @@ from spark_jobs import control
 NAME_VALIDATOR = RegexValidator(
     r"\A(?!\.{1,2}\Z)[a-zA-Z0-9._-]{1,200}\Z",
     "Use 1-200 letters, digits, '.', '_' or '-' (and not '.' or '..').",
+)
+
+ENGINE_VALIDATOR = RegexValidator(
+    rf"\A(?:{settings.ENGINE_NAME_PATTERN})?\Z",
+    "Use 1-40 lower-case letters, digits and '-', starting with a letter or digit (or leave it "
+    "empty for the console's own engine).",
 )
 
 
@@ -36,6 +43,9 @@ class KafkaCluster(models.Model):
     cluster_id = models.CharField(
         max_length=64, blank=True, help_text="The Kafka cluster id found when it was registered."
     )
+    # The engine of the cluster's network zone, which copies the links this cluster initiates
+    # (started there by `manage.py engine`); "" the console's own, which reaches every cluster.
+    engine = models.CharField(max_length=40, blank=True, default="", validators=[ENGINE_VALIDATOR])
     # The cluster's schema registry (Confluent's REST API), if it has one: where the schemas
     # of its records' ids are. The password is a Fernet token, used at this URL only.
     schema_registry_url = models.CharField(max_length=1000, blank=True)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from infra.client_config import librdkafka_config, principal
 from replication.core import crypto, link_configs
-from replication.models.clusters import NAME_VALIDATOR, KafkaCluster
+from replication.models.clusters import ENGINE_VALIDATOR, NAME_VALIDATOR, KafkaCluster
 
 
 class ClusterLink(models.Model):
@@ -33,6 +33,9 @@ class ClusterLink(models.Model):
     configs = models.JSONField(default=dict, blank=True)
     secret_configs = models.JSONField(default=dict, blank=True, help_text="key -> Fernet token")
     state = models.CharField(max_length=20, choices=State.choices, default=State.ACTIVE)
+    # The engine that copies it: that of the network zone of the cluster that initiates the link
+    # (its destination; its source for a source-initiated link), "" the deployment's own.
+    engine = models.CharField(max_length=40, blank=True, default="", validators=[ENGINE_VALIDATOR])
     state_time = models.DateTimeField(default=timezone.now)
     error_code = models.CharField(max_length=60, default="NO_ERROR")
     error_message = models.TextField(blank=True)
@@ -95,6 +98,23 @@ class ClusterLink(models.Model):
         if value is None:
             raise ValueError(f"link config {name} has no value")
         return int(value)
+
+    @property
+    def engine_label(self) -> str:
+        """Which engine copies it, in words."""
+        return f"engine {self.engine}" if self.engine else "the console's own engine"
+
+    @property
+    def source_initiated(self) -> bool:
+        """Whether it is a source-initiated link's destination half (connection.mode=INBOUND):
+        the engine beside its source copies it."""
+        return self.config("connection.mode") == "INBOUND"
+
+    @property
+    def waits_for_source_half(self) -> bool:
+        """A source-initiated link copies nothing until its source half is made, on the source
+        (link.mode=SOURCE)."""
+        return self.source_initiated and self.config("remote.link.connection.mode") != "OUTBOUND"
 
     def source_client_config(self) -> dict[str, str]:
         """librdkafka settings for the link's connection to its source."""

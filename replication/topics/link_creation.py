@@ -68,8 +68,7 @@ def create_or_join(
     then be one of the link's halves' ids.
     """
     with audit.refusals(actor, "link.create", f"link {name} on {destination.name}"):
-        if source is None and _bidirectional(configs):
-            source = _registered_source(source_cluster_id)
+        source = _registered_source(configs, source, source_cluster_id)
         typed = configs
         existing = _existing_half(destination, name, source, typed, cluster_link_id)
         if existing is not None:
@@ -89,10 +88,14 @@ def create_or_join(
         source_cluster_id = _source_id(
             destination, clean, peer_clean, source_cluster_id, validate_link
         )
-        made = [_new_link(name, destination, source_cluster_id, clean)]
+        # Copied beside the cluster that opens the connections: the destination, or the
+        # source of a source-initiated link.
+        inbound = _mode(configs, "connection.mode") == "INBOUND"
+        engine = source.engine if inbound and source else destination.engine
+        made = [_new_link(name, destination, source_cluster_id, clean, engine)]
         if peer_clean is not None:
             assert source is not None  # a bidirectional link's source is registered
-            made.append(_new_link(name, source, destination.cluster_id, peer_clean))
+            made.append(_new_link(name, source, destination.cluster_id, peer_clean, source.engine))
         if validate_only:
             return Creation(made[0], made=True)
         try:
@@ -104,10 +107,96 @@ def create_or_join(
     for link in made:
         target = f"link {name} on {link.destination.name}"
         audit.record(actor, "link.create", target, after=links.snapshot(link))
-        log.info("Created cluster link %s from %s into %s", name, link.source_cluster_id, link)
+        log.info(
+            "Created cluster link %s from %s into %s",
+            name,
+            link.source_cluster_id,
+            link.destination,
+        )
     return Creation(made[0], made=True)
 
 
+def join_as_source(
+    actor: audit.Actor,
+    source: KafkaCluster,
+    name: str,
+    configs: dict[str, str],
+    destination_cluster_id: str | None,
+    *,
+    validate_only: bool = False,
+) -> Creation:
+    """The source half of a source-initiated link, created on `source` as Confluent's tools
+    create it: link.mode=SOURCE, naming the destination (its id, its bootstrap.servers and
+    credentials). Isthmus makes no second link: the destination half, made first on the
+    destination (connection.mode=INBOUND), copies from now on, in the engine beside `source`,
+    which opens every connection. The credentials typed here are checked against the cluster
+    they name and not kept: the engine writes with the destination's registered ones. Made
+    again, it is answered with the link, `made` False."""
+    with audit.refusals(actor, "link.create", f"link {name} on {source.name}"):
+        inbound = _mode(configs, "connection.mode") == "INBOUND"
+        if _mode(configs, "link.mode") != "SOURCE" or inbound:
+            raise ReplicationError(
+                "A link created on its source, naming its destination, is the source half of a "
+                "source-initiated link: give link.mode=SOURCE (connection.mode OUTBOUND, the "
+                "default). Nothing was changed."
+            )
+        clean = link_config_validation.validate(configs)
+        half = _inbound_half(source, name, destination_cluster_id)
+        links.check_source(clean, half.destination.cluster_id, "destination")
+        if half.config("remote.link.connection.mode") == "OUTBOUND":
+            if not validate_only:
+                audit.record(
+                    actor, "link.create", f"link {name} on {source.name}", message=_SOURCE_JOINED
+                )
+            return Creation(half, made=False)
+        if validate_only:
+            return Creation(half, made=True)
+        before = links.snapshot(half)
+        half.configs = {**half.configs, "remote.link.connection.mode": "OUTBOUND"}
+        half.save(update_fields=["configs"])
+    audit.record(
+        actor,
+        "link.create",
+        f"link {name} on {source.name}",
+        before=before,
+        after=links.snapshot(half),
+        message=f"The source half: {half.engine_label} copies the link from now on.",
+    )
+    log.info(
+        "Made the source half of cluster link %s on %s: %s copies it into %s",
+        name,
+        source,
+        half.engine_label,
+        half.destination,
+    )
+    return Creation(half, made=True)
+
+
+def _inbound_half(source: KafkaCluster, name: str, destination_id: str | None) -> ClusterLink:
+    """The destination half (connection.mode=INBOUND) from `source` named `name` on the
+    registered cluster `destination_id`, or why there is none."""
+    destination = (
+        KafkaCluster.objects.filter(cluster_id=destination_id).first() if destination_id else None
+    )
+    if destination is None:
+        raise ReplicationError(
+            "A source half names its destination, a registered cluster: give its id as "
+            "destination_cluster_id (the tools' --cluster-id). Nothing was changed."
+        )
+    half = ClusterLink.objects.filter(destination=destination, name=name).first()
+    if half is None or half.source_cluster_id != source.cluster_id or not half.source_initiated:
+        raise conflict(
+            f"No source-initiated link named {name!r} from {source.name} waits on "
+            f"{destination.name}: create its destination half there first (link.mode="
+            f"DESTINATION, connection.mode=INBOUND, source cluster {source.cluster_id}), then "
+            "this one. Nothing was changed."
+        )
+    return half
+
+
+_SOURCE_JOINED = (
+    "Nothing new was made: the source half of this source-initiated link was made already."
+)
 _JOINED = (
     "Nothing new was made: this is the existing half, from {source}, of the bidirectional link "
     "Isthmus made on both clusters at its first create."
@@ -122,6 +211,8 @@ def _source_name(link: ClusterLink) -> str:
 def joined_words(link: ClusterLink) -> str:
     """What a create that named an existing half is told (the API's header, the console's
     flash)."""
+    if link.source_initiated:
+        return f"Cluster link {link.name!r} into {link.destination.name}: {_SOURCE_JOINED}"
     return f"Cluster link {link.name!r} exists already on {link.destination.name}. " + (
         _JOINED.format(source=_source_name(link))
     )
@@ -228,19 +319,47 @@ def _source_id(
     return source_cluster_id
 
 
+def _mode(configs: dict[str, str], key: str) -> str:
+    return str(configs.get(key, "")).strip().upper()
+
+
 def _bidirectional(configs: dict[str, str]) -> bool:
-    return str(configs.get("link.mode", "")).strip().upper() == "BIDIRECTIONAL"
+    return _mode(configs, "link.mode") == "BIDIRECTIONAL"
 
 
-def _registered_source(cluster_id: str | None) -> KafkaCluster:
+def _registered_source(
+    configs: dict[str, str], source: KafkaCluster | None, cluster_id: str | None
+) -> KafkaCluster | None:
+    """The link's source as a registered cluster: `source`, else, for a link that must have
+    one (bidirectional, or source-initiated), the one `cluster_id` names."""
+    if _mode(configs, "link.mode") == "SOURCE":
+        raise ReplicationError(_SOURCE_HALF_WORDS)
+    inbound = _mode(configs, "connection.mode") == "INBOUND"
+    if source is not None or not (inbound or _bidirectional(configs)):
+        return source
     source = KafkaCluster.objects.filter(cluster_id=cluster_id).first() if cluster_id else None
     if source is None:
+        why = (
+            "A source-initiated link's destination half (connection.mode=INBOUND) is copied by "
+            "the engine beside its source, which reads it with the source's registered link "
+            "principal"
+            if inbound
+            else "A bidirectional link joins two registered clusters (each half reads the other "
+            "with its registered link principal)"
+        )
         raise ReplicationError(
-            "A bidirectional link joins two registered clusters (each half reads the other "
-            "with its registered link principal): register the other cluster first, then give "
-            "its id as the source cluster id. Nothing was changed."
+            f"{why}: register the source cluster first, then give its id as the source cluster "
+            "id. Nothing was changed."
         )
     return source
+
+
+_SOURCE_HALF_WORDS = (
+    "link.mode=SOURCE is the source half of a source-initiated link: create it on the source "
+    "cluster naming the destination (destination_cluster_id; the tools' --cluster-id), after "
+    "the destination half (link.mode=DESTINATION, connection.mode=INBOUND) on the destination. "
+    "Nothing was changed."
+)
 
 
 def _peer_configs(
@@ -272,7 +391,11 @@ def _peer_configs(
 
 
 def _new_link(
-    name: str, destination: KafkaCluster, source_cluster_id: str, clean: dict[str, str]
+    name: str,
+    destination: KafkaCluster,
+    source_cluster_id: str,
+    clean: dict[str, str],
+    engine: str,
 ) -> ClusterLink:
     paused = clean.get("cluster.link.paused") == "true"
     link = ClusterLink(
@@ -280,6 +403,7 @@ def _new_link(
         destination=destination,
         source_cluster_id=source_cluster_id,
         state=State.PAUSED if paused else State.ACTIVE,
+        engine=engine,
     )
     link.set_configs(clean)
     return link
@@ -295,6 +419,9 @@ def _checked(destination: KafkaCluster, name: str, configs: dict[str, str]) -> d
         problems["name"] = exc
     try:
         clean = link_config_validation.validate(configs)
+        read_only = [k for k in clean if link_configs.KEYS[k].read_only]
+        if read_only:
+            raise ReplicationError(f"{', '.join(read_only)} is read-only: leave it out.")
     except ReplicationError as exc:
         problems["configs"] = exc
     if problems:

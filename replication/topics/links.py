@@ -51,8 +51,9 @@ def snapshot(link: ClusterLink) -> dict:
     }
 
 
-def check_source(config: dict[str, str], expected_id: str | None) -> str:
-    """Reach the source with the link's credentials; return its cluster id.
+def check_source(config: dict[str, str], expected_id: str | None, remote: str = "source") -> str:
+    """Reach the link's `remote` cluster (its source; a source half's, its destination) with
+    the link's credentials; return its cluster id.
 
     The link must be able to describe the cluster and list its topics.
     """
@@ -62,11 +63,11 @@ def check_source(config: dict[str, str], expected_id: str | None) -> str:
         admin.list_topic_names()
     except KafkaAdminError as exc:
         raise ReplicationError(
-            f"The link cannot reach its source. {exc} Nothing was changed."
+            f"The link cannot reach its {remote}. {exc} Nothing was changed."
         ) from exc
     if expected_id and cluster_id != expected_id:
         raise conflict(
-            f"bootstrap.servers reaches cluster {cluster_id}, not the expected source cluster "
+            f"bootstrap.servers reaches cluster {cluster_id}, not the expected {remote} cluster "
             f"{expected_id}. Check bootstrap.servers. Nothing was changed."
         )
     return cluster_id

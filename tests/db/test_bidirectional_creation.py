@@ -104,7 +104,7 @@ def test_a_one_way_link_of_the_name_is_not_taken_for_a_half(api, clusters):
             "remote_cluster_id names the other cluster of a bidirectional link, and this "
             "link's link.mode is DESTINATION: add link.mode=BIDIRECTIONAL",
         ),
-        ({"configs": [], "destination_cluster_id": "x"}, "Isthmus does not make"),
+        ({"configs": [], "destination_cluster_id": "x"}, "give link.mode=SOURCE"),
         (
             {"configs": [], "cluster_link_id": "AAAAAAAAAAAAAAAAAAAAAA"},
             "cluster_link_id is for the second half of a bidirectional link",
@@ -115,7 +115,7 @@ def test_a_one_way_link_of_the_name_is_not_taken_for_a_half(api, clusters):
                 "cluster_link_id": "AAAAAAAAAAAAAAAAAAAAAA",
                 "remote_cluster_id": "",
             },
-            "register the other cluster first",
+            "register the source cluster first",
         ),
     ],
 )

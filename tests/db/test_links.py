@@ -39,7 +39,8 @@ ACTOR = audit.Actor.system("tests")
             "never synced: preallocat",
         ),
         ("ok", {"security.protocol": "SASL_PLAINTEXT"}, "needs the link's credentials"),
-        ("ok", {"link.mode": "SOURCE"}, "link.mode can only be DESTINATION or BIDIRECTIONAL"),
+        ("ok", {"link.mode": "SOURCE"}, "link.mode=SOURCE is the source half of a source-init"),
+        ("ok", {"link.mode": "SIDEWAYS"}, "link.mode can only be DESTINATION or BIDIRECTIONAL"),
         ("ok", {"bootstrap.servers": "127.0.0.1:1"}, "cannot reach its source"),
     ],
 )

@@ -74,7 +74,7 @@ def test_the_beat_runs_the_stream_and_follows_pauses_without_touching_other_mirr
     eventually(lambda: status.status(link).state == "STOPPED", 30, "stopping the stream")
 
 
-def test_a_link_that_is_gone_leaves_the_engine_and_one_never_seen_is_left(devstack, own_engine):
+def test_a_link_that_is_gone_leaves_the_engine_and_one_never_seen_is_left(devstack, own_engine, db):
     r = redis_channel.client()
     gone, unseen, kept = (str(uuid.uuid4()) for _ in range(3))
     for link_id in (gone, unseen, kept):

@@ -50,7 +50,11 @@ def test_a_jaas_login_becomes_librdkafka_credentials(settings):
         ({"ssl.keystore.key": "k"}, "set security.protocol=SSL or SASL_SSL"),
         ({"mirror.start.offset.spec": "2026-11-21T09:00:00"}, "needs a time zone"),
         ({"availability.check.consecutive.failure.threshold": "0"}, "from 1 to 2147483647"),
-        ({"connection.mode": "INBOUND"}, "connection.mode can only be OUTBOUND"),
+        ({"connection.mode": "SIDEWAYS"}, "connection.mode can only be OUTBOUND or INBOUND"),
+        (
+            {"connection.mode": "INBOUND", "link.mode": "BIDIRECTIONAL"},
+            "connection.mode=INBOUND is a source-initiated link's destination half",
+        ),
         ({"schema.subjects": "a*b"}, "a \\* may only end a name"),
         ({"schema.subjects": " , "}, "names no subject"),
         ({"schema.context": "dc 1"}, "may hold only letters"),

@@ -40,7 +40,8 @@ _LINK_ID = (
 
 
 class CreateLinkRequest(Body):
-    """A destination-initiated link; its name is the link_name query parameter."""
+    """A link into this cluster, or a source-initiated link's source half (link.mode=SOURCE,
+    created on its source); its name is the link_name query parameter."""
 
     source_cluster_id: str | None = Field(
         None,
@@ -53,7 +54,10 @@ class CreateLinkRequest(Body):
         + "."
     )
     destination_cluster_id: str | None = Field(
-        None, description="Refused: only for source-initiated links, which Isthmus does not make."
+        None,
+        description="A source-initiated link's source half (link.mode=SOURCE, created on the "
+        "source): its destination, a registered cluster where its destination half "
+        "(connection.mode=INBOUND) was made first.",
     )
     remote_cluster_id: str | None = Field(None, description=_REMOTE)
     cluster_link_id: str | None = Field(None, description=_LINK_ID)

@@ -60,6 +60,12 @@ class LinkHalf(Shape):
     cluster_name: str
     link_id: str = Field(json_schema_extra={"format": "uuid"})
     link_state: one_of(ClusterLink.State.values)  # type: ignore[valid-type]
+    engine: str = Field(
+        "",
+        description="Isthmus: the engine that copies the link, that of the network zone of the "
+        "cluster that opens its connections (a source-initiated link's source); empty for the "
+        "console's own.",
+    )
     topic_names: list[str] = Field(description="Its mirror topics.")
     flow_names: list[str] = Field(description="Its merge flows.")
 
@@ -71,7 +77,9 @@ class KafkaLinkData(Shape):
     metadata: ResourceMetadata
     source_cluster_id: str | None = Field(description="The id of the cluster the link copies from.")
     destination_cluster_id: None = Field(
-        None, description="Always null: Isthmus links are destination-initiated."
+        None,
+        description="Always null: Isthmus keeps each link on its destination (a "
+        "source-initiated link's source half, link.mode=SOURCE, makes no link of its own).",
     )
     remote_cluster_id: None = Field(
         None,
@@ -87,6 +95,12 @@ class KafkaLinkData(Shape):
     cluster_link_id: str = Field(description="The link's UUID in Kafka's URL-safe base64 form.")
     topic_names: list[str] = Field(description="The link's mirror topics.")
     link_state: one_of(ClusterLink.State.values)  # type: ignore[valid-type]
+    engine: str = Field(
+        "",
+        description="Isthmus: the engine that copies the link, that of the network zone of the "
+        "cluster that opens its connections (a source-initiated link's source); empty for the "
+        "console's own.",
+    )
     link_error: str = Field(description="NO_ERROR, or why the link is UNAVAILABLE or FAILED.")
     link_error_message: str | None
     tasks: list[LinkTask] = Field(
