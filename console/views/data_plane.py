@@ -1,5 +1,6 @@
-"""The Data plane page: the engine that copies every link's mirrors, its copier slots, which
-link's partitions each slot holds, their pace, queues and errors."""
+"""The Data plane page: the engines that copy the links' mirrors (the console's own, and each
+network zone's), their copier slots, which link's partitions each slot holds, their pace,
+queues and errors."""
 
 from __future__ import annotations
 
@@ -13,4 +14,5 @@ from replication.engine import status
 @require("console.view")
 @require_GET
 def data_plane(request):
-    return render(request, "data_plane.html", {"engine": status.engine_status()})
+    engines = [(name, status.engine_status(name)) for name in status.engine_names()]
+    return render(request, "data_plane.html", {"engines": engines})

@@ -136,8 +136,14 @@ def engine_pid(r: redis.Redis, name: str | None = None) -> int | None:
         # Nor can an engine on another host reach Redis: its copiers stop writing within
         # spark_jobs.copier.CONTACT_S of losing it, as if it did not run.
         return None
-    elsewhere = runs_on(heartbeat) if is_ours(name) else _heard(heartbeat)
-    return heartbeat.get("pid") if elsewhere else None
+    return heartbeat.get("pid") if runs_elsewhere(heartbeat, name) else None
+
+
+def runs_elsewhere(heartbeat: control.EngineHeartbeat, name: str | None = None) -> bool:
+    """Whether the engine named `name` (None: this process's) runs beyond this host's process,
+    as its heartbeat says: this process's on another host (`runs_on`), another's (a zone's,
+    kept by another process) anywhere."""
+    return runs_on(heartbeat) is not None if is_ours(name) else _heard(heartbeat)
 
 
 def wake_engine(r: redis.Redis, name: str | None = None) -> None:

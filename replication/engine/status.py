@@ -16,7 +16,7 @@ import redis
 from infra import processes
 from replication.core.redis_channel import client
 from replication.engine import process, spare
-from replication.models import ClusterLink
+from replication.models import ClusterLink, KafkaCluster
 from spark_jobs import control
 
 
@@ -132,17 +132,29 @@ class EngineStatus:
     spares: tuple[str, ...] = ()  # the hosts where a spare engine waits (replication/engine/spare)
 
 
-def engine_status() -> EngineStatus:
+def engine_names() -> list[str]:
+    """The names of the engines links may run in: the console's own ("", first) and each
+    network zone's that a cluster or a link names."""
+    named = {
+        *KafkaCluster.objects.values_list("engine", flat=True),
+        *ClusterLink.objects.values_list("engine", flat=True),
+    }
+    return ["", *sorted(named - {""})]
+
+
+def engine_status(name: str | None = None) -> EngineStatus:
+    """The engine named `name` (None: this process's), as its heartbeat and supervisor say."""
+    ours = process.is_ours(name)
     try:
         r = client()
-        heartbeat = control.engine_heartbeat(r, process.engine_id())
-        record = process.supervision(r)
-        spares = tuple(beat["host"] for beat in spare.ready(r))
+        heartbeat = control.engine_heartbeat(r, process.engine_id(name=name))
+        record = process.supervision(r, name)
+        spares = tuple(beat["host"] for beat in spare.ready(r)) if ours else ()
     except redis.RedisError as exc:
         return EngineStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
-    running = process.running()
+    running = process.running() if ours else None
     failures, error = record.get("failures", 0), record.get("error", "")
-    if running is None and process.runs_on(heartbeat) is None:
+    if running is None and not process.runs_elsewhere(heartbeat, name):
         state = "RESTARTING" if failures else "STOPPED"
         return EngineStatus(state, failures=failures, error=error, spares=spares)
     fresh = time.time() - heartbeat.get("at_ms", 0) / 1000 < process.HEARTBEAT_TIMEOUT_S

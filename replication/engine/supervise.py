@@ -23,8 +23,8 @@ from django.conf import settings
 from infra import processes
 from replication.core import redis_channel
 from replication.core.redis_channel import client
-from replication.engine import process, publish, spare, standby, takeover
-from replication.models import ClusterLink, KafkaCluster
+from replication.engine import process, publish, spare, standby, status, takeover
+from replication.models import ClusterLink
 from replication.states import link_states
 from spark_jobs import control, launch
 
@@ -85,18 +85,11 @@ def forget_deleted_links(known: set[str]) -> None:
         gone = list(seen - known)
         if gone:
             log.info("Taking deleted cluster link(s) %s out of the engine", ", ".join(gone))
-            for name in engine_names():  # a deleted link no longer says which ran it
+            for name in status.engine_names():  # a deleted link no longer says which ran it
                 if r.hdel(control.links_key(process.engine_id(name=name)), *gone):
                     process.wake_engine(r, name)
     except redis.RedisError:
         return  # at the next round
-
-
-def engine_names() -> set[str]:
-    """The names of the engines links may run in: the console's own ("") and each zone's that
-    a cluster or a link names."""
-    named = KafkaCluster.objects.values_list("engine", flat=True).distinct()
-    return {"", *named, *ClusterLink.objects.values_list("engine", flat=True).distinct()}
 
 
 def supervise(link: ClusterLink, now: float | None = None) -> None:

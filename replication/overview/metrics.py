@@ -36,7 +36,11 @@ _HELP = {
     "isthmus_link_stream_records_per_second": ("gauge", "Records the stream copied per second."),
     "isthmus_link_stream_bytes_per_second": ("gauge", "Bytes the stream copied per second."),
     "isthmus_link_stream_failures": ("gauge", "The engine's failures in a row."),
-    "isthmus_engine_running": ("gauge", "1 while the engine (the Spark application) runs."),
+    "isthmus_engine_running": (
+        "gauge",
+        "1 while the engine (the Spark application) runs; a network zone's engine's samples, "
+        "this and the engine's below, carry its name (engine).",
+    ),
     "isthmus_engine_resident_bytes": (
         "gauge",
         "Resident memory of the engine's processes on this machine.",
@@ -177,21 +181,27 @@ def _labels(**labels: object) -> str:
     return "{" + ",".join(f'{k}="{quoted(v)}"' for k, v in labels.items()) + "}"
 
 
-def _engine(add) -> None:
-    engine = status.engine_status()
-    add("isthmus_engine_running", int(engine.state == "RUNNING"))
-    add("isthmus_engine_resident_bytes", engine.rss_bytes)
-    add("isthmus_engine_links", engine.links)
-    add("isthmus_engine_spares", len(engine.spares))
+def _engines(add) -> None:
     active = beat.health()
     add("isthmus_beat_active", int(active["ok"]), host=active.get("host", ""))
+    for name in status.engine_names():
+        # The console's own engine unlabelled, as before zones; a zone's with its name.
+        _engine(add, status.engine_status(name), {"engine": name} if name else {})
+
+
+def _engine(add, engine: status.EngineStatus, zone: dict[str, str]) -> None:
+    add("isthmus_engine_running", int(engine.state == "RUNNING"), **zone)
+    add("isthmus_engine_resident_bytes", engine.rss_bytes, **zone)
+    add("isthmus_engine_links", engine.links, **zone)
+    add("isthmus_engine_spares", len(engine.spares), **zone)
     for slot in engine.slots:
-        add("isthmus_engine_slot_running", int(slot.state == "running"), slot=slot.number)
-        add("isthmus_engine_slot_records_per_second", slot.records_per_sec, slot=slot.number)
-        add("isthmus_engine_slot_failures", slot.failures, slot=slot.number)
-        add("isthmus_engine_slot_source_consumers", slot.consumers, slot=slot.number)
+        at = {**zone, "slot": slot.number}
+        add("isthmus_engine_slot_running", int(slot.state == "running"), **at)
+        add("isthmus_engine_slot_records_per_second", slot.records_per_sec, **at)
+        add("isthmus_engine_slot_failures", slot.failures, **at)
+        add("isthmus_engine_slot_source_consumers", slot.consumers, **at)
         for part in slot.links:
-            ids = {"slot": slot.number, "link": part.link}
+            ids = {**at, "link": part.link}
             add("isthmus_engine_slot_partitions", len(part.partitions), **ids)
             add("isthmus_engine_slot_queued_records", part.queued, **ids)
 
@@ -227,7 +237,7 @@ def prometheus_text() -> str:
         ):
             if at is not None:
                 add(name, round((now - at).total_seconds(), 1), **ids)
-    _engine(add)
+    _engines(add)
     _by_state(add, "isthmus_link_offset_sync_groups", GroupOffsetSync)
     _by_state(add, "isthmus_link_schema_subjects", SchemaSubjectSync)
     _mirror_lags(add)

@@ -232,3 +232,17 @@ def test_kafka_cluster_links_makes_both_halves_as_confluents_recipe_types_them(t
     again = typed(half)
     assert again.returncode == 0, again.stderr
     assert "has its source half already. Nothing new was made." in again.stdout
+
+
+def test_the_data_plane_page_shows_the_consoles_engine_and_each_zones(zoned, client_as):
+    page = client_as("viewer").get(reverse("data-plane")).content.decode()
+    assert page.index("The console's own engine") < page.index("Engine on-prem")
+    assert 'id="engine-on-prem" data-state="STOPPED"' in page
+    assert "<code>ISTHMUS_ENGINE_NAME=on-prem</code>" in page
+
+
+def test_metrics_show_a_zones_engine_by_its_name_and_the_consoles_unlabelled(zoned, client, users):
+    client.force_login(users["viewer"])
+    metrics = client.get(reverse("metrics")).content.decode()
+    assert "\nisthmus_engine_running{} 0\n" in metrics
+    assert '\nisthmus_engine_running{engine="on-prem"} 0\n' in metrics

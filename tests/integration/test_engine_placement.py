@@ -102,5 +102,10 @@ def test_a_source_initiated_link_is_copied_exactly_by_the_engine_beside_its_sour
     # The console's own engine was never handed the link, and runs nothing of it.
     assert not r.hexists(control.links_key(process.engine_id(name="")), str(link.link_id))
     assert str(link.link_id) not in (process.engine_links(r, "") or {})
-    page = client_as("viewer").get(reverse("link-detail", args=[destination.name, name]))
-    assert f'data-engine="{zone_engine}"' in page.content.decode()
+    viewer = client_as("viewer")
+    page = viewer.get(reverse("link-detail", args=[destination.name, name])).content.decode()
+    assert f'data-engine="{zone_engine}"' in page
+    plane = viewer.get(reverse("data-plane")).content.decode()
+    zone_part = plane[plane.index(f'id="engine-{zone_engine}"') :]
+    assert zone_part.startswith(f'id="engine-{zone_engine}" data-state="RUNNING"'), zone_part
+    assert f'data-link="{name}"' in zone_part
