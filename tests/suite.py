@@ -146,13 +146,15 @@ def _serial_tests(pytest: list[str], heavy_over: threading.Event) -> list[int]:
     try:
         env = _serial_stack()
         with open(_serial_log(), "w") as out:
-            for which, nice in (("heavy", 0), ("not heavy", SERIAL_NICE)):
+
+            def run(which: str, nice: int) -> int:
                 marks = f"serial and {which} and not faults"
                 command = ["nice", "-n", str(nice), *pytest, "-m", marks]
-                codes.append(
-                    subprocess.call(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-                )
-                heavy_over.set()
+                return subprocess.call(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+            codes.append(run("heavy", 0))
+            heavy_over.set()
+            codes.append(run("not heavy", SERIAL_NICE))
     finally:
         heavy_over.set()  # even if the serial stack could not be made
     return codes

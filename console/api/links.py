@@ -35,7 +35,12 @@ from replication.engine import status
 from replication.governance import audit
 from replication.models import ClusterLink, MirrorTopic
 from replication.schemas import schema_links
-from replication.topics.link_creation import create_or_join, join_as_source, joined_words
+from replication.topics.link_creation import (
+    create_or_join,
+    join_as_source,
+    joined_words,
+    names_a_source_half,
+)
 from replication.topics.links import (
     alter_link_configs,
     describe_link_configs,
@@ -108,6 +113,7 @@ def _half_data(half: ClusterLink | None) -> LinkHalf | None:
         cluster_name=half.destination.name,
         link_id=str(half.link_id),
         link_state=half.state,
+        engine=half.engine,
         topic_names=[m.mirror_topic for m in half.mirrors.all()],
         flow_names=[f.name for f in half.flows.all()],
     )
@@ -173,8 +179,7 @@ def links(request, cluster_id):
     body = json_body(request)
     configs = name_values(body)
     remote_destination = field(body, "destination_cluster_id", str)
-    if remote_destination or str(configs.get("link.mode", "")).strip().upper() == "SOURCE":
-        # The source half of a source-initiated link: this cluster is its source.
+    if names_a_source_half(configs, remote_destination):  # this cluster is its source
         creation = join_as_source(
             audit.Actor.from_request(request),
             destination,

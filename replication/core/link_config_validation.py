@@ -128,12 +128,11 @@ def _sync_problems(configs: dict[str, str]) -> list[str]:
             "this link is not bidirectional (set link.mode=BIDIRECTIONAL, or give the link the "
             "other way its own cluster.link.prefix)."
         )
-    if configs.get("connection.mode") == "INBOUND" and configs.get("link.mode", "DESTINATION") != (
-        "DESTINATION"
-    ):
+    mode = configs.get("link.mode", "DESTINATION")
+    if configs.get("connection.mode") == "INBOUND" and mode != "DESTINATION":
         problems.append(
             "connection.mode=INBOUND is a source-initiated link's destination half, whose "
-            f"link.mode is DESTINATION, not {configs.get('link.mode')}."
+            f"link.mode is DESTINATION, not {mode}."
         )
     if configs.get("consumer.group.prefix.enable") == "true" and not configs.get(
         "cluster.link.prefix"

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 
 from infra.kafka_admin import kafka_uuid
 from replication.core import link_config_validation, link_configs, link_credentials
-from replication.core.errors import FieldProblems, ReplicationError, conflict
+from replication.core.errors import FieldProblems, ReplicationError, conflict, not_found
 from replication.governance import audit
 from replication.models import NAME_VALIDATOR, ClusterLink, KafkaCluster
 from replication.topics import links
@@ -90,7 +90,7 @@ def create_or_join(
         )
         # Copied beside the cluster that opens the connections: the destination, or the
         # source of a source-initiated link.
-        inbound = _mode(configs, "connection.mode") == "INBOUND"
+        inbound = clean.get("connection.mode") == "INBOUND"
         engine = source.engine if inbound and source else destination.engine
         made = [_new_link(name, destination, source_cluster_id, clean, engine)]
         if peer_clean is not None:
@@ -143,25 +143,32 @@ def join_as_source(
         clean = link_config_validation.validate(configs)
         half = _inbound_half(source, name, destination_cluster_id)
         links.check_source(clean, half.destination.cluster_id, "destination")
-        if half.config("remote.link.connection.mode") == "OUTBOUND":
-            if not validate_only:
-                audit.record(
-                    actor, "link.create", f"link {name} on {source.name}", message=_SOURCE_JOINED
-                )
-            return Creation(half, made=False)
         if validate_only:
-            return Creation(half, made=True)
-        before = links.snapshot(half)
-        half.configs = {**half.configs, "remote.link.connection.mode": "OUTBOUND"}
-        half.save(update_fields=["configs"])
-    audit.record(
-        actor,
-        "link.create",
-        f"link {name} on {source.name}",
-        before=before,
-        after=links.snapshot(half),
-        message=f"The source half: {half.engine_label} copies the link from now on.",
-    )
+            return Creation(half, made=half.waits_for_source_half)
+        with transaction.atomic():
+            # Locked as a config change locks it: a concurrent change of another config is
+            # kept, and of two source halves made at once, one makes it.
+            fresh = ClusterLink.objects.select_for_update().filter(pk=half.pk).first()
+            if fresh is None:
+                raise not_found(f"Cluster link {name!r} was deleted meanwhile.")
+            half.configs = fresh.configs
+            made = half.waits_for_source_half
+            if made:
+                before = links.snapshot(half)
+                half.configs = {**half.configs, "remote.link.connection.mode": "OUTBOUND"}
+                half.save(update_fields=["configs"])
+                audit.record(
+                    actor,
+                    "link.create",
+                    f"link {name} on {source.name}",
+                    before=before,
+                    after=links.snapshot(half),
+                    message=f"The source half: {half.engine_label} copies the link from now on.",
+                    in_change=True,
+                )
+    if not made:
+        audit.record(actor, "link.create", f"link {name} on {source.name}", message=_SOURCE_JOINED)
+        return Creation(half, made=False)
     log.info(
         "Made the source half of cluster link %s on %s: %s copies it into %s",
         name,
@@ -317,6 +324,12 @@ def _source_id(
             "a link copies between two different clusters."
         )
     return source_cluster_id
+
+
+def names_a_source_half(configs: dict[str, str], destination_cluster_id: str | None) -> bool:
+    """Whether a create is a source-initiated link's source half (`join_as_source`): it names
+    a destination, or says link.mode=SOURCE."""
+    return bool(destination_cluster_id) or _mode(configs, "link.mode") == "SOURCE"
 
 
 def _mode(configs: dict[str, str], key: str) -> str:

@@ -246,3 +246,19 @@ def test_metrics_show_a_zones_engine_by_its_name_and_the_consoles_unlabelled(zon
     metrics = client.get(reverse("metrics")).content.decode()
     assert "\nisthmus_engine_running{} 0\n" in metrics
     assert '\nisthmus_engine_running{engine="on-prem"} 0\n' in metrics
+
+
+def test_each_half_of_a_bidirectional_link_is_copied_beside_its_own_destination(api, zoned):
+    source, destination = zoned
+    answer = _create(
+        api("operator"),
+        destination,
+        "both",
+        [{"name": "link.mode", "value": "BIDIRECTIONAL"}],
+        remote_cluster_id=source.cluster_id,
+    )
+    assert answer.status_code == 204, answer.content
+    halves = {h.destination.name: h.engine for h in ClusterLink.objects.filter(name="both")}
+    assert halves == {"destination": "", "source": "on-prem"}
+    shown = api("viewer").get(f"/kafka/v3/clusters/{destination.cluster_id}/links/both").json()
+    assert (shown["engine"], shown["other_half"]["engine"]) == ("", "on-prem")
