@@ -220,6 +220,16 @@ class Records:
             consumer.close()
         return found
 
+    def read_ranges(
+        self,
+        ranges: dict[tuple[str, int], tuple[int, int]],
+        *,
+        committed: bool = True,
+        timeout_s: float = 30,
+    ) -> dict[tuple[str, int], list[Record]]:
+        """`read_ranges` on this cluster."""
+        return read_ranges(self.config, ranges, committed=committed, timeout_s=timeout_s)
+
     def read_head(
         self,
         topic: str,

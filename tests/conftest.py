@@ -411,12 +411,12 @@ def own_engine(monkeypatch):
     with settings of its own, or a stand-in process as the engine. The session's Celery worker
     never sees its links (uncommitted): they run on this engine alone. Stopped and removed
     afterwards."""
-    from replication.core import redis_channel
+    from replication.core import engine_names, redis_channel
     from replication.engine import process, supervise
     from spark_jobs import control
 
-    owner = f"{process._owner()}-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(process, "_owner", lambda: owner)
+    owner = f"{engine_names.owner_of_links()}-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(engine_names, "owner_of_links", lambda: owner)
     yield process.engine_id()
     supervise.stop_engine()
     r = redis_channel.client()

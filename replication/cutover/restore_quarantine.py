@@ -114,7 +114,7 @@ def read_quarantine(
         found = records(mirror.destination).read_head(
             name, mirror.num_partitions, limit, max_bytes=max_bytes
         )
-    except KafkaException as exc:
+    except (KafkaException, KafkaAdminError) as exc:  # the latter: from another network zone
         raise unavailable(f"Quarantine topic {name!r} cannot be read: {exc}") from exc
     return [_quarantined(msg) for msg in found]
 

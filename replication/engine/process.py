@@ -19,29 +19,12 @@ import redis
 from django.conf import settings
 
 from infra import processes
+from replication.core import engine_names
+from replication.core.engine_names import engine_id, is_ours
 from spark_jobs import control, launch
 
 HEARTBEAT_TIMEOUT_S = 30  # an engine silent this long is hung
 ENGINE_FRESH_S = 5  # an engine heartbeat this recent tells which links it runs
-
-
-def engine_id(owner: str | None = None, name: str | None = None) -> str:
-    """This process's engine (or that of the console whose database is `owner`): one per
-    database of links, so a test run beside `make demo` has its own, and within it one per
-    engine name (`name`; default this process's, settings.ENGINE_NAME; "" the deployment's
-    own engine)."""
-    name = settings.ENGINE_NAME if name is None else name
-    owner = owner or _owner()
-    return hashlib.sha256((f"{owner}\n{name}" if name else owner).encode()).hexdigest()[:12]
-
-
-def is_ours(name: str | None) -> bool:
-    """Whether the engine named `name` (None: this process's) is the one this process keeps."""
-    return name is None or name == settings.ENGINE_NAME
-
-
-def _owner() -> str:
-    return str(settings.DATABASES["default"]["NAME"])
 
 
 def engine_folder(owner: str | None = None) -> Path:
@@ -87,7 +70,7 @@ def supervision(r: redis.Redis, name: str | None = None) -> Supervision:
 
 def seen_key() -> str:
     """The links this console's supervisor saw at its last round."""
-    return f"isthmus:streams-seen:{_owner()}"
+    return f"isthmus:streams-seen:{engine_names.owner_of_links()}"
 
 
 class Supervision(TypedDict, total=False):

@@ -132,7 +132,7 @@ def register_cluster(
         cluster = KafkaCluster(
             name=name,
             bootstrap_servers=bootstrap_servers,
-            cluster_id=_new_id(bootstrap_servers, config),
+            cluster_id=_new_id(bootstrap_servers, config, engine),
             engine=engine,
         )
         cluster.set_client_config(config)
@@ -176,10 +176,12 @@ def _checked_brokers(bootstrap_servers: str) -> str:
         raise ReplicationError(f"bootstrap.servers {exc}.") from exc
 
 
-def _new_id(bootstrap_servers: str, config: dict[str, str]) -> str:
-    """The id of the cluster at `bootstrap_servers`, which no registration may hold yet."""
+def _new_id(bootstrap_servers: str, config: dict[str, str], zone: str) -> str:
+    """The id of the cluster at `bootstrap_servers` (reached in network zone `zone`), which no
+    registration may hold yet."""
     try:
-        found = connect({"bootstrap.servers": bootstrap_servers, **config}).describe_cluster()
+        admin = connect({"bootstrap.servers": bootstrap_servers, **config}, zone)
+        found = admin.describe_cluster()
     except KafkaAdminError as exc:
         raise ReplicationError(f"{exc} Nothing was registered.") from exc
     same = KafkaCluster.objects.filter(cluster_id=found.cluster_id).first()
@@ -238,7 +240,7 @@ def _checked_link_principal(cluster: KafkaCluster, link_config: dict[str, str]) 
     except ReplicationError as exc:
         raise ReplicationError(f"The link credentials: {exc}") from exc
     try:
-        admin = connect(librdkafka_config(clean))
+        admin = connect(librdkafka_config(clean), cluster.engine)
         found = admin.describe_cluster().cluster_id
         admin.list_topic_names()
     except KafkaAdminError as exc:

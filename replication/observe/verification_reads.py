@@ -13,10 +13,15 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException
 
 from infra.kafka_admin import KafkaAdmin
-from infra.kafka_copy import read_ranges
+from infra.kafka_errors import KafkaAdminError
 from replication.core.errors import ReplicationError
 from replication.kafka import translations
-from replication.kafka.connections import destination_admin, source_admin
+from replication.kafka.connections import (
+    destination_admin,
+    records,
+    source_admin,
+    source_records,
+)
 from replication.models import MirrorTopic
 from replication.observe.record_matching import Compared, Position, compare
 from spark_jobs.translation import Runs
@@ -105,11 +110,13 @@ def compare_windows(
         for p, (at, upto) in windows.items()
     }
     try:
-        source = read_ranges(mirror.link.source_client_config(), source_ranges)
+        source = source_records(mirror.link).read_ranges(source_ranges)
         # every record the mirror holds, whoever wrote it
-        held = read_ranges(mirror.destination.connection_config(), mirror_ranges, committed=False)
+        held = records(mirror.destination).read_ranges(mirror_ranges, committed=False)
     except KafkaException as exc:
         raise ReplicationError(f"Could not read the records to compare: {exc.args[0]}") from exc
+    except KafkaAdminError as exc:  # a cluster of another network zone, whose keeper did not answer
+        raise ReplicationError(f"Could not read the records to compare: {exc}") from exc
     compacted = _is_compacted(mirror, destination_admin(mirror.link))
     outcome = {}
     for p, (at, upto) in windows.items():

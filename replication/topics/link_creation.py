@@ -85,13 +85,13 @@ def create_or_join(
             source_cluster_id = source.cluster_id
         clean = _checked(destination, name, configs)
         peer_clean = _peer_configs(destination, source, name, typed, clean)
-        source_cluster_id = _source_id(
-            destination, clean, peer_clean, source_cluster_id, validate_link
-        )
         # Copied beside the cluster that opens the connections: the destination, or the
-        # source of a source-initiated link.
+        # source of a source-initiated link; and its source is checked from there.
         inbound = clean.get("connection.mode") == "INBOUND"
         engine = source.engine if inbound and source else destination.engine
+        source_cluster_id = _source_id(
+            destination, clean, peer_clean, source_cluster_id, validate_link, engine, source
+        )
         made = [_new_link(name, destination, source_cluster_id, clean, engine)]
         if peer_clean is not None:
             assert source is not None  # a bidirectional link's source is registered
@@ -142,7 +142,8 @@ def join_as_source(
             )
         clean = link_config_validation.validate(configs)
         half = _inbound_half(source, name, destination_cluster_id)
-        links.check_source(clean, half.destination.cluster_id, "destination")
+        # From the source's zone, whose engine writes the destination.
+        links.check_source(clean, half.destination.cluster_id, "destination", zone=half.engine)
         if validate_only:
             return Creation(half, made=half.waits_for_source_half)
         with transaction.atomic():
@@ -309,13 +310,18 @@ def _source_id(
     peer_clean: dict[str, str] | None,
     source_cluster_id: str | None,
     validate_link: bool,
+    engine: str,
+    source: KafkaCluster | None,
 ) -> str:
-    """The source's cluster id: asked of the source itself with the link's credentials (and
-    the other half's source, `destination`, with its own) when `validate_link`, else as given."""
+    """The source's cluster id: asked of the source itself with the link's credentials, from
+    the network zone of `engine`, which copies the link (and the other half's source,
+    `destination`, with its own, from the zone of the registered `source`) when
+    `validate_link`, else as given."""
     if validate_link:
-        source_cluster_id = links.check_source(clean, source_cluster_id)
+        source_cluster_id = links.check_source(clean, source_cluster_id, zone=engine)
         if peer_clean is not None:
-            links.check_source(peer_clean, destination.cluster_id)
+            assert source is not None  # a bidirectional link's source is registered
+            links.check_source(peer_clean, destination.cluster_id, zone=source.engine)
     elif not source_cluster_id:
         raise ReplicationError("Without link validation the source cluster id must be given.")
     if source_cluster_id == destination.cluster_id:

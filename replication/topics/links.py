@@ -51,13 +51,16 @@ def snapshot(link: ClusterLink) -> dict:
     }
 
 
-def check_source(config: dict[str, str], expected_id: str | None, remote: str = "source") -> str:
+def check_source(
+    config: dict[str, str], expected_id: str | None, remote: str = "source", zone: str = ""
+) -> str:
     """Reach the link's `remote` cluster (its source; a source half's, its destination) with
-    the link's credentials; return its cluster id.
+    the link's credentials, from network zone `zone` (that of the engine that copies the
+    link); return its cluster id.
 
     The link must be able to describe the cluster and list its topics.
     """
-    admin: KafkaAdmin = connect(librdkafka_config(config))
+    admin: KafkaAdmin = connect(librdkafka_config(config), zone)
     try:
         cluster_id = admin.describe_cluster().cluster_id
         admin.list_topic_names()
@@ -160,7 +163,7 @@ def alter_link_configs(
         names = [*to_set, *to_delete]
         clean = _merged_configs(link, to_set, to_delete)
         if any(link_configs.KEYS[n].connection for n in names):
-            check_source(clean, link.source_cluster_id)
+            check_source(clean, link.source_cluster_id, zone=link.engine)
         if validate_only:
             return link
         # One change, one event: pausing or resuming by the config is part of it.

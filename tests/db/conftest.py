@@ -8,12 +8,15 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import threading
+import time
 import uuid
 
 import pytest
 from django.test import override_settings
 
 from devstack import kafka, registry
+from replication.core.redis_channel import client
 from replication.kafka import translations
 from replication.models import ClusterLink, KafkaCluster, MergeFlow, MirrorTopic
 from tests import memory_kafka
@@ -41,6 +44,32 @@ def memory_clusters(light_stack):
         yield clusters
     translations.close_readers()
     memory_kafka.clear()
+
+
+@pytest.fixture
+def zone_keeper(light_stack):
+    """Serve a network zone's calls (`zone_service.serve`, as `manage.py engine` does on a
+    host of that zone) in a thread of the test's process, on the tests' Redis; stopped at the
+    end. Takes the zone's name. Its threads read the database on connections of their own, so a
+    test using it commits what it makes (`transactional_db`)."""
+    from replication.kafka import zone_calls, zone_service
+
+    started: list[tuple[threading.Event, threading.Thread]] = []
+
+    def start(zone: str) -> None:
+        stopping = threading.Event()
+        thread = threading.Thread(target=zone_service.serve, args=(zone, stopping))
+        thread.start()
+        started.append((stopping, thread))
+        deadline = time.monotonic() + 5
+        while not client().exists(zone_calls.keeper_key(zone)):
+            assert time.monotonic() < deadline, f"zone {zone}'s keeper did not start"
+            time.sleep(0.02)
+
+    yield start
+    for stopping, thread in started:
+        stopping.set()
+        thread.join(10)
 
 
 @pytest.fixture

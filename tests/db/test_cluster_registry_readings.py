@@ -257,7 +257,7 @@ def fake_kafka(monkeypatch):
         def describe_cluster(self) -> ClusterDescription:
             return ClusterDescription("fake-id", 1, 1)
 
-    monkeypatch.setattr(clusters_domain, "connect", lambda config: Admin())
+    monkeypatch.setattr(clusters_domain, "connect", lambda config, zone="": Admin())
 
 
 def test_a_cluster_registered_with_credentials_outside_latin_1_keeps_its_registry(

@@ -166,6 +166,7 @@ def valid(w: World) -> dict[str, str]:
         # (A gateway's clusters are checkboxes, which the walk leaves out: each gateway form
         # is refused whatever, and no proxy starts.)
         "address": "127.0.0.1:29750",
+        "engine": "",  # the console's own zone: another's is reached through its keeper
         "gateway-change address": w.gateway.address,
         "route": "source",
         "gateway-switch confirm_name": w.gateway.name,

@@ -26,9 +26,10 @@ INBOUND = [{"name": "connection.mode", "value": "INBOUND"}]
 
 
 @pytest.fixture
-def zoned(registered_clusters):
-    """The source in network zone "on-prem" (its engine kept there), the destination in the
-    console's: (source, destination)."""
+def zoned(transactional_db, registered_clusters, zone_keeper):
+    """The source in network zone "on-prem" (its engine kept there, and its keeper serving the
+    console's calls to it), the destination in the console's: (source, destination)."""
+    zone_keeper("on-prem")
     source, destination = registered_clusters["source"], registered_clusters["destination"]
     KafkaCluster.objects.filter(pk=source.pk).update(engine="on-prem")
     source.refresh_from_db()
@@ -76,8 +77,9 @@ def test_each_engine_name_is_an_engine_of_its_own_and_the_default_keeps_its_id()
 
 
 def test_a_link_into_a_zones_cluster_is_copied_by_that_zones_engine(
-    registered_clusters, make_topic, topic_name, rounds
+    transactional_db, registered_clusters, zone_keeper, make_topic, topic_name, rounds
 ):
+    zone_keeper("cloud")
     destination = registered_clusters["destination"]
     KafkaCluster.objects.filter(pk=destination.pk).update(engine="cloud")
     destination.refresh_from_db()
@@ -192,11 +194,15 @@ def test_link_mode_source_on_its_own_says_where_a_source_half_is_made(zoned):
 
 
 def test_a_cluster_is_registered_with_its_zones_engine_and_a_bad_name_is_refused(
-    memory_clusters, db
+    memory_clusters, transactional_db, zone_keeper
 ):
     with pytest.raises(ReplicationError, match="Invalid engine name 'On Prem'"):
         register_cluster(ACTOR, "source", kafka.SOURCE.bootstrap, {}, engine="On Prem")
+    # Reached in its zone, by the zone's keeper: none serves yet.
+    with pytest.raises(ReplicationError, match="start `manage.py engine` with ISTHMUS_ENGINE_NAME"):
+        register_cluster(ACTOR, "source", kafka.SOURCE.bootstrap, {}, engine="on-prem")
     assert not KafkaCluster.objects.exists()
+    zone_keeper("on-prem")
     made = register_cluster(ACTOR, "source", kafka.SOURCE.bootstrap, {}, engine="on-prem")
     assert KafkaCluster.objects.get(pk=made.pk).engine == "on-prem"
     assert AuditEvent.objects.get(result="ok").after["engine"] == "on-prem"

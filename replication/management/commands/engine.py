@@ -1,6 +1,7 @@
 """`manage.py engine`: keep this network zone's engine (ISTHMUS_ENGINE_NAME) on this host. It
 starts the engine (at once, or with its first link under ISTHMUS_ENGINE_LAZY), restarts it when
-it dies or hangs, and stops it on SIGTERM or Ctrl-C. Run it on a host of the zone whose
+it dies or hangs, and stops it on SIGTERM or Ctrl-C; meanwhile it answers the console's calls to
+the zone's clusters (`replication/kafka/zone_service.py`). Run it on a host of the zone whose
 clusters are registered with that engine name: it needs the console's database, Redis and keys,
 and reaches the zone's clusters; nothing connects to it (docs/deployment.md)."""
 
@@ -16,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
 from replication.engine import beat, process, supervise
+from replication.kafka import zone_service
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +36,15 @@ class Command(BaseCommand):
         stopping = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stopping.set())
+        # The console's calls to the zone's clusters, answered here (zone_service.py).
+        serving = threading.Thread(
+            target=zone_service.serve, args=(name, stopping), name="zone-calls", daemon=True
+        )
+        serving.start()
         self.stdout.write(
-            f"Keeping engine {name} (id {process.engine_id()}) on host {settings.HOST_NAME}; "
-            f"its log: {process.log_file()}. Stop with Ctrl-C."
+            f"Keeping engine {name} (id {process.engine_id()}) on host {settings.HOST_NAME}, "
+            f"and answering the console's calls to the zone's clusters; its log: "
+            f"{process.log_file()}. Stop with Ctrl-C."
         )
         said = 0.0
         while True:
@@ -50,6 +58,7 @@ class Command(BaseCommand):
                 close_old_connections()
             if stopping.wait(beat.WATCH_S):
                 break
+        serving.join(timeout=5)
         pid = supervise.stop_engine()
         self.stdout.write(
             f"Stopped engine {name} (pid {pid})." if pid else f"Engine {name} was not running."
