@@ -170,7 +170,7 @@ def list_links(session: Session, args) -> None:
     for link in links:
         line = (
             f"Link name: '{link['link_name']}', link ID: '{link['link_id']}', "
-            f"remote cluster ID: '{link['source_cluster_id']}', "
+            f"remote cluster ID: '{link['source_cluster_id'] or link['destination_cluster_id']}', "
             f"local cluster ID: '{session.cluster_id}', "
             f"remote cluster available: '{str(link['link_state'] != 'UNAVAILABLE').lower()}'"
         )
@@ -181,7 +181,8 @@ def list_links(session: Session, args) -> None:
 
 def delete(session: Session, args) -> None:
     # A bidirectional link is one object: the console deletes both halves, and says so here.
-    other = session.call("GET", session.link_path(args.link)).get("other_half")
+    found = session.call("GET", session.link_path(args.link))
+    other = found.get("other_half")
     answer = session.call(
         "DELETE",
         session.link_path(args.link),
@@ -194,6 +195,12 @@ def delete(session: Session, args) -> None:
         return
     done = "validated" if args.validate_only else "completed"
     print(f"Cluster link '{args.link}' deletion successfully {done}.")
+    if found.get("destination_cluster_id"):
+        print(
+            f"It is the source half of a source-initiated link: its destination half, on "
+            f"{found['destination_cluster_id']}, {'would wait' if args.validate_only else 'waits'} "
+            "for a source half again, with its mirror topics, and copies nothing until then."
+        )
     if other:
         print(
             f"It is bidirectional: its other half, into {other['cluster_name']} "

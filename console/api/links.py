@@ -31,15 +31,19 @@ from console.api.schemas import (
 from infra.kafka_admin import kafka_uuid
 from replication.actions import approvals
 from replication.core import link_configs
+from replication.core.errors import ReplicationError
 from replication.engine import status
 from replication.governance import audit
-from replication.models import ClusterLink, MirrorTopic
+from replication.models import ClusterLink, KafkaCluster, MirrorTopic
 from replication.schemas import schema_links
 from replication.topics.link_creation import (
     create_or_join,
+    delete_source_half,
     join_as_source,
     joined_words,
     names_a_source_half,
+    source_half,
+    source_halves,
 )
 from replication.topics.links import (
     alter_link_configs,
@@ -161,6 +165,31 @@ def config_data(request, link: ClusterLink, entry: link_configs.ConfigEntry) -> 
     )
 
 
+def source_half_data(request, link: ClusterLink) -> KafkaLinkData:
+    """A source-initiated link as its source lists it: its source half, naming its
+    destination."""
+    source_id = link.source_cluster_id
+    return link_data(request, link, None).model_copy(
+        update={
+            "metadata": self_url(request, f"{BASE.format(cluster_id=source_id)}/{link.name}"),
+            "source_cluster_id": None,
+            "destination_cluster_id": link.destination.cluster_id,
+        }
+    )
+
+
+def _on(on: KafkaCluster, name: str) -> tuple[ClusterLink, bool]:
+    """The link named `name` on cluster `on`: into it, else the source half made on it (True);
+    not found, in the words of a link into it."""
+    try:
+        return get_link(on, name), False
+    except ReplicationError:
+        half = source_half(on, name)
+        if half is None:
+            raise
+        return half, True
+
+
 @endpoint(GET="console.view", POST="link.manage")
 def links(request, cluster_id):
     destination = cluster(cluster_id)
@@ -170,7 +199,8 @@ def links(request, cluster_id):
         return respond(
             KafkaLinkDataList(
                 metadata=self_url(request, request.path),
-                data=[link_data(request, link, halves.get(link.pk)) for link in found],
+                data=[link_data(request, link, halves.get(link.pk)) for link in found]
+                + [source_half_data(request, link) for link in source_halves(destination)],
             )
         )
     name = request.GET.get("link_name")
@@ -211,10 +241,21 @@ def links(request, cluster_id):
 
 @endpoint(GET="console.view", DELETE="link.delete")
 def link(request, cluster_id, link_name):
-    found = get_link(cluster(cluster_id), link_name)
+    on = cluster(cluster_id)
+    found, is_source_half = _on(on, link_name)
     if request.method == "GET":
         flag(request, "include_tasks")  # accepted; Isthmus reports no per-task breakdown yet
+        if is_source_half:
+            return respond(source_half_data(request, found))
         return respond(link_data(request, found, other_half(found)))
+    if is_source_half:  # the connection from the source ends; its destination half waits
+        delete_source_half(
+            audit.Actor.from_request(request),
+            on,
+            link_name,
+            validate_only=flag(request, "validate_only"),
+        )
+        return no_content()
     submission = approvals.submit(
         audit.Actor.from_request(request),
         found,

@@ -180,6 +180,58 @@ def join_as_source(
     return Creation(half, made=True)
 
 
+def source_halves(source: KafkaCluster) -> list[ClusterLink]:
+    """The source halves made on `source`: the source-initiated links from it whose source
+    half was made (Isthmus keeps each as its destination half; its pages show it on both
+    clusters)."""
+    found = links.list_links().filter(source_cluster_id=source.cluster_id)
+    return [link for link in found if link.source_initiated and not link.waits_for_source_half]
+
+
+def source_half(source: KafkaCluster, name: str) -> ClusterLink | None:
+    """The source half named `name` made on `source`, or None."""
+    return next((link for link in source_halves(source) if link.name == name), None)
+
+
+def delete_source_half(
+    actor: audit.Actor, source: KafkaCluster, name: str, *, validate_only: bool = False
+) -> ClusterLink:
+    """Delete a source-initiated link's source half, on `source`, as Confluent's tools delete
+    it: the connection from the source ends, and its destination half, kept with its mirrors,
+    waits for a source half again (copying nothing until one is made). With `validate_only`,
+    only whether it could be."""
+    target = f"link {name} on {source.name}"
+    with audit.refusals(actor, "link.delete", target), transaction.atomic():
+        half = source_half(source, name)
+        if half is None:
+            raise not_found(
+                f"No source half of a link named {name!r} was made on {source.name}. List "
+                "the links to see their names."
+            )
+        if validate_only:
+            return half
+        fresh = ClusterLink.objects.select_for_update().get(pk=half.pk)
+        before = links.snapshot(fresh)
+        fresh.configs = {
+            k: v for k, v in fresh.configs.items() if k != "remote.link.connection.mode"
+        }
+        fresh.save(update_fields=["configs"])
+        audit.record(
+            actor,
+            "link.delete",
+            target,
+            before=before,
+            after=links.snapshot(fresh),
+            message=(
+                f"The source half was deleted: link {name} on {fresh.destination.name} waits "
+                "for its source half again, and copies nothing until one is made."
+            ),
+            in_change=True,
+        )
+    log.info("Deleted the source half of cluster link %s on %s", name, source)
+    return fresh
+
+
 def _inbound_half(source: KafkaCluster, name: str, destination_id: str | None) -> ClusterLink:
     """The destination half (connection.mode=INBOUND) from `source` named `name` on the
     registered cluster `destination_id`, or why there is none."""

@@ -20,6 +20,7 @@ from replication.models import AuditEvent, ClusterLink, KafkaCluster
 from replication.topics.link_creation import create_link
 from replication.topics.mirrors import create_mirror
 from spark_jobs import control
+from tests.schema_checks import conforms
 
 ACTOR = audit.Actor.system("tests")
 INBOUND = [{"name": "connection.mode", "value": "INBOUND"}]
@@ -145,6 +146,62 @@ def test_a_source_initiated_link_waits_for_its_source_half_then_the_sources_engi
     assert again.status_code == 200, again.content
     assert "Nothing new was made" in again["Warning"]
     assert ClusterLink.objects.filter(name="hybrid").count() == 1
+
+
+def test_the_source_lists_describes_and_deletes_its_source_half_as_confluents_tools_do(
+    api, typed, zoned, rounds
+):
+    source, destination = zoned
+    operator = api("operator")
+    made = _create(operator, destination, "hybrid", INBOUND, source_cluster_id=source.cluster_id)
+    assert made.status_code == 204, made.content
+    on_source = f"/kafka/v3/clusters/{source.cluster_id}/links"
+    assert operator.get(on_source).json()["data"] == []  # no source half yet
+    half = _create(
+        operator,
+        source,
+        "hybrid",
+        _source_half(destination),
+        destination_cluster_id=destination.cluster_id,
+    )
+    assert half.status_code == 204, half.content
+
+    listed = conforms(operator.get(on_source), "ListLinksResponseDataList")["data"]
+    described = conforms(operator.get(f"{on_source}/hybrid"), "ListLinksResponseData")
+
+    assert [(d["link_name"], d["source_cluster_id"]) for d in listed] == [("hybrid", None)]
+    assert listed[0]["destination_cluster_id"] == destination.cluster_id
+    assert described["destination_cluster_id"] == destination.cluster_id
+    assert described["metadata"]["self"].endswith(f"/clusters/{source.cluster_id}/links/hybrid")
+    into = operator.get(f"/kafka/v3/clusters/{destination.cluster_id}/links/hybrid").json()
+    assert into["source_cluster_id"] == source.cluster_id
+    assert into["destination_cluster_id"] is None
+    shown = typed(f"kafka-cluster-links --bootstrap-server {kafka.SOURCE.bootstrap} --list")
+    assert f"remote cluster ID: '{destination.cluster_id}'" in shown.stdout, shown.stderr
+
+    checked = operator.delete(f"{on_source}/hybrid?validate_only=true")
+    assert checked.status_code == 204
+    assert not ClusterLink.objects.get(name="hybrid").waits_for_source_half
+    deleted = typed(
+        f"kafka-cluster-links --bootstrap-server {kafka.SOURCE.bootstrap} --delete --link hybrid"
+    )
+
+    assert deleted.returncode == 0, deleted.stderr
+    assert (
+        "its destination half, on " in deleted.stdout
+        and "waits for a source half" in deleted.stdout
+    )
+    link = ClusterLink.objects.get(name="hybrid")  # kept, on its destination
+    assert link.waits_for_source_half
+    rounds()
+    assert _handed_to(link) == set()
+    event = AuditEvent.objects.filter(action="link.delete", result="ok").get()
+    assert event.target == f"link hybrid on {source.name}"
+    assert "waits for its source half again" in event.message
+    assert operator.get(on_source).json()["data"] == []
+    again = operator.delete(f"{on_source}/hybrid")
+    assert again.status_code == 404
+    assert "No cluster link named 'hybrid'" in again.json()["message"]
 
 
 @pytest.mark.parametrize(

@@ -76,10 +76,12 @@ class KafkaLinkData(Shape):
     kind: Literal["KafkaLinkData"] = "KafkaLinkData"
     metadata: ResourceMetadata
     source_cluster_id: str | None = Field(description="The id of the cluster the link copies from.")
-    destination_cluster_id: None = Field(
+    destination_cluster_id: str | None = Field(
         None,
-        description="Always null: Isthmus keeps each link on its destination (a "
-        "source-initiated link's source half, link.mode=SOURCE, makes no link of its own).",
+        description="Null for a link into this cluster. Listed on its source, a "
+        "source-initiated link's source half (link.mode=SOURCE) names its destination here, "
+        "with source_cluster_id null: Isthmus keeps the one link, on its destination, and shows "
+        "it on both clusters.",
     )
     remote_cluster_id: None = Field(
         None,
