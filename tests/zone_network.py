@@ -154,7 +154,7 @@ def start_broker(zone: Zone, home: Path) -> subprocess.Popen:
 
 # The records the zone's producer writes (`produce`, run in the zone), as it reports them.
 PRODUCER = """
-import json, sys
+import json, sys, time
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 bootstrap, topic, partitions, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -166,10 +166,13 @@ def delivered(err, msg, headers):  # (a delivery report carries no headers)
     assert err is None, err
     written.append([msg.partition(), msg.offset(), msg.key().hex(), msg.value().hex(),
                     [[k, v.hex()] for k, v in headers], list(msg.timestamp())])
+# Recent timestamps of their own: one older than the mirror's retention (a week, as the
+# source's) would be deleted from the mirror by the destination's retention check.
+base = int(time.time() * 1000) - 60_000
 for i in range(count):
     headers = [("n", str(i).encode())]
     producer.produce(topic, key=b"k%d" % i, value=b"value %d" % i, partition=i % partitions,
-                     headers=headers, timestamp=1_700_000_000_000 + i,
+                     headers=headers, timestamp=base + i,
                      on_delivery=lambda err, msg, h=headers: delivered(err, msg, h))
 assert producer.flush(30) == 0
 print(json.dumps(written))

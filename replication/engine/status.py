@@ -16,6 +16,7 @@ import redis
 from infra import processes
 from replication.core.redis_channel import client
 from replication.engine import process, spare
+from replication.kafka import zone_calls
 from replication.models import ClusterLink, KafkaCluster
 from spark_jobs import control
 
@@ -130,6 +131,9 @@ class EngineStatus:
     slots: tuple[Slot, ...] = ()
     host: str = ""  # where it runs, as its heartbeat says
     spares: tuple[str, ...] = ()  # the hosts where a spare engine waits (replication/engine/spare)
+    # A zone's: its keeper serving the console's calls to the zone's clusters (zone_calls.py),
+    # {"host", "pid"}; None while none does, and for the console's own engine.
+    keeper: dict | None = None
 
 
 def engine_names() -> list[str]:
@@ -150,13 +154,14 @@ def engine_status(name: str | None = None) -> EngineStatus:
         heartbeat = control.engine_heartbeat(r, process.engine_id(name=name))
         record = process.supervision(r, name)
         spares = tuple(beat["host"] for beat in spare.ready(r)) if ours else ()
+        keeper = control.read_json(r, zone_calls.keeper_key(name)) if name else None
     except redis.RedisError as exc:
         return EngineStatus("UNKNOWN", error=f"Redis does not answer: {exc}")
     running = process.running() if ours else None
     failures, error = record.get("failures", 0), record.get("error", "")
     if running is None and not process.runs_elsewhere(heartbeat, name):
         state = "RESTARTING" if failures else "STOPPED"
-        return EngineStatus(state, failures=failures, error=error, spares=spares)
+        return EngineStatus(state, failures=failures, error=error, spares=spares, keeper=keeper)
     fresh = time.time() - heartbeat.get("at_ms", 0) / 1000 < process.HEARTBEAT_TIMEOUT_S
     names = heartbeat.get("links", {})
     slots = tuple(
@@ -191,6 +196,7 @@ def engine_status(name: str | None = None) -> EngineStatus:
         slots,
         heartbeat.get("host", ""),
         spares,
+        keeper,
     )
 
 

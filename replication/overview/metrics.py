@@ -47,6 +47,11 @@ _HELP = {
     ),
     "isthmus_engine_links": ("gauge", "Links the engine runs."),
     "isthmus_engine_spares": ("gauge", "Spare engines waiting on other hosts to take over."),
+    "isthmus_zone_keeper_serving": (
+        "gauge",
+        "1 while a network zone's keeper (manage.py engine) answers the console's calls to the "
+        "zone's clusters; by zone (engine).",
+    ),
     "isthmus_beat_active": (
         "gauge",
         "1 for the host whose Celery beat holds the lease and sends the schedule "
@@ -194,6 +199,8 @@ def _engine(add, engine: status.EngineStatus, zone: dict[str, str]) -> None:
     add("isthmus_engine_resident_bytes", engine.rss_bytes, **zone)
     add("isthmus_engine_links", engine.links, **zone)
     add("isthmus_engine_spares", len(engine.spares), **zone)
+    if zone:
+        add("isthmus_zone_keeper_serving", int(engine.keeper is not None), **zone)
     for slot in engine.slots:
         at = {**zone, "slot": slot.number}
         add("isthmus_engine_slot_running", int(slot.state == "running"), **at)

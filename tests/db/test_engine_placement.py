@@ -302,6 +302,7 @@ def test_the_data_plane_page_shows_the_consoles_engine_and_each_zones(zoned, cli
     assert page.index("The console's own engine") < page.index("Engine on-prem")
     assert 'id="engine-on-prem" data-state="STOPPED"' in page
     assert "<code>ISTHMUS_ENGINE_NAME=on-prem</code>" in page
+    assert '<dd id="keeper-on-prem" data-serving="true">serving the console' in page
 
 
 def test_metrics_show_a_zones_engine_by_its_name_and_the_consoles_unlabelled(zoned, client, users):
@@ -309,6 +310,8 @@ def test_metrics_show_a_zones_engine_by_its_name_and_the_consoles_unlabelled(zon
     metrics = client.get(reverse("metrics")).content.decode()
     assert "\nisthmus_engine_running{} 0\n" in metrics
     assert '\nisthmus_engine_running{engine="on-prem"} 0\n' in metrics
+    assert '\nisthmus_zone_keeper_serving{engine="on-prem"} 1\n' in metrics
+    assert "isthmus_zone_keeper_serving{}" not in metrics  # the console's own has none
 
 
 def test_each_half_of_a_bidirectional_link_is_copied_beside_its_own_destination(api, zoned):

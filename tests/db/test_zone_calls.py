@@ -122,7 +122,7 @@ def test_a_call_answers_with_the_calls_own_value_or_its_own_error(in_dc, make_to
 
 
 def test_without_its_keeper_a_zones_cluster_does_not_answer_and_nothing_is_made(
-    transactional_db, registered_clusters, make_topic, topic_name
+    transactional_db, registered_clusters, make_topic, topic_name, client_as
 ):
     source, destination = registered_clusters["source"], registered_clusters["destination"]
     KafkaCluster.objects.filter(pk=source.pk).update(engine="dc")
@@ -142,6 +142,8 @@ def test_without_its_keeper_a_zones_cluster_does_not_answer_and_nothing_is_made(
     )
     assert "ISTHMUS_ENGINE_NAME=dc on a host of that zone" in str(refused.value)
     assert not ClusterLink.objects.exists()
+    page = client_as("viewer").get(reverse("data-plane")).content.decode()
+    assert '<dd id="keeper-dc" data-serving="false" class="error">not serving' in page
 
 
 def test_a_keeper_makes_no_call_past_its_deadline_nor_one_not_sealed_with_the_key(
