@@ -209,7 +209,8 @@ soak: setup
 # (bench.bulk_failover, its own section) and a merge flow against MirrorMaker 2 (bench.merge_flows,
 # its own section) and schema sync of 1,000 subjects (bench.schema_sync, its own section) and a
 # cluster of 200 topics x 10 partitions mirrored by prefix (bench.cluster_scale, its own) and a
-# gateway's own cost against direct clients (bench.gateway, its own); writes
+# gateway's own cost against direct clients (bench.gateway, its own) and the batch path's
+# prototype against the record path (bench.batch_path, its own); writes
 # docs/benchmarks.md (~30 min on a quiet machine).
 # Quick try: make bench BENCH_ARGS="--size-mb 50 --many-size-mb 16 --warmup 5 --measure 10 --idle 10 --no-doc"
 # The document again from a run's saved numbers: BENCH_ARGS="--from-results var/bench/results.json"
@@ -224,3 +225,4 @@ bench: setup
 	$(PY) -m bench.schema_sync
 	$(PY) -m bench.cluster_scale
 	$(PY) -m bench.gateway
+	$(PY) -m bench.batch_path

@@ -47,6 +47,7 @@ MERGE_FLOWS = Section("merge-flows")
 SCHEMA_SYNC = Section("schema-sync")
 CLUSTER_SCALE = Section("cluster-scale")
 GATEWAY = Section("gateway")
+BATCH_PATH = Section("batch-path")
 SECTIONS = [
     OFFSET_SYNC,
     LIST_PAGES,
@@ -58,6 +59,7 @@ SECTIONS = [
     SCHEMA_SYNC,
     CLUSTER_SCALE,
     GATEWAY,
+    BATCH_PATH,
 ]
 
 
