@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import redis
+from confluent_kafka import KafkaException
 from cryptography.fernet import InvalidToken
 from django.conf import settings
 from django.db import close_old_connections
@@ -74,10 +75,15 @@ def _answer(r: redis.Redis, zone: str, sealed: bytes | str) -> None:
     try:
         value = _make(zone, request)
         answer: dict[str, Any] = {"value": wire.encode(value)}
-    except Exception as exc:  # the caller gets it as it was raised here
-        if not isinstance(exc, KafkaAdminError):
-            log.warning("A call to zone %s failed: %s", zone, request["method"], exc_info=True)
+    except (KafkaAdminError, KafkaException) as exc:  # the caller gets it as it was raised
         answer = {"error": wire.encode_error(exc)}
+    except Exception:  # the keeper's to mend: its caller is told where to look, not Python's words
+        log.exception("A call to zone %s (%s) failed", zone, request["method"])
+        failed = KafkaAdminError(
+            f"The keeper of network zone {zone} could not make the call "
+            f"{request['method']}: its log (manage.py engine, on a host of the zone) says why."
+        )
+        answer = {"error": wire.encode_error(failed)}
     finally:
         close_old_connections()
     try:

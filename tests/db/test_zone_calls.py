@@ -16,13 +16,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from devstack import kafka
-from infra.kafka_errors import TopicNotFound, Unreachable
+from infra.kafka_errors import KafkaAdminError, TopicNotFound, Unreachable
 from replication.core.errors import ReplicationError
 from replication.core.redis_channel import client
 from replication.governance import audit
 from replication.kafka import zone_calls
 from replication.kafka.connections import cluster_admin, destination_admin, source_admin
-from replication.kafka.zone_calls import Target, ZoneAdmin
+from replication.kafka.zone_calls import Target, ZoneAdmin, ZoneRecords
 from replication.models import ClusterLink, KafkaCluster
 from replication.sync import syncers
 from replication.topics.link_creation import create_link
@@ -183,3 +183,20 @@ def test_a_keeper_reaches_only_its_own_zones_clusters_and_links(in_dc, make_link
     with pytest.raises(Exception, match="not copied by network zone dc's engine"):
         ZoneAdmin(Target("dc", source_of=elsewhere.pk)).describe_cluster()
     assert not isinstance(source_admin(elsewhere), ZoneAdmin)
+
+
+def test_an_answer_that_cannot_be_carried_says_where_to_look_not_pythons_words(
+    in_dc, make_topic, topic_name, memory_clusters
+):
+    source, _ = in_dc
+    make_topic(kafka.SOURCE, topic_name)
+    memory_clusters["source"].produce(topic_name, 0, 1)
+    held = ZoneRecords(Target("dc", cluster=source.pk))
+
+    with pytest.raises(KafkaAdminError) as failed:
+        held.read_head(topic_name, 1, 10)  # Kafka client messages: no value to carry
+
+    assert str(failed.value) == (
+        "The keeper of network zone dc could not make the call read_head: its log "
+        "(manage.py engine, on a host of the zone) says why."
+    )
