@@ -6,9 +6,9 @@ destination, in a process of their own whose CPU time is measured from its first
 last acknowledgement:
 
 - **the record path**: a confluent-kafka consumer and an idempotent producer with the engine's
-  settings (`spark_jobs.reading.FAST_FETCH`, `mirror_writer.new_producer`), each record handed
-  from one to the other in Python, as the engine's copier does (without its bookkeeping, so
-  this is the least the record path costs);
+  settings (`spark_jobs.reading.FAST_FETCH`, `mirror_writer.WRITER_TUNING` and
+  `WRITER_GUARANTEES`), each record handed from one to the other in Python, as the engine's
+  copier does (without its bookkeeping, so this is the least the record path costs);
 - **the batch path**: Kafka's own Fetch and Produce requests (kafka-python's protocol messages
   over a socket of our own), each fetched record batch produced unchanged but for what the
   destination must own: the producer id, epoch and base sequence of an idempotent producer
@@ -111,7 +111,7 @@ class Connection:
     def _exactly(self, n: int) -> memoryview:
         if n > len(self.buffer):
             self.buffer = bytearray(n)
-        buffer = memoryview(self.buffer)[:n] if n > 4 else memoryview(bytearray(n))
+        buffer = memoryview(self.buffer)[:n]
         got = 0
         while got < n:
             read = self.sock.recv_into(buffer[got:])
@@ -364,6 +364,7 @@ def copy_records(source: str, destination: str, topic: str, ends: dict[int, int]
     """The record path, as the engine's copier reads and writes."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
+    from spark_jobs.mirror_writer import WRITER_GUARANTEES, WRITER_TUNING
     from spark_jobs.reading import FAST_FETCH
 
     consumer = Consumer(
@@ -379,14 +380,8 @@ def copy_records(source: str, destination: str, topic: str, ends: dict[int, int]
     producer = Producer(
         {
             "bootstrap.servers": destination,
-            "linger.ms": 2,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.kbytes": 131_072,
-            "queue.buffering.max.messages": 1_000_000,
-            "acks": "all",
-            "enable.idempotence": True,
-            "enable.gapless.guarantee": True,
-            "delivery.report.only.error": True,
+            **WRITER_TUNING,
+            **WRITER_GUARANTEES,
             "on_delivery": lambda err, _: failures.append(err) if err else None,
         }
     )
@@ -636,7 +631,7 @@ topic on the destination twice, each copy in a process of its own whose CPU (use
 `getrusage`) is counted from its first fetch to its last acknowledgement:
 
 - **record path**: a confluent-kafka consumer and an idempotent producer with the engine's
-  settings (`spark_jobs/reading.py`, `mirror_writer.new_producer`), each record handed from one
+  settings (`spark_jobs/reading.py`, `mirror_writer.py`), each record handed from one
   to the other in Python: the least the engine's record path costs, without its bookkeeping;
 - **batch path**: Kafka's own Fetch (v12, `read_committed`, 32 MiB per partition) and Produce
   (v9, acks all) requests on a socket of its own, one fetch in flight while the last one's

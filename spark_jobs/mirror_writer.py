@@ -35,6 +35,20 @@ log = logging.getLogger("spark_jobs.copier")  # its lines are the copier's
 CONTACT_S = 3.0  # a slot that has not heard from the control channel this long stops writing
 DRAIN_S = 30.0  # the longest a copier waits for its queued records to be delivered
 SETTLE_MARGIN_S = 2.0  # beyond the destination's own bound, for its fetches and elections
+# The copier's producer: its batching, which a destination's client config may change, and
+# what its exactly-once rules rely on, which nothing changes (`new_producer`).
+WRITER_TUNING = {
+    "linger.ms": 2,
+    "batch.size": 1_000_000,
+    "queue.buffering.max.kbytes": 131_072,
+    "queue.buffering.max.messages": 1_000_000,
+}
+WRITER_GUARANTEES = {
+    "acks": "all",
+    "enable.idempotence": True,
+    "enable.gapless.guarantee": True,
+    "delivery.report.only.error": True,
+}
 
 
 class Fenced(RuntimeError):
@@ -208,15 +222,9 @@ class MirrorWriter:
         trickling source would swell the destination brokers' memory."""
         self.producer = self.producers(
             {
-                "linger.ms": 2,
-                "batch.size": 1_000_000,
-                "queue.buffering.max.kbytes": 131_072,
-                "queue.buffering.max.messages": 1_000_000,
+                **WRITER_TUNING,
                 **self.destination,
-                "acks": "all",
-                "enable.idempotence": True,
-                "enable.gapless.guarantee": True,
-                "delivery.report.only.error": True,
+                **WRITER_GUARANTEES,
                 "on_delivery": self.on_delivery_error,
             }
         )

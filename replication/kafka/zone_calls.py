@@ -21,7 +21,7 @@ import hmac
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -55,7 +55,7 @@ class Target:
     zone: str
     cluster: int | None = None
     source_of: int | None = None
-    config: dict[str, str] | None = field(default=None, hash=False)
+    config: dict[str, str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "source_of": self.source_of, "config": self.config}
