@@ -30,186 +30,25 @@ import argparse
 import json
 import random
 import resource
-import socket
 import struct
 import subprocess
 import sys
 import time
-from collections import deque
 from collections.abc import Iterator
 
-import crc32c
-from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-from kafka.protocol.producer.produce import ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from infra import kafka_wire, record_batches
 
 from . import cluster, sections
 
-HEADER = 61  # a v2 record batch's header, up to its first record
-CRC_FROM = 21  # the CRC-32C covers the attributes to the end
-PRODUCER_FIELDS = struct.Struct(">qhi")  # producer id, epoch, base sequence: at 43
-CONTROL, TRANSACTIONAL = 0x20, 0x10
-FETCH_VERSION, PRODUCE_VERSION, INIT_PID_VERSION = 12, 9, 4  # topics by name
-
-
-class Connection:
-    """One socket to a broker, requests pipelined and answered in order. A response is read
-    into the connection's own buffer, reused by the next: what is read of it must be used (or
-    copied) before the next response is received."""
-
-    def __init__(self, address: str):
-        host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        self.next_id = 0
-        self.waiting: deque = deque()
-        self.buffer = bytearray(1 << 20)
-
-    def send(self, request, response_class, version: int) -> None:
-        request.with_header(correlation_id=self.next_id, client_id=CLIENT_ID.decode())
-        self.sock.sendall(request.encode(version=version, header=True, framed=True))
-        self.waiting.append((self.next_id, response_class, version))
-        self.next_id += 1
-
-    def send_parts(self, parts: list, response_class, version: int) -> int:
-        """A request already encoded, in parts (header and body, the records among them as
-        they lie in a fetch's buffer), sent without joining them. Its correlation id."""
-        correlation = self.next_id
-        views = [memoryview(part).cast("B") for part in parts]
-        size = sum(len(v) for v in views)
-        views.insert(0, memoryview(struct.pack(">i", size)))
-        while views:
-            sent = self.sock.sendmsg(views)
-            while sent:
-                if sent >= len(views[0]):
-                    sent -= len(views.pop(0))
-                else:
-                    views[0], sent = views[0][sent:], 0
-        self.waiting.append((correlation, response_class, version))
-        self.next_id += 1
-        return correlation
-
-    def receive(self):
-        """The next response, decoded (its values copied out of the buffer)."""
-        response_class, version, payload = self.receive_raw()
-        return response_class.decode(payload, version=version)
-
-    def receive_raw(self) -> tuple:
-        """The next response's class, version and body, in the connection's buffer."""
-        correlation, response_class, version = self.waiting.popleft()
-        size = int.from_bytes(self._exactly(4), "big")
-        payload = self._exactly(size)
-        assert int.from_bytes(payload[:4], "big") == correlation
-        start = 5 if response_class.flexible_version_q(version) else 4  # no tagged fields
-        return response_class, version, payload[start:]
-
-    def call(self, request, response_class, version: int):
-        self.send(request, response_class, version)
-        return self.receive()
-
-    def _exactly(self, n: int) -> memoryview:
-        if n > len(self.buffer):
-            self.buffer = bytearray(n)
-        buffer = memoryview(self.buffer)[:n]
-        got = 0
-        while got < n:
-            read = self.sock.recv_into(buffer[got:])
-            if not read:
-                raise ConnectionError("the broker closed the connection")
-            got += read
-        return buffer
-
-
-CLIENT_ID = b"isthmus-batch-path"
-
-
-def _uvarint(view: memoryview, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = view[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _tags(view: memoryview, pos: int) -> int:
-    """Past a flexible message's tagged fields."""
-    count, pos = _uvarint(view, pos)
-    for _ in range(count):
-        _, pos = _uvarint(view, pos)
-        size, pos = _uvarint(view, pos)
-        pos += size
-    return pos
-
-
-def _encode_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def fetched_partitions(body: memoryview) -> Iterator[tuple[int, int, list, memoryview]]:
-    """A Fetch v12 response's partitions, read where they lie: (partition, error code, aborted
-    transactions as (producer id, first offset), the records section)."""
-    error = struct.unpack_from(">h", body, 4)[0]
-    assert error == 0, f"fetch error {error}"
-    topics, pos = _uvarint(body, 10)  # past throttle time, error code, session id
-    for _ in range(topics - 1):
-        size, pos = _uvarint(body, pos)
-        pos += size - 1  # the topic's name
-        partitions, pos = _uvarint(body, pos)
-        for _ in range(partitions - 1):
-            partition, code = struct.unpack_from(">ih", body, pos)
-            pos += 6 + 24  # past the high watermark, last stable offset and log start offset
-            count, pos = _uvarint(body, pos)
-            aborted = []
-            for _ in range(max(count - 1, 0)):
-                aborted.append(struct.unpack_from(">qq", body, pos))
-                pos = _tags(body, pos + 16)
-            size, pos = _uvarint(body, pos + 4)  # past the preferred read replica
-            records = body[pos : pos + max(size - 1, 0)]
-            pos = _tags(body, pos + max(size - 1, 0))
-            yield partition, code, aborted, records
-        pos = _tags(body, pos)
-
-
-def batches(records: bytes | memoryview) -> Iterator[tuple[int, int]]:
-    """(start, end) of each whole batch in a fetched records section (a fetch may end with
-    part of one)."""
-    pos, size = 0, len(records)
-    while pos + HEADER <= size:
-        end = pos + 12 + int.from_bytes(records[pos + 8 : pos + 12], "big")
-        if end > size:
-            return
-        yield pos, end
-        pos = end
-
-
-def rewrite(batch: memoryview, producer_id: int, epoch: int, sequence: int) -> None:
-    """The batch, where it lies, as this producer writes it: its producer fields and CRC, the
-    transactional bit cleared (a committed transaction's records, written by an idempotent
-    producer), base offset 0 and no leader epoch (a broker refuses another base offset from a
-    client; it sets both, outside the CRC, as it appends)."""
-    struct.pack_into(">q", batch, 0, 0)
-    struct.pack_into(">i", batch, 12, -1)
-    PRODUCER_FIELDS.pack_into(batch, 43, producer_id, epoch, sequence)
-    batch[22] &= ~TRANSACTIONAL & 0xFF
-    struct.pack_into(">I", batch, 17, crc32c.crc32c(batch[CRC_FROM:]))
-
 
 class BatchCopier:
-    """The batch path over one source topic: fetch, rewrite, produce."""
+    """The batch path over one source topic: fetch, rewrite, produce (the engine's reading and
+    writing without its bookkeeping: the least the batch path costs)."""
 
     def __init__(self, source: str, destination: str, topic: str, ends: dict[int, int]):
-        self.reader, self.writer = Connection(source), Connection(destination)
+        self.reader, self.writer = _connect(source), _connect(destination)
         self.topic, self.ends = topic, ends
-        self.producer_id, self.epoch = _init_producer(self.writer)
+        self.producer_id, self.epoch = kafka_wire.init_producer_id(self.writer, 60)
         self.position = dict.fromkeys(ends, 0)
         self.sequence = dict.fromkeys(ends, 0)
         self.fetched = self.produced = self.batches = 0
@@ -218,125 +57,53 @@ class BatchCopier:
         return any(self.position[p] < self.ends[p] for p in self.ends)
 
     def fetch(self) -> None:
-        wanted = {p: self.position[p] for p in self.ends if self.position[p] < self.ends[p]}
-        self.reader.send(
-            fetch_request(self.topic, wanted, 32 << 20, 1), FetchResponse, FETCH_VERSION
-        )
+        wanted = {
+            (self.topic, p): self.position[p] for p in self.ends if self.position[p] < self.ends[p]
+        }
+        request = kafka_wire.fetch_request(wanted, 500, 32 << 20, 160 << 20)
+        self.reader.send(request, kafka_wire.FETCH_RESPONSE, kafka_wire.FETCH_VERSION)
 
-    def take(self) -> list[list[tuple[int, memoryview]]]:
-        """The answer to the fetch asked for, its batches rewritten where they lie in the
-        reader's buffer: the i-th of every partition in round i."""
+    def take(self) -> list[list[tuple[str, int, memoryview]]]:
+        """The answer to the fetch asked for, its batches rewritten where they lie in its
+        buffer: the i-th of every partition in round i."""
         _, _, body = self.reader.receive_raw()
-        rounds: list[list[tuple[int, memoryview]]] = []
-        for partition, code, aborted, records in fetched_partitions(body):
-            assert code == 0, f"partition {partition}: error {code}"
-            assert not aborted, "the prototype copies no aborted batches"
-            self.fetched += records.nbytes
-            for i, batch in enumerate(self._rewritten(partition, records)):
+        rounds: list[list[tuple[str, int, memoryview]]] = []
+        for part in kafka_wire.fetched(body):
+            assert part.error == 0, f"partition {part.partition}: error {part.error}"
+            assert not part.aborted, "the prototype copies no aborted batches"
+            self.fetched += part.records.nbytes
+            for i, batch in enumerate(self._rewritten(part.partition, part.records)):
                 if len(rounds) <= i:
                     rounds.append([])
-                rounds[i].append((partition, batch))
+                rounds[i].append((self.topic, part.partition, batch))
         return rounds
 
     def _rewritten(self, partition: int, records: memoryview) -> Iterator[memoryview]:
-        for start, end in batches(records):
-            base = int.from_bytes(records[start : start + 8], "big")
-            last_delta = int.from_bytes(records[start + 23 : start + 27], "big")
-            self.position[partition] = base + last_delta + 1
-            if records[start + 22] & CONTROL:
+        for batch in record_batches.batches(records):
+            self.position[partition] = batch.last + 1
+            if batch.control:
                 continue  # a transaction marker: the destination writes none
-            batch = records[start:end]
-            rewrite(batch, self.producer_id, self.epoch, self.sequence[partition])
-            self.sequence[partition] += last_delta + 1
-            yield batch
+            record_batches.rewrite(
+                batch.view, self.producer_id, self.epoch, self.sequence[partition]
+            )
+            self.sequence[partition] += batch.last - batch.base + 1
+            yield batch.view
 
-    def produce(self, rounds: list[list[tuple[int, memoryview]]]) -> None:
+    def produce(self, rounds: list[list[tuple[str, int, memoryview]]]) -> None:
         """One batch per partition in each produce request (Kafka takes no more); all sent,
         then all answered."""
         for batches_of_round in rounds:
-            parts = produce_parts(self.topic, self.writer.next_id, batches_of_round)
-            self.writer.send_parts(parts, ProduceResponse, PRODUCE_VERSION)
-            self.produced += sum(batch.nbytes for _, batch in batches_of_round)
+            parts = kafka_wire.produce_parts(self.writer.next_id, batches_of_round, 30000)
+            self.writer.send_parts(parts, kafka_wire.PRODUCE_RESPONSE, kafka_wire.PRODUCE_VERSION)
+            self.produced += sum(batch.nbytes for _, _, batch in batches_of_round)
             self.batches += len(batches_of_round)
         while self.writer.waiting:
-            done = self.writer.receive()
-            for part in done.responses[0].partition_responses:
-                assert part.error_code == 0, part
+            for _, partition, error, _, message in kafka_wire.produced(self.writer.receive()):
+                assert error == 0, (partition, error, message)
 
 
-def produce_parts(topic: str, correlation: int, records: list[tuple[int, memoryview]]) -> list:
-    """A Produce v9 request (acks all, no transactional id) of each partition's records,
-    encoded around them where they lie: its parts, to send as they are."""
-    name = topic.encode()
-    parts: list = [
-        struct.pack(">hhih", 0, PRODUCE_VERSION, correlation, len(CLIENT_ID))
-        + CLIENT_ID
-        + b"\x00"  # the header's tagged fields
-        + b"\x00"  # no transactional id
-        + struct.pack(">hi", -1, 30000)
-        + _encode_uvarint(2)  # one topic
-        + _encode_uvarint(len(name) + 1)
-        + name
-        + _encode_uvarint(len(records) + 1)
-    ]
-    for partition, batch in records:
-        parts += [struct.pack(">i", partition) + _encode_uvarint(batch.nbytes + 1), batch, b"\x00"]
-    parts.append(b"\x00\x00")  # the topic's tagged fields, the request's
-    return parts
-
-
-def _init_producer(connection: Connection) -> tuple[int, int]:
-    """An idempotent producer's id and epoch, asked again while the broker's coordinator is
-    loading or not available yet (a stack just started), as Kafka's clients do."""
-    deadline = time.monotonic() + 60
-    while True:
-        got = connection.call(
-            InitProducerIdRequest(
-                transactional_id=None,
-                transaction_timeout_ms=60000,
-                producer_id=-1,
-                producer_epoch=-1,
-            ),
-            InitProducerIdResponse,
-            INIT_PID_VERSION,
-        )
-        if got.error_code not in RETRIABLE or time.monotonic() > deadline:
-            assert got.error_code == 0, got
-            return got.producer_id, got.producer_epoch
-        time.sleep(0.5)
-
-
-RETRIABLE = {14, 15}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
-
-
-def fetch_request(topic: str, positions: dict[int, int], per_partition: int, isolation: int):
-    return FetchRequest(
-        replica_id=-1,
-        max_wait_ms=500,
-        min_bytes=1,
-        max_bytes=160 << 20,
-        isolation_level=isolation,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            FetchRequest.FetchTopic(
-                topic=topic,
-                partitions=[
-                    FetchRequest.FetchTopic.FetchPartition(
-                        partition=p,
-                        current_leader_epoch=-1,
-                        fetch_offset=offset,
-                        last_fetched_epoch=-1,
-                        log_start_offset=-1,
-                        partition_max_bytes=per_partition,
-                    )
-                    for p, offset in positions.items()
-                ],
-            )
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
-    )
+def _connect(address: str) -> kafka_wire.Connection:
+    return kafka_wire.Connection(address, kafka_wire.Settings.of({"bootstrap.servers": address}))
 
 
 def copy_batches(source: str, destination: str, topic: str, ends: dict[int, int]) -> dict:
@@ -428,18 +195,17 @@ def _cpu() -> float:
 def raw_batches(address: str, topic: str, partition: int, end: int) -> list[tuple[int, bytes]]:
     """(base offset, the batch from its attributes on, without its producer fields) of each
     batch of a partition below `end`."""
-    connection, found, offset = Connection(address), [], 0
+    connection, found, offset = _connect(address), [], 0
     while offset < end:
-        request = fetch_request(topic, {partition: offset}, 16 << 20, 0)
-        answer = connection.call(request, FetchResponse, FETCH_VERSION)
-        records = answer.responses[0].partitions[0].records or b""
-        for start, stop in batches(records):
-            base = int.from_bytes(records[start : start + 8], "big")
-            last_delta = int.from_bytes(records[start + 23 : start + 27], "big")
-            if base + last_delta >= offset:
-                kept = records[start + CRC_FROM : start + 43] + records[start + 57 : stop]
-                found.append((base, kept))
-                offset = base + last_delta + 1
+        request = kafka_wire.fetch_request({(topic, partition): offset}, 500, 16 << 20, 16 << 20)
+        connection.send(request, kafka_wire.FETCH_RESPONSE, kafka_wire.FETCH_VERSION)
+        records = next(kafka_wire.fetched(connection.receive_raw()[2])).records
+        for batch in record_batches.batches(records):
+            if batch.last >= offset:
+                view = batch.view
+                found.append((batch.base, bytes(view[21:43]) + bytes(view[57:])))
+                offset = batch.last + 1
+    connection.close()
     return found
 
 
@@ -457,33 +223,32 @@ def probe_limits() -> dict[str, int]:
     producer.produce(topic, b"first", b"1", partition=0)
     producer.produce(topic, b"second", b"2", partition=0)
     assert producer.flush(30) == 0
-    reader = Connection(cluster.SOURCE)
-    reader.send(fetch_request(topic, {0: 0}, 1 << 20, 1), FetchResponse, FETCH_VERSION)
-    _, _, body = reader.receive_raw()
-    records = next(fetched_partitions(body))[3]
-    start, end = next(batches(records))
-    fetched = bytes(records[start:end])
+    reader = _connect(cluster.SOURCE)
+    request = kafka_wire.fetch_request({(topic, 0): 0}, 500, 1 << 20, 1 << 20)
+    reader.send(request, kafka_wire.FETCH_RESPONSE, kafka_wire.FETCH_VERSION)
+    records = next(kafka_wire.fetched(reader.receive_raw()[2])).records
+    fetched = bytes(next(record_batches.batches(records)).view)
     assert int.from_bytes(fetched[57:61], "big") == 2, "the two records in one batch"
 
     def attempt(in_crc=None, outside_crc=None, twice: bool = False) -> int:
         """Produced by a new idempotent producer, changed by `in_crc` before the batch's CRC
         is made and by `outside_crc` after."""
-        writer = Connection(cluster.DESTINATION)
-        producer_id, epoch = _init_producer(writer)
+        writer = _connect(cluster.DESTINATION)
+        producer_id, epoch = kafka_wire.init_producer_id(writer, 60)
         first = bytearray(fetched)
         if in_crc:
             in_crc(first)
-        rewrite(memoryview(first), producer_id, epoch, 0)
+        record_batches.rewrite(memoryview(first), producer_id, epoch, 0)
         if outside_crc:
             outside_crc(first)
         sent = first
         if twice:
             second = bytearray(fetched)
-            rewrite(memoryview(second), producer_id, epoch, 2)
+            record_batches.rewrite(memoryview(second), producer_id, epoch, 2)
             sent = first + second
-        parts = produce_parts(topic, writer.next_id, [(0, memoryview(sent))])
-        writer.send_parts(parts, ProduceResponse, PRODUCE_VERSION)
-        return int(writer.receive().responses[0].partition_responses[0].error_code)
+        parts = kafka_wire.produce_parts(writer.next_id, [(topic, 0, memoryview(sent))], 30000)
+        writer.send_parts(parts, kafka_wire.PRODUCE_RESPONSE, kafka_wire.PRODUCE_VERSION)
+        return next(kafka_wire.produced(writer.receive()))[2]
 
     return {
         "as the batch path writes it": attempt(),
@@ -501,11 +266,12 @@ def _gap_in_offsets(batch: bytearray) -> None:
     """The second record's offset delta 2, not 1, and the batch's last offset delta with it,
     as compaction leaves a batch (records are zigzag varints: delta 1 is 0x02, 2 is 0x04)."""
     view = memoryview(batch)
-    length, pos = _uvarint(view, HEADER)  # the first record's length (zigzag)
-    pos += length // 2  # past the first record
-    _, pos = _uvarint(view, pos)  # the second record's length
+    # The first record's length (zigzag), then past it.
+    length, pos = kafka_wire.uvarint(view, record_batches.HEADER)
+    pos += length // 2
+    _, pos = kafka_wire.uvarint(view, pos)  # the second record's length
     pos += 1  # its attributes
-    _, pos = _uvarint(view, pos)  # its timestamp delta
+    _, pos = kafka_wire.uvarint(view, pos)  # its timestamp delta
     assert batch[pos] == 0x02
     batch[pos] = 0x04
     struct.pack_into(">i", batch, 23, 2)

@@ -103,6 +103,9 @@ class Copier:
     shared one, `slot.readers.view`), `producer` (confluent-kafka's by default) and `admin`
     (the destination's; by default the slot's shared one, `slot.destination_admin`)."""
 
+    path = "record"
+    writer_class = MirrorWriter  # the batch path's copier writes with its own
+
     def __init__(
         self,
         spec: payloads.LinkSpec,
@@ -121,7 +124,7 @@ class Copier:
         source: SourceFactory = consumer or slot.readers.view
         self.consumer = source(spec["source"])
         self.admin_of: AdminFactory = admin or slot.destination_admin
-        self.writer = MirrorWriter(spec["destination"], self, self.destination_admin, producer)
+        self.writer = self.writer_class(spec["destination"], self, self.destination_admin, producer)
         self.counters: Counters = self.writer.counters  # the slot reads its last write
         self.cursors: dict[tuple[str, int], Cursor] = {}  # (source topic, partition)
         # The parts of the link's merge flows held here, by merging.part_key.
@@ -304,10 +307,11 @@ class Copier:
         self.consumer.incremental_assign(positions)
         self.writer.warm_up()
         log.info(
-            "Link %s, slot %d: copying %s (started in %.2f s)",
+            "Link %s, slot %d: copying %s on the %s path (started in %.2f s)",
             self.link_id,
             self.number,
             ", ".join(f"{tp.topic}[{tp.partition}] from {tp.offset}" for tp in positions),
+            self.path,
             time.monotonic() - began,
         )
 

@@ -59,6 +59,7 @@ class LinkSpec(TypedDict):
     source: dict[str, str]  # client settings
     destination: dict[str, str]
     schemas: NotRequired[SchemaSpec]
+    path: NotRequired[str]  # "batch" (the default) or "record": mirror.copy.path
 
 
 class Published(TypedDict):

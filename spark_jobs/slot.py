@@ -30,7 +30,7 @@ import redis
 
 from infra.kafka_admin import KafkaAdmin
 
-from . import control, copier, payloads, shared_clients, source_readers
+from . import batch_copier, control, copier, payloads, shared_clients, source_readers
 from .payloads import Assignment
 
 log = logging.getLogger("spark_jobs.slot")
@@ -221,7 +221,7 @@ class SlotTask:
         except control.Unsealed as exc:
             self.error = str(exc)
             return
-        job = copier.Copier(spec, self, self.number)
+        job = batch_copier.copier_for(spec)(spec, self, self.number)
         thread = threading.Thread(target=job.run, name=f"copier-{link}", daemon=True)
         job.assign(assignment)
         thread.start()

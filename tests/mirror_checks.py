@@ -12,7 +12,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from django.conf import settings
 
 from devstack import kafka
-from infra import consuming
+from infra import consuming, kafka_wire, record_batches
 from infra.kafka_admin import KafkaAdmin
 from infra.kafka_errors import KafkaAdminError
 from infra.processes import wait_for
@@ -76,6 +76,67 @@ def read_all(bootstrap: str, topic: str) -> list[Record]:
     finally:
         consumer.close()
     return sorted(records, key=lambda r: (r.partition, r.offset))
+
+
+def raw_batches(
+    bootstrap: str, topic: str
+) -> dict[int, tuple[list[record_batches.Batch], list[tuple[int, int]]]]:
+    """Every record batch of `topic` from its log start up to its last stable offset, by
+    partition, as the broker holds it (markers and aborted transactions' batches among them),
+    with the aborted transactions the broker names among them."""
+    settings_ = kafka_wire.Settings.of({"bootstrap.servers": bootstrap})
+    connection = kafka_wire.Connection(bootstrap, settings_)
+    try:
+        partitions = sorted(kafka_wire.metadata(connection, [topic]).leaders)
+        starts = kafka_wire.list_offsets(connection, partitions, -2)
+        found: dict[int, tuple[list[record_batches.Batch], list[tuple[int, int]]]] = {}
+        for tp in partitions:
+            offset, (batches, aborted) = starts[tp][0], found.setdefault(tp[1], ([], []))
+            while True:
+                request = kafka_wire.fetch_request({tp: offset}, 0, 8 << 20, 8 << 20)
+                connection.send(request, kafka_wire.FETCH_RESPONSE, kafka_wire.FETCH_VERSION)
+                part = next(kafka_wire.fetched(connection.receive_raw()[2]))
+                fresh = [b for b in record_batches.batches(part.records) if b.last >= offset]
+                if not fresh:
+                    break
+                batches += fresh
+                aborted += [a for a in part.aborted if a not in aborted]
+                offset = fresh[-1].last + 1
+    finally:
+        connection.close()
+    return found
+
+
+def assert_same_batches(source_topic: str, mirror_topic: str) -> tuple[int, int]:
+    """Every batch a `read_committed` reader keeps of the source is in the mirror, in order,
+    byte for byte from its attributes through its records but for the producer's fields, the
+    transactional bit and the CRC; a batch Kafka takes from no client as it is (a compacted
+    one's gaps, LogAppendTime) or one the mirror starts inside of holds the same records (see
+    `assert_exact_copy`) in a batch built again. How many batches were compared byte for
+    byte, of how many."""
+    source = raw_batches(kafka.SOURCE.bootstrap, source_topic)
+    mirror = raw_batches(kafka.DESTINATION.bootstrap, mirror_topic)
+    compared = total = 0
+    for partition, (batches, aborted) in source.items():
+        kept = [
+            b for b, keep in record_batches.committed(iter(batches), aborted) if keep and b.count
+        ]
+        copies = mirror[partition][0]
+        assert len(copies) == len(kept), (partition, len(copies), len(kept))
+        total += len(kept)
+        for i, (s, m) in enumerate(zip(kept, copies, strict=True)):
+            assert not m.transactional and not m.control
+            if s.writable and m.count == s.count:
+                assert _as_written(m) == _as_written(s), f"{mirror_topic}[{partition}] batch {i}"
+                compared += 1
+    return compared, total
+
+
+def _as_written(batch: record_batches.Batch) -> bytes:
+    """A batch from its attributes through its records, without what the writer owns."""
+    view = batch.view
+    attributes = view[22] & ~record_batches.TRANSACTIONAL & 0xFF
+    return bytes([view[21], attributes]) + bytes(view[23:43]) + bytes(view[57:])
 
 
 def translations(mirror_topic: str) -> dict[int, translation.Runs]:

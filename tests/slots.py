@@ -106,16 +106,23 @@ class Source(threading.Thread):
 
 
 def start_slot(
-    r: redis.Redis, engine: str, epoch: str, topic: str, redis_url: str, topic_id: str = ""
+    r: redis.Redis,
+    engine: str,
+    epoch: str,
+    topic: str,
+    redis_url: str,
+    topic_id: str = "",
+    path: str = "batch",
 ):
     """Make `epoch` the slot's current one, assign it the link copying `topic` (2 partitions,
-    on both clusters; `topic_id` its id on the destination, asked for if not given), and run
-    the slot in a thread reaching Redis at `redis_url`."""
+    on both clusters; `topic_id` its id on the destination, asked for if not given) on the
+    copy `path`, and run the slot in a thread reaching Redis at `redis_url`."""
     spec = {
         "link_id": LINK_ID,
         "link_name": "fencing",
         "source": {"bootstrap.servers": kafka.SOURCE.bootstrap},
         "destination": {"bootstrap.servers": kafka.DESTINATION.bootstrap},
+        "path": path,
     }
     topic_id = (
         topic_id or KafkaAdmin(admin_config(kafka.DESTINATION)).describe_topic(topic).topic_id

@@ -30,7 +30,13 @@ from spark_jobs import launch
 
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 # What executors need besides Spark.
-EXECUTOR_PACKAGES = ("confluent-kafka", "redis", "cryptography", "cffi")
+EXECUTOR_PACKAGES = (
+    "confluent-kafka",
+    "redis",
+    "cryptography",
+    "cffi",
+    *("kafka-python", "crc32c", "lz4", "zstandard", "python-snappy", "cramjam"),  # batch path
+)
 # The secret the master, the workers and the link's application share (spark.authenticate).
 AUTH_SECRET = "standalone-test-secret"
 
@@ -75,7 +81,11 @@ def _executors_python(where: Path, env: dict[str, str]) -> str:
             if not (packages / top).exists():
                 (packages / top).symlink_to(str(dist.locate_file(top)))
     python = str(where / "bin" / "python")
-    importable = {"confluent_kafka": True, "redis": True, "cryptography": True, "pyspark": False}
+    importable = {
+        **dict.fromkeys(("confluent_kafka", "redis", "cryptography", "kafka", "crc32c"), True),
+        **dict.fromkeys(("lz4", "zstandard", "snappy"), True),
+        "pyspark": False,
+    }
     for module, wanted in {**importable, **dict.fromkeys(launch.CODE, False)}.items():
         run = subprocess.run(
             [python, "-c", f"import {module}"], cwd=where, env=env, capture_output=True, text=True

@@ -13,6 +13,7 @@ from console.views.actions import bound, confirm
 from console.views.clusters import find_cluster
 from replication.core.errors import FieldProblems, ReplicationError
 from replication.cutover import mirror_actions
+from replication.engine import publish
 from replication.engine import status as stream_status
 from replication.governance import audit
 from replication.kafka.clusters import probe_cluster
@@ -114,6 +115,7 @@ def _detail(request, link: ClusterLink, config_form: LinkConfigForm, status: int
             "destination_health": probe_cluster(link.destination),
             "unreachable": survey([link]).marks[link.pk],
             "stream": stream_status.status(link),
+            "copy_path": publish.copy_path(link),
             "pending_requests": link.approval_requests.filter(state="PENDING"),
             "config_form": config_form,
             "filter_editors": filter_editors(link),

@@ -13,14 +13,14 @@ from contextlib import AbstractContextManager
 import redis
 
 from infra.kafka_admin import KafkaAdmin
-from replication.core import read_only, redis_channel
+from replication.core import link_configs, read_only, redis_channel
 from replication.core.redis_channel import client
 from replication.engine import process
 from replication.kafka.connections import destination_admin
 from replication.models import ClusterLink, MergeFlow
 from replication.schemas import schema_links
 from replication.states.mirror_states import COPYING
-from spark_jobs import control, translation
+from spark_jobs import batch_copier, control, translation
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +106,22 @@ def link_spec(link: ClusterLink) -> control.LinkSpec:
         "link_name": link.name,
         "source": link.source_client_config(),
         "destination": link.destination.connection_config(),
+        "path": (link_configs.effective(link.configs, "mirror.copy.path") or "BATCH").lower(),
     }
     schemas = schema_links.engine_spec(link)
     if schemas:
         spec["schemas"] = schemas  # records wait for their schemas (spark_jobs.schema_gate)
     return spec
+
+
+def copy_path(link: ClusterLink) -> tuple[str, str]:
+    """The path the engine copies the link's mirrors on ("batch" or "record"), and why it is
+    not the one the link's mirror.copy.path asks for ("" when it is)."""
+    try:
+        spec = link_spec(link)
+    except (RuntimeError, ValueError):  # secrets that no longer decrypt: the engine cannot run it
+        return "record", "its credentials cannot be read"
+    return batch_copier.path(spec)
 
 
 def publish_link(link: ClusterLink, r: redis.Redis, run: bool) -> None:

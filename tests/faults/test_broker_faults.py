@@ -79,9 +79,15 @@ def _copy_through(link, make_topic, topic_name, fault) -> None:
     _verified_identical(mirror)
 
 
+# Every fault on both copy paths: the batch path (the default) sends a refused batch again
+# with its sequence; the record path leaves that to its producer.
+PATHS = pytest.mark.parametrize("path", ["BATCH", "RECORD"], ids=["batch-path", "record-path"])
+
+
+@PATHS
 @pytest.mark.parametrize("side", [kafka.DESTINATION, kafka.SOURCE], ids=lambda n: n.name)
 def test_kill_9_of_a_partition_leader_mid_copy_loses_and_repeats_nothing(
-    side, make_link, make_topic, topic_name, stack
+    side, path, make_link, make_topic, topic_name, stack
 ):
     def fault(topic: str) -> None:
         broker = leader(side, topic)
@@ -90,11 +96,12 @@ def test_kill_9_of_a_partition_leader_mid_copy_loses_and_repeats_nothing(
         stack.up([broker.name], echo=lambda _: None)
         in_sync(side, topic)
 
-    _copy_through(make_link(), make_topic, topic_name, fault)
+    _copy_through(make_link({"mirror.copy.path": path}), make_topic, topic_name, fault)
 
 
+@PATHS
 def test_a_rolling_restart_of_every_destination_broker_loses_and_repeats_nothing(
-    make_link, make_topic, topic_name, stack
+    path, make_link, make_topic, topic_name, stack
 ):
     def fault(topic: str) -> None:
         for broker in kafka.DESTINATION.brokers:  # one at a time, each back in sync first
@@ -102,13 +109,14 @@ def test_a_rolling_restart_of_every_destination_broker_loses_and_repeats_nothing
             stack.up([broker.name], echo=lambda _: None)
             in_sync(kafka.DESTINATION, topic)
 
-    _copy_through(make_link(), make_topic, topic_name, fault)
+    _copy_through(make_link({"mirror.copy.path": path}), make_topic, topic_name, fault)
 
 
+@PATHS
 def test_two_destination_brokers_down_the_copy_waits_loses_nothing_and_resumes(
-    make_link, make_topic, topic_name, stack
+    path, make_link, make_topic, topic_name, stack
 ):
-    link = make_link()
+    link = make_link({"mirror.copy.path": path})
 
     def fault(topic: str) -> None:
         down = kafka.DESTINATION.brokers[1:]
@@ -126,8 +134,9 @@ def test_two_destination_brokers_down_the_copy_waits_loses_nothing_and_resumes(
     _copy_through(link, make_topic, topic_name, fault)
 
 
+@pytest.mark.parametrize("path", ["batch", "record"], ids=["batch-path", "record-path"])
 def test_a_copier_cut_off_from_redis_while_its_leader_changes_writes_nothing_more(
-    make_topic, stack
+    path, make_topic, stack
 ):
     topic = leftovers.unique_name("zombie")
     for node in kafka.NODES:
@@ -135,7 +144,7 @@ def test_a_copier_cut_off_from_redis_while_its_leader_changes_writes_nothing_mor
     r = redis.Redis.from_url(settings.REDIS_URL)
     proxy = Proxy.to(r)
     engine = leftovers.unique_name("zombie")
-    old = start_slot(r, engine, "e1", topic, proxy.url(r))
+    old = start_slot(r, engine, "e1", topic, proxy.url(r), path=path)
     source = Source(topic, idempotent=True)
     source.start()
     tasks = [old]
@@ -148,7 +157,7 @@ def test_a_copier_cut_off_from_redis_while_its_leader_changes_writes_nothing_mor
         proxy.cut()
         kill(stack, broker)
         time.sleep(copier.CONTACT_S + 1.5)  # the engine's wait before a new epoch (rule 3)
-        tasks.append(start_slot(r, engine, "e2", topic, settings.REDIS_URL, topic_id))
+        tasks.append(start_slot(r, engine, "e2", topic, settings.REDIS_URL, topic_id, path))
         stack.up([broker.name], echo=lambda _: None)
         proxy.mend()  # the old slot hears of the new epoch, and ends
         old.join(30)

@@ -15,7 +15,7 @@ from django.conf import settings
 from devstack import kafka
 from infra import processes
 from infra.kafka_admin import KafkaAdmin
-from spark_jobs import control, copier, source_readers
+from spark_jobs import batch_copier, control, copier, source_readers
 from tests import leftovers
 from tests.conftest import admin_config
 from tests.mirror_checks import assert_exact_copy, eventually
@@ -36,8 +36,8 @@ def _still_for(topic: str, seconds: float) -> bool:
     return _mirrored(topic) == before
 
 
-@pytest.fixture
-def fenced_task(make_topic):
+@pytest.fixture(params=["batch", "record"], ids=["batch-path", "record-path"])
+def fenced_task(request, make_topic):
     """A slot running a copier of a one-mirror link, its Redis reached through a proxy; the
     test plays the engine's driver by writing the epoch, the link and its assignment."""
     topic = leftovers.unique_name("fencing")
@@ -46,7 +46,7 @@ def fenced_task(make_topic):
     r = redis.Redis.from_url(settings.REDIS_URL)
     proxy = Proxy.to(r)
     engine, epoch = leftovers.unique_name("fencing"), "e1"
-    task = start_slot(r, engine, epoch, topic, proxy.url(r))
+    task = start_slot(r, engine, epoch, topic, proxy.url(r), path=request.param)
     source = Source(topic)
     source.start()
     yield type(
@@ -111,8 +111,11 @@ def test_a_new_epoch_stops_the_slot_at_once_and_it_says_so(fenced_task):
     assert _still_for(f.topic, 2), "the task wrote after its epoch ended"
 
 
+@pytest.mark.parametrize(
+    "kind", [batch_copier.BatchCopier, copier.Copier], ids=["batch-path", "record-path"]
+)
 def test_a_copier_that_finds_another_writer_on_its_partition_stops_instead_of_writing_on(
-    make_topic,
+    kind, make_topic
 ):
     topic = leftovers.unique_name("fencing")
     for node in (kafka.SOURCE, kafka.DESTINATION):
@@ -122,7 +125,7 @@ def test_a_copier_that_finds_another_writer_on_its_partition_stops_instead_of_wr
         producer.produce(topic, str(i).encode(), partition=0, timestamp=RECENT + i)
     assert producer.flush(30) == 0
     topic_id = KafkaAdmin(admin_config(kafka.DESTINATION)).describe_topic(topic).topic_id
-    task = copier.Copier(
+    task = kind(
         {
             "link_id": leftovers.unique_name("fencing"),
             "source": {"bootstrap.servers": kafka.SOURCE.bootstrap},

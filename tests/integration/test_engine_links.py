@@ -113,7 +113,10 @@ def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_
     for topic in topics:
         make_topic(kafka.SOURCE, topic)
         _write(topic)
-    first = make_link()
+    # On the record path, whose links reading one source alike share a slot's consumer (the
+    # batch path's fetches are each link's own).
+    record_path = {"mirror.copy.path": "RECORD"}
+    first = make_link(record_path)
     run_until_copied(first, [create_mirror(ACTOR, first, topics[0])], timeout=180)
     pid = status.status(first).pid
     # Copied: the driver's context, its block manager and the copiers' Python workers are up.
@@ -123,7 +126,7 @@ def test_twenty_links_copy_exactly_in_one_engine_and_its_memory_comes_back_when_
     before, threads_before = _settled(pid)
     names_before = _thread_names(pid)
 
-    links = [make_link() for _ in range(LINKS)]
+    links = [make_link(record_path) for _ in range(LINKS)]
     mirrors = [
         create_mirror(ACTOR, link, topic) for link, topic in zip(links, topics[1:], strict=True)
     ]
