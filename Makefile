@@ -226,3 +226,4 @@ bench: setup
 	$(PY) -m bench.cluster_scale
 	$(PY) -m bench.gateway
 	$(PY) -m bench.batch_path
+	$(PY) -m bench.batch_engine

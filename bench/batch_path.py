@@ -425,22 +425,16 @@ by a new idempotent producer as the batch path writes it, then changed in one wa
 
 So a produce request carries one batch per partition (the prototype writes the i-th batch of
 each partition in request i, pipelined), and a compacted source's batches with gaps in their
-offsets cannot be written as they are: those partitions stay on the record path, whose
-translation entries already cover such gaps. Not tried yet: transactional sources (the
-prototype refuses a fetch with aborted transactions; it writes committed batches with the
-transactional bit cleared and skips the markers), and a destination topic that stamps
-LogAppendTime.
+offsets cannot be written as they are: the engine decodes those and writes their records in a
+batch built again, translating the gaps (docs/mirror-engine.md).
 
 Where the batch path's CPU goes (cProfile and `time`, uncompressed, on 2026-12-01): about 70 %
 is the kernel's socket copies, the rest reading the fetch response and writing the produce
 requests in Python; the CRC-32C of a GiB takes 0.03 s. A first version that let kafka-python
 decode and encode the messages, and so copied each batch three times, took 1.1 CPU s per GiB.
 
-**Left for the engine** (issue 48): the batch path inside the copier slots, with leader
-changes, retries that keep a batch's sequence, authentication (SASL, TLS), the fencing,
-first-write check and settle rules as today, aborted transactions, the schema gate (its links on
-the record path), a link config to choose a path, and the catch-up rows against MirrorMaker 2
-and the raw client limit.
+The engine's batch path is built on this, and measured against the record path, MirrorMaker 2
+and the raw client limit in the next section.
 """
 
 

@@ -67,15 +67,17 @@ class Engine:
         link_id: str,
         mirrors: dict[str, str],
         flows: dict[str, control.FlowSpec] | None = None,
+        path: str = "batch",
     ) -> None:
         """A link copying `mirrors` (mirror name -> source name) and `flows` from the source
-        cluster."""
+        cluster, its mirrors on the copy `path`."""
         self.set_mirrors(link_id, mirrors, flows)
         spec: control.LinkSpec = {
             "link_id": link_id,
             "link_name": link_id,
             "source": {"bootstrap.servers": cluster.SOURCE},
             "destination": {"bootstrap.servers": cluster.DESTINATION},
+            "path": path,
         }
         self.redis.hset(control.links_key(self.engine), link_id, control.seal(self.key, spec))
         control.wake(self.redis, control.engine_wake_channel(self.engine))
@@ -140,17 +142,20 @@ class Isthmus:
     name = "Isthmus"
     adds_mirrors_live = True
 
-    def __init__(self, tasks: int | None = None) -> None:
+    def __init__(self, tasks: int | None = None, path: str = "batch") -> None:
         """`tasks`: copier slots of the engine; None leaves the engine's default (one per core
-        Spark gives it)."""
-        self.tasks = tasks
+        Spark gives it). `path`: the mirrors' copy path (the engine's default, the batch
+        path, or the record path)."""
+        self.tasks, self.path = tasks, path
+        if path != "batch":
+            self.name = f"Isthmus, {path} path"
         self.engine: Engine | None = None
         self.mirrors: dict[str, str] = {}
         self.reported_tasks: int | None = None  # as the engine's heartbeat says
 
     def mirror_name(self, source_topic: str) -> str:
         # Not the source's name, so MM2's identity copy and this one can share the destination.
-        return f"{source_topic}.isthmus"
+        return f"{source_topic}.isthmus" + ("" if self.path == "batch" else f"-{self.path}")
 
     def settings(self) -> dict[str, str]:
         tasks = (
@@ -165,6 +170,7 @@ class Isthmus:
             "driver memory": DRIVER_MEMORY,
             "driver JVM options": launch.DRIVER_JAVA_OPTIONS,
             "copier slots": tasks,
+            "copy path (mirror.copy.path)": self.path,
         }
 
     def prepare(self, mirrors: dict[str, str], partitions: int) -> None:
@@ -178,7 +184,7 @@ class Isthmus:
         self.engine = Engine("bench", f"isthmus-{tag}", self.tasks)
         proc = self.engine.start()
         self.mirrors = dict(mirrors)
-        self.engine.add_link(LINK_ID, self.mirrors)
+        self.engine.add_link(LINK_ID, self.mirrors, path=self.path)
         return proc
 
     def copied(self, ends: list[tuple[str, int]]) -> dict[tuple[str, int], int]:

@@ -48,6 +48,7 @@ SCHEMA_SYNC = Section("schema-sync")
 CLUSTER_SCALE = Section("cluster-scale")
 GATEWAY = Section("gateway")
 BATCH_PATH = Section("batch-path")
+BATCH_ENGINE = Section("batch-engine")
 SECTIONS = [
     OFFSET_SYNC,
     LIST_PAGES,
@@ -60,6 +61,7 @@ SECTIONS = [
     CLUSTER_SCALE,
     GATEWAY,
     BATCH_PATH,
+    BATCH_ENGINE,
 ]
 
 

@@ -23,16 +23,18 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from infra import kafka_wire, record_batches
 from infra.kafka_wire import Connection, Settings, WireError
 from infra.record_batches import Record
 
+from .copier_clients import DestinationAdmin, ProducerFactory
 from .cursors import Cursor
-from .mirror_writer import CONTACT_S, DRAIN_S, Fenced, MirrorWriter
+from .mirror_writer import CONTACT_S, DRAIN_S, Copier, Fenced, MirrorWriter
 
 log = logging.getLogger("spark_jobs.copier")
 
@@ -41,6 +43,7 @@ IN_FLIGHT = 5  # batches of a partition sent and not yet answered (idempotence k
 REQUEST_BYTES = 16 << 20  # a produce request's batches, at most (unless one alone is more)
 BACKLOG_BYTES = 128 << 20  # batches not yet answered beyond which the copier fetches no more
 DELIVERY_S = 120.0  # the longest a batch is sent again before the copier gives up
+RETRY_S = 0.1  # the pause before a refused partition's batches are sent again
 TIMEOUT_MS = 30_000  # the destination's wait for its replicas (acks all)
 SEQUENCES = 2**31  # a producer's sequence wraps to 0 past Int32's largest
 
@@ -74,14 +77,21 @@ class Partition:
     unacked: deque[Pending] = field(default_factory=deque)
     in_flight: int = 0
     failing_since: float = 0.0  # when a batch of it was first refused for a passing reason
-    why: str = ""
+    why: str = ""  # why the last was refused: its batches wait to be sent again
+    retry_at: float = 0.0
 
 
 class BatchWriter(MirrorWriter):
     """One copier's batches, produced to each mirror partition's leader."""
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        destination: dict[str, str],
+        copier: Copier,
+        admin: Callable[[], DestinationAdmin],
+        producers: ProducerFactory = Producer,
+    ):
+        super().__init__(destination, copier, admin, producers)  # its translation entries
         self.settings = Settings.of(self.destination)
         self.producer_id = self.epoch = -1
         self.parts: dict[TP, Partition] = {}
@@ -270,6 +280,16 @@ class BatchWriter(MirrorWriter):
             part.in_flight -= 1
             if error == 0:
                 self._answered(part, pending, base)
+            elif error == 45 and not part.why and part.unacked and part.unacked[0] is pending:
+                # Out of order though every batch before it was taken: the destination holds
+                # no state of this producer for the partition (a mirror made again, say).
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError._FAIL,
+                        f"writing {topic}[{partition}]: the destination lost this producer's "
+                        "sequence; starting again with a new producer",
+                    )
+                )
             elif error in kafka_wire.RETRIABLE or error == 45:
                 self._refused(part, f"{kafka_wire.error_name(error)} {message}".strip())
                 self.leaders.pop((topic, partition), None)
@@ -301,8 +321,17 @@ class BatchWriter(MirrorWriter):
 
     def _refused(self, part: Partition, why: str) -> None:
         now = time.monotonic()
-        part.failing_since = part.failing_since or now
+        if not part.failing_since:
+            part.failing_since = now
+            log.info(
+                "Link %s, slot %d: the destination did not take a batch (%s); it is sent again",
+                self.copier.link_id,
+                self.copier.number,
+                why,
+            )
         part.why = why
+        # Sent again after a pause: a dead leader stays in the metadata until it is fenced.
+        part.retry_at = now + RETRY_S
         if now - part.failing_since > DELIVERY_S:
             raise KafkaException(
                 KafkaError(
@@ -320,18 +349,10 @@ class BatchWriter(MirrorWriter):
 
     def _retry(self) -> None:
         """A refused partition's batches still unanswered go back to be sent again, in order,
-        once none of them is in flight."""
-        for tp, part in self.parts.items():
-            if part.why and part.in_flight <= 0:
-                log.info(
-                    "Link %s, slot %d: writing %s[%d] again from %d batch(es) back: %s",
-                    self.copier.link_id,
-                    self.copier.number,
-                    tp[0],
-                    tp[1],
-                    len(part.unacked),
-                    part.why,
-                )
+        once none of them is in flight and its pause is over."""
+        now = time.monotonic()
+        for part in self.parts.values():
+            if part.why and part.in_flight <= 0 and now >= part.retry_at:
                 part.unsent.extendleft(reversed(part.unacked))
                 part.unacked.clear()
                 part.in_flight, part.why = 0, ""
