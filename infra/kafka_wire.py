@@ -37,6 +37,7 @@ from kafka.protocol.sasl import (
 )
 
 CLIENT_ID = b"isthmus-engine"
+IOV_MAX = 1024  # the most buffers one sendmsg takes (Linux's UIO_MAXIOV)
 FETCH_VERSION, PRODUCE_VERSION, INIT_PID_VERSION = 12, 9, 4  # topics by name
 METADATA_VERSION, LIST_OFFSETS_VERSION = 9, 6
 # Errors a client waits out and asks again: the partition moved or its leader is being chosen,
@@ -184,7 +185,7 @@ class Connection:
                     self.sock.sendall(view)
                 return
             while views:
-                sent = self.sock.sendmsg(views)
+                sent = self.sock.sendmsg(views[:IOV_MAX])
                 while sent:
                     if sent >= views[0].nbytes:
                         sent -= views.pop(0).nbytes

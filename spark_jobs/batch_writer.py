@@ -101,6 +101,7 @@ class BatchWriter(MirrorWriter):
         self.requests: dict[int, deque[dict[TP, Pending]]] = {}  # in flight, by connection
         self.stale = True
         self.retry_at = 0.0  # when the metadata may be asked again, after a failed ask
+        self.quiet_until = 0.0  # no word of a refused batch before then
 
     # --- what the copier calls ----------------------------------------------------------------
 
@@ -290,7 +291,7 @@ class BatchWriter(MirrorWriter):
                         "sequence; starting again with a new producer",
                     )
                 )
-            elif error in kafka_wire.RETRIABLE or error == 45:
+            elif error in kafka_wire.RETRIABLE or error in (3, 45):  # 3: a topic just made
                 self._refused(part, f"{kafka_wire.error_name(error)} {message}".strip())
                 self.leaders.pop((topic, partition), None)
                 self.stale = True
@@ -323,12 +324,14 @@ class BatchWriter(MirrorWriter):
         now = time.monotonic()
         if not part.failing_since:
             part.failing_since = now
-            log.info(
-                "Link %s, slot %d: the destination did not take a batch (%s); it is sent again",
-                self.copier.link_id,
-                self.copier.number,
-                why,
-            )
+            if now >= self.quiet_until:  # once a second at most: a broker leads thousands
+                self.quiet_until = now + 1.0
+                log.info(
+                    "Link %s, slot %d: the destination did not take a batch (%s); it is sent again",
+                    self.copier.link_id,
+                    self.copier.number,
+                    why,
+                )
         part.why = why
         # Sent again after a pause: a dead leader stays in the metadata until it is fenced.
         part.retry_at = now + RETRY_S
