@@ -174,10 +174,19 @@ def server_properties(broker: Broker, var_dir: Path) -> str:
         # authorizer never stands between the node and itself.
         "inter.broker.listener.name": "SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN",
+        # The clients' SASL listener takes SCRAM too (its credentials are made through the
+        # Admin API, as on a real cluster: the batch path's SCRAM test makes its own).
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "sasl.mechanism.controller.protocol": "PLAIN",
         "sasl.mechanism.inter.broker.protocol": "PLAIN",
         "listener.name.controller.plain.sasl.jaas.config": _jaas(users, ("admin",)),
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas(users, SASL_USERS),
+        **{
+            f"listener.name.sasl_plaintext.scram-sha-{bits}.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            )
+            for bits in (256, 512)
+        },
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
         "super.users": ";".join(f"User:{u}" for u in SUPER_USERS),

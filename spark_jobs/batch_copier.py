@@ -22,7 +22,7 @@ import math
 import time
 from typing import Any
 
-from infra import record_batches
+from infra import kafka_wire, record_batches
 from infra.kafka_wire import Fetched, Settings
 
 from . import payloads, translation
@@ -127,7 +127,9 @@ class BatchCopier(Copier):
             self.error = self.source.error
         if not fetched:
             self.empty_polls += 1
-            writer.pump(wait=min(wait, 0.05) if busy else 0.0)
+            writer.pump()
+            if busy:  # until the source or the destination answers, whichever comes first
+                kafka_wire.ready(self.source.awaited() + writer.awaited(), min(wait, 0.05))
             return
         self.empty_polls = 0
         if self.ending or not self.slot.in_touch():

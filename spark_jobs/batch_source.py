@@ -110,6 +110,10 @@ class BatchSource:
             except WireError as exc:
                 self._lost(node, str(exc))
 
+    def awaited(self) -> list[Connection]:
+        """The connections a fetch's answer is awaited on."""
+        return [self.connections[node] for node in self.asked]
+
     def wake(self) -> None:
         pass  # a fetch waits WAIT_S at most: the copier's loop comes round soon
 

@@ -168,6 +168,10 @@ class BatchWriter(MirrorWriter):
                 return True
         return False
 
+    def awaited(self) -> list[Connection]:
+        """The connections an answer is awaited on."""
+        return [self.connections[node] for node, sent in self.requests.items() if sent]
+
     def queued(self) -> int:
         return sum(len(p.unsent) + len(p.unacked) for p in self.parts.values())
 

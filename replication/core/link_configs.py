@@ -152,8 +152,8 @@ KEYS: dict[str, ConfigKey] = {
             values.choice("BATCH", "RECORD"),
             "How the link's mirrors are copied: BATCH copies record batches as they are, "
             "byte for byte; RECORD decodes and writes each record. A link that syncs schemas, "
-            "or connects with a SASL mechanism other than PLAIN and SCRAM, is copied record "
-            "by record either way; the link's page says which path it takes and why.",
+            "or reaches a cluster over TLS, is copied record by record either way; the link's "
+            "page says which path it takes and why.",
         ),
         ConfigKey(
             "mirror.start.offset.spec",

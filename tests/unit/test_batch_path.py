@@ -109,11 +109,23 @@ def test_links_take_the_batch_path_unless_they_ask_otherwise_or_it_cannot_serve_
     oauth = spec()
     oauth["source"] = {
         "bootstrap.servers": "s:1",
-        "security.protocol": "SASL_SSL",
+        "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "OAUTHBEARER",
     }
     assert batch_copier.path(oauth) == (
         "record",
         "the batch path does not speak the source's SASL mechanism OAUTHBEARER",
     )
+    tls = spec()
+    tls["destination"] = {"bootstrap.servers": "d:1", "security.protocol": "SSL"}
+    assert (
+        batch_copier.path(tls)[0] == "record" and "destination's TLS" in batch_copier.path(tls)[1]
+    )
+    scram = spec()
+    scram["source"] = {
+        "bootstrap.servers": "s:1",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+    }
+    assert batch_copier.path(scram) == ("batch", "")
     assert batch_copier.copier_for(spec()) is batch_copier.BatchCopier
