@@ -26,7 +26,9 @@ Exactly once without changing the brokers:
   really ends.
 
 This module is the thread and its assignment; what a batch's records become is `cursors`, and
-their writes, where the rules above are kept, `mirror_writer`. Its clients come from factories
+their writes, where the rules above are kept, `mirror_writer`. This is the record path; the
+batch path's copier (`batch_copier.BatchCopier`) is this class with another reader and
+writer. Its clients come from factories
 (`copier_clients`), so the rules are tested without Kafka.
 """
 

@@ -20,9 +20,7 @@ def _page(client_as, link) -> str:
     return client_as("viewer").get(url).content.decode()
 
 
-def test_a_link_is_copied_batch_for_batch_unless_its_config_asks_for_records(
-    make_link, client_as
-):
+def test_a_link_is_copied_batch_for_batch_unless_its_config_asks_for_records(make_link, client_as):
     link = make_link()
     assert publish.link_spec(link)["path"] == "batch"
     assert publish.copy_path(link) == ("batch", "")
