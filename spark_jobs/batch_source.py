@@ -115,7 +115,7 @@ class BatchSource:
         return [self.connections[node] for node in self.asked]
 
     def wake(self) -> None:
-        pass  # a fetch waits WAIT_S at most: the copier's loop comes round soon
+        pass  # a fetch waits WAIT_MS at most: the copier's loop comes round soon
 
     def close(self) -> None:
         for connection in self.connections.values():

@@ -119,12 +119,17 @@ def _kill(link, what: str) -> None:
     eventually(killed, 240, f"a {what} killed")
 
 
+# Each on both copy paths: the batch path (the default) and the record path.
+PATHS = pytest.mark.parametrize("path", ["BATCH", "RECORD"], ids=["batch-path", "record-path"])
+
+
+@PATHS
 def test_killing_the_application_driver_and_task_workers_five_times_loses_and_repeats_nothing(
-    django_db_blocker, quick_restarts
+    path, django_db_blocker, quick_restarts
 ):
     topic = _source_topic()
     writer = threading.Thread(target=keep_producing, args=(topic, 500_000, 4, 90))
-    with committed_link(django_db_blocker, [topic]) as link:
+    with committed_link(django_db_blocker, [topic], {"mirror.copy.path": path}) as link:
         mirror = create_mirror(ACTOR, link, topic)
         writer.start()
         # Each kind of kill at least once, in a random order.
@@ -145,13 +150,14 @@ def test_killing_the_application_driver_and_task_workers_five_times_loses_and_re
     assert killed[-1][1] < 500_000, f"the copy was over before the last kill: {killed}"
 
 
+@PATHS
 def test_restarting_both_brokers_one_after_the_other_mid_copy_loses_and_repeats_nothing(
-    django_db_blocker, quick_restarts, stack
+    path, django_db_blocker, quick_restarts, stack
 ):
     topic = _source_topic()
     # Idempotent: the source's own restart must not make the writer write a record twice.
     writer = threading.Thread(target=keep_producing, args=(topic, 300_000, 4, 120, True))
-    with committed_link(django_db_blocker, [topic]) as link:
+    with committed_link(django_db_blocker, [topic], {"mirror.copy.path": path}) as link:
         mirror = create_mirror(ACTOR, link, topic)
         writer.start()
         copied = _wait_for_more(link, topic, 10_000, working=True)
