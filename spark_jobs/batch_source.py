@@ -38,6 +38,7 @@ class BatchSource:
     def __init__(self, config: dict[str, str]):
         self.settings = Settings.of(config)
         self.positions: dict[TP, int] = {}
+        self.held: set[TP] = set()  # paused: not fetched
         self.leaders: dict[TP, int] = {}  # node id, -1 while unknown
         self.brokers: dict[int, str] = {}
         self.connections: dict[int, Connection] = {}
@@ -58,6 +59,7 @@ class BatchSource:
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.positions.pop((tp.topic, tp.partition), None)
+            self.held.discard((tp.topic, tp.partition))
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         return [
@@ -69,9 +71,16 @@ class BatchSource:
         self.stale = True  # a new topic's leaders: asked before the next fetch
 
     def pause(self, partitions: list[TopicPartition]) -> None:
-        raise NotImplementedError("the batch path holds no partition (no schema gate)")
+        """Fetch no more of these partitions until they are resumed."""
+        self.held.update((tp.topic, tp.partition) for tp in partitions)
 
-    resume = seek = pause
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        self.held.difference_update((tp.topic, tp.partition) for tp in partitions)
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Fetch the partition from `partition.offset` next."""
+        if (partition.topic, partition.partition) in self.positions:
+            self.positions[partition.topic, partition.partition] = partition.offset
 
     def take(self, n: int, timeout: float) -> list[Fetched]:  # noqa: ARG002 (a consumer's call)
         """The partitions of the first fetch answered within `timeout` whose positions still
@@ -99,7 +108,7 @@ class BatchSource:
         wanted: dict[int, dict[TP, int]] = defaultdict(dict)
         for tp, offset in self.positions.items():
             node = self.leaders.get(tp, -1)
-            if node >= 0 and node not in self.asked:
+            if node >= 0 and node not in self.asked and tp not in self.held:
                 wanted[node][tp] = offset
         for node, positions in wanted.items():
             try:

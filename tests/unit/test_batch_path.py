@@ -129,3 +129,19 @@ def test_links_take_the_batch_path_unless_they_ask_otherwise_or_it_cannot_serve_
     }
     assert batch_copier.path(scram) == ("batch", "")
     assert batch_copier.copier_for(spec()) is batch_copier.BatchCopier
+
+
+def test_a_paused_partition_is_not_fetched_and_a_seek_moves_where_it_is_fetched_from():
+    source = source_at(5)
+    source.leaders, source.stale = {("t", 0): 1}, False
+    asked = []
+    source._connection = lambda node: type(  # a connection that notes what it is sent
+        "C", (), {"send": lambda self, request, *_: asked.append(request)}
+    )()
+    source.pause([TopicPartition("t", 0)])
+    source.fetch_ahead()
+    assert asked == [] and source.asked == {}
+    source.seek(TopicPartition("t", 0, 2))
+    source.resume([TopicPartition("t", 0)])
+    source.fetch_ahead()
+    assert source.asked == {1: {("t", 0): 2}}
